@@ -1,0 +1,54 @@
+# Two commands from a fresh clone: `make run` and `make test`. Each does its own set-up.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint typecheck pytest screenshots bench clean sysdeps
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+# fio (probes) and sysstat (iostat, for the parity tests) and tmux (end-to-end tests):
+# installed only when missing and we are root; otherwise the tests that need them say so.
+sysdeps:
+	@missing=""; \
+	for pair in fio:fio iostat:sysstat tmux:tmux; do \
+		cmd=$${pair%%:*}; pkg=$${pair##*:}; \
+		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing:$$missing"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+		else \
+			echo "note: missing$$missing (not root or no apt-get); tests that need them will skip with a reason"; \
+		fi; \
+	fi
+
+run: $(STAMP) sysdeps
+	$(BIN)/iotop-plus
+
+lint: $(STAMP)
+	$(BIN)/ruff check iotop_plus tests benchmarks
+	$(BIN)/ruff format --check iotop_plus tests benchmarks
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+pytest: $(STAMP) sysdeps
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+screenshots: $(STAMP)
+	$(BIN)/python scripts/screenshots.py
+
+bench: $(STAMP) sysdeps
+	$(BIN)/python benchmarks/bench_sampling.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

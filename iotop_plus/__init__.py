@@ -1,0 +1,3 @@
+"""iotop_plus: a terminal UI for Linux storage."""
+
+__version__ = "0.1.0"

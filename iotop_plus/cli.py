@@ -1,0 +1,103 @@
+"""Command line: ``iotop-plus`` (the TUI) and the headless subcommands.
+
+The TUI is imported lazily, so the headless commands never load Textual.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from iotop_plus import __version__
+from iotop_plus.commands import snapshot
+from iotop_plus.commands.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    UsageError,
+    positive_float,
+)
+from iotop_plus.roots import Roots
+
+#: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
+COMMANDS = [snapshot]
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with a one-line error and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser."""
+    parser = _Parser(
+        prog="iotop-plus",
+        description="Live Linux storage: iostat -x figures, the processes doing the I/O, "
+        "queue tuning and fio probes. Without a subcommand, starts the TUI.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument(
+        "--proc-root",
+        metavar="DIR",
+        help="read procfs from DIR instead of /proc (env IOTOP_PLUS_PROC)",
+    )
+    parser.add_argument(
+        "--sys-root", metavar="DIR", help="read sysfs from DIR instead of /sys (env IOTOP_PLUS_SYS)"
+    )
+    parser.add_argument(
+        "--interval",
+        "-i",
+        type=positive_float,
+        default=1.0,
+        metavar="S",
+        help="TUI refresh interval in seconds (0.25 to 10; default 1)",
+    )
+    parser.add_argument(
+        "--revert-on-exit",
+        action="store_true",
+        help="TUI: undo every setting changed in this run when quitting, without asking",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for module in COMMANDS:
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``iotop-plus`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    roots = Roots.resolve(args.proc_root, args.sys_root)
+    for root, flag in ((roots.proc, "--proc-root"), (roots.sys, "--sys-root")):
+        if not root.is_dir():
+            print(f"iotop-plus: error: {flag} {root}: not a directory", file=sys.stderr)
+            return EXIT_USAGE
+    try:
+        if args.command is None:
+            return _run_tui(args, roots)
+        return int(args.run(args, roots))
+    except UsageError as exc:
+        print(f"iotop-plus: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `iotop-plus snapshot | head`: the reader left; that is not an error.
+        sys.stderr.close()
+        return EXIT_OK
+
+
+def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
+    try:
+        from iotop_plus.tui.app import run_tui
+    except ImportError as exc:
+        print(
+            f"iotop-plus: the TUI is not available ({exc}); try `iotop-plus snapshot`",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    return run_tui(args, roots)

@@ -1,0 +1,1 @@
+"""Headless subcommands. Each module offers ``add_parser(subparsers)`` and ``run``."""

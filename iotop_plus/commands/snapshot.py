@@ -1,0 +1,276 @@
+"""``iotop-plus snapshot``: iostat -x figures, headless, as a table, JSON or CSV.
+
+Unlike iostat, there is no "since boot" first report: every report covers a measured
+interval, and the first sample only sets the baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from typing import Any, TextIO
+
+from iotop_plus import __version__
+from iotop_plus.commands.common import EXIT_OK, UsageError, positive_float, positive_int
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.sampler import Sample, Sampler, rates_between, select_devices
+
+#: (iostat JSON key, DeviceRates attribute), in iostat -x column order.
+IOSTAT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("r/s", "r_s"),
+    ("rkB/s", "rkb_s"),
+    ("rrqm/s", "rrqm_s"),
+    ("rrqm", "rrqm_pct"),
+    ("r_await", "r_await"),
+    ("rareq-sz", "rareq_sz"),
+    ("w/s", "w_s"),
+    ("wkB/s", "wkb_s"),
+    ("wrqm/s", "wrqm_s"),
+    ("wrqm", "wrqm_pct"),
+    ("w_await", "w_await"),
+    ("wareq-sz", "wareq_sz"),
+    ("d/s", "d_s"),
+    ("dkB/s", "dkb_s"),
+    ("drqm/s", "drqm_s"),
+    ("drqm", "drqm_pct"),
+    ("d_await", "d_await"),
+    ("dareq-sz", "dareq_sz"),
+    ("f/s", "f_s"),
+    ("f_await", "f_await"),
+    ("aqu-sz", "aqu_sz"),
+    ("util", "util"),
+)
+
+#: Table headers as iostat prints them (percentages carry a %).
+_TABLE_HEADERS = {"rrqm": "%rrqm", "wrqm": "%wrqm", "drqm": "%drqm", "util": "%util"}
+
+
+def add_parser(sub: Any) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "snapshot",
+        help="print iostat -x figures for an interval and exit",
+        description="Print iostat -x figures over measured intervals. The first sample is "
+        "only a baseline: --count N reports N intervals.",
+    )
+    p.add_argument(
+        "devices",
+        nargs="*",
+        metavar="DEV",
+        help="devices to report (kernel name, dm name or /dev path); default: "
+        "whole devices that have done I/O since boot, like iostat",
+    )
+    p.add_argument(
+        "--interval",
+        "-i",
+        type=positive_float,
+        default=1.0,
+        metavar="S",
+        help="seconds per interval, fractions allowed (default 1)",
+    )
+    p.add_argument(
+        "--count",
+        "-c",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="number of intervals to report (default 1)",
+    )
+    p.add_argument("--format", "-f", choices=("table", "json", "csv"), default="table")
+    p.add_argument(
+        "--all",
+        "-a",
+        action="store_true",
+        dest="show_all",
+        help="every device, including never-used ones and partitions",
+    )
+    p.add_argument("--partitions", "-p", action="store_true", help="add partitions of used devices")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
+    """Run the subcommand; returns the exit code."""
+    out = out or sys.stdout
+    sampler = Sampler(roots)
+    first = sampler.sample()
+    inventory = sampler.inventory(first.names)
+    explicit = resolve_devices(args.devices, first, inventory)
+    host = sampler.host_info()
+    for problem in first.problems:
+        print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
+
+    reports = _intervals(sampler, first, args.interval, args.count)
+    if args.format == "json":
+        doc = {
+            "tool": "iotop-plus",
+            "version": __version__,
+            "host": host.hostname,
+            "kernel": host.kernel,
+            "interval_s": args.interval,
+            "statistics": [],
+        }
+        stats: list[dict[str, Any]] = doc["statistics"]
+        for prev, cur, rates in reports:
+            names = _names(explicit, cur, inventory, args)
+            stats.append(
+                {
+                    "timestamp": _iso(cur.wall_time),
+                    "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
+                    "disk": [disk_json(n, rates[n], inventory) for n in names if rates.get(n)],
+                    "no_rates": [n for n in names if rates.get(n) is None],
+                }
+            )
+        json.dump(doc, out, indent=2)
+        out.write("\n")
+    elif args.format == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(
+            [
+                "timestamp",
+                "elapsed_s",
+                "disk_device",
+                "name",
+                *(k for k, _ in IOSTAT_COLUMNS),
+                "in_flight",
+            ]
+        )
+        for prev, cur, rates in reports:
+            for name in _names(explicit, cur, inventory, args):
+                r = rates.get(name)
+                if r is None:
+                    continue
+                dev = inventory.get(name)
+                writer.writerow(
+                    [
+                        _iso(cur.wall_time),
+                        f"{cur.monotonic - prev.monotonic:.6f}",
+                        name,
+                        dev.friendly_name if dev else name,
+                        *(f"{getattr(r, attr):.2f}" for _, attr in IOSTAT_COLUMNS),
+                        r.in_flight,
+                    ]
+                )
+            out.flush()
+    else:
+        print(f"{host.hostname}  Linux {host.kernel}  iotop-plus {__version__}", file=out)
+        for prev, cur, rates in reports:
+            names = _names(explicit, cur, inventory, args)
+            out.write(render_table(cur, prev, names, rates, inventory))
+            out.flush()
+    return EXIT_OK
+
+
+def _intervals(
+    sampler: Sampler, first: Sample, interval: float, count: int
+) -> Iterator[tuple[Sample, Sample, dict[str, DeviceRates | None]]]:
+    prev = first
+    deadline = first.monotonic
+    for _ in range(count):
+        # Sleep to a fixed schedule so the intervals do not drift, as iostat does.
+        deadline += interval
+        time.sleep(max(0.0, deadline - time.monotonic()))
+        cur = sampler.sample()
+        for problem in cur.problems:
+            print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
+        yield prev, cur, rates_between(prev, cur)
+        prev = cur
+
+
+def resolve_devices(
+    requested: Sequence[str], sample: Sample, inventory: Inventory
+) -> list[str] | None:
+    """Map the user's device arguments to kernel names; None when none were given.
+
+    Raises:
+        UsageError: naming the device that does not exist.
+    """
+    if not requested:
+        return None
+    names = []
+    for arg in requested:
+        base = arg.removeprefix("/dev/")
+        if base in sample.counters:
+            names.append(base)
+            continue
+        dev = inventory.lookup(arg)
+        if dev is None or dev.name not in sample.counters:
+            known = ", ".join(sorted(sample.counters)[:12])
+            more = ", ..." if len(sample.counters) > 12 else ""
+            raise UsageError(f"unknown device {arg!r} (known: {known}{more})")
+        names.append(dev.name)
+    return names
+
+
+def _names(
+    explicit: list[str] | None, cur: Sample, inventory: Inventory, args: argparse.Namespace
+) -> list[str]:
+    if explicit is not None:
+        return [n for n in explicit if n in cur.counters]
+    return select_devices(
+        cur.counters, inventory, show_all=args.show_all, partitions=args.partitions
+    )
+
+
+def disk_json(name: str, rates: DeviceRates | None, inventory: Inventory) -> dict[str, Any]:
+    """One disk entry with iostat's own keys, plus ``in_flight`` and ``name``."""
+    dev = inventory.get(name)
+    entry: dict[str, Any] = {"disk_device": name}
+    if rates is not None:
+        for key, attr in IOSTAT_COLUMNS:
+            entry[key] = round(getattr(rates, attr), 2)
+        entry["in_flight"] = rates.in_flight
+    entry["name"] = dev.friendly_name if dev else name
+    return entry
+
+
+def render_table(
+    cur: Sample,
+    prev: Sample,
+    names: Sequence[str],
+    rates: dict[str, DeviceRates | None],
+    inventory: Inventory,
+) -> str:
+    """iostat -x style text for one interval."""
+    elapsed = cur.monotonic - prev.monotonic
+    headers = ["Device", *(_TABLE_HEADERS.get(k, k) for k, _ in IOSTAT_COLUMNS), "inflight"]
+    rows = []
+    for name in names:
+        r = rates.get(name)
+        dev = inventory.get(name)
+        label = name if not dev or not dev.dm_name else f"{name}({dev.dm_name})"
+        if r is None:
+            rows.append([label, *(["-"] * len(IOSTAT_COLUMNS)), "-"])
+        else:
+            rows.append(
+                [label, *(f"{getattr(r, a):.2f}" for _, a in IOSTAT_COLUMNS), str(r.in_flight)]
+            )
+    widths = [
+        max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
+        for i, h in enumerate(headers)
+    ]
+    lines = [f"\n{_iso(cur.wall_time)}  interval {elapsed:.3f} s"]
+    lines.append(
+        " ".join(
+            h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(headers)
+        )
+    )
+    for row in rows:
+        lines.append(
+            " ".join(
+                c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row)
+            )
+        )
+    if not rows:
+        lines.append("(no devices match; --all shows every device)")
+    return "\n".join(lines) + "\n"
+
+
+def _iso(wall: float) -> str:
+    return datetime.fromtimestamp(wall, timezone.utc).astimezone().isoformat(timespec="seconds")

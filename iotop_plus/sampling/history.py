@@ -1,0 +1,91 @@
+"""Fixed-size ring buffers of recent rates per device, for the charts."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from iotop_plus.sampling.rates import DeviceRates
+
+#: The metrics a chart can draw, by DeviceRates attribute name.
+METRICS: tuple[str, ...] = (
+    "r_s",
+    "w_s",
+    "rkb_s",
+    "wkb_s",
+    "r_await",
+    "w_await",
+    "aqu_sz",
+    "in_flight",
+    "util",
+)
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A moment worth marking on the charts, such as a setting change."""
+
+    timestamp: float
+    """Monotonic time of the event."""
+    label: str
+    """Short text, e.g. ``read_ahead_kb 128→16``."""
+    device: str | None = None
+    """The device it concerns, or None for all."""
+
+
+class DeviceHistory:
+    """Recent values of each metric for one device (oldest first)."""
+
+    def __init__(self, capacity: int) -> None:
+        self.timestamps: deque[float] = deque(maxlen=capacity)
+        self.series: dict[str, deque[float]] = {m: deque(maxlen=capacity) for m in METRICS}
+
+    def append(self, timestamp: float, rates: DeviceRates) -> None:
+        """Record one interval's rates."""
+        self.timestamps.append(timestamp)
+        for metric, buf in self.series.items():
+            buf.append(float(getattr(rates, metric)))
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+
+class History:
+    """Ring buffers for every device seen, plus marks. Default: 10 minutes at 1 Hz."""
+
+    def __init__(self, capacity: int = 600, max_marks: int = 100) -> None:
+        self.capacity = capacity
+        self.devices: dict[str, DeviceHistory] = {}
+        self.marks: deque[Mark] = deque(maxlen=max_marks)
+
+    def record(
+        self,
+        timestamp: float,
+        rates: Mapping[str, DeviceRates | None],
+        only: Iterable[str] | None = None,
+    ) -> None:
+        """Append the rates of one interval; devices without rates are skipped."""
+        names = rates.keys() if only is None else only
+        for name in names:
+            r = rates.get(name)
+            if r is None:
+                continue
+            hist = self.devices.get(name)
+            if hist is None:
+                hist = self.devices[name] = DeviceHistory(self.capacity)
+            hist.append(timestamp, r)
+
+    def forget(self, keep: Iterable[str]) -> None:
+        """Drop devices that are gone."""
+        keep_set = set(keep)
+        for name in [n for n in self.devices if n not in keep_set]:
+            del self.devices[name]
+
+    def mark(self, mark: Mark) -> None:
+        """Remember an event to draw on the charts."""
+        self.marks.append(mark)
+
+    def get(self, name: str) -> DeviceHistory | None:
+        """History of one device, or None."""
+        return self.devices.get(name)

@@ -1,0 +1,190 @@
+"""One read of the roots per tick, into an immutable Sample; rates between two samples."""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import (
+    DiskCounters,
+    ParseProblem,
+    parse_diskstats,
+    read_sys_block_stats,
+)
+from iotop_plus.sampling.inventory import Inventory, read_inventory
+from iotop_plus.sampling.rates import DeviceRates, compute_all
+
+
+@dataclass(frozen=True)
+class Sample:
+    """Raw cumulative counters of every device at one moment."""
+
+    monotonic: float
+    """``time.monotonic()`` when the counters were read; rates use its differences."""
+    wall_time: float
+    """``time.time()`` at the same moment, for display and JSON."""
+    counters: Mapping[str, DiskCounters]
+    """Counters by kernel name (read-only)."""
+    problems: tuple[ParseProblem, ...] = ()
+    """Lines that could not be parsed in this read."""
+    source: str = "/proc/diskstats"
+    """The file the counters came from."""
+
+    @property
+    def names(self) -> frozenset[str]:
+        """The device names present in this sample."""
+        return frozenset(self.counters)
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    """What the header shows about the host."""
+
+    hostname: str
+    """Node name."""
+    kernel: str
+    """Kernel release (``uname -r``)."""
+    uptime_s: float | None
+    """Seconds since boot, from ``/proc/uptime``; None if unreadable."""
+    is_root: bool
+    """Whether we run with effective uid 0."""
+
+
+def read_host_info(roots: Roots) -> HostInfo:
+    """Host name, kernel release and uptime, from the roots where they are captured."""
+    kernel = _read(roots.proc / "sys" / "kernel" / "osrelease") or os.uname().release
+    hostname = _read(roots.proc / "sys" / "kernel" / "hostname") or socket.gethostname()
+    uptime_text = _read(roots.proc / "uptime")
+    uptime: float | None = None
+    if uptime_text:
+        try:
+            uptime = float(uptime_text.split()[0])
+        except (ValueError, IndexError):
+            uptime = None
+    return HostInfo(hostname, kernel, uptime, os.geteuid() == 0)
+
+
+def _read(path: os.PathLike[str]) -> str | None:
+    try:
+        with open(path) as fh:
+            return fh.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+class Sampler:
+    """Reads the counters of every block device, one immutable :class:`Sample` per call.
+
+    Holds only a parse cache (unchanged lines are not re-parsed) and the last inventory;
+    the samples it returns never change.
+    """
+
+    def __init__(self, roots: Roots | None = None) -> None:
+        self.roots = roots or Roots()
+        self._cache: dict[str, tuple[str, DiskCounters]] = {}
+        self._inventory: Inventory | None = None
+        self._inventory_names: frozenset[str] = frozenset()
+
+    def sample(self) -> Sample:
+        """Read all counters now.
+
+        Uses /proc/diskstats (one read for all devices); falls back to /sys/block/*/stat
+        when it is missing. Never raises for bad content: problems are carried in the sample.
+        """
+        problems: list[ParseProblem] = []
+        path = self.roots.diskstats
+        try:
+            with open(path) as fh:
+                text = fh.read()
+        except OSError as exc:
+            names = _sys_names(self.roots)
+            if not names:
+                problems.append(ParseProblem(str(path), 0, "", f"cannot read: {exc.strerror}"))
+            now = time.monotonic()
+            counters = read_sys_block_stats(self.roots.sys, names, problems)
+            return Sample(
+                now,
+                time.time(),
+                MappingProxyType(counters),
+                tuple(problems),
+                str(self.roots.sys_block),
+            )
+        now = time.monotonic()
+        counters = parse_diskstats(text, str(path), problems, self._cache)
+        if len(self._cache) > 2 * max(len(counters), 64):
+            # Devices come and go (loop churn): forget the ones that left.
+            self._cache = {k: v for k, v in self._cache.items() if k in counters}
+        return Sample(now, time.time(), MappingProxyType(counters), tuple(problems), str(path))
+
+    def inventory(self, names: Iterable[str] | None = None, refresh: bool = False) -> Inventory:
+        """The device inventory, re-read when ``names`` differs from the last read set."""
+        wanted = frozenset(names) if names is not None else None
+        if (
+            refresh
+            or self._inventory is None
+            or (wanted is not None and wanted != self._inventory_names)
+        ):
+            self._inventory = read_inventory(self.roots)
+            self._inventory_names = (
+                wanted if wanted is not None else frozenset(self._inventory.devices)
+            )
+        return self._inventory
+
+    def host_info(self) -> HostInfo:
+        """Header facts for this host (or captured tree)."""
+        return read_host_info(self.roots)
+
+
+def _sys_names(roots: Roots) -> list[str]:
+    try:
+        return sorted(os.listdir(roots.sys_class_block))
+    except OSError:
+        try:
+            return sorted(os.listdir(roots.sys_block))
+        except OSError:
+            return []
+
+
+def rates_between(prev: Sample, cur: Sample) -> dict[str, DeviceRates | None]:
+    """iostat -x rates for every device of ``cur`` over the measured interval."""
+    return compute_all(dict(prev.counters), dict(cur.counters), cur.monotonic - prev.monotonic)
+
+
+def select_devices(
+    counters: Mapping[str, DiskCounters],
+    inventory: Inventory,
+    *,
+    show_all: bool = False,
+    partitions: bool = False,
+    hide_virtual: bool = False,
+) -> list[str]:
+    """Device names to show, iostat's way by default.
+
+    By default: whole devices (no partitions) that have ever done I/O since boot.
+
+    Args:
+        counters: Counters of the current sample.
+        inventory: For partition and device-kind facts.
+        show_all: Every device, used or not, partitions included.
+        partitions: Add partitions (of devices that have done I/O).
+        hide_virtual: Also hide loop, ram and zram devices (the TUI's default).
+    """
+    names: list[str] = []
+    for name, c in counters.items():
+        if show_all:
+            names.append(name)
+            continue
+        dev = inventory.get(name)
+        if dev is not None and dev.is_partition and not partitions:
+            continue
+        if hide_virtual and dev is not None and dev.hidden_by_default:
+            continue
+        if not c.ever_used:
+            continue
+        names.append(name)
+    return names

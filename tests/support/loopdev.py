@@ -1,0 +1,55 @@
+"""Loop devices that a test creates on its own backing file and always detaches."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+
+def can_use_loop_devices() -> str | None:
+    """None when loop devices can be made here, else the reason why not."""
+    if os.geteuid() != 0:
+        return "needs root to attach loop devices"
+    if shutil.which("losetup") is None:
+        return "losetup is not installed"
+    if not Path("/dev/loop-control").exists():
+        return "no /dev/loop-control"
+    return None
+
+
+def require_loop_devices() -> None:
+    """Skip the calling test, with the reason, when loop devices cannot be made."""
+    reason = can_use_loop_devices()
+    if reason:
+        pytest.skip(reason)
+
+
+@contextmanager
+def loop_device(
+    directory: Path, size_mb: int = 64, name: str = "backing.img", direct_io: bool = False
+) -> Iterator[str]:
+    """Attach a loop device on a new sparse file in ``directory``; yields e.g. ``loop3``.
+
+    The device is detached and the file removed on exit, whatever happened.
+    """
+    require_loop_devices()
+    backing = directory / name
+    with open(backing, "xb") as fh:  # never reuse a file we did not create
+        fh.truncate(size_mb * 1024 * 1024)
+    argv = ["losetup", "--find", "--show"]
+    if direct_io:
+        argv.append("--direct-io=on")
+    dev = subprocess.run(
+        [*argv, str(backing)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    try:
+        yield dev.removeprefix("/dev/")
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+        backing.unlink(missing_ok=True)
