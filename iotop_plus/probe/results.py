@@ -1,0 +1,468 @@
+"""fio JSON -> :class:`ProbeResult`, the hints read from the numbers, and where the result
+sits among device classes.
+
+fio 3.33 JSON (``stat.c``), per job: ``error`` (errno), ``read``/``write``/``sync`` blocks,
+``usr_cpu``/``sys_cpu``; per direction ``iops``, ``bw`` (KiB/s), ``io_bytes``, ``total_ios``,
+``runtime`` (ms), ``slat_ns``/``clat_ns``/``lat_ns`` with ``clat_ns.percentile`` keyed
+``"99.000000"``, and ``iops_min``/``iops_max``/``bw_min``/``bw_max``/``bw_mean`` from 500 ms
+samples. ``sync.lat_ns`` holds fsync latency. ``disk_util`` lists what the device served.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from typing import Any
+
+from iotop_plus.probe.presets import QUOTE_RUNTIME_S, Preset, ProbeParams
+
+#: The clat percentiles shown, as fio keys them.
+PERCENTILES: tuple[tuple[str, str], ...] = (
+    ("p50", "50.000000"),
+    ("p95", "95.000000"),
+    ("p99", "99.000000"),
+    ("p99.9", "99.900000"),
+    ("p99.99", "99.990000"),
+)
+
+
+class FioOutputError(Exception):
+    """fio's output is not a usable result; the message is one plain line."""
+
+
+@dataclass(frozen=True)
+class Latency:
+    """One fio latency block (``clat_ns``, ``sync.lat_ns``...), in microseconds."""
+
+    mean_us: float
+    """Mean latency."""
+    min_us: float
+    """Smallest latency seen."""
+    max_us: float
+    """Largest latency seen."""
+    percentiles_us: tuple[tuple[str, float], ...] = ()
+    """(label, value) for p50, p95, p99, p99.9, p99.99 where fio gave them."""
+
+    def percentile(self, label: str) -> float | None:
+        """The percentile called ``label`` (``p99``), or None."""
+        return dict(self.percentiles_us).get(label)
+
+
+@dataclass(frozen=True)
+class DirectionResult:
+    """The figures for reads or for writes."""
+
+    iops: float
+    """I/Os per second over the run."""
+    bw_kib_s: int
+    """Bandwidth in KiB/s (fio's ``bw``)."""
+    io_bytes: int
+    """Bytes transferred."""
+    total_ios: int
+    """I/Os completed."""
+    runtime_ms: int
+    """Time this direction ran."""
+    clat: Latency
+    """Completion latency (submission to completion)."""
+    slat_mean_us: float
+    """Mean submission latency."""
+    lat_mean_us: float
+    """Mean total latency (slat + clat)."""
+    iops_min: float
+    """Lowest IOPS of a 500 ms sample."""
+    iops_max: float
+    """Highest IOPS of a 500 ms sample."""
+    bw_min_kib_s: float
+    """Lowest bandwidth of a 500 ms sample."""
+    bw_max_kib_s: float
+    """Highest bandwidth of a 500 ms sample."""
+    bw_mean_kib_s: float
+    """Mean of the bandwidth samples."""
+    bw_samples: int
+    """How many bandwidth samples there were."""
+
+
+@dataclass(frozen=True)
+class DiskUtil:
+    """What one device actually served during the probe (fio's ``disk_util``)."""
+
+    name: str
+    """Kernel device name."""
+    read_ios: int
+    """Reads the device completed."""
+    write_ios: int
+    """Writes the device completed."""
+    util_pct: float
+    """Percentage of the run the device was busy."""
+
+
+@dataclass(frozen=True)
+class Hint:
+    """One interpretation rule that fired on the numbers."""
+
+    code: str
+    """Stable identifier (``tail-jitter``, ``stalls``...)."""
+    text: str
+    """The interpretation in plain words."""
+
+
+@dataclass(frozen=True)
+class DeviceClass:
+    """Typical figures of one class of device, with where they come from."""
+
+    name: str
+    """Class name."""
+    iops: tuple[float, float]
+    """Typical 4k random read IOPS range (low QD to the best datasheet figure)."""
+    latency_us: tuple[float, float]
+    """Typical single read latency range, microseconds."""
+    bw_mb_s: tuple[float, float]
+    """Typical sequential bandwidth range, MB/s."""
+    source: str
+    """Where the figures come from, and what they are."""
+
+
+#: The device-class reference the result is placed against. These are typical public
+#: figures, not guarantees: datasheet numbers are best cases at high queue depth.
+DEVICE_CLASSES: tuple[DeviceClass, ...] = (
+    DeviceClass(
+        "HDD (7200 rpm)",
+        (75, 200),
+        (4_000, 15_000),
+        (100, 285),
+        "Mechanics: ~8.5 ms average seek + 4.17 ms half rotation at 7200 rpm gives ~80 "
+        "random IOPS at QD1, ~170-200 with deep queues; 285 MB/s is the outer-track "
+        "sustained rate in Seagate Exos X18 datasheets.",
+    ),
+    DeviceClass(
+        "Network block storage",
+        (3_000, 16_000),
+        (500, 10_000),
+        (125, 1_000),
+        "AWS EBS gp3 documentation: 3,000 IOPS and 125 MiB/s baseline, provisionable to "
+        "16,000 IOPS and 1,000 MiB/s, 'single-digit millisecond' latency (io2 Block Express "
+        "goes to 256,000 IOPS, sub-millisecond). Other clouds' general-purpose volumes are "
+        "of the same order.",
+    ),
+    DeviceClass(
+        "SATA SSD",
+        (10_000, 100_000),
+        (50, 250),
+        (400, 560),
+        "Samsung 870 EVO datasheet: up to 98K 4k random read IOPS at QD32 and 560 MB/s "
+        "sequential read; SATA 6 Gb/s caps any SATA device near 550-600 MB/s.",
+    ),
+    DeviceClass(
+        "NVMe SSD",
+        (100_000, 1_500_000),
+        (10, 120),
+        (1_500, 7_500),
+        "Samsung 990 PRO datasheet: up to 1.4M 4k random read IOPS (QD32, 16 threads) and "
+        "7,450 MB/s sequential read on PCIe 4.0; QD1 reads on NAND take tens of µs.",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """A finished probe's figures, as fio reported them, plus what they suggest."""
+
+    preset: str
+    """Preset name (``wal``)."""
+    title: str
+    """Preset title."""
+    params: ProbeParams
+    """The parameters run (with the engine actually used)."""
+    target: str
+    """Where it ran, for people."""
+    device: str | None
+    """The block device measured, when known."""
+    fio_version: str
+    """fio's version string."""
+    read: DirectionResult | None
+    """Read figures, when the pattern read."""
+    write: DirectionResult | None
+    """Write figures, when the pattern wrote."""
+    fsync: Latency | None
+    """fsync latency (``sync.lat_ns``), when fsync was used."""
+    usr_cpu_pct: float
+    """fio's user CPU, percent of one CPU."""
+    sys_cpu_pct: float
+    """fio's system CPU, percent of one CPU."""
+    disk_util: tuple[DiskUtil, ...]
+    """What the devices served."""
+    hints: tuple[Hint, ...] = ()
+    """Interpretation rules that fired."""
+    placement: str = ""
+    """Where the result sits among :data:`DEVICE_CLASSES`."""
+    notes: tuple[str, ...] = ()
+    """Facts about the run itself (engine fallback, size capped...)."""
+
+    @property
+    def directions(self) -> tuple[DirectionResult, ...]:
+        """The directions that did I/O."""
+        return tuple(d for d in (self.read, self.write) if d is not None)
+
+    @property
+    def iops(self) -> float:
+        """Reads plus writes per second."""
+        return sum(d.iops for d in self.directions)
+
+    @property
+    def bw_kib_s(self) -> int:
+        """Read plus write bandwidth in KiB/s."""
+        return sum(d.bw_kib_s for d in self.directions)
+
+    @property
+    def mean_clat_us(self) -> float:
+        """Completion latency averaged over every I/O of both directions."""
+        ios = sum(d.total_ios for d in self.directions)
+        if not ios:
+            return 0.0
+        return sum(d.clat.mean_us * d.total_ios for d in self.directions) / ios
+
+    @property
+    def is_quick(self) -> bool:
+        """Shorter than the seeds' minimum for a number to quote."""
+        return self.params.is_quick
+
+    @property
+    def quick_label(self) -> str:
+        """The quick-probe caveat, or empty."""
+        if not self.is_quick:
+            return ""
+        low, high = QUOTE_RUNTIME_S
+        return (
+            f"quick probe ({self.params.runtime_s} s): the seeds recommend {low}-{high} s "
+            "for numbers you quote"
+        )
+
+
+def _latency(block: Any) -> Latency:
+    pct = block.get("percentile") or {}
+    pairs = tuple((label, pct[key] / 1000.0) for label, key in PERCENTILES if key in pct)
+    return Latency(
+        mean_us=float(block.get("mean", 0.0)) / 1000.0,
+        min_us=float(block.get("min", 0)) / 1000.0,
+        max_us=float(block.get("max", 0)) / 1000.0,
+        percentiles_us=pairs,
+    )
+
+
+def _direction(block: Any) -> DirectionResult | None:
+    if not block or not block.get("total_ios"):
+        return None
+    return DirectionResult(
+        iops=float(block["iops"]),
+        bw_kib_s=int(block["bw"]),
+        io_bytes=int(block["io_bytes"]),
+        total_ios=int(block["total_ios"]),
+        runtime_ms=int(block["runtime"]),
+        clat=_latency(block["clat_ns"]),
+        slat_mean_us=float(block["slat_ns"]["mean"]) / 1000.0,
+        lat_mean_us=float(block["lat_ns"]["mean"]) / 1000.0,
+        iops_min=float(block.get("iops_min", 0)),
+        iops_max=float(block.get("iops_max", 0)),
+        bw_min_kib_s=float(block.get("bw_min", 0)),
+        bw_max_kib_s=float(block.get("bw_max", 0)),
+        bw_mean_kib_s=float(block.get("bw_mean", 0.0)),
+        bw_samples=int(block.get("bw_samples", 0)),
+    )
+
+
+def job_errors(doc: Any) -> list[str]:
+    """``jobname: errno N`` for every job whose ``error`` is set."""
+    errors = []
+    for job in doc.get("jobs", []) if isinstance(doc, dict) else []:
+        err = job.get("error", 0) if isinstance(job, dict) else 0
+        if err:
+            reason = os.strerror(err) if isinstance(err, int) else str(err)
+            errors.append(f"{job.get('jobname', '?')}: {reason} (errno {err})")
+    return errors
+
+
+def parse_result(
+    doc: Any,
+    preset: Preset,
+    params: ProbeParams,
+    *,
+    target: str,
+    device: str | None,
+    rotational: bool | None = None,
+    notes: tuple[str, ...] = (),
+) -> ProbeResult:
+    """Turn fio's final JSON document into a :class:`ProbeResult` with hints and placement.
+
+    Raises:
+        FioOutputError: the document has no jobs, a job failed, or a field is missing.
+    """
+    if not isinstance(doc, dict) or not doc.get("jobs"):
+        raise FioOutputError("fio's JSON has no jobs")
+    errors = job_errors(doc)
+    if errors:
+        raise FioOutputError("fio job failed: " + ", ".join(errors))
+    job = doc["jobs"][0]
+    try:
+        read = _direction(job.get("read"))
+        write = _direction(job.get("write"))
+        sync = job.get("sync") or {}
+        fsync = _latency(sync["lat_ns"]) if sync.get("total_ios") and "lat_ns" in sync else None
+        disks = tuple(
+            DiskUtil(
+                name=str(d["name"]),
+                read_ios=int(d.get("read_ios", 0)),
+                write_ios=int(d.get("write_ios", 0)),
+                util_pct=float(d.get("util", 0.0)),
+            )
+            for d in doc.get("disk_util", [])
+        )
+        result = ProbeResult(
+            preset=preset.name,
+            title=preset.title,
+            params=params,
+            target=target,
+            device=device,
+            fio_version=str(doc.get("fio version", "fio")),
+            read=read,
+            write=write,
+            fsync=fsync,
+            usr_cpu_pct=float(job["usr_cpu"]),
+            sys_cpu_pct=float(job["sys_cpu"]),
+            disk_util=disks,
+            notes=notes,
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise FioOutputError(f"fio's JSON lacks an expected field ({exc})") from None
+    if not result.directions:
+        raise FioOutputError("fio completed no I/O")
+    return _with_reading(result, preset, rotational)
+
+
+def _with_reading(result: ProbeResult, preset: Preset, rotational: bool | None) -> ProbeResult:
+    return replace(
+        result, hints=tuple(hints_for(result, preset, rotational)), placement=place(result, preset)
+    )
+
+
+def hints_for(result: ProbeResult, preset: Preset, rotational: bool | None = None) -> list[Hint]:
+    """The seeds' interpretation rules, applied to the numbers."""
+    out: list[Hint] = []
+    p = result.params
+    for d, label in ((result.read, "read"), (result.write, "write")):
+        if d is None:
+            continue
+        p99 = d.clat.percentile("p99")
+        p9999 = d.clat.percentile("p99.99")
+        if p99 and p9999 and p9999 >= 5 * p99 and p9999 - p99 >= 200:
+            out.append(
+                Hint(
+                    "tail-jitter",
+                    f"{label} p99.99 is {p9999 / p99:.0f}x p99 ({_us(p9999)} vs {_us(p99)}): "
+                    "rare long stalls, typical of SSD garbage collection or CPU "
+                    "scheduling jitter",
+                )
+            )
+        if d.bw_samples >= 2 and d.bw_mean_kib_s > 0 and d.bw_min_kib_s < 0.5 * d.bw_mean_kib_s:
+            out.append(
+                Hint(
+                    "stalls",
+                    f"{label} bandwidth fell to {d.bw_min_kib_s / d.bw_mean_kib_s:.0%} of its "
+                    "average in some 500 ms samples: the device stalled (GC, write-back, "
+                    "throttling or a neighbour)",
+                )
+            )
+    if result.sys_cpu_pct > 30:
+        engine = (
+            "consider io_uring, which needs fewer system calls per I/O"
+            if p.ioengine != "io_uring"
+            else "the CPU, not the device, may be the limit"
+        )
+        out.append(Hint("sys-cpu", f"fio spent {result.sys_cpu_pct:.0f}% in the kernel: {engine}"))
+    if not p.direct:
+        fio_ios = sum(d.total_ios for d in result.directions)
+        served = sum(u.read_ios + u.write_ios for u in result.disk_util)
+        cached = (result.disk_util and served < 0.5 * fio_ios) or (0 < result.mean_clat_us < 5)
+        if cached:
+            out.append(
+                Hint(
+                    "page-cache",
+                    "buffered I/O (direct=0): "
+                    + (
+                        f"the device served {served} of {fio_ios} I/Os, "
+                        if result.disk_util
+                        else ""
+                    )
+                    + "so these numbers come from the page cache, faster than the device "
+                    "could be; use direct=1 to measure the device",
+                )
+            )
+    if p.is_quick:
+        out.append(Hint("short-runtime", result.quick_label))
+    if preset.name != "wal" and p.total_qd < 8 and rotational is False:
+        out.append(
+            Hint(
+                "low-qd",
+                f"{p.total_qd} I/Os in flight is well below what an SSD or NVMe device needs "
+                "to reach its peak (32 or more): this measures latency, not capacity",
+            )
+        )
+    util = max((u.util_pct for u in result.disk_util), default=None)
+    if util is not None and util < 50 and p.direct and preset.name not in ("wal",):
+        out.append(
+            Hint(
+                "idle-device",
+                f"the device was busy only {util:.0f}% of the run: the probe, not the device, "
+                "was the bottleneck (raise iodepth or numjobs)",
+            )
+        )
+    return out
+
+
+def place(result: ProbeResult, preset: Preset) -> str:
+    """Where the result sits among :data:`DEVICE_CLASSES`, in one line."""
+    if preset.fsync:
+        return _place_latency(result)
+    sequential = preset.rw in ("read", "write", "rw")
+    if sequential:
+        value = result.bw_kib_s * 1024 / 1e6
+        unit = "MB/s"
+    else:
+        value = result.iops
+        unit = "IOPS"
+
+    def span(c: DeviceClass) -> tuple[float, float]:
+        return c.bw_mb_s if sequential else c.iops
+
+    within = [c.name for c in DEVICE_CLASSES if span(c)[0] <= value <= span(c)[1]]
+    shown = f"{value:,.0f} {unit}"
+    if within:
+        return f"{shown} is typical of: {', '.join(within)}"
+    top = max(DEVICE_CLASSES, key=lambda c: span(c)[1])
+    if value > span(top)[1]:
+        return f"{shown} is above every reference class (page cache or RAM-backed?)"
+    below = [c for c in DEVICE_CLASSES if span(c)[1] < value]
+    above = [c for c in DEVICE_CLASSES if span(c)[0] > value]
+    if not below:
+        return f"{shown} is below every reference class (a throttled or busy device?)"
+    low = max(below, key=lambda c: span(c)[1])
+    high = min(above, key=lambda c: span(c)[0])
+    return f"{shown} is between {low.name} and {high.name}"
+
+
+def _place_latency(result: ProbeResult) -> str:
+    """Commit probes are about latency: place the mean fsync (or write) latency."""
+    value = result.fsync.mean_us if result.fsync else result.mean_clat_us
+    what = "fsync" if result.fsync else "write"
+    within = [c.name for c in DEVICE_CLASSES if c.latency_us[0] <= value <= c.latency_us[1]]
+    shown = f"{_us(value)} mean {what} latency"
+    if within:
+        return f"{shown} is typical of: {', '.join(within)}"
+    if value < min(c.latency_us[0] for c in DEVICE_CLASSES):
+        return f"{shown} is faster than every reference class (a write cache acknowledges it)"
+    if value > max(c.latency_us[1] for c in DEVICE_CLASSES):
+        return f"{shown} is slower than every reference class (a busy or throttled device?)"
+    return f"{shown} falls between reference classes"
+
+
+def _us(value: float) -> str:
+    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.0f} µs"

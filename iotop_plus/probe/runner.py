@@ -1,0 +1,471 @@
+"""Run fio as an asyncio subprocess: live progress, cancel, cleanup, plain failures.
+
+fio runs in its own session (``start_new_session``) so that cancelling kills its whole
+process group, and so that a terminal's Ctrl-C reaches us first, not fio's job processes.
+With ``--output-format=json --status-interval=1`` fio prints one whole cumulative JSON
+document per second, possibly after text lines such as ``note: ...`` or
+``fio: pid=..., err=...``; :class:`JsonDocumentStream` splits them as they arrive.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from iotop_plus.probe.presets import DEFAULT_ENGINE, FALLBACK_ENGINE, Preset, ProbeParams
+from iotop_plus.probe.results import FioOutputError, ProbeResult, job_errors, parse_result
+from iotop_plus.probe.target import (
+    ProbeTarget,
+    TargetError,
+    create_probe_file,
+    plan_target,
+    remove_probe_file,
+)
+from iotop_plus.roots import Roots
+
+INSTALL_HINT = "install it with `apt-get install fio` (Debian/Ubuntu) or `dnf install fio`"
+
+# errnos with which a job fails when io_uring cannot be used: EPERM (sysctl
+# kernel.io_uring_disabled, seccomp), ENOSYS (kernel without it), EOPNOTSUPP.
+_IO_URING_UNAVAILABLE = {1, 38, 95}
+
+
+class ProbeError(Exception):
+    """A probe failed; the message is one plain line for the user."""
+
+
+@dataclass(frozen=True)
+class ProbeRequest:
+    """What the user asked to run."""
+
+    preset: Preset
+    """The pattern."""
+    params: ProbeParams
+    """The parameters, after the user's edits."""
+    target: str
+    """A directory or a block device path, as typed."""
+    confirm: str | None = None
+    """The device name typed to confirm a write probe on a raw device."""
+
+
+@dataclass(frozen=True)
+class ProbeProgress:
+    """One live status report from fio (every second)."""
+
+    elapsed_s: float
+    """Seconds since the job started."""
+    runtime_s: float
+    """Seconds the job is set to run."""
+    read_iops: float
+    """Reads per second over the last report interval."""
+    write_iops: float
+    """Writes per second over the last report interval."""
+    read_kib_s: float
+    """Read KiB/s over the last report interval."""
+    write_kib_s: float
+    """Write KiB/s over the last report interval."""
+    mean_lat_us: float
+    """Mean completion latency of the I/Os in the last report interval."""
+    engine: str
+    """The engine running."""
+
+    @property
+    def iops(self) -> float:
+        """Reads plus writes per second."""
+        return self.read_iops + self.write_iops
+
+    @property
+    def kib_s(self) -> float:
+        """Read plus write KiB/s."""
+        return self.read_kib_s + self.write_kib_s
+
+    @property
+    def time_left_s(self) -> float:
+        """Seconds until the runtime is up."""
+        return max(0.0, self.runtime_s - self.elapsed_s)
+
+    @property
+    def fraction(self) -> float:
+        """Share of the runtime done, 0 to 1."""
+        return min(1.0, self.elapsed_s / self.runtime_s) if self.runtime_s else 0.0
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    """A finished probe: the parsed result and fio's own words."""
+
+    result: ProbeResult
+    """The parsed figures, hints and placement."""
+    raw_json: str
+    """fio's final JSON document, as printed."""
+    argv: tuple[str, ...]
+    """The fio command line run (the last attempt)."""
+    target: ProbeTarget
+    """The checked target."""
+
+
+@dataclass
+class JsonDocumentStream:
+    """Splits fio's stdout into whole JSON documents and the text between them."""
+
+    buffer: str = ""
+    """Text received and not yet consumed."""
+    text: list[str] = field(default_factory=list)
+    """Non-JSON lines seen (notes, error lines)."""
+    _decoder: json.JSONDecoder = field(default_factory=json.JSONDecoder)
+
+    def feed(self, chunk: str) -> list[tuple[str, Any]]:
+        """Add output; returns the (raw text, document) pairs completed by it."""
+        self.buffer += chunk
+        docs: list[tuple[str, Any]] = []
+        while True:
+            start = self._doc_start()
+            if start is None:
+                # Keep a partial last line: it may be the start of a document.
+                head, sep, tail = self.buffer.rpartition("\n")
+                if sep:
+                    self._text(head)
+                    self.buffer = tail
+                return docs
+            if start:
+                self._text(self.buffer[:start])
+                self.buffer = self.buffer[start:]
+            try:
+                doc, end = self._decoder.raw_decode(self.buffer)
+            except json.JSONDecodeError:
+                return docs  # incomplete: wait for more
+            docs.append((self.buffer[:end], doc))
+            self.buffer = self.buffer[end:].lstrip("\n")
+
+    def finish(self) -> str:
+        """Everything left over at the end of output (garbage when not blank)."""
+        rest, self.buffer = self.buffer, ""
+        self._text(rest)
+        return rest.strip()
+
+    def _doc_start(self) -> int | None:
+        # fio starts each document with "{" at the beginning of a line.
+        if self.buffer.startswith("{"):
+            return 0
+        pos = self.buffer.find("\n{")
+        return None if pos < 0 else pos + 1
+
+    def _text(self, text: str) -> None:
+        self.text += [line for line in text.splitlines() if line.strip()]
+
+
+def io_uring_disabled(roots: Roots) -> bool:
+    """Whether sysctl ``kernel.io_uring_disabled`` keeps this process from io_uring."""
+    try:
+        value = int((roots.proc / "sys" / "kernel" / "io_uring_disabled").read_text())
+    except (OSError, ValueError):
+        return False
+    # 1 allows privileged processes (and the io_uring_group); 2 allows nobody.
+    return value == 2 or (value == 1 and os.geteuid() != 0)
+
+
+def build_argv(
+    fio: str, preset: Preset, params: ProbeParams, target: ProbeTarget, filename: Path
+) -> list[str]:
+    """fio's argv for one run (never a shell string)."""
+    argv = [
+        fio,
+        f"--name={preset.name}",
+        f"--filename={filename}",
+        f"--rw={preset.rw}",
+        f"--bs={params.bs}",
+        f"--iodepth={params.iodepth}",
+        f"--numjobs={params.numjobs}",
+        f"--ioengine={params.ioengine}",
+        f"--direct={int(params.direct)}",
+        f"--size={target.size_bytes}",
+        f"--runtime={params.runtime_s}",
+        "--time_based",
+        "--group_reporting",
+        "--randrepeat=0",
+        "--output-format=json",
+        "--status-interval=1",
+    ]
+    if preset.rwmixread is not None:
+        argv.append(f"--rwmixread={preset.rwmixread}")
+    if preset.fsync:
+        argv.append(f"--fsync={preset.fsync}")
+    if target.readonly:
+        argv.append("--readonly")
+    return argv
+
+
+def progress_from(
+    doc: Any, previous: Any | None, runtime_s: float, engine: str
+) -> ProbeProgress | None:
+    """Live figures from two consecutive cumulative status documents (None if unusable)."""
+    try:
+        job = doc["jobs"][0]
+        elapsed = float(job["elapsed"])
+        now_ms = float(doc["timestamp_ms"])
+        prev_job = previous["jobs"][0] if previous is not None else None
+        prev_ms = float(previous["timestamp_ms"]) if previous is not None else None
+    except (KeyError, IndexError, TypeError, ValueError):
+        return None
+    figures: dict[str, float] = {}
+    lat_sum = lat_n = 0.0
+    for direction in ("read", "write"):
+        cur = job.get(direction) or {}
+        old = (prev_job or {}).get(direction) or {}
+        ios = float(cur.get("total_ios", 0)) - float(old.get("total_ios", 0))
+        kib = (float(cur.get("io_bytes", 0)) - float(old.get("io_bytes", 0))) / 1024
+        if prev_ms is not None and now_ms > prev_ms:
+            seconds = (now_ms - prev_ms) / 1000
+        else:
+            seconds = max(float(cur.get("runtime", 0)) / 1000, 1e-3)
+        figures[direction + "_iops"] = max(0.0, ios / seconds)
+        figures[direction + "_kib"] = max(0.0, kib / seconds)
+        clat, old_clat = cur.get("clat_ns") or {}, old.get("clat_ns") or {}
+        n, old_n = float(clat.get("N", 0)), float(old_clat.get("N", 0))
+        total = float(clat.get("mean", 0)) * n - float(old_clat.get("mean", 0)) * old_n
+        if n > old_n:
+            lat_sum += total
+            lat_n += n - old_n
+    return ProbeProgress(
+        elapsed_s=elapsed,
+        runtime_s=runtime_s,
+        read_iops=figures["read_iops"],
+        write_iops=figures["write_iops"],
+        read_kib_s=figures["read_kib"],
+        write_kib_s=figures["write_kib"],
+        mean_lat_us=(lat_sum / lat_n / 1000) if lat_n else 0.0,
+        engine=engine,
+    )
+
+
+@dataclass(frozen=True)
+class _FioRun:
+    returncode: int
+    docs: tuple[tuple[str, Any], ...]
+    text: tuple[str, ...]
+    stderr: str
+    garbage: str
+
+
+class ProbeRunner:
+    """Runs probes with fio; one ``run`` at a time per caller.
+
+    Cancel a probe by cancelling the task awaiting :meth:`run`: fio's process group is
+    killed and the probe file removed before the cancellation propagates.
+    """
+
+    def __init__(self, roots: Roots, fio: str | None = None) -> None:
+        """Args:
+        roots: where to read sysfs/procfs (target checks, io_uring sysctl).
+        fio: fio's path; default: ``fio`` found on PATH when a probe starts.
+        """
+        self.roots = roots
+        self.fio = fio
+
+    def find_fio(self) -> str:
+        """fio's path.
+
+        Raises:
+            ProbeError: fio is not installed, with the install command.
+        """
+        fio = self.fio or shutil.which("fio")
+        if fio is None:
+            raise ProbeError(f"fio is not installed (not found on PATH): {INSTALL_HINT}")
+        return fio
+
+    async def run(
+        self,
+        request: ProbeRequest,
+        on_progress: Callable[[ProbeProgress], None] | None = None,
+    ) -> ProbeOutcome:
+        """Run one probe to the end.
+
+        Raises:
+            ProbeError: one plain line (``TargetError`` for refused targets).
+            asyncio.CancelledError: when cancelled, after cleaning up.
+        """
+        fio = self.find_fio()
+        try:
+            target = plan_target(
+                request.target, request.preset, request.params, self.roots, confirm=request.confirm
+            )
+        except TargetError as exc:
+            raise ProbeError(str(exc)) from exc
+        params = request.params
+        notes: list[str] = [target.note] if target.note else []
+        if params.ioengine == DEFAULT_ENGINE and io_uring_disabled(self.roots):
+            params = replace(params, ioengine=FALLBACK_ENGINE)
+            notes.append("io_uring is disabled (sysctl kernel.io_uring_disabled): used libaio")
+        probe_file: Path | None = None
+        try:
+            if target.kind == "file":
+                try:
+                    probe_file = create_probe_file(target)
+                except TargetError as exc:
+                    raise ProbeError(str(exc)) from exc
+                filename = probe_file
+            else:
+                assert target.device_path is not None
+                filename = target.device_path
+            argv = build_argv(fio, request.preset, params, target, filename)
+            run = await self._run_fio(argv, params, on_progress)
+            if params.ioengine == DEFAULT_ENGINE and _io_uring_unavailable(run):
+                params = replace(params, ioengine=FALLBACK_ENGINE)
+                notes.append("io_uring is unavailable here: fell back to libaio")
+                argv = build_argv(fio, request.preset, params, target, filename)
+                run = await self._run_fio(argv, params, on_progress)
+            raw, doc = _final_document(run, params)
+            rotational = _rotational(self.roots, target.device)
+            try:
+                result = parse_result(
+                    doc,
+                    request.preset,
+                    params,
+                    target=target.label,
+                    device=target.device,
+                    rotational=rotational,
+                    notes=tuple(notes),
+                )
+            except FioOutputError as exc:
+                raise ProbeError(str(exc)) from exc
+            return ProbeOutcome(result, raw, tuple(argv), target)
+        finally:
+            if probe_file is not None:
+                remove_probe_file(probe_file)
+
+    async def _run_fio(
+        self,
+        argv: list[str],
+        params: ProbeParams,
+        on_progress: Callable[[ProbeProgress], None] | None,
+    ) -> _FioRun:
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
+            )
+        except FileNotFoundError:
+            raise ProbeError(
+                f"fio is not installed ({argv[0]} not found): {INSTALL_HINT}"
+            ) from None
+        except PermissionError:
+            raise ProbeError(f"cannot run {argv[0]}: permission denied") from None
+        assert proc.stdout is not None and proc.stderr is not None
+        stderr_task = asyncio.ensure_future(proc.stderr.read())
+        try:
+            stream = JsonDocumentStream()
+            docs: list[tuple[str, Any]] = []
+            while True:
+                chunk = await proc.stdout.read(65536)
+                if not chunk:
+                    break
+                for raw, doc in stream.feed(chunk.decode("utf-8", "replace")):
+                    if on_progress is not None:
+                        prog = progress_from(
+                            doc, docs[-1][1] if docs else None, params.runtime_s, params.ioengine
+                        )
+                        if prog is not None:
+                            on_progress(prog)
+                    docs.append((raw, doc))
+            garbage = stream.finish()
+            stderr = (await stderr_task).decode("utf-8", "replace")
+            returncode = await proc.wait()
+            return _FioRun(returncode, tuple(docs), tuple(stream.text), stderr, garbage)
+        finally:
+            await _kill_group(proc)
+            if not stderr_task.done():
+                stderr_task.cancel()
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """End fio and every job process it forked (they share its process group)."""
+    if proc.returncode is not None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    # Reap it so no zombie stays; shielded so a second cancel cannot skip the wait.
+    with contextlib.suppress(asyncio.CancelledError, ProcessLookupError):
+        await asyncio.shield(proc.wait())
+
+
+def _io_uring_unavailable(run: _FioRun) -> bool:
+    errnos = set()
+    for _, doc in run.docs:
+        for job in doc.get("jobs", []) if isinstance(doc, dict) else []:
+            if isinstance(job, dict) and job.get("error"):
+                errnos.add(job["error"])
+    words = " ".join(run.text) + " " + run.stderr
+    if "io_uring" not in words and not errnos:
+        return False
+    if errnos & _IO_URING_UNAVAILABLE and "io_uring" in words:
+        return True
+    lowered = words.lower()
+    return "io_uring" in lowered and (
+        "operation not permitted" in lowered
+        or "function not implemented" in lowered
+        or "not supported" in lowered
+        or "not loadable" in lowered
+    )
+
+
+def _final_document(run: _FioRun, params: ProbeParams) -> tuple[str, Any]:
+    """fio's final document, or a :class:`ProbeError` saying plainly what went wrong."""
+    said = _fio_said(run)
+    if run.docs:
+        raw, doc = run.docs[-1]
+        errors = job_errors(doc)
+        if errors:
+            raise ProbeError(f"fio job failed ({', '.join(errors)}){said}")
+        if run.returncode != 0:
+            raise ProbeError(f"fio exited with status {run.returncode}{said}")
+        return raw, doc
+    if run.returncode < 0:
+        raise ProbeError(f"fio was killed by signal {-run.returncode}{said}")
+    lowered = said.lower()
+    if "engine" in lowered and ("not loadable" in lowered or "failed to load" in lowered):
+        raise ProbeError(
+            f"fio has no I/O engine {params.ioengine!r} (try io_uring or libaio){said}"
+        )
+    if run.returncode != 0:
+        raise ProbeError(f"fio exited with status {run.returncode} and no result{said}")
+    if run.garbage or run.text:
+        raise ProbeError(f"fio printed no JSON result{said}")
+    raise ProbeError("fio printed nothing")
+
+
+def _fio_said(run: _FioRun) -> str:
+    lines = [*run.text, *(x for x in run.stderr.splitlines() if x.strip())]
+    if run.garbage and not lines:
+        lines = run.garbage.splitlines()
+    # Messages that say what failed; "fio: " lines are fio's own errors.
+    picked = [x.strip() for x in lines if x.strip()]
+    if not picked:
+        return ""
+    errors = [x for x in picked if "error" in x.lower() or x.startswith("fio:")] or picked
+    text = "; ".join(errors[-3:])
+    if len(text) > 300:
+        text = text[:297] + "..."
+    return f": {text}"
+
+
+def _rotational(roots: Roots, device: str | None) -> bool | None:
+    if device is None:
+        return None
+    from iotop_plus.devices.settings import queue_device
+
+    path = roots.sys_block / queue_device(roots, device) / "queue" / "rotational"
+    try:
+        return path.read_text().strip() == "1"
+    except OSError:
+        return None
