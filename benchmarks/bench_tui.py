@@ -1,0 +1,497 @@
+"""Measure the real iotop-plus TUI from the outside, in tmux, against glances and bpytop.
+
+Prints figures; never asserts. For each device count it measures, per app:
+
+- **first frame**: time from pressing Enter at a shell prompt to the first screen that shows a
+  device row (capture-pane polling; median of ``--runs`` starts);
+- **CPU%** of one core over ``--seconds`` at a 1 s refresh interval, from /proc/PID/stat
+  (utime+stime of the app, its reaped children and its live descendants);
+- **peak RSS**: VmHWM from /proc/PID/status at the end of the CPU run;
+- **key latency**: time from a key press to the screen changing. The key is pressed just after
+  a spontaneous refresh was seen, so the next refresh is about a second away and a change
+  inside that window is the key's answer.
+
+Device counts up to 256 are REAL loop devices on sparse files in a temp dir (an ext2 made in
+the file before attaching, mounted read-only so bpytop's disks box lists them too), with a
+rate-limited read-only fio load spread over all of them. Larger counts use a SyntheticTree
+(``--proc-root``/``--sys-root``), advanced once a second; glances and bpytop cannot read a
+synthetic tree, so only iotop-plus is measured there.
+
+glances and bpytop come from a separate venv (``$IOTOP_PLUS_BENCH_PEERS`` or /work/benchvenv:
+``python3 -m venv /work/benchvenv && /work/benchvenv/bin/pip install glances bpytop``); an app
+that is missing is skipped with a note.
+
+Usage: ``.venv/bin/python benchmarks/bench_tui.py [--quick] [--devices 8,200,2000]
+[--seconds 30] [--runs 5]``. Needs root, losetup and tmux for the loop-device rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.support.synthetic import SyntheticTree  # noqa: E402
+from tests.support.tmux import Launched, TmuxError, TmuxSession, descendants  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+WIDTH, HEIGHT = 120, 36
+#: Above this many devices the benchmark uses a synthetic tree instead of loop devices.
+MAX_LOOP_DEVICES = 256
+
+
+@dataclass(frozen=True)
+class App:
+    """One program to measure and how to drive it."""
+
+    name: str
+    """Short name printed in the table."""
+    argv: tuple[str, ...]
+    """Command line, without the tree options."""
+    env: tuple[tuple[str, str], ...] = ()
+    """Extra environment for the command."""
+    device_row: str = r"\bvda\b"
+    """Regex that matches once a device row is on screen (formatted with nothing)."""
+    key: str = "Down"
+    """The key whose answer is timed."""
+    show_all: str | None = None
+    """Key that shows loop devices when they are hidden by default."""
+    reads_synthetic: bool = False
+    """Whether the app can be pointed at a synthetic /proc + /sys tree."""
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What one app measured at one device count."""
+
+    app: str
+    """The app's short name."""
+    devices: int
+    """How many devices the host had (loop or synthetic)."""
+    first_frame_ms: float | None
+    """Median time to the first frame with a device row."""
+    cpu_pct: float | None
+    """CPU of one core, percent, over the measured window."""
+    rss_mb: float | None
+    """Peak resident set (VmHWM), MiB."""
+    key_ms: float | None
+    """Median time from a key press to the screen changing."""
+    notes: tuple[str, ...] = field(default=())
+    """Anything that went wrong or qualifies a figure."""
+
+
+# -- processes ---------------------------------------------------------------------------
+
+
+def cpu_ticks(pid: int) -> int:
+    """utime+stime of ``pid``, its reaped children and its live descendants, in ticks."""
+    total = 0
+    for i, p in enumerate([pid, *descendants(pid)]):
+        try:
+            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        # fields[0] is state (field 3); utime..cstime are fields 14..17.
+        total += int(fields[11]) + int(fields[12])
+        if i == 0:
+            total += int(fields[13]) + int(fields[14])
+    return total
+
+
+def peak_rss_mb(pid: int) -> float | None:
+    """VmHWM of ``pid`` plus the current VmRSS of its descendants, in MiB."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    match = re.search(r"VmHWM:\s+(\d+) kB", status)
+    kb = int(match.group(1)) if match else 0
+    for child in descendants(pid):
+        with suppress(OSError):
+            m = re.search(r"VmRSS:\s+(\d+) kB", Path(f"/proc/{child}/status").read_text())
+            kb += int(m.group(1)) if m else 0
+    return kb / 1024
+
+
+# -- driving one app ---------------------------------------------------------------------
+
+
+def start(tmux: TmuxSession, app: App, extra: Sequence[str]) -> tuple[Launched, float]:
+    """Launch ``app`` and wait for its first device row; returns (launched, seconds)."""
+    pattern = re.compile(app.device_row, re.M)
+    launched = tmux.launch([*app.argv, *extra], env=dict(app.env))
+    t0 = time.monotonic()
+    tmux.wait_until(
+        lambda s: pattern.search(s) is not None and tmux_alt(tmux),
+        timeout=30,
+        interval=0.005,
+        what=f"{app.name} device row",
+    )
+    return launched, time.monotonic() - t0
+
+
+def tmux_alt(tmux: TmuxSession) -> bool:
+    """Whether the pane is on the alternate screen (the app, not the shell, is drawing)."""
+    return tmux.pane_value("#{alternate_on}") == "1"
+
+
+def stop(tmux: TmuxSession, launched: Launched) -> None:
+    """Quit the app with q, then Ctrl-C, then SIGKILL, and wait for the shell prompt."""
+    for keys in (["q"], ["C-c"]):
+        tmux.send_keys(*keys)
+        with suppress(TmuxError):
+            tmux.wait_exit(launched, timeout=5)
+            return
+    with suppress(TmuxError, ProcessLookupError, ValueError):
+        os.kill(tmux.program_pid(launched, timeout=1), 9)
+    tmux.wait_exit(launched, timeout=5)
+    tmux.send_text("reset")
+    tmux.send_keys("Enter")
+    time.sleep(1)
+
+
+def key_latencies(tmux: TmuxSession, key: str, trials: int) -> list[float]:
+    """Seconds from pressing ``key`` to the screen changing, one per trial."""
+    out: list[float] = []
+    for _ in range(trials):
+        before = tmux.capture()
+        # Wait for a spontaneous refresh so the next one is about an interval away.
+        with suppress(TmuxError):
+            tmux.wait_until(lambda s, b=before: s != b, timeout=2.5, interval=0.01)
+        time.sleep(0.15)
+        before = tmux.capture()
+        t0 = time.monotonic()
+        tmux.send_keys(key)
+        try:
+            tmux.wait_until(lambda s, b=before: s != b, timeout=5, interval=0.002)
+        except TmuxError:
+            continue
+        out.append(time.monotonic() - t0)
+    return out
+
+
+def measure(
+    app: App,
+    devices: int,
+    extra: Sequence[str],
+    seconds: float,
+    runs: int,
+    loop_names: Sequence[str],
+) -> Figures:
+    """All figures for ``app`` on the current host/tree."""
+    notes: list[str] = []
+    firsts: list[float] = []
+    with TmuxSession(WIDTH, HEIGHT) as tmux:
+        for _ in range(runs):
+            try:
+                launched, took = start(tmux, app, extra)
+            except TmuxError as exc:
+                notes.append("no device row: " + str(exc).split("\n")[0])
+                return Figures(app.name, devices, None, None, None, None, tuple(notes))
+            firsts.append(took)
+            stop(tmux, launched)
+        launched, _ = start(tmux, app, extra)
+        pid = tmux.program_pid(launched)
+        if loop_names:
+            # A loop device shows by its name, or (bpytop) by its mount point's name.
+            shown = re.compile(rf"\b({loop_names[0]}|mnt0)\b")
+            if app.show_all and not shown.search(tmux.capture()):
+                tmux.send_keys(app.show_all)
+            try:
+                tmux.wait_for(shown, timeout=5)
+            except TmuxError:
+                notes.append(f"{loop_names[0]} not on screen")
+        time.sleep(3)  # warm-up: imports done, first samples taken
+        t0, c0 = time.monotonic(), cpu_ticks(pid)
+        time.sleep(seconds)
+        t1, c1 = time.monotonic(), cpu_ticks(pid)
+        cpu = (c1 - c0) / CLK_TCK / (t1 - t0) * 100
+        rss = peak_rss_mb(pid)
+        keys = key_latencies(tmux, app.key, trials=max(3, runs))
+        if not keys:
+            notes.append(f"screen never changed after '{app.key}'")
+        if keys and max(keys) > 0.8:
+            notes.append("a key answer took > 0.8 s: may be a refresh, not the key")
+        stop(tmux, launched)
+    return Figures(
+        app.name,
+        devices,
+        statistics.median(firsts) * 1000,
+        cpu,
+        rss,
+        statistics.median(keys) * 1000 if keys else None,
+        tuple(notes),
+    )
+
+
+# -- the hosts -------------------------------------------------------------------------------
+
+
+def _run(argv: Sequence[str]) -> str:
+    return subprocess.run(list(argv), check=True, capture_output=True, text=True).stdout.strip()
+
+
+@contextmanager
+def loop_host(n: int, workdir: Path) -> Iterator[list[str]]:
+    """Attach ``n`` loop devices on new ext2-formatted sparse files, mounted read-only.
+
+    A read-only fio load (about 5 IOPS per device) keeps their figures moving. Everything
+    is unmounted and detached on exit, whatever happened.
+    """
+    attached: list[str] = []
+    mounted: list[Path] = []
+    fio: subprocess.Popen[bytes] | None = None
+    try:
+        for i in range(n):
+            backing = workdir / f"bench{i}.img"
+            with open(backing, "xb") as fh:  # a file we create; never reuse one
+                fh.truncate(16 * 1024 * 1024)
+            # Format the file, not the device: nothing but our own file is written.
+            _run(["mkfs.ext2", "-q", "-F", "-m", "0", str(backing)])
+            attached.append(_run(["losetup", "--find", "--show", str(backing)]))
+            mnt = workdir / f"mnt{i}"
+            mnt.mkdir()
+            _run(["mount", "-o", "ro,noatime", attached[-1], str(mnt)])
+            mounted.append(mnt)
+        if shutil.which("fio"):
+            fio = subprocess.Popen(
+                [
+                    "fio",
+                    "--name=bench-bg",
+                    "--readonly",
+                    "--rw=randread",
+                    "--bs=4k",
+                    "--direct=1",
+                    "--ioengine=psync",
+                    "--file_service_type=roundrobin",
+                    f"--rate_iops={5 * n}",
+                    "--time_based",
+                    "--runtime=86400",
+                    "--filename=" + ":".join(attached),
+                    "--output=/dev/null",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        else:
+            for dev in attached:  # at least some I/O so they count as used
+                _run(["dd", f"if={dev}", "of=/dev/null", "bs=4k", "count=8", "iflag=direct"])
+        yield [d.removeprefix("/dev/") for d in attached]
+    finally:
+        if fio is not None:
+            fio.terminate()
+            with suppress(subprocess.TimeoutExpired):
+                fio.wait(timeout=10)
+            if fio.poll() is None:
+                fio.kill()
+                fio.wait()
+        for mnt in reversed(mounted):
+            subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+        for dev in reversed(attached):
+            subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+        for i in range(n):
+            (workdir / f"bench{i}.img").unlink(missing_ok=True)
+
+
+@contextmanager
+def synthetic_host(n: int, workdir: Path) -> Iterator[SyntheticTree]:
+    """A SyntheticTree of ``n`` disks, advanced once a second by a thread until exit."""
+    tree = SyntheticTree(workdir / "tree", n)
+    stop_event = threading.Event()
+
+    def tick() -> None:
+        while not stop_event.wait(1.0):
+            tree.advance(1.0)
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield tree
+    finally:
+        stop_event.set()
+        thread.join()
+
+
+# -- the apps --------------------------------------------------------------------------------
+
+
+def ours() -> App:
+    """iotop-plus, the installed console script."""
+    script = REPO / ".venv" / "bin" / "iotop-plus"
+    return App(
+        name="iotop-plus",
+        argv=(str(script) if script.exists() else "iotop-plus", "--interval", "1"),
+        device_row=r"\b(vda|sda|nvme0n1|loop\d+)\b",
+        key="Down",
+        show_all="a",
+        reads_synthetic=True,
+    )
+
+
+def peers(workdir: Path) -> tuple[list[App], list[str]]:
+    """glances and bpytop from the peers' venv; the second list holds skip notes."""
+    venv = Path(os.environ.get("IOTOP_PLUS_BENCH_PEERS", "/work/benchvenv"))
+    apps: list[App] = []
+    notes: list[str] = []
+    glances = venv / "bin" / "glances"
+    if glances.exists():
+        conf = workdir / "glances.conf"
+        # Show every disk, loop devices included (the default hides none we need, but say so).
+        conf.write_text("[diskio]\ndisable=False\nhide=nothing-is-hidden\n")
+        apps.append(
+            App(
+                name="glances",
+                argv=(str(glances), "-t", "1", "-C", str(conf)),
+                device_row=r"^vda\s",
+                key="1",  # toggles per-CPU view; always redraws the CPU area
+            )
+        )
+    else:
+        notes.append(f"glances skipped: not found in {venv} (pip install glances there)")
+    bpytop = venv / "bin" / "bpytop"
+    if bpytop.exists():
+        home = workdir / "bpytop-home"
+        (home / ".config" / "bpytop").mkdir(parents=True)
+        (home / ".config" / "bpytop" / "bpytop.conf").write_text(
+            "update_ms=1000\nshow_disks=True\nshow_io_stat=True\ncheck_temp=False\n"
+        )
+        apps.append(
+            App(
+                name="bpytop",
+                argv=(str(bpytop),),
+                env=(("HOME", str(home)),),
+                device_row=r"─root─",
+                key="Down",
+            )
+        )
+    else:
+        notes.append(f"bpytop skipped: not found in {venv} (pip install bpytop there)")
+    return apps, notes
+
+
+# -- report ----------------------------------------------------------------------------------
+
+
+def fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None or b == 0 else f"{a / b:.2f}x"
+
+
+def report(rows: list[Figures]) -> None:
+    print()
+    print(f"{'app':<11} {'devices':>7} {'first ms':>9} {'CPU %':>7} {'RSS MiB':>8} {'key ms':>7}")
+    for r in rows:
+        print(
+            f"{r.app:<11} {r.devices:>7} {fmt(r.first_frame_ms, '9.0f')} "
+            f"{fmt(r.cpu_pct, '7.2f')} {fmt(r.rss_mb, '8.1f')} {fmt(r.key_ms, '7.0f')}"
+            + ("   " + "; ".join(r.notes) if r.notes else "")
+        )
+    print()
+    print("ratios iotop-plus / peer (lower is better for iotop-plus):")
+    for r in rows:
+        if r.app == "iotop-plus":
+            continue
+        mine = next((m for m in rows if m.app == "iotop-plus" and m.devices == r.devices), None)
+        if mine is None:
+            continue
+        print(
+            f"  vs {r.app:<8} at {r.devices:>5} devices: first frame "
+            f"{ratio(mine.first_frame_ms, r.first_frame_ms)}, CPU "
+            f"{ratio(mine.cpu_pct, r.cpu_pct)}, RSS {ratio(mine.rss_mb, r.rss_mb)}, key "
+            f"{ratio(mine.key_ms, r.key_ms)}"
+        )
+    print()
+    print("aims: first frame < 800 ms (hope 500); CPU <= 2% at 8 devices, <= 3% at 200;")
+    print("      key answered within 100 ms at 2,000 devices; RSS < 100 MiB")
+    for r in rows:
+        if r.app != "iotop-plus":
+            continue
+        misses = []
+        if r.first_frame_ms is not None and r.first_frame_ms >= 800:
+            misses.append(f"first frame {r.first_frame_ms:.0f} ms")
+        cap = 2.0 if r.devices <= 8 else 3.0 if r.devices <= 200 else None
+        if cap is not None and r.cpu_pct is not None and r.cpu_pct > cap:
+            misses.append(f"CPU {r.cpu_pct:.2f}% > {cap}%")
+        if r.devices >= 2000 and r.key_ms is not None and r.key_ms > 100:
+            misses.append(f"key {r.key_ms:.0f} ms > 100 ms")
+        if r.rss_mb is not None and r.rss_mb >= 100:
+            misses.append(f"RSS {r.rss_mb:.1f} MiB")
+        print(f"  {r.devices:>5} devices: " + ("MISSES " + ", ".join(misses) if misses else "ok"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="short smoke run")
+    parser.add_argument("--devices", default="8,200,2000", help="comma-separated device counts")
+    parser.add_argument("--seconds", type=float, default=30.0, help="CPU window per app")
+    parser.add_argument("--runs", type=int, default=5, help="starts per first-frame median")
+    parser.add_argument(
+        "--apps", default="iotop-plus,glances,bpytop", help="comma-separated apps to measure"
+    )
+    args = parser.parse_args(argv)
+    counts = [int(x) for x in args.devices.split(",") if x.strip()]
+    seconds, runs = (5.0, 2) if args.quick else (args.seconds, args.runs)
+    if shutil.which("tmux") is None:
+        print("tmux is not installed: nothing to measure")
+        return 0
+    rows: list[Figures] = []
+    with tempfile.TemporaryDirectory(prefix="bench-tui-") as tmp:
+        workdir = Path(tmp)
+        wanted = {x.strip() for x in args.apps.split(",")}
+        apps, notes = peers(workdir)
+        for note in notes:
+            print("note:", note)
+        for n in counts:
+            with ExitStack() as stack:
+                host = workdir / f"host{n}"
+                host.mkdir()
+                extra: list[str] = []
+                loop_names: list[str] = []
+                if n <= MAX_LOOP_DEVICES:
+                    if os.geteuid() != 0 or shutil.which("losetup") is None:
+                        print(f"note: {n} loop devices skipped: needs root and losetup")
+                        continue
+                    print(f"attaching {n} loop devices ...", flush=True)
+                    loop_names = stack.enter_context(loop_host(n, host))
+                    candidates = [a for a in [ours(), *apps] if a.name in wanted]
+                else:
+                    tree = stack.enter_context(synthetic_host(n, host))
+                    extra = ["--proc-root", str(tree.roots.proc), "--sys-root", str(tree.roots.sys)]
+                    candidates = [
+                        a for a in [ours(), *apps] if a.reads_synthetic and a.name in wanted
+                    ]
+                    print(f"synthetic tree of {n} devices (glances/bpytop cannot read it)")
+                for app in candidates:
+                    print(f"measuring {app.name} at {n} devices ...", flush=True)
+                    figures = measure(app, n, extra, seconds, runs, loop_names)
+                    rows.append(figures)
+                    print(
+                        f"  first {fmt(figures.first_frame_ms, '.0f')} ms, CPU "
+                        f"{fmt(figures.cpu_pct, '.2f')}%, RSS {fmt(figures.rss_mb, '.1f')} MiB, "
+                        f"key {fmt(figures.key_ms, '.0f')} ms"
+                        + (" (" + "; ".join(figures.notes) + ")" if figures.notes else ""),
+                        flush=True,
+                    )
+    report(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
