@@ -6,11 +6,17 @@ Facts (block/blk-sysfs.c, Linux 6.x; see REFERENCE.md):
 * Partitions have no ``queue/`` of their own: their settings are the parent disk's.
 * ``scheduler`` and ``nr_requests`` exist only on blk-mq queues.
 * The kernel rounds and clamps silently, so every write must be read back.
+
+The write side (:func:`validate_value`, :func:`write_setting`) is stricter than the kernel:
+``kstrtoul`` would take a leading ``+`` and ``nomerges`` silently takes 3 as 1, but a value a
+person did not mean is refused here before anything is written.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +47,12 @@ class QueueSetting:
     """Present only on blk-mq queues."""
 
 
+#: ``queue_var_store`` refuses values above UINT_MAX with EINVAL.
+UINT_MAX = 2**32 - 1
+
+#: The kernel's MAX_SCHED_RQ (16 * BLKDEV_DEFAULT_RQ): the nr_requests limit with a scheduler.
+MAX_SCHED_RQ = 2048
+
 SETTINGS: dict[str, QueueSetting] = {
     s.name: s
     for s in (
@@ -51,7 +63,7 @@ SETTINGS: dict[str, QueueSetting] = {
             "How far the kernel reads ahead of sequential buffered reads. "
             "Rounded down to whole pages.",
             minimum=0,
-            maximum=2**32 - 1,
+            maximum=UINT_MAX,
         ),
         QueueSetting(
             "scheduler",
@@ -67,6 +79,7 @@ SETTINGS: dict[str, QueueSetting] = {
             "requests",
             "Requests the scheduler may hold per hardware queue (0-3 become 4).",
             minimum=0,
+            maximum=UINT_MAX,
             blk_mq_only=True,
         ),
         QueueSetting(
@@ -75,6 +88,7 @@ SETTINGS: dict[str, QueueSetting] = {
             "KiB",
             "Largest request the kernel builds; clamped to max_hw_sectors_kb.",
             minimum=4,
+            maximum=UINT_MAX,
         ),
         QueueSetting(
             "nomerges",
@@ -101,6 +115,7 @@ SETTINGS: dict[str, QueueSetting] = {
             "Target read latency for write-back throttling; 0 disables it, "
             "-1 restores the default.",
             minimum=0,
+            maximum=2**63 - 1,
             allow_negative_one=True,
         ),
     )
@@ -207,3 +222,258 @@ def read_settings(
 ) -> tuple[SettingValue, ...]:
     """Every known setting of ``device``, in the order of :data:`SETTINGS`."""
     return tuple(read_setting(roots, device, n, is_root=is_root) for n in SETTINGS)
+
+
+# --- the write side --------------------------------------------------------------------------
+
+_DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:!+-]*")
+_DIGITS = re.compile(r"[0-9]+")
+
+
+class SettingError(Exception):
+    """A setting could not be changed; the message is one line in plain words."""
+
+    def __init__(self, device: str, setting: str, message: str) -> None:
+        super().__init__(f"{device} {setting}: {message}")
+        self.device = device
+        """The device the user named."""
+        self.setting = setting
+        """The setting's sysfs name."""
+        self.message = message
+        """What went wrong, without the device and setting."""
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """One setting written and read back."""
+
+    before: SettingValue
+    """The setting as read just before the write."""
+    after: SettingValue
+    """The setting as read back just after the write."""
+    requested: str
+    """The value written, after validation (e.g. ``deadline`` becomes ``mq-deadline``)."""
+
+    @property
+    def old(self) -> str:
+        """The value before the write."""
+        return self.before.value or ""
+
+    @property
+    def effective(self) -> str:
+        """The value the kernel kept, which may differ from :attr:`requested`."""
+        return self.after.value or ""
+
+
+def page_kib() -> int:
+    """The page size in KiB: read-ahead is rounded down to whole pages."""
+    try:
+        return max(1, os.sysconf("SC_PAGE_SIZE") // 1024)
+    except (ValueError, OSError):
+        return 4
+
+
+def check_device_name(roots: Roots, device: str) -> None:
+    """Refuse names that are not a block device under ``roots``.
+
+    Raises:
+        SettingError: for a name with path characters or no such device.
+    """
+    if not _DEVICE_NAME.fullmatch(device):
+        raise SettingError(device, "-", "not a block device name")
+    if not (roots.sys_class_block / device).exists() and not (roots.sys_block / device).exists():
+        raise SettingError(device, "-", "no such block device")
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def hardware_queue_depth(roots: Roots, queue_dev: str) -> int | None:
+    """The smallest tag depth over the device's hardware queues (``mq/*/nr_tags``)."""
+    depths = []
+    try:
+        for hctx in (roots.sys_block / queue_dev / "mq").iterdir():
+            depth = _read_int(hctx / "nr_tags")
+            if depth is not None:
+                depths.append(depth)
+    except OSError:
+        return None
+    return min(depths) if depths else None
+
+
+def valid_range(roots: Roots, current: SettingValue) -> str:
+    """The values this device accepts for ``current``'s setting, in plain words."""
+    name = current.setting.name
+    qdir = roots.sys_block / current.queue_device / "queue"
+    if name == "read_ahead_kb":
+        return f"0 to {UINT_MAX} KiB, rounded down to whole {page_kib()} KiB pages"
+    if name == "scheduler":
+        return "one of " + ", ".join(current.choices) if current.choices else "none listed"
+    if name == "nr_requests":
+        scheduler, _ = parse_scheduler(_read_text(qdir / "scheduler") or "")
+        if scheduler in (None, "none"):
+            depth = hardware_queue_depth(roots, current.queue_device)
+            limit = str(depth) if depth else "the hardware queue depth"
+            return f"4 to {limit} with scheduler none (0-3 become 4)"
+        return f"4 to {MAX_SCHED_RQ} with scheduler {scheduler} (0-3 become 4)"
+    if name == "max_sectors_kb":
+        hw = _read_int(qdir / "max_hw_sectors_kb")
+        top = f"{hw} (max_hw_sectors_kb; larger values are clamped)" if hw else "max_hw_sectors_kb"
+        return f"{page_kib()} to {top} KiB"
+    if name == "wbt_lat_usec":
+        return "-1 (the device default), 0 (off) or a target latency in µs"
+    if current.setting.choices:
+        return ", ".join(current.setting.choices[:-1]) + " or " + current.setting.choices[-1]
+    low = current.setting.minimum if current.setting.minimum is not None else 0
+    high = current.setting.maximum
+    return f"{low} to {high}" if high is not None else f"at least {low}"
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _number_problem(text: str) -> str:
+    if text == "":
+        return "the value is empty"
+    if text != text.strip() or any(c.isspace() for c in text):
+        return f"{text!r} has spaces"
+    if text[0] in "+-":
+        return f"{text!r} has a sign"
+    if text.lower().startswith("0x"):
+        return f"{text!r} is not base 10"
+    if any(c in ".,eE" for c in text):
+        return f"{text!r} is not a whole number"
+    return f"{text!r} is not a number"
+
+
+def validate_value(roots: Roots, current: SettingValue, text: str) -> str:
+    """Check ``text`` for ``current``'s setting before anything is written.
+
+    Numbers follow the kernel's ``kstrtoul`` base-10 rules, minus the leading ``+`` it would
+    take: digits only, no sign, no decimals, no ``0x``, no spaces; ``wbt_lat_usec`` also takes
+    -1. A scheduler must be in the device's own list (``deadline`` means ``mq-deadline``).
+
+    Returns:
+        The value to write, normalised (``010`` becomes ``10``).
+
+    Raises:
+        SettingError: saying what is wrong and what is valid.
+    """
+    setting = current.setting
+    if not current.present:
+        raise SettingError(current.device, setting.name, current.reason or "not available")
+    if setting.name == "scheduler":
+        if text == "deadline" and "mq-deadline" in current.choices:
+            return "mq-deadline"
+        if text not in current.choices:
+            raise SettingError(
+                current.device,
+                setting.name,
+                f"{text!r} is not a scheduler of this device "
+                f"(valid: {valid_range(roots, current)})",
+            )
+        return text
+    if setting.allow_negative_one and text == "-1":
+        return text
+    if not _DIGITS.fullmatch(text):
+        raise SettingError(
+            current.device,
+            setting.name,
+            f"{_number_problem(text)} (valid: {valid_range(roots, current)})",
+        )
+    number = int(text)
+    low = setting.minimum
+    if setting.name == "max_sectors_kb":
+        low = page_kib()
+    if (low is not None and number < low) or (
+        setting.maximum is not None and number > setting.maximum
+    ):
+        raise SettingError(
+            current.device,
+            setting.name,
+            f"{number} is out of range (valid: {valid_range(roots, current)})",
+        )
+    if setting.choices and str(number) not in setting.choices:
+        raise SettingError(
+            current.device,
+            setting.name,
+            f"{number} is not valid (valid: {valid_range(roots, current)})",
+        )
+    return str(number)
+
+
+def errno_message(roots: Roots, current: SettingValue, err: OSError) -> str:
+    """A failed write's errno in plain words, naming the valid range where that helps."""
+    code = err.errno
+    if code == errno.EINVAL:
+        return f"value not accepted by this device (valid: {valid_range(roots, current)})"
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return "needs root (permission denied)"
+    if code in (errno.ENOENT, errno.ENODEV, errno.ENXIO):
+        return "the device or setting has gone away"
+    if code == errno.EBUSY:
+        return "the device is busy; try again"
+    return f"write failed: {err.strerror or err}"
+
+
+def effective_note(roots: Roots, result: WriteResult) -> str | None:
+    """Why the kernel kept a value other than the one written, or None when they match."""
+    requested, effective = result.requested, result.effective
+    if requested == effective:
+        return None
+    name = result.before.setting.name
+    if name == "read_ahead_kb":
+        return f"rounded down to whole {page_kib()} KiB pages"
+    if name == "max_sectors_kb":
+        hw = _read_int(roots.sys_block / result.after.queue_device / "queue" / "max_hw_sectors_kb")
+        if hw is not None and effective == str(hw):
+            return f"clamped to max_hw_sectors_kb ({hw})"
+        return "adjusted by the kernel"
+    if name == "nr_requests" and requested.isdigit() and int(requested) < 4:
+        return "0-3 become 4"
+    if name == "wbt_lat_usec" and requested == "-1":
+        return "-1 restores the device default"
+    return "adjusted by the kernel"
+
+
+def write_setting(
+    roots: Roots, device: str, name: str, text: str, *, is_root: bool | None = None
+) -> WriteResult:
+    """Validate ``text``, write it to ``device``'s setting, and read it back.
+
+    Only ``queue/<name>`` of ``device`` (or of its parent disk, for a partition) is written,
+    and the file is never created.
+
+    Raises:
+        SettingError: for an unknown setting or device, a refused value, missing permission
+            or a failed write, in plain words.
+    """
+    if name not in SETTINGS:
+        raise SettingError(device, name, f"unknown setting (known: {', '.join(SETTINGS)})")
+    check_device_name(roots, device)
+    before = read_setting(roots, device, name, is_root=is_root)
+    value = validate_value(roots, before, text)
+    if not before.writable:
+        reason = before.reason or "read-only"
+        if "root" in reason:
+            reason = "needs root (" + reason.removeprefix("read-only: ") + ")"
+        raise SettingError(device, name, reason)
+    try:
+        # No O_CREAT: a missing attribute must fail, never become a new file.
+        fd = os.open(before.path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
+        try:
+            os.write(fd, value.encode())
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise SettingError(device, name, errno_message(roots, before, exc)) from None
+    after = read_setting(roots, device, name, is_root=is_root)
+    return WriteResult(before, after, value)
