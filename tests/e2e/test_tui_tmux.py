@@ -1,0 +1,273 @@
+"""The installed ``iotop-plus`` console script, driven in tmux like a person at a terminal.
+
+An SRE starts ``iotop-plus`` while fio reads from a device, sees that device's r/s on screen,
+freezes the display with space to read it, unfreezes, and quits. Whatever ends the app (q,
+Ctrl-C, SIGTERM, SIGHUP from a dropped SSH link), the terminal must be handed back sane.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.tmux import TmuxError, TmuxSession, tmux_available
+
+INTERVAL = 0.5
+"""The refresh interval the app is started with, in seconds."""
+
+
+@pytest.fixture
+def tmux() -> Iterator[TmuxSession]:
+    """A 120x36 tmux session with a bash prompt; skips when tmux is missing."""
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    with TmuxSession(120, 36) as session:
+        yield session
+
+
+def console_script() -> str:
+    """The installed ``iotop-plus``: next to this Python (the venv), else on PATH."""
+    beside = Path(sys.executable).parent / "iotop-plus"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("iotop-plus")
+    if found is None:
+        pytest.fail("the iotop-plus console script is not installed (pip install -e .)")
+    return found
+
+
+# -- reading the device table off the screen ------------------------------------------------
+
+_BOX = "│┃|▏▕ "
+
+
+def header_line(screen: str) -> str | None:
+    """The table's header row: the first line with both ``r/s`` and ``w/s`` columns."""
+    for line in screen.split("\n"):
+        if re.search(r"(?<!\S)r/s\b", line) and re.search(r"(?<!\S)w/s\b", line):
+            return line
+    return None
+
+
+def device_row(screen: str, device: str) -> str | None:
+    """The table row of ``device``: its name is the row's first word."""
+    for line in screen.split("\n"):
+        words = re.split(r"[\s│┃|]+", line.strip(_BOX + "▶►>*▸▾▼└├─"))
+        if words and re.sub(r"^[^\w]+", "", words[0]) == device:
+            return line
+    return None
+
+
+def cell(screen: str, device: str, column: str) -> str | None:
+    """The text under ``column`` in ``device``'s row (the word overlapping the header)."""
+    header, row = header_line(screen), device_row(screen, device)
+    if header is None or row is None:
+        return None
+    match = re.search(rf"(?<!\S){re.escape(column)}(?!\S)", header)
+    if match is None:
+        return None
+    start, end = match.span()
+    for word in re.finditer(r"[^\s│┃|]+", row):
+        if word.start() < end and word.end() > start:
+            return word.group()
+    return None
+
+
+def number(text: str | None) -> float | None:
+    """A table figure as a float (``1.2k`` style suffixes understood); None if not a number."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)([kKMG]?)", text.replace(",", ""))
+    if m is None:
+        return None
+    return float(m.group(1)) * {"": 1, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9}[m.group(2)]
+
+
+def wait_for_table(tmux: TmuxSession, timeout: float = 20) -> str:
+    """Wait until the device table's header is on screen."""
+    return tmux.wait_until(lambda s: header_line(s) is not None, timeout, what="the table header")
+
+
+def show_device(tmux: TmuxSession, device: str) -> None:
+    """Make ``device`` visible: press ``a`` if loop devices are hidden by default."""
+    screen = wait_for_table(tmux)
+    if device_row(screen, device) is None:
+        # Loop devices are hidden by default; `a` shows all. Give the first tick a moment.
+        try:
+            tmux.wait_until(lambda s: device_row(s, device) is not None, 2 * INTERVAL + 1)
+            return
+        except TmuxError:
+            tmux.send_keys("a")
+    tmux.wait_until(lambda s: device_row(s, device) is not None, 10, what=f"{device}'s row")
+
+
+# -- the load -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def fio_read_load(make_loop: Callable[..., str], fio_bin: str) -> Iterator[str]:
+    """A loop device of our own with a rate-limited, read-only fio load; yields its name."""
+    device = make_loop(size_mb=64)
+    fio = subprocess.Popen(
+        [
+            fio_bin,
+            "--name=e2e",
+            f"--filename=/dev/{device}",
+            "--readonly",  # fio refuses to write, whatever else it is told
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=psync",
+            "--rate_iops=300",
+            "--time_based",
+            "--runtime=300",
+            "--output=/dev/null",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        time.sleep(0.5)
+        if fio.poll() is not None:
+            pytest.fail(f"fio did not start: {fio.stderr.read().decode() if fio.stderr else ''}")
+        yield device
+    finally:
+        fio.terminate()
+        try:
+            fio.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            fio.kill()
+            fio.wait()
+
+
+# -- the story -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.root
+def test_sre_watches_a_loaded_device_freezes_and_quits(
+    tmux: TmuxSession, fio_read_load: str
+) -> None:
+    device = fio_read_load
+    launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+    show_device(tmux, device)
+
+    # The device's r/s becomes nonzero once two samples have been taken.
+    screen = tmux.wait_until(
+        lambda s: (number(cell(s, device, "r/s")) or 0) > 0,
+        timeout=15,
+        what=f"{device}'s r/s to be nonzero",
+    )
+    assert 100 <= (number(cell(screen, device, "r/s")) or 0) <= 1000, device_row(screen, device)
+
+    # Live: the row keeps changing.
+    row = device_row(screen, device)
+    tmux.wait_until(lambda s: device_row(s, device) not in (None, row), 10, what="a live update")
+
+    # Frozen: PAUSED shows and the row stops changing over several intervals.
+    tmux.send_keys("Space")
+    screen = tmux.wait_for("PAUSED", timeout=5)
+    time.sleep(INTERVAL)  # a redraw already queued when space was pressed may still land
+    frozen = device_row(tmux.capture(), device)
+    assert frozen is not None
+    for _ in range(6):
+        time.sleep(INTERVAL)
+        screen = tmux.capture()
+        assert "PAUSED" in screen
+        assert device_row(screen, device) == frozen, "values changed while paused"
+
+    # Live again: PAUSED goes and the row moves on.
+    tmux.send_keys("Space")
+    tmux.wait_gone("PAUSED", timeout=5)
+    tmux.wait_until(
+        lambda s: device_row(s, device) not in (None, frozen), 10, what="updates after unfreeze"
+    )
+
+    tmux.send_keys("q")
+    assert tmux.wait_exit(launched, timeout=10) == 0
+    tmux.assert_restored(launched)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["q", "C-c"])
+def test_quitting_by_key_restores_the_terminal(tmux: TmuxSession, key: str) -> None:
+    launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+    wait_for_table(tmux)
+    tmux.send_keys(key)
+    assert tmux.wait_exit(launched, timeout=10) == 0
+    tmux.assert_restored(launched)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_ends_the_app_cleanly(tmux: TmuxSession, signum: signal.Signals) -> None:
+    launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+    wait_for_table(tmux)
+    pid = tmux.program_pid(launched)
+    os.kill(pid, signum)
+    rc = tmux.wait_exit(launched, timeout=10)
+    # A clean exit after handling the signal: 0, or the conventional 128+N.
+    assert rc in (0, 128 + signum), f"exit status {rc}"
+    tmux.assert_restored(launched)
+    assert not Path(f"/proc/{pid}").exists(), "the app process is still alive"
+
+
+# -- the harness can tell a broken terminal from a restored one -------------------------------
+
+
+TINY_APP = textwrap.dedent(
+    """
+    from textual.app import App
+    from textual.widgets import Footer, Static
+
+    class Tiny(App):
+        BINDINGS = [("q", "quit", "Quit")]
+
+        def compose(self):
+            yield Static("TINY APP READY")
+            yield Footer()
+
+    Tiny().run()
+    """
+)
+
+
+def test_harness_accepts_a_textual_app_that_quits(tmux: TmuxSession, tmp_path: Path) -> None:
+    script = tmp_path / "tiny.py"
+    script.write_text(TINY_APP)
+    launched = tmux.launch([sys.executable, str(script)])
+    tmux.wait_for("TINY APP READY", timeout=20)
+    assert tmux.pane_value("#{alternate_on}") == "1"
+    tmux.send_keys("q")
+    assert tmux.wait_exit(launched) == 0
+    tmux.assert_restored(launched)
+
+
+def test_harness_catches_a_program_that_leaves_the_terminal_broken(tmux: TmuxSession) -> None:
+    # Enters the alternate screen, turns on mouse reporting, hides the cursor, and exits.
+    launched = tmux.launch(["printf", r"\e[?1049h\e[?1000h\e[?25l"])
+    assert tmux.wait_exit(launched) == 0
+    with pytest.raises(TmuxError) as caught:
+        tmux.assert_restored(launched)
+    message = str(caught.value)
+    assert "alternate_on is 1, was 0" in message
+    assert "mouse_standard_flag is 1, was 0" in message
+    assert "cursor_flag is 0, was 1" in message
+
+
+def test_harness_catches_a_terminal_left_without_echo(tmux: TmuxSession) -> None:
+    launched = tmux.launch(["stty", "-echo", "-icanon"])
+    assert tmux.wait_exit(launched) == 0
+    with pytest.raises(TmuxError, match="stty settings changed"):
+        tmux.assert_restored(launched)
