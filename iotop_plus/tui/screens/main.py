@@ -1,0 +1,340 @@
+"""The one coordinating screen: header, device table, charts and the side panel.
+
+Wide terminals show the table over the charts, with the side panel on the right. Narrow ones
+(80x24 over SSH) show one of them at a time, chosen with the view tabs or the keys 1, 2, 3.
+
+Adding a side-panel tab is one line in :meth:`MainScreen.compose` (see ``SIDE PANEL TABS``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Tab, TabbedContent, TabPane, Tabs
+
+from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config
+from iotop_plus.devices.settings import SettingValue, read_settings
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.history import History
+from iotop_plus.sampling.sampler import HostInfo
+from iotop_plus.tui.messages import DeviceSelected, Tick
+from iotop_plus.tui.widgets.charts import DeviceCharts
+from iotop_plus.tui.widgets.device_panel import DevicePanel
+from iotop_plus.tui.widgets.device_table import DeviceTable
+from iotop_plus.tui.widgets.header import HostHeader
+
+INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+"""What ``+`` and ``-`` step through (seconds)."""
+
+NARROW_WIDTH = 110
+"""Below this many columns the table, charts and panel become tabs of their own."""
+NARROW_HEIGHT = 30
+"""Below this many lines, too."""
+
+SETTINGS_REFRESH_S = 5.0
+"""How often the Device tab re-reads the queue settings of the selected device."""
+
+VIEWS = ("view-table", "view-charts", "view-panel")
+
+
+class MainScreen(Screen[None]):
+    """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
+
+    BINDINGS = [
+        Binding("space", "pause", "Pause"),
+        Binding("plus,equals_sign", "faster", "+faster"),
+        Binding("minus", "slower", "-slower"),
+        Binding("slash", "filter", "Filter"),
+        Binding("a", "toggle_all", "All devs"),
+        Binding("c", "cycle_columns", "Columns"),
+        Binding("less_than_sign", "sort(-1)", "<Sort"),
+        Binding("greater_than_sign", "sort(1)", "Sort>"),
+        Binding("r", "reverse_sort", "Reverse"),
+        Binding("question_mark", "help", "Help"),
+        Binding("1", "view('view-table')", "Table", show=False),
+        Binding("2", "view('view-charts')", "Charts", show=False),
+        Binding("3", "view('view-panel')", "Panel", show=False),
+        Binding("escape", "clear_filter", "Clear filter", show=False),
+    ]
+
+    def __init__(
+        self, roots: Roots, config: Config, history: History, host: HostInfo, interval: float
+    ) -> None:
+        super().__init__()
+        self.roots = roots
+        self.config = config
+        self.history = history
+        self.host = host
+        self.interval = interval
+        """Seconds between samples, as the header shows it."""
+        self.paused = False
+        """Display frozen (sampling and history continue)."""
+        self.selected_device: str | None = None
+        """Kernel name of the device the charts and panels are about."""
+        self.last_tick: Tick | None = None
+        """The last tick shown (frozen while paused)."""
+        self.ticks_seen = 0
+        """Ticks received, shown or not."""
+        self._settings_read_at = float("-inf")
+        self._start_monotonic: float | None = None
+
+    # ---- layout --------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield HostHeader(self.host, self.interval, id="header")
+        yield Tabs(
+            Tab("1 Devices", id="view-table"),
+            Tab("2 Charts", id="view-charts"),
+            Tab("3 Panel", id="view-panel"),
+            id="view-tabs",
+        )
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield Input(
+                    placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
+                )
+                yield DeviceTable(self.config, id="table")
+                yield DeviceCharts(id="charts")
+            with TabbedContent(id="side-panel"):
+                # SIDE PANEL TABS: add a tab with one line, e.g.
+                #   yield TabPane("Processes", ProcessPanel(), id="tab-processes")
+                yield TabPane("Device", DevicePanel(id="device-panel"), id="tab-device")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.add_class("view-table")
+        self._apply_size(self.size.width, self.size.height)
+        self.query_one(DeviceTable).focus()
+
+    def on_resize(self, event: object) -> None:
+        size = getattr(event, "size", self.size)
+        self._apply_size(size.width, size.height)
+
+    def _apply_size(self, width: int, height: int) -> None:
+        self.set_class(width < NARROW_WIDTH or height < NARROW_HEIGHT, "narrow")
+
+    @property
+    def narrow(self) -> bool:
+        """Whether one view at a time is shown."""
+        return self.has_class("narrow")
+
+    @property
+    def view(self) -> str:
+        """The view shown in narrow mode."""
+        return next((v for v in VIEWS if self.has_class(v)), "view-table")
+
+    # ---- ticks from the app --------------------------------------------------------------
+
+    def show_tick(self, tick: Tick) -> None:
+        """A new sample arrived; show it unless paused."""
+        self.ticks_seen += 1
+        if self._start_monotonic is None:
+            self._start_monotonic = tick.sample.monotonic
+        if self.paused:
+            return
+        self.last_tick = tick
+        header = self.query_one(HostHeader)
+        if self.host.uptime_s is not None:
+            header.show(uptime_s=self.host.uptime_s + tick.sample.monotonic - self._start_monotonic)
+        problems = tick.sample.problems
+        if problems:
+            first = problems[0]
+            header.show(note=f"{len(problems)} bad line(s) in {first.source}: {first.reason}")
+        elif header.note:
+            header.show(note="")
+        self.query_one(DeviceTable).update_devices(
+            tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, tick.inventory_changed
+        )
+        settings_age = tick.sample.monotonic - self._settings_read_at
+        if tick.inventory_changed or settings_age >= SETTINGS_REFRESH_S:
+            self._show_device_panel(read=True)
+        self._draw_charts(tick.sample.monotonic, force=False)
+
+    def _draw_charts(self, now: float, force: bool) -> None:
+        charts = self.query_one(DeviceCharts)
+        if not charts.is_on_screen and not force:
+            return
+        if not force and not charts.due(self.selected_device, now, self.config.chart_refresh_s):
+            return
+        hist = self.history.get(self.selected_device) if self.selected_device else None
+        charts.draw(self.selected_device, hist, self.history.marks, now)
+
+    def _now(self) -> float:
+        return self.last_tick.sample.monotonic if self.last_tick else time.monotonic()
+
+    # ---- selection -----------------------------------------------------------------------
+
+    @on(DeviceSelected)
+    def on_device_table_selected(self, message: DeviceSelected) -> None:
+        """The table's cursor moved: tell the panels (parents call methods down)."""
+        self.select_device(message.name)
+
+    def select_device(self, name: str | None) -> None:
+        """Make ``name`` the device the charts and panels are about."""
+        if name == self.selected_device:
+            return
+        self.selected_device = name
+        self._show_device_panel(read=True)
+        self._draw_charts(self._now(), force=False)
+        self.notify_panels(name)
+
+    def notify_panels(self, name: str | None) -> None:
+        """Hook for the other side-panel tabs: each gets ``set_device(name)`` if it has one."""
+        for pane in self.query(TabPane):
+            for child in pane.children:
+                setter = getattr(child, "set_device", None)
+                if callable(setter):
+                    setter(name)
+
+    def _show_device_panel(self, read: bool) -> None:
+        inventory = self.last_tick.inventory if self.last_tick else None
+        dev = inventory.get(self.selected_device) if inventory and self.selected_device else None
+        panel = self.query_one(DevicePanel)
+        keep = (
+            panel.settings
+            if panel.device is not None and dev is not None and panel.device.name == dev.name
+            else None
+        )
+        panel.show(dev, keep)
+        if read and dev is not None:
+            self._settings_read_at = self._now()
+            self._read_settings(dev.name)
+
+    @work(thread=True, exclusive=True, group="settings", exit_on_error=False)
+    def _read_settings(self, name: str) -> None:
+        # Several small sysfs reads: off the UI thread, then shown from the UI thread.
+        settings = read_settings(self.roots, name, is_root=self.host.is_root)
+        self.app.call_from_thread(self._settings_read, name, settings)
+
+    def _settings_read(self, name: str, settings: tuple[SettingValue, ...]) -> None:
+        panel = self.query_one(DevicePanel)
+        if panel.device is not None and panel.device.name == name:
+            panel.show(panel.device, settings)
+
+    # ---- actions -------------------------------------------------------------------------
+
+    def action_pause(self) -> None:
+        """Freeze the display; sampling and history continue."""
+        self.paused = not self.paused
+        self.query_one(HostHeader).show(paused=self.paused)
+        if not self.paused and self.app is not None:
+            latest = getattr(self.app, "latest_tick", None)
+            if isinstance(latest, Tick):
+                self.show_tick(latest)
+                self.ticks_seen -= 1
+
+    def set_interval_s(self, seconds: float) -> None:
+        """Change the sampling interval (clamped to 0.25..10 s)."""
+        seconds = min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
+        self.interval = seconds
+        self.query_one(HostHeader).show(interval=seconds)
+        setter = getattr(self.app, "set_sample_interval", None)
+        if callable(setter):
+            setter(seconds)
+
+    def action_faster(self) -> None:
+        """Sample more often."""
+        shorter = [s for s in INTERVAL_STEPS if s < self.interval - 1e-9]
+        self.set_interval_s(shorter[-1] if shorter else MIN_INTERVAL)
+
+    def action_slower(self) -> None:
+        """Sample less often."""
+        longer = [s for s in INTERVAL_STEPS if s > self.interval + 1e-9]
+        self.set_interval_s(longer[0] if longer else MAX_INTERVAL)
+
+    def action_filter(self) -> None:
+        """Show the name filter and focus it."""
+        if self.narrow:
+            self.action_view("view-table")
+        box = self.query_one("#filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def action_clear_filter(self) -> None:
+        """Drop the filter."""
+        box = self.query_one("#filter", Input)
+        box.value = ""
+        box.remove_class("shown")
+        self.query_one(DeviceTable).set_filter("")
+        self.query_one(DeviceTable).focus()
+
+    @on(Input.Changed, "#filter")
+    def on_filter_changed(self, event: Input.Changed) -> None:
+        self.query_one(DeviceTable).set_filter(event.value)
+
+    @on(Input.Submitted, "#filter")
+    def on_filter_submitted(self, event: Input.Submitted) -> None:
+        box = self.query_one("#filter", Input)
+        if not event.value.strip():
+            box.remove_class("shown")
+        self.query_one(DeviceTable).focus()
+
+    def action_toggle_all(self) -> None:
+        """Switch between the default device selection and all devices."""
+        table = self.query_one(DeviceTable)
+        table.toggle_all()
+        self.notify(
+            "showing all devices" if table.show_all else "showing used whole disks",
+            timeout=2,
+        )
+
+    def action_cycle_columns(self) -> None:
+        """Next column set."""
+        name = self.query_one(DeviceTable).cycle_columns()
+        self.notify(f"columns: {name}", timeout=2)
+
+    def action_sort(self, step: int) -> None:
+        """Sort by the previous or next column."""
+        title = self.query_one(DeviceTable).move_sort(step)
+        self.notify(f"sorted by {title}", timeout=2)
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the sort order."""
+        self.query_one(DeviceTable).reverse_sort()
+
+    def action_help(self) -> None:
+        """Open the help screen."""
+        from iotop_plus.tui.screens.help import HelpScreen
+
+        self.app.push_screen(HelpScreen())
+
+    def action_view(self, view: str) -> None:
+        """In narrow mode, show one of: the table, the charts, the side panel."""
+        for v in VIEWS:
+            self.set_class(v == view, v)
+        tabs = self.query_one("#view-tabs", Tabs)
+        if tabs.active != view:
+            tabs.active = view
+        if view == "view-table":
+            self.query_one(DeviceTable).focus()
+        elif view == "view-panel":
+            self.query_one("#side-panel", TabbedContent).query_one(Tabs).focus()
+        self.call_after_refresh(self._draw_charts, self._now(), True)
+
+    @on(Tabs.TabActivated, "#view-tabs")
+    def on_view_tab(self, event: Tabs.TabActivated) -> None:
+        if event.tab.id and not self.has_class(event.tab.id):
+            self.action_view(event.tab.id)
+
+    def commands(self) -> Iterable[tuple[str, str, str]]:
+        """(title, help, action) of every screen action, for the command palette."""
+        yield ("Pause / resume", "Freeze the display; sampling continues", "pause")
+        yield ("Faster refresh", "Shorter sampling interval (+)", "faster")
+        yield ("Slower refresh", "Longer sampling interval (-)", "slower")
+        yield ("Filter devices", "Show only devices whose name matches (/)", "filter")
+        yield ("Clear filter", "Show devices again regardless of name (Esc)", "clear_filter")
+        yield ("All devices", "Toggle partitions, loop/ram/zram and idle devices (a)", "toggle_all")
+        yield ("Column set", "Cycle basic / extended iostat -x columns (c)", "cycle_columns")
+        yield ("Sort by previous column", "Move the sort column left (<)", "sort(-1)")
+        yield ("Sort by next column", "Move the sort column right (>)", "sort(1)")
+        yield ("Reverse sort", "Flip the sort order (r)", "reverse_sort")
+        yield ("Help", "What each column means and when it misleads (?)", "help")
+        yield ("View: device table", "Narrow screens: show the table (1)", "view('view-table')")
+        yield ("View: charts", "Narrow screens: show the charts (2)", "view('view-charts')")
+        yield ("View: side panel", "Narrow screens: show the side panel (3)", "view('view-panel')")
