@@ -27,7 +27,7 @@ from iotop_plus.probe.runner import (
     ProbeRequest,
     ProbeRunner,
 )
-from iotop_plus.probe.target import remove_all_probe_files
+from iotop_plus.probe.target import ProbeTarget, remove_all_probe_files
 from iotop_plus.roots import Roots
 
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -133,8 +133,17 @@ async def _probe(
     runner: ProbeRunner, request: ProbeRequest, *, quiet: bool
 ) -> tuple[ProbeOutcome | None, int]:
     loop = asyncio.get_running_loop()
+
+    def started(target: ProbeTarget) -> None:
+        if not quiet:
+            print(
+                f"iotop-plus: probe {request.preset.name} ({request.preset.pattern}) on "
+                f"{target.label} for {request.params.runtime_s} s...",
+                file=sys.stderr,
+            )
+
     task = asyncio.ensure_future(
-        runner.run(request, on_progress=None if quiet else _print_progress)
+        runner.run(request, on_progress=None if quiet else _print_progress, on_start=started)
     )
     received: list[int] = []
 
@@ -144,12 +153,6 @@ async def _probe(
 
     for signum in _SIGNALS:
         loop.add_signal_handler(signum, cancel, signum)
-    if not quiet:
-        print(
-            f"iotop-plus: probe {request.preset.name} ({request.preset.pattern}) on "
-            f"{request.target} for {request.params.runtime_s} s...",
-            file=sys.stderr,
-        )
     try:
         return await task, 0
     except asyncio.CancelledError:

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from iotop_plus.probe.presets import DEFAULT_ENGINE, FALLBACK_ENGINE, Preset, ProbeParams
 from iotop_plus.probe.results import FioOutputError, ProbeResult, job_errors, parse_result
 from iotop_plus.probe.target import (
@@ -190,6 +192,9 @@ def build_argv(
         f"--runtime={params.runtime_s}",
         "--time_based",
         "--group_reporting",
+        # Jobs as threads of one process: fio's forked job processes call setsid(), so
+        # only threads die for certain with fio when a probe is cancelled.
+        "--thread",
         "--randrepeat=0",
         "--output-format=json",
         "--status-interval=1",
@@ -285,6 +290,7 @@ class ProbeRunner:
         self,
         request: ProbeRequest,
         on_progress: Callable[[ProbeProgress], None] | None = None,
+        on_start: Callable[[ProbeTarget], None] | None = None,
     ) -> ProbeOutcome:
         """Run one probe to the end.
 
@@ -299,6 +305,8 @@ class ProbeRunner:
             )
         except TargetError as exc:
             raise ProbeError(str(exc)) from exc
+        if on_start is not None:
+            on_start(target)
         params = request.params
         notes: list[str] = [target.note] if target.note else []
         if params.ioengine == DEFAULT_ENGINE and io_uring_disabled(self.roots):
@@ -389,14 +397,28 @@ class ProbeRunner:
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """End fio and every job process it forked (they share its process group)."""
+    """End fio and every job process it forked.
+
+    fio's job processes call ``setsid()`` themselves, so killing fio's process group is not
+    enough: they are found as descendants while fio still lives, and killed one by one.
+    They also hold fio's stdout, and asyncio's ``wait()`` waits for the pipes to close.
+    """
     if proc.returncode is not None:
         return
+    try:
+        jobs = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        jobs = []
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    # Reap it so no zombie stays; shielded so a second cancel cannot skip the wait.
-    with contextlib.suppress(asyncio.CancelledError, ProcessLookupError):
-        await asyncio.shield(proc.wait())
+    for job in jobs:
+        with contextlib.suppress(psutil.Error):
+            job.kill()
+    # Reap fio so no zombie stays; shielded so a second cancel cannot skip the wait.
+    with contextlib.suppress(asyncio.CancelledError, ProcessLookupError, asyncio.TimeoutError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), 10)
+    with contextlib.suppress(psutil.Error):
+        psutil.wait_procs(jobs, timeout=5)
 
 
 def _io_uring_unavailable(run: _FioRun) -> bool:
