@@ -12,6 +12,7 @@ from typing import NoReturn
 
 from iotop_plus import __version__
 from iotop_plus.commands import probe, snapshot, top
+from iotop_plus.commands import set as set_command
 from iotop_plus.commands.common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -22,7 +23,7 @@ from iotop_plus.commands.common import (
 from iotop_plus.roots import Roots
 
 #: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
-COMMANDS = [snapshot, probe, top]
+COMMANDS = [snapshot, probe, set_command, top]
 
 
 class _Parser(argparse.ArgumentParser):

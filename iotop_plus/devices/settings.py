@@ -226,6 +226,9 @@ def read_settings(
 
 # --- the write side --------------------------------------------------------------------------
 
+#: The one-line error for a write without root.
+NEEDS_ROOT = "needs root: queue settings are read-only for other users"
+
 _DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:!+-]*")
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -233,7 +236,7 @@ _DIGITS = re.compile(r"[0-9]+")
 class SettingError(Exception):
     """A setting could not be changed; the message is one line in plain words."""
 
-    def __init__(self, device: str, setting: str, message: str) -> None:
+    def __init__(self, device: str, setting: str, message: str, kind: str = "failed") -> None:
         super().__init__(f"{device} {setting}: {message}")
         self.device = device
         """The device the user named."""
@@ -241,6 +244,9 @@ class SettingError(Exception):
         """The setting's sysfs name."""
         self.message = message
         """What went wrong, without the device and setting."""
+        self.kind = kind
+        """``invalid`` (refused before writing), ``permission`` (needs root), ``refused``
+        (the kernel said EINVAL) or ``failed`` (anything else)."""
 
 
 @dataclass(frozen=True)
@@ -280,9 +286,9 @@ def check_device_name(roots: Roots, device: str) -> None:
         SettingError: for a name with path characters or no such device.
     """
     if not _DEVICE_NAME.fullmatch(device):
-        raise SettingError(device, "-", "not a block device name")
+        raise SettingError(device, "-", "not a block device name", "invalid")
     if not (roots.sys_class_block / device).exists() and not (roots.sys_block / device).exists():
-        raise SettingError(device, "-", "no such block device")
+        raise SettingError(device, "-", "no such block device", "invalid")
 
 
 def _read_int(path: Path) -> int | None:
@@ -369,7 +375,9 @@ def validate_value(roots: Roots, current: SettingValue, text: str) -> str:
     """
     setting = current.setting
     if not current.present:
-        raise SettingError(current.device, setting.name, current.reason or "not available")
+        raise SettingError(
+            current.device, setting.name, current.reason or "not available", "invalid"
+        )
     if setting.name == "scheduler":
         if text == "deadline" and "mq-deadline" in current.choices:
             return "mq-deadline"
@@ -379,6 +387,7 @@ def validate_value(roots: Roots, current: SettingValue, text: str) -> str:
                 setting.name,
                 f"{text!r} is not a scheduler of this device "
                 f"(valid: {valid_range(roots, current)})",
+                "invalid",
             )
         return text
     if setting.allow_negative_one and text == "-1":
@@ -388,6 +397,7 @@ def validate_value(roots: Roots, current: SettingValue, text: str) -> str:
             current.device,
             setting.name,
             f"{_number_problem(text)} (valid: {valid_range(roots, current)})",
+            "invalid",
         )
     number = int(text)
     low = setting.minimum
@@ -400,12 +410,14 @@ def validate_value(roots: Roots, current: SettingValue, text: str) -> str:
             current.device,
             setting.name,
             f"{number} is out of range (valid: {valid_range(roots, current)})",
+            "invalid",
         )
     if setting.choices and str(number) not in setting.choices:
         raise SettingError(
             current.device,
             setting.name,
             f"{number} is not valid (valid: {valid_range(roots, current)})",
+            "invalid",
         )
     return str(number)
 
@@ -416,7 +428,7 @@ def errno_message(roots: Roots, current: SettingValue, err: OSError) -> str:
     if code == errno.EINVAL:
         return f"value not accepted by this device (valid: {valid_range(roots, current)})"
     if code in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return "needs root (permission denied)"
+        return NEEDS_ROOT
     if code in (errno.ENOENT, errno.ENODEV, errno.ENXIO):
         return "the device or setting has gone away"
     if code == errno.EBUSY:
@@ -444,6 +456,18 @@ def effective_note(roots: Roots, result: WriteResult) -> str | None:
     return "adjusted by the kernel"
 
 
+def raise_not_writable(current: SettingValue) -> None:
+    """Raise the SettingError for a setting that cannot be written now.
+
+    Raises:
+        SettingError: ``needs root`` (kind ``permission``) or the kernel's reason.
+    """
+    reason = current.reason or "read-only"
+    if "root" in reason:
+        raise SettingError(current.device, current.setting.name, NEEDS_ROOT, "permission")
+    raise SettingError(current.device, current.setting.name, reason, "failed")
+
+
 def write_setting(
     roots: Roots, device: str, name: str, text: str, *, is_root: bool | None = None
 ) -> WriteResult:
@@ -457,15 +481,14 @@ def write_setting(
             or a failed write, in plain words.
     """
     if name not in SETTINGS:
-        raise SettingError(device, name, f"unknown setting (known: {', '.join(SETTINGS)})")
+        raise SettingError(
+            device, name, f"unknown setting (known: {', '.join(SETTINGS)})", "invalid"
+        )
     check_device_name(roots, device)
     before = read_setting(roots, device, name, is_root=is_root)
     value = validate_value(roots, before, text)
     if not before.writable:
-        reason = before.reason or "read-only"
-        if "root" in reason:
-            reason = "needs root (" + reason.removeprefix("read-only: ") + ")"
-        raise SettingError(device, name, reason)
+        raise_not_writable(before)
     try:
         # No O_CREAT: a missing attribute must fail, never become a new file.
         fd = os.open(before.path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
@@ -474,6 +497,9 @@ def write_setting(
         finally:
             os.close(fd)
     except OSError as exc:
-        raise SettingError(device, name, errno_message(roots, before, exc)) from None
+        kind = {errno.EINVAL: "refused", errno.EACCES: "permission", errno.EPERM: "permission"}
+        raise SettingError(
+            device, name, errno_message(roots, before, exc), kind.get(exc.errno or 0, "failed")
+        ) from None
     after = read_setting(roots, device, name, is_root=is_root)
     return WriteResult(before, after, value)

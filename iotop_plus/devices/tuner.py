@@ -1,9 +1,10 @@
 """Apply, undo and revert queue settings; journal every change; export udev rules and a script.
 
 Every write goes through :func:`~iotop_plus.devices.settings.write_setting` (validated first,
-read back after). Changing the scheduler also resets ``nr_requests`` (and bfq turns write-back
-throttling off), so each change records the other settings of the same queue that moved with
-it, and undo puts those back too: undo and revert-all restore the exact values read before.
+read back after). Some writes move other settings too: switching the scheduler resets
+``nr_requests``, writing ``max_sectors_kb`` resets ``read_ahead_kb``. So each change records
+the other settings of the same queue that moved with it, and undo puts those back as well:
+undo and revert-all restore the exact values read before.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from iotop_plus.devices.settings import (
     check_device_name,
     effective_note,
     queue_device,
+    raise_not_writable,
     read_setting,
     read_settings,
     validate_value,
@@ -40,6 +42,15 @@ ACTIONS = ("set", "undo", "revert", "rollback")
 
 #: Characters that make a udev match value unsafe to quote (globs, quotes, escapes).
 _UDEV_UNSAFE = set('"\\*?[]|\n')
+
+
+def write_order(setting: str) -> int:
+    """Sort key: settings whose write resets others go first.
+
+    Switching the scheduler resets ``nr_requests`` (and bfq turns off write-back throttling);
+    writing ``max_sectors_kb`` resets ``read_ahead_kb`` (seen on Linux 6.18).
+    """
+    return {"scheduler": 0, "max_sectors_kb": 1}.get(setting, 2)
 
 
 class TuningError(Exception):
@@ -206,7 +217,9 @@ class Tuner:
     def validate(self, device: str, setting: str, text: str) -> str:
         """The value that would be written for ``text``; raises SettingError when refused."""
         if setting not in SETTINGS:
-            raise SettingError(device, setting, f"unknown setting (known: {', '.join(SETTINGS)})")
+            raise SettingError(
+                device, setting, f"unknown setting (known: {', '.join(SETTINGS)})", "invalid"
+            )
         check_device_name(self.roots, device)
         return validate_value(self.roots, self.read_one(device, setting), text)
 
@@ -233,23 +246,24 @@ class Tuner:
         """Apply several settings of one device, all or nothing.
 
         Every value is validated before the first write. The scheduler goes first, since
-        switching it resets ``nr_requests``. If any write fails, the ones already made are
-        rolled back and the error says so.
+        switching it resets ``nr_requests``, then ``max_sectors_kb``, since writing it resets
+        ``read_ahead_kb``; the rest keep their order. If any write fails, the ones already
+        made are rolled back and the error says so.
 
         Raises:
             SettingError: for the first refused value, after the rollback.
         """
         with self._lock:
-            ordered = sorted(assignments, key=lambda a: a[0] != "scheduler")
+            ordered = sorted(assignments, key=lambda a: write_order(a[0]))
             seen: set[str] = set()
             for setting, text in ordered:
                 if setting in seen:
-                    raise SettingError(device, setting, "given more than once")
+                    raise SettingError(device, setting, "given more than once", "invalid")
                 seen.add(setting)
                 current = self._checked(device, setting)
                 validate_value(self.roots, current, text)
                 if not current.writable:
-                    raise SettingError(device, setting, _reason(current))
+                    raise_not_writable(current)
             done: list[Change] = []
             try:
                 for setting, text in ordered:
@@ -261,7 +275,7 @@ class Tuner:
                     if not failures
                     else "; ROLLBACK FAILED, still changed: " + "; ".join(failures)
                 )
-                raise SettingError(exc.device, exc.setting, exc.message + tail) from None
+                raise SettingError(exc.device, exc.setting, exc.message + tail, exc.kind) from None
             self._active.extend(done)
             return tuple(done)
 
@@ -303,7 +317,9 @@ class Tuner:
 
     def _checked(self, device: str, setting: str) -> SettingValue:
         if setting not in SETTINGS:
-            raise SettingError(device, setting, f"unknown setting (known: {', '.join(SETTINGS)})")
+            raise SettingError(
+                device, setting, f"unknown setting (known: {', '.join(SETTINGS)})", "invalid"
+            )
         check_device_name(self.roots, device)
         return self.read_one(device, setting)
 
@@ -313,16 +329,14 @@ class Tuner:
     def _write(
         self, device: str, setting: str, text: str, action: str, undoes: int | None
     ) -> Change:
-        before = self._snapshot(device) if setting == "scheduler" else {}
+        before = self._snapshot(device)
         result = write_setting(self.roots, device, setting, text, is_root=self.is_root)
-        effects: tuple[SideEffect, ...] = ()
-        if before:
-            after = self._snapshot(device)
-            effects = tuple(
-                SideEffect(name, old or "", after.get(name) or "")
-                for name, old in before.items()
-                if name != setting and old is not None and after.get(name) != old
-            )
+        after = self._snapshot(device)
+        effects = tuple(
+            SideEffect(name, old or "", after.get(name) or "")
+            for name, old in before.items()
+            if name != setting and old is not None and after.get(name) != old
+        )
         self._sequence += 1
         change = Change(
             sequence=self._sequence,
@@ -371,8 +385,8 @@ class Tuner:
     def net_settings(self) -> dict[str, dict[str, str]]:
         """Per queue device, the final value of each setting this run changed and kept.
 
-        Settings that ended where they started are left out. Scheduler comes first in each
-        device's mapping, since writing it resets nr_requests.
+        Settings that ended where they started are left out. Each device's mapping is in
+        :func:`write_order`.
         """
         with self._lock:
             first_old: dict[tuple[str, str], str] = {}
@@ -382,7 +396,7 @@ class Tuner:
                 first_old.setdefault(key, change.old)
                 last[key] = change.effective
         result: dict[str, dict[str, str]] = {}
-        for (qdev, setting), value in sorted(last.items(), key=lambda kv: kv[0][1] != "scheduler"):
+        for (qdev, setting), value in sorted(last.items(), key=lambda kv: write_order(kv[0][1])):
             if first_old[(qdev, setting)] != value:
                 result.setdefault(qdev, {})[setting] = value
         return result
@@ -400,13 +414,6 @@ class Tuner:
         if inventory is None and settings:
             inventory = read_inventory(self.roots)
         return shell_script(settings, inventory or Inventory())
-
-
-def _reason(current: SettingValue) -> str:
-    reason = current.reason or "read-only"
-    if "root" in reason:
-        return "needs root (" + reason.removeprefix("read-only: ") + ")"
-    return reason
 
 
 def _header(kind: str) -> list[str]:
@@ -544,4 +551,5 @@ __all__ = [
     "shell_script",
     "udev_match",
     "udev_rules",
+    "write_order",
 ]

@@ -1,0 +1,187 @@
+"""``iotop-plus set DEV SETTING=VALUE...``: change queue settings, all or nothing.
+
+Every value is validated before the first write and read back after it; the output shows
+old -> effective per setting. If any write fails, those already made are rolled back. Each
+change is appended to the journal in the XDG state dir.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
+from iotop_plus.devices.settings import (
+    SETTINGS,
+    SettingError,
+    queue_device,
+    raise_not_writable,
+)
+from iotop_plus.devices.tuner import (
+    Change,
+    Journal,
+    Tuner,
+    default_journal_path,
+    shell_script,
+    udev_rules,
+    write_order,
+)
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.inventory import Inventory, read_inventory
+
+
+def add_parser(sub: Any) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "set",
+        help="change queue settings (read-ahead, scheduler...) with read-back, all or nothing",
+        description="Change queue settings of one device. Values are checked before anything "
+        "is written and read back after; the kernel may round or clamp them, and the value it "
+        "kept is shown. If one setting fails, the others are put back. Settings: "
+        + ", ".join(SETTINGS)
+        + ". Needs root.",
+    )
+    p.add_argument("device", metavar="DEV", help="kernel name, /dev path or dm name")
+    p.add_argument(
+        "assignments",
+        nargs="+",
+        metavar="SETTING=VALUE",
+        help="e.g. read_ahead_kb=16 scheduler=mq-deadline (scheduler and max_sectors_kb are "
+        "applied first, since they reset other settings)",
+    )
+    p.add_argument("--dry-run", "-n", action="store_true", help="check the values, write nothing")
+    p.add_argument(
+        "--udev-rule",
+        metavar="FILE",
+        help="also write a udev rules file that sets these values at boot ('-' for stdout)",
+    )
+    p.add_argument(
+        "--script", metavar="FILE", help="also write an equivalent shell script ('-' for stdout)"
+    )
+    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    p.set_defaults(run=run)
+
+
+def parse_assignments(items: list[str]) -> list[tuple[str, str]]:
+    """``["read_ahead_kb=16"]`` -> ``[("read_ahead_kb", "16")]``.
+
+    Raises:
+        UsageError: for a missing ``=`` or an unknown setting.
+    """
+    pairs = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise UsageError(f"expected SETTING=VALUE, got {item!r}")
+        if name not in SETTINGS:
+            raise UsageError(f"unknown setting {name!r} (known: {', '.join(SETTINGS)})")
+        pairs.append((name, value))
+    return pairs
+
+
+def resolve_device(roots: Roots, arg: str, inventory: Inventory) -> str:
+    """The kernel name for ``arg`` (kernel name, ``/dev/...`` or dm name)."""
+    base = arg.removeprefix("/dev/")
+    if "/" not in base and base and (roots.sys_class_block / base).exists():
+        return base
+    dev = inventory.lookup(arg)
+    if dev is None:
+        raise UsageError(f"unknown device {arg!r}")
+    return dev.name
+
+
+def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
+    """Run the subcommand; returns the exit code."""
+    out = out or sys.stdout
+    assignments = parse_assignments(args.assignments)
+    inventory = read_inventory(roots)
+    device = resolve_device(roots, args.device, inventory)
+    for path in (args.udev_rule, args.script):
+        if path and path != "-" and os.path.lexists(path):
+            raise UsageError(f"{path} already exists; remove it or name another file")
+    tuner = Tuner(roots, Journal(None if args.dry_run else default_journal_path()))
+
+    try:
+        if args.dry_run:
+            planned = _dry_run(tuner, device, assignments)
+        else:
+            changes = tuner.apply_many(device, assignments)
+    except SettingError as exc:
+        print(f"iotop-plus: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE if exc.kind == "invalid" else EXIT_FAILURE
+    if tuner.journal.problem:
+        print(f"iotop-plus: warning: {tuner.journal.problem}", file=sys.stderr)
+
+    qdev = queue_device(roots, device)
+    if args.dry_run:
+        values = {qdev: dict(planned)}
+        _print_dry_run(out, args.format, device, qdev, planned)
+    else:
+        values = {qdev: {c.setting: c.effective for c in changes}}
+        _print_changes(out, args.format, device, changes)
+    status = EXIT_OK
+    for path, text in (
+        (args.udev_rule, lambda: udev_rules(values, inventory)),
+        (args.script, lambda: shell_script(values, inventory)),
+    ):
+        if path:
+            status = max(status, _export(path, text(), out))
+    return status
+
+
+def _dry_run(
+    tuner: Tuner, device: str, assignments: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    planned = []
+    for setting, text in sorted(assignments, key=lambda a: write_order(a[0])):
+        planned.append((setting, tuner.validate(device, setting, text)))
+    for setting, _ in planned:
+        current = tuner.read_one(device, setting)
+        if not current.writable:
+            raise_not_writable(current)
+    return planned
+
+
+def _print_dry_run(
+    out: TextIO, fmt: str, device: str, qdev: str, planned: list[tuple[str, str]]
+) -> None:
+    if fmt == "json":
+        doc = {"device": device, "queue_device": qdev, "dry_run": True, "planned": dict(planned)}
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return
+    via = f" (via {qdev}'s queue)" if qdev != device else ""
+    for setting, value in planned:
+        print(f"{device} {setting}: would write {value}{via} (dry run: nothing written)", file=out)
+
+
+def _print_changes(out: TextIO, fmt: str, device: str, changes: tuple[Change, ...]) -> None:
+    if fmt == "json":
+        doc = {"device": device, "dry_run": False, "changes": [c.to_json() for c in changes]}
+        out.write(json.dumps(doc, indent=2) + "\n")
+        return
+    for c in changes:
+        line = f"{device} {c.setting}: {c.old} -> {c.effective}"
+        if c.effective != c.new:
+            line += f" (asked {c.new}: {c.note})"
+        for e in c.side_effects:
+            line += f"; also {e.setting}: {e.old} -> {e.effective}"
+        print(line, file=out)
+
+
+def _export(path: str, text: str, out: TextIO) -> int:
+    if path == "-":
+        out.write(text)
+        return EXIT_OK
+    try:
+        # O_EXCL: never overwrite a file we did not create.
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+    except OSError as exc:
+        print(f"iotop-plus: error: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    print(f"wrote {path}", file=sys.stderr)
+    return EXIT_OK
