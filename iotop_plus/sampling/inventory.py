@@ -311,7 +311,11 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
         devdir = (sys_block / parent_name / "device") if parent_name else (sysdir / "device")
         model = ident.get("ID_MODEL") or _read(devdir / "model")
         vendor = ident.get("ID_VENDOR") or _read(devdir / "vendor")
-        serial = ident.get("ID_SERIAL_SHORT") or _read(devdir / "serial")
+        # virtio-blk puts the serial beside the disk (vda/serial), not under device/.
+        diskdir = (sys_block / parent_name) if parent_name else sysdir
+        serial = (
+            ident.get("ID_SERIAL_SHORT") or _read(devdir / "serial") or _read(diskdir / "serial")
+        )
         wwid = ident.get("ID_WWN") or _read(sysdir / "wwid") or _read(devdir / "wwid")
         md_level = _read(sysdir / "md" / "level") if info["kind"] == "md" else None
         mount_list = mounts.get((major, minor), [])
