@@ -19,6 +19,7 @@ reused), and ``pread`` of a held file costs a third of open+read+close.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import pwd
@@ -435,6 +436,7 @@ class _Known:
     last: TaskCounters
     io_fd: int = -1
     io_text: bytes = b""
+    stat_fd: int = -1
 
 
 class ProcessReader:
@@ -449,6 +451,8 @@ class ProcessReader:
         roots: Where /proc is.
         per_thread: One entry per thread instead of per process (slower; no held files).
         hold_files: Keep ``/proc/PID/io`` open between samples; default: on a live /proc.
+        read_ticks: Read the delay ticks; default: unless delay accounting is known off
+            (then every tick reads 0 and the threads need not be listed).
     """
 
     def __init__(
@@ -457,9 +461,11 @@ class ProcessReader:
         *,
         per_thread: bool = False,
         hold_files: bool | None = None,
+        read_ticks: bool | None = None,
     ) -> None:
         self.roots = roots or Roots()
         self.per_thread = per_thread
+        self.read_ticks = read_ticks
         self.detail_pid: int | None = None
         """A process whose threads each sample also reads (the TUI's selection)."""
         self._proc_fd = os.open(self.roots.proc, os.O_RDONLY | os.O_DIRECTORY)
@@ -492,7 +498,7 @@ class ProcessReader:
         """Read all processes now. Never raises for vanished processes or bad content."""
         started = time.perf_counter()
         delayacct = read_delayacct(self.roots)
-        want_ticks = delayacct.measurable
+        want_ticks = delayacct.measurable if self.read_ticks is None else self.read_ticks
         uptime = self._uptime_ticks()
         now = time.monotonic()
         wall = time.time()
@@ -558,17 +564,65 @@ class ProcessReader:
             if not text:
                 self._release(self._known.pop(pid))
                 known = None
-            elif text == known.io_text and not want_ticks:
-                return known.last
+            elif not want_ticks:
+                if text == known.io_text:
+                    return known.last
+                return self._refresh(pid, known, text, want_ticks, problems, None)
             else:
-                return self._refresh(pid, known, text, want_ticks, problems)
+                stat_text = self._held_stat(pid, known)
+                if not stat_text:
+                    self._release(self._known.pop(pid))
+                    return None
+                last = known.last
+                if text == known.io_text and last.thread_ticks is not None:
+                    # Cheap check of the fields that change for an idle one-thread process.
+                    rest = stat_text[stat_text.rfind(b")") + 2 :].split()
+                    if (
+                        len(rest) > _BLKIO_TICKS
+                        and rest[_NUM_THREADS] == b"1"
+                        and last.num_threads == 1
+                        and rest[_STATE].decode() == last.state
+                        and last.thread_ticks == ((pid, int(rest[_BLKIO_TICKS])),)
+                    ):
+                        return last
+                return self._refresh(pid, known, text, want_ticks, problems, stat_text)
         return self._read_fresh(pid, known, want_ticks, problems)
 
+    def _held_stat(self, pid: int, known: _Known) -> bytes:
+        """``/proc/PID/stat`` through a held file when the budget allows; b"" when gone."""
+        if known.stat_fd < 0 and self._take_fd():
+            try:
+                known.stat_fd = os.open(
+                    f"{pid}/stat", os.O_RDONLY | os.O_CLOEXEC, dir_fd=self._proc_fd
+                )
+            except OSError:
+                self._held -= 1
+                return b""
+        if known.stat_fd < 0:
+            return self._read(f"{pid}/stat", 1024) or b""
+        try:
+            return os.pread(known.stat_fd, 1024, 0)
+        except OSError:
+            return b""
+
     def _refresh(
-        self, pid: int, known: _Known, io_text: bytes, want_ticks: bool, problems: list[str]
+        self,
+        pid: int,
+        known: _Known,
+        io_text: bytes,
+        want_ticks: bool,
+        problems: list[str],
+        stat_text: bytes | None,
     ) -> TaskCounters | None:
-        """A known live process whose held io file we just read."""
-        st = self._stat(f"{pid}/stat", problems)
+        """A known live process whose held io file (and maybe stat) we just read."""
+        if stat_text is None:
+            st = self._stat(f"{pid}/stat", problems)
+        else:
+            try:
+                st = parse_stat(stat_text)
+            except ValueError as exc:
+                problems.append(f"{self.roots.proc}/{pid}/stat: {exc}")
+                st = None
         if st is None:
             self._release(self._known.pop(pid))
             return None
@@ -793,12 +847,12 @@ class ProcessReader:
         return True
 
     def _release(self, known: _Known) -> None:
-        if known.io_fd >= 0:
-            try:
-                os.close(known.io_fd)
-            finally:
-                known.io_fd = -1
+        for fd in (known.io_fd, known.stat_fd):
+            if fd >= 0:
                 self._held -= 1
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        known.io_fd = known.stat_fd = -1
 
 
 def _is_live_procfs(roots: Roots) -> bool:
