@@ -1,0 +1,153 @@
+"""Make the README's screenshots from the real app, driven by Textual's Pilot.
+
+The host is a SyntheticTree (tests/support/synthetic.py): a fake /proc + /sys with a dozen
+disks whose counters a thread advances in real time, so the app's own sampler thread reads
+live-looking figures. Before the app starts, three minutes of history are recorded for the
+charts by the real Sampler and the real iostat -x formulas over the same tree (advanced one
+simulated second per sample), so the charts are not empty.
+
+Writes screenshots/NAME.svg (Textual's own export) and screenshots/NAME.png (rsvg-convert,
+when installed: ``apt-get install librsvg2-bin``).
+
+Usage: ``.venv/bin/python scripts/screenshots.py [--out screenshots]`` (``make screenshots``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from textual.pilot import Pilot  # noqa: E402
+
+from iotop_plus.config import Config  # noqa: E402
+from iotop_plus.sampling.history import History  # noqa: E402
+from iotop_plus.sampling.rates import DeviceRates, compute_rates  # noqa: E402
+from iotop_plus.sampling.sampler import Sampler  # noqa: E402
+from iotop_plus.tui.app import IotopPlusApp, make_app  # noqa: E402
+from tests.support.synthetic import SyntheticTree  # noqa: E402
+
+DEVICES = 12
+"""Disks on the synthetic host: enough to fill the table at 120x36."""
+HISTORY_S = 180
+"""Seconds of chart history recorded before the app starts."""
+TICKS_PER_S = 5
+"""Steps per second of the synthetic load (each step adds one burst of I/O)."""
+
+Scene = Callable[[Pilot[int]], Awaitable[None]]
+
+
+def prefill_history(tree: SyntheticTree, seconds: int) -> History:
+    """History of ``seconds`` one-second intervals, ending now, measured on ``tree``."""
+    sampler = Sampler(tree.roots)
+    history = History()
+    prev = sampler.sample()
+    start = time.monotonic() - seconds
+    for i in range(seconds):
+        for _ in range(TICKS_PER_S):  # the same steps the live thread takes each second
+            tree.advance(1.0 / TICKS_PER_S)
+        cur = sampler.sample()
+        rates: dict[str, DeviceRates | None] = {
+            name: compute_rates(prev.counters[name], counters, 1.0)
+            for name, counters in cur.counters.items()
+            if name in prev.counters
+        }
+        history.record(start + i + 1, rates)
+        prev = cur
+    return history
+
+
+def live(tree: SyntheticTree, stop: threading.Event) -> threading.Thread:
+    """A thread that advances ``tree`` in real time until ``stop`` is set."""
+
+    def run() -> None:
+        while not stop.wait(1.0 / TICKS_PER_S):
+            tree.advance(1.0 / TICKS_PER_S)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+async def settle(pilot: Pilot[int], app: IotopPlusApp, ticks: int = 3) -> None:
+    """Wait until the app has shown ``ticks`` samples (so rates are on screen)."""
+    deadline = time.monotonic() + 15
+    while app.ticks < ticks and time.monotonic() < deadline:
+        await pilot.pause(0.1)
+    await pilot.pause(0.3)
+
+
+async def shoot(
+    tree: SyntheticTree, size: tuple[int, int], name: str, out: Path, scene: Scene | None
+) -> Path:
+    """Run the app at ``size``, play ``scene``, and save ``out/name.svg``."""
+    history = prefill_history(tree, HISTORY_S)
+    app = make_app(tree.roots, Config(), history=history, interval=1.0)
+    stop = threading.Event()
+    thread = live(tree, stop)  # only once the prefill is done: one writer at a time
+    try:
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot, app)
+            if scene is not None:
+                await scene(pilot)
+                await pilot.pause(0.5)
+            path = app.save_screenshot(filename=f"{name}.svg", path=str(out))
+    finally:
+        stop.set()
+        thread.join()
+    return Path(path)
+
+
+async def press(pilot: Pilot[int], *keys: str) -> None:
+    await pilot.press(*keys)
+    await pilot.pause(0.3)
+
+
+SCENES: list[tuple[str, tuple[int, int], Scene | None]] = [
+    ("main-120x36", (120, 36), lambda p: press(p, "down", "down")),
+    ("main-80x24", (80, 24), lambda p: press(p, "down")),
+    ("panel-80x24", (80, 24), lambda p: press(p, "down", "3")),
+    ("extended-columns-120x36", (120, 36), lambda p: press(p, "c")),
+    ("paused-120x36", (120, 36), lambda p: press(p, "space")),
+    ("help-120x36", (120, 36), lambda p: press(p, "question_mark")),
+]
+
+
+def to_png(svg: Path) -> Path | None:
+    """Convert with rsvg-convert; None (with a note) when it is not installed."""
+    tool = shutil.which("rsvg-convert")
+    if tool is None:
+        print("note: rsvg-convert not found (apt-get install librsvg2-bin): SVG only")
+        return None
+    png = svg.with_suffix(".png")
+    subprocess.run([tool, "--zoom", "1.0", "-o", str(png), str(svg)], check=True)
+    return png
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=REPO / "screenshots")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="shots-") as tmp:
+        # Three quarters busy, so the table shows idle disks too.
+        tree = SyntheticTree(Path(tmp), DEVICES, busy_fraction=0.75)
+        for name, size, scene in SCENES:
+            svg = asyncio.run(shoot(tree, size, name, args.out, scene))
+            png = to_png(svg)
+            print(f"wrote {svg}" + (f" and {png.name}" if png else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
