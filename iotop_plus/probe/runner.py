@@ -289,8 +289,8 @@ class ProbeRunner:
     async def run(
         self,
         request: ProbeRequest,
-        on_progress: Callable[[ProbeProgress], None] | None = None,
-        on_start: Callable[[ProbeTarget], None] | None = None,
+        on_progress: Callable[[ProbeProgress], object] | None = None,
+        on_start: Callable[[ProbeTarget], object] | None = None,
     ) -> ProbeOutcome:
         """Run one probe to the end.
 
@@ -353,7 +353,7 @@ class ProbeRunner:
         self,
         argv: list[str],
         params: ProbeParams,
-        on_progress: Callable[[ProbeProgress], None] | None,
+        on_progress: Callable[[ProbeProgress], object] | None,
     ) -> _FioRun:
         try:
             proc = await asyncio.create_subprocess_exec(

@@ -1,0 +1,496 @@
+"""The Probe tab: pick a preset, edit it, run fio safely, watch it live, read the result.
+
+Interface for the screen (the lead wires it in):
+
+* ``ProbePanel(runner_factory, roots)``: ``runner_factory()`` returns a
+  :class:`~iotop_plus.probe.runner.ProbeRunner` (tests pass one with a chosen fio).
+* ``set_device(name, inventory=None)``: the device selected in the table ("Use device" fills
+  the target with it, for read presets).
+* ``update_device_rates(rates)``: the live iostat line of :attr:`ProbePanel.probe_device`
+  (the probed device while a probe runs, else the selected one), shown next to the probe's
+  own live figures.
+* ``cancel_probe()``: cancels a running probe (fio's process tree is killed, the probe file
+  removed); also done on unmount.
+* Messages posted up: :class:`ProbePanel.Started`, :class:`ProbePanel.Progress`,
+  :class:`ProbePanel.Finished`, :class:`ProbePanel.Failed`.
+
+Keys (active when focus is in the panel, outside a text input): ``s`` start, ``x`` cancel,
+``d`` use the selected device as target. ``enter`` on a history line adds it to the
+comparison (the last two picked are compared; a new result is compared with the one before).
+None clash with the main screen's keys (q ? space + - / a c < > r 1 2 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from rich.table import Table
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.message import Message
+from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Static
+from textual.widgets.option_list import Option
+from textual.worker import Worker
+
+from iotop_plus.probe.history import ProbeHistory, ProbeRecord, compare, settings_in_force
+from iotop_plus.probe.presets import EDITABLE, PRESETS, Preset, ProbeParams, with_overrides
+from iotop_plus.probe.results import ProbeResult
+from iotop_plus.probe.runner import (
+    ProbeError,
+    ProbeOutcome,
+    ProbeProgress,
+    ProbeRequest,
+    ProbeRunner,
+)
+from iotop_plus.probe.target import ConfirmationNeeded, ProbeTarget
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.rates import DeviceRates
+
+#: Parameter inputs in display order: (key in EDITABLE, label).
+PARAM_FIELDS: tuple[tuple[str, str], ...] = (
+    ("bs", "bs"),
+    ("iodepth", "iodepth"),
+    ("numjobs", "numjobs"),
+    ("runtime", "runtime s"),
+    ("size", "size MiB"),
+    ("direct", "direct"),
+    ("ioengine", "ioengine"),
+)
+
+
+def param_values(params: ProbeParams) -> dict[str, str]:
+    """The text each parameter input shows for ``params``."""
+    return {
+        "bs": params.bs,
+        "iodepth": str(params.iodepth),
+        "numjobs": str(params.numjobs),
+        "runtime": str(params.runtime_s),
+        "size": str(params.size_mb),
+        "direct": "1" if params.direct else "0",
+        "ioengine": params.ioengine,
+    }
+
+
+def iostat_line(name: str, rates: DeviceRates | None) -> str:
+    """One short iostat -x line for the device beside the probe."""
+    if rates is None:
+        return f"{name} iostat: waiting for a second sample"
+    return (
+        f"{name} iostat: {rates.r_s:,.0f} r/s {rates.w_s:,.0f} w/s "
+        f"{rates.kb_s / 1024:,.1f} MiB/s r_await {rates.r_await:.2f} "
+        f"w_await {rates.w_await:.2f} aqu {rates.aqu_sz:.1f} util {rates.util:.0f}%"
+    )
+
+
+def progress_line(p: ProbeProgress) -> str:
+    """The probe's own live figures."""
+    return (
+        f"fio ({p.engine}): {p.iops:,.0f} IOPS  {p.kib_s / 1024:,.1f} MiB/s  "
+        f"lat {p.mean_lat_us:,.1f} µs  {p.time_left_s:.0f} s left"
+    )
+
+
+def result_card(result: ProbeResult) -> Table:
+    """The result card: figures, percentiles, CPU, device util, hints, placement."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(style="bold", no_wrap=True)
+    grid.add_column()
+    p = result.params
+    grid.add_row("result", Text(f"{result.title} on {result.target}", style="bold"))
+    grid.add_row("", f"{p.bs} QD{p.iodepth} x{p.numjobs} {p.ioengine} direct={int(p.direct)}")
+    if result.quick_label:
+        grid.add_row("", Text(result.quick_label, style="yellow"))
+    for note in result.notes:
+        grid.add_row("note", note)
+    grid.add_row("IOPS", f"{result.iops:,.0f}")
+    grid.add_row("bandwidth", f"{result.bw_kib_s / 1024:,.1f} MiB/s")
+    grid.add_row("mean lat", f"{result.mean_clat_us:,.1f} µs (clat)")
+    for name, d in (("read", result.read), ("write", result.write)):
+        if d is None:
+            continue
+        grid.add_row(
+            name,
+            f"{d.iops:,.0f} IOPS ({d.iops_min:,.0f}-{d.iops_max:,.0f}), "
+            f"{d.bw_kib_s / 1024:,.1f} MiB/s ({d.bw_min_kib_s / 1024:,.1f}-"
+            f"{d.bw_max_kib_s / 1024:,.1f})",
+        )
+        grid.add_row(
+            "  clat µs",
+            " ".join(f"{label} {v:,.0f}" for label, v in d.clat.percentiles_us),
+        )
+        grid.add_row("  slat", f"{d.slat_mean_us:,.1f} µs")
+    if result.fsync is not None:
+        grid.add_row(
+            "fsync µs",
+            f"mean {result.fsync.mean_us:,.0f} "
+            + " ".join(f"{label} {v:,.0f}" for label, v in result.fsync.percentiles_us),
+        )
+    grid.add_row("CPU", f"usr {result.usr_cpu_pct:.1f}% sys {result.sys_cpu_pct:.1f}%")
+    for u in result.disk_util:
+        grid.add_row(
+            "device", f"{u.name} util {u.util_pct:.0f}% ({u.read_ios + u.write_ios:,} I/Os)"
+        )
+    if result.placement:
+        grid.add_row("reference", result.placement)
+    for hint in result.hints:
+        grid.add_row(Text("hint", style="yellow"), hint.text)
+    return grid
+
+
+def comparison_table(a: ProbeRecord, b: ProbeRecord) -> Table:
+    """Two probes side by side with deltas."""
+    table = Table(title=f"{a.label}  vs  {b.label}", expand=True, pad_edge=False)
+    table.add_column("", no_wrap=True)
+    table.add_column(f"#{a.number}", justify="right")
+    table.add_column(f"#{b.number}", justify="right")
+    table.add_column("delta", justify="right")
+    for row in compare(a, b):
+        style = {True: "green", False: "red", None: ""}[row.better]
+        table.add_row(row.label, row.a, row.b, Text(row.delta, style=style))
+    return table
+
+
+class ProbePanel(VerticalScroll):
+    """Presets, parameters, target, live progress, the result card and this run's history."""
+
+    DEFAULT_CSS = """
+    ProbePanel { height: 1fr; padding: 0 1; }
+    ProbePanel .param { height: 1; }
+    ProbePanel .param Label { width: 10; }
+    ProbePanel .param Input { width: 1fr; }
+    ProbePanel Button { margin: 0 1 0 0; min-width: 0; width: auto; }
+    ProbePanel #probe-buttons { height: 1; margin: 1 0 0 0; }
+    ProbePanel #probe-presets { height: auto; border: none; padding: 0; }
+    ProbePanel #probe-history { height: auto; max-height: 8; border: none; padding: 0; }
+    ProbePanel #probe-confirm { display: none; }
+    ProbePanel #probe-confirm.shown { display: block; }
+    ProbePanel #probe-bar { margin: 1 0 0 0; }
+    ProbePanel #probe-error { color: $error; }
+    ProbePanel .heading { text-style: bold; margin: 1 0 0 0; }
+    """
+
+    BINDINGS = [
+        Binding("s", "start", "Start probe"),
+        Binding("x", "cancel", "Cancel probe"),
+        Binding("d", "use_device", "Probe device"),
+    ]
+
+    class Started(Message):
+        """A probe passed the target checks and fio is starting."""
+
+        def __init__(self, target: ProbeTarget) -> None:
+            super().__init__()
+            self.target = target
+            """The checked target."""
+
+    class Progress(Message):
+        """fio reported live figures (about once a second)."""
+
+        def __init__(self, progress: ProbeProgress) -> None:
+            super().__init__()
+            self.progress = progress
+            """The live figures."""
+
+    class Finished(Message):
+        """A probe finished; its record is in the history."""
+
+        def __init__(self, record: ProbeRecord, outcome: ProbeOutcome) -> None:
+            super().__init__()
+            self.record = record
+            """The history record (result + settings in force)."""
+            self.outcome = outcome
+            """The result and fio's raw JSON."""
+
+    class Failed(Message):
+        """A probe failed or was cancelled; ``text`` is one plain line."""
+
+        def __init__(self, text: str, confirm_device: str | None = None) -> None:
+            super().__init__()
+            self.text = text
+            """What went wrong, for people."""
+            self.confirm_device = confirm_device
+            """Set when the probe needs this device name typed to confirm."""
+
+    def __init__(
+        self,
+        runner_factory: Callable[[], ProbeRunner],
+        roots: Roots,
+        *,
+        id: str | None = None,
+    ) -> None:
+        super().__init__(id=id)
+        self.runner_factory = runner_factory
+        self.roots = roots
+        self.history = ProbeHistory()
+        """Every result of this run."""
+        self.selected_device: str | None = None
+        """The device selected in the table."""
+        self.inventory: Inventory | None = None
+        """The latest inventory, when the screen passes one."""
+        self.preset: Preset = PRESETS["randread"]
+        """The preset chosen."""
+        self.running_target: ProbeTarget | None = None
+        """The target of the running probe."""
+        self.last_progress: ProbeProgress | None = None
+        """The latest live figures of the running probe."""
+        self._worker: Worker[None] | None = None
+        self._compare_picks: list[int] = []
+
+    # -- composition -------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        yield Static("device: none selected", id="probe-device")
+        yield Label("Preset", classes="heading")
+        yield OptionList(
+            *(Option(f"{p.name:<10} {p.title}", id=p.name) for p in PRESETS.values()),
+            id="probe-presets",
+        )
+        yield Static(id="probe-rationale")
+        yield Label("Parameters", classes="heading")
+        values = param_values(self.preset.params)
+        for key, label in PARAM_FIELDS:
+            with Horizontal(classes="param"):
+                yield Label(label)
+                yield Input(
+                    values[key], id=f"probe-param-{key}", tooltip=EDITABLE[key], compact=True
+                )
+        yield Label("Target", classes="heading")
+        yield Input(
+            placeholder="directory, or /dev/NAME (read presets)", id="probe-target", compact=True
+        )
+        yield Input(placeholder="type the device name to confirm", id="probe-confirm", compact=True)
+        with Horizontal(id="probe-buttons"):
+            yield Button("Start s", id="probe-start", variant="primary", compact=True)
+            yield Button("Cancel x", id="probe-cancel", disabled=True, compact=True)
+            yield Button("Device d", id="probe-use-device", compact=True)
+        yield ProgressBar(total=100, show_eta=False, id="probe-bar")
+        yield Static("", id="probe-live")
+        yield Static("", id="probe-iostat")
+        yield Static("", id="probe-error")
+        yield Static("", id="probe-card")
+        yield Label("History (enter: compare)", classes="heading")
+        yield OptionList(id="probe-history")
+        yield Static("", id="probe-compare")
+
+    def on_mount(self) -> None:
+        presets = self.query_one("#probe-presets", OptionList)
+        presets.highlighted = list(PRESETS).index(self.preset.name)
+        self._show_rationale()
+
+    def on_unmount(self) -> None:
+        self.cancel_probe()
+
+    # -- the interface for the screen ----------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """Whether a probe is running."""
+        return self._worker is not None and not self._worker.is_finished
+
+    @property
+    def probe_device(self) -> str | None:
+        """The device whose iostat line belongs beside the probe."""
+        if self.running_target is not None and self.running_target.device:
+            return self.running_target.device
+        return self.selected_device
+
+    def set_device(self, name: str | None, inventory: Inventory | None = None) -> None:
+        """The table's selection changed."""
+        self.selected_device = name
+        if inventory is not None:
+            self.inventory = inventory
+        if self.is_mounted:
+            self.query_one("#probe-device", Static).update(
+                f"device: {name}" if name else "device: none selected"
+            )
+
+    def update_device_rates(self, rates: DeviceRates | None) -> None:
+        """Show the live iostat line of :attr:`probe_device`."""
+        name = self.probe_device
+        if not self.is_mounted or name is None:
+            return
+        self.query_one("#probe-iostat", Static).update(iostat_line(name, rates))
+
+    def cancel_probe(self) -> None:
+        """Cancel the running probe, if any (fio is killed, the probe file removed)."""
+        if self._worker is not None and not self._worker.is_finished:
+            self._worker.cancel()
+
+    def request(self) -> ProbeRequest:
+        """The request the inputs describe.
+
+        Raises:
+            ValueError: one line naming the bad parameter.
+        """
+        edits = {key: self.query_one(f"#probe-param-{key}", Input).value for key, _ in PARAM_FIELDS}
+        params = with_overrides(self.preset.params, edits)
+        target = self.query_one("#probe-target", Input).value
+        confirm_input = self.query_one("#probe-confirm", Input)
+        confirm = confirm_input.value.strip() if confirm_input.has_class("shown") else None
+        return ProbeRequest(self.preset, params, target, confirm=confirm or None)
+
+    # -- actions ---------------------------------------------------------------------------
+
+    def action_start(self) -> None:
+        """Start a probe with the current inputs."""
+        if self.running:
+            self._error("a probe is already running (x cancels it)")
+            return
+        try:
+            request = self.request()
+        except ValueError as exc:
+            self._error(str(exc))
+            return
+        self._error("")
+        self.query_one("#probe-card", Static).update("")
+        self.query_one("#probe-live", Static).update("checking the target...")
+        self.query_one("#probe-bar", ProgressBar).update(total=request.params.runtime_s, progress=0)
+        self.query_one("#probe-start", Button).disabled = True
+        self.query_one("#probe-cancel", Button).disabled = False
+        self.last_progress = None
+        self._worker = self.run_worker(
+            self._run(request), group="probe", exclusive=True, exit_on_error=False
+        )
+
+    def action_cancel(self) -> None:
+        """Cancel the running probe."""
+        if self.running:
+            self.cancel_probe()
+            self.query_one("#probe-live", Static).update("cancelling...")
+
+    def action_use_device(self) -> None:
+        """Probe the selected device itself (read presets run read-only)."""
+        if self.selected_device is None:
+            self._error("no device selected in the table")
+            return
+        self.query_one("#probe-target", Input).value = f"/dev/{self.selected_device}"
+        if self.preset.writes:
+            self._error(
+                f"{self.preset.name} writes: on a device it needs the device unused and its "
+                "name typed; choose a read preset or a directory"
+            )
+
+    async def _run(self, request: ProbeRequest) -> None:
+        runner = self.runner_factory()
+        try:
+            outcome = await runner.run(
+                request,
+                on_progress=lambda p: self.post_message(self.Progress(p)),
+                on_start=lambda t: self.post_message(self.Started(t)),
+            )
+        except asyncio.CancelledError:
+            self.post_message(self.Failed("probe cancelled: fio stopped, probe file removed"))
+            raise
+        except ProbeError as exc:
+            cause = exc.__cause__
+            device = cause.device if isinstance(cause, ConfirmationNeeded) else None
+            self.post_message(self.Failed(str(exc), device))
+            return
+        settings = settings_in_force(self.roots, outcome.target.device)
+        record = self.history.add(outcome.result, settings)
+        self.post_message(self.Finished(record, outcome))
+
+    # -- message handlers --------------------------------------------------------------------
+
+    def on_probe_panel_started(self, message: Started) -> None:
+        self.running_target = message.target
+        self.query_one("#probe-live", Static).update(f"fio starting on {message.target.label}...")
+
+    def on_probe_panel_progress(self, message: Progress) -> None:
+        p = message.progress
+        self.last_progress = p
+        self.query_one("#probe-bar", ProgressBar).update(
+            total=p.runtime_s, progress=min(p.elapsed_s, p.runtime_s)
+        )
+        self.query_one("#probe-live", Static).update(progress_line(p))
+
+    def on_probe_panel_finished(self, message: Finished) -> None:
+        self._idle()
+        bar = self.query_one("#probe-bar", ProgressBar)
+        bar.update(progress=bar.total or 0)
+        self.query_one("#probe-live", Static).update("done")
+        self.query_one("#probe-card", Static).update(result_card(message.record.result))
+        history = self.query_one("#probe-history", OptionList)
+        history.add_option(Option(message.record.label, id=str(message.record.number)))
+        if len(self.history) >= 2:
+            self._compare(len(self.history) - 1, len(self.history))
+
+    def on_probe_panel_failed(self, message: Failed) -> None:
+        self._idle()
+        self.query_one("#probe-live", Static).update("")
+        self._error(message.text)
+        confirm = self.query_one("#probe-confirm", Input)
+        if message.confirm_device is not None:
+            confirm.add_class("shown")
+            confirm.placeholder = f"type {message.confirm_device} to confirm"
+            confirm.focus()
+
+    @on(OptionList.OptionHighlighted, "#probe-presets")
+    def _preset_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id is None or event.option.id == self.preset.name:
+            return
+        self.preset = PRESETS[event.option.id]
+        for key, value in param_values(self.preset.params).items():
+            self.query_one(f"#probe-param-{key}", Input).value = value
+        confirm = self.query_one("#probe-confirm", Input)
+        confirm.remove_class("shown")
+        confirm.value = ""
+        self._show_rationale()
+
+    @on(OptionList.OptionSelected, "#probe-history")
+    def _history_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option.id is None:
+            return
+        number = int(event.option.id)
+        others = [n for n in self._compare_picks if n != number]
+        self._compare_picks = [*others[-1:], number]
+        if len(self._compare_picks) == 2:
+            self._compare(*self._compare_picks)
+        else:
+            self.query_one("#probe-compare", Static).update(
+                f"#{number} picked: pick another to compare"
+            )
+
+    @on(Button.Pressed, "#probe-start")
+    def _start_pressed(self) -> None:
+        self.action_start()
+
+    @on(Button.Pressed, "#probe-cancel")
+    def _cancel_pressed(self) -> None:
+        self.action_cancel()
+
+    @on(Button.Pressed, "#probe-use-device")
+    def _device_pressed(self) -> None:
+        self.action_use_device()
+
+    # -- helpers -------------------------------------------------------------------------------
+
+    def _compare(self, a: int, b: int) -> None:
+        ra, rb = self.history.get(a), self.history.get(b)
+        if ra is not None and rb is not None:
+            self.query_one("#probe-compare", Static).update(comparison_table(ra, rb))
+
+    def _show_rationale(self) -> None:
+        p = self.preset
+        text = Text()
+        text.append(f"{p.title}: ", style="bold")
+        text.append(f"{p.pattern}. {p.rationale}")
+        if p.params.is_quick:
+            text.append(
+                f" Default {p.params.runtime_s} s is a quick probe; quote 60-300 s runs.",
+                style="italic",
+            )
+        self.query_one("#probe-rationale", Static).update(text)
+
+    def _idle(self) -> None:
+        self.running_target = None
+        self.query_one("#probe-start", Button).disabled = False
+        self.query_one("#probe-cancel", Button).disabled = True
+
+    def _error(self, text: str) -> None:
+        self.query_one("#probe-error", Static).update(Text(text))

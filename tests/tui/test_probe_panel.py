@@ -1,0 +1,125 @@
+"""The Probe tab in a small host app: a real probe from the panel, live, then the card."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from textual.app import App, ComposeResult
+from textual.widgets import Input, OptionList, Static
+
+from iotop_plus.probe.runner import ProbeRunner
+from iotop_plus.roots import Roots
+from iotop_plus.tui.widgets.probe_panel import ProbePanel
+
+pytestmark = [pytest.mark.slow]
+
+
+class ProbeHost(App[None]):
+    """Just the panel, as the side panel will hold it."""
+
+    def __init__(self, fio: str) -> None:
+        super().__init__()
+        self.fio = fio
+        self.live_texts: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield ProbePanel(lambda: ProbeRunner(Roots(), self.fio), Roots(), id="probe")
+
+    def on_probe_panel_progress(self, message: ProbePanel.Progress) -> None:
+        # The panel has updated its live line by now (it handles the message first).
+        self.live_texts.append(_text(self, "#probe-live"))
+
+
+async def _wait_for(pilot, condition: Callable[[], bool], limit_s: float = 60) -> None:
+    for _ in range(int(limit_s * 10)):
+        if condition():
+            return
+        await pilot.pause(0.1)
+    raise AssertionError("condition not reached")
+
+
+def _text(app: App, selector: str) -> str:
+    """What the Static shows, as plain text (Rich tables included)."""
+    content = app.query_one(selector, Static).content
+    if isinstance(content, str):
+        return content
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(content)
+    return console.export_text()
+
+
+async def _fill(pilot, app: App, selector: str, value: str) -> None:
+    field = app.query_one(selector, Input)
+    field.value = value
+    await pilot.pause()
+
+
+async def test_a_probe_from_the_panel_shows_live_progress_then_the_result_card(
+    tmp_path: Path, fio_bin: str
+) -> None:
+    app = ProbeHost(fio_bin)
+    async with app.run_test(size=(60, 80)) as pilot:
+        panel = app.query_one(ProbePanel)
+        presets = app.query_one("#probe-presets", OptionList)
+        presets.focus()
+        await pilot.press("home", "down")  # wal -> index
+        assert panel.preset.name == "index"
+        assert "B-tree lookups" in _text(app, "#probe-rationale")
+        assert app.query_one("#probe-param-numjobs", Input).value == "8"
+        await _fill(pilot, app, "#probe-param-runtime", "3")
+        await _fill(pilot, app, "#probe-param-size", "32")
+        await _fill(pilot, app, "#probe-target", str(tmp_path))
+        presets.focus()
+        await pilot.press("s")
+        await _wait_for(pilot, lambda: bool(app.live_texts))
+        assert "IOPS" in app.live_texts[0] and "s left" in app.live_texts[0]
+        assert any(p.name.startswith("iotop-plus-probe-") for p in tmp_path.iterdir())
+        await _wait_for(pilot, lambda: len(panel.history) == 1)
+        await pilot.pause()
+        card = _text(app, "#probe-card")
+        for text in ("Index lookups", "IOPS", "clat µs", "p99.99", "quick probe", "reference"):
+            assert text in card
+        assert list(tmp_path.iterdir()) == []
+        record = panel.history.get(1)
+        assert record is not None and record.result.preset == "index"
+        assert dict(record.settings).get("read_ahead_kb")  # settings in force were kept
+        history = app.query_one("#probe-history", OptionList)
+        assert history.option_count == 1
+
+
+async def test_cancel_from_the_panel_leaves_no_file(tmp_path: Path, fio_bin: str) -> None:
+    app = ProbeHost(fio_bin)
+    async with app.run_test(size=(60, 80)) as pilot:
+        panel = app.query_one(ProbePanel)
+        await _fill(pilot, app, "#probe-param-runtime", "60")
+        await _fill(pilot, app, "#probe-param-size", "32")
+        await _fill(pilot, app, "#probe-target", str(tmp_path))
+        app.query_one("#probe-presets", OptionList).focus()
+        await pilot.press("s")
+        await _wait_for(pilot, lambda: bool(app.live_texts))
+        await pilot.press("x")
+        await _wait_for(pilot, lambda: not panel.running)
+        await pilot.pause()
+        assert "cancelled" in _text(app, "#probe-error")
+        assert list(tmp_path.iterdir()) == []
+
+
+async def test_errors_are_plain_and_the_app_keeps_running(tmp_path: Path, fio_bin: str) -> None:
+    app = ProbeHost(fio_bin)
+    async with app.run_test(size=(60, 80)) as pilot:
+        panel = app.query_one(ProbePanel)
+        await _fill(pilot, app, "#probe-target", str(tmp_path / "missing"))
+        app.query_one("#probe-presets", OptionList).focus()
+        await pilot.press("s")
+        await _wait_for(pilot, lambda: "does not exist" in _text(app, "#probe-error"))
+        assert not (tmp_path / "missing").exists()
+        await _fill(pilot, app, "#probe-param-bs", "4q")
+        app.query_one("#probe-presets", OptionList).focus()
+        await pilot.press("s")
+        await pilot.pause()
+        assert "not a block size" in _text(app, "#probe-error")
+        assert not panel.running and app.is_running
