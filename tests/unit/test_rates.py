@@ -104,13 +104,9 @@ def test_md_device_has_no_time_counters() -> None:
 
 def test_ms_counters_wrap_modulo_2_32() -> None:
     """Every ms field near 2**32 wraps to a small positive delta, never a negative one."""
-    before = _counters([100, 0, 800, MS_WRAP - 10, 50, 0, 400, MS_WRAP - 1, 0, MS_WRAP - 500])
-    before = DiskCounters(
-        8,
-        0,
-        "sda",
-        before.values[:10] + (MS_WRAP - 40, 5, 0, 80, MS_WRAP - 3, 4, MS_WRAP - 6),
-        17,
+    w = MS_WRAP
+    before = _counters(
+        [100, 0, 800, w - 10, 50, 0, 400, w - 1, 0, w - 500, w - 40, 5, 0, 80, w - 3, 4, w - 6]
     )
     after = _counters([200, 0, 1600, 90, 100, 0, 800, 49, 1, 300, 60, 10, 0, 160, 7, 8, 2])
     d = delta(before, after)
