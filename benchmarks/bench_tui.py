@@ -66,8 +66,8 @@ class App:
     """Extra environment for the command."""
     device_row: str = r"\bvda\b"
     """Regex that matches once a device row is on screen (formatted with nothing)."""
-    key: str = "Down"
-    """The key whose answer is timed."""
+    keys: tuple[str, ...] = ("Down", "Up")
+    """Keys whose answer is timed, pressed in turn (Down then Up: the cursor always moves)."""
     show_all: str | None = None
     """Key that shows loop devices when they are hidden by default."""
     reads_synthetic: bool = False
@@ -164,10 +164,11 @@ def stop(tmux: TmuxSession, launched: Launched) -> None:
     time.sleep(1)
 
 
-def key_latencies(tmux: TmuxSession, key: str, trials: int) -> list[float]:
-    """Seconds from pressing ``key`` to the screen changing, one per trial."""
+def key_latencies(tmux: TmuxSession, keys: Sequence[str], trials: int) -> list[float]:
+    """Seconds from pressing a key to the screen changing, one per trial (keys in turn)."""
     out: list[float] = []
-    for _ in range(trials):
+    for trial in range(trials):
+        key = keys[trial % len(keys)]
         before = tmux.capture()
         # Wait for a spontaneous refresh so the next one is about an interval away.
         with suppress(TmuxError):
@@ -221,9 +222,9 @@ def measure(
         t1, c1 = time.monotonic(), cpu_ticks(pid)
         cpu = (c1 - c0) / CLK_TCK / (t1 - t0) * 100
         rss = peak_rss_mb(pid)
-        keys = key_latencies(tmux, app.key, trials=max(3, runs))
+        keys = key_latencies(tmux, app.keys, trials=max(4, 2 * runs))
         if not keys:
-            notes.append(f"screen never changed after '{app.key}'")
+            notes.append(f"screen never changed after {app.keys}")
         if keys and max(keys) > 0.8:
             notes.append("a key answer took > 0.8 s: may be a refresh, not the key")
         stop(tmux, launched)
@@ -336,7 +337,6 @@ def ours() -> App:
         name="iotop-plus",
         argv=(str(script) if script.exists() else "iotop-plus", "--interval", "1"),
         device_row=r"\b(vda|sda|nvme0n1|loop\d+)\b",
-        key="Down",
         show_all="a",
         reads_synthetic=True,
     )
@@ -357,7 +357,7 @@ def peers(workdir: Path) -> tuple[list[App], list[str]]:
                 name="glances",
                 argv=(str(glances), "-t", "1", "-C", str(conf)),
                 device_row=r"^vda\s",
-                key="1",  # toggles per-CPU view; always redraws the CPU area
+                keys=("1",),  # toggles the per-CPU view; always redraws the CPU area
             )
         )
     else:
@@ -375,7 +375,6 @@ def peers(workdir: Path) -> tuple[list[App], list[str]]:
                 argv=(str(bpytop),),
                 env=(("HOME", str(home)),),
                 device_row=r"─root─",
-                key="Down",
             )
         )
     else:
