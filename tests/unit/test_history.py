@@ -1,0 +1,69 @@
+"""History: fixed-size ring buffers per device, and marks."""
+
+from __future__ import annotations
+
+from iotop_plus.sampling.history import METRICS, History, Mark
+from iotop_plus.sampling.rates import DeviceRates
+
+
+def _rates(r_s: float, in_flight: int = 0) -> DeviceRates:
+    fields = [f for f in DeviceRates.__dataclass_fields__ if f != "in_flight"]
+    values = dict.fromkeys(fields, 0.0)
+    values.update(r_s=r_s, util=r_s / 10)
+    return DeviceRates(**values, in_flight=in_flight)  # type: ignore[arg-type]
+
+
+def test_records_every_metric_oldest_first() -> None:
+    history = History(capacity=10)
+    for t in range(3):
+        history.record(float(t), {"sda": _rates(100.0 * t, in_flight=t)})
+    sda = history.get("sda")
+    assert sda is not None and len(sda) == 3
+    assert list(sda.timestamps) == [0.0, 1.0, 2.0]
+    assert list(sda.series["r_s"]) == [0.0, 100.0, 200.0]
+    assert list(sda.series["util"]) == [0.0, 10.0, 20.0]
+    assert list(sda.series["in_flight"]) == [0.0, 1.0, 2.0]
+    assert set(sda.series) == set(METRICS)
+    for metric in METRICS:  # every chart metric is a real DeviceRates field
+        assert metric in DeviceRates.__dataclass_fields__
+
+
+def test_capacity_drops_the_oldest() -> None:
+    history = History(capacity=5)
+    for t in range(12):
+        history.record(float(t), {"sda": _rates(float(t))})
+    sda = history.get("sda")
+    assert sda is not None
+    assert list(sda.timestamps) == [7.0, 8.0, 9.0, 10.0, 11.0]
+    assert list(sda.series["r_s"]) == [7.0, 8.0, 9.0, 10.0, 11.0]
+
+
+def test_devices_without_rates_are_skipped_and_only_limits_the_set() -> None:
+    history = History()
+    history.record(1.0, {"sda": None, "sdb": _rates(5.0), "sdc": _rates(6.0)}, only=["sda", "sdb"])
+    assert history.get("sda") is None
+    assert history.get("sdc") is None
+    sdb = history.get("sdb")
+    assert sdb is not None and len(sdb) == 1
+    # A name asked for but absent from the rates is simply not recorded.
+    history.record(2.0, {}, only=["sdz"])
+    assert history.get("sdz") is None
+
+
+def test_forget_drops_vanished_devices() -> None:
+    history = History()
+    history.record(1.0, {"sda": _rates(1.0), "loop7": _rates(2.0)})
+    history.forget(["sda"])
+    assert set(history.devices) == {"sda"}
+
+
+def test_marks_are_bounded() -> None:
+    history = History(max_marks=3)
+    for i in range(5):
+        history.mark(Mark(float(i), f"read_ahead_kb {i}", "sda"))
+    assert [m.label for m in history.marks] == [
+        "read_ahead_kb 2",
+        "read_ahead_kb 3",
+        "read_ahead_kb 4",
+    ]
+    assert history.marks[0].device == "sda"
