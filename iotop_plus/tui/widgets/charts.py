@@ -113,10 +113,15 @@ class DeviceCharts(Grid):
             plt.title(spec.title)
             width = max(plot.size.width - 8, 10)
             if history is not None and times:
+                top = 0.0
                 for metric, label in spec.series:
                     xs, ys = bucket_max(times, list(history.series[metric]), width)
                     plt.plot(xs, ys, label=label, marker="braille")
+                    top = max(top, *ys)
                 for mark in device_marks:
                     plt.vline(mark.timestamp - now, "magenta")
-                    plt.text(mark.label, x=mark.timestamp - now, y=0, color="magenta")
+                    x = mark.timestamp - now
+                    # Labels run leftwards from marks in the right half, so they stay inside.
+                    side = "right" if x > times[0] / 2 else "left"
+                    plt.text(mark.label, x=x, y=top, color="magenta", alignment=side)
             plot.refresh()

@@ -49,27 +49,27 @@ _ALL: dict[str, Column] = {
     for c in (
         Column("r_s", "r/s", "IO/s", 0),
         Column("w_s", "w/s", "IO/s", 1),
-        Column("rkb_s", "rkB/s", "KiB/s", 4),
-        Column("wkb_s", "wkB/s", "KiB/s", 5),
+        Column("rkb_s", "rkB/s", "KiB/s", 6),
+        Column("wkb_s", "wkB/s", "KiB/s", 7),
         Column("rrqm_s", "rrqm/s", "req/s", 20),
         Column("wrqm_s", "wrqm/s", "req/s", 21),
         Column("rrqm_pct", "%rrqm", "%", 22),
         Column("wrqm_pct", "%wrqm", "%", 23),
         Column("r_await", "r_await", "ms", 2),
         Column("w_await", "w_await", "ms", 3),
-        Column("rareq_sz", "rareq-sz", "KiB", 10),
-        Column("wareq_sz", "wareq-sz", "KiB", 11),
+        Column("rareq_sz", "rareq-sz", "KiB", 10, 9),
+        Column("wareq_sz", "wareq-sz", "KiB", 11, 9),
         Column("d_s", "d/s", "IO/s", 30),
         Column("dkb_s", "dkB/s", "KiB/s", 31),
         Column("drqm_s", "drqm/s", "req/s", 34),
         Column("drqm_pct", "%drqm", "%", 35),
         Column("d_await", "d_await", "ms", 32),
-        Column("dareq_sz", "dareq-sz", "KiB", 33),
+        Column("dareq_sz", "dareq-sz", "KiB", 33, 9),
         Column("f_s", "f/s", "IO/s", 36),
         Column("f_await", "f_await", "ms", 37),
-        Column("aqu_sz", "aqu-sz", "req", 6),
-        Column("util", "%util", "%", 7),
-        Column("in_flight", "inflight", "req", 8),
+        Column("aqu_sz", "aqu-sz", "req", 5),
+        Column("util", "%util", "%", 4),
+        Column("in_flight", "inflight", "req", 8, 9),
     )
 }
 
@@ -109,7 +109,36 @@ COLUMN_SETS: dict[str, tuple[Column, ...]] = {
 }
 """Column sets the ``c`` key cycles through."""
 
+EXTENDED_PRIORITY: tuple[str, ...] = (
+    "r_s",
+    "w_s",
+    "rrqm_s",
+    "wrqm_s",
+    "rrqm_pct",
+    "wrqm_pct",
+    "rareq_sz",
+    "wareq_sz",
+    "in_flight",
+    "d_s",
+    "dkb_s",
+    "d_await",
+    "f_s",
+    "f_await",
+    "aqu_sz",
+    "util",
+    "rkb_s",
+    "wkb_s",
+    "r_await",
+    "w_await",
+    "drqm_s",
+    "drqm_pct",
+    "dareq_sz",
+)
+"""What the extended set keeps first when narrowed: the figures the basic set does not show."""
+
 DEVICE_TITLE = "Device"
+MAX_DEVICE_WIDTH = 16
+"""Longer labels are cut with an ellipsis, so the figures keep their room at 80 columns."""
 
 NOT_SATURATION_MARK = "~"
 """Appended to %util where 100% does not mean saturated (parallel devices)."""
@@ -148,14 +177,21 @@ def format_value(value: float) -> str:
     return f"{value:.2f}"
 
 
+_LETTERED = re.compile(r"^(sd|vd|xvd|hd)([a-z]+)(\d*)$")
+
+
 def natural_key(name: str) -> tuple[object, ...]:
     """Sort key that puts sdb before sdaa and nvme2n1 before nvme10n1, as the kernel does."""
+    lettered = _LETTERED.match(name)
+    if lettered:
+        prefix, letters, number = lettered.groups()
+        return ((prefix, 0, ""), (1, len(letters), letters), (0, int(number or -1), ""))
     parts: list[object] = []
     for chunk in re.split(r"(\d+)", name):
         if chunk.isdigit():
             parts.append((0, int(chunk), ""))
         elif chunk:
-            parts.append((1, len(chunk), chunk))
+            parts.append((chunk, 0, ""))
     return tuple(parts)
 
 
@@ -168,7 +204,7 @@ def device_label(dev: BlockDevice | None, name: str, depth: int) -> str:
     if dev.kind in ("dm", "md"):
         level = f" {dev.md_level}" if dev.md_level else ""
         on = f"←{','.join(dev.slaves)}" if dev.slaves else ""
-        text = f"{text}{level}{on}" if text == name else f"{text}({name}){level}{on}"
+        text = f"{text}{level}{on}"
     return indent + text
 
 
@@ -337,7 +373,7 @@ class DeviceTable(ScrollView, can_focus=True):
         self.rows = rows
         self._row_order_dirty = False
         width = max((len(r.label) for r in rows), default=8)
-        self._device_width = min(max(width, len(DEVICE_TITLE)), 28) + 1
+        self._device_width = min(max(width, len(DEVICE_TITLE)), MAX_DEVICE_WIDTH) + 1
         self._fit_columns()
         self.virtual_size = Size(self.size.width, len(rows) + HEADER_LINES)
         self._place_cursor()
@@ -369,7 +405,11 @@ class DeviceTable(ScrollView, can_focus=True):
         wanted = COLUMN_SETS[self.column_set]
         room = max(self.size.width, 1) - self._device_width
         keep: set[str] = set()
-        for col in sorted(wanted, key=lambda c: c.priority):
+        if self.column_set == "extended":
+            order = sorted(wanted, key=lambda c: EXTENDED_PRIORITY.index(c.key))
+        else:
+            order = sorted(wanted, key=lambda c: c.priority)
+        for col in order:
             if col.width <= room:
                 keep.add(col.key)
                 room -= col.width
@@ -437,7 +477,10 @@ class DeviceTable(ScrollView, can_focus=True):
         base = self.get_component_rich_style("device-table--cursor") if selected else _PLAIN
         segments: list[Segment] = []
         label = cells[0][0]
-        segments.append(Segment(str(label)[: self._device_width - 1].ljust(self._device_width)))
+        room = self._device_width - 1
+        if len(label) > room:
+            label = label[: room - 1] + "…"
+        segments.append(Segment(label.ljust(self._device_width)))
         for (text, style), col in zip(cells[1:], self._columns, strict=False):
             cell = str(text)
             pad = col.width - len(cell)

@@ -74,7 +74,8 @@ class HostHeader(Static):
         parts: list[tuple[str, str] | str] = [
             ("iotop-plus ", "bold"),
             (host.hostname, "bold"),
-            f"  {host.kernel}  up {format_uptime(self.uptime_s)}  every {self.interval:g}s  ",
+            "  ",
+            f"{host.kernel}  up {format_uptime(self.uptime_s)}  every {self.interval:g}s  ",
             state,
             "  ",
             who,

@@ -1,0 +1,711 @@
+"""The Processes tab: which processes do the I/O (the iotop view), self-contained.
+
+The panel samples /proc in its own thread worker only while it is shown (or until
+:meth:`ProcessPanel.pause`), and the worker posts immutable samples with their rates. The
+list is a Line-API widget that formats only the rows on screen, so thousands of processes
+cost a sort per tick, not a repaint of every row.
+
+Keys (active while the panel has focus; none clashes with the main screen's
+``q ? space + - / a c < > r 1 2 3``):
+
+* ``o`` only processes doing I/O now (``iotop -o``); ``t`` totals since start (``iotop -a``)
+* ``left``/``right`` sort column (as in iotop), ``i`` invert the order
+* ``f`` filter by command or user (``/`` stays the device filter), ``escape`` closes it
+* ``enter`` threads and open files on block devices of the selected process
+* ``D`` switch delay accounting (root; capital, as it changes a kernel setting)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+from textual.widgets import Input, Static
+from textual.worker import get_current_worker
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.delayacct import (
+    NOTE,
+    DelayAcct,
+    DelayAcctError,
+    can_switch,
+    read_delayacct,
+    set_delayacct,
+)
+from iotop_plus.sampling.processes import (
+    Accumulator,
+    BlockDeviceNames,
+    OpenBlockFile,
+    ProcessReader,
+    ProcessSample,
+    TaskCounters,
+    TaskKey,
+    TaskRates,
+    TaskTotals,
+    detail_rates_between,
+    open_block_files,
+    rates_between,
+)
+
+MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
+
+
+def compact_bytes(value: float | None, per_s: bool = True) -> str:
+    """Bytes in at most 7 characters: ``0``, ``512K``, ``4.0M``, ``1.2G`` (``/s`` implied)."""
+    if value is None:
+        return "-"
+    if value < 1:
+        return "0"
+    for unit in ("B", "K", "M", "G", "T"):
+        if value < 1024 or unit == "T":
+            return f"{value:.0f}{unit}" if value >= 100 or unit == "B" else f"{value:.1f}{unit}"
+        value /= 1024
+    return "?"  # pragma: no cover
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column of the process list."""
+
+    key: str
+    """Sort key name."""
+    title: str
+    """Header text."""
+    width: int
+    """Characters (0: takes the rest of the line)."""
+    priority: int
+    """Lower is kept first when the width is short."""
+    right: bool = True
+    """Right-aligned (numbers)."""
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("pid", "PID", 7, 0),
+    Column("user", "USER", 9, 4, right=False),
+    Column("read", "READ", 7, 1),
+    Column("write", "WRITE", 7, 1),
+    Column("rchar", "RCHAR", 7, 5),
+    Column("wchar", "WCHAR", 7, 5),
+    Column("io", "IO%", 6, 2),
+    Column("command", "COMMAND", 0, 0, right=False),
+)
+SORT_KEYS = ("total", *(c.key for c in COLUMNS))
+"""``total`` (READ + WRITE, the default) then every column."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessRow:
+    """What the list shows for one process in one tick."""
+
+    key: TaskKey
+    """Identity of the process."""
+    pid: int
+    """PID (or TID in the thread view)."""
+    user: str
+    """Owner."""
+    command: str
+    """Command line or ``[comm]``."""
+    read: float | None
+    """DISK READ bytes/s, or bytes since start in totals mode."""
+    write: float | None
+    """DISK WRITE (net of cancelled), per second or since start."""
+    rchar: float | None
+    """Syscall reads, per second or since start."""
+    wchar: float | None
+    """Syscall writes, per second or since start."""
+    io: float | None
+    """IO% (rates) or seconds waited (totals); None when unknown or off."""
+    active: bool
+    """Doing I/O in the last interval."""
+
+    @property
+    def total(self) -> float:
+        """READ + WRITE, unknown counted as 0."""
+        return (self.read or 0.0) + (self.write or 0.0)
+
+
+def row_from(key: TaskKey, rates: TaskRates | None, totals: TaskTotals | None) -> ProcessRow:
+    """One row, from the interval's rates or (when given) the totals since start."""
+    source = totals if totals is not None else rates
+    if source is None:
+        raise ValueError(f"no rates or totals for {key}")
+    task = source.task
+    active = rates is not None and rates.active
+    if totals is not None:
+        return ProcessRow(
+            key, task.tid, task.user, task.name, totals.read_bytes, totals.write_bytes,
+            totals.rchar, totals.wchar, totals.io_wait_s, active,
+        )  # fmt: skip
+    assert rates is not None
+    return ProcessRow(
+        key, task.tid, task.user, task.name, rates.read_bps, rates.write_bps,
+        rates.rchar_bps, rates.wchar_bps, rates.io_wait_pct, active,
+    )  # fmt: skip
+
+
+_SORTERS: dict[str, Callable[[ProcessRow], object]] = {
+    "total": lambda r: r.total,
+    "pid": lambda r: r.pid,
+    "user": lambda r: r.user,
+    "read": lambda r: r.read or 0.0,
+    "write": lambda r: r.write or 0.0,
+    "rchar": lambda r: r.rchar or 0.0,
+    "wchar": lambda r: r.wchar or 0.0,
+    "io": lambda r: r.io or 0.0,
+    "command": lambda r: r.command,
+}
+
+
+def arrange(
+    rows: list[ProcessRow], sort: str, descending: bool, only_active: bool, text: str
+) -> list[ProcessRow]:
+    """Filter and sort rows; ties go by PID so the order is stable between ticks."""
+    wanted = text.lower()
+    if only_active:
+        rows = [r for r in rows if r.active]
+    if wanted:
+        rows = [r for r in rows if wanted in r.command.lower() or wanted in r.user.lower()]
+    rows.sort(key=lambda r: r.pid)
+    rows.sort(key=_SORTERS[sort], reverse=descending)  # type: ignore[arg-type]
+    return rows
+
+
+class ProcessList(ScrollView, can_focus=True):
+    """The virtualised process list: a header line, then one line per process."""
+
+    COMPONENT_CLASSES = {"process-list--header", "process-list--cursor"}
+    DEFAULT_CSS = """
+    ProcessList { height: 1fr; }
+    ProcessList > .process-list--header { text-style: bold; background: $boost; }
+    ProcessList > .process-list--cursor { background: $accent 40%; }
+    """
+    BINDINGS = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "edge(-1)", "First", show=False),
+        Binding("end", "edge(1)", "Last", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: list[ProcessRow] = []
+        self.cursor = 0
+        self.selected: TaskKey | None = None
+        self.sort = "total"
+        self.descending = True
+        self.totals_mode = False
+        self.io_off = False
+
+    def set_rows(self, rows: list[ProcessRow]) -> None:
+        """Show ``rows``; the cursor follows the selected process when it is still there."""
+        self.rows = rows
+        index = next((i for i, r in enumerate(rows) if r.key == self.selected), None)
+        if index is None:
+            self.cursor = min(self.cursor, max(len(rows) - 1, 0))
+            self.selected = rows[self.cursor].key if rows else None
+        else:
+            self.cursor = index
+        self.virtual_size = Size(self.size.width, len(rows) + 1)
+        self._keep_cursor_visible()
+        self.refresh()
+
+    @property
+    def current(self) -> ProcessRow | None:
+        """The row under the cursor."""
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def _columns(self, width: int) -> list[Column]:
+        # Drop the least important columns until the fixed ones leave 12 for the command.
+        cols = list(COLUMNS)
+        for priority in (5, 4, 2):
+            if sum(c.width + 1 for c in cols) + 12 <= width:
+                break
+            cols = [c for c in cols if c.priority != priority]
+        return cols
+
+    def _cells(self, row: ProcessRow) -> dict[str, str]:
+        if self.totals_mode:
+            io = "-" if row.io is None else f"{row.io:.1f}s"
+        else:
+            io = "-" if row.io is None else f"{row.io:.1f}"
+        if self.io_off:
+            io = "off"
+        return {
+            "pid": str(row.pid),
+            "user": row.user,
+            "read": compact_bytes(row.read),
+            "write": compact_bytes(row.write),
+            "rchar": compact_bytes(row.rchar),
+            "wchar": compact_bytes(row.wchar),
+            "io": io,
+            "command": row.command,
+        }
+
+    def _line(self, cells: dict[str, str], width: int) -> str:
+        parts = []
+        for col in self._columns(width):
+            text = cells[col.key]
+            if col.width == 0:
+                parts.append(text)
+            elif col.right:
+                parts.append(text[: col.width].rjust(col.width))
+            else:
+                parts.append(text[: col.width].ljust(col.width))
+        return " ".join(parts)
+
+    def header_text(self, width: int) -> str:
+        """The header line with an arrow on the sorted column(s)."""
+        arrow = "▼" if self.descending else "▲"
+        titles = {}
+        for col in COLUMNS:
+            title = col.title
+            if self.totals_mode and col.key == "io":
+                title = "WAIT"
+            sorted_here = self.sort == col.key or (
+                self.sort == "total" and col.key in ("read", "write")
+            )
+            titles[col.key] = f"{title}{arrow}" if sorted_here else title
+        return self._line(titles, width)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y == 0:
+            style = self.get_component_rich_style("process-list--header")
+            return Strip([Segment(self.header_text(width), style)]).crop_extend(0, width, style)
+        index = y - 1 + self.scroll_offset.y
+        if index >= len(self.rows):
+            return Strip.blank(width)
+        row = self.rows[index]
+        style = (
+            self.get_component_rich_style("process-list--cursor")
+            if index == self.cursor
+            else Style()
+        )
+        text = self._line(self._cells(row), width)
+        return Strip([Segment(text, style)]).crop_extend(0, width, style)
+
+    @property
+    def page_rows(self) -> int:
+        """Rows that fit under the header."""
+        return max(self.size.height - 1, 1)
+
+    def _keep_cursor_visible(self) -> None:
+        top = self.scroll_offset.y
+        if self.cursor < top:
+            self.scroll_to(y=self.cursor, animate=False, immediate=True)
+        elif self.cursor >= top + self.page_rows:
+            self.scroll_to(y=self.cursor - self.page_rows + 1, animate=False, immediate=True)
+
+    def move_cursor(self, index: int) -> None:
+        """Select row ``index`` (clamped) and scroll it into view."""
+        if not self.rows:
+            return
+        self.cursor = max(0, min(index, len(self.rows) - 1))
+        self.selected = self.rows[self.cursor].key
+        self._keep_cursor_visible()
+        self.refresh()
+
+    def action_cursor(self, step: int) -> None:
+        self.move_cursor(self.cursor + step)
+
+    def action_page(self, step: int) -> None:
+        self.move_cursor(self.cursor + step * self.page_rows)
+
+    def action_edge(self, step: int) -> None:
+        self.move_cursor(0 if step < 0 else len(self.rows) - 1)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.virtual_size = Size(self.size.width, len(self.rows) + 1)
+
+
+class ProcessPanel(Vertical, can_focus=False):
+    """The iotop view: per-process I/O with sorting, filter, totals and details.
+
+    Args:
+        roots: Where /proc and /sys are.
+        interval: Seconds between samples (0.25 to 10).
+    """
+
+    DEFAULT_CSS = """
+    ProcessPanel { height: 1fr; }
+    ProcessPanel > #process-status { height: auto; color: $text-muted; }
+    ProcessPanel > #process-filter { display: none; }
+    ProcessPanel > #process-filter.shown { display: block; }
+    ProcessPanel > #process-detail { display: none; height: auto; max-height: 50%; }
+    ProcessPanel > #process-detail.shown { display: block; border-top: solid $primary; }
+    """
+    BINDINGS = [
+        Binding("o", "toggle_only_active", "Only I/O"),
+        Binding("t", "toggle_totals", "Totals"),
+        Binding("left", "sort(-1)", "Sort <", show=False),
+        Binding("right", "sort(1)", "Sort >", show=False),
+        Binding("i", "invert_sort", "Invert", show=False),
+        Binding("f", "filter", "Find process"),
+        Binding("enter", "details", "Threads/files"),
+        Binding("D", "toggle_delayacct", "Delay acct"),
+        Binding("escape", "close", "Close", show=False),
+    ]
+
+    class SampleReady(Message):
+        """A new sample and its rates, posted by the sampling thread (frozen data only)."""
+
+        def __init__(
+            self,
+            sample: ProcessSample,
+            rates: Mapping[TaskKey, TaskRates | None],
+            totals: Mapping[TaskKey, TaskTotals],
+            detail_rates: Mapping[TaskKey, TaskRates | None],
+            open_files: tuple[OpenBlockFile, ...],
+        ) -> None:
+            super().__init__()
+            self.sample = sample
+            self.rates = rates
+            self.totals = totals
+            self.detail_rates = detail_rates
+            self.open_files = open_files
+
+        def can_replace(self, message: Message) -> bool:
+            # A late sample is worth nothing once a newer one is queued.
+            return isinstance(message, ProcessPanel.SampleReady)
+
+    class SampleFailed(Message):
+        """The sampling thread hit an error; the panel shows it and keeps going."""
+
+        def __init__(self, error: str) -> None:
+            super().__init__()
+            self.error = error
+
+    def __init__(
+        self,
+        roots: Roots | None = None,
+        interval: float = 1.0,
+        *,
+        id: str | None = None,
+        classes: str | None = None,
+    ) -> None:
+        super().__init__(id=id, classes=classes)
+        self.roots = roots or Roots()
+        self.interval = min(max(interval, MIN_INTERVAL), MAX_INTERVAL)
+        self.only_active = False
+        self.totals_mode = False
+        self.filter_text = ""
+        self.detail_pid: int | None = None
+        self.last: ProcessPanel.SampleReady | None = None
+        """The latest sample message (for tests and the lead's integration)."""
+        self.error: str | None = None
+        self._wake = threading.Event()
+        self._running = False
+        self._user_paused = False
+        self._visible = False
+        self._started_at: float | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static("Processes: waiting for the first sample...", id="process-status")
+        yield Input(placeholder="filter by command or user (Esc clears)", id="process-filter")
+        yield ProcessList(id="process-list")
+        yield Static("", id="process-detail")
+
+    @property
+    def process_list(self) -> ProcessList:
+        """The list widget."""
+        return self.query_one(ProcessList)
+
+    # -- sampling lifecycle ----------------------------------------------------------------
+
+    def on_show(self) -> None:
+        self._visible = True
+        if not self._user_paused:
+            self._start()
+
+    def on_hide(self) -> None:
+        self._visible = False
+        self._stop()
+
+    def on_unmount(self) -> None:
+        self._stop()
+
+    def pause(self) -> None:
+        """Stop sampling (the worker ends and releases its /proc files) until resume()."""
+        self._user_paused = True
+        self._stop()
+
+    def resume(self) -> None:
+        """Sample again (only while shown). The first new sample has no rates yet."""
+        self._user_paused = False
+        if self._visible:
+            self._start()
+
+    @property
+    def sampling(self) -> bool:
+        """True while the sampling worker runs."""
+        return self._running
+
+    def set_sample_interval(self, seconds: float) -> None:
+        """Change the sampling interval (clamped to 0.25 to 10 s); takes effect at once.
+
+        Not named ``set_interval``: that is Textual's timer method on every widget.
+        """
+        self.interval = min(max(seconds, MIN_INTERVAL), MAX_INTERVAL)
+        self._wake.set()
+
+    def _start(self) -> None:
+        if self._running:
+            return
+        self._running = True
+        self._wake.clear()
+        self._sample_loop()
+
+    def _stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        self._wake.set()
+        self.workers.cancel_group(self, "process-sampler")
+
+    @work(thread=True, exclusive=True, group="process-sampler", exit_on_error=False)
+    def _sample_loop(self) -> None:
+        worker = get_current_worker()
+        reader = ProcessReader(self.roots)
+        accumulator = Accumulator()
+        names = BlockDeviceNames(self.roots)
+        prev: ProcessSample | None = None
+        try:
+            while self._running and not worker.is_cancelled:
+                started = time.monotonic()
+                try:
+                    reader.detail_pid = self.detail_pid
+                    cur = reader.sample()
+                    rates = rates_between(prev, cur) if prev else {}
+                    totals = accumulator.update(cur)
+                    detail = detail_rates_between(prev, cur) if prev else {}
+                    files: tuple[OpenBlockFile, ...] = ()
+                    if cur.detail_pid is not None:
+                        files = open_block_files(self.roots, cur.detail_pid, names)
+                    self.post_message(self.SampleReady(cur, rates, totals, detail, files))
+                    prev = cur
+                except Exception as exc:  # keep the app alive; show the reason
+                    self.post_message(self.SampleFailed(f"{type(exc).__name__}: {exc}"))
+                # Sleep what is left of the interval; set_interval/pause wake us early.
+                self._wake.wait(max(0.05, self.interval - (time.monotonic() - started)))
+                self._wake.clear()
+        finally:
+            reader.close()
+
+    # -- messages from the worker ----------------------------------------------------------
+
+    def on_process_panel_sample_ready(self, message: SampleReady) -> None:
+        message.stop()
+        self.last = message
+        self.error = None
+        self._render_rows()
+        self._render_status()
+        self._render_detail()
+
+    def on_process_panel_sample_failed(self, message: SampleFailed) -> None:
+        message.stop()
+        self.error = message.error
+        self._render_status()
+
+    def _render_rows(self) -> None:
+        msg = self.last
+        if msg is None:
+            return
+        if self.totals_mode:
+            rows = [row_from(k, msg.rates.get(k), t) for k, t in msg.totals.items()]
+        else:
+            rows = [row_from(k, r, None) for k, r in msg.rates.items() if r is not None]
+        plist = self.process_list
+        plist.totals_mode = self.totals_mode
+        plist.io_off = msg.sample.delayacct is DelayAcct.OFF
+        plist.set_rows(
+            arrange(rows, plist.sort, plist.descending, self.only_active, self.filter_text)
+        )
+
+    def status_text(self) -> str:
+        """The status line: counts, modes, delay accounting and visibility notes."""
+        msg = self.last
+        if msg is None:
+            return "Processes: waiting for the first sample..."
+        sample = msg.sample
+        shown = len(self.process_list.rows)
+        parts = [f"{shown} of {len(sample.tasks)} processes"]
+        if not msg.rates:
+            parts.append("rates from the next sample")
+        if self.only_active:
+            parts.append("only doing I/O")
+        if self.totals_mode:
+            parts.append("totals since start")
+        if self.filter_text:
+            parts.append(f"filter {self.filter_text!r}")
+        parts.append(f"{sample.duration_s * 1000:.0f} ms/sample")
+        lines = [" · ".join(parts)]
+        if sample.delayacct is DelayAcct.OFF:
+            how = (
+                "press D to turn it on (" + NOTE[0].lower() + NOTE[1:] + ")"
+                if can_switch(self.roots) is None
+                else "root can turn it on: sysctl -w kernel.task_delayacct=1"
+            )
+            lines.append(f"IO% off: delay accounting is off (kernel.task_delayacct=0); {how}")
+        message = sample.unreadable_message
+        if message:
+            lines.append(message)
+        if self.error:
+            lines.append(f"sampling error: {self.error}")
+        return "\n".join(lines)
+
+    def _render_status(self) -> None:
+        self.query_one("#process-status", Static).update(self.status_text())
+
+    def detail_text(self) -> str:
+        """Threads and open files on block devices of the process being detailed."""
+        msg = self.last
+        pid = self.detail_pid
+        if pid is None:
+            return ""
+        if msg is None or msg.sample.detail_pid != pid:
+            return f"PID {pid}: reading threads and open files..."
+
+        def busiest(task: TaskCounters) -> tuple[float, int]:
+            rates = msg.detail_rates.get(task.key)
+            return (-(rates.disk_bps if rates else 0.0), task.tid)
+
+        threads = sorted(msg.sample.detail.values(), key=busiest)
+        head = threads[0].name if threads else "(exited)"
+        lines = [f"PID {pid}  {head}", f"{'TID':>7} {'READ':>7} {'WRITE':>7} {'IO%':>6} NAME"]
+        for t in threads[:12]:
+            r = msg.detail_rates.get(t.key)
+            io = "off" if msg.sample.delayacct is DelayAcct.OFF else _pct(r)
+            lines.append(
+                f"{t.tid:>7} {compact_bytes(r.read_bps if r else None):>7} "
+                f"{compact_bytes(r.write_bps if r else None):>7} {io:>6} {t.comm}"
+            )
+        if len(threads) > 12:
+            lines.append(f"... and {len(threads) - 12} more threads")
+        files = msg.open_files
+        if files:
+            lines.append("Open files on block devices (~ = best guess):")
+            for f in files[:12]:
+                mark = "~" if f.best_guess else " "
+                lines.append(f"{f.fd:>5} {mark}{f.device:<10} {f.path}")
+            if len(files) > 12:
+                lines.append(f"... and {len(files) - 12} more")
+        elif os.geteuid() != 0:
+            lines.append("No open files on block devices seen (others' fds need root).")
+        else:
+            lines.append("No open files on block devices.")
+        return "\n".join(lines)
+
+    def _render_detail(self) -> None:
+        self.query_one("#process-detail", Static).update(self.detail_text())
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_toggle_only_active(self) -> None:
+        """Show only processes doing I/O now, or all."""
+        self.only_active = not self.only_active
+        self._rerender()
+
+    def action_toggle_totals(self) -> None:
+        """Switch between rates and totals since the panel started sampling."""
+        self.totals_mode = not self.totals_mode
+        self._rerender()
+
+    def action_sort(self, step: int) -> None:
+        """Sort by the next (1) or previous (-1) column."""
+        plist = self.process_list
+        index = SORT_KEYS.index(plist.sort)
+        plist.sort = SORT_KEYS[(index + step) % len(SORT_KEYS)]
+        # Names sort A-Z first; figures biggest first.
+        plist.descending = plist.sort not in ("user", "command", "pid")
+        self._rerender()
+
+    def action_invert_sort(self) -> None:
+        """Reverse the sort order."""
+        self.process_list.descending = not self.process_list.descending
+        self._rerender()
+
+    def action_filter(self) -> None:
+        """Open the filter box."""
+        box = self.query_one("#process-filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "process-filter":
+            event.stop()
+            self.filter_text = event.value.strip()
+            self._rerender()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "process-filter":
+            event.stop()
+            self.process_list.focus()
+
+    def action_details(self) -> None:
+        """Show threads and open files of the selected process (again: hide them)."""
+        row = self.process_list.current
+        detail = self.query_one("#process-detail", Static)
+        if row is None or (self.detail_pid == row.key[0] and detail.has_class("shown")):
+            self.detail_pid = None
+            detail.remove_class("shown")
+            return
+        self.detail_pid = row.key[0]
+        detail.add_class("shown")
+        self._render_detail()
+        self._wake.set()  # read the threads now, not at the next tick
+
+    def action_close(self) -> None:
+        """Close the filter (clearing it) or the details."""
+        box = self.query_one("#process-filter", Input)
+        if box.has_class("shown"):
+            box.value = ""
+            box.remove_class("shown")
+            self.filter_text = ""
+            self.process_list.focus()
+            self._rerender()
+            return
+        self.detail_pid = None
+        self.query_one("#process-detail", Static).remove_class("shown")
+
+    def action_toggle_delayacct(self) -> None:
+        """Turn delay accounting on (or off) as root; explain why not otherwise."""
+        reason = can_switch(self.roots)
+        if reason:
+            self.notify(f"Cannot switch delay accounting: {reason}", severity="warning")
+            return
+        turn_on = read_delayacct(self.roots) is not DelayAcct.ON
+        try:
+            set_delayacct(self.roots, turn_on)
+        except DelayAcctError as exc:
+            self.notify(str(exc), severity="error")
+            return
+        if turn_on:
+            self.notify(f"Delay accounting on: IO% from the next interval. {NOTE}")
+        else:
+            self.notify("Delay accounting off: IO% is no longer measured.")
+        self._wake.set()
+
+    def _rerender(self) -> None:
+        self._render_rows()
+        self._render_status()
+
+
+def _pct(rates: TaskRates | None) -> str:
+    if rates is None or rates.io_wait_pct is None:
+        return "-"
+    return f"{rates.io_wait_pct:.1f}"

@@ -1,0 +1,46 @@
+"""Small helpers for Pilot tests: waiting for a condition, reading what the table shows."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from textual.pilot import Pilot
+
+from iotop_plus.tui.app import IotopPlusApp
+from iotop_plus.tui.widgets.device_table import DeviceTable
+
+
+async def wait_for(pilot: Pilot[int], condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Let the app run until ``condition()`` holds; fail with a clear message after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout} s")
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def table(app: IotopPlusApp) -> DeviceTable:
+    """The device table of the main screen."""
+    return app.main_screen.query_one(DeviceTable)
+
+
+def table_lines(app: IotopPlusApp) -> list[str]:
+    """The text of every line the table shows right now (header included)."""
+    t = table(app)
+    return [t.render_line(y).text.rstrip() for y in range(t.size.height)]
+
+
+def row_line(app: IotopPlusApp, name: str) -> str:
+    """The shown line of device ``name`` (by its position among the rows)."""
+    t = table(app)
+    index = [r.name for r in t.rows].index(name)
+    return t.render_line(index - t.scroll_offset.y + 2).text
+
+
+async def started(pilot: Pilot[int], app: IotopPlusApp, ticks: int = 2) -> None:
+    """Wait until the app has shown ``ticks`` samples (two give rates)."""
+    await wait_for(pilot, lambda: app.ticks >= ticks)
+    await asyncio.sleep(0)
