@@ -178,6 +178,9 @@ def parse_scheduler(raw: str) -> tuple[str | None, tuple[str, ...]]:
             word = word[1:-1]
             current = word
         choices.append(word)
+    if current is None and len(choices) == 1:
+        # A lone unbracketed name (a captured tree written by hand) is the current one.
+        current = choices[0]
     return current, tuple(choices)
 
 
