@@ -408,11 +408,10 @@ class ProcessPanel(Vertical, can_focus=False):
         self.last: ProcessPanel.SampleReady | None = None
         """The latest sample message (for tests and the lead's integration)."""
         self.error: str | None = None
-        self._wake = threading.Event()
-        self._running = False
+        self._wake_sampler = threading.Event()
+        self._sampler_on = False
         self._user_paused = False
-        self._visible = False
-        self._started_at: float | None = None
+        self._shown = False
 
     def compose(self) -> ComposeResult:
         yield Static("Processes: waiting for the first sample...", id="process-status")
@@ -428,12 +427,12 @@ class ProcessPanel(Vertical, can_focus=False):
     # -- sampling lifecycle ----------------------------------------------------------------
 
     def on_show(self) -> None:
-        self._visible = True
+        self._shown = True
         if not self._user_paused:
             self._start()
 
     def on_hide(self) -> None:
-        self._visible = False
+        self._shown = False
         self._stop()
 
     def on_unmount(self) -> None:
@@ -447,13 +446,13 @@ class ProcessPanel(Vertical, can_focus=False):
     def resume(self) -> None:
         """Sample again (only while shown). The first new sample has no rates yet."""
         self._user_paused = False
-        if self._visible:
+        if self._shown:
             self._start()
 
     @property
     def sampling(self) -> bool:
         """True while the sampling worker runs."""
-        return self._running
+        return self._sampler_on
 
     def set_sample_interval(self, seconds: float) -> None:
         """Change the sampling interval (clamped to 0.25 to 10 s); takes effect at once.
@@ -461,20 +460,20 @@ class ProcessPanel(Vertical, can_focus=False):
         Not named ``set_interval``: that is Textual's timer method on every widget.
         """
         self.interval = min(max(seconds, MIN_INTERVAL), MAX_INTERVAL)
-        self._wake.set()
+        self._wake_sampler.set()
 
     def _start(self) -> None:
-        if self._running:
+        if self._sampler_on:
             return
-        self._running = True
-        self._wake.clear()
+        self._sampler_on = True
+        self._wake_sampler.clear()
         self._sample_loop()
 
     def _stop(self) -> None:
-        if not self._running:
+        if not self._sampler_on:
             return
-        self._running = False
-        self._wake.set()
+        self._sampler_on = False
+        self._wake_sampler.set()
         self.workers.cancel_group(self, "process-sampler")
 
     @work(thread=True, exclusive=True, group="process-sampler", exit_on_error=False)
@@ -485,7 +484,7 @@ class ProcessPanel(Vertical, can_focus=False):
         names = BlockDeviceNames(self.roots)
         prev: ProcessSample | None = None
         try:
-            while self._running and not worker.is_cancelled:
+            while self._sampler_on and not worker.is_cancelled:
                 started = time.monotonic()
                 try:
                     reader.detail_pid = self.detail_pid
@@ -501,8 +500,8 @@ class ProcessPanel(Vertical, can_focus=False):
                 except Exception as exc:  # keep the app alive; show the reason
                     self.post_message(self.SampleFailed(f"{type(exc).__name__}: {exc}"))
                 # Sleep what is left of the interval; set_interval/pause wake us early.
-                self._wake.wait(max(0.05, self.interval - (time.monotonic() - started)))
-                self._wake.clear()
+                self._wake_sampler.wait(max(0.05, self.interval - (time.monotonic() - started)))
+                self._wake_sampler.clear()
         finally:
             reader.close()
 
@@ -556,7 +555,7 @@ class ProcessPanel(Vertical, can_focus=False):
         lines = [" · ".join(parts)]
         if sample.delayacct is DelayAcct.OFF:
             how = (
-                "press D to turn it on (" + NOTE[0].lower() + NOTE[1:] + ")"
+                "press D to turn it on (a small cost per task switch; off again at reboot)"
                 if can_switch(self.roots) is None
                 else "root can turn it on: sysctl -w kernel.task_delayacct=1"
             )
@@ -667,7 +666,7 @@ class ProcessPanel(Vertical, can_focus=False):
         self.detail_pid = row.key[0]
         detail.add_class("shown")
         self._render_detail()
-        self._wake.set()  # read the threads now, not at the next tick
+        self._wake_sampler.set()  # read the threads now, not at the next tick
 
     def action_close(self) -> None:
         """Close the filter (clearing it) or the details."""
@@ -698,7 +697,7 @@ class ProcessPanel(Vertical, can_focus=False):
             self.notify(f"Delay accounting on: IO% from the next interval. {NOTE}")
         else:
             self.notify("Delay accounting off: IO% is no longer measured.")
-        self._wake.set()
+        self._wake_sampler.set()
 
     def _rerender(self) -> None:
         self._render_rows()
