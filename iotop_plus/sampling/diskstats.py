@@ -131,7 +131,9 @@ def parse_diskstats(
         Counters by kernel name, in file order. A duplicated name keeps the first line.
     """
     result: dict[str, DiskCounters] = {}
-    for line_no, line in enumerate(text.splitlines(), 1):
+    # split("\n"), not splitlines(): line numbers in reports must match what an editor shows
+    # even when a corrupt line holds \f, \x1c or other characters splitlines() breaks on.
+    for line_no, line in enumerate(text.split("\n"), 1):
         parts = line.split()
         if not parts:
             continue

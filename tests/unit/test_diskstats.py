@@ -207,3 +207,11 @@ def test_read_sys_block_stats_reports_a_malformed_stat_file(tmp_path: Path) -> N
     problems: list[ParseProblem] = []
     assert read_sys_block_stats(tmp_path, ["sdz"], problems) == {}
     assert "got 3" in problems[0].reason
+
+
+def test_line_numbers_count_newlines_only() -> None:
+    """A form feed inside a corrupt line does not shift the reported line numbers."""
+    text = "8 0 sda 1 2 3 4 5 6 7 8 0 10 11\n8 1 sd\x0ca1 x\n8 16 sdb 1 2\n"
+    problems: list[ParseProblem] = []
+    parse_diskstats(text, problems=problems)
+    assert [p.line_no for p in problems] == [2, 3]

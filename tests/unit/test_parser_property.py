@@ -1,0 +1,100 @@
+"""Property tests: garbage never crashes the parsers, and rates are never negative or huge."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from iotop_plus.sampling.diskstats import (
+    DiskCounters,
+    ParseProblem,
+    parse_diskstats,
+    parse_sys_stat,
+)
+from iotop_plus.sampling.rates import MS_WRAP, DeviceRates, compute_rates
+
+#: Tokens that look like diskstats fields, plus the ones that break naive parsers.
+TOKENS = st.one_of(
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.sampled_from(
+        ["sda", "nvme0n1p1", "dm-0", "", "-", "0x10", "1e3", "١٢", "nan", "+5", "\x00"]
+    ),
+    st.text(max_size=8),
+)
+LINE = st.lists(TOKENS, max_size=24).map(" ".join)
+DISKSTATS_TEXT = st.one_of(
+    st.text(max_size=2000),
+    st.lists(LINE, max_size=30).map("\n".join),
+    st.binary(max_size=500).map(lambda b: b.decode("latin-1")),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(DISKSTATS_TEXT)
+def test_parse_diskstats_never_raises(text: str) -> None:
+    problems: list[ParseProblem] = []
+    counters = parse_diskstats(text, problems=problems)
+    for name, c in counters.items():
+        assert c.name == name
+        assert len(c.values) == 17 and min(c.values) >= 0
+        assert c.n_fields in (4, 11, 15, 17)
+    for p in problems:
+        assert p.line_no >= 1 and len(p.line) <= 120 and p.reason
+        assert "\n" not in str(p)
+    # With a cache, the result is the same, every time.
+    cache: dict[str, tuple[str, DiskCounters]] = {}
+    assert parse_diskstats(text, cache=cache) == counters
+    assert parse_diskstats(text, cache=cache) == counters
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(st.text(max_size=300), LINE))
+def test_parse_sys_stat_raises_only_value_error(text: str) -> None:
+    try:
+        c = parse_sys_stat(text, "x")
+    except ValueError as exc:
+        assert "\n" not in str(exc)
+        return
+    assert c.n_fields in (11, 15, 17) and min(c.values) >= 0
+
+
+COUNTER = st.integers(min_value=0, max_value=2**64 - 1)
+MS = st.integers(min_value=0, max_value=MS_WRAP - 1)
+_MS_INDEX = {3, 7, 9, 10, 14, 16}
+
+
+def _counters(values: list[int]) -> DiskCounters:
+    return DiskCounters(8, 0, "sda", tuple(values), 17)
+
+
+VALUES = st.tuples(*[MS if i in _MS_INDEX else COUNTER for i in range(17)]).map(list)
+
+
+@settings(max_examples=500, deadline=None)
+@given(VALUES, VALUES, st.floats(min_value=0.05, max_value=3600))
+def test_rates_from_arbitrary_pairs_are_none_or_sane(
+    before: list[int], after: list[int], elapsed: float
+) -> None:
+    rates = compute_rates(_counters(before), _counters(after), elapsed)
+    if rates is None:
+        return
+    for name in DeviceRates.__dataclass_fields__:
+        value = float(getattr(rates, name))
+        assert value >= 0, name
+    # Per-I/O and percentage figures are bounded by the inputs, whatever they are.
+    assert 0 <= rates.rrqm_pct <= 100 and 0 <= rates.wrqm_pct <= 100
+    assert rates.util <= (MS_WRAP - 1) / elapsed / 10
+
+
+@settings(max_examples=300, deadline=None)
+@given(VALUES, st.lists(st.integers(min_value=0, max_value=10**6), min_size=17, max_size=17))
+def test_plausible_intervals_give_plausible_rates(before: list[int], step: list[int]) -> None:
+    """A device moving by at most 10**6 per field in a second never reports more than that."""
+    after = [
+        (b + s) % MS_WRAP if i in _MS_INDEX else b + s
+        for i, (b, s) in enumerate(zip(before, step, strict=True))
+    ]
+    rates = compute_rates(_counters(before), _counters(after), 1.0)
+    assert rates is not None
+    assert rates.r_s <= 10**6 and rates.rkb_s <= 10**6 / 2
+    assert rates.util <= 10**6 / 10 and rates.aqu_sz <= 10**6 / 1000
