@@ -122,6 +122,8 @@ class DeviceCharts(Grid):
                     plt.vline(mark.timestamp - now, "magenta")
                     x = mark.timestamp - now
                     # Labels run leftwards from marks in the right half, so they stay inside.
-                    side = "right" if x > times[0] / 2 else "left"
-                    plt.text(mark.label, x=x, y=top, color="magenta", alignment=side)
+                    if x > times[0] / 2:
+                        plt.text(mark.label, x=x, y=top, color="magenta", alignment="right")
+                    else:
+                        plt.text(mark.label, x=x, y=top, color="magenta", alignment="left")
             plot.refresh()

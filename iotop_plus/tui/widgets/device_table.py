@@ -373,7 +373,11 @@ class DeviceTable(ScrollView, can_focus=True):
         self.rows = rows
         self._row_order_dirty = False
         width = max((len(r.label) for r in rows), default=8)
-        self._device_width = min(max(width, len(DEVICE_TITLE)), MAX_DEVICE_WIDTH) + 1
+        device_width = min(max(width, len(DEVICE_TITLE)), MAX_DEVICE_WIDTH) + 1
+        if device_width != self._device_width:
+            self._device_width = device_width
+            self._header_strips = None
+            self._cache.clear()
         self._fit_columns()
         self.virtual_size = Size(self.size.width, len(rows) + HEADER_LINES)
         self._place_cursor()

@@ -1,0 +1,223 @@
+"""Modal pickers for queue settings, and the keep-or-revert question asked on exit.
+
+* :class:`ValuePickerScreen` picks from a list (read-ahead presets, the device's schedulers,
+  0/1/2 settings) and/or takes a typed value, checked by a ``validate`` callback before it
+  closes: the error shows inline and nothing is written until the value passes.
+  :func:`read_ahead_picker`, :func:`scheduler_picker` and :func:`setting_picker` build one for
+  a :class:`~iotop_plus.devices.settings.SettingValue`. Dismissed with the value to write, or
+  None on escape.
+* :class:`KeepOrRevertScreen` lists this run's changes and returns ``"keep"``, ``"revert"``,
+  or None (escape: do not quit after all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, OptionList, Static
+from textual.widgets.option_list import Option
+
+from iotop_plus.devices.settings import SettingError, SettingValue
+from iotop_plus.devices.tuner import Change
+
+#: Read-ahead presets in KiB, with what each suits.
+READ_AHEAD_PRESETS: tuple[tuple[int, str], ...] = (
+    (0, "off: random I/O only (databases on O_DIRECT)"),
+    (16, "small: random reads, index lookups"),
+    (128, "the kernel's usual default"),
+    (256, "mixed workloads"),
+    (1024, "sequential scans"),
+    (4096, "large streaming reads"),
+)
+
+Validator = Callable[[str], str]
+"""Takes the typed text, returns the value to write, raises SettingError when refused."""
+
+_MODAL_CSS = """
+{name} {{ align: center middle; }}
+{name} > Vertical {{
+    width: 64; max-width: 100%; height: auto; max-height: 90%;
+    border: round $accent; background: $surface; padding: 0 1;
+}}
+{name} .title {{ text-style: bold; }}
+{name} .hint {{ color: $text-muted; }}
+{name} .error {{ color: $error; }}
+{name} OptionList {{ height: auto; max-height: 10; border: none; padding: 0; }}
+{name} Input {{ margin: 1 0 0 0; }}
+{name} Horizontal {{ height: auto; margin: 1 0 0 0; }}
+{name} Button {{ margin: 0 1 0 0; min-width: 0; width: auto; }}
+"""
+
+
+class ValuePickerScreen(ModalScreen[str | None]):
+    """Pick a value from a list or type one; returns the validated value or None."""
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="ValuePickerScreen")
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    def __init__(
+        self,
+        title: str,
+        hint: str,
+        options: Sequence[tuple[str, str]],
+        validate: Validator,
+        *,
+        typed: bool = True,
+        current: str | None = None,
+    ) -> None:
+        """Args:
+        title: What is being changed (``loop3 read-ahead``).
+        hint: The valid range and the current value, in one or two lines.
+        options: (label, value) pairs to pick from; may be empty when ``typed``.
+        validate: Checks a value before the screen closes.
+        typed: Whether an input for a typed value is shown.
+        current: The current value, highlighted in the list.
+        """
+        super().__init__()
+        self.title_text = title
+        self.hint = hint
+        self.options = tuple(options)
+        self.validate = validate
+        self.typed = typed
+        self.current = current
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, classes="title")
+            yield Static(self.hint, classes="hint")
+            if self.options:
+                yield OptionList(
+                    *(Option(label, id=f"value-{i}") for i, (label, _) in enumerate(self.options)),
+                    id="picker-options",
+                )
+            if self.typed:
+                yield Input(placeholder="or type a value, then enter", id="picker-input")
+            yield Static("", id="picker-error", classes="error")
+
+    def on_mount(self) -> None:
+        if self.options:
+            options = self.query_one("#picker-options", OptionList)
+            values = [v for _, v in self.options]
+            options.highlighted = values.index(self.current) if self.current in values else 0
+            options.focus()
+        elif self.typed:
+            self.query_one("#picker-input", Input).focus()
+
+    def _try(self, text: str) -> None:
+        try:
+            value = self.validate(text)
+        except SettingError as exc:
+            self.query_one("#picker-error", Static).update(exc.message)
+            return
+        self.dismiss(value)
+
+    @on(OptionList.OptionSelected, "#picker-options")
+    def _picked(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self._try(self.options[event.option_index][1])
+
+    @on(Input.Submitted, "#picker-input")
+    def _typed(self, event: Input.Submitted) -> None:
+        event.stop()
+        # Surrounding spaces from typing are not the user's value; inner ones are refused.
+        self._try(event.value.strip())
+
+    def action_cancel(self) -> None:
+        """Close without a value."""
+        self.dismiss(None)
+
+
+def read_ahead_picker(current: SettingValue, validate: Validator, hint: str) -> ValuePickerScreen:
+    """Presets 0/16/128/256/1024/4096 KiB or a typed number of KiB."""
+    options = [
+        (f"{kib:>5} KiB ({kib * 2} sectors)  {why}", str(kib)) for kib, why in READ_AHEAD_PRESETS
+    ]
+    return ValuePickerScreen(
+        f"{current.device} read-ahead (now {current.display})",
+        hint,
+        options,
+        validate,
+        current=current.value,
+    )
+
+
+def scheduler_picker(current: SettingValue, validate: Validator, hint: str) -> ValuePickerScreen:
+    """The device's own scheduler list."""
+    options = [
+        (f"{name}{'  (current)' if name == current.value else ''}", name)
+        for name in current.choices
+    ]
+    return ValuePickerScreen(
+        f"{current.device} I/O scheduler (now {current.value})",
+        hint,
+        options,
+        validate,
+        typed=False,
+        current=current.value,
+    )
+
+
+def setting_picker(current: SettingValue, validate: Validator, hint: str) -> ValuePickerScreen:
+    """Any other setting: its fixed choices if it has them, else a typed value."""
+    if current.setting.name == "read_ahead_kb":
+        return read_ahead_picker(current, validate, hint)
+    if current.setting.name == "scheduler":
+        return scheduler_picker(current, validate, hint)
+    options = [(value, value) for value in current.setting.choices]
+    return ValuePickerScreen(
+        f"{current.device} {current.setting.label} ({current.setting.name}, now {current.display})",
+        f"{current.setting.description}\n{hint}",
+        options,
+        validate,
+        typed=not options,
+        current=current.value,
+    )
+
+
+class KeepOrRevertScreen(ModalScreen[str | None]):
+    """Asked on quit when settings were changed: keep them, revert them, or stay."""
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="KeepOrRevertScreen")
+    BINDINGS = [
+        Binding("k", "choose('keep')", "Keep"),
+        Binding("v", "choose('revert')", "Revert"),
+        Binding("escape", "choose(None)", "Stay"),
+    ]
+
+    def __init__(self, changes: Sequence[Change]) -> None:
+        """Args: changes: The changes still in effect (``Tuner.active``)."""
+        super().__init__()
+        self.changes = tuple(changes)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            count = len(self.changes)
+            yield Label(
+                f"{count} setting change{'s' if count != 1 else ''} made in this run",
+                classes="title",
+            )
+            yield Static("\n".join(c.summary for c in self.changes[-12:]), id="keep-changes")
+            if count > 12:
+                yield Static(f"... and {count - 12} earlier", classes="hint")
+            yield Static(
+                "k keeps them (they last until reboot), v reverts them all, escape stays.",
+                classes="hint",
+            )
+            with Horizontal():
+                yield Button("Keep (k)", id="keep", variant="primary")
+                yield Button("Revert all (v)", id="revert", variant="warning")
+                yield Button("Stay (esc)", id="stay")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss({"keep": "keep", "revert": "revert"}.get(event.button.id or ""))
+
+    def action_choose(self, choice: str | None) -> None:
+        """Close with ``keep``, ``revert`` or None."""
+        self.dismiss(choice)

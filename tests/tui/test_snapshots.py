@@ -1,0 +1,57 @@
+"""Pinned layouts (pytest-textual-snapshot) of the real app on the tui_host fixture.
+
+The canned sampler makes the figures identical on every run; see tests/tui/canned.py.
+Update with ``pytest tests/tui/test_snapshots.py --snapshot-update`` after a deliberate change.
+"""
+
+from __future__ import annotations
+
+from textual.pilot import Pilot
+
+from tests.tui.canned import canned_app
+from tests.tui.helpers import wait_for
+
+
+async def _ready(pilot: Pilot[int]) -> None:
+    app = pilot.app
+    await wait_for(pilot, lambda: app.ticks >= 2)  # type: ignore[attr-defined]
+    await wait_for(pilot, lambda: app.main_screen.query_one("#device-panel").settings is not None)  # type: ignore[attr-defined]
+    await pilot.pause()
+
+
+def test_main_screen_120x36(snap_compare) -> None:
+    assert snap_compare(canned_app(), terminal_size=(120, 36), run_before=_ready)
+
+
+def test_main_screen_80x24(snap_compare) -> None:
+    assert snap_compare(canned_app(), terminal_size=(80, 24), run_before=_ready)
+
+
+def test_all_devices_80x24(snap_compare) -> None:
+    async def run_before(pilot: Pilot[int]) -> None:
+        await _ready(pilot)
+        await pilot.press("a")
+        await pilot.pause()
+
+    assert snap_compare(canned_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_panel_tab_80x24(snap_compare) -> None:
+    async def run_before(pilot: Pilot[int]) -> None:
+        await _ready(pilot)
+        await pilot.press("down", "3")
+        await wait_for(
+            pilot, lambda: "Samsung" in pilot.app.main_screen.query_one("#device-panel").text
+        )  # type: ignore[attr-defined]
+        await pilot.pause()
+
+    assert snap_compare(canned_app(), terminal_size=(80, 24), run_before=run_before)
+
+
+def test_help_screen_120x36(snap_compare) -> None:
+    async def run_before(pilot: Pilot[int]) -> None:
+        await _ready(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+
+    assert snap_compare(canned_app(), terminal_size=(120, 36), run_before=run_before)
