@@ -26,6 +26,7 @@ from iotop_plus.probe.runner import (
     ProbeProgress,
     ProbeRequest,
     ProbeRunner,
+    stop_all_probes,
 )
 from iotop_plus.probe.target import ProbeTarget, remove_all_probe_files
 from iotop_plus.roots import Roots
@@ -102,7 +103,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             raise UsageError(f"--keep-json {args.keep_json}: {exc.strerror}") from None
     else:
         keep = None
-    atexit.register(remove_all_probe_files)
+    atexit.register(stop_all_probes)
     runner = ProbeRunner(roots)
     outcome: ProbeOutcome | None = None
     try:

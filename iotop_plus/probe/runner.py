@@ -29,6 +29,7 @@ from iotop_plus.probe.target import (
     TargetError,
     create_probe_file,
     plan_target,
+    remove_all_probe_files,
     remove_probe_file,
 )
 from iotop_plus.roots import Roots
@@ -369,6 +370,7 @@ class ProbeRunner:
             ) from None
         except PermissionError:
             raise ProbeError(f"cannot run {argv[0]}: permission denied") from None
+        _live_fio.add(proc.pid)
         assert proc.stdout is not None and proc.stderr is not None
         stderr_task = asyncio.ensure_future(proc.stderr.read())
         try:
@@ -392,8 +394,32 @@ class ProbeRunner:
             return _FioRun(returncode, tuple(docs), tuple(stream.text), stderr, garbage)
         finally:
             await _kill_group(proc)
+            _live_fio.discard(proc.pid)
             if not stderr_task.done():
                 stderr_task.cancel()
+
+
+# fio processes running now, for :func:`stop_all_probes` (signal handlers, atexit).
+_live_fio: set[int] = set()
+
+
+def stop_all_probes() -> None:
+    """Kill every running fio (with its jobs) and remove every probe file, synchronously.
+
+    For a signal handler or ``atexit`` in a program that cannot wait for its probe tasks to
+    be cancelled; cancelling the task awaiting :meth:`ProbeRunner.run` does the same.
+    """
+    for pid in tuple(_live_fio):
+        try:
+            jobs = psutil.Process(pid).children(recursive=True)
+        except psutil.Error:
+            jobs = []
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+        for job in jobs:
+            with contextlib.suppress(psutil.Error):
+                job.kill()
+    remove_all_probe_files()
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -444,6 +470,13 @@ def _io_uring_unavailable(run: _FioRun) -> bool:
 def _final_document(run: _FioRun, params: ProbeParams) -> tuple[str, Any]:
     """fio's final document, or a :class:`ProbeError` saying plainly what went wrong."""
     said = _fio_said(run)
+    if run.returncode < 0:
+        name = (
+            signal.Signals(-run.returncode).name
+            if -run.returncode in signal.valid_signals()
+            else ""
+        )
+        raise ProbeError(f"fio was killed by signal {-run.returncode} {name}".rstrip() + said)
     if run.docs:
         raw, doc = run.docs[-1]
         errors = job_errors(doc)
@@ -452,8 +485,6 @@ def _final_document(run: _FioRun, params: ProbeParams) -> tuple[str, Any]:
         if run.returncode != 0:
             raise ProbeError(f"fio exited with status {run.returncode}{said}")
         return raw, doc
-    if run.returncode < 0:
-        raise ProbeError(f"fio was killed by signal {-run.returncode}{said}")
     lowered = said.lower()
     if "engine" in lowered and ("not loadable" in lowered or "failed to load" in lowered):
         raise ProbeError(

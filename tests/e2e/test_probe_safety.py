@@ -17,7 +17,13 @@ import psutil
 import pytest
 
 from iotop_plus.probe.presets import PRESETS
-from iotop_plus.probe.runner import ProbeError, ProbeProgress, ProbeRequest, ProbeRunner
+from iotop_plus.probe.runner import (
+    ProbeError,
+    ProbeProgress,
+    ProbeRequest,
+    ProbeRunner,
+    stop_all_probes,
+)
 from iotop_plus.probe.target import ConfirmationNeeded, TargetError, live_probe_files, plan_target
 from iotop_plus.roots import Roots
 
@@ -227,4 +233,21 @@ def test_a_signal_to_the_cli_during_a_probe_leaves_no_file_and_no_fio(
     assert proc.returncode == 128 + signum
     assert "cancelled" in err and "Traceback" not in err
     assert list(tmp_path.iterdir()) == []
+    assert _fio_processes_on(tmp_path) == []
+
+
+async def test_stop_all_probes_kills_fio_and_removes_the_file_at_once(
+    tmp_path: Path, fio_bin: str
+) -> None:
+    # What a signal handler or atexit in the TUI calls when it cannot wait for the task.
+    started = asyncio.Event()
+    runner = ProbeRunner(Roots(), fio_bin)
+    task = asyncio.ensure_future(
+        runner.run(_request("index", tmp_path, runtime=60), lambda _: started.set())
+    )
+    await asyncio.wait_for(started.wait(), 30)
+    stop_all_probes()
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ProbeError, match="killed by signal 9"):
+        await task
     assert _fio_processes_on(tmp_path) == []

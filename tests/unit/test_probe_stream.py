@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 from hypothesis import given
@@ -46,7 +47,7 @@ def test_documents_survive_any_chunking(cuts: list[int]) -> None:
     stream = JsonDocumentStream()
     bounds = [0, *sorted(set(cuts)), len(OUTPUT)]
     docs = []
-    for a, b in zip(bounds, bounds[1:], strict=False):
+    for a, b in itertools.pairwise(bounds):
         docs += [doc for _, doc in stream.feed(OUTPUT[a:b])]
     assert docs == DOCS
     assert stream.finish() == ""
