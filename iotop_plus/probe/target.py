@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import shutil
@@ -220,7 +221,53 @@ def device_in_use(roots: Roots, name: str, path: Path) -> list[str]:
             reasons.append(f"{name} is read-only")
     for member, member_path in members:
         reasons += [f"{member} holds {sig}" for sig in signatures(member_path)]
+        reasons += openers(roots, member_path)
+        if _exclusively_busy(member_path):
+            reasons.append(f"{member} is busy (held exclusively by the kernel or a program)")
     return reasons
+
+
+def openers(roots: Roots, path: Path) -> list[str]:
+    """``pid N (comm) has /dev/X open`` for every process holding the device open."""
+    try:
+        rdev = path.stat().st_rdev
+    except OSError:
+        return []
+    found = []
+    try:
+        pids = [p for p in os.listdir(roots.proc) if p.isdigit()]
+    except OSError:
+        return []
+    for pid in pids:
+        fd_dir = roots.proc / pid / "fd"
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:
+            continue  # gone, or not ours to see
+        for fd in fds:
+            try:
+                st = os.stat(fd_dir / fd)
+            except OSError:
+                continue
+            if stat.S_ISBLK(st.st_mode) and st.st_rdev == rdev:
+                try:
+                    comm = (roots.proc / pid / "comm").read_text().strip()
+                except OSError:
+                    comm = "?"
+                found.append(f"pid {pid} ({comm}) has {path} open")
+                break
+    return found
+
+
+def _exclusively_busy(path: Path) -> bool:
+    # On a block device, O_EXCL fails with EBUSY while it is mounted or claimed by md, dm,
+    # swap or another exclusive opener; it reads nothing and writes nothing.
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_EXCL)
+    except OSError as exc:
+        return exc.errno == errno.EBUSY
+    os.close(fd)
+    return False
 
 
 def signatures(path: Path) -> list[str]:

@@ -251,3 +251,20 @@ async def test_stop_all_probes_kills_fio_and_removes_the_file_at_once(
     with pytest.raises(ProbeError, match="killed by signal 9"):
         await task
     assert _fio_processes_on(tmp_path) == []
+
+
+@pytest.mark.root
+def test_a_device_a_program_holds_open_is_refused_for_writes(
+    make_loop: Callable[..., str],
+) -> None:
+    dev = make_loop(size_mb=64)
+    holder = subprocess.Popen(["sh", "-c", f"exec 3</dev/{dev}; echo ready; sleep 60"],
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        wal = PRESETS["wal"]
+        with pytest.raises(TargetError, match=r"pid \d+ \(sleep\) has /dev/loop\d+ open"):
+            plan_target(f"/dev/{dev}", wal, wal.params, Roots(), confirm=dev)
+    finally:
+        holder.kill()
+        holder.wait()
