@@ -1,0 +1,247 @@
+"""The iotop view against the real /proc: a rate-limited fio writer, delay accounting on and
+off, a non-root user, process churn, and the open files that name a device."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.cli import main as cli_main
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.delayacct import (
+    OFF_EXPLANATION,
+    DelayAcct,
+    read_delayacct,
+    set_delayacct,
+    sysctl_path,
+)
+from iotop_plus.sampling.processes import (
+    BlockDeviceNames,
+    ProcessReader,
+    open_block_files,
+    rates_between,
+)
+
+LIVE = Roots()
+RATE = 4 * 1024 * 1024  # fio's --rate=4m is 4 MiB/s (kb_base 1024)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (to read every process and to switch the sysctl)")
+
+
+@contextmanager
+def delayacct(enabled: bool) -> Iterator[None]:
+    """Set kernel.task_delayacct for the block and restore what it was, whatever happens."""
+    need_root()
+    path = sysctl_path(LIVE)
+    if not path.exists():
+        pytest.skip("this kernel has no kernel.task_delayacct sysctl")
+    before = path.read_text()
+    try:
+        set_delayacct(LIVE, enabled)
+        yield
+    finally:
+        path.write_text(before)
+
+
+@contextmanager
+def fio_writer(fio: str, directory: Path, seconds: int) -> Iterator[subprocess.Popen[bytes]]:
+    """fio writing O_DIRECT at RATE into a file of its own in ``directory``."""
+    argv = [
+        fio,
+        "--name=ratewriter",
+        f"--filename={directory / 'iotop-plus-ratewriter.dat'}",
+        "--size=16m",
+        "--rw=write",
+        "--bs=4k",
+        "--direct=1",
+        "--ioengine=psync",
+        "--rate=4m",
+        "--time_based",
+        f"--runtime={seconds}",
+        "--output=/dev/null",
+    ]
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def measure_writer(directory: Path, window: float) -> tuple[float, float | None, int]:
+    """(write bytes/s, IO%, pid) of the busiest process writing into ``directory``."""
+    with ProcessReader(LIVE) as reader:
+        # fio first lays out the file with buffered writes; let that pass.
+        time.sleep(2.0)
+        first = reader.sample()
+        time.sleep(window)
+        second = reader.sample()
+        rates = rates_between(first, second)
+    mine = [r for r in rates.values() if r is not None and str(directory) in r.task.cmdline]
+    assert mine, "the fio writer was not seen"
+    best = max(mine, key=lambda r: r.write_bps or 0.0)
+    return best.write_bps or 0.0, best.io_wait_pct, best.task.pid
+
+
+@pytest.mark.slow
+def test_fio_writer_rate_is_seen_within_10_percent_and_io_wait_with_delayacct(
+    fio_bin: str, tmp_path: Path
+) -> None:
+    with delayacct(True), fio_writer(fio_bin, tmp_path, seconds=12) as proc:
+        write_bps, io_pct, pid = measure_writer(tmp_path, window=4.0)
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert write_bps == pytest.approx(RATE, rel=0.10)
+        assert io_pct is not None and io_pct > 0
+        # And the writer's open file names the device holding tmp_path.
+        files = open_block_files(LIVE, pid)
+        expected = BlockDeviceNames(LIVE).holder_of(os.stat(tmp_path).st_dev)
+        ours = [f for f in files if f.path.startswith(str(tmp_path))]
+        assert ours and expected is not None
+        assert {(f.device, f.how) for f in ours} == {expected}
+
+
+@pytest.mark.slow
+def test_with_delayacct_off_top_explains_instead_of_zeros(
+    fio_bin: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with delayacct(False), fio_writer(fio_bin, tmp_path, seconds=8):
+        time.sleep(1.5)
+        assert read_delayacct(LIVE) is DelayAcct.OFF
+        assert cli_main(["top", "--count", "1", "--interval", "1"]) == 0
+    out = capsys.readouterr().out
+    assert f"note: {OFF_EXPLANATION}" in out
+    rows = [line for line in out.splitlines() if str(tmp_path) in line]
+    assert rows, out
+    assert all(" off " in row and " 0.00 " not in row.split("M/s")[-1] for row in rows)
+
+
+def test_non_root_user_sees_partial_visibility_and_no_traceback(tmp_path: Path) -> None:
+    need_root()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is not installed")
+    drop = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    probe = subprocess.run(
+        [*drop, sys.executable, "-c", "import iotop_plus"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env=env,
+    )
+    if probe.returncode != 0:
+        pytest.skip(f"the venv is not readable by uid 65534: {probe.stderr.strip()[-200:]}")
+    done = subprocess.run(
+        [*drop, sys.executable, "-m", "iotop_plus", "top", "--count", "1", "--interval", "0.5"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+    assert "processes not readable: run as root" in done.stdout
+
+
+def test_churn_of_200_processes_a_second_causes_no_errors(tmp_path: Path) -> None:
+    """Short-lived processes start and exit while we sample: no errors, no spikes."""
+    stop = threading.Event()
+    started = [0]
+    spawn_errors: list[str] = []
+
+    def spawner() -> None:
+        children: list[subprocess.Popen[bytes]] = []
+        deadline = time.monotonic()
+        try:
+            while not stop.is_set():
+                deadline += 1 / 200
+                try:
+                    children.append(
+                        subprocess.Popen(
+                            ["head", "-c", "65536", "/dev/zero"],
+                            stdout=subprocess.DEVNULL,
+                            stdin=subprocess.DEVNULL,
+                        )
+                    )
+                    started[0] += 1
+                except OSError as exc:  # pragma: no cover - reported below
+                    spawn_errors.append(str(exc))
+                children = [c for c in children if c.poll() is None]
+                time.sleep(max(0.0, deadline - time.monotonic()))
+        finally:
+            for c in children:
+                c.wait()
+
+    thread = threading.Thread(target=spawner)
+    thread.start()
+    samples = 0
+    try:
+        with ProcessReader(LIVE) as reader:
+            prev = reader.sample()
+            end = time.monotonic() + 10
+            while time.monotonic() < end:
+                time.sleep(0.1)
+                cur = reader.sample()
+                samples += 1
+                elapsed = cur.monotonic - prev.monotonic
+                assert cur.problems == ()
+                for rates in rates_between(prev, cur).values():
+                    if rates is None:
+                        continue
+                    for value in (rates.read_bps, rates.write_bps, rates.rchar_bps):
+                        # Nothing here moves 20 GB/s; a spike would be a lifetime's counters.
+                        assert value is None or 0 <= value < 20e9 / max(elapsed, 0.01)
+                    assert rates.wchar_bps is None or rates.wchar_bps >= 0
+                    io_pct = rates.io_wait_pct
+                    assert io_pct is None or 0 <= io_pct <= 100 * rates.task.num_threads
+                prev = cur
+    finally:
+        stop.set()
+        thread.join()
+    assert not spawn_errors
+    assert started[0] >= 1500, f"only {started[0]} processes started in 10 s"
+    assert samples >= 20
+
+
+def test_an_open_block_device_is_named_exactly(make_loop, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    loop = make_loop(size_mb=8)
+    fd = os.open(f"/dev/{loop}", os.O_RDONLY)
+    try:
+        files = open_block_files(LIVE, os.getpid())
+    finally:
+        os.close(fd)
+    [mine] = [f for f in files if f.fd == fd]
+    assert (mine.device, mine.how, mine.best_guess) == (loop, "device", False)
+    assert mine.path == f"/dev/{loop}"
+
+
+def test_a_regular_file_maps_to_its_filesystem_device(tmp_path: Path) -> None:
+    path = tmp_path / "held-open.txt"
+    with open(path, "w") as fh:
+        files = open_block_files(LIVE, os.getpid())
+        st_dev = os.fstat(fh.fileno()).st_dev
+    want = BlockDeviceNames(LIVE).name(os.major(st_dev), os.minor(st_dev))
+    if want is None:
+        pytest.skip(f"{tmp_path} is not on a block device here")
+    [mine] = [f for f in files if f.path == str(path)]
+    assert (mine.device, mine.how, mine.best_guess) == (want, "filesystem", True)
+
+
+def test_per_thread_top_on_the_live_system_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["top", "--threads", "--all", "--count", "1", "-i", "0.2", "-f", "json"]) == 0
+    out = capsys.readouterr().out
+    assert '"per_thread": true' in out and '"tid":' in out
