@@ -44,6 +44,13 @@ ACTIONS = ("set", "undo", "revert", "rollback")
 _UDEV_UNSAFE = set('"\\*?[]|\n')
 
 
+def _create(path: Path, text: str, mode: int) -> None:
+    # O_EXCL: an export never overwrites a file, ours or anyone's.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
 def write_order(setting: str) -> int:
     """Sort key: settings whose write resets others go first.
 
@@ -407,6 +414,24 @@ class Tuner:
         if inventory is None and settings:
             inventory = read_inventory(self.roots)
         return udev_rules(settings, inventory or Inventory())
+
+    def export(self, directory: Path, inventory: Inventory | None = None) -> tuple[Path, Path]:
+        """Write the udev rules and the shell script as new files in ``directory``.
+
+        The names carry the time (``iotop-plus-20260102-030405.rules`` and ``.sh``).
+
+        Raises:
+            OSError: when the directory cannot be made or a file already exists.
+        """
+        if inventory is None and self.net_settings():
+            inventory = read_inventory(self.roots)
+        stamp = datetime.fromtimestamp(self._clock()).strftime("%Y%m%d-%H%M%S")
+        directory.mkdir(parents=True, exist_ok=True)
+        rules = directory / f"iotop-plus-{stamp}.rules"
+        script = directory / f"iotop-plus-{stamp}.sh"
+        _create(rules, self.udev_rules(inventory), 0o644)
+        _create(script, self.shell_script(inventory), 0o755)
+        return rules, script
 
     def shell_script(self, inventory: Inventory | None = None) -> str:
         """The run's kept changes as a POSIX shell script (see :func:`shell_script`)."""

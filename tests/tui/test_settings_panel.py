@@ -55,7 +55,7 @@ def loop(make_loop: Callable[..., str]) -> Iterator[str]:
 
 @pytest.fixture
 def tuner(tmp_path: Path) -> Tuner:
-    return Tuner(LIVE, Journal(tmp_path / "changes.jsonl"))
+    return Tuner(LIVE, Journal(tmp_path / "state" / "changes.jsonl"))
 
 
 async def test_read_ahead_preset_then_undo(loop: str, tuner: Tuner) -> None:
@@ -75,6 +75,11 @@ async def test_read_ahead_preset_then_undo(loop: str, tuner: Tuner) -> None:
         ]
         assert f"{loop} read-ahead: {original['read_ahead_kb']} -> 16" in panel.last_result
         assert "#1 " in panel.log_text
+
+        await pilot.press("E")
+        exported = sorted(p.name for p in tuner.journal.path.parent.iterdir())  # type: ignore[union-attr]
+        assert [n.rsplit(".", 1)[1] for n in exported] == ["jsonl", "rules", "sh"]
+        assert panel.last_result.startswith("exported ")
 
         await pilot.press("u")
         await app.workers.wait_for_complete()

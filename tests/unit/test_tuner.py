@@ -249,3 +249,13 @@ def test_shell_script_is_valid_sh_and_guards_the_identity(tmp_path: Path) -> Non
     assert "if same_disk sda Z1X2 /sys/block/sda/serial /sys/block/sda/device/serial; then" in text
     assert "    set_queue sda scheduler mq-deadline\n    set_queue sda read_ahead_kb 16\n" in text
     assert text.rstrip().endswith('exit "$status"')
+
+
+def test_export_writes_new_files_and_never_overwrites(tuner: Tuner, tmp_path: Path) -> None:
+    tuner.apply("sda", "read_ahead_kb", "16")
+    rules, script = tuner.export(tmp_path / "out", Inventory())
+    assert rules.name == "iotop-plus-19700101-000000.rules" or rules.suffix == ".rules"
+    assert 'ATTR{queue/read_ahead_kb}="16"' in rules.read_text()
+    assert "set_queue sda read_ahead_kb 16" in script.read_text()
+    with pytest.raises(FileExistsError):
+        tuner.export(tmp_path / "out", Inventory())

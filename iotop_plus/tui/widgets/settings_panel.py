@@ -14,7 +14,9 @@ Interface for the screen (the lead wires it in):
 Keys (active when focus is in the panel): ``R`` read-ahead presets or a typed value, ``S``
 scheduler from the device's own list, ``A`` show or hide the advanced settings
 (nr_requests, max_sectors_kb, nomerges, rq_affinity, wbt_lat_usec), ``enter`` edit the
-highlighted setting, ``u`` undo the last change, ``U`` revert every change of this run.
+highlighted setting, ``u`` undo the last change, ``U`` revert every change of this run,
+``E`` export the kept changes as a udev rules file and a shell script (new files next to the
+journal, in the XDG state dir; the paths are shown).
 None clash with the main screen's keys (q ? space + - / a c < > r 1 2 3 escape) or the
 probe panel's (s x d).
 
@@ -33,7 +35,7 @@ from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from iotop_plus.devices.settings import SETTINGS, SettingError, SettingValue, valid_range
-from iotop_plus.devices.tuner import Change, Tuner, TuningError
+from iotop_plus.devices.tuner import Change, Tuner, TuningError, default_journal_path
 from iotop_plus.roots import Roots
 from iotop_plus.tui.screens.settings_modals import setting_picker
 
@@ -61,6 +63,7 @@ class SettingsPanel(VerticalScroll, can_focus=False):
         Binding("A", "toggle_advanced", "Advanced"),
         Binding("u", "undo", "Undo"),
         Binding("U", "revert_all", "Revert all"),
+        Binding("E", "export", "Export"),
     ]
 
     class Changed(Message):
@@ -166,6 +169,19 @@ class SettingsPanel(VerticalScroll, can_focus=False):
             self._show_result("nothing to revert", error=True)
             return
         self._undo(all_changes=True)
+
+    def action_export(self) -> None:
+        """Write the kept changes as udev rules and a shell script next to the journal."""
+        if not self.tuner.net_settings():
+            self._show_result("nothing to export: no change is in effect", error=True)
+            return
+        directory = (self.tuner.journal.path or default_journal_path()).parent
+        try:
+            rules, script = self.tuner.export(directory)
+        except OSError as exc:
+            self._show_result(f"export failed: {exc.strerror or exc}", error=True)
+            return
+        self._show_result(f"exported {rules} and {script}")
 
     @on(OptionList.OptionSelected, "#settings-list")
     def _selected(self, event: OptionList.OptionSelected) -> None:
