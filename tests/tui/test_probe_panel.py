@@ -6,6 +6,7 @@ import io
 from collections.abc import Callable
 from pathlib import Path
 
+import psutil
 import pytest
 from rich.console import Console
 from textual.app import App, ComposeResult
@@ -123,3 +124,49 @@ async def test_errors_are_plain_and_the_app_keeps_running(tmp_path: Path, fio_bi
         await pilot.pause()
         assert "not a block size" in _text(app, "#probe-error")
         assert not panel.running and app.is_running
+
+
+@pytest.mark.root
+async def test_a_write_probe_on_a_raw_device_asks_for_its_name_then_runs(
+    make_loop: Callable[..., str], fio_bin: str
+) -> None:
+    dev = make_loop(size_mb=64)
+    app = ProbeHost(fio_bin)
+    async with app.run_test(size=(60, 80)) as pilot:
+        panel = app.query_one(ProbePanel)
+        app.query_one("#probe-presets", OptionList).focus()
+        await pilot.press("home")  # wal: writes
+        assert panel.preset.name == "wal"
+        await _fill(pilot, app, "#probe-param-runtime", "1")
+        await _fill(pilot, app, "#probe-target", f"/dev/{dev}")
+        app.query_one("#probe-target", Input).focus()
+        await pilot.press("enter")
+        await _wait_for(pilot, lambda: "type the device name" in _text(app, "#probe-error"))
+        confirm = app.query_one("#probe-confirm", Input)
+        assert confirm.display and confirm.has_focus
+        await pilot.press(*dev, "enter")
+        await _wait_for(pilot, lambda: len(panel.history) == 1)
+        record = panel.history.get(1)
+        assert record is not None and record.result.fsync is not None
+        assert record.result.device == dev
+
+
+async def test_quitting_the_app_during_a_probe_stops_fio_and_removes_the_file(
+    tmp_path: Path, fio_bin: str
+) -> None:
+    app = ProbeHost(fio_bin)
+    async with app.run_test(size=(60, 80)) as pilot:
+        await _fill(pilot, app, "#probe-param-runtime", "60")
+        await _fill(pilot, app, "#probe-param-size", "32")
+        await _fill(pilot, app, "#probe-target", str(tmp_path))
+        app.query_one("#probe-presets", OptionList).focus()
+        await pilot.press("s")
+        await _wait_for(pilot, lambda: bool(app.live_texts))
+        assert any(p.name.startswith("iotop-plus-probe-") for p in tmp_path.iterdir())
+        app.exit()
+    assert list(tmp_path.iterdir()) == []
+    assert not [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if any(str(tmp_path) in a for a in (p.info["cmdline"] or []))
+    ]

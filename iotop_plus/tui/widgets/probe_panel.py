@@ -15,8 +15,9 @@ Interface for the screen (the lead wires it in):
   :class:`ProbePanel.Finished`, :class:`ProbePanel.Failed`.
 
 Keys (active when focus is in the panel, outside a text input): ``s`` start, ``x`` cancel,
-``d`` use the selected device as target. ``enter`` on a history line adds it to the
-comparison (the last two picked are compared; a new result is compared with the one before).
+``d`` use the selected device as target; ``enter`` in any field starts the probe.
+``enter`` on a history line adds it to the comparison (the last two picked are compared; a
+new result is compared with the one before).
 None clash with the main screen's keys (q ? space + - / a c < > r 1 2 3).
 """
 
@@ -455,6 +456,11 @@ class ProbePanel(VerticalScroll):
             self.query_one("#probe-compare", Static).update(
                 f"#{number} picked: pick another to compare"
             )
+
+    @on(Input.Submitted)
+    def _input_submitted(self) -> None:
+        # Enter in any field starts the probe: letters there are text, not the s key.
+        self.action_start()
 
     @on(Button.Pressed, "#probe-start")
     def _start_pressed(self) -> None:
