@@ -199,6 +199,9 @@ class ProcessList(ScrollView, can_focus=True):
         Binding("pagedown", "page(1)", "Page down", show=False),
         Binding("home", "edge(-1)", "First", show=False),
         Binding("end", "edge(1)", "Last", show=False),
+        # ScrollView binds left/right to horizontal scrolling; here they change the sort.
+        Binding("left", "sort(-1)", "Sort <", show=False),
+        Binding("right", "sort(1)", "Sort >", show=False),
     ]
 
     def __init__(self, *, id: str | None = None) -> None:
@@ -328,6 +331,12 @@ class ProcessList(ScrollView, can_focus=True):
 
     def action_edge(self, step: int) -> None:
         self.move_cursor(0 if step < 0 else len(self.rows) - 1)
+
+    def action_sort(self, step: int) -> None:
+        for ancestor in self.ancestors:
+            if isinstance(ancestor, ProcessPanel):
+                ancestor.action_sort(step)
+                return
 
     def on_resize(self, event: events.Resize) -> None:
         self.virtual_size = Size(self.size.width, len(self.rows) + 1)
@@ -669,8 +678,13 @@ class ProcessPanel(Vertical, can_focus=False):
         self._wake_sampler.set()  # read the threads now, not at the next tick
 
     def action_close(self) -> None:
-        """Close the filter (clearing it) or the details."""
+        """Clear the filter while typing in it, else close the details, else the filter."""
         box = self.query_one("#process-filter", Input)
+        detail = self.query_one("#process-detail", Static)
+        if detail.has_class("shown") and not box.has_focus:
+            self.detail_pid = None
+            detail.remove_class("shown")
+            return
         if box.has_class("shown"):
             box.value = ""
             box.remove_class("shown")

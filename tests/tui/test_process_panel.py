@@ -1,0 +1,225 @@
+"""The Processes panel in a small host App, driven by keys in the Pilot against the real
+/proc: a writer process of our own must show up, sort, filter, detail and mode keys work,
+and the panel samples only while it is shown."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from textual.app import App, ComposeResult
+from textual.pilot import Pilot
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.delayacct import read_delayacct, sysctl_path
+from iotop_plus.tui.widgets.process_panel import ProcessList, ProcessPanel, compact_bytes
+
+WRITER = """
+import os, sys, time
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)
+block = b"x" * 65536
+while True:
+    os.pwrite(fd, block, 0)
+    os.fsync(fd)  # clean the page so the next write dirties it again (write_bytes grows)
+    time.sleep(0.01)
+"""
+
+
+class Host(App[None]):
+    def __init__(self) -> None:
+        super().__init__()
+        self.panel = ProcessPanel(Roots(), interval=0.25, id="processes")
+
+    def compose(self) -> ComposeResult:
+        yield self.panel
+
+    def on_mount(self) -> None:
+        self.panel.process_list.focus()
+
+
+@pytest.fixture
+def writer(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    """A process of ours that keeps writing into tmp_path (killed afterwards)."""
+    target = tmp_path / "iotop-plus-panel-writer.dat"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target)])
+    try:
+        yield proc
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+async def wait_for(pilot: Pilot[None], check, what: str, timeout: float = 8.0) -> None:  # type: ignore[no-untyped-def]
+    waited = 0.0
+    while not check():
+        await pilot.pause(0.1)
+        waited += 0.1
+        assert waited < timeout, f"timed out waiting for {what}"
+
+
+def pids(panel: ProcessPanel) -> list[int]:
+    return [row.pid for row in panel.process_list.rows]
+
+
+def needs_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to read other processes' I/O and switch delay accounting")
+
+
+async def test_writer_shows_up_and_o_keeps_only_processes_doing_io(
+    writer: subprocess.Popen[bytes],
+) -> None:
+    app = Host()
+    async with app.run_test(size=(110, 30)) as pilot:
+        panel = app.panel
+        await wait_for(pilot, lambda: writer.pid in pids(panel), "the writer's row")
+        everything = len(panel.process_list.rows)
+        await pilot.press("o")
+        await wait_for(
+            pilot,
+            lambda: len(panel.process_list.rows) < everything and writer.pid in pids(panel),
+            "only active rows",
+        )
+        assert all(row.active for row in panel.process_list.rows)
+        assert 1 not in pids(panel) or panel.process_list.rows[0].pid != 1
+        # Sorted by total I/O by default, busiest first.
+        totals = [row.total for row in panel.process_list.rows]
+        assert totals == sorted(totals, reverse=True)
+        assert "only doing I/O" in panel.status_text()
+
+
+async def test_sort_keys_move_between_columns_and_invert(
+    writer: subprocess.Popen[bytes],
+) -> None:
+    app = Host()
+    async with app.run_test(size=(110, 30)) as pilot:
+        panel = app.panel
+        await wait_for(pilot, lambda: writer.pid in pids(panel), "rows")
+        await pilot.press("right")  # total -> pid
+        await pilot.pause(0.1)
+        assert panel.process_list.sort == "pid"
+        assert pids(panel) == sorted(pids(panel))
+        assert "PID▲" in panel.process_list.header_text(110)
+        await pilot.press("i")
+        await pilot.pause(0.1)
+        assert pids(panel) == sorted(pids(panel), reverse=True)
+        await pilot.press("left", "left")  # pid -> total -> command (wraps around)
+        assert panel.process_list.sort == "command"
+
+
+async def test_filter_by_name_then_details_show_threads_and_the_open_file(
+    writer: subprocess.Popen[bytes], tmp_path: Path
+) -> None:
+    app = Host()
+    async with app.run_test(size=(110, 40)) as pilot:
+        panel = app.panel
+        await wait_for(pilot, lambda: writer.pid in pids(panel), "rows")
+        await pilot.press("f")
+        await pilot.press(*"iotop-plus-panel-writer")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: pids(panel) == [writer.pid], "the filtered row")
+        assert "filter 'iotop-plus-panel-writer'" in panel.status_text()
+        await pilot.press("enter")  # details of the selected process
+        await wait_for(pilot, lambda: "Open files" in panel.detail_text(), "the details")
+        text = panel.detail_text()
+        assert f"PID {writer.pid}" in text
+        assert str(tmp_path / "iotop-plus-panel-writer.dat") in text
+        assert f"{writer.pid:>7}" in text  # the main thread's row
+        await pilot.press("escape")  # closes the details
+        assert panel.detail_pid is None
+        await pilot.press("f", "escape")  # opens, then clears the filter
+        await wait_for(pilot, lambda: len(pids(panel)) > 1, "all rows again")
+        assert panel.filter_text == ""
+
+
+async def test_totals_mode_counts_bytes_since_start(writer: subprocess.Popen[bytes]) -> None:
+    app = Host()
+    async with app.run_test(size=(110, 30)) as pilot:
+        panel = app.panel
+        await wait_for(pilot, lambda: writer.pid in pids(panel), "rows")
+        await pilot.press("t")
+        assert "WAIT" in panel.process_list.header_text(110)
+
+        def writer_total() -> float:
+            row = next((r for r in panel.process_list.rows if r.pid == writer.pid), None)
+            return row.write or 0.0 if row else 0.0
+
+        first = writer_total()
+        await wait_for(pilot, lambda: writer_total() > first + 65536, "growing totals")
+        assert "totals since start" in panel.status_text()
+
+
+async def test_delayacct_off_is_explained_and_D_turns_it_on_as_root() -> None:
+    needs_root()
+    path = sysctl_path(Roots())
+    if not path.exists():
+        pytest.skip("no kernel.task_delayacct sysctl on this kernel")
+    before = path.read_text()
+    path.write_text("0\n")
+    try:
+        app = Host()
+        async with app.run_test(size=(110, 30)) as pilot:
+            panel = app.panel
+            await wait_for(pilot, lambda: bool(panel.process_list.rows), "rows")
+            assert "IO% off: delay accounting is off" in panel.status_text()
+            assert panel.process_list.io_off
+            line = panel.process_list.render_line(1).text
+            assert " off " in line  # the IO% cell says off, not 0.0
+            await pilot.press("D")
+            assert path.read_text().strip() == "1"
+            await wait_for(
+                pilot, lambda: "IO% off" not in panel.status_text(), "the explanation to go"
+            )
+            assert not panel.process_list.io_off
+            await pilot.press("D")
+            assert read_delayacct(Roots()).value == "off"
+    finally:
+        path.write_text(before)
+
+
+async def test_sampling_stops_when_hidden_or_paused_and_resumes() -> None:
+    app = Host()
+    async with app.run_test(size=(110, 30)) as pilot:
+        panel = app.panel
+        await wait_for(pilot, lambda: panel.last is not None, "a first sample")
+        assert panel.sampling
+        panel.pause()
+        await pilot.pause(0.2)
+        assert not panel.sampling
+        seen = panel.last
+        await pilot.pause(0.6)
+        assert panel.last is seen  # nothing new while paused
+        panel.resume()
+        await wait_for(pilot, lambda: panel.last is not seen, "a sample after resume")
+        panel.display = False
+        await wait_for(pilot, lambda: not panel.sampling, "the worker to stop when hidden")
+        panel.display = True
+        await wait_for(pilot, lambda: panel.sampling, "the worker to start when shown")
+        panel.set_sample_interval(0.01)
+        assert panel.interval == 0.25  # clamped
+
+
+def test_compact_bytes_fits_seven_characters() -> None:
+    assert [compact_bytes(v) for v in (None, 0, 512, 4096, 4 * 1024**2, 1.5 * 1024**3)] == [
+        "-",
+        "0",
+        "512B",
+        "4.0K",
+        "4.0M",
+        "1.5G",
+    ]
+    assert max(len(compact_bytes(10.0**n)) for n in range(16)) <= 7
+
+
+async def test_a_narrow_panel_drops_columns_but_keeps_the_command() -> None:
+    app = Host()
+    async with app.run_test(size=(50, 20)) as pilot:
+        panel = app.panel
+        await wait_for(pilot, lambda: bool(panel.process_list.rows), "rows")
+        header = panel.process_list.header_text(50)
+        assert "COMMAND" in header and "RCHAR" not in header and "READ" in header
+        assert isinstance(panel.process_list, ProcessList)
