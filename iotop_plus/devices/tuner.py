@@ -104,6 +104,14 @@ class Change:
     """Other settings of the queue that moved with this write."""
     undoes: int | None = None
     """For undo, revert and rollback: the sequence number of the change put back."""
+    monotonic: float = 0.0
+    """``time.monotonic()`` of the write, to place a chart mark against the samples."""
+
+    @property
+    def mark_label(self) -> str:
+        """Short text for a chart mark: ``read_ahead_kb 128→16`` (``undo`` appended)."""
+        text = f"{self.setting} {self.old}→{self.effective}"
+        return text if self.action == "set" else f"{text} ({self.action})"
 
     @property
     def summary(self) -> str:
@@ -358,6 +366,7 @@ class Tuner:
             note=effective_note(self.roots, result),
             side_effects=effects,
             undoes=undoes,
+            monotonic=time.monotonic(),
         )
         self.journal.record(change)
         return change
