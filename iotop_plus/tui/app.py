@@ -89,8 +89,9 @@ class IotopPlusApp(App[int]):
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    def on_mount(self) -> None:
-        self.push_screen(self.main_screen)
+    async def on_mount(self) -> None:
+        # The screen must be composed before the first tick arrives.
+        await self.push_screen(self.main_screen)
         self._install_signal_handlers()
         self._thread = threading.Thread(
             target=self._sample_loop, name="iotop-plus-sampler", daemon=True

@@ -169,6 +169,35 @@ _SORTERS: dict[str, Callable[[ProcessRow], object]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class View:
+    """How the rows are chosen and ordered; the worker arranges rows for the current one."""
+
+    sort: str = "total"
+    """One of SORT_KEYS."""
+    descending: bool = True
+    """Biggest (or Z) first."""
+    only_active: bool = False
+    """Only processes doing I/O in the last interval."""
+    totals_mode: bool = False
+    """Totals since start instead of rates."""
+    filter_text: str = ""
+    """Case-insensitive substring of the command or user."""
+
+
+def build_rows(
+    rates: Mapping[TaskKey, TaskRates | None],
+    totals: Mapping[TaskKey, TaskTotals],
+    view: View,
+) -> list[ProcessRow]:
+    """Filtered, sorted rows for ``view`` (run in the worker: 5,000 rows cost ~40 ms)."""
+    if view.totals_mode:
+        rows = [row_from(k, rates.get(k), t) for k, t in totals.items()]
+    else:
+        rows = [row_from(k, r, None) for k, r in rates.items() if r is not None]
+    return arrange(rows, view.sort, view.descending, view.only_active, view.filter_text)
+
+
 def arrange(
     rows: list[ProcessRow], sort: str, descending: bool, only_active: bool, text: str
 ) -> list[ProcessRow]:
@@ -380,6 +409,8 @@ class ProcessPanel(Vertical, can_focus=False):
             totals: Mapping[TaskKey, TaskTotals],
             detail_rates: Mapping[TaskKey, TaskRates | None],
             open_files: tuple[OpenBlockFile, ...],
+            rows: list[ProcessRow] | None = None,
+            view: View | None = None,
         ) -> None:
             super().__init__()
             self.sample = sample
@@ -387,6 +418,9 @@ class ProcessPanel(Vertical, can_focus=False):
             self.totals = totals
             self.detail_rates = detail_rates
             self.open_files = open_files
+            self.rows = rows
+            """Rows already arranged for ``view`` by the worker (not to be mutated)."""
+            self.view = view
 
         def can_replace(self, message: Message) -> bool:
             # A late sample is worth nothing once a newer one is queued.
@@ -504,7 +538,11 @@ class ProcessPanel(Vertical, can_focus=False):
                     files: tuple[OpenBlockFile, ...] = ()
                     if cur.detail_pid is not None:
                         files = open_block_files(self.roots, cur.detail_pid, names)
-                    self.post_message(self.SampleReady(cur, rates, totals, detail, files))
+                    view = self.view
+                    rows = build_rows(rates, totals, view)
+                    self.post_message(
+                        self.SampleReady(cur, rates, totals, detail, files, rows, view)
+                    )
                     prev = cur
                 except Exception as exc:  # keep the app alive; show the reason
                     self.post_message(self.SampleFailed(f"{type(exc).__name__}: {exc}"))
@@ -529,20 +567,27 @@ class ProcessPanel(Vertical, can_focus=False):
         self.error = message.error
         self._render_status()
 
+    @property
+    def view(self) -> View:
+        """The current sort, filter and modes (read by the worker thread too)."""
+        plist = self.process_list
+        return View(
+            plist.sort, plist.descending, self.only_active, self.totals_mode, self.filter_text
+        )
+
     def _render_rows(self) -> None:
         msg = self.last
         if msg is None:
             return
-        if self.totals_mode:
-            rows = [row_from(k, msg.rates.get(k), t) for k, t in msg.totals.items()]
-        else:
-            rows = [row_from(k, r, None) for k, r in msg.rates.items() if r is not None]
+        view = self.view
         plist = self.process_list
         plist.totals_mode = self.totals_mode
         plist.io_off = msg.sample.delayacct is DelayAcct.OFF
-        plist.set_rows(
-            arrange(rows, plist.sort, plist.descending, self.only_active, self.filter_text)
-        )
+        if msg.rows is not None and msg.view == view:
+            plist.set_rows(msg.rows)
+        else:
+            # A key changed the view since the worker arranged the rows: redo them now.
+            plist.set_rows(build_rows(msg.rates, msg.totals, view))
 
     def status_text(self) -> str:
         """The status line: counts, modes, delay accounting and visibility notes."""

@@ -1,0 +1,157 @@
+"""The app on real roots: the host's own /proc and /sys with loop devices coming and going,
+a synthetic tree of 2,000 disks, and the installed console script under tmux."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.config import Config
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.sampler import Sampler
+from iotop_plus.tui.app import make_app
+from tests.support.synthetic import SyntheticTree
+from tests.tui.helpers import row_line, started, table, wait_for
+
+FAST = Config(interval=0.25, chart_refresh_s=0.5)
+
+
+@pytest.mark.root
+async def test_hotplugged_loop_devices_come_and_go_without_a_crash(make_loop) -> None:
+    app = make_app(Roots(), FAST)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await pilot.press("a")  # loop devices are hidden by default
+        first = make_loop(size_mb=16)
+        await wait_for(pilot, lambda: first in table(app).visible_names())
+        assert row_line(app, first).startswith(first)
+        # Select it, so the charts and panel are about the device that will vanish.
+        assert table(app).select_name(first)
+        await wait_for(pilot, lambda: app.main_screen.selected_device == first)
+        second = make_loop(size_mb=16)
+        await wait_for(pilot, lambda: second in table(app).visible_names())
+        subprocess.run(["losetup", "-d", f"/dev/{first}"], check=True)
+        # A detached loop device stays registered (iostat lists it too); remove it for real,
+        # as udev/systemd would. The kernel refuses (EBUSY) if anyone re-attached it.
+        _remove_loop_device(first)
+        await wait_for(pilot, lambda: first not in table(app).visible_names())
+        assert second in table(app).visible_names()
+        assert app.main_screen.selected_device != first
+        ticks = app.ticks
+        await wait_for(pilot, lambda: app.ticks >= ticks + 2)  # still sampling
+        assert app.is_running
+
+
+@pytest.mark.root
+async def test_reads_on_a_loop_device_show_up_as_r_per_second(make_loop, tmp_path: Path) -> None:
+    app = make_app(Roots(), FAST)
+    dev = make_loop(size_mb=32)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await pilot.press("slash", *dev, "enter")
+        await wait_for(pilot, lambda: table(app).visible_names() == [dev])
+
+        def reads_shown() -> bool:
+            # Our own device, read with O_DIRECT so the page cache does not hide the reads.
+            subprocess.run(
+                ["dd", f"if=/dev/{dev}", "of=/dev/null", "bs=4k", "count=2000", "iflag=direct"],
+                check=True,
+                capture_output=True,
+            )
+            value = row_line(app, dev).split()[1]
+            return value not in ("-", "0.00")
+
+        await wait_for(pilot, reads_shown, timeout=15)
+
+
+async def test_two_thousand_synthetic_disks_stay_usable(tmp_path: Path) -> None:
+    tree = SyntheticTree(tmp_path, 2000)
+    app = make_app(tree.roots, Config(interval=0.25))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app, ticks=1)
+        tree.advance(1.0)
+        await wait_for(pilot, lambda: app.ticks >= 3)
+        assert len(table(app).visible_names()) == 2000
+        await pilot.press("end")
+        assert app.main_screen.selected_device == tree.names[-1]
+        await pilot.press("greater_than_sign")
+        tree.advance(1.0)
+        ticks = app.ticks
+        await wait_for(pilot, lambda: app.ticks >= ticks + 2)
+        names = table(app).visible_names()
+        rates = app.latest_tick.rates  # sorted busiest first, figures from the same tick
+        shown = [rates[n].r_s for n in names[:50] if rates.get(n) is not None]
+        assert shown == sorted(shown, reverse=True) or app.main_screen.paused
+        # Only the visible rows were rendered into strips, not all 2,000.
+        assert len(table(app)._cache) < 200
+
+
+async def test_captured_tree_given_by_roots_works_with_the_real_sampler(fixture_roots) -> None:
+    app = make_app(fixture_roots("tui_host"), Config(interval=0.25))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(pilot, app)
+        assert sorted(table(app).visible_names()) == ["dm-0", "nvme0n1", "sda", "sdb"]
+        # A static tree: no I/O between the reads.
+        assert row_line(app, "sda").split()[1] == "0.00"
+
+
+LOOP_CTL_REMOVE = 0x4C81  # <linux/loop.h>
+
+
+def _remove_loop_device(name: str) -> None:
+    """Unregister our own, already detached loop device ``name``."""
+    number = int(name.removeprefix("loop"))
+    fd = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        fcntl.ioctl(fd, LOOP_CTL_REMOVE, number)
+    finally:
+        os.close(fd)
+
+
+def _tmux(*args: str) -> str:
+    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signal_name", ["TERM", "HUP"])
+def test_console_script_exits_cleanly_on_signals(signal_name: str, tmp_path: Path) -> None:
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    script = shutil.which("iotop-plus") or str(Path(__file__).parents[2] / ".venv/bin/iotop-plus")
+    session = f"iotop-plus-test-{uuid.uuid4().hex[:8]}"
+    pidfile = tmp_path / "pid"
+    _tmux(
+        "new-session",
+        "-d",
+        "-s",
+        session,
+        "-x",
+        "80",
+        "-y",
+        "24",
+        f"sh -c 'echo $$ > {pidfile}; exec {script}'",
+    )
+    try:
+        _tmux("set-option", "-t", session, "remain-on-exit", "on")
+        deadline = time.monotonic() + 15
+        while "LIVE" not in _tmux("capture-pane", "-p", "-t", session):
+            assert time.monotonic() < deadline, "the app did not start"
+            time.sleep(0.1)
+        pid = int(pidfile.read_text())
+        subprocess.run(["kill", f"-{signal_name}", str(pid)], check=True)
+        while _tmux("display", "-p", "-t", session, "#{pane_dead}").strip() != "1":
+            assert time.monotonic() < deadline + 10, "the app did not exit"
+            time.sleep(0.1)
+        status = _tmux("display", "-p", "-t", session, "#{pane_dead_status}").strip()
+        assert status == "0"
+        # The terminal is restored: alternate screen left.
+        assert _tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "0"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
