@@ -15,7 +15,6 @@ import pytest
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.sampler import Sampler
 from iotop_plus.tui.app import make_app
 from tests.support.synthetic import SyntheticTree
 from tests.tui.helpers import row_line, started, table, wait_for
