@@ -62,6 +62,50 @@ def time_reader(repeat: int, read_ticks: bool) -> tuple[float, float, int]:
     return cold, statistics.median(times), len(first.tasks)
 
 
+def time_panel(repeat: int) -> tuple[float, float]:
+    """(ms the worker spends arranging rows, median ms the UI thread spends on a sample)."""
+    import asyncio
+
+    from textual.app import App, ComposeResult
+
+    from iotop_plus.roots import Roots
+    from iotop_plus.sampling.processes import Accumulator, rates_between
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel, View, build_rows
+
+    with ProcessReader() as reader:
+        prev = reader.sample()
+        time.sleep(0.2)
+        cur = reader.sample()
+    rates = rates_between(prev, cur)
+    totals = Accumulator().update(cur)
+    t = time.perf_counter()
+    rows = build_rows(rates, totals, View())
+    arrange_ms = (time.perf_counter() - t) * 1000
+    message = ProcessPanel.SampleReady(cur, rates, totals, {}, (), rows, View())
+    panel = ProcessPanel(Roots())
+    panel.pause()  # no worker: the benchmark posts the samples itself
+
+    class Host(App[None]):
+        def compose(self) -> ComposeResult:
+            yield panel
+
+    times: list[float] = []
+
+    async def drive() -> None:
+        async with Host().run_test(size=(120, 40)) as pilot:
+            await pilot.pause()
+            plist = panel.process_list
+            for _ in range(repeat):
+                t = time.perf_counter()
+                panel.on_process_panel_sample_ready(message)
+                for y in range(plist.size.height):
+                    plist.render_line(y)
+                times.append((time.perf_counter() - t) * 1000)
+
+    asyncio.run(drive())
+    return arrange_ms, statistics.median(times)
+
+
 def psutil_pass() -> int:
     """The same reads through psutil; returns how many processes answered."""
     n = 0
@@ -100,7 +144,7 @@ def main() -> None:
     print(f"euid {os.geteuid()}, {os.cpu_count()} CPUs, psutil {psutil.__version__}")
     print(
         f"{'procs':>6} {'seen':>6} {'first ms':>9} {'steady ms':>10} {'+ticks ms':>10} "
-        f"{'psutil ms':>10} {'ratio':>7}"
+        f"{'psutil ms':>10} {'ratio':>7} {'rows ms':>8} {'UI ms':>6}"
     )
     base = sum(1 for n in os.listdir("/proc") if n.isdigit())
     for size in args.sizes:
@@ -111,15 +155,18 @@ def main() -> None:
             cold, steady, seen = time_reader(args.repeat, read_ticks=False)
             _, with_ticks, _ = time_reader(args.repeat, read_ticks=True)
             peer = time_psutil(args.repeat)
+            arrange_ms, ui = time_panel(args.repeat)
             print(
                 f"{size:>6} {seen:>6} {cold:>9.1f} {steady:>10.1f} {with_ticks:>10.1f} "
-                f"{peer:>10.1f} {peer / with_ticks:>6.1f}x"
+                f"{peer:>10.1f} {peer / with_ticks:>6.1f}x {arrange_ms:>8.1f} {ui:>6.1f}"
             )
         finally:
             reap(procs)
     print(
         "steady: kernel.task_delayacct=0 (the default), idle processes; +ticks: delay "
-        "ticks read too, as with delay accounting on; ratio: psutil / (+ticks)"
+        "ticks read too, as with delay accounting on; ratio: psutil / (+ticks); rows: building "
+        "and sorting the panel's rows (in its worker); UI: the panel's handling of one sample "
+        "on the UI thread (rows set, visible ones drawn)"
     )
 
 

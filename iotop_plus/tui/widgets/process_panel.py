@@ -451,6 +451,7 @@ class ProcessPanel(Vertical, can_focus=False):
         self.last: ProcessPanel.SampleReady | None = None
         """The latest sample message (for tests and the lead's integration)."""
         self.error: str | None = None
+        self._view_snapshot = View()
         self._wake_sampler = threading.Event()
         self._sampler_on = False
         self._user_paused = False
@@ -538,7 +539,7 @@ class ProcessPanel(Vertical, can_focus=False):
                     files: tuple[OpenBlockFile, ...] = ()
                     if cur.detail_pid is not None:
                         files = open_block_files(self.roots, cur.detail_pid, names)
-                    view = self.view
+                    view = self._view_snapshot  # set on the UI thread; read atomically
                     rows = build_rows(rates, totals, view)
                     self.post_message(
                         self.SampleReady(cur, rates, totals, detail, files, rows, view)
@@ -759,6 +760,7 @@ class ProcessPanel(Vertical, can_focus=False):
         self._wake_sampler.set()
 
     def _rerender(self) -> None:
+        self._view_snapshot = self.view
         self._render_rows()
         self._render_status()
 
