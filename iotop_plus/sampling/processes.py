@@ -27,7 +27,7 @@ import resource
 import stat
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 
 from iotop_plus.roots import Roots
@@ -437,6 +437,7 @@ class _Known:
     io_fd: int = -1
     io_text: bytes = b""
     stat_fd: int = -1
+    denied: bool = False
 
 
 class ProcessReader:
@@ -664,7 +665,17 @@ class ProcessReader:
         if known is not None and known.last.starttime != st.starttime:
             self._release(self._known.pop(pid))  # the PID was reused by a new process
             known = None
+        if known is not None and known.denied and known.last.comm == st.comm:
+            # Still not ours to read (until it execs): skip a certain EACCES per tick.
+            last = known.last
+            ticks = self._ticks(pid, st, want_ticks)
+            if ticks != last.thread_ticks or st.state != last.state:
+                known.last = replace(
+                    last, state=st.state, num_threads=st.num_threads, thread_ticks=ticks
+                )
+            return known.last
         io_fd = -1
+        denied = False
         io: IoCounters | None = None
         io_text = b""
         try:
@@ -678,7 +689,8 @@ class ProcessReader:
                 if known is not None:
                     self._known.pop(pid)
                 return None
-            if exc.errno not in _DENIED:
+            denied = exc.errno in _DENIED
+            if not denied:
                 problems.append(f"{self.roots.proc}/{pid}/io: {exc.strerror}")
         if io_text:
             try:
@@ -708,9 +720,9 @@ class ProcessReader:
             ticks,
         )
         if known is None:
-            self._known[pid] = _Known(task, io_fd, io_text)
+            self._known[pid] = _Known(task, io_fd, io_text, denied=denied)
         else:
-            known.last, known.io_fd, known.io_text = task, io_fd, io_text
+            known.last, known.io_fd, known.io_text, known.denied = task, io_fd, io_text, denied
         return task
 
     def _ticks(
