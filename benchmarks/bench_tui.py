@@ -356,7 +356,7 @@ def peers(workdir: Path) -> tuple[list[App], list[str]]:
             App(
                 name="glances",
                 argv=(str(glances), "-t", "1", "-C", str(conf)),
-                device_row=r"^vda\s",
+                device_row=r"^(vda|loop\d+)\s",
                 keys=("1",),  # toggles the per-CPU view; always redraws the CPU area
             )
         )
@@ -386,7 +386,11 @@ def peers(workdir: Path) -> tuple[list[App], list[str]]:
 
 
 def fmt(value: float | None, spec: str) -> str:
-    return "-" if value is None else format(value, spec)
+    """``value`` formatted by ``spec``; a dash of the same width when there is none."""
+    if value is None:
+        width = re.match(r"\d*", spec)
+        return "-".rjust(int(width.group()) if width and width.group() else 1)
+    return format(value, spec)
 
 
 def ratio(a: float | None, b: float | None) -> str:

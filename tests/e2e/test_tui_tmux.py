@@ -100,16 +100,26 @@ def wait_for_table(tmux: TmuxSession, timeout: float = 20) -> str:
 
 
 def show_device(tmux: TmuxSession, device: str) -> None:
-    """Make ``device`` visible: press ``a`` if loop devices are hidden by default."""
+    """Make ``device`` visible: press ``a`` if loop devices are hidden by default.
+
+    When the host has so many devices that the row is below the fold, filter by its name.
+    """
     screen = wait_for_table(tmux)
-    if device_row(screen, device) is None:
-        # Loop devices are hidden by default; `a` shows all. Give the first tick a moment.
-        try:
-            tmux.wait_until(lambda s: device_row(s, device) is not None, 2 * INTERVAL + 1)
-            return
-        except TmuxError:
-            tmux.send_keys("a")
-    tmux.wait_until(lambda s: device_row(s, device) is not None, 10, what=f"{device}'s row")
+    if device_row(screen, device) is not None:
+        return
+    try:  # give the first tick a moment
+        tmux.wait_until(lambda s: device_row(s, device) is not None, 2 * INTERVAL + 1)
+        return
+    except TmuxError:
+        tmux.send_keys("a")  # loop devices are hidden by default; `a` shows all
+    try:
+        tmux.wait_until(lambda s: device_row(s, device) is not None, 5, what=f"{device}'s row")
+        return
+    except TmuxError:
+        tmux.send_keys("/")
+        tmux.send_text(device)
+        tmux.send_keys("Enter")
+    tmux.wait_until(lambda s: device_row(s, device) is not None, 5, what=f"{device}'s row")
 
 
 # -- the load -------------------------------------------------------------------------------
@@ -151,6 +161,15 @@ def fio_read_load(make_loop: Callable[..., str], fio_bin: str) -> Iterator[str]:
             fio.wait()
 
 
+def running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie waiting to be reaped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 # -- the story -------------------------------------------------------------------------------
 
 
@@ -169,7 +188,8 @@ def test_sre_watches_a_loaded_device_freezes_and_quits(
         timeout=15,
         what=f"{device}'s r/s to be nonzero",
     )
-    assert 100 <= (number(cell(screen, device, "r/s")) or 0) <= 1000, device_row(screen, device)
+    # fio reads at 300 IOPS: the figure is of that order (a busy CI host may lag a little).
+    assert 50 <= (number(cell(screen, device, "r/s")) or 0) <= 1000, device_row(screen, device)
 
     # Live: the row keeps changing.
     row = device_row(screen, device)
@@ -221,6 +241,22 @@ def test_a_signal_ends_the_app_cleanly(tmux: TmuxSession, signum: signal.Signals
     assert rc in (0, 128 + signum), f"exit status {rc}"
     tmux.assert_restored(launched)
     assert not Path(f"/proc/{pid}").exists(), "the app process is still alive"
+
+
+@pytest.mark.slow
+def test_a_dropped_connection_ends_the_app(tmux: TmuxSession) -> None:
+    """Closing the pane is a real hangup: the tty goes away and the app must not linger."""
+    launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+    wait_for_table(tmux)
+    pid = tmux.program_pid(launched)
+    tmux.tmux("kill-pane", "-t", tmux.name)
+    deadline = time.monotonic() + 10
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    alive = running(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the app kept running after its terminal went away"
 
 
 # -- the harness can tell a broken terminal from a restored one -------------------------------
