@@ -14,6 +14,7 @@ Needs root (losetup) and fio. The loop device is detached and its file removed i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -21,8 +22,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
+
+import psutil
 
 from iotop_plus.probe.presets import PRESETS
 from iotop_plus.probe.runner import build_argv
@@ -40,15 +44,25 @@ def attach_loop(directory: Path, size_mb: int) -> str:
     ).stdout.strip()
 
 
-def run_iotop_plus(device: str, runtime: int, size_mb: int) -> tuple[float, list[str]]:
-    """IOPS from ``iotop-plus probe randread`` and the fio argv it ran."""
-    proc = subprocess.run(
+def run_iotop_plus(device: str, runtime: int, size_mb: int) -> tuple[float, list[str], float]:
+    """IOPS from ``iotop-plus probe randread``, the fio argv it ran, and the CPU seconds the
+    wrapper itself used (not fio's), sampled until it exits."""
+    proc = psutil.Popen(
         [sys.executable, "-m", "iotop_plus", "probe", "randread", "--target", device,
          "--runtime", str(runtime), "--set", f"size={size_mb}", "--format", "json", "--quiet"],
-        capture_output=True, text=True, check=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    doc = json.loads(proc.stdout)
-    return float(doc["iops"]), list(doc["fio_argv"])
+    cpu = 0.0
+    while proc.poll() is None:
+        with contextlib.suppress(psutil.Error):
+            times = proc.cpu_times()
+            cpu = times.user + times.system
+        time.sleep(0.1)
+    out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"iotop-plus probe failed: {err.strip()}")
+    doc = json.loads(out)
+    return float(doc["iops"]), list(doc["fio_argv"]), cpu
 
 
 def run_fio(argv: list[str]) -> float:
@@ -84,14 +98,16 @@ def main() -> int:
             print("fio argv: " + " ".join(argv))
             ours: list[float] = []
             theirs: list[float] = []
+            wrapper_cpu: list[float] = []
             for i in range(args.rounds):
                 # ABBA order, so a load that drifts during the run favours neither side.
                 if i % 2 == 0:
-                    iops, used = run_iotop_plus(device, args.runtime, args.size_mb)
+                    iops, used, cpu = run_iotop_plus(device, args.runtime, args.size_mb)
                     theirs.append(run_fio(argv))
                 else:
                     theirs.append(run_fio(argv))
-                    iops, used = run_iotop_plus(device, args.runtime, args.size_mb)
+                    iops, used, cpu = run_iotop_plus(device, args.runtime, args.size_mb)
+                wrapper_cpu.append(cpu)
                 if used != argv:
                     print(f"warning: iotop-plus ran a different argv: {' '.join(used)}")
                 ours.append(iops)
@@ -102,6 +118,16 @@ def main() -> int:
     ratio = med_ours / med_theirs
     print(f"median IOPS: iotop-plus {med_ours:,.0f}  fio {med_theirs:,.0f}")
     print(f"ratio iotop-plus / fio: {ratio:.4f} ({(ratio - 1) * 100:+.2f}%)")
+    spread = (max(theirs) - min(theirs)) / med_theirs
+    print(
+        f"noise floor: fio alone ranged {min(theirs):,.0f}-{max(theirs):,.0f} "
+        f"({spread:.0%} of its median)"
+    )
+    cpu = statistics.median(wrapper_cpu)
+    print(
+        f"wrapper CPU (Python, not fio) per run: median {cpu:.2f} s over a {args.runtime} s run "
+        "(interpreter start-up included)"
+    )
     paired = statistics.median(a / b for a, b in zip(ours, theirs, strict=True))
     print(f"median of per-round ratios: {paired:.4f}")
     load = os.getloadavg()[0]
