@@ -186,3 +186,32 @@ def test_cli_table_shows_the_result_card(tmp_path: Path, fio_bin: str) -> None:
     ):
         assert text in proc.stdout
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.root
+async def test_history_compares_read_ahead_128_with_16_on_the_same_preset(
+    make_loop: Callable[..., str], fio_bin: str
+) -> None:
+    from iotop_plus.probe.history import ProbeHistory, compare, settings_in_force
+
+    dev = make_loop(size_mb=64)
+    ra = Path(f"/sys/block/{dev}/queue/read_ahead_kb")
+    history = ProbeHistory()
+    runner = ProbeRunner(Roots(), fio_bin)
+    for value in ("128", "16"):
+        ra.write_text(value)  # our own loop device: the seeds' read-ahead study
+        subprocess.run(["blockdev", "--flushbufs", f"/dev/{dev}"], check=True)
+        request = _request("seqscan", f"/dev/{dev}")
+        request = replace(request, params=replace(request.params, direct=False, bs="8k"))
+        outcome = await runner.run(request)
+        history.add(outcome.result, settings_in_force(Roots(), outcome.target.device))
+    first, second = history.get(1), history.get(2)
+    assert first is not None and second is not None
+    rows = {row.label: row for row in compare(first, second)}
+    assert (rows["read_ahead_kb"].a, rows["read_ahead_kb"].b) == ("128", "16")
+    assert rows["read_ahead_kb"].delta == "changed"
+    assert rows["IOPS"].delta and rows["device I/Os"].a != "-"
+    # Buffered reads: the device served fewer, larger reads than fio issued.
+    r = first.result
+    assert r.read is not None
+    assert sum(u.read_ios for u in r.disk_util) < r.read.total_ios
