@@ -157,64 +157,77 @@ def test_non_root_user_sees_partial_visibility_and_no_traceback(tmp_path: Path) 
     assert "processes not readable: run as root" in done.stdout
 
 
-def test_churn_of_200_processes_a_second_causes_no_errors(tmp_path: Path) -> None:
-    """Short-lived processes start and exit while we sample: no errors, no spikes."""
+def test_churn_of_200_processes_a_second_causes_no_errors() -> None:
+    """2,000 short-lived processes at 200 a second start and exit while we sample every
+    0.1 s: no errors, no negative or absurd rates."""
+    total = 2000
     stop = threading.Event()
     started = [0]
     spawn_errors: list[str] = []
+    argv = ["/usr/bin/head", "-c", "65536", "/dev/zero"]
+    if not os.path.exists(argv[0]):
+        argv[0] = shutil.which("head") or "head"
 
     def spawner() -> None:
-        children: list[subprocess.Popen[bytes]] = []
+        live: list[int] = []
         deadline = time.monotonic()
+        devnull = os.open(os.devnull, os.O_RDWR)
         try:
-            while not stop.is_set():
+            # posix_spawn, not Popen: a loaded 2-core runner must still reach 200/s.
+            actions = [
+                (os.POSIX_SPAWN_DUP2, devnull, 0),
+                (os.POSIX_SPAWN_DUP2, devnull, 1),
+            ]
+            while started[0] < total and not stop.is_set():
                 deadline += 1 / 200
                 try:
-                    children.append(
-                        subprocess.Popen(
-                            ["head", "-c", "65536", "/dev/zero"],
-                            stdout=subprocess.DEVNULL,
-                            stdin=subprocess.DEVNULL,
-                        )
-                    )
+                    live.append(os.posix_spawn(argv[0], argv, os.environ, file_actions=actions))
                     started[0] += 1
-                except OSError as exc:  # pragma: no cover - reported below
+                except OSError as exc:
                     spawn_errors.append(str(exc))
-                children = [c for c in children if c.poll() is None]
+                    break
+                live = [pid for pid in live if os.waitpid(pid, os.WNOHANG) == (0, 0)]
                 time.sleep(max(0.0, deadline - time.monotonic()))
         finally:
-            for c in children:
-                c.wait()
+            for pid in live:
+                os.waitpid(pid, 0)
+            os.close(devnull)
 
     thread = threading.Thread(target=spawner)
-    thread.start()
     samples = 0
+    t0 = time.monotonic()
+    thread.start()
     try:
         with ProcessReader(LIVE) as reader:
             prev = reader.sample()
-            end = time.monotonic() + 10
-            while time.monotonic() < end:
+            while thread.is_alive():
                 time.sleep(0.1)
                 cur = reader.sample()
                 samples += 1
                 elapsed = cur.monotonic - prev.monotonic
-                assert cur.problems == ()
-                for rates in rates_between(prev, cur).values():
+                assert cur.problems == (), cur.problems
+                for key, rates in rates_between(prev, cur).items():
                     if rates is None:
                         continue
                     for value in (rates.read_bps, rates.write_bps, rates.rchar_bps):
                         # Nothing here moves 20 GB/s; a spike would be a lifetime's counters.
-                        assert value is None or 0 <= value < 20e9 / max(elapsed, 0.01)
-                    assert rates.wchar_bps is None or rates.wchar_bps >= 0
+                        assert value is None or 0 <= value < 20e9, (key, rates)
+                    assert rates.wchar_bps is None or rates.wchar_bps >= 0, (key, rates)
                     io_pct = rates.io_wait_pct
-                    assert io_pct is None or 0 <= io_pct <= 100 * rates.task.num_threads
+                    assert io_pct is None or 0 <= io_pct <= 100 * max(1, rates.task.num_threads), (
+                        key,
+                        rates,
+                        elapsed,
+                    )
                 prev = cur
     finally:
         stop.set()
         thread.join()
+    took = time.monotonic() - t0
     assert not spawn_errors
-    assert started[0] >= 1500, f"only {started[0]} processes started in 10 s"
-    assert samples >= 20
+    assert started[0] == total
+    assert took >= 9.5  # paced at 200 a second, not faster
+    assert samples >= 50
 
 
 def test_an_open_block_device_is_named_exactly(make_loop, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
