@@ -598,7 +598,11 @@ class ProcessPanel(Vertical, can_focus=False):
         sample = msg.sample
         shown = len(self.process_list.rows)
         parts = [f"{shown} of {len(sample.tasks)} processes"]
-        if not msg.rates:
+        if msg.rates:
+            read = sum(r.read_bps or 0.0 for r in msg.rates.values() if r is not None)
+            write = sum(r.write_bps or 0.0 for r in msg.rates.values() if r is not None)
+            parts.insert(0, f"DISK READ {compact_bytes(read)}/s WRITE {compact_bytes(write)}/s")
+        else:
             parts.append("rates from the next sample")
         if self.only_active:
             parts.append("only doing I/O")
@@ -618,6 +622,9 @@ class ProcessPanel(Vertical, can_focus=False):
         message = sample.unreadable_message
         if message:
             lines.append(message)
+        if sample.problems:
+            more = f" (+{len(sample.problems) - 1} more)" if len(sample.problems) > 1 else ""
+            lines.append(f"skipped: {sample.problems[0]}{more}")
         if self.error:
             lines.append(f"sampling error: {self.error}")
         return "\n".join(lines)
@@ -652,9 +659,12 @@ class ProcessPanel(Vertical, can_focus=False):
             lines.append(f"... and {len(threads) - 12} more threads")
         files = msg.open_files
         if files:
-            lines.append("Open files on block devices (~ = best guess):")
+            lines.append(
+                "Open files on block devices (~ through its filesystem, "
+                "? best guess from the mount source):"
+            )
             for f in files[:12]:
-                mark = "~" if f.best_guess else " "
+                mark = {"device": " ", "filesystem": "~"}.get(f.how, "?")
                 lines.append(f"{f.fd:>5} {mark}{f.device:<10} {f.path}")
             if len(files) > 12:
                 lines.append(f"... and {len(files) - 12} more")
