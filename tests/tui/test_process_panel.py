@@ -223,3 +223,17 @@ async def test_a_narrow_panel_drops_columns_but_keeps_the_command() -> None:
         header = panel.process_list.header_text(50)
         assert "COMMAND" in header and "RCHAR" not in header and "READ" in header
         assert isinstance(panel.process_list, ProcessList)
+
+
+async def test_an_unreadable_proc_root_is_a_status_line_not_a_crash(tmp_path: Path) -> None:
+    class Broken(App[None]):
+        def compose(self) -> ComposeResult:
+            yield ProcessPanel(Roots(proc=tmp_path / "no-such-proc", sys=tmp_path), id="p")
+
+    app = Broken()
+    async with app.run_test(size=(80, 20)) as pilot:
+        panel = app.query_one(ProcessPanel)
+        await wait_for(pilot, lambda: panel.error is not None, "the error")
+        assert "sampling error: cannot open" in panel.status_text()
+        assert "No such file" in (panel.error or "")
+        assert not panel.sampling

@@ -523,7 +523,12 @@ class ProcessPanel(Vertical, can_focus=False):
     @work(thread=True, exclusive=True, group="process-sampler", exit_on_error=False)
     def _sample_loop(self) -> None:
         worker = get_current_worker()
-        reader = ProcessReader(self.roots)
+        try:
+            reader = ProcessReader(self.roots)
+        except OSError as exc:
+            self._sampler_on = False  # resume() may try again
+            self.post_message(self.SampleFailed(f"cannot open {self.roots.proc}: {exc.strerror}"))
+            return
         accumulator = Accumulator()
         names = BlockDeviceNames(self.roots)
         prev: ProcessSample | None = None
@@ -594,6 +599,8 @@ class ProcessPanel(Vertical, can_focus=False):
         """The status line: counts, modes, delay accounting and visibility notes."""
         msg = self.last
         if msg is None:
+            if self.error:
+                return f"Processes: sampling error: {self.error}"
             return "Processes: waiting for the first sample..."
         sample = msg.sample
         shown = len(self.process_list.rows)
