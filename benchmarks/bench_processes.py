@@ -144,7 +144,7 @@ def main() -> None:
     print(f"euid {os.geteuid()}, {os.cpu_count()} CPUs, psutil {psutil.__version__}")
     print(
         f"{'procs':>6} {'seen':>6} {'first ms':>9} {'steady ms':>10} {'+ticks ms':>10} "
-        f"{'psutil ms':>10} {'ratio':>7} {'rows ms':>8} {'UI ms':>6}"
+        f"{'psutil ms':>10} {'ratio':>7} {'ratio+t':>7} {'rows ms':>8} {'UI ms':>6}"
     )
     base = sum(1 for n in os.listdir("/proc") if n.isdigit())
     for size in args.sizes:
@@ -158,13 +158,15 @@ def main() -> None:
             arrange_ms, ui = time_panel(args.repeat)
             print(
                 f"{size:>6} {seen:>6} {cold:>9.1f} {steady:>10.1f} {with_ticks:>10.1f} "
-                f"{peer:>10.1f} {peer / with_ticks:>6.1f}x {arrange_ms:>8.1f} {ui:>6.1f}"
+                f"{peer:>10.1f} {peer / steady:>6.1f}x {peer / with_ticks:>6.1f}x "
+                f"{arrange_ms:>8.1f} {ui:>6.1f}"
             )
         finally:
             reap(procs)
     print(
         "steady: kernel.task_delayacct=0 (the default), idle processes; +ticks: delay "
-        "ticks read too, as with delay accounting on; ratio: psutil / (+ticks); rows: building "
+        "ticks read too, as with delay accounting on; ratio: psutil / steady; ratio+t: psutil / "
+        "(+ticks); rows: building "
         "and sorting the panel's rows (in its worker); UI: the panel's handling of one sample "
         "on the UI thread (rows set, visible ones drawn)"
     )
