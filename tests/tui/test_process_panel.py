@@ -85,7 +85,6 @@ async def test_writer_shows_up_and_o_keeps_only_processes_doing_io(
             "only active rows",
         )
         assert all(row.active for row in panel.process_list.rows)
-        assert 1 not in pids(panel) or panel.process_list.rows[0].pid != 1
         # Sorted by total I/O by default, busiest first.
         totals = [row.total for row in panel.process_list.rows]
         assert totals == sorted(totals, reverse=True)
@@ -237,3 +236,23 @@ async def test_an_unreadable_proc_root_is_a_status_line_not_a_crash(tmp_path: Pa
         assert "sampling error: cannot open" in panel.status_text()
         assert "No such file" in (panel.error or "")
         assert not panel.sampling
+
+
+async def test_in_a_tab_it_samples_only_while_its_tab_is_shown() -> None:
+    from textual.widgets import Static, TabbedContent, TabPane
+
+    class Tabs(App[None]):
+        def compose(self) -> ComposeResult:
+            with TabbedContent(initial="tab-device"):
+                yield TabPane("Device", Static("device"), id="tab-device")
+                yield TabPane("Processes", ProcessPanel(Roots(), 0.25), id="tab-processes")
+
+    app = Tabs()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.query_one(ProcessPanel)
+        await pilot.pause(0.5)
+        assert not panel.sampling and panel.last is None
+        app.query_one(TabbedContent).active = "tab-processes"
+        await wait_for(pilot, lambda: panel.last is not None, "a sample once shown")
+        app.query_one(TabbedContent).active = "tab-device"
+        await wait_for(pilot, lambda: not panel.sampling, "sampling to stop when hidden")
