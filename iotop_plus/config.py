@@ -34,7 +34,7 @@ class Config:
     """The device table's starting column set: ``basic`` or ``extended``."""
     show_all: bool = False
     """Start with every device shown (partitions, loop, ram, idle devices)."""
-    chart_refresh_s: float = 2.0
+    chart_refresh_s: float = 5.0
     """Charts redraw at most this often; drawing them is the costliest thing per tick."""
     await_warn_ms_rotational: float = 20.0
     """Mean latency (ms) marked as high on a spinning disk (a few seek times)."""
