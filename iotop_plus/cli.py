@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from iotop_plus import __version__
-from iotop_plus.commands import probe, snapshot, top
+from iotop_plus.commands import ab, probe, snapshot, sweep, top
 from iotop_plus.commands import set as set_command
 from iotop_plus.commands.common import (
     EXIT_FAILURE,
@@ -23,7 +23,7 @@ from iotop_plus.commands.common import (
 from iotop_plus.roots import Roots
 
 #: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
-COMMANDS = [snapshot, probe, set_command, top]
+COMMANDS = [snapshot, probe, set_command, top, sweep, ab]
 
 
 class _Parser(argparse.ArgumentParser):

@@ -1,0 +1,211 @@
+"""``iotop-plus sweep --target PATH``: random reads at QD 1, 2, 4 ... up to ``--max-qd``.
+
+Progress goes to stderr, the table (or JSON) to stdout. SIGINT, SIGTERM and SIGHUP stop the
+sweep: fio is killed, the probe file removed, and the steps done so far are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import atexit
+import json
+import signal
+import sys
+from collections.abc import Coroutine
+from dataclasses import asdict
+from typing import Any, TextIO, TypeVar
+
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_int
+from iotop_plus.probe.experiments import (
+    DEFAULT_MAX_QD,
+    DEFAULT_STEP_RUNTIME_S,
+    ExperimentError,
+    SweepResult,
+    SweepStep,
+    analyze_sweep,
+    run_sweep,
+    sweep_table,
+)
+from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
+from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
+from iotop_plus.probe.target import remove_all_probe_files
+from iotop_plus.roots import Roots
+
+T = TypeVar("T")
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_READ_PRESETS = sorted(name for name, p in PRESETS.items() if not p.writes)
+
+
+def add_parser(sub: Any) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "sweep",
+        help="queue-depth sweep: IOPS and latency at QD 1, 2, 4 ... (read-only)",
+        description="Run random reads at QD 1, 2, 4 ... up to --max-qd, one fio run per "
+        "step, and report where IOPS stop scaling, where latency rises on a plateau, and "
+        "the QD that reaches 90%% of peak IOPS. A device target is only read.",
+    )
+    p.add_argument(
+        "--target",
+        "-t",
+        required=True,
+        metavar="PATH",
+        help="a block device (read-only) or a directory (a probe file is made in it)",
+    )
+    p.add_argument(
+        "--max-qd",
+        type=positive_int,
+        default=DEFAULT_MAX_QD,
+        metavar="N",
+        help=f"deepest queue (default {DEFAULT_MAX_QD}, at most 1024)",
+    )
+    p.add_argument(
+        "--step-runtime",
+        type=positive_int,
+        default=DEFAULT_STEP_RUNTIME_S,
+        metavar="S",
+        help=f"seconds per step (default {DEFAULT_STEP_RUNTIME_S})",
+    )
+    p.add_argument(
+        "--preset",
+        choices=_READ_PRESETS,
+        default="randread",
+        help="the read pattern run at each QD (default randread: 4k random reads)",
+    )
+    p.add_argument(
+        "--set",
+        "-s",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="edit a parameter: bs, size, ioengine (iodepth, numjobs and direct are the sweep's)",
+    )
+    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
+    """Run the subcommand; returns the exit code."""
+    out = out or sys.stdout
+    if args.max_qd > 1024:
+        raise UsageError(f"--max-qd must be at most 1024: {args.max_qd}")
+    preset = PRESETS[args.preset]
+    try:
+        overrides = parse_assignments(list(args.set))
+        for key in ("iodepth", "numjobs", "direct", "runtime"):
+            if key in overrides:
+                raise ValueError(f"{key} is set by the sweep itself")
+        params = with_overrides(preset.params, overrides)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    atexit.register(stop_all_probes)
+    runner = ProbeRunner(roots)
+    steps: list[SweepStep] = []
+
+    def on_step(step: SweepStep) -> None:
+        steps.append(step)
+        if not args.quiet:
+            p99 = f"{step.p99_us:,.0f}" if step.p99_us is not None else "-"
+            print(
+                f"  QD {step.qd:>4}: {step.iops:>11,.0f} IOPS  mean {step.mean_lat_us:,.1f} µs"
+                f"  p99 {p99} µs",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def on_progress(qd: int, p: ProbeProgress) -> None:
+        if not args.quiet:
+            print(
+                f"  QD {qd:>4} {min(p.elapsed_s, p.runtime_s):3.0f}/{p.runtime_s:.0f} s "
+                f"{p.iops:>11,.0f} IOPS",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    if not args.quiet:
+        print(
+            f"iotop-plus: sweep {preset.name} ({params.bs}) on {args.target}, QD 1..{args.max_qd}"
+            f", {args.step_runtime} s per step...",
+            file=sys.stderr,
+        )
+    coro = run_sweep(
+        runner,
+        args.target,
+        max_qd=args.max_qd,
+        step_runtime_s=args.step_runtime,
+        preset=preset,
+        params=params,
+        on_step=on_step,
+        on_progress=on_progress,
+    )
+    try:
+        result, signum = asyncio.run(run_cancellable(coro))
+    except ExperimentError as exc:
+        print(f"iotop-plus: sweep failed: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        remove_all_probe_files()
+    if result is None:
+        print(
+            f"iotop-plus: sweep stopped by {signal.Signals(signum).name} after {len(steps)} steps",
+            file=sys.stderr,
+        )
+        if steps:
+            result = SweepResult(
+                args.target,
+                None,
+                preset.name,
+                params.bs,
+                args.step_runtime,
+                tuple(steps),
+                analyze_sweep(steps),
+                complete=False,
+            )
+            _print(result, args.format, out)
+        return 128 + signum
+    _print(result, args.format, out)
+    return EXIT_OK
+
+
+def _print(result: SweepResult, fmt: str, out: TextIO) -> None:
+    if fmt == "json":
+        doc = {"tool": "iotop-plus", "experiment": "sweep", **asdict(result)}
+        doc["summary"] = result.analysis.summary()
+        json.dump(doc, out, indent=2)
+        out.write("\n")
+        return
+    on = f" (device {result.device})" if result.device else ""
+    out.write(
+        f"QD sweep: {result.preset} {result.bs} on {result.target}{on}, "
+        f"{result.step_runtime_s} s per step"
+        + ("" if result.complete else " (stopped early)")
+        + "\n"
+    )
+    out.write(sweep_table(result.steps))
+    for line in result.analysis.summary():
+        out.write(f"{line}\n")
+
+
+async def run_cancellable(coro: Coroutine[Any, Any, T]) -> tuple[T | None, int]:
+    """Await ``coro``; SIGINT/SIGTERM/SIGHUP cancel it: then (None, signal number)."""
+    loop = asyncio.get_running_loop()
+    task: asyncio.Task[T] = asyncio.ensure_future(coro)
+    received: list[int] = []
+
+    def cancel(signum: int) -> None:
+        received.append(signum)
+        task.cancel()
+
+    for signum in SIGNALS:
+        loop.add_signal_handler(signum, cancel, signum)
+    try:
+        return await task, 0
+    except asyncio.CancelledError:
+        if received:
+            return None, received[0]
+        raise
+    finally:
+        for signum in SIGNALS:
+            loop.remove_signal_handler(signum)
