@@ -431,3 +431,25 @@ def test_top_table_says_io_is_off_instead_of_zeros(fake: FakeProc) -> None:
     assert f"note: {OFF_EXPLANATION}" in text
     row = next(line for line in text.splitlines() if line.rstrip().endswith("sleeper"))
     assert " off " in row and "0.00 B/s" in row
+
+
+counters = st.builds(
+    IoCounters,
+    *[st.integers(min_value=0, max_value=2**63) for _ in range(7)],
+)
+tick_sets = st.dictionaries(
+    st.integers(min_value=1, max_value=50), st.integers(min_value=0, max_value=10**9)
+)
+
+
+@given(counters, counters, tick_sets, tick_sets, st.floats(min_value=0.01, max_value=100))
+def test_rates_are_never_negative_whatever_the_counters_do(
+    a: IoCounters, b: IoCounters, ticks_a: dict, ticks_b: dict, elapsed: float
+) -> None:
+    def task(io_: IoCounters, ticks: dict) -> TaskCounters:
+        return TaskCounters(1, 1, 5, "x", "x", 0, "root", "S", 1, io_, tuple(ticks.items()))
+
+    r = task_rates(task(a, ticks_a), task(b, ticks_b), elapsed)
+    for value in (r.read_bps, r.write_bps, r.rchar_bps, r.wchar_bps, r.io_wait_pct):
+        assert value is not None and value >= 0
+    assert r.io_wait_pct is not None and r.io_wait_pct <= 100 * max(1, len(ticks_b))
