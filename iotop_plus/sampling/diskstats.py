@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 # Index of each counter inside DiskCounters.values (always 17 long; absent ones are 0).
 READS, READS_MERGED, SECTORS_READ, READ_MS = 0, 1, 2, 3
@@ -30,8 +31,9 @@ N_COUNTERS = 17
 _PAD = {11: (0,) * 6, 15: (0, 0), 17: ()}
 
 
-@dataclass(frozen=True, slots=True)
-class DiskCounters:
+# A NamedTuple rather than a frozen dataclass: one is built for every changed line on every
+# tick, and tuple construction is several times cheaper (see benchmarks/bench_sampling.py).
+class DiskCounters(NamedTuple):
     """Raw cumulative counters of one block device, as the kernel printed them."""
 
     major: int
@@ -124,39 +126,61 @@ def parse_diskstats(
         source: Name used in problem reports.
         problems: If given, malformed lines are appended here (they are always skipped).
         cache: Optional ``name -> (line, counters)`` map from the previous call. A line that
-            is byte-for-byte unchanged reuses its parsed counters, which makes idle devices
-            almost free on hosts with thousands of them. It is updated in place.
+            is byte-for-byte unchanged reuses its parsed counters (the same object), which
+            makes idle devices almost free on hosts with thousands of them. It is updated in
+            place.
 
     Returns:
         Counters by kernel name, in file order. A duplicated name keeps the first line.
     """
     result: dict[str, DiskCounters] = {}
+    new = tuple.__new__
+    cached_get = (cache if cache is not None else {}).get
     # split("\n"), not splitlines(): line numbers in reports must match what an editor shows
     # even when a corrupt line holds \f, \x1c or other characters splitlines() breaks on.
     for line_no, line in enumerate(text.split("\n"), 1):
         parts = line.split()
-        if not parts:
-            continue
-        if len(parts) < 3:
-            _report(problems, source, line_no, line, "too few fields")
-            continue
-        name = parts[2]
-        if cache is not None:
-            cached = cache.get(name)
+        n = len(parts)
+        if n == 20 or n == 18 or n == 14:
+            name = parts[2]
+            cached = cached_get(name)
             if cached is not None and cached[0] == line:
                 if name not in result:
                     result[name] = cached[1]
                 continue
-        try:
-            major, minor = int(parts[0]), int(parts[1])
-            values = _counters(parts[3:])
-        except ValueError as exc:
-            _report(problems, source, line_no, line, str(exc))
+            try:
+                major, minor = int(parts[0]), int(parts[1])
+                values = tuple(map(int, parts[3:]))
+            except ValueError as exc:
+                _report(problems, source, line_no, line, str(exc))
+                continue
+            if n != 20:
+                values += _PAD[n - 3]
+            # A negative number needs a "-": only lines holding one (dm-N names) pay the check.
+            if "-" in line and min(values) < 0:
+                _report(problems, source, line_no, line, "negative counter")
+                continue
+        elif n == 0:
             continue
+        elif n < 3:
+            _report(problems, source, line_no, line, "too few fields")
+            continue
+        else:
+            name = parts[2]
+            cached = cached_get(name)
+            if cached is not None and cached[0] == line:
+                if name not in result:
+                    result[name] = cached[1]
+                continue
+            try:
+                major, minor, values = int(parts[0]), int(parts[1]), _counters(parts[3:])
+            except ValueError as exc:
+                _report(problems, source, line_no, line, str(exc))
+                continue
         if name in result:
             _report(problems, source, line_no, line, f"duplicate device {name}")
             continue
-        counters = DiskCounters(major, minor, name, values, len(parts) - 3)
+        counters = new(DiskCounters, (major, minor, name, values, n - 3))
         result[name] = counters
         if cache is not None:
             cache[name] = (line, counters)

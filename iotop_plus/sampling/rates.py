@@ -11,7 +11,8 @@ Source: sysstat ``rd_stats.c`` (``compute_ext_disk_stats``) and ``iostat.c``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from iotop_plus.sampling.diskstats import (
     DISCARD_MS,
@@ -38,57 +39,185 @@ MS_WRAP = 1 << 32
 _MS_FIELDS = frozenset({READ_MS, WRITE_MS, IO_TICKS, TIME_IN_QUEUE, DISCARD_MS, FLUSH_MS})
 _COUNT_FIELDS = tuple(i for i in range(17) if i not in _MS_FIELDS and i != IN_FLIGHT)
 
+#: Every iostat -x figure of DeviceRates, in iostat's JSON order, then the in-flight gauge.
+COLUMNS: tuple[str, ...] = (
+    "r_s",
+    "w_s",
+    "d_s",
+    "f_s",
+    "rkb_s",
+    "wkb_s",
+    "dkb_s",
+    "rrqm_s",
+    "wrqm_s",
+    "drqm_s",
+    "rrqm_pct",
+    "wrqm_pct",
+    "drqm_pct",
+    "r_await",
+    "w_await",
+    "d_await",
+    "f_await",
+    "rareq_sz",
+    "wareq_sz",
+    "dareq_sz",
+    "aqu_sz",
+    "util",
+    "in_flight",
+)
 
-@dataclass(frozen=True, slots=True)
-class DeviceRates:
-    """iostat -x figures for one device over one interval. Units are in the names."""
 
-    r_s: float
-    """Reads completed per second (r/s)."""
-    w_s: float
-    """Writes completed per second (w/s)."""
-    d_s: float
-    """Discards completed per second (d/s)."""
-    f_s: float
-    """Flush requests completed per second (f/s)."""
-    rkb_s: float
-    """KiB read per second (rkB/s)."""
-    wkb_s: float
-    """KiB written per second (wkB/s)."""
-    dkb_s: float
-    """KiB discarded per second (dkB/s)."""
-    rrqm_s: float
-    """Read requests merged per second (rrqm/s)."""
-    wrqm_s: float
-    """Write requests merged per second (wrqm/s)."""
-    drqm_s: float
-    """Discard requests merged per second (drqm/s)."""
-    rrqm_pct: float
-    """Percentage of read requests merged (%rrqm)."""
-    wrqm_pct: float
-    """Percentage of write requests merged (%wrqm)."""
-    drqm_pct: float
-    """Percentage of discard requests merged (%drqm)."""
-    r_await: float
-    """Mean read latency in ms, queue time included (r_await)."""
-    w_await: float
-    """Mean write latency in ms (w_await)."""
-    d_await: float
-    """Mean discard latency in ms (d_await)."""
-    f_await: float
-    """Mean flush latency in ms (f_await)."""
-    rareq_sz: float
-    """Mean read size in KiB (rareq-sz)."""
-    wareq_sz: float
-    """Mean write size in KiB (wareq-sz)."""
-    dareq_sz: float
-    """Mean discard size in KiB (dareq-sz)."""
-    aqu_sz: float
-    """Mean number of requests queued or in service (aqu-sz)."""
-    util: float
-    """Percentage of the interval with at least one I/O in flight (%util)."""
-    in_flight: int
-    """I/Os in flight at the end of the interval (a gauge, not a rate)."""
+# A NamedTuple rather than a frozen dataclass, and figures derived on access rather than
+# stored: a tick on a host with 5,000 busy devices builds 5,000 of these, and a UI reads only
+# the few figures it shows. Building a tuple is ~6x cheaper than a frozen dataclass, and the
+# arithmetic of one figure is cheaper than storing all 22 (see benchmarks/bench_sampling.py).
+class DeviceRates(NamedTuple):
+    """iostat -x figures for one device over one interval. Units are in the names.
+
+    Holds the two counter snapshots and the measured interval; every figure is computed
+    from them on access, with the formulas of sysstat's iostat.
+    """
+
+    before: tuple[int, ...]
+    """The 17 counters at the start of the interval (``DiskCounters.values``)."""
+    after: tuple[int, ...]
+    """The 17 counters at the end of the interval."""
+    elapsed_s: float
+    """Measured length of the interval in seconds (> 0)."""
+
+    def _count(self, i: int) -> int:
+        return self.after[i] - self.before[i]
+
+    def _ms(self, i: int) -> int:
+        # The kernel's ms counters are 32-bit: deltas are taken modulo 2**32.
+        return (self.after[i] - self.before[i]) % MS_WRAP
+
+    def _per_io(self, amount: float, ios_index: int) -> float:
+        ios = self.after[ios_index] - self.before[ios_index]
+        return amount / ios if ios else 0.0
+
+    def _pct(self, merged_index: int, done_index: int) -> float:
+        merged = self.after[merged_index] - self.before[merged_index]
+        total = merged + self.after[done_index] - self.before[done_index]
+        return merged * 100.0 / total if total else 0.0
+
+    @property
+    def r_s(self) -> float:
+        """Reads completed per second (r/s)."""
+        return self._count(READS) / self.elapsed_s
+
+    @property
+    def w_s(self) -> float:
+        """Writes completed per second (w/s)."""
+        return self._count(WRITES) / self.elapsed_s
+
+    @property
+    def d_s(self) -> float:
+        """Discards completed per second (d/s)."""
+        return self._count(DISCARDS) / self.elapsed_s
+
+    @property
+    def f_s(self) -> float:
+        """Flush requests completed per second (f/s)."""
+        return self._count(FLUSHES) / self.elapsed_s
+
+    @property
+    def rkb_s(self) -> float:
+        """KiB read per second (rkB/s)."""
+        return self._count(SECTORS_READ) / self.elapsed_s / 2
+
+    @property
+    def wkb_s(self) -> float:
+        """KiB written per second (wkB/s)."""
+        return self._count(SECTORS_WRITTEN) / self.elapsed_s / 2
+
+    @property
+    def dkb_s(self) -> float:
+        """KiB discarded per second (dkB/s)."""
+        return self._count(SECTORS_DISCARDED) / self.elapsed_s / 2
+
+    @property
+    def rrqm_s(self) -> float:
+        """Read requests merged per second (rrqm/s)."""
+        return self._count(READS_MERGED) / self.elapsed_s
+
+    @property
+    def wrqm_s(self) -> float:
+        """Write requests merged per second (wrqm/s)."""
+        return self._count(WRITES_MERGED) / self.elapsed_s
+
+    @property
+    def drqm_s(self) -> float:
+        """Discard requests merged per second (drqm/s)."""
+        return self._count(DISCARDS_MERGED) / self.elapsed_s
+
+    @property
+    def rrqm_pct(self) -> float:
+        """Percentage of read requests merged (%rrqm); 0 when there were none."""
+        return self._pct(READS_MERGED, READS)
+
+    @property
+    def wrqm_pct(self) -> float:
+        """Percentage of write requests merged (%wrqm)."""
+        return self._pct(WRITES_MERGED, WRITES)
+
+    @property
+    def drqm_pct(self) -> float:
+        """Percentage of discard requests merged (%drqm)."""
+        return self._pct(DISCARDS_MERGED, DISCARDS)
+
+    @property
+    def r_await(self) -> float:
+        """Mean read latency in ms, queue time included (r_await); 0 without reads."""
+        return self._per_io(self._ms(READ_MS), READS)
+
+    @property
+    def w_await(self) -> float:
+        """Mean write latency in ms (w_await)."""
+        return self._per_io(self._ms(WRITE_MS), WRITES)
+
+    @property
+    def d_await(self) -> float:
+        """Mean discard latency in ms (d_await)."""
+        return self._per_io(self._ms(DISCARD_MS), DISCARDS)
+
+    @property
+    def f_await(self) -> float:
+        """Mean flush latency in ms (f_await)."""
+        return self._per_io(self._ms(FLUSH_MS), FLUSHES)
+
+    @property
+    def rareq_sz(self) -> float:
+        """Mean read size in KiB (rareq-sz); 0 without reads."""
+        return self._per_io(self._count(SECTORS_READ) / 2, READS)
+
+    @property
+    def wareq_sz(self) -> float:
+        """Mean write size in KiB (wareq-sz)."""
+        return self._per_io(self._count(SECTORS_WRITTEN) / 2, WRITES)
+
+    @property
+    def dareq_sz(self) -> float:
+        """Mean discard size in KiB (dareq-sz)."""
+        return self._per_io(self._count(SECTORS_DISCARDED) / 2, DISCARDS)
+
+    @property
+    def aqu_sz(self) -> float:
+        """Mean number of requests queued or in service (aqu-sz)."""
+        return self._ms(TIME_IN_QUEUE) / self.elapsed_s / 1000.0
+
+    @property
+    def util(self) -> float:
+        """Percentage of the interval with at least one I/O in flight (%util).
+
+        Not capped at 100, exactly like iostat 12.6 (io_ticks can run ahead of the clock).
+        """
+        return self._ms(IO_TICKS) / self.elapsed_s / 10.0
+
+    @property
+    def in_flight(self) -> int:
+        """I/Os in flight at the end of the interval (a gauge, not a rate)."""
+        return self.after[IN_FLIGHT]
 
     @property
     def iops(self) -> float:
@@ -100,23 +229,34 @@ class DeviceRates:
         """KiB read plus written per second."""
         return self.rkb_s + self.wkb_s
 
-
-def _pct(merged: int, done: int) -> float:
-    total = merged + done
-    return merged * 100.0 / total if total else 0.0
-
-
-def _per_io(amount: float, ios: int) -> float:
-    return amount / ios if ios else 0.0
+    def figures(self) -> dict[str, float]:
+        """Every figure of :data:`COLUMNS` by name."""
+        return {name: getattr(self, name) for name in COLUMNS}
 
 
 def delta(prev: DiskCounters, cur: DiskCounters) -> tuple[int, ...] | None:
     """Per-field deltas, ms fields modulo 2**32; None when the device was reset."""
+    if _was_reset(prev.values, cur.values):
+        return None
     pv, cv = prev.values, cur.values
-    for i in _COUNT_FIELDS:
-        if cv[i] < pv[i]:
-            return None
     return tuple((cv[i] - pv[i]) % MS_WRAP if i in _MS_FIELDS else cv[i] - pv[i] for i in range(17))
+
+
+def _was_reset(pv: tuple[int, ...], cv: tuple[int, ...]) -> bool:
+    """Whether a count or sector counter went backwards (the device was re-created)."""
+    # Unrolled over _COUNT_FIELDS: this runs for every busy device on every tick.
+    return (
+        cv[0] < pv[0]
+        or cv[1] < pv[1]
+        or cv[2] < pv[2]
+        or cv[4] < pv[4]
+        or cv[5] < pv[5]
+        or cv[6] < pv[6]
+        or cv[11] < pv[11]
+        or cv[12] < pv[12]
+        or cv[13] < pv[13]
+        or cv[15] < pv[15]
+    )
 
 
 def compute_rates(prev: DiskCounters, cur: DiskCounters, elapsed_s: float) -> DeviceRates | None:
@@ -126,60 +266,32 @@ def compute_rates(prev: DiskCounters, cur: DiskCounters, elapsed_s: float) -> De
         The rates, or None when they cannot be computed honestly: a non-positive interval,
         a different device under the same name (major:minor changed) or a counter reset.
     """
-    if elapsed_s <= 0 or (prev.major, prev.minor) != (cur.major, cur.minor):
+    if not elapsed_s > 0 or prev.major != cur.major or prev.minor != cur.minor:
         return None
-    if prev.values == cur.values:
-        return _idle(cur.values[IN_FLIGHT])
-    d = delta(prev, cur)
-    if d is None:
+    pv, cv = prev.values, cur.values
+    if pv is not cv and _was_reset(pv, cv):
         return None
-    per_s = 1.0 / elapsed_s
-    reads, writes, discards = d[READS], d[WRITES], d[DISCARDS]
-    return DeviceRates(
-        r_s=reads * per_s,
-        w_s=writes * per_s,
-        d_s=discards * per_s,
-        f_s=d[FLUSHES] * per_s,
-        rkb_s=d[SECTORS_READ] * per_s / 2,
-        wkb_s=d[SECTORS_WRITTEN] * per_s / 2,
-        dkb_s=d[SECTORS_DISCARDED] * per_s / 2,
-        rrqm_s=d[READS_MERGED] * per_s,
-        wrqm_s=d[WRITES_MERGED] * per_s,
-        drqm_s=d[DISCARDS_MERGED] * per_s,
-        rrqm_pct=_pct(d[READS_MERGED], reads),
-        wrqm_pct=_pct(d[WRITES_MERGED], writes),
-        drqm_pct=_pct(d[DISCARDS_MERGED], discards),
-        r_await=_per_io(d[READ_MS], reads),
-        w_await=_per_io(d[WRITE_MS], writes),
-        d_await=_per_io(d[DISCARD_MS], discards),
-        f_await=_per_io(d[FLUSH_MS], d[FLUSHES]),
-        rareq_sz=_per_io(d[SECTORS_READ] / 2, reads),
-        wareq_sz=_per_io(d[SECTORS_WRITTEN] / 2, writes),
-        dareq_sz=_per_io(d[SECTORS_DISCARDED] / 2, discards),
-        aqu_sz=d[TIME_IN_QUEUE] * per_s / 1000.0,
-        util=d[IO_TICKS] * per_s / 10.0,
-        in_flight=cur.values[IN_FLIGHT],
-    )
+    return _new_rates(DeviceRates, (pv, cv, elapsed_s))
 
 
-_IDLE_CACHE: dict[int, DeviceRates] = {}
-
-
-def _idle(in_flight: int) -> DeviceRates:
-    """The shared all-zero rates of an interval in which nothing changed."""
-    rates = _IDLE_CACHE.get(in_flight)
-    if rates is None:
-        rates = DeviceRates(*([0.0] * 22), in_flight)  # type: ignore[call-arg, arg-type]
-        _IDLE_CACHE[in_flight] = rates
-    return rates
+_new_rates = tuple.__new__
 
 
 def compute_all(
-    prev: dict[str, DiskCounters], cur: dict[str, DiskCounters], elapsed_s: float
+    prev: Mapping[str, DiskCounters], cur: Mapping[str, DiskCounters], elapsed_s: float
 ) -> dict[str, DeviceRates | None]:
     """Rates for every device in ``cur``; None for new, reset or re-created devices."""
     out: dict[str, DeviceRates | None] = {}
+    if not elapsed_s > 0:
+        return dict.fromkeys(cur)
+    get = prev.get
     for name, counters in cur.items():
-        before = prev.get(name)
-        out[name] = None if before is None else compute_rates(before, counters, elapsed_s)
+        before = get(name)
+        if before is None:
+            out[name] = None
+        elif before is counters:
+            # The parse cache hands back the same object for an unchanged line: idle device.
+            out[name] = _new_rates(DeviceRates, (before.values, before.values, elapsed_s))
+        else:
+            out[name] = compute_rates(before, counters, elapsed_s)
     return out

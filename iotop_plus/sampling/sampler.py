@@ -152,7 +152,7 @@ def _sys_names(roots: Roots) -> list[str]:
 
 def rates_between(prev: Sample, cur: Sample) -> dict[str, DeviceRates | None]:
     """iostat -x rates for every device of ``cur`` over the measured interval."""
-    return compute_all(dict(prev.counters), dict(cur.counters), cur.monotonic - prev.monotonic)
+    return compute_all(prev.counters, cur.counters, cur.monotonic - prev.monotonic)
 
 
 def select_devices(

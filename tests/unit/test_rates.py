@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.sampling.diskstats import DiskCounters, parse_diskstats
-from iotop_plus.sampling.rates import MS_WRAP, DeviceRates, compute_all, compute_rates, delta
+from iotop_plus.sampling.rates import (
+    COLUMNS,
+    MS_WRAP,
+    DeviceRates,
+    compute_all,
+    compute_rates,
+    delta,
+)
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -197,4 +204,4 @@ def test_first_sample_and_vanishing_and_new_devices() -> None:
 
 
 def _values(r: DeviceRates) -> list[float]:
-    return [float(getattr(r, f)) for f in DeviceRates.__dataclass_fields__]
+    return [float(getattr(r, f)) for f in COLUMNS]
