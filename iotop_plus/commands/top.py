@@ -35,7 +35,7 @@ def add_parser(sub: Any) -> None:
         help="print the processes doing I/O (like iotop -b -o) and exit",
         description="Print per-process disk I/O over measured intervals, like iotop -b -o. "
         "The first sample is only a baseline: --count N reports N intervals. DISK WRITE is "
-        "net of cancelled writes; IO%% needs kernel.task_delayacct=1.",
+        "net of cancelled writes; IO% needs kernel.task_delayacct=1.",
     )
     p.add_argument(
         "--interval",
@@ -53,7 +53,9 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="number of intervals to report (default 1)",
     )
-    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
+    p.add_argument(
+        "--format", "-f", choices=("table", "json"), default="table", help="output (default table)"
+    )
     p.add_argument(
         "--threads", "-t", action="store_true", help="one row per thread instead of per process"
     )
