@@ -71,6 +71,8 @@ def load_config(path: Path | None = None, problems: list[str] | None = None) -> 
     problems = problems if problems is not None else []
     path = path or config_path()
     if tomllib is None:
+        if path.exists():
+            problems.append(f"{path}: ignored (reading TOML needs Python 3.11 or later)")
         return Config()
     try:
         with open(path, "rb") as fh:
