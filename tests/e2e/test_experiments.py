@@ -1,0 +1,272 @@
+"""Experiments with real fio on the test's own loop devices: sweeps and A/B tests.
+
+The sweeps read the loop device (read-only); the A/B tests change its queue settings through
+the journaled tuner and must leave them as they found them. Steps are 1-2 s: the machine is
+small and shared, so the checks allow for noise and say what they allow.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.devices.tuner import Journal, Tuner
+from iotop_plus.probe.experiments import AbRun, ExperimentError, run_ab
+from iotop_plus.probe.presets import PRESETS
+from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
+from iotop_plus.roots import Roots
+from tests.support.queue_guard import queue_values, restored_queue
+
+pytestmark = [pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def loop(make_loop: Callable[..., str], fio_bin: str) -> Iterator[str]:
+    """A fresh loop device (direct I/O to its file, so it queues for real), restored after."""
+    name = make_loop(64, direct_io=True)
+    with restored_queue(name):
+        yield name
+
+
+def sysfs(device: str, setting: str) -> str:
+    """The setting as the kernel shows it (the scheduler's bracketed choice)."""
+    text = (Path("/sys/block") / device / "queue" / setting).read_text().strip()
+    if setting == "scheduler" and "[" in text:
+        return text.split("[", 1)[1].split("]", 1)[0]
+    return text
+
+
+def iotop_plus(*args: str, state: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "XDG_STATE_HOME": str(state), "PYTHONPATH": str(REPO)}
+    return subprocess.run(
+        [sys.executable, "-m", "iotop_plus", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd="/",
+        timeout=timeout,
+    )
+
+
+def table_rows(stdout: str) -> list[tuple[int, float]]:
+    """(QD, IOPS) of each row of the printed sweep table."""
+    lines = stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.split()[:2] == ["QD", "IOPS"])
+    rows = []
+    for line in lines[start + 1 :]:
+        cells = line.split()
+        if not cells or not cells[0].isdigit():
+            break
+        rows.append((int(cells[0]), float(cells[1].replace(",", ""))))
+    return rows
+
+
+def test_a_sweep_from_the_cli_prints_a_monotone_table(loop: str, tmp_path: Path) -> None:
+    before = queue_values(loop)
+    done = iotop_plus(
+        "sweep", "--target", f"/dev/{loop}", "--max-qd", "16", "--step-runtime", "1",
+        state=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert f"sweep randread (4k) on /dev/{loop}, QD 1..16" in done.stderr
+    assert "QD    8:" in done.stderr  # each step reported as it finished
+    rows = table_rows(done.stdout)
+    # Monotone: the QDs strictly increase (1, 2, 4, 8, 16), every step has IOPS, and up to
+    # the knee the printed IOPS never fall by more than 20% (noise on a shared machine)
+    # from the best before them.
+    qds = [qd for qd, _ in rows]
+    assert qds == [1, 2, 4, 8, 16]
+    assert all(iops > 0 for _, iops in rows)
+    knee_line = next(x for x in done.stdout.splitlines() if x.startswith("saturation onset"))
+    knee = int(knee_line.split("up to QD ")[1].split()[0])
+    assert knee in qds
+    best = 0.0
+    for qd, iops in rows:
+        if qd > knee:
+            break
+        assert iops >= 0.8 * best, f"IOPS fell at QD {qd} before the knee: {rows}"
+        best = max(best, iops)
+    assert "90% of peak IOPS" in done.stdout
+    assert queue_values(loop) == before  # a sweep changes nothing
+
+
+def test_a_device_limited_to_4_requests_has_its_knee_at_or_below_4(
+    loop: str, tmp_path: Path
+) -> None:
+    tuner = Tuner(Roots(), Journal(None))
+    original = sysfs(loop, "nr_requests")
+    tuner.apply(loop, "nr_requests", "4")
+    try:
+        assert sysfs(loop, "nr_requests") == "4"
+        done = iotop_plus(
+            "sweep", "--target", f"/dev/{loop}", "--max-qd", "16", "--step-runtime", "2",
+            "--format", "json", "-q", state=tmp_path,
+        )  # fmt: skip
+    finally:
+        tuner.revert_all()
+    assert sysfs(loop, "nr_requests") == original
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert [s["qd"] for s in doc["steps"]] == [1, 2, 4, 8, 16]
+    onset = doc["analysis"]["saturation_onset_qd"]
+    assert onset is not None and onset <= 4, doc["steps"]
+    assert doc["device"] == loop and doc["complete"] is True
+    assert all(s["util_pct"] is not None for s in doc["steps"])
+
+
+def test_read_ahead_ab_shows_fewer_device_ios_with_more_read_ahead(
+    loop: str, tmp_path: Path
+) -> None:
+    original = sysfs(loop, "read_ahead_kb")
+    done = iotop_plus(
+        "ab", loop, "read_ahead_kb=0,1024", "--preset", "seqscan", "--target", f"/dev/{loop}",
+        "--rounds", "2", "--runtime", "1", "-s", "bs=4k", "-s", "iodepth=1", "-s", "numjobs=1",
+        "--format", "json", state=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sysfs(loop, "read_ahead_kb") == original
+    doc = json.loads(done.stdout)
+    assert doc["restored"] is True and doc["original"] == original
+    assert [(r["round"], r["value"]) for r in doc["runs"]] == [
+        (1, "0"), (1, "1024"), (2, "0"), (2, "1024"),
+    ]  # fmt: skip
+    off, on = doc["summaries"]
+    # Without read-ahead every 4k read fio issues reaches the device (less whatever the
+    # page cache kept); with 1 MiB of read-ahead the device serves far fewer, larger reads.
+    assert off["device_ios"] > 0.5 * off["fio_ios"]
+    assert on["device_ios"] < 0.1 * on["fio_ios"]
+    assert on["device_ios"] < off["device_ios"] / 4
+    assert any("dropped before each run" in n for n in doc["notes"])
+    # Every value was applied and undone through the journal.
+    journal = (tmp_path / "iotop-plus" / "changes.jsonl").read_text().splitlines()
+    actions = [(e["action"], e["new"]) for e in map(json.loads, journal)]
+    assert actions == [
+        ("set", "0"), ("undo", original), ("set", "1024"), ("undo", original),
+    ] * 2  # fmt: skip
+
+
+def test_an_ab_cancelled_mid_run_puts_the_setting_back(loop: str, fio_bin: str) -> None:
+    original = sysfs(loop, "read_ahead_kb")
+    tuner = Tuner(Roots(), Journal(None))
+    runner = ProbeRunner(Roots(), fio_bin)
+    seen_during_b: list[str] = []
+    runs: list[AbRun] = []
+
+    async def scenario() -> None:
+        cancel = asyncio.Event()
+
+        def progress(round_no: int, value: str, p: ProbeProgress) -> None:
+            if value == "1024":
+                seen_during_b.append(sysfs(loop, "read_ahead_kb"))
+                cancel.set()
+
+        preset = PRESETS["seqscan"]
+        task = asyncio.ensure_future(
+            run_ab(
+                tuner, runner, loop, "read_ahead_kb", ["0", "1024"], preset, f"/dev/{loop}",
+                params=replace(preset.params, runtime_s=3, numjobs=1),
+                rounds=3, on_run=runs.append, on_progress=progress,
+            )
+        )  # fmt: skip
+        await asyncio.wait_for(cancel.wait(), 60)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(scenario())
+    assert seen_during_b and seen_during_b[0] == "1024"  # cancelled while B was in force
+    assert [r.value for r in runs] == ["0"]
+    assert sysfs(loop, "read_ahead_kb") == original
+    assert tuner.active == ()
+    assert [c.action for c in tuner.journal.entries] == ["set", "undo", "set", "undo"]
+    assert [c.action for c in tuner.journal.entries] == ["set", "undo", "set", "undo"]
+
+
+def test_an_ab_interrupted_from_the_terminal_restores_and_exits_130(
+    loop: str, tmp_path: Path
+) -> None:
+    original = sysfs(loop, "read_ahead_kb")
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iotop_plus", "ab", loop, "read_ahead_kb=0,1024", "--preset",
+         "seqscan", "--target", f"/dev/{loop}", "--runtime", "10", "--rounds", "3"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/",
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "read_ahead_kb=0" in line and "IOPS" in line:
+                break
+        assert sysfs(loop, "read_ahead_kb") == "0"
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "A/B stopped by SIGINT" in err
+    assert f"{loop} read_ahead_kb is {original}" in err
+    assert sysfs(loop, "read_ahead_kb") == original
+    assert out == ""
+
+
+def test_a_scheduler_ab_runs_and_restores_the_original(loop: str, tmp_path: Path) -> None:
+    before = queue_values(loop)
+    original = sysfs(loop, "scheduler")
+    done = iotop_plus(
+        "ab", loop, "scheduler=none,mq-deadline", "--preset", "randread",
+        "--target", f"/dev/{loop}", "--rounds", "1", "--runtime", "1", state=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert sysfs(loop, "scheduler") == original
+    # Switching the scheduler resets nr_requests: that was put back too.
+    assert queue_values(loop) == before
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(f"A/B of {loop} scheduler on /dev/{loop} (randread)")
+    medians = {line.split()[0] for line in lines[2:4]}
+    assert medians == {"none", "mq-deadline"}
+    assert "mq-deadline vs none:" in done.stdout
+    assert f"{loop} scheduler: original {original} restored" in done.stdout
+
+
+def test_a_refused_value_changes_nothing_and_says_why(loop: str, tmp_path: Path) -> None:
+    before = queue_values(loop)
+    done = iotop_plus(
+        "ab", loop, "scheduler=none,no-such-elevator", "--preset", "randread",
+        "--target", f"/dev/{loop}", state=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.count("\n") <= 3 and "Traceback" not in done.stderr
+    assert "no-such-elevator" in done.stderr
+    assert queue_values(loop) == before
+    assert not (tmp_path / "iotop-plus" / "changes.jsonl").exists()
+
+
+def test_a_failed_probe_mid_ab_restores_the_setting(loop: str, tmp_path: Path) -> None:
+    """A write preset on a raw device is refused by the probe: the A/B ends restored."""
+    before = queue_values(loop)
+    tuner = Tuner(Roots(), Journal(None))
+    runner = ProbeRunner(Roots())
+    preset = PRESETS["mixed"]
+    with pytest.raises(ExperimentError, match="round 1"):
+        asyncio.run(
+            run_ab(
+                tuner, runner, loop, "nr_requests", ["16", "32"], preset, f"/dev/{loop}",
+                params=replace(preset.params, runtime_s=1),
+            )
+        )  # fmt: skip
+    assert queue_values(loop) == before
+    assert tuner.active == ()
+    assert [c.action for c in tuner.journal.entries] == ["set", "undo"]
