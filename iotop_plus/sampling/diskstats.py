@@ -117,7 +117,7 @@ def parse_diskstats(
     text: str,
     source: str = "/proc/diskstats",
     problems: list[ParseProblem] | None = None,
-    cache: dict[str, tuple[str, DiskCounters]] | None = None,
+    cache: dict[str, DiskCounters] | None = None,
 ) -> dict[str, DiskCounters]:
     """Parse the text of /proc/diskstats.
 
@@ -125,29 +125,33 @@ def parse_diskstats(
         text: The file's content.
         source: Name used in problem reports.
         problems: If given, malformed lines are appended here (they are always skipped).
-        cache: Optional ``name -> (line, counters)`` map from the previous call. A line that
-            is byte-for-byte unchanged reuses its parsed counters (the same object), which
-            makes idle devices almost free on hosts with thousands of them. It is updated in
-            place.
+        cache: Optional ``line -> counters`` map from the previous call. A line that is
+            byte-for-byte unchanged (an idle device) reuses its counters, the same object,
+            without being split or converted: nearly free on hosts with thousands of idle
+            devices. It is replaced in place by this call's lines, so it never outgrows the
+            file.
 
     Returns:
         Counters by kernel name, in file order. A duplicated name keeps the first line.
     """
     result: dict[str, DiskCounters] = {}
+    fresh: dict[str, DiskCounters] = {}
     new = tuple.__new__
-    cached_get = (cache if cache is not None else {}).get
+    cached_get = (cache if cache is not None else fresh).get
     # split("\n"), not splitlines(): line numbers in reports must match what an editor shows
     # even when a corrupt line holds \f, \x1c or other characters splitlines() breaks on.
     for line_no, line in enumerate(text.split("\n"), 1):
+        counters = cached_get(line)
+        if counters is not None:
+            name = counters.name
+            if name in result:
+                _report(problems, source, line_no, line, f"duplicate device {name}")
+            else:
+                result[name] = fresh[line] = counters
+            continue
         parts = line.split()
         n = len(parts)
         if n == 20 or n == 18 or n == 14:
-            name = parts[2]
-            cached = cached_get(name)
-            if cached is not None and cached[0] == line:
-                if name not in result:
-                    result[name] = cached[1]
-                continue
             try:
                 major, minor = int(parts[0]), int(parts[1])
                 values = tuple(map(int, parts[3:]))
@@ -166,24 +170,19 @@ def parse_diskstats(
             _report(problems, source, line_no, line, "too few fields")
             continue
         else:
-            name = parts[2]
-            cached = cached_get(name)
-            if cached is not None and cached[0] == line:
-                if name not in result:
-                    result[name] = cached[1]
-                continue
             try:
                 major, minor, values = int(parts[0]), int(parts[1]), _counters(parts[3:])
             except ValueError as exc:
                 _report(problems, source, line_no, line, str(exc))
                 continue
+        name = parts[2]
         if name in result:
             _report(problems, source, line_no, line, f"duplicate device {name}")
             continue
-        counters = new(DiskCounters, (major, minor, name, values, n - 3))
-        result[name] = counters
-        if cache is not None:
-            cache[name] = (line, counters)
+        result[name] = fresh[line] = new(DiskCounters, (major, minor, name, values, n - 3))
+    if cache is not None:
+        cache.clear()
+        cache.update(fresh)
     return result
 
 

@@ -86,7 +86,7 @@ class Sampler:
 
     def __init__(self, roots: Roots | None = None) -> None:
         self.roots = roots or Roots()
-        self._cache: dict[str, tuple[str, DiskCounters]] = {}
+        self._cache: dict[str, DiskCounters] = {}
         self._inventory: Inventory | None = None
         self._inventory_names: frozenset[str] = frozenset()
 
@@ -115,10 +115,9 @@ class Sampler:
                 str(self.roots.sys_block),
             )
         now = time.monotonic()
+        # The cache holds only this read's lines, so devices that left (loop churn) are
+        # forgotten at once.
         counters = parse_diskstats(text, str(path), problems, self._cache)
-        if len(self._cache) > 2 * max(len(counters), 64):
-            # Devices come and go (loop churn): forget the ones that left.
-            self._cache = {k: v for k, v in self._cache.items() if k in counters}
         return Sample(now, time.time(), MappingProxyType(counters), tuple(problems), str(path))
 
     def inventory(self, names: Iterable[str] | None = None, refresh: bool = False) -> Inventory:

@@ -17,6 +17,7 @@ from iotop_plus.sampling.diskstats import (
     SECTORS_WRITTEN,
     TIME_IN_QUEUE,
     WRITES,
+    DiskCounters,
     ParseProblem,
     parse_diskstats,
     parse_sys_stat,
@@ -141,22 +142,27 @@ def test_overlong_line_is_truncated_in_the_report() -> None:
 
 
 def test_parse_cache_reuses_unchanged_lines_and_reparses_changed_ones() -> None:
-    cache: dict[str, tuple[str, object]] = {}
+    cache: dict[str, DiskCounters] = {}
     t0, t1 = _diskstats("kernel-4.14"), _diskstats("kernel-4.14", "diskstats.t1")
-    first = parse_diskstats(t0, cache=cache)  # type: ignore[arg-type]
-    again = parse_diskstats(t0, cache=cache)  # type: ignore[arg-type]
+    first = parse_diskstats(t0, cache=cache)
+    assert len(cache) == 4
+    again = parse_diskstats(t0, cache=cache)
     assert all(again[n] is first[n] for n in first)
-    later = parse_diskstats(t1, cache=cache)  # type: ignore[arg-type]
+    later = parse_diskstats(t1, cache=cache)
     assert later["loop0"] is first["loop0"]  # idle: same line, same object
-    assert later["sda"].reads == 91334
+    assert later["sda"] is not first["sda"] and later["sda"].reads == 91334
     assert later == parse_diskstats(t1)
+    # The cache keeps only the lines of the last call.
+    assert set(cache.values()) == set(later.values())
 
 
-def test_cached_duplicate_line_does_not_replace_the_first() -> None:
+def test_cached_duplicate_line_is_still_reported() -> None:
     text = "8 0 sda 1 2 3 4 5 6 7 8 0 10 11\n8 0 sda 1 2 3 4 5 6 7 8 0 10 11\n"
-    cache: dict[str, tuple[str, object]] = {}
-    parse_diskstats(text, cache=cache)  # type: ignore[arg-type]
-    assert list(parse_diskstats(text, cache=cache)) == ["sda"]  # type: ignore[arg-type]
+    cache: dict[str, DiskCounters] = {}
+    for _ in range(2):
+        problems: list[ParseProblem] = []
+        assert list(parse_diskstats(text, problems=problems, cache=cache)) == ["sda"]
+        assert [p.line_no for p in problems] == [2]
 
 
 @pytest.mark.parametrize("n", [11, 15, 17])

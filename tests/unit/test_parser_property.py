@@ -42,7 +42,7 @@ def test_parse_diskstats_never_raises(text: str) -> None:
         assert p.line_no >= 1 and len(p.line) <= 120 and p.reason
         assert "\n" not in str(p)
     # With a cache, the result is the same, every time.
-    cache: dict[str, tuple[str, DiskCounters]] = {}
+    cache: dict[str, DiskCounters] = {}
     assert parse_diskstats(text, cache=cache) == counters
     assert parse_diskstats(text, cache=cache) == counters
 
