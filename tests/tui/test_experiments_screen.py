@@ -1,0 +1,122 @@
+"""The experiment screen in a small host app, with real fio on the test's own loop device."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from textual.app import App
+from textual.pilot import Pilot
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from iotop_plus.devices.tuner import Journal, Tuner
+from iotop_plus.probe.experiments import AbResult, SweepResult
+from iotop_plus.probe.history import ProbeHistory
+from iotop_plus.probe.runner import ProbeRunner
+from iotop_plus.roots import Roots
+from iotop_plus.tui.screens.experiments import ExperimentPlan, ExperimentScreen
+from tests.support.queue_guard import restored_queue
+
+pytestmark = [pytest.mark.slow]
+
+
+class ExperimentHost(App[None]):
+    """Pushes one experiment screen on start and keeps what it was dismissed with."""
+
+    def __init__(self, plan: ExperimentPlan, fio: str) -> None:
+        super().__init__()
+        roots = Roots()
+        self.tuner = Tuner(roots, Journal(None))
+        self.history = ProbeHistory()
+        self.screen_under_test = ExperimentScreen(
+            roots, self.tuner, ProbeRunner(roots, fio), plan, self.history
+        )
+        self.dismissed: list[SweepResult | AbResult | None] = []
+
+    def on_mount(self) -> None:
+        self.push_screen(self.screen_under_test, self.dismissed.append)
+
+
+@pytest.fixture
+def loop(make_loop: Callable[..., str], fio_bin: str) -> Iterator[str]:
+    """The test's own loop device, its queue settings restored afterwards."""
+    name = make_loop(64, direct_io=True)
+    with restored_queue(name):
+        yield name
+
+
+async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], limit_s: float = 60) -> None:
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {limit_s} s")
+        await pilot.pause(0.1)
+
+
+def text(screen: ExperimentScreen, selector: str) -> str:
+    return str(screen.query_one(selector, Static).content)
+
+
+def read_ahead(device: str) -> str:
+    return (Path("/sys/block") / device / "queue" / "read_ahead_kb").read_text().strip()
+
+
+async def test_a_sweep_shows_each_step_plots_the_curves_and_ends_with_the_reading(
+    loop: str, fio_bin: str
+) -> None:
+    plan = ExperimentPlan("sweep", f"/dev/{loop}", max_qd=4, step_runtime_s=1)
+    app = ExperimentHost(plan, fio_bin)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen_under_test
+        assert "QD sweep on /dev/" in text(screen, "#exp-title")
+        await wait_for(pilot, lambda: len(screen.steps) >= 1)
+        # The first step is in the table and on the plot before the sweep ends.
+        assert text(screen, "#exp-table").splitlines()[1].split()[0] == "1"
+        await wait_for(pilot, lambda: screen.finished)
+        assert [s.qd for s in screen.steps] == [1, 2, 4]
+        rows = text(screen, "#exp-table").splitlines()
+        assert [r.split()[0] for r in rows[1:]] == ["1", "2", "4"]
+        assert "saturation onset" in text(screen, "#exp-verdict")
+        assert "90% of peak IOPS" in text(screen, "#exp-verdict")
+        iops_plot = screen.query_one("#exp-plot-iops", PlotextPlot)
+        assert "IOPS vs QD" in "".join(
+            iops_plot.render_line(y).text for y in range(iops_plot.size.height)
+        )
+        assert len(app.history) == 3  # every step is in the probe history
+        await pilot.press("escape")
+        await pilot.pause()
+    assert isinstance(app.dismissed[0], SweepResult)
+    assert app.dismissed[0].device == loop
+
+
+async def test_escape_during_an_ab_cancels_it_and_restores_read_ahead(
+    loop: str, fio_bin: str
+) -> None:
+    original = read_ahead(loop)
+    plan = ExperimentPlan(
+        "ab",
+        f"/dev/{loop}",
+        device=loop,
+        setting="read_ahead_kb",
+        values=("0", "1024"),
+        preset="seqscan",
+        rounds=3,
+        runtime_s=10,
+    )
+    app = ExperimentHost(plan, fio_bin)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen_under_test
+        await wait_for(pilot, lambda: "round 1, read_ahead_kb=0" in text(screen, "#exp-live"))
+        assert read_ahead(loop) == "0"  # the A value is in force while its run goes
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: screen.finished)
+        assert read_ahead(loop) == original
+        live = text(screen, "#exp-live")
+        assert live.startswith("cancelled:") and f"read_ahead_kb is {original}" in live
+        assert app.tuner.active == ()
+        await pilot.press("escape")  # a second escape closes the screen
+        await pilot.pause()
+    assert app.dismissed == [None]
