@@ -7,9 +7,10 @@ Prints figures; never asserts. For each device count it measures, per app:
 - **CPU%** of one core over ``--seconds`` at a 1 s refresh interval, from /proc/PID/stat
   (utime+stime of the app, its reaped children and its live descendants);
 - **peak RSS**: VmHWM from /proc/PID/status at the end of the CPU run;
-- **key latency**: time from a key press to the screen changing. The key is pressed just after
-  a spontaneous refresh was seen, so the next refresh is about a second away and a change
-  inside that window is the key's answer.
+- **key latency**: time from a key press (Down/Up in turn) to the screen changing. The key is
+  pressed just after a spontaneous refresh was seen, so the next refresh is about a second away
+  and a change inside that window is the key's answer. For iotop-plus it is measured again with
+  the display frozen (space), where no refresh can be mistaken for the answer.
 
 Device counts up to 256 are REAL loop devices on sparse files in a temp dir (an ext2 made in
 the file before attaching, mounted read-only so bpytop's disks box lists them too), with a
@@ -37,7 +38,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,8 @@ class App:
     """Regex that matches once a device row is on screen (formatted with nothing)."""
     keys: tuple[str, ...] = ("Down", "Up")
     """Keys whose answer is timed, pressed in turn (Down then Up: the cursor always moves)."""
+    pause_key: str | None = None
+    """Key that freezes the display, for a second key timing with no refreshes in the way."""
     show_all: str | None = None
     """Key that shows loop devices when they are hidden by default."""
     reads_synthetic: bool = False
@@ -90,6 +93,8 @@ class Figures:
     """Peak resident set (VmHWM), MiB."""
     key_ms: float | None
     """Median time from a key press to the screen changing."""
+    paused_key_ms: float | None = None
+    """The same with the display frozen (no refresh can be mistaken for the answer)."""
     notes: tuple[str, ...] = field(default=())
     """Anything that went wrong or qualifies a figure."""
 
@@ -164,6 +169,11 @@ def stop(tmux: TmuxSession, launched: Launched) -> None:
     time.sleep(1)
 
 
+def changed_from(before: str) -> Callable[[str], bool]:
+    """A screen predicate: true once the screen differs from ``before``."""
+    return lambda screen: screen != before
+
+
 def key_latencies(tmux: TmuxSession, keys: Sequence[str], trials: int) -> list[float]:
     """Seconds from pressing a key to the screen changing, one per trial (keys in turn)."""
     out: list[float] = []
@@ -172,13 +182,13 @@ def key_latencies(tmux: TmuxSession, keys: Sequence[str], trials: int) -> list[f
         before = tmux.capture()
         # Wait for a spontaneous refresh so the next one is about an interval away.
         with suppress(TmuxError):
-            tmux.wait_until(lambda s, b=before: s != b, timeout=2.5, interval=0.01)
+            tmux.wait_until(changed_from(before), timeout=2.5, interval=0.01)
         time.sleep(0.15)
         before = tmux.capture()
         t0 = time.monotonic()
         tmux.send_keys(key)
         try:
-            tmux.wait_until(lambda s, b=before: s != b, timeout=5, interval=0.002)
+            tmux.wait_until(changed_from(before), timeout=5, interval=0.002)
         except TmuxError:
             continue
         out.append(time.monotonic() - t0)
@@ -202,7 +212,7 @@ def measure(
                 launched, took = start(tmux, app, extra)
             except TmuxError as exc:
                 notes.append("no device row: " + str(exc).split("\n")[0])
-                return Figures(app.name, devices, None, None, None, None, tuple(notes))
+                return Figures(app.name, devices, None, None, None, None, None, tuple(notes))
             firsts.append(took)
             stop(tmux, launched)
         launched, _ = start(tmux, app, extra)
@@ -227,6 +237,12 @@ def measure(
             notes.append(f"screen never changed after {app.keys}")
         if keys and max(keys) > 0.8:
             notes.append("a key answer took > 0.8 s: may be a refresh, not the key")
+        paused: list[float] = []
+        if app.pause_key:
+            tmux.send_keys(app.pause_key)
+            time.sleep(1.5)  # let a refresh already under way land
+            paused = key_latencies(tmux, app.keys, trials=max(4, 2 * runs))
+            tmux.send_keys(app.pause_key)
         stop(tmux, launched)
     return Figures(
         app.name,
@@ -235,6 +251,7 @@ def measure(
         cpu,
         rss,
         statistics.median(keys) * 1000 if keys else None,
+        statistics.median(paused) * 1000 if paused else None,
         tuple(notes),
     )
 
@@ -337,6 +354,7 @@ def ours() -> App:
         name="iotop-plus",
         argv=(str(script) if script.exists() else "iotop-plus", "--interval", "1"),
         device_row=r"\b(vda|sda|nvme0n1|loop\d+)\b",
+        pause_key="Space",
         show_all="a",
         reads_synthetic=True,
     )
@@ -399,12 +417,15 @@ def ratio(a: float | None, b: float | None) -> str:
 
 def report(rows: list[Figures]) -> None:
     print()
-    print(f"{'app':<11} {'devices':>7} {'first ms':>9} {'CPU %':>7} {'RSS MiB':>8} {'key ms':>7}")
+    print(
+        f"{'app':<11} {'devices':>7} {'first ms':>9} {'CPU %':>7} {'RSS MiB':>8} {'key ms':>7}"
+        f" {'paused':>7}"
+    )
     for r in rows:
         print(
             f"{r.app:<11} {r.devices:>7} {fmt(r.first_frame_ms, '9.0f')} "
             f"{fmt(r.cpu_pct, '7.2f')} {fmt(r.rss_mb, '8.1f')} {fmt(r.key_ms, '7.0f')}"
-            + ("   " + "; ".join(r.notes) if r.notes else "")
+            f" {fmt(r.paused_key_ms, '7.0f')}" + ("   " + "; ".join(r.notes) if r.notes else "")
         )
     print()
     print("ratios iotop-plus / peer (lower is better for iotop-plus):")
@@ -488,7 +509,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     print(
                         f"  first {fmt(figures.first_frame_ms, '.0f')} ms, CPU "
                         f"{fmt(figures.cpu_pct, '.2f')}%, RSS {fmt(figures.rss_mb, '.1f')} MiB, "
-                        f"key {fmt(figures.key_ms, '.0f')} ms"
+                        f"key {fmt(figures.key_ms, '.0f')} ms "
+                        f"(paused {fmt(figures.paused_key_ms, '.0f')} ms)"
                         + (" (" + "; ".join(figures.notes) + ")" if figures.notes else ""),
                         flush=True,
                     )
