@@ -74,7 +74,11 @@ class DeviceCharts(Grid):
 
     def compose(self) -> Iterable[PlotextPlot | Static]:
         for spec in CHARTS:
-            yield PlotextPlot(id=spec.id)
+            plot = PlotextPlot(id=spec.id)
+            # The "clear" theme paints no background per character: half the build cost
+            # and a tenth of the ANSI decoding of the app-coloured theme.
+            plot.theme = "clear"
+            yield plot
         yield Static("", id="chart-caption")
 
     def due(self, device: str | None, now: float, every_s: float) -> bool:
