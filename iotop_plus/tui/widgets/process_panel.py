@@ -193,6 +193,9 @@ def build_rows(
     """Filtered, sorted rows for ``view`` (run in the worker: 5,000 rows cost ~40 ms)."""
     if view.totals_mode:
         rows = [row_from(k, rates.get(k), t) for k, t in totals.items()]
+    elif view.only_active:
+        # Most processes are idle: skip building rows that would be dropped at once.
+        rows = [row_from(k, r, None) for k, r in rates.items() if r is not None and r.active]
     else:
         rows = [row_from(k, r, None) for k, r in rates.items() if r is not None]
     return arrange(rows, view.sort, view.descending, view.only_active, view.filter_text)
