@@ -165,6 +165,8 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
 
 
 def _say_restored(tuner: Tuner, device: str, setting: str) -> None:
+    if not tuner.journal.entries:
+        return  # stopped before the first change: nothing to restore
     try:
         value = tuner.read_one(device, setting).value
     except Exception as exc:

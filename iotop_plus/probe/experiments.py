@@ -19,13 +19,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from iotop_plus.devices.settings import SETTINGS, SettingError
+from iotop_plus.devices.settings import SETTINGS, SettingError, queue_device
 from iotop_plus.devices.tuner import Change, Tuner, TuningError
 from iotop_plus.probe.history import ProbeHistory, settings_in_force
 from iotop_plus.probe.presets import PRESETS, Preset, ProbeParams
 from iotop_plus.probe.results import ProbeResult
 from iotop_plus.probe.runner import ProbeError, ProbeProgress, ProbeRequest, ProbeRunner
 from iotop_plus.probe.target import ProbeTarget
+from iotop_plus.roots import Roots
 
 #: The default deepest queue of a sweep.
 DEFAULT_MAX_QD = 128
@@ -461,7 +462,7 @@ def ab_table(result: AbResult) -> str:
         f"{'p99 µs':>10} {'fio I/Os':>10} {'device I/Os':>12}"
     ]
     for s in result.summaries:
-        rng = f"{s.metric.low:,.0f}..{s.metric.high:,.0f}"
+        rng = f"{s.metric.low:,.1f}..{s.metric.high:,.1f}"
         p99 = f"{s.p99_us.median:,.0f}" if s.p99_us else "-"
         dev = f"{s.device_ios:,.0f}" if s.device_ios is not None else "-"
         lines.append(
@@ -556,7 +557,10 @@ async def run_ab(
     change: Change | None = None
     try:
         for round_no, value in ab_order(list(checked), rounds):
-            change = tuner.apply(device, setting, value)
+            try:
+                change = tuner.apply(device, setting, value)
+            except SettingError as exc:
+                raise ExperimentError(f"round {round_no}: {exc}") from None
 
             def started(t: ProbeTarget) -> None:
                 if setting == "read_ahead_kb":
@@ -571,6 +575,10 @@ async def run_ab(
             except ProbeError as exc:
                 raise ExperimentError(f"{setting}={value} (round {round_no}): {exc}") from None
             label = outcome.target.label
+            if not runs:  # the first run: say if the setting cannot matter here
+                note = _elsewhere_note(runner.roots, device, outcome.target.device)
+                if note:
+                    notes.append(note)
             if history is not None:
                 history.add(outcome.result, settings_in_force(runner.roots, device))
             run = _ab_run(round_no, value, change.effective, outcome.result, outcome.target)
@@ -616,6 +624,19 @@ def _undo(tuner: Tuner, change: Change) -> None:
         tuner.apply(change.device, change.setting, change.old)
     except SettingError as exc:
         raise TuningError(f"cannot restore {exc}") from None
+
+
+def _elsewhere_note(roots: Roots, device: str, measured: str | None) -> str | None:
+    """A note when the probe measured another device than the one whose setting changes."""
+    if measured is None:
+        return f"cannot tell which device holds the target: is it on {device}?"
+    if queue_device(roots, measured) == queue_device(roots, device):
+        return None
+    # A partition, dm or md device on top of ``device`` still goes through its queue.
+    return (
+        f"the target is on {measured}, not {device}: {device}'s setting only matters if "
+        f"{measured} sits on it"
+    )
 
 
 def _drop_target_cache(target: ProbeTarget) -> None:

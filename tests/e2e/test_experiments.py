@@ -270,3 +270,17 @@ def test_a_failed_probe_mid_ab_restores_the_setting(loop: str, tmp_path: Path) -
     assert queue_values(loop) == before
     assert tuner.active == ()
     assert [c.action for c in tuner.journal.entries] == ["set", "undo"]
+
+
+def test_an_ab_whose_target_is_on_another_device_says_so(loop: str, tmp_path: Path) -> None:
+    target = tmp_path / "probe-dir"
+    target.mkdir()
+    done = iotop_plus(
+        "ab", loop, "nr_requests=16,32", "--preset", "randread", "--target", str(target),
+        "--rounds", "1", "--runtime", "1", "-s", "size=16", "--format", "json", state=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["restored"] is True
+    assert any(f"not {loop}" in n for n in doc["notes"]), doc["notes"]
+    assert list(target.iterdir()) == []  # the probe files are gone
