@@ -136,54 +136,84 @@ def parse_diskstats(
     """
     result: dict[str, DiskCounters] = {}
     fresh: dict[str, DiskCounters] = {}
-    new = tuple.__new__
     cached_get = (cache if cache is not None else fresh).get
+    # (line number, line, counters from the cache or None), in file order.
+    entries: list[tuple[int, str, DiskCounters | None]] = []
+    changed: list[str] = []
     # split("\n"), not splitlines(): line numbers in reports must match what an editor shows
     # even when a corrupt line holds \f, \x1c or other characters splitlines() breaks on.
     for line_no, line in enumerate(text.split("\n"), 1):
         counters = cached_get(line)
-        if counters is not None:
-            name = counters.name
-            if name in result:
-                _report(problems, source, line_no, line, f"duplicate device {name}")
-            else:
-                result[name] = fresh[line] = counters
-            continue
-        parts = line.split()
-        n = len(parts)
-        if n == 20 or n == 18 or n == 14:
-            try:
-                major, minor = int(parts[0]), int(parts[1])
-                values = tuple(map(int, parts[3:]))
-            except ValueError as exc:
-                _report(problems, source, line_no, line, str(exc))
+        if counters is None:
+            if not line or line.isspace():
                 continue
-            if n != 20:
-                values += _PAD[n - 3]
-            # A negative number needs a "-": only lines holding one (dm-N names) pay the check.
-            if "-" in line and min(values) < 0:
-                _report(problems, source, line_no, line, "negative counter")
+            changed.append(line)
+        entries.append((line_no, line, counters))
+    parsed = _parse_lines(changed) if changed else {}
+    for line_no, line, counters in entries:
+        if counters is None:
+            outcome = parsed[line]
+            if isinstance(outcome, str):
+                _report(problems, source, line_no, line, outcome)
                 continue
-        elif n == 0:
-            continue
-        elif n < 3:
-            _report(problems, source, line_no, line, "too few fields")
-            continue
-        else:
-            try:
-                major, minor, values = int(parts[0]), int(parts[1]), _counters(parts[3:])
-            except ValueError as exc:
-                _report(problems, source, line_no, line, str(exc))
-                continue
-        name = parts[2]
+            counters = outcome
+        name = counters.name
         if name in result:
             _report(problems, source, line_no, line, f"duplicate device {name}")
             continue
-        result[name] = fresh[line] = new(DiskCounters, (major, minor, name, values, n - 3))
+        result[name] = fresh[line] = counters
     if cache is not None:
         cache.clear()
         cache.update(fresh)
     return result
+
+
+def _parse_lines(lines: list[str]) -> dict[str, DiskCounters | str]:
+    """Counters, or the reason for rejecting it, for each distinct line.
+
+    The usual file has one format throughout, so all lines are split and converted in one
+    go (a few C calls instead of a dozen Python steps per line). The bulk result is used
+    only when it cannot be misaligned: every name slot holds a name (starts with a letter,
+    which no number does) and every other token is a non-negative number. Anything else,
+    such as mixed formats or a corrupt line, goes line by line.
+    """
+    tokens = "\n".join(lines).split()
+    n = len(lines)
+    width = len(tokens) // n
+    if width * n == len(tokens) and width in (20, 18, 14):
+        names = tokens[2::width]
+        del tokens[2::width]
+        try:
+            nums = list(map(int, tokens))
+        except ValueError:
+            nums = []
+        if nums and min(nums) >= 0 and all(name[:1].isalpha() for name in names):
+            new = tuple.__new__
+            pad = _PAD[width - 3]
+            step = width - 1
+            out: dict[str, DiskCounters | str] = {}
+            for k, line in enumerate(lines):
+                at = k * step
+                values = (
+                    tuple(nums[at + 2 : at + step]) + pad
+                    if pad
+                    else tuple(nums[at + 2 : at + step])
+                )
+                out[line] = new(DiskCounters, (nums[at], nums[at + 1], names[k], values, width - 3))
+            return out
+    return {line: _parse_line(line) for line in lines}
+
+
+def _parse_line(line: str) -> DiskCounters | str:
+    """One /proc/diskstats line, or why it is rejected."""
+    parts = line.split()
+    if len(parts) < 3:
+        return "too few fields"
+    try:
+        major, minor, values = int(parts[0]), int(parts[1]), _counters(parts[3:])
+    except ValueError as exc:
+        return str(exc)
+    return DiskCounters(major, minor, parts[2], values, len(parts) - 3)
 
 
 def parse_sys_stat(

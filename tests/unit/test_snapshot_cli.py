@@ -186,8 +186,11 @@ def test_fractional_interval_is_measured(capsys: pytest.CaptureFixture[str]) -> 
     assert code == 0
     doc = json.loads(out)
     assert doc["interval_s"] == 0.25
-    for stat in doc["statistics"]:
-        assert stat["elapsed_s"] >= 0.249
+    # Reports keep to a fixed schedule like iostat's: an interval that ran late makes the
+    # next one shorter, but report k never comes before k * 0.25 s after the baseline.
+    elapsed = [stat["elapsed_s"] for stat in doc["statistics"]]
+    assert all(e > 0 for e in elapsed)
+    assert elapsed[0] >= 0.25 - 1e-6 and sum(elapsed) >= 0.5 - 2e-6
 
 
 def test_rates_over_a_changing_tree(
