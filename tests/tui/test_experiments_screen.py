@@ -120,3 +120,33 @@ async def test_escape_during_an_ab_cancels_it_and_restores_read_ahead(
         await pilot.press("escape")  # a second escape closes the screen
         await pilot.pause()
     assert app.dismissed == [None]
+
+
+async def test_a_scheduler_ab_runs_to_its_verdict_and_restores(loop: str, fio_bin: str) -> None:
+    scheduler = Path("/sys/block") / loop / "queue" / "scheduler"
+    original = scheduler.read_text()
+    plan = ExperimentPlan(
+        "ab",
+        f"/dev/{loop}",
+        device=loop,
+        setting="scheduler",
+        values=("none", "mq-deadline"),
+        preset="randread",
+        rounds=1,
+        runtime_s=1,
+    )
+    app = ExperimentHost(plan, fio_bin)
+    async with app.run_test(size=(140, 40)) as pilot:
+        screen = app.screen_under_test
+        await wait_for(pilot, lambda: screen.finished)
+        table = text(screen, "#exp-table")
+        assert "mq-deadline vs none:" in table
+        assert f"{loop} scheduler: original none restored" in table
+        assert [r.value for r in screen.runs] == ["none", "mq-deadline"]
+        assert len(app.history) == 2
+        records = app.history.records
+        assert dict(records[1].settings)["scheduler"] == "mq-deadline"
+        await pilot.press("escape")
+        await pilot.pause()
+    assert scheduler.read_text() == original
+    assert isinstance(app.dismissed[0], AbResult)

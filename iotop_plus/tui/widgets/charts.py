@@ -122,6 +122,8 @@ class DeviceCharts(Grid):
                     xs, ys = bucket_max(times, list(history.series[metric]), width)
                     plt.plot(xs, ys, label=label, marker="braille")
                     top = max(top, *ys)
+                # Rates are never negative; an idle device gets 0..1, not -1..1.
+                plt.ylim(0, top * 1.05 if top > 0 else 1)
                 for mark in device_marks:
                     plt.vline(mark.timestamp - now, "magenta")
                     x = mark.timestamp - now
