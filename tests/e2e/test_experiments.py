@@ -284,3 +284,28 @@ def test_an_ab_whose_target_is_on_another_device_says_so(loop: str, tmp_path: Pa
     assert doc["restored"] is True
     assert any(f"not {loop}" in n for n in doc["notes"]), doc["notes"]
     assert list(target.iterdir()) == []  # the probe files are gone
+
+
+def test_a_sweep_interrupted_prints_the_steps_done_and_exits_130(loop: str, tmp_path: Path) -> None:
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "iotop_plus", "sweep", "--target", f"/dev/{loop}",
+         "--max-qd", "64", "--step-runtime", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/",
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("  QD    2:"):  # the second step finished
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "sweep stopped by SIGINT" in err
+    assert "(stopped early)" in out.splitlines()[0]
+    qds = [qd for qd, _ in table_rows(out)]
+    assert qds[:2] == [1, 2] and len(qds) < 7
