@@ -197,7 +197,7 @@ class IotopPlusApp(App[int]):
         self.main_screen.show_tick(tick)
 
     def on_sampler_problem(self, message: SamplerProblem) -> None:
-        self.main_screen.query_one("#header").show(note=message.text)  # type: ignore[attr-defined]
+        self.main_screen.show_problem(message.text)
 
     # ---- command palette -----------------------------------------------------------------
 

@@ -40,6 +40,9 @@ NARROW_HEIGHT = 30
 SETTINGS_REFRESH_S = 5.0
 """How often the Device tab re-reads the queue settings of the selected device."""
 
+PROBLEM_SHOWN_S = 5.0
+"""A sampling problem stays in the header at least this long, so it can be read."""
+
 VIEWS = ("view-table", "view-charts", "view-panel")
 
 
@@ -82,6 +85,7 @@ class MainScreen(Screen[None]):
         self.ticks_seen = 0
         """Ticks received, shown or not."""
         self._settings_read_at = float("-inf")
+        self._problem_at = float("-inf")
         self._start_monotonic: float | None = None
 
     # ---- layout --------------------------------------------------------------------------
@@ -146,7 +150,7 @@ class MainScreen(Screen[None]):
         if problems:
             first = problems[0]
             header.show(note=f"{len(problems)} bad line(s) in {first.source}: {first.reason}")
-        elif header.note:
+        elif header.note and time.monotonic() - self._problem_at >= PROBLEM_SHOWN_S:
             header.show(note="")
         self.query_one(DeviceTable).update_devices(
             tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, tick.inventory_changed
@@ -155,6 +159,11 @@ class MainScreen(Screen[None]):
         if tick.inventory_changed or settings_age >= SETTINGS_REFRESH_S:
             self._show_device_panel(read=True)
         self._draw_charts(tick.sample.monotonic, force=False)
+
+    def show_problem(self, text: str) -> None:
+        """Show a one-line problem (a failed tick) in the header for a few seconds."""
+        self._problem_at = time.monotonic()
+        self.query_one(HostHeader).show(note=text)
 
     def _draw_charts(self, now: float, force: bool) -> None:
         charts = self.query_one(DeviceCharts)
