@@ -13,7 +13,7 @@ from iotop_plus.sampling.sampler import Sample
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import HOST_ROOTS, CannedSampler
-from tests.tui.helpers import started, wait_for
+from tests.tui.helpers import wait_for
 
 
 class SlowSampler(CannedSampler):
