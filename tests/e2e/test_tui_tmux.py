@@ -244,19 +244,29 @@ def test_a_signal_ends_the_app_cleanly(tmux: TmuxSession, signum: signal.Signals
 
 
 @pytest.mark.slow
-def test_a_dropped_connection_ends_the_app(tmux: TmuxSession) -> None:
-    """Closing the pane is a real hangup: the tty goes away and the app must not linger."""
-    launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
-    wait_for_table(tmux)
-    pid = tmux.program_pid(launched)
-    tmux.tmux("kill-pane", "-t", tmux.name)
-    deadline = time.monotonic() + 10
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    alive = running(pid)
-    if alive:
-        os.kill(pid, signal.SIGKILL)
-    assert not alive, "the app kept running after its terminal went away"
+def test_a_dropped_connection_ends_the_app() -> None:
+    """Closing the pane is a real hangup (SIGHUP, SIGCONT, the tty gone): the app must end.
+
+    Tried a few times with the hangup at different moments, since a hang at exit can depend
+    on what the app was writing when the terminal went away.
+    """
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    for attempt in range(3):
+        with TmuxSession(120, 36) as tmux:
+            launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+            wait_for_table(tmux)
+            time.sleep(attempt * 0.4)
+            pid = tmux.program_pid(launched)
+            tmux.tmux("kill-pane", "-t", tmux.name)
+            deadline = time.monotonic() + 10
+            while running(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            alive = running(pid)
+            if alive:
+                os.kill(pid, signal.SIGKILL)
+            assert not alive, f"attempt {attempt + 1}: the app hung after its terminal went away"
 
 
 # -- the harness can tell a broken terminal from a restored one -------------------------------
