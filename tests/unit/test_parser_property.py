@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from iotop_plus.sampling.diskstats import (
     DiskCounters,
     ParseProblem,
+    _parse_line,
     parse_diskstats,
     parse_sys_stat,
 )
@@ -82,7 +83,7 @@ def test_rates_from_arbitrary_pairs_are_none_or_sane(
         value = float(getattr(rates, name))
         assert value >= 0, name
     # Per-I/O and percentage figures are bounded by the inputs, whatever they are.
-    assert 0 <= rates.rrqm_pct <= 100 and 0 <= rates.wrqm_pct <= 100
+    assert 0 <= rates.rrqm_pct <= 100 + 1e-9 and 0 <= rates.wrqm_pct <= 100 + 1e-9
     assert rates.util <= (MS_WRAP - 1) / elapsed / 10
 
 
@@ -98,3 +99,30 @@ def test_plausible_intervals_give_plausible_rates(before: list[int], step: list[
     assert rates is not None
     assert rates.r_s <= 10**6 and rates.rkb_s <= 10**6 / 2
     assert rates.util <= 10**6 / 10 and rates.aqu_sz <= 10**6 / 1000
+
+
+NAMES = st.sampled_from(["sda", "sdb", "nvme0n1p1", "dm-0", "md127", "loop7", "3", "+4", "é1"])
+WELL_FORMED = st.builds(
+    lambda major, minor, name, values, width: " ".join(
+        map(str, [major, minor, name, *values[: width - 3]])
+    ),
+    st.integers(0, 300),
+    st.integers(0, 300),
+    NAMES,
+    st.lists(st.integers(-1, 2**40), min_size=17, max_size=17),
+    st.sampled_from([20, 20, 20, 18, 14, 7, 19, 21]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, LINE), max_size=12))
+def test_bulk_parse_equals_line_by_line(lines: list[str]) -> None:
+    """The one-format fast path gives exactly what parsing each line alone gives."""
+    reference: dict[str, DiskCounters] = {}
+    for line in lines:
+        if not line.split():
+            continue
+        outcome = _parse_line(line)
+        if isinstance(outcome, DiskCounters) and outcome.name not in reference:
+            reference[outcome.name] = outcome
+    assert parse_diskstats("\n".join(lines)) == reference
