@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.app import App
 from textual.pilot import Pilot
-from textual.widgets import Static
+from textual.widgets import Input, Static
 from textual_plotext import PlotextPlot
 
 from iotop_plus.devices.tuner import Journal, Tuner
@@ -17,7 +17,13 @@ from iotop_plus.probe.experiments import AbResult, SweepResult
 from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
-from iotop_plus.tui.screens.experiments import ExperimentPlan, ExperimentScreen
+from iotop_plus.tui.screens.experiments import (
+    ExperimentPlan,
+    ExperimentScreen,
+    ExperimentSetupScreen,
+    open_experiment,
+    plan_from_fields,
+)
 from tests.support.queue_guard import restored_queue
 
 pytestmark = [pytest.mark.slow]
@@ -150,3 +156,59 @@ async def test_a_scheduler_ab_runs_to_its_verdict_and_restores(loop: str, fio_bi
         await pilot.pause()
     assert scheduler.read_text() == original
     assert isinstance(app.dismissed[0], AbResult)
+
+
+class SetupHost(App[None]):
+    """Opens the setup modal for a device, then the run screen, as the main screen will."""
+
+    def __init__(self, device: str, fio: str) -> None:
+        super().__init__()
+        self.device = device
+        self.fio = fio
+        self.tuner = Tuner(Roots(), Journal(None))
+
+    def on_mount(self) -> None:
+        open_experiment(self, Roots(), self.tuner, ProbeRunner(Roots(), self.fio), self.device)
+
+
+async def test_the_setup_modal_refuses_a_bad_spec_then_starts_the_ab(
+    loop: str, fio_bin: str
+) -> None:
+    app = SetupHost(loop, fio_bin)
+    async with app.run_test(size=(120, 40)) as pilot:
+        setup = app.screen
+        assert isinstance(setup, ExperimentSetupScreen)
+        assert setup.query_one("#setup-target", Input).value == f"/dev/{loop}"
+        what = setup.query_one("#setup-what", Input)
+        what.value = "rotational=0,1"
+        await pilot.press("enter")
+        assert "cannot A/B 'rotational'" in str(setup.query_one("#setup-error", Static).content)
+        assert app.screen is setup  # still asking
+        what.value = "nr_requests=16,32"
+        setup.query_one("#setup-runtime", Input).value = "1"
+        setup.query_one("#setup-rounds", Input).value = "1"
+        what.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ExperimentScreen)
+        assert screen.plan.setting == "nr_requests" and screen.plan.values == ("16", "32")
+        await wait_for(pilot, lambda: screen.finished)
+        assert "32 vs 16:" in text(screen, "#exp-table")
+
+
+def test_setup_fields_become_a_plan_or_a_one_line_error() -> None:
+    plan = plan_from_fields("sda", "sweep", "/dev/sda", "randread", "2", "3", "64")
+    assert (plan.kind, plan.max_qd, plan.step_runtime_s) == ("sweep", 64, 3)
+    ab = plan_from_fields("sda", "scheduler=none,bfq", "/tmp", "index", "4", "5", "128")
+    assert (ab.kind, ab.setting, ab.values, ab.rounds) == ("ab", "scheduler", ("none", "bfq"), 4)
+    for fields, message in (
+        (("sweep", "/dev/sda", "wal", "2", "3", "64"), "reads only"),
+        (("sweep", "/dev/sda", "nope", "2", "3", "64"), "preset: one of"),
+        (("sweep", "", "randread", "2", "3", "64"), "target"),
+        (("sweep", "/dev/sda", "randread", "2", "0", "64"), "runtime: must be from 1"),
+        (("sweep", "/dev/sda", "randread", "2", "3", "x"), "max QD: not a whole number"),
+        (("read_ahead_kb=1", "/tmp", "seqscan", "2", "3", "64"), "at least two values"),
+    ):
+        with pytest.raises(ValueError, match=message):
+            plan_from_fields("sda", *fields)

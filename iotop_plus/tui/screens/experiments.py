@@ -1,4 +1,7 @@
-"""The experiment screen: a queue-depth sweep or an A/B of a setting, step by step.
+"""The experiment screens: set one up, then watch a QD sweep or an A/B of a setting run.
+
+:class:`ExperimentSetupScreen` (a modal) asks what to run on a device and is dismissed with an
+:class:`ExperimentPlan` (or None); :func:`open_experiment` chains it to the run screen.
 
 Push :class:`ExperimentScreen` with an :class:`ExperimentPlan`; it starts at once, shows each
 step as it completes, plots IOPS and mean/p99 latency against QD (sweep) or the headline
@@ -13,12 +16,12 @@ import asyncio
 import math
 from dataclasses import dataclass, replace
 
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input, Label, Static
 from textual.worker import Worker
 from textual_plotext import PlotextPlot
 
@@ -33,6 +36,7 @@ from iotop_plus.probe.experiments import (
     SweepResult,
     SweepStep,
     ab_table,
+    parse_ab_spec,
     run_ab,
     run_sweep,
     sweep_table,
@@ -82,6 +86,135 @@ class ExperimentPlan:
             f"A/B of {self.device} {self.setting} {' vs '.join(self.values)} "
             f"({self.preset} on {self.target}, {self.rounds} rounds)"
         )
+
+
+def plan_from_fields(
+    device: str,
+    what: str,
+    target: str,
+    preset: str,
+    rounds: str,
+    runtime: str,
+    max_qd: str,
+) -> ExperimentPlan:
+    """The plan the setup fields describe.
+
+    Args:
+        device: The device the experiment is for.
+        what: ``sweep``, or ``SETTING=V1,V2[,...]`` for an A/B.
+        target: A block device path or a directory.
+        preset: The probe preset (a sweep needs a read preset).
+        rounds: A/B rounds.
+        runtime: Seconds per sweep step or per A/B run.
+        max_qd: The sweep's deepest queue.
+
+    Raises:
+        ValueError: one line naming the bad field.
+    """
+    what, target, preset = what.strip(), target.strip(), preset.strip()
+    if not target:
+        raise ValueError("target: give a device path or a directory")
+    if preset not in PRESETS:
+        raise ValueError(f"preset: one of {', '.join(PRESETS)}, not {preset!r}")
+    seconds = _whole("runtime", runtime, 1, 3600)
+    if what == "sweep":
+        if PRESETS[preset].writes:
+            raise ValueError(f"preset: a sweep reads only, and {preset} writes")
+        qd = _whole("max QD", max_qd, 1, 1024)
+        return ExperimentPlan(
+            "sweep", target, device=device, preset=preset, max_qd=qd, step_runtime_s=seconds
+        )
+    setting, values = parse_ab_spec(what)
+    return ExperimentPlan(
+        "ab",
+        target,
+        device=device,
+        setting=setting,
+        values=values,
+        preset=preset,
+        rounds=_whole("rounds", rounds, 1, 100),
+        runtime_s=seconds,
+    )
+
+
+def _whole(name: str, text: str, low: int, high: int) -> int:
+    try:
+        value = int(text.strip())
+    except ValueError:
+        raise ValueError(f"{name}: not a whole number: {text!r}") from None
+    if not low <= value <= high:
+        raise ValueError(f"{name}: must be from {low} to {high}: {text!r}")
+    return value
+
+
+class ExperimentSetupScreen(ModalScreen[ExperimentPlan | None]):
+    """Asks what to run on a device; dismissed with the plan, or None on escape."""
+
+    BINDINGS = [Binding("escape", "cancel", "Cancel")]
+
+    DEFAULT_CSS = """
+    ExperimentSetupScreen { align: center middle; }
+    ExperimentSetupScreen > Vertical {
+        width: 72; max-width: 100%; height: auto; max-height: 90%;
+        border: round $accent; background: $surface; padding: 0 1;
+    }
+    ExperimentSetupScreen .title { text-style: bold; }
+    ExperimentSetupScreen .hint { color: $text-muted; }
+    ExperimentSetupScreen #setup-error { color: $error; }
+    """
+
+    #: (field id, label, default) of the inputs, in order.
+    FIELDS: tuple[tuple[str, str, str], ...] = (
+        ("what", "sweep, or SETTING=V1,V2 for an A/B", "sweep"),
+        ("target", "target: a device (read-only) or a directory", ""),
+        ("preset", "preset", "randread"),
+        ("runtime", "seconds per step / run", str(DEFAULT_STEP_RUNTIME_S)),
+        ("max-qd", "sweep: deepest QD", str(DEFAULT_MAX_QD)),
+        ("rounds", "A/B: rounds", str(DEFAULT_ROUNDS)),
+    )
+
+    def __init__(self, device: str, target: str | None = None) -> None:
+        super().__init__()
+        self.device = device
+        self.target = target or f"/dev/{device}"
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"Experiment on {self.device}", classes="title")
+            yield Static(
+                "A sweep reads at QD 1, 2, 4 ...; an A/B compares values of read_ahead_kb, "
+                "scheduler or nr_requests (e.g. read_ahead_kb=0,1024). Enter starts.",
+                classes="hint",
+            )
+            for field_id, label, default in self.FIELDS:
+                value = self.target if field_id == "target" else default
+                yield Input(value, placeholder=label, id=f"setup-{field_id}", tooltip=label)
+            yield Static("", id="setup-error")
+
+    def on_mount(self) -> None:
+        self.query_one("#setup-what", Input).focus()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        fields = {f: self.query_one(f"#setup-{f}", Input).value for f, _, _ in self.FIELDS}
+        try:
+            plan = plan_from_fields(
+                self.device,
+                fields["what"],
+                fields["target"],
+                fields["preset"],
+                fields["rounds"],
+                fields["runtime"],
+                fields["max-qd"],
+            )
+        except ValueError as exc:
+            self.query_one("#setup-error", Static).update(str(exc))
+            return
+        self.dismiss(plan)
+
+    def action_cancel(self) -> None:
+        """Close without a plan."""
+        self.dismiss(None)
 
 
 class ExperimentScreen(Screen[SweepResult | AbResult | None]):
@@ -317,4 +450,28 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
             plot.refresh()
 
 
-__all__ = ["ExperimentPlan", "ExperimentScreen"]
+def open_experiment(
+    app: App[object],
+    roots: Roots,
+    tuner: Tuner,
+    runner: ProbeRunner,
+    device: str,
+    history: ProbeHistory | None = None,
+    target: str | None = None,
+) -> None:
+    """Ask what to run on ``device`` (setup modal), then push the run screen."""
+
+    def start(plan: ExperimentPlan | None) -> None:
+        if plan is not None:
+            app.push_screen(ExperimentScreen(roots, tuner, runner, plan, history))
+
+    app.push_screen(ExperimentSetupScreen(device, target), start)
+
+
+__all__ = [
+    "ExperimentPlan",
+    "ExperimentScreen",
+    "ExperimentSetupScreen",
+    "open_experiment",
+    "plan_from_fields",
+]
