@@ -51,7 +51,15 @@ def add_parser(sub: Any) -> None:
         metavar="SETTING=V1,V2[,...]",
         help=f"the setting ({', '.join(AB_SETTINGS)}) and the values to compare",
     )
-    p.add_argument("--preset", "-p", required=True, choices=sorted(PRESETS), metavar="NAME")
+    p.add_argument(
+        "--preset",
+        "-p",
+        required=True,
+        choices=sorted(PRESETS),
+        metavar="NAME",
+        help="the probe: " + ", ".join(sorted(PRESETS)) + " (read_ahead_kb always runs a "
+        "buffered sequential read)",
+    )
     p.add_argument(
         "--target",
         "-t",

@@ -44,7 +44,7 @@ def add_parser(sub: Any) -> None:
         help="queue-depth sweep: IOPS and latency at QD 1, 2, 4 ... (read-only)",
         description="Run random reads at QD 1, 2, 4 ... up to --max-qd, one fio run per "
         "step, and report where IOPS stop scaling, where latency rises on a plateau, and "
-        "the QD that reaches 90%% of peak IOPS. A device target is only read.",
+        "the QD that reaches 90% of peak IOPS. A device target is only read.",
     )
     p.add_argument(
         "--target",
