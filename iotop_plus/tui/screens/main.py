@@ -16,6 +16,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer, Input, Tab, TabbedContent, TabPane, Tabs
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config
@@ -39,6 +40,9 @@ NARROW_HEIGHT = 30
 
 SETTINGS_REFRESH_S = 5.0
 """How often the Device tab re-reads the queue settings of the selected device."""
+
+CHART_SETTLE_S = 0.15
+"""The charts follow a new selection after the cursor has rested this long."""
 
 PROBLEM_SHOWN_S = 5.0
 """A sampling problem stays in the header at least this long, so it can be read."""
@@ -86,6 +90,7 @@ class MainScreen(Screen[None]):
         """Ticks received, shown or not."""
         self._settings_read_at = float("-inf")
         self._problem_at = float("-inf")
+        self._chart_timer: Timer | None = None
         self._start_monotonic: float | None = None
 
     # ---- layout --------------------------------------------------------------------------
@@ -190,7 +195,12 @@ class MainScreen(Screen[None]):
             return
         self.selected_device = name
         self._show_device_panel(read=True)
-        self._draw_charts(self._now(), force=False)
+        # Drawing five plots takes tens of ms: while a key is held down, draw once it stops.
+        if self._chart_timer is not None:
+            self._chart_timer.stop()
+        self._chart_timer = self.set_timer(
+            CHART_SETTLE_S, lambda: self._draw_charts(self._now(), force=False)
+        )
         self.notify_panels(name)
 
     def notify_panels(self, name: str | None) -> None:
