@@ -613,12 +613,15 @@ async def run_ab(
 def _undo(tuner: Tuner, change: Change) -> None:
     """Put back what ``change`` replaced, through the journal.
 
-    ``Tuner.undo`` undoes the newest change; if someone changed a setting meanwhile, the old
-    value is written as a new change instead.
+    ``Tuner.undo`` undoes the newest change. If another change came after ours, the old value
+    is written as a new change instead; if ours was already reverted (the app's revert-all on
+    quit), there is nothing left to do.
     """
     active = tuner.active
     if active and active[-1].sequence == change.sequence:
         tuner.undo()
+        return
+    if all(c.sequence != change.sequence for c in active):
         return
     try:
         tuner.apply(change.device, change.setting, change.old)

@@ -309,3 +309,29 @@ def test_a_sweep_interrupted_prints_the_steps_done_and_exits_130(loop: str, tmp_
     assert "(stopped early)" in out.splitlines()[0]
     qds = [qd for qd, _ in table_rows(out)]
     assert qds[:2] == [1, 2] and len(qds) < 7
+
+
+def test_a_revert_all_during_an_ab_is_not_undone_twice(loop: str, fio_bin: str) -> None:
+    """The app's revert-all on quit may put the value back first: the A/B then leaves it."""
+    original = sysfs(loop, "read_ahead_kb")
+    tuner = Tuner(Roots(), Journal(None))
+    runner = ProbeRunner(Roots(), fio_bin)
+    preset = PRESETS["seqscan"]
+    reverted: list[int] = []
+
+    def progress(round_no: int, value: str, p: ProbeProgress) -> None:
+        if not reverted:
+            reverted.append(len(tuner.revert_all()))
+
+    result = asyncio.run(
+        run_ab(
+            tuner, runner, loop, "read_ahead_kb", ["0", "1024"], preset, f"/dev/{loop}",
+            params=replace(preset.params, runtime_s=1, numjobs=1), rounds=1,
+            on_progress=progress,
+        )
+    )  # fmt: skip
+    assert reverted == [1]
+    assert result.restored and sysfs(loop, "read_ahead_kb") == original
+    assert tuner.active == ()
+    # set 0, revert (by the app), set 1024, undo: no extra write of the original.
+    assert [c.action for c in tuner.journal.entries] == ["set", "revert", "set", "undo"]

@@ -212,3 +212,26 @@ def test_setup_fields_become_a_plan_or_a_one_line_error() -> None:
     ):
         with pytest.raises(ValueError, match=message):
             plan_from_fields("sda", *fields)
+
+
+async def test_quitting_the_app_mid_ab_restores_the_setting(loop: str, fio_bin: str) -> None:
+    original = read_ahead(loop)
+    plan = ExperimentPlan(
+        "ab",
+        f"/dev/{loop}",
+        device=loop,
+        setting="read_ahead_kb",
+        values=("16", "1024"),
+        preset="seqscan",
+        rounds=2,
+        runtime_s=10,
+    )
+    app = ExperimentHost(plan, fio_bin)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = app.screen_under_test
+        await wait_for(pilot, lambda: "read_ahead_kb=16" in text(screen, "#exp-live"))
+        assert read_ahead(loop) == "16"
+        app.exit()
+    # The app's shutdown cancelled the worker: fio is gone and read-ahead is back.
+    assert read_ahead(loop) == original
+    assert app.tuner.active == ()
