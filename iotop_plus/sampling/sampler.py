@@ -87,6 +87,7 @@ class Sampler:
     def __init__(self, roots: Roots | None = None) -> None:
         self.roots = roots or Roots()
         self._cache: dict[str, DiskCounters] = {}
+        self._diskstats = str(self.roots.diskstats)  # built once: this runs every tick
         self._inventory: Inventory | None = None
         self._inventory_names: frozenset[str] = frozenset()
 
@@ -97,14 +98,14 @@ class Sampler:
         when it is missing. Never raises for bad content: problems are carried in the sample.
         """
         problems: list[ParseProblem] = []
-        path = self.roots.diskstats
+        path = self._diskstats
         try:
             with open(path) as fh:
                 text = fh.read()
         except OSError as exc:
             names = _sys_names(self.roots)
             if not names:
-                problems.append(ParseProblem(str(path), 0, "", f"cannot read: {exc.strerror}"))
+                problems.append(ParseProblem(path, 0, "", f"cannot read: {exc.strerror}"))
             now = time.monotonic()
             counters = read_sys_block_stats(self.roots.sys, names, problems)
             return Sample(
@@ -117,8 +118,8 @@ class Sampler:
         now = time.monotonic()
         # The cache holds only this read's lines, so devices that left (loop churn) are
         # forgotten at once.
-        counters = parse_diskstats(text, str(path), problems, self._cache)
-        return Sample(now, time.time(), MappingProxyType(counters), tuple(problems), str(path))
+        counters = parse_diskstats(text, path, problems, self._cache)
+        return Sample(now, time.time(), MappingProxyType(counters), tuple(problems), path)
 
     def inventory(self, names: Iterable[str] | None = None, refresh: bool = False) -> Inventory:
         """The device inventory, re-read when ``names`` differs from the last read set."""
