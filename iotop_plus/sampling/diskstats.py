@@ -11,6 +11,10 @@ Kernel formats accepted (Documentation/admin-guide/iostats.rst, block/genhd.c):
 * /sys/block/DEV/stat: the same 11, 15 or 17 counters without the first three columns.
 
 A malformed line is reported as a :class:`ParseProblem` and skipped; the rest still counts.
+
+Speed matters here (it runs every tick, for up to thousands of devices): unchanged lines come
+from a cache keyed by the line's text, and changed lines of one format are converted in bulk.
+``benchmarks/bench_sampling.py`` measures it against psutil.
 """
 
 from __future__ import annotations
@@ -136,7 +140,8 @@ def parse_diskstats(
     """
     result: dict[str, DiskCounters] = {}
     fresh: dict[str, DiskCounters] = {}
-    cached_get = (cache if cache is not None else fresh).get
+    no_cache: dict[str, DiskCounters] = {}
+    cached_get = (cache if cache is not None else no_cache).get
     # (line number, line, counters from the cache or None), in file order.
     entries: list[tuple[int, str, DiskCounters | None]] = []
     changed: list[str] = []
