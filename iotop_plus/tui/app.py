@@ -30,6 +30,9 @@ from iotop_plus.tui.screens.main import MainScreen
 FIRST_INTERVAL_S = 0.5
 """The second sample comes this soon (or one interval, if shorter), so figures show quickly."""
 
+QUICK_FIRST_FRAME_DEVICES = 200
+"""Above this many devices, the first frame lists them by name before the inventory is read."""
+
 NR_REQUESTS_REFRESH_S = 30.0
 """How often queue capacities are re-read when the device set has not changed."""
 
@@ -144,6 +147,10 @@ class IotopPlusApp(App[int]):
                 cur = self.sampler.sample()
                 changed = inventory is None or cur.names != names
                 if changed:
+                    if inventory is None and len(cur.counters) > QUICK_FIRST_FRAME_DEVICES:
+                        # Reading sysfs for thousands of devices takes seconds: list them
+                        # by name first, then describe them.
+                        self.post_message(SampleReady(self._tick(cur, None, Inventory({}), {})))
                     # Hotplug: re-read the inventory only when the set of devices changes.
                     inventory = self.sampler.inventory(cur.names)
                     names = cur.names
@@ -153,18 +160,7 @@ class IotopPlusApp(App[int]):
                     nr_requests = read_nr_requests(self.sampler.roots, inventory)
                     nr_read_at = started
                 assert inventory is not None
-                rates = (
-                    rates_between(prev, cur) if prev is not None else dict.fromkeys(cur.counters)
-                )
-                tick = Tick(
-                    sample=cur,
-                    rates=rates,
-                    inventory=inventory,
-                    inventory_changed=changed,
-                    nr_requests=nr_requests,
-                    elapsed_s=cur.monotonic - prev.monotonic if prev is not None else None,
-                    ever_used=frozenset(n for n, c in cur.counters.items() if c.ever_used),
-                )
+                tick = self._tick(cur, prev, inventory, nr_requests, changed)
                 self.post_message(SampleReady(tick))
                 if prev is None:
                     cur_first = cur
@@ -184,6 +180,24 @@ class IotopPlusApp(App[int]):
                     # The interval changed: re-plan from the same start.
                     deadline = started + self.interval
         self._thread = None
+
+    @staticmethod
+    def _tick(
+        cur: Sample,
+        prev: Sample | None,
+        inventory: Inventory,
+        nr_requests: Mapping[str, int],
+        changed: bool = True,
+    ) -> Tick:
+        return Tick(
+            sample=cur,
+            rates=rates_between(prev, cur) if prev is not None else dict.fromkeys(cur.counters),
+            inventory=inventory,
+            inventory_changed=changed,
+            nr_requests=nr_requests,
+            elapsed_s=cur.monotonic - prev.monotonic if prev is not None else None,
+            ever_used=frozenset(n for n, c in cur.counters.items() if c.ever_used),
+        )
 
     # ---- messages ------------------------------------------------------------------------
 

@@ -20,7 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
+from iotop_plus.sampling.inventory import BlockDevice, Inventory, hidden_by_default
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.tui.messages import DeviceSelected
 
@@ -349,6 +349,8 @@ class DeviceTable(ScrollView, can_focus=True):
             return True
         if dev is not None and (dev.is_partition or dev.hidden_by_default):
             return False
+        if dev is None and hidden_by_default(name):
+            return False  # not described yet (first frame of a big host): judge by name
         return name in self._ever_used
 
     def _rebuild_rows(self) -> None:
