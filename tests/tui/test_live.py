@@ -75,16 +75,16 @@ async def test_two_thousand_synthetic_disks_stay_usable(tmp_path: Path) -> None:
     tree = SyntheticTree(tmp_path, 2000)
     app = make_app(tree.roots, Config(interval=0.25))
     async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app, ticks=1)
+        await wait_for(pilot, lambda: app.ticks >= 1, timeout=30)
         tree.advance(1.0)
-        await wait_for(pilot, lambda: app.ticks >= 3)
+        await wait_for(pilot, lambda: app.ticks >= 3, timeout=30)
         assert len(table(app).visible_names()) == 2000
         await pilot.press("end")
         assert app.main_screen.selected_device == tree.names[-1]
         await pilot.press("greater_than_sign")
         tree.advance(1.0)
         ticks = app.ticks
-        await wait_for(pilot, lambda: app.ticks >= ticks + 2)
+        await wait_for(pilot, lambda: app.ticks >= ticks + 2, timeout=30)
         names = table(app).visible_names()
         rates = app.latest_tick.rates  # sorted busiest first, figures from the same tick
         shown = [rates[n].r_s for n in names[:50] if rates.get(n) is not None]
