@@ -61,10 +61,10 @@ THRESHOLDS = (
 def help_text() -> str:
     """The help as plain text (Rich markup for bold)."""
     lines = ["[b]Keys[/b]"]
-    lines += [f"  [b]{k:<22}[/b] {v}" for k, v in KEYS]
+    lines += [f"  [b]{k:<24}[/b] {v}" for k, v in KEYS]
     lines += ["", "[b]Columns[/b] (iostat -x; rates per second of the measured interval)"]
     for name, means, misleads in COLUMNS:
-        lines.append(f"  [b]{name:<22}[/b] {means}. [i]Misleads:[/i] {misleads}.")
+        lines.append(f"  [b]{name:<24}[/b] {means}. [i]Misleads:[/i] {misleads}.")
     lines += ["", THRESHOLDS]
     return "\n".join(lines)
 
