@@ -3,7 +3,15 @@
 Wide terminals show the table over the charts, with the side panel on the right. Narrow ones
 (80x24 over SSH) show one of them at a time, chosen with the view tabs or the keys 1, 2, 3.
 
-Adding a side-panel tab is one line in :meth:`MainScreen.compose` (see ``SIDE PANEL TABS``).
+Integration points for the other panels:
+
+* Adding a side-panel tab is one line in :meth:`MainScreen.compose` (see ``SIDE PANEL TABS``).
+* A tab's widget that has ``set_device(name)`` is told about every selection
+  (:meth:`MainScreen.notify_panels`); the table also posts :class:`DeviceSelected`, which
+  bubbles through this screen to the app. ``MainScreen.selected_device`` holds the current one.
+* A setting change is drawn on the charts with
+  ``app.history.mark(Mark(time.monotonic(), "read_ahead_kb 128→16", device))``; the clock is
+  the same monotonic clock the samples use.
 """
 
 from __future__ import annotations
