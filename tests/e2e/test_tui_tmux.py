@@ -230,6 +230,29 @@ def test_quitting_by_key_restores_the_terminal(tmux: TmuxSession, key: str) -> N
 
 
 @pytest.mark.slow
+def test_at_80x24_the_table_fits_and_the_tabs_answer_keys() -> None:
+    """Over SSH at 80x24: the basic columns fit and 1/2/3 switch table, charts and panel."""
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    with TmuxSession(80, 24) as tmux:
+        launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+        screen = wait_for_table(tmux)
+        header = header_line(screen) or ""
+        for column in ("r/s", "w/s", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "%util"):
+            assert re.search(rf"(?<!\S){re.escape(column)}(?!\S)", header), (column, screen)
+        assert all(len(line) <= 80 for line in screen.split("\n"))
+        tmux.send_keys("3")  # the side panel as a tab of its own
+        screen = tmux.wait_until(lambda s: header_line(s) is None, 5, what="the table to go")
+        assert "read_ahead_kb" in tmux.wait_for("read_ahead_kb", timeout=5)
+        tmux.send_keys("1")
+        wait_for_table(tmux, timeout=5)
+        tmux.send_keys("q")
+        assert tmux.wait_exit(launched, timeout=10) == 0
+        tmux.assert_restored(launched)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_ends_the_app_cleanly(tmux: TmuxSession, signum: signal.Signals) -> None:
     launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
