@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import os
 import signal
 import sys
 import threading
@@ -20,12 +22,19 @@ from textual.binding import Binding
 from textual.screen import Screen
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config, load_config
+from iotop_plus.devices.tuner import Journal, Tuner, TuningError, default_journal_path
+from iotop_plus.probe.runner import ProbeRunner, stop_all_probes
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
 from iotop_plus.tui.messages import SampleReady, SamplerProblem, Tick
 from iotop_plus.tui.screens.main import MainScreen
+from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen
+
+EXIT_WATCHDOG_S = 3.0
+"""After a signal, the process ends this long after exit began even if Textual's shutdown
+hangs (seen when the terminal is already gone: the driver's writer queue never drains)."""
 
 FIRST_INTERVAL_S = 0.5
 """The second sample comes this soon (or one interval, if shorter), so figures show quickly."""
@@ -69,6 +78,8 @@ class IotopPlusApp(App[int]):
         history: History | None = None,
         host: HostInfo | None = None,
         interval: float | None = None,
+        tuner: Tuner | None = None,
+        revert_on_exit: bool = False,
     ) -> None:
         super().__init__()
         self.sampler = sampler
@@ -85,7 +96,21 @@ class IotopPlusApp(App[int]):
         """The newest tick, shown or not."""
         self.ticks = 0
         """Ticks received."""
-        self.main_screen = MainScreen(sampler.roots, config, self.history, self.host, self.interval)
+        self.tuner = (
+            tuner if tuner is not None else Tuner(sampler.roots, None, is_root=self.host.is_root)
+        )
+        """Queue-setting changes of this run, with undo."""
+        self.revert_on_exit = revert_on_exit
+        """Revert this run's setting changes on quit without asking."""
+        self.main_screen = MainScreen(
+            sampler.roots,
+            config,
+            self.history,
+            self.host,
+            self.interval,
+            tuner=self.tuner,
+            runner_factory=lambda: ProbeRunner(sampler.roots),
+        )
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -107,9 +132,47 @@ class IotopPlusApp(App[int]):
         try:
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-                loop.add_signal_handler(sig, self.exit)
+                loop.add_signal_handler(sig, self._exit_on_signal, sig)
         except (RuntimeError, NotImplementedError, ValueError):
             pass  # not the main thread (e.g. some test runners): keys still quit
+
+    def _exit_on_signal(self, sig: int) -> None:
+        # A signal cannot be asked questions: kill any fio and remove its file now, apply
+        # --revert-on-exit, then leave through Textual's exit so the terminal is restored.
+        stop_all_probes()
+        if self.revert_on_exit and self.tuner.active:
+            with contextlib.suppress(TuningError):
+                self.tuner.revert_all()
+        watchdog = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(128 + sig,))
+        watchdog.daemon = True
+        watchdog.start()
+        self.exit()
+
+    async def action_quit(self) -> None:
+        """Quit; when settings were changed in this run, ask whether to keep them."""
+        if not self.tuner.active:
+            self.exit()
+            return
+        if self.revert_on_exit:
+            self._revert_then_exit()
+            return
+
+        def answered(choice: str | None) -> None:
+            if choice == "revert":
+                self._revert_then_exit()
+            elif choice == "keep":
+                self.exit()
+
+        if not isinstance(self.screen, KeepOrRevertScreen):
+            self.push_screen(KeepOrRevertScreen(self.tuner.active), answered)
+
+    def _revert_then_exit(self) -> None:
+        try:
+            self.tuner.revert_all()
+        except TuningError as exc:
+            self.exit(1, message=f"iotop-plus: could not revert every setting: {exc}")
+            return
+        self.exit()
 
     def on_unmount(self) -> None:
         self.stop_sampling()
@@ -237,11 +300,19 @@ def make_app(
     history: History | None = None,
     host: HostInfo | None = None,
     interval: float | None = None,
+    tuner: Tuner | None = None,
+    revert_on_exit: bool = False,
 ) -> IotopPlusApp:
     """Build the app with its collaborators; tests pass fixture roots or a canned sampler."""
     config = config or Config()
     return IotopPlusApp(
-        sampler or Sampler(roots), config, history=history, host=host, interval=interval
+        sampler or Sampler(roots),
+        config,
+        history=history,
+        host=host,
+        interval=interval,
+        tuner=tuner,
+        revert_on_exit=revert_on_exit,
     )
 
 
@@ -261,6 +332,14 @@ def run_tui(args: argparse.Namespace, roots: Roots) -> int:
         return 2
     if interval == 1.0 and config.interval != 1.0:
         interval = config.interval  # the CLI default does not override the config file
-    app = make_app(roots, config, interval=interval)
+    is_root = os.geteuid() == 0
+    tuner = Tuner(roots, Journal(default_journal_path()), is_root=is_root)
+    app = make_app(
+        roots,
+        config,
+        interval=interval,
+        tuner=tuner,
+        revert_on_exit=bool(getattr(args, "revert_on_exit", False)),
+    )
     result = app.run()
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)

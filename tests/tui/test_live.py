@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import subprocess
-import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -113,45 +110,3 @@ def _remove_loop_device(name: str) -> None:
         fcntl.ioctl(fd, LOOP_CTL_REMOVE, number)
     finally:
         os.close(fd)
-
-
-def _tmux(*args: str) -> str:
-    return subprocess.run(["tmux", *args], check=True, capture_output=True, text=True).stdout
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("signal_name", ["TERM", "HUP"])
-def test_console_script_exits_cleanly_on_signals(signal_name: str, tmp_path: Path) -> None:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
-    script = shutil.which("iotop-plus") or str(Path(__file__).parents[2] / ".venv/bin/iotop-plus")
-    session = f"iotop-plus-test-{uuid.uuid4().hex[:8]}"
-    pidfile = tmp_path / "pid"
-    _tmux(
-        "new-session",
-        "-d",
-        "-s",
-        session,
-        "-x",
-        "80",
-        "-y",
-        "24",
-        f"sh -c 'echo $$ > {pidfile}; exec {script}'",
-    )
-    try:
-        _tmux("set-option", "-t", session, "remain-on-exit", "on")
-        deadline = time.monotonic() + 15
-        while "LIVE" not in _tmux("capture-pane", "-p", "-t", session):
-            assert time.monotonic() < deadline, "the app did not start"
-            time.sleep(0.1)
-        pid = int(pidfile.read_text())
-        subprocess.run(["kill", f"-{signal_name}", str(pid)], check=True)
-        while _tmux("display", "-p", "-t", session, "#{pane_dead}").strip() != "1":
-            assert time.monotonic() < deadline + 10, "the app did not exit"
-            time.sleep(0.1)
-        status = _tmux("display", "-p", "-t", session, "#{pane_dead_status}").strip()
-        assert status == "0"
-        # The terminal is restored: alternate screen left.
-        assert _tmux("display", "-p", "-t", session, "#{alternate_on}").strip() == "0"
-    finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)

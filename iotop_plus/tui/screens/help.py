@@ -18,6 +18,10 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("< / >", "sort by the previous / next column; r reverses"),
     ("↑ ↓ PgUp PgDn Home End", "select a device (charts and panel follow)"),
     ("1 / 2 / 3", "narrow terminals: table / charts / side panel"),
+    ("R / S", "change the selected device's read-ahead / I/O scheduler (Tune tab)"),
+    ("u / U", "undo the last setting change / revert every change of this run"),
+    ("p / P", "side panel: Processes (who does the I/O) / Probe (quick fio run)"),
+    ("X", "experiment on the selected device: queue-depth sweep or A/B of a setting"),
     ("Ctrl-P", "command palette: every action by name"),
     ("?", "this help; Esc or q closes it"),
 )

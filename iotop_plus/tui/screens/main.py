@@ -17,7 +17,7 @@ Integration points for the other panels:
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -29,14 +29,20 @@ from textual.widgets import Footer, Input, Tab, TabbedContent, TabPane, Tabs
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config
 from iotop_plus.devices.settings import SettingValue, read_settings
+from iotop_plus.devices.tuner import Tuner
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.history import History
+from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.tui.messages import DeviceSelected, Tick
+from iotop_plus.tui.screens.experiments import open_experiment
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.header import HostHeader
+from iotop_plus.tui.widgets.probe_panel import ProbePanel
+from iotop_plus.tui.widgets.process_panel import ProcessPanel
+from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
 INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 """What ``+`` and ``-`` step through (seconds)."""
@@ -76,13 +82,31 @@ class MainScreen(Screen[None]):
         Binding("2", "view('view-charts')", "Charts", show=False),
         Binding("3", "view('view-panel')", "Panel", show=False),
         Binding("escape", "clear_filter", "Clear filter", show=False),
+        Binding("R", "tune('read_ahead_kb')", "Read-ahead"),
+        Binding("S", "tune('scheduler')", "Scheduler"),
+        Binding("u", "undo_setting", "Undo", show=False),
+        Binding("U", "revert_settings", "Revert all", show=False),
+        Binding("p", "panel_tab('tab-processes')", "Processes", show=False),
+        Binding("P", "panel_tab('tab-probe')", "Probe", show=False),
+        Binding("X", "experiment", "Experiment", show=False),
     ]
 
     def __init__(
-        self, roots: Roots, config: Config, history: History, host: HostInfo, interval: float
+        self,
+        roots: Roots,
+        config: Config,
+        history: History,
+        host: HostInfo,
+        interval: float,
+        tuner: Tuner | None = None,
+        runner_factory: Callable[[], ProbeRunner] | None = None,
     ) -> None:
         super().__init__()
         self.roots = roots
+        self.tuner = tuner if tuner is not None else Tuner(roots, None, is_root=host.is_root)
+        """Applies, journals and undoes queue-setting changes."""
+        self.runner_factory = runner_factory or (lambda: ProbeRunner(roots))
+        """Makes the fio runner for a probe or an experiment."""
         self.config = config
         self.history = history
         self.host = host
@@ -122,6 +146,21 @@ class MainScreen(Screen[None]):
                 # SIDE PANEL TABS: add a tab with one line, e.g.
                 #   yield TabPane("Processes", ProcessPanel(), id="tab-processes")
                 yield TabPane("Device", DevicePanel(id="device-panel"), id="tab-device")
+                yield TabPane(
+                    "Tune",
+                    SettingsPanel(self.tuner, self.roots, id="settings-panel"),
+                    id="tab-tune",
+                )
+                yield TabPane(
+                    "Processes",
+                    ProcessPanel(self.roots, self.interval, id="process-panel"),
+                    id="tab-processes",
+                )
+                yield TabPane(
+                    "Probe",
+                    ProbePanel(self.runner_factory, self.roots, id="probe-panel"),
+                    id="tab-probe",
+                )
         yield Footer()
 
     def on_mount(self) -> None:
@@ -172,6 +211,9 @@ class MainScreen(Screen[None]):
         if tick.inventory_changed or settings_age >= SETTINGS_REFRESH_S:
             self._show_device_panel(read=True)
         self._draw_charts(tick.sample.monotonic, force=False)
+        probe = self.query_one(ProbePanel)
+        if probe.probe_device is not None:
+            probe.update_device_rates(tick.rates.get(probe.probe_device))
 
     def show_problem(self, text: str) -> None:
         """Show a one-line problem (a failed tick) in the header for a few seconds."""
@@ -264,6 +306,54 @@ class MainScreen(Screen[None]):
         setter = getattr(self.app, "set_sample_interval", None)
         if callable(setter):
             setter(seconds)
+        self.query_one(ProcessPanel).set_sample_interval(seconds)
+
+    # ---- tuning, probes and experiments (the side-panel tabs) -----------------------------
+
+    def action_panel_tab(self, tab_id: str) -> None:
+        """Show one side-panel tab (on narrow screens, the panel view too)."""
+        if self.narrow:
+            self.action_view("view-panel")
+        self.query_one("#side-panel", TabbedContent).active = tab_id
+
+    def action_tune(self, setting: str) -> None:
+        """Edit a queue setting of the selected device from anywhere (R, S)."""
+        self.action_panel_tab("tab-tune")
+        self.query_one(SettingsPanel).action_edit(setting)
+
+    def action_undo_setting(self) -> None:
+        """Undo the last setting change (u)."""
+        self.query_one(SettingsPanel).action_undo()
+
+    def action_revert_settings(self) -> None:
+        """Put back every setting changed in this run (U)."""
+        self.query_one(SettingsPanel).action_revert_all()
+
+    def action_experiment(self) -> None:
+        """Queue-depth sweep or A/B of a setting on the selected device (X)."""
+        if self.selected_device is None:
+            self.notify("Select a device first", severity="warning")
+            return
+        probe = self.query_one(ProbePanel)
+        open_experiment(
+            self.app,
+            self.roots,
+            self.tuner,
+            self.runner_factory(),
+            self.selected_device,
+            history=probe.history,
+        )
+
+    @on(SettingsPanel.Changed)
+    def on_settings_changed(self, message: SettingsPanel.Changed) -> None:
+        """Mark every setting change on the charts, so before/after is visible."""
+        change = message.change
+        self.history.mark(Mark(change.monotonic, change.mark_label, change.device))
+        self._draw_charts(self._now(), force=True)
+
+    @on(SettingsPanel.Failed)
+    def on_settings_failed(self, message: SettingsPanel.Failed) -> None:
+        self.notify(message.text, severity="error", timeout=6)
 
     def action_faster(self) -> None:
         """Sample more often."""
@@ -365,3 +455,22 @@ class MainScreen(Screen[None]):
         yield ("View: device table", "Narrow screens: show the table (1)", "view('view-table')")
         yield ("View: charts", "Narrow screens: show the charts (2)", "view('view-charts')")
         yield ("View: side panel", "Narrow screens: show the side panel (3)", "view('view-panel')")
+        yield (
+            "Set read-ahead",
+            "Change read_ahead_kb of the selected device (R)",
+            "tune('read_ahead_kb')",
+        )
+        yield ("Set I/O scheduler", "Pick the selected device's scheduler (S)", "tune('scheduler')")
+        yield ("Undo setting change", "Undo the last queue-setting change (u)", "undo_setting")
+        yield (
+            "Revert all settings",
+            "Put back every setting changed in this run (U)",
+            "revert_settings",
+        )
+        yield ("Processes", "Which processes do the I/O (p)", "panel_tab('tab-processes')")
+        yield ("Probe", "Run a quick fio probe (P)", "panel_tab('tab-probe')")
+        yield (
+            "Experiment",
+            "QD sweep or A/B of a setting on the selected device (X)",
+            "experiment",
+        )
