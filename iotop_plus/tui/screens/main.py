@@ -388,9 +388,14 @@ class MainScreen(Screen[None]):
     @on(Input.Submitted, "#filter")
     def on_filter_submitted(self, event: Input.Submitted) -> None:
         box = self.query_one("#filter", Input)
-        if not event.value.strip():
+        text = event.value.strip()
+        if not text:
             box.remove_class("shown")
-        self.query_one(DeviceTable).focus()
+        table = self.query_one(DeviceTable)
+        # Enter on a filter picks the device named exactly, else the first match.
+        if text and not table.select_name(text):
+            table.move_cursor(0)
+        table.focus()
 
     def action_toggle_all(self) -> None:
         """Switch between the default device selection and all devices."""
