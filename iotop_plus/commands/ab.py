@@ -16,8 +16,13 @@ import sys
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_int
-from iotop_plus.commands.sweep import run_cancellable
+from iotop_plus.commands.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    UsageError,
+    positive_int,
+    run_cancellable,
+)
 from iotop_plus.devices.tuner import Journal, Tuner, TuningError, default_journal_path
 from iotop_plus.probe.experiments import (
     AB_SETTINGS,

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
+import signal
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -31,3 +35,36 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value
+
+
+T = TypeVar("T")
+
+#: Signals that stop a long headless run (a probe, a sweep, an A/B) cleanly.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+async def run_cancellable(coro: Coroutine[Any, Any, T]) -> tuple[T | None, int]:
+    """Await ``coro``; SIGINT/SIGTERM/SIGHUP cancel it: then (None, signal number).
+
+    Cancelling lets the coroutine's ``finally`` blocks run (kill fio, remove probe files,
+    restore settings) before the command exits with 128 + N.
+    """
+    loop = asyncio.get_running_loop()
+    task: asyncio.Task[T] = asyncio.ensure_future(coro)
+    received: list[int] = []
+
+    def cancel(signum: int) -> None:
+        received.append(signum)
+        task.cancel()
+
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, cancel, signum)
+    try:
+        return await task, 0
+    except asyncio.CancelledError:
+        if received:
+            return None, received[0]
+        raise
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)

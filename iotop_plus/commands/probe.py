@@ -17,7 +17,7 @@ import sys
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, run_cancellable
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.results import ProbeResult
 from iotop_plus.probe.runner import (
@@ -30,8 +30,6 @@ from iotop_plus.probe.runner import (
 )
 from iotop_plus.probe.target import ProbeTarget, remove_all_probe_files
 from iotop_plus.roots import Roots
-
-_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def add_parser(sub: Any) -> None:
@@ -133,8 +131,6 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
 async def _probe(
     runner: ProbeRunner, request: ProbeRequest, *, quiet: bool
 ) -> tuple[ProbeOutcome | None, int]:
-    loop = asyncio.get_running_loop()
-
     def started(target: ProbeTarget) -> None:
         if not quiet:
             print(
@@ -143,26 +139,9 @@ async def _probe(
                 file=sys.stderr,
             )
 
-    task = asyncio.ensure_future(
+    return await run_cancellable(
         runner.run(request, on_progress=None if quiet else _print_progress, on_start=started)
     )
-    received: list[int] = []
-
-    def cancel(signum: int) -> None:
-        received.append(signum)
-        task.cancel()
-
-    for signum in _SIGNALS:
-        loop.add_signal_handler(signum, cancel, signum)
-    try:
-        return await task, 0
-    except asyncio.CancelledError:
-        if received:
-            return None, received[0]
-        raise
-    finally:
-        for signum in _SIGNALS:
-            loop.remove_signal_handler(signum)
 
 
 def _print_progress(p: ProbeProgress) -> None:

@@ -12,11 +12,16 @@ import atexit
 import json
 import signal
 import sys
-from collections.abc import Coroutine
 from dataclasses import asdict
-from typing import Any, TextIO, TypeVar
+from typing import Any, TextIO
 
-from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_int
+from iotop_plus.commands.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    UsageError,
+    positive_int,
+    run_cancellable,
+)
 from iotop_plus.probe.experiments import (
     DEFAULT_MAX_QD,
     DEFAULT_STEP_RUNTIME_S,
@@ -32,8 +37,6 @@ from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files
 from iotop_plus.roots import Roots
 
-T = TypeVar("T")
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 _READ_PRESETS = sorted(name for name, p in PRESETS.items() if not p.writes)
 
 
@@ -186,26 +189,3 @@ def _print(result: SweepResult, fmt: str, out: TextIO) -> None:
     out.write(sweep_table(result.steps))
     for line in result.analysis.summary():
         out.write(f"{line}\n")
-
-
-async def run_cancellable(coro: Coroutine[Any, Any, T]) -> tuple[T | None, int]:
-    """Await ``coro``; SIGINT/SIGTERM/SIGHUP cancel it: then (None, signal number)."""
-    loop = asyncio.get_running_loop()
-    task: asyncio.Task[T] = asyncio.ensure_future(coro)
-    received: list[int] = []
-
-    def cancel(signum: int) -> None:
-        received.append(signum)
-        task.cancel()
-
-    for signum in SIGNALS:
-        loop.add_signal_handler(signum, cancel, signum)
-    try:
-        return await task, 0
-    except asyncio.CancelledError:
-        if received:
-            return None, received[0]
-        raise
-    finally:
-        for signum in SIGNALS:
-            loop.remove_signal_handler(signum)
