@@ -33,8 +33,8 @@ run: $(STAMP) sysdeps
 	$(BIN)/iotop-plus
 
 lint: $(STAMP)
-	$(BIN)/ruff check iotop_plus tests benchmarks
-	$(BIN)/ruff format --check iotop_plus tests benchmarks
+	$(BIN)/ruff check iotop_plus tests benchmarks scripts
+	$(BIN)/ruff format --check iotop_plus tests benchmarks scripts
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
