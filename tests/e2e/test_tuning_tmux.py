@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_tui_tmux import console_script, show_device, tmux  # noqa: F401 - fixture
+from tests.e2e.test_tui_tmux import console_script, tmux, wait_for_table  # noqa: F401 - fixture
 from tests.support.queue_guard import queue_values, restored_queue
 from tests.support.tmux import TmuxSession
 
@@ -15,11 +16,10 @@ pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
 def type_read_ahead(session: TmuxSession, value: str) -> None:
-    """R opens the read-ahead picker; Tab moves to its input; type and confirm."""
+    """R opens the read-ahead picker; typing digits goes to its input; Enter confirms."""
     session.send_keys("R")
     session.wait_for("or type a value")
-    session.send_keys("Tab")
-    session.wait_until(lambda s: "▊  or type a value" in s or "type a value" in s, 5, what="input")
+    time.sleep(0.5)  # let the picker take focus before typing
     session.send_text(value)
     session.wait_for(f"▊  {value} ")
     session.send_keys("Enter")
@@ -40,11 +40,16 @@ def test_keys_tune_a_loop_device_and_undo_restores(
             [console_script(), "--interval", "0.5"],
             env={"XDG_STATE_HOME": str(tmp_path / "state")},
         )
-        show_device(tmux, dev)
+        wait_for_table(tmux)
+        tmux.send_keys("a")  # loop devices are hidden by default
+        time.sleep(2)  # let the first ticks settle the selection before typing
         tmux.send_keys("/")
+        tmux.wait_for("filter devices by name")  # the filter box is open and focused
         tmux.send_text(dev)
-        tmux.send_keys("Enter")
+        tmux.wait_for(f"▊  {dev} ")
+        tmux.send_keys("Enter")  # selects the exact match
         tmux.wait_for(f"/dev/{dev}")  # the Device tab follows the selection
+        time.sleep(1)  # its settings are read in a worker: let them arrive
 
         tmux.send_keys("S")
         tmux.wait_for("scheduler (now none)")

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -107,6 +107,19 @@ class ValuePickerScreen(ModalScreen[str | None]):
             options.focus()
         elif self.typed:
             self.query_one("#picker-input", Input).focus()
+
+    def on_key(self, event: events.Key) -> None:
+        # "or type a value": a digit typed while the list has focus starts the typed value.
+        char = event.character
+        if not self.typed or char is None or not (char.isdigit() or char == "-"):
+            return
+        box = self.query_one("#picker-input", Input)
+        if self.focused is box:
+            return
+        event.stop()
+        event.prevent_default()
+        box.focus()
+        box.insert_text_at_cursor(char)
 
     def _try(self, text: str) -> None:
         try:
