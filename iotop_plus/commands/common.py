@@ -68,3 +68,23 @@ async def run_cancellable(coro: Coroutine[Any, Any, T]) -> tuple[T | None, int]:
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)
+
+
+def add_interval_count(parser: argparse.ArgumentParser) -> None:
+    """The ``--interval S`` / ``--count N`` pair every sampling command takes."""
+    parser.add_argument(
+        "--interval",
+        "-i",
+        type=positive_float,
+        default=1.0,
+        metavar="S",
+        help="seconds per interval, fractions allowed (default 1)",
+    )
+    parser.add_argument(
+        "--count",
+        "-c",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="number of intervals to report (default 1)",
+    )

@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from iotop_plus import __version__
-from iotop_plus.commands.common import EXIT_OK, UsageError, positive_float, positive_int
+from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.rates import DeviceRates
@@ -67,22 +67,7 @@ def add_parser(sub: Any) -> None:
         help="devices to report (kernel name, dm name or /dev path); default: "
         "whole devices that have done I/O since boot, like iostat",
     )
-    p.add_argument(
-        "--interval",
-        "-i",
-        type=positive_float,
-        default=1.0,
-        metavar="S",
-        help="seconds per interval, fractions allowed (default 1)",
-    )
-    p.add_argument(
-        "--count",
-        "-c",
-        type=positive_int,
-        default=1,
-        metavar="N",
-        help="number of intervals to report (default 1)",
-    )
+    add_interval_count(p)
     p.add_argument("--format", "-f", choices=("table", "json", "csv"), default="table")
     p.add_argument(
         "--all",

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from iotop_plus import __version__
-from iotop_plus.commands.common import EXIT_OK, positive_float, positive_int
+from iotop_plus.commands.common import EXIT_OK, add_interval_count
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
 from iotop_plus.sampling.processes import (
@@ -37,22 +37,7 @@ def add_parser(sub: Any) -> None:
         "The first sample is only a baseline: --count N reports N intervals. DISK WRITE is "
         "net of cancelled writes; IO% needs kernel.task_delayacct=1.",
     )
-    p.add_argument(
-        "--interval",
-        "-i",
-        type=positive_float,
-        default=1.0,
-        metavar="S",
-        help="seconds per interval, fractions allowed (default 1)",
-    )
-    p.add_argument(
-        "--count",
-        "-c",
-        type=positive_int,
-        default=1,
-        metavar="N",
-        help="number of intervals to report (default 1)",
-    )
+    add_interval_count(p)
     p.add_argument(
         "--format", "-f", choices=("table", "json"), default="table", help="output (default table)"
     )
