@@ -32,10 +32,9 @@ def make_loop(tmp_path: Path) -> Iterator[Callable[..., str]]:
     with ExitStack() as stack:
         counter = iter(range(1000))
 
-        def make(size_mb: int = 64, direct_io: bool = False) -> str:
-            return stack.enter_context(
-                loop_device(tmp_path, size_mb, f"backing{next(counter)}.img", direct_io)
-            )
+        def make(size_mb: int = 64, direct_io: bool = False, filled: bool = False) -> str:
+            name = f"backing{next(counter)}.img"
+            return stack.enter_context(loop_device(tmp_path, size_mb, name, direct_io, filled))
 
         yield make
 

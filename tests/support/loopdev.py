@@ -32,16 +32,30 @@ def require_loop_devices() -> None:
 
 @contextmanager
 def loop_device(
-    directory: Path, size_mb: int = 64, name: str = "backing.img", direct_io: bool = False
+    directory: Path,
+    size_mb: int = 64,
+    name: str = "backing.img",
+    direct_io: bool = False,
+    filled: bool = False,
 ) -> Iterator[str]:
-    """Attach a loop device on a new sparse file in ``directory``; yields e.g. ``loop3``.
+    """Attach a loop device on a new file in ``directory``; yields e.g. ``loop3``.
 
+    The file is sparse unless ``filled``: reads of a hole never reach the disk, so a
+    direct-I/O loop device on a sparse file is bound by CPU, not by queueing. ``filled``
+    writes every block, so its direct reads wait on the real disk underneath.
     The device is detached and the file removed on exit, whatever happened.
     """
     require_loop_devices()
     backing = directory / name
     with open(backing, "xb") as fh:  # never reuse a file we did not create
-        fh.truncate(size_mb * 1024 * 1024)
+        if filled:
+            block = b"\xa5" * (1024 * 1024)
+            for _ in range(size_mb):
+                fh.write(block)
+            fh.flush()
+            os.fsync(fh.fileno())
+        else:
+            fh.truncate(size_mb * 1024 * 1024)
     argv = ["losetup", "--find", "--show"]
     if direct_io:
         argv.append("--direct-io=on")
