@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -63,7 +64,26 @@ def loop_device(
         [*argv, str(backing)], check=True, capture_output=True, text=True
     ).stdout.strip()
     try:
+        start_at_loop_defaults(dev.removeprefix("/dev/"))
         yield dev.removeprefix("/dev/")
     finally:
         subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
         backing.unlink(missing_ok=True)
+
+
+# The loop driver's defaults for the settings that outlive an attachment. (read_ahead_kb and
+# max_sectors_kb are recomputed from the backing file's limits at each attach.)
+LOOP_DEFAULTS = (("scheduler", "none"), ("nr_requests", "128"))
+
+
+def start_at_loop_defaults(device: str) -> None:
+    """Put the queue settings of a loop device we just attached back to the driver defaults.
+
+    Queue settings belong to the loopN node and survive ``losetup -d``: whoever used loopN
+    before (a test that crashed, an engineer's experiment) may have left mq-deadline or
+    nr_requests=4 behind, and the next attachment would inherit it.
+    """
+    queue = Path("/sys/block") / device / "queue"
+    for name, value in LOOP_DEFAULTS:
+        with contextlib.suppress(OSError):
+            (queue / name).write_text(value)
