@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest screenshots bench clean sysdeps
+.PHONY: run test lint typecheck pytest screenshots bench clean sysdeps bytecode
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,13 @@ sysdeps:
 		fi; \
 	fi
 
-run: $(STAMP) sysdeps
+# The editable install leaves no .pyc files and PYTHONDONTWRITEBYTECODE (set on some hosts)
+# stops Python writing them: compiling our ~45 modules on every start cost ~150 ms of the first
+# frame. compileall skips modules that are up to date.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q iotop_plus
+
+run: $(STAMP) sysdeps bytecode
 	$(BIN)/iotop-plus
 
 lint: $(STAMP)
@@ -47,7 +53,7 @@ test: lint typecheck pytest
 screenshots: $(STAMP)
 	$(BIN)/python scripts/screenshots.py
 
-bench: $(STAMP) sysdeps
+bench: $(STAMP) sysdeps bytecode
 	$(BIN)/python benchmarks/bench_sampling.py
 
 clean:

@@ -204,11 +204,19 @@ def parse_swaps(text: str) -> list[str]:
     return names
 
 
+UDEV_DATABASE = "/run/udev/data"
+"""Where udevd records device properties (libudev, hence pyudev, reads them from here)."""
+
+
 def _udev_identity(names: Iterable[str]) -> dict[str, dict[str, str]]:
     """Model/vendor/serial/WWN from the udev database, for the names udev knows.
 
-    Returns an empty map when pyudev or udev's database is unavailable.
+    Returns an empty map when pyudev or udev's database is unavailable. Without the database
+    (no udevd, as in many containers) pyudev is not even imported: it would cost ~30 ms and
+    a lookup per device to learn nothing.
     """
+    if not os.path.isdir(UDEV_DATABASE):
+        return {}
     try:
         import pyudev  # deferred: costs ~30 ms and is optional at run time
     except ImportError:

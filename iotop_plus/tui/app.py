@@ -23,7 +23,6 @@ from textual.screen import Screen
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config, load_config
 from iotop_plus.devices.tuner import Journal, Tuner, TuningError, default_journal_path
-from iotop_plus.probe.runner import ProbeRunner, stop_all_probes
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.inventory import Inventory
@@ -109,7 +108,6 @@ class IotopPlusApp(App[int]):
             self.host,
             self.interval,
             tuner=self.tuner,
-            runner_factory=lambda: ProbeRunner(sampler.roots),
         )
         self._stop = threading.Event()
         self._wake = threading.Event()
@@ -139,7 +137,9 @@ class IotopPlusApp(App[int]):
     def _exit_on_signal(self, sig: int) -> None:
         # A signal cannot be asked questions: kill any fio and remove its file now, apply
         # --revert-on-exit, then leave through Textual's exit so the terminal is restored.
-        stop_all_probes()
+        runner = sys.modules.get("iotop_plus.probe.runner")
+        if runner is not None:  # never imported: no probe was ever started
+            runner.stop_all_probes()
         if self.revert_on_exit and self.tuner.active:
             with contextlib.suppress(TuningError):
                 self.tuner.revert_all()

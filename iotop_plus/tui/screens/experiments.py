@@ -21,7 +21,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, Label, Static
+from textual.widgets import Input, Label, Static
 from textual.worker import Worker
 from textual_plotext import PlotextPlot
 
@@ -45,6 +45,7 @@ from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import PRESETS, ProbeParams
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
 from iotop_plus.roots import Roots
+from iotop_plus.tui.widgets.key_hints import KeyHints
 
 
 @dataclass(frozen=True)
@@ -294,7 +295,7 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
                 yield PlotextPlot(id="exp-plot-latency")
             yield Static("", id="exp-table")
             yield Static("", id="exp-verdict")
-        yield Footer()
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self._worker = self.run_worker(self._run(), group="experiment", exit_on_error=False)

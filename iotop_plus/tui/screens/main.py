@@ -6,6 +6,10 @@ Wide terminals show the table over the charts, with the side panel on the right.
 Integration points for the other panels:
 
 * Adding a side-panel tab is one line in :meth:`MainScreen.compose` (see ``SIDE PANEL TABS``).
+  The Tune, Processes and Probe panels are built in ``__init__`` but mounted into their tab
+  the first time it is shown (or a key needs them): the Probe panel alone is ~44 widgets, and
+  styling every hidden widget held back the first frame. :meth:`MainScreen.panel_ready`
+  mounts one on demand.
 * A tab's widget that has ``set_device(name)`` is told about every selection
   (:meth:`MainScreen.notify_panels`); the table also posts :class:`DeviceSelected`, which
   bubbles through this screen to the app. ``MainScreen.selected_device`` holds the current one.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, cast
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -25,24 +30,30 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input, Tab, TabbedContent, TabPane, Tabs
+from textual.widget import AwaitMount, Widget
+from textual.widgets import Input, Tab, TabbedContent, TabPane, Tabs
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config
 from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.devices.tuner import Tuner
-from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.tui.messages import DeviceSelected, Tick
-from iotop_plus.tui.screens.experiments import open_experiment
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.header import HostHeader
-from iotop_plus.tui.widgets.probe_panel import ProbePanel
-from iotop_plus.tui.widgets.process_panel import ProcessPanel
-from iotop_plus.tui.widgets.settings_panel import SettingsPanel
+from iotop_plus.tui.widgets.key_hints import KeyHints
+
+if TYPE_CHECKING:
+    from iotop_plus.probe.runner import ProbeRunner
+    from iotop_plus.tui.widgets.probe_panel import ProbePanel
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
+    from iotop_plus.tui.widgets.settings_panel import SettingsPanel
+
+DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-probe")
+"""Side-panel tabs whose panel is built and mounted on first use."""
 
 INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 """What ``+`` and ``-`` step through (seconds)."""
@@ -105,7 +116,7 @@ class MainScreen(Screen[None]):
         self.roots = roots
         self.tuner = tuner if tuner is not None else Tuner(roots, None, is_root=host.is_root)
         """Applies, journals and undoes queue-setting changes."""
-        self.runner_factory = runner_factory or (lambda: ProbeRunner(roots))
+        self.runner_factory = runner_factory or _default_runner_factory(roots)
         """Makes the fio runner for a probe or an experiment."""
         self.config = config
         self.history = history
@@ -124,6 +135,9 @@ class MainScreen(Screen[None]):
         self._problem_at = float("-inf")
         self._chart_timer: Timer | None = None
         self._start_monotonic: float | None = None
+        self._panels: dict[str, Widget] = {}
+        """The deferred side-panel panels built so far, by tab id."""
+        self._mounting: dict[str, AwaitMount] = {}
 
     # ---- layout --------------------------------------------------------------------------
 
@@ -146,22 +160,10 @@ class MainScreen(Screen[None]):
                 # SIDE PANEL TABS: add a tab with one line, e.g.
                 #   yield TabPane("Processes", ProcessPanel(), id="tab-processes")
                 yield TabPane("Device", DevicePanel(id="device-panel"), id="tab-device")
-                yield TabPane(
-                    "Tune",
-                    SettingsPanel(self.tuner, self.roots, id="settings-panel"),
-                    id="tab-tune",
-                )
-                yield TabPane(
-                    "Processes",
-                    ProcessPanel(self.roots, self.interval, id="process-panel"),
-                    id="tab-processes",
-                )
-                yield TabPane(
-                    "Probe",
-                    ProbePanel(self.runner_factory, self.roots, id="probe-panel"),
-                    id="tab-probe",
-                )
-        yield Footer()
+                yield TabPane("Tune", id="tab-tune")
+                yield TabPane("Processes", id="tab-processes")
+                yield TabPane("Probe", id="tab-probe")
+        yield KeyHints()
 
     def on_mount(self) -> None:
         self.add_class("view-table")
@@ -211,9 +213,10 @@ class MainScreen(Screen[None]):
         if tick.inventory_changed or settings_age >= SETTINGS_REFRESH_S:
             self._show_device_panel(read=True)
         self._draw_charts(tick.sample.monotonic, force=False)
-        probe = self.query_one(ProbePanel)
-        if probe.probe_device is not None:
-            probe.update_device_rates(tick.rates.get(probe.probe_device))
+        if "tab-probe" in self._panels:
+            probe = self.probe_panel
+            if probe.is_mounted and probe.probe_device is not None:
+                probe.update_device_rates(tick.rates.get(probe.probe_device))
 
     def show_problem(self, text: str) -> None:
         """Show a one-line problem (a failed tick) in the header for a few seconds."""
@@ -258,8 +261,69 @@ class MainScreen(Screen[None]):
         for pane in self.query(TabPane):
             for child in pane.children:
                 setter = getattr(child, "set_device", None)
-                if callable(setter):
+                if callable(setter) and child.is_mounted:
                     setter(name)
+
+    # ---- the deferred side-panel tabs -----------------------------------------------------
+
+    def panel(self, tab_id: str) -> Widget:
+        """The panel of side-panel tab ``tab_id``, built (its module imported) on first use."""
+        built = self._panels.get(tab_id)
+        if built is None:
+            built = self._panels[tab_id] = self._build_panel(tab_id)
+        return built
+
+    def _build_panel(self, tab_id: str) -> Widget:
+        # Imported here: with their probe, process and tuning modules they cost ~80 ms of
+        # start-up, before the first frame, for tabs that may never be opened.
+        if tab_id == "tab-tune":
+            from iotop_plus.tui.widgets.settings_panel import SettingsPanel
+
+            return SettingsPanel(self.tuner, self.roots, id="settings-panel")
+        if tab_id == "tab-processes":
+            from iotop_plus.tui.widgets.process_panel import ProcessPanel
+
+            return ProcessPanel(self.roots, self.interval, id="process-panel")
+        if tab_id == "tab-probe":
+            from iotop_plus.tui.widgets.probe_panel import ProbePanel
+
+            return ProbePanel(self.runner_factory, self.roots, id="probe-panel")
+        raise KeyError(tab_id)
+
+    @property
+    def settings_panel(self) -> SettingsPanel:
+        """The Tune tab's panel (built, not necessarily mounted)."""
+        return cast("SettingsPanel", self.panel("tab-tune"))
+
+    @property
+    def process_panel(self) -> ProcessPanel:
+        """The Processes tab's panel (built, not necessarily mounted)."""
+        return cast("ProcessPanel", self.panel("tab-processes"))
+
+    @property
+    def probe_panel(self) -> ProbePanel:
+        """The Probe tab's panel (built, not necessarily mounted)."""
+        return cast("ProbePanel", self.panel("tab-probe"))
+
+    async def panel_ready(self, tab_id: str) -> None:
+        """Mount the deferred panel of side-panel tab ``tab_id`` if it is not yet; wait for it."""
+        if tab_id not in DEFERRED_TABS:
+            return
+        panel = self.panel(tab_id)
+        if panel.is_mounted:
+            return
+        if tab_id not in self._mounting:
+            self._mounting[tab_id] = self.query_one(f"#{tab_id}", TabPane).mount(panel)
+        await self._mounting[tab_id]
+        if self._mounting.pop(tab_id, None) is not None:
+            setter = getattr(panel, "set_device", None)
+            if callable(setter):
+                setter(self.selected_device)
+
+    @on(TabbedContent.TabActivated, "#side-panel")
+    async def on_side_tab(self, event: TabbedContent.TabActivated) -> None:
+        if event.pane.id is not None:
+            await self.panel_ready(event.pane.id)
 
     def _show_device_panel(self, read: bool) -> None:
         inventory = self.last_tick.inventory if self.last_tick else None
@@ -306,7 +370,8 @@ class MainScreen(Screen[None]):
         setter = getattr(self.app, "set_sample_interval", None)
         if callable(setter):
             setter(seconds)
-        self.query_one(ProcessPanel).set_sample_interval(seconds)
+        if "tab-processes" in self._panels:
+            self.process_panel.set_sample_interval(seconds)
 
     # ---- tuning, probes and experiments (the side-panel tabs) -----------------------------
 
@@ -316,25 +381,30 @@ class MainScreen(Screen[None]):
             self.action_view("view-panel")
         self.query_one("#side-panel", TabbedContent).active = tab_id
 
-    def action_tune(self, setting: str) -> None:
+    async def action_tune(self, setting: str) -> None:
         """Edit a queue setting of the selected device from anywhere (R, S)."""
         self.action_panel_tab("tab-tune")
-        self.query_one(SettingsPanel).action_edit(setting)
+        await self.panel_ready("tab-tune")
+        self.settings_panel.action_edit(setting)
 
-    def action_undo_setting(self) -> None:
+    async def action_undo_setting(self) -> None:
         """Undo the last setting change (u)."""
-        self.query_one(SettingsPanel).action_undo()
+        await self.panel_ready("tab-tune")
+        self.settings_panel.action_undo()
 
-    def action_revert_settings(self) -> None:
+    async def action_revert_settings(self) -> None:
         """Put back every setting changed in this run (U)."""
-        self.query_one(SettingsPanel).action_revert_all()
+        await self.panel_ready("tab-tune")
+        self.settings_panel.action_revert_all()
 
     def action_experiment(self) -> None:
         """Queue-depth sweep or A/B of a setting on the selected device (X)."""
         if self.selected_device is None:
             self.notify("Select a device first", severity="warning")
             return
-        probe = self.query_one(ProbePanel)
+        from iotop_plus.tui.screens.experiments import open_experiment
+
+        probe = self.probe_panel
         open_experiment(
             self.app,
             self.roots,
@@ -344,15 +414,13 @@ class MainScreen(Screen[None]):
             history=probe.history,
         )
 
-    @on(SettingsPanel.Changed)
-    def on_settings_changed(self, message: SettingsPanel.Changed) -> None:
+    def on_settings_panel_changed(self, message: SettingsPanel.Changed) -> None:
         """Mark every setting change on the charts, so before/after is visible."""
         change = message.change
         self.history.mark(Mark(change.monotonic, change.mark_label, change.device))
         self._draw_charts(self._now(), force=True)
 
-    @on(SettingsPanel.Failed)
-    def on_settings_failed(self, message: SettingsPanel.Failed) -> None:
+    def on_settings_panel_failed(self, message: SettingsPanel.Failed) -> None:
         self.notify(message.text, severity="error", timeout=6)
 
     def action_faster(self) -> None:
@@ -479,3 +547,12 @@ class MainScreen(Screen[None]):
             "QD sweep or A/B of a setting on the selected device (X)",
             "experiment",
         )
+
+
+def _default_runner_factory(roots: Roots) -> Callable[[], ProbeRunner]:
+    def make() -> ProbeRunner:
+        from iotop_plus.probe.runner import ProbeRunner  # only when a probe runs
+
+        return ProbeRunner(roots)
+
+    return make
