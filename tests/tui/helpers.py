@@ -6,6 +6,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
+from textual import events
 from textual.pilot import Pilot
 
 from iotop_plus.tui.app import IotopPlusApp
@@ -19,6 +20,22 @@ async def wait_for(pilot: Pilot[int], condition: Callable[[], bool], timeout: fl
         if time.monotonic() > deadline:
             raise AssertionError(f"condition not met within {timeout} s")
         await pilot.pause(0.05)
+    await pilot.pause()
+
+
+CHARACTERS = {"slash": "/", "minus": "-", "plus": "+", "space": " "}
+
+
+async def burst(pilot: Pilot[int], *keys: str) -> None:
+    """Deliver ``keys`` in one go, as a paste or a fast typist over SSH does.
+
+    ``pilot.press`` waits for the app to go idle after each key, so a key that opens
+    something always finds it open. Here every key is queued before the first is handled.
+    """
+    for key in keys:
+        char = key if len(key) == 1 else CHARACTERS.get(key)
+        pilot.app.post_message(events.Key(key, char))
+    await pilot.pause()
     await pilot.pause()
 
 

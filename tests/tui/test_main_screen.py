@@ -12,7 +12,7 @@ from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import NOT_SATURATION_MARK
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
-from tests.tui.helpers import row_line, started, table, table_lines, wait_for
+from tests.tui.helpers import burst, row_line, started, table, table_lines, wait_for
 
 
 def header_text(app) -> str:
@@ -114,6 +114,33 @@ async def test_slash_filters_by_name_and_escape_clears() -> None:
         assert table(app).visible_names() == ["dm-0"]
         await pilot.press("enter", "escape")
         assert sorted(table(app).visible_names()) == ["dm-0", "nvme0n1", "sda", "sdb"]
+
+
+async def test_a_name_typed_in_one_burst_after_slash_all_lands_in_the_filter() -> None:
+    app = canned_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        shown = table(app).visible_names()
+        # "s", "d" and "a" are also table keys ("a" shows all devices): none may leak there.
+        await burst(pilot, "slash", "s", "d", "a")
+        assert app.main_screen.query_one("#filter").value == "sda"
+        assert table(app).visible_names() == ["sda", "sda1", "sda2"]
+        await burst(pilot, "escape")
+        assert table(app).visible_names() == shown
+
+
+async def test_slash_is_text_in_a_focused_text_box() -> None:
+    app = canned_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await pilot.press("P")  # the Probe tab: its target box takes a path
+        await wait_for(pilot, lambda: bool(app.main_screen.query("#probe-target")))
+        target = app.main_screen.query_one("#probe-target")
+        target.focus()
+        await pilot.pause()
+        await burst(pilot, "slash", "t", "m", "p")
+        assert target.value == "/tmp"
+        assert not app.main_screen.query_one("#filter").has_focus
 
 
 async def test_c_cycles_basic_and_extended_columns() -> None:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from iotop_plus.sampling.history import METRICS, History, Mark
+import tracemalloc
+from collections import deque
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from iotop_plus.sampling.history import METRICS, History, Mark, Ring
 from iotop_plus.sampling.rates import COLUMNS, DeviceRates
 
 
@@ -67,3 +73,28 @@ def test_marks_are_bounded() -> None:
         "read_ahead_kb 4",
     ]
     assert history.marks[0].device == "sda"
+
+
+@given(
+    capacity=st.integers(min_value=1, max_value=20),
+    values=st.lists(st.integers(min_value=-(10**6), max_value=10**6), max_size=80),
+)
+def test_a_ring_keeps_what_a_bounded_deque_keeps(capacity: int, values: list[int]) -> None:
+    ring = Ring(capacity, "d")
+    kept: deque[float] = deque(maxlen=capacity)
+    for v in values:
+        ring.append(float(v))
+        kept.append(float(v))
+        assert list(ring) == list(kept) and len(ring) == len(kept)
+
+
+def test_a_full_history_costs_under_40_kib_a_device() -> None:
+    # 10 series x 600 points: deques of floats held 168 KiB a device, these rings ~29.
+    history = History(capacity=600)
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    for t in range(600):
+        history.record(float(t), {f"sd{i}": _rates(float(t + i)) for i in range(20)})
+    used = tracemalloc.get_traced_memory()[0] - before
+    tracemalloc.stop()
+    assert used / 20 < 40 * 1024, f"{used / 20 / 1024:.0f} KiB a device"

@@ -82,7 +82,10 @@ class MainScreen(Screen[None]):
         Binding("space", "pause", "Pause"),
         Binding("plus,equals_sign", "faster", "Faster"),
         Binding("minus", "slower", "Slower"),
-        Binding("slash", "filter", "Filter"),
+        # Priority: handled as the key arrives, so the name typed right after it (queued in
+        # the same burst, as a paste or a fast typist over SSH delivers it) finds the filter
+        # focused. check_action lets "/" through to any text box that has focus.
+        Binding("slash", "filter", "Filter", priority=True),
         Binding("a", "toggle_all", "All"),
         Binding("c", "cycle_columns", "Columns"),
         Binding("less_than_sign", "sort(-1)", "<Sort", show=False),
@@ -433,13 +436,19 @@ class MainScreen(Screen[None]):
         longer = [s for s in INTERVAL_STEPS if s > self.interval + 1e-9]
         self.set_interval_s(longer[0] if longer else MAX_INTERVAL)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # "/" is text in a focused text box (the filter itself, a probe's target path).
+        return not (action == "filter" and isinstance(self.focused, Input))
+
     def action_filter(self) -> None:
         """Show the name filter and focus it."""
         if self.narrow:
             self.action_view("view-table")
         box = self.query_one("#filter", Input)
         box.add_class("shown")
-        box.focus()
+        # At once, not box.focus() (which waits a turn of the message queue): the name typed
+        # right after "/" may already be queued, and would go to the table's keys.
+        self.set_focus(box)
 
     def action_clear_filter(self) -> None:
         """Drop the filter."""
