@@ -13,6 +13,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import (
     DiskCounters,
     ParseProblem,
+    gc_paused,
     parse_diskstats,
     read_sys_block_stats,
 )
@@ -118,7 +119,8 @@ class Sampler:
         now = time.monotonic()
         # The cache holds only this read's lines, so devices that left (loop churn) are
         # forgotten at once.
-        counters = parse_diskstats(text, path, problems, self._cache)
+        with gc_paused():
+            counters = parse_diskstats(text, path, problems, self._cache)
         return Sample(now, time.time(), MappingProxyType(counters), tuple(problems), path)
 
     def inventory(self, names: Iterable[str] | None = None, refresh: bool = False) -> Inventory:
@@ -152,7 +154,8 @@ def _sys_names(roots: Roots) -> list[str]:
 
 def rates_between(prev: Sample, cur: Sample) -> dict[str, DeviceRates | None]:
     """iostat -x rates for every device of ``cur`` over the measured interval."""
-    return compute_all(prev.counters, cur.counters, cur.monotonic - prev.monotonic)
+    with gc_paused():
+        return compute_all(prev.counters, cur.counters, cur.monotonic - prev.monotonic)
 
 
 def select_devices(

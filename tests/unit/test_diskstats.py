@@ -221,3 +221,24 @@ def test_line_numbers_count_newlines_only() -> None:
     problems: list[ParseProblem] = []
     parse_diskstats(text, problems=problems)
     assert [p.line_no for p in problems] == [2, 3]
+
+
+def test_gc_paused_restores_the_collector_as_it_found_it() -> None:
+    import gc
+
+    from iotop_plus.sampling.diskstats import gc_paused
+
+    assert gc.isenabled()
+    with gc_paused():
+        assert not gc.isenabled()
+        with gc_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()  # the inner one found it off and leaves it off
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with gc_paused():
+            pass
+        assert not gc.isenabled()  # never switched on behind the app's back
+    finally:
+        gc.enable()
