@@ -13,10 +13,10 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import (
     DiskCounters,
     ParseProblem,
-    gc_paused,
     parse_diskstats,
     read_sys_block_stats,
 )
+from iotop_plus.sampling.gcpause import gc_paused
 from iotop_plus.sampling.inventory import Inventory, read_inventory
 from iotop_plus.sampling.rates import DeviceRates, compute_all
 

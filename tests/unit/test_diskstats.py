@@ -226,7 +226,7 @@ def test_line_numbers_count_newlines_only() -> None:
 def test_gc_paused_restores_the_collector_as_it_found_it() -> None:
     import gc
 
-    from iotop_plus.sampling.diskstats import gc_paused
+    from iotop_plus.sampling.gcpause import gc_paused
 
     assert gc.isenabled()
     with gc_paused():
