@@ -50,7 +50,15 @@ pytest: $(STAMP) sysdeps
 
 test: lint typecheck pytest
 
+# PNG copies need rsvg-convert (librsvg2-bin); without it the script writes SVG only.
 screenshots: $(STAMP)
+	@command -v rsvg-convert >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing: librsvg2-bin"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq librsvg2-bin >/dev/null; \
+		else \
+			echo "note: rsvg-convert missing (librsvg2-bin): SVG screenshots only"; \
+		fi; }
 	$(BIN)/python scripts/screenshots.py
 
 bench: $(STAMP) sysdeps bytecode

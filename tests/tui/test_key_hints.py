@@ -6,7 +6,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.widget import Widget
 
-from iotop_plus.tui.widgets.key_hints import KeyHints
+from iotop_plus.tui.widgets.key_hints import Hint, KeyHints, fitting, hint_width
 
 
 class Pane(Widget, can_focus=True):
@@ -67,3 +67,22 @@ async def test_clicking_a_hint_presses_its_key() -> None:
         await pilot.click(KeyHints, offset=(len(shown.rstrip()) - 30, 0))  # empty middle
         await pilot.pause()
         assert app.presses == ["t"]
+
+
+def test_a_narrow_line_drops_hints_from_the_end_but_keeps_help_and_quit() -> None:
+    hints = tuple(
+        Hint(key, key, description, True, action)
+        for key, description, action in [
+            ("space", "Pause", "pause"),
+            ("/", "Filter", "filter"),
+            ("c", "Columns", "cycle_columns"),
+            ("?", "Help", "help"),
+            ("R", "Read-ahead", "tune"),
+            ("q", "Quit", "quit"),
+        ]
+    )
+    assert fitting(hints, 200) == list(hints)
+    narrow = fitting(hints, 40)
+    assert [h.key for h in narrow] == ["space", "/", "?", "q"]
+    assert sum(map(hint_width, narrow)) <= 40
+    assert [h.key for h in fitting(hints, 10)] == ["?", "q"]  # even when nothing else fits

@@ -24,6 +24,36 @@ class Hint(NamedTuple):
     display: str
     description: str
     enabled: bool
+    action: str = ""
+
+
+KEPT_ACTIONS = ("help", "quit")
+"""Keys that stay on a line too narrow for all: how to learn the rest, and how to leave."""
+
+
+def hint_width(hint: Hint) -> int:
+    """Cells one hint takes: `` key description ``."""
+    return len(hint.display) + len(hint.description) + 3
+
+
+def fitting(hints: tuple[Hint, ...], width: int) -> list[Hint]:
+    """The hints that fit in ``width`` cells, in order.
+
+    When not all fit (80 columns over SSH), hints are dropped from the end but the help and
+    quit keys are kept: with them a user can find everything else.
+    """
+    if sum(map(hint_width, hints)) <= width:
+        return list(hints)
+    kept = [h for h in hints if h.action in KEPT_ACTIONS]
+    room = width - sum(map(hint_width, kept))
+    chosen = set()
+    for hint in hints:
+        if hint not in kept and hint_width(hint) <= room:
+            chosen.add(hint)
+            room -= hint_width(hint)
+        elif hint not in kept:
+            break
+    return [h for h in hints if h in chosen or h in kept]
 
 
 class KeyHints(Widget):
@@ -71,7 +101,8 @@ class KeyHints(Widget):
             if binding.show and binding.action not in actions:
                 actions.add(binding.action)
                 display = self.app.get_key_display(binding)
-                hints.append(Hint(binding.key, display, binding.description, enabled))
+                action = binding.action.rsplit(".", 1)[-1]  # "app.quit" -> "quit"
+                hints.append(Hint(binding.key, display, binding.description, enabled, action))
         palette = None
         if self.app.ENABLE_COMMAND_PALETTE:
             found = screen.active_bindings.get(self.app.COMMAND_PALETTE_BINDING)
@@ -98,7 +129,7 @@ class KeyHints(Widget):
                 line.stylize("dim", start)
             spans.append((start, len(line), hint.key))
 
-        for hint in self.hints:
+        for hint in fitting(self.hints, self.size.width):
             add(hint)
         if self.palette is not None:
             room = self.size.width - len(line) - len(f" {self.palette.display} ")
