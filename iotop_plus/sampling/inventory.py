@@ -317,14 +317,19 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
         rot = _read_int(qdir / "rotational")
         ident = udev.get(name) or (udev.get(parent_name, {}) if parent_name else {})
         devdir = (sys_block / parent_name / "device") if parent_name else (sysdir / "device")
-        model = ident.get("ID_MODEL") or _read(devdir / "model")
-        vendor = ident.get("ID_VENDOR") or _read(devdir / "vendor")
+        # Only hardware has a device/ directory: loop, dm, md, ram and zram devices would fail
+        # six opens here, ~190 loop nodes on a typical container host, before the first frame.
+        hardware = os.path.isdir(devdir)
+        model = ident.get("ID_MODEL") or (_read(devdir / "model") if hardware else None)
+        vendor = ident.get("ID_VENDOR") or (_read(devdir / "vendor") if hardware else None)
         # virtio-blk puts the serial beside the disk (vda/serial), not under device/.
         diskdir = (sys_block / parent_name) if parent_name else sysdir
-        serial = (
-            ident.get("ID_SERIAL_SHORT") or _read(devdir / "serial") or _read(diskdir / "serial")
+        serial = ident.get("ID_SERIAL_SHORT") or (
+            (_read(devdir / "serial") or _read(diskdir / "serial")) if hardware else None
         )
-        wwid = ident.get("ID_WWN") or _read(sysdir / "wwid") or _read(devdir / "wwid")
+        wwid = ident.get("ID_WWN") or (
+            (_read(sysdir / "wwid") or _read(devdir / "wwid")) if hardware else None
+        )
         md_level = _read(sysdir / "md" / "level") if info["kind"] == "md" else None
         mount_list = mounts.get((major, minor), [])
         size = _read_int(sysdir / "size")
@@ -349,7 +354,9 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
             serial=serial or None,
             wwid=wwid or None,
             identity_source="udev" if ident else "sysfs",
-            loop_backing_file=_read(sysdir / "loop" / "backing_file"),
+            loop_backing_file=(
+                _read(sysdir / "loop" / "backing_file") if info["kind"] == "loop" else None
+            ),
             mounts=tuple(m for m, _ in mount_list),
             fstypes=tuple(f for _, f in mount_list),
             swap=name in swap_devs,
