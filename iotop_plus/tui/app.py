@@ -265,6 +265,10 @@ class IotopPlusApp(App[int]):
     # ---- messages ------------------------------------------------------------------------
 
     def on_sample_ready(self, message: SampleReady) -> None:
+        if not self.is_running:
+            # Shutting down: the screens are already gone, but a tick the sampler thread
+            # posted just before may still be in the queue (CI hit it once at exit).
+            return
         tick = message.tick
         self.ticks += 1
         self.latest_tick = tick
@@ -274,7 +278,8 @@ class IotopPlusApp(App[int]):
         self.main_screen.show_tick(tick)
 
     def on_sampler_problem(self, message: SamplerProblem) -> None:
-        self.main_screen.show_problem(message.text)
+        if self.is_running:
+            self.main_screen.show_problem(message.text)
 
     # ---- command palette -----------------------------------------------------------------
 
