@@ -349,6 +349,8 @@ class MainScreen(Screen[None]):
         self.app.call_from_thread(self._settings_read, name, settings)
 
     def _settings_read(self, name: str, settings: tuple[SettingValue, ...]) -> None:
+        if not self.app.is_running:
+            return  # read just before shutdown: the panel is gone
         panel = self.query_one(DevicePanel)
         if panel.device is not None and panel.device.name == name:
             panel.show(panel.device, settings)
