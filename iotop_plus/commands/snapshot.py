@@ -18,38 +18,19 @@ from typing import Any, TextIO
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import Sample, Sampler, rates_between, select_devices
 
 #: (iostat JSON key, DeviceRates attribute), in iostat -x column order.
-IOSTAT_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("r/s", "r_s"),
-    ("rkB/s", "rkb_s"),
-    ("rrqm/s", "rrqm_s"),
-    ("rrqm", "rrqm_pct"),
-    ("r_await", "r_await"),
-    ("rareq-sz", "rareq_sz"),
-    ("w/s", "w_s"),
-    ("wkB/s", "wkb_s"),
-    ("wrqm/s", "wrqm_s"),
-    ("wrqm", "wrqm_pct"),
-    ("w_await", "w_await"),
-    ("wareq-sz", "wareq_sz"),
-    ("d/s", "d_s"),
-    ("dkB/s", "dkb_s"),
-    ("drqm/s", "drqm_s"),
-    ("drqm", "drqm_pct"),
-    ("d_await", "d_await"),
-    ("dareq-sz", "dareq_sz"),
-    ("f/s", "f_s"),
-    ("f_await", "f_await"),
-    ("aqu-sz", "aqu_sz"),
-    ("util", "util"),
-)
+IOSTAT_COLUMNS: tuple[tuple[str, str], ...] = tuple((f.json_key, f.key) for f in IOSTAT_FIGURES)
 
-#: Table headers as iostat prints them (percentages carry a %).
-_TABLE_HEADERS = {"rrqm": "%rrqm", "wrqm": "%wrqm", "drqm": "%drqm", "util": "%util"}
+#: Table headers as iostat prints them (percentages carry a %), where they differ from the keys.
+_TABLE_HEADERS = {f.json_key: f.title for f in IOSTAT_FIGURES if f.title != f.json_key}
+
+#: The gauge iotop-plus adds after iostat's figures.
+_IN_FLIGHT = figure("in_flight")
 
 
 def add_parser(sub: Any) -> None:
@@ -123,7 +104,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                 "disk_device",
                 "name",
                 *(k for k, _ in IOSTAT_COLUMNS),
-                "in_flight",
+                _IN_FLIGHT.json_key,
             ]
         )
         for prev, cur, rates in reports:
@@ -210,7 +191,7 @@ def disk_json(name: str, rates: DeviceRates | None, inventory: Inventory) -> dic
     if rates is not None:
         for key, attr in IOSTAT_COLUMNS:
             entry[key] = round(getattr(rates, attr), 2)
-        entry["in_flight"] = rates.in_flight
+        entry[_IN_FLIGHT.json_key] = rates.in_flight
     entry["name"] = dev.friendly_name if dev else name
     return entry
 
@@ -224,7 +205,7 @@ def render_table(
 ) -> str:
     """iostat -x style text for one interval."""
     elapsed = cur.monotonic - prev.monotonic
-    headers = ["Device", *(_TABLE_HEADERS.get(k, k) for k, _ in IOSTAT_COLUMNS), "inflight"]
+    headers = ["Device", *(_TABLE_HEADERS.get(k, k) for k, _ in IOSTAT_COLUMNS), _IN_FLIGHT.title]
     rows = []
     for name in names:
         r = rates.get(name)

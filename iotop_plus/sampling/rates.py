@@ -34,37 +34,14 @@ from iotop_plus.sampling.diskstats import (
     WRITES_MERGED,
     DiskCounters,
 )
+from iotop_plus.sampling.figures import FIGURES
 
 MS_WRAP = 1 << 32
 _MS_FIELDS = frozenset({READ_MS, WRITE_MS, IO_TICKS, TIME_IN_QUEUE, DISCARD_MS, FLUSH_MS})
 _COUNT_FIELDS = tuple(i for i in range(17) if i not in _MS_FIELDS and i != IN_FLIGHT)
 
-#: Every iostat -x figure of DeviceRates, in iostat's JSON order, then the in-flight gauge.
-COLUMNS: tuple[str, ...] = (
-    "r_s",
-    "w_s",
-    "d_s",
-    "f_s",
-    "rkb_s",
-    "wkb_s",
-    "dkb_s",
-    "rrqm_s",
-    "wrqm_s",
-    "drqm_s",
-    "rrqm_pct",
-    "wrqm_pct",
-    "drqm_pct",
-    "r_await",
-    "w_await",
-    "d_await",
-    "f_await",
-    "rareq_sz",
-    "wareq_sz",
-    "dareq_sz",
-    "aqu_sz",
-    "util",
-    "in_flight",
-)
+#: Every iostat -x figure of DeviceRates, in iostat -x column order, then the in-flight gauge.
+COLUMNS: tuple[str, ...] = tuple(f.key for f in FIGURES)
 
 
 # A NamedTuple rather than a frozen dataclass, and figures derived on access rather than

@@ -14,6 +14,7 @@ from textual.containers import Grid
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from iotop_plus.sampling.figures import figure
 from iotop_plus.sampling.history import DeviceHistory, Mark
 
 
@@ -25,16 +26,21 @@ class ChartSpec:
     """Widget id."""
     title: str
     """Plot title, with the unit."""
-    series: tuple[tuple[str, str], ...]
-    """(metric, legend label) pairs."""
+    metrics: tuple[str, ...]
+    """DeviceRates attributes drawn; the legend shows their iostat titles."""
+
+    @property
+    def series(self) -> tuple[tuple[str, str], ...]:
+        """(metric, legend label) pairs."""
+        return tuple((m, figure(m).title) for m in self.metrics)
 
 
 CHARTS: tuple[ChartSpec, ...] = (
-    ChartSpec("chart-iops", "IOPS", (("r_s", "r/s"), ("w_s", "w/s"))),
-    ChartSpec("chart-throughput", "KiB/s", (("rkb_s", "rkB/s"), ("wkb_s", "wkB/s"))),
-    ChartSpec("chart-await", "await ms", (("r_await", "r_await"), ("w_await", "w_await"))),
-    ChartSpec("chart-queue", "queue", (("aqu_sz", "aqu-sz"), ("in_flight", "inflight"))),
-    ChartSpec("chart-util", "%util", (("util", "%util"),)),
+    ChartSpec("chart-iops", "IOPS", ("r_s", "w_s")),
+    ChartSpec("chart-throughput", "KiB/s", ("rkb_s", "wkb_s")),
+    ChartSpec("chart-await", "await ms", ("r_await", "w_await")),
+    ChartSpec("chart-queue", "queue", ("aqu_sz", "in_flight")),
+    ChartSpec("chart-util", "%util", ("util",)),
 )
 
 

@@ -23,130 +23,26 @@ from iotop_plus.config import Config
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, hidden_by_default
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.tui.messages import DeviceSelected
+from iotop_plus.tui.widgets.table_columns import (
+    COLUMN_SETS,
+    DIM,
+    EXTENDED_PRIORITY,
+    NOT_SATURATION_MARK,
+    PLAIN,
+    Column,
+    cell,
+)
 
 HEADER_LINES = 2
 """Column names, then units."""
 
 
-@dataclass(frozen=True)
-class Column:
-    """One iostat -x column of the table."""
-
-    key: str
-    """DeviceRates attribute shown."""
-    title: str
-    """Header, as iostat prints it."""
-    unit: str
-    """Unit shown under the header."""
-    priority: int
-    """Lower numbers are kept first when the width is short."""
-    width: int = 8
-    """Characters, including one space of padding on the left."""
-
-
-_ALL: dict[str, Column] = {
-    c.key: c
-    for c in (
-        Column("r_s", "r/s", "IO/s", 0),
-        Column("w_s", "w/s", "IO/s", 1),
-        Column("rkb_s", "rkB/s", "KiB/s", 6),
-        Column("wkb_s", "wkB/s", "KiB/s", 7),
-        Column("rrqm_s", "rrqm/s", "req/s", 20),
-        Column("wrqm_s", "wrqm/s", "req/s", 21),
-        Column("rrqm_pct", "%rrqm", "%", 22),
-        Column("wrqm_pct", "%wrqm", "%", 23),
-        Column("r_await", "r_await", "ms", 2),
-        Column("w_await", "w_await", "ms", 3),
-        Column("rareq_sz", "rareq-sz", "KiB", 10, 9),
-        Column("wareq_sz", "wareq-sz", "KiB", 11, 9),
-        Column("d_s", "d/s", "IO/s", 30),
-        Column("dkb_s", "dkB/s", "KiB/s", 31),
-        Column("drqm_s", "drqm/s", "req/s", 34),
-        Column("drqm_pct", "%drqm", "%", 35),
-        Column("d_await", "d_await", "ms", 32),
-        Column("dareq_sz", "dareq-sz", "KiB", 33, 9),
-        Column("f_s", "f/s", "IO/s", 36),
-        Column("f_await", "f_await", "ms", 37),
-        Column("aqu_sz", "aqu-sz", "req", 5),
-        Column("util", "%util", "%", 4),
-        Column("in_flight", "inflight", "req", 8, 9),
-    )
-}
-
-COLUMN_SETS: dict[str, tuple[Column, ...]] = {
-    "basic": tuple(
-        _ALL[k] for k in ("r_s", "w_s", "rkb_s", "wkb_s", "r_await", "w_await", "aqu_sz", "util")
-    ),
-    # iostat -x order, plus in-flight.
-    "extended": tuple(
-        _ALL[k]
-        for k in (
-            "r_s",
-            "rkb_s",
-            "rrqm_s",
-            "rrqm_pct",
-            "r_await",
-            "rareq_sz",
-            "w_s",
-            "wkb_s",
-            "wrqm_s",
-            "wrqm_pct",
-            "w_await",
-            "wareq_sz",
-            "d_s",
-            "dkb_s",
-            "drqm_s",
-            "drqm_pct",
-            "d_await",
-            "dareq_sz",
-            "f_s",
-            "f_await",
-            "aqu_sz",
-            "util",
-            "in_flight",
-        )
-    ),
-}
-"""Column sets the ``c`` key cycles through."""
-
-EXTENDED_PRIORITY: tuple[str, ...] = (
-    "r_s",
-    "w_s",
-    "rrqm_s",
-    "wrqm_s",
-    "rrqm_pct",
-    "wrqm_pct",
-    "rareq_sz",
-    "wareq_sz",
-    "in_flight",
-    "d_s",
-    "dkb_s",
-    "d_await",
-    "f_s",
-    "f_await",
-    "aqu_sz",
-    "util",
-    "rkb_s",
-    "wkb_s",
-    "r_await",
-    "w_await",
-    "drqm_s",
-    "drqm_pct",
-    "dareq_sz",
-)
-"""What the extended set keeps first when narrowed: the figures the basic set does not show."""
+SELECT_HELP = "select a device (charts and panel follow)"
+"""The help screen's line for the cursor keys."""
 
 DEVICE_TITLE = "Device"
 MAX_DEVICE_WIDTH = 16
 """Longer labels are cut with an ellipsis, so the figures keep their room at 80 columns."""
-
-NOT_SATURATION_MARK = "~"
-"""Appended to %util where 100% does not mean saturated (parallel devices)."""
-
-_WARN = Style(color="yellow", bold=True)
-_BAD = Style(color="red", bold=True)
-_DIM = Style(dim=True)
-_PLAIN = Style()
 
 RowContent = tuple[bool, tuple[tuple[str, Style], ...]]
 """What a row shows: (under the cursor, (text, style) per cell); also its cache key."""
@@ -164,17 +60,6 @@ class TableRow:
     """Spinning disk, solid-state, or unknown."""
     nr_requests: int | None
     """The queue's capacity, for the aqu-sz warning."""
-
-
-def format_value(value: float) -> str:
-    """A figure in at most 7 characters, with 2 decimals while that fits."""
-    if value >= 9_999_500:
-        return f"{value / 1e6:.0f}M"
-    if value >= 99_999.5:
-        return f"{value / 1e3:.0f}k"
-    if value >= 9_999.995:
-        return f"{value:.0f}"
-    return f"{value:.2f}"
 
 
 _LETTERED = re.compile(r"^(sd|vd|xvd|hd)([a-z]+)(\d*)$")
@@ -212,12 +97,12 @@ class DeviceTable(ScrollView, can_focus=True):
     """Live iostat -x table of the block devices; the cursor selects a device."""
 
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "edge(-1)", "First", show=False),
-        Binding("end", "edge(1)", "Last", show=False),
+        Binding("up", "cursor(-1)", "Up", show=False, tooltip=SELECT_HELP),
+        Binding("down", "cursor(1)", "Down", show=False, tooltip=SELECT_HELP),
+        Binding("pageup", "page(-1)", "Page up", show=False, tooltip=SELECT_HELP),
+        Binding("pagedown", "page(1)", "Page down", show=False, tooltip=SELECT_HELP),
+        Binding("home", "edge(-1)", "First", show=False, tooltip=SELECT_HELP),
+        Binding("end", "edge(1)", "Last", show=False, tooltip=SELECT_HELP),
     ]
 
     COMPONENT_CLASSES = {"device-table--header", "device-table--cursor", "device-table--sorted"}
@@ -450,37 +335,18 @@ class DeviceTable(ScrollView, can_focus=True):
     def _row_content(self, row: TableRow, selected: bool) -> RowContent:
         """What a row shows: (text, style) per cell. Also the cache key."""
         rates = self._rates.get(row.name)
-        cells: list[tuple[str, Style]] = [(row.label, _PLAIN)]
-        cfg = self.config
+        cells: list[tuple[str, Style]] = [(row.label, PLAIN)]
         for col in self._columns:
             if rates is None:
-                cells.append(("-", _DIM))
-                continue
-            value = getattr(rates, col.key)
-            text = str(value) if col.key == "in_flight" else format_value(value)
-            style = _PLAIN
-            if col.key in ("r_await", "w_await", "d_await", "f_await"):
-                warn, bad = (
-                    (cfg.await_warn_ms_rotational, cfg.await_bad_ms_rotational)
-                    if row.rotational
-                    else (cfg.await_warn_ms_solid, cfg.await_bad_ms_solid)
-                )
-                style = _BAD if value >= bad else _WARN if value >= warn else _PLAIN
-            elif col.key in ("aqu_sz", "in_flight") and row.nr_requests:
-                if value >= cfg.queue_warn_fraction * row.nr_requests:
-                    style = _BAD
-            elif col.key == "util":
-                if row.rotational:
-                    style = _BAD if value >= cfg.util_bad_pct_rotational else _PLAIN
-                elif row.rotational is False:
-                    text += NOT_SATURATION_MARK
-                    style = _DIM
-            cells.append((text, style))
+                cells.append(("-", DIM))
+            else:
+                value = getattr(rates, col.key)
+                cells.append(cell(col, value, row.rotational, row.nr_requests, self.config))
         return (selected, tuple(cells))
 
     def _render_row(self, content: RowContent, width: int) -> Strip:
         selected, cells = content
-        base = self.get_component_rich_style("device-table--cursor") if selected else _PLAIN
+        base = self.get_component_rich_style("device-table--cursor") if selected else PLAIN
         segments: list[Segment] = []
         label = cells[0][0]
         room = self._device_width - 1
@@ -520,7 +386,7 @@ class DeviceTable(ScrollView, can_focus=True):
                         sorted_style if self.sort_column == i else style,
                     )
                 )
-                units.append(Segment(col.unit.rjust(col.width - 1) + " ", _DIM))
+                units.append(Segment(col.unit.rjust(col.width - 1) + " ", DIM))
             self._header_strips = (
                 Strip(names).crop_extend(0, width, style),
                 Strip(units).crop_extend(0, width, None),

@@ -1,0 +1,172 @@
+"""The device table's columns and colours: which figures it shows, how wide, and when red.
+
+Names, units and meanings come from :mod:`iotop_plus.sampling.figures`; this module adds
+what only the table needs: widths, which columns go first when the terminal is narrow, the
+column sets ``c`` cycles through, and the thresholds that colour a cell.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.style import Style
+
+from iotop_plus.config import Config
+from iotop_plus.sampling.figures import FIGURES, Figure, figure
+
+
+@dataclass(frozen=True)
+class Column:
+    """One iostat -x column of the table."""
+
+    figure: Figure
+    """What it shows: names, unit and meaning."""
+    priority: int
+    """Lower numbers are kept first when the width is short (basic set)."""
+
+    @property
+    def key(self) -> str:
+        """DeviceRates attribute shown."""
+        return self.figure.key
+
+    @property
+    def title(self) -> str:
+        """Header, as iostat prints it."""
+        return self.figure.title
+
+    @property
+    def unit(self) -> str:
+        """Unit shown under the header."""
+        return self.figure.unit
+
+    @property
+    def width(self) -> int:
+        """Characters, including one space of padding on the left."""
+        return max(8, len(self.figure.title) + 1)
+
+
+def _column(key: str, priority: int) -> Column:
+    return Column(figure(key), priority)
+
+
+_ALL: dict[str, Column] = {
+    c.key: c
+    for c in (
+        _column("r_s", 0),
+        _column("w_s", 1),
+        _column("rkb_s", 6),
+        _column("wkb_s", 7),
+        _column("rrqm_s", 20),
+        _column("wrqm_s", 21),
+        _column("rrqm_pct", 22),
+        _column("wrqm_pct", 23),
+        _column("r_await", 2),
+        _column("w_await", 3),
+        _column("rareq_sz", 10),
+        _column("wareq_sz", 11),
+        _column("d_s", 30),
+        _column("dkb_s", 31),
+        _column("drqm_s", 34),
+        _column("drqm_pct", 35),
+        _column("d_await", 32),
+        _column("dareq_sz", 33),
+        _column("f_s", 36),
+        _column("f_await", 37),
+        _column("aqu_sz", 5),
+        _column("util", 4),
+        _column("in_flight", 8),
+    )
+}
+
+COLUMN_SETS: dict[str, tuple[Column, ...]] = {
+    "basic": tuple(
+        _ALL[k] for k in ("r_s", "w_s", "rkb_s", "wkb_s", "r_await", "w_await", "aqu_sz", "util")
+    ),
+    # iostat -x order (the registry's), plus in-flight.
+    "extended": tuple(_ALL[f.key] for f in FIGURES),
+}
+"""Column sets the ``c`` key cycles through."""
+
+EXTENDED_PRIORITY: tuple[str, ...] = (
+    "r_s",
+    "w_s",
+    "rrqm_s",
+    "wrqm_s",
+    "rrqm_pct",
+    "wrqm_pct",
+    "rareq_sz",
+    "wareq_sz",
+    "in_flight",
+    "d_s",
+    "dkb_s",
+    "d_await",
+    "f_s",
+    "f_await",
+    "aqu_sz",
+    "util",
+    "rkb_s",
+    "wkb_s",
+    "r_await",
+    "w_await",
+    "drqm_s",
+    "drqm_pct",
+    "dareq_sz",
+)
+"""What the extended set keeps first when narrowed: the figures the basic set does not show."""
+
+NOT_SATURATION_MARK = "~"
+"""Appended to %util where 100% does not mean saturated (parallel devices)."""
+
+WARN = Style(color="yellow", bold=True)
+BAD = Style(color="red", bold=True)
+DIM = Style(dim=True)
+PLAIN = Style()
+
+_AWAITS = frozenset({"r_await", "w_await", "d_await", "f_await"})
+_QUEUES = frozenset({"aqu_sz", "in_flight"})
+
+
+def format_value(value: float) -> str:
+    """A figure in at most 7 characters, with 2 decimals while that fits."""
+    if value >= 9_999_500:
+        return f"{value / 1e6:.0f}M"
+    if value >= 99_999.5:
+        return f"{value / 1e3:.0f}k"
+    if value >= 9_999.995:
+        return f"{value:.0f}"
+    return f"{value:.2f}"
+
+
+def cell(
+    column: Column,
+    value: float,
+    rotational: bool | None,
+    nr_requests: int | None,
+    config: Config,
+) -> tuple[str, Style]:
+    """The text of one figure and its colour, from the thresholds in ``config``.
+
+    Args:
+        column: The column shown.
+        value: The figure.
+        rotational: Spinning disk (True), solid-state (False) or unknown (None).
+        nr_requests: The queue's capacity, for the aqu-sz and inflight warning.
+        config: Where the thresholds are.
+    """
+    text = str(value) if column.figure.integer else format_value(value)
+    key = column.key
+    if key in _AWAITS:
+        warn, bad = (
+            (config.await_warn_ms_rotational, config.await_bad_ms_rotational)
+            if rotational
+            else (config.await_warn_ms_solid, config.await_bad_ms_solid)
+        )
+        return text, BAD if value >= bad else WARN if value >= warn else PLAIN
+    if key in _QUEUES and nr_requests:
+        return text, BAD if value >= config.queue_warn_fraction * nr_requests else PLAIN
+    if key == "util":
+        if rotational:
+            return text, BAD if value >= config.util_bad_pct_rotational else PLAIN
+        if rotational is False:
+            return text + NOT_SATURATION_MARK, DIM
+    return text, PLAIN
