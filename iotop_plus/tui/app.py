@@ -59,6 +59,10 @@ def read_nr_requests(roots: Roots, inventory: Inventory) -> dict[str, int]:
     return out
 
 
+QUIT_HELP = "quit (SIGTERM and SIGHUP also quit cleanly)"
+"""The help screen's line for the quit keys."""
+
+
 class IotopPlusApp(App[int]):
     """iotop-plus: live iostat -x figures per device, with charts and a side panel."""
 
@@ -66,8 +70,8 @@ class IotopPlusApp(App[int]):
     TITLE = "iotop-plus"
 
     BINDINGS = [
-        Binding("q", "quit", "Quit"),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True),
+        Binding("q", "quit", "Quit", tooltip=QUIT_HELP),
+        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip=QUIT_HELP),
     ]
 
     def __init__(

@@ -8,52 +8,29 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-KEYS: tuple[tuple[str, str], ...] = (
-    ("q, Ctrl-C", "quit (SIGTERM and SIGHUP also quit cleanly)"),
-    ("space", "freeze the display; sampling and the chart history continue"),
-    ("+ / -", "sample more / less often (0.25 s to 10 s)"),
-    ("/", "filter devices by name (Enter keeps it, Esc clears it)"),
-    ("a", "all devices: partitions, loop/ram/zram and never-used ones too"),
-    ("c", "cycle column sets: basic, extended (all iostat -x columns)"),
-    ("< / >", "sort by the previous / next column; r reverses"),
-    ("↑ ↓ PgUp PgDn Home End", "select a device (charts and panel follow)"),
-    ("1 / 2 / 3", "narrow terminals: table / charts / side panel"),
-    ("R / S", "change the selected device's read-ahead / I/O scheduler (Tune tab)"),
-    ("u / U", "undo the last setting change / revert every change of this run"),
-    ("p / P", "side panel: Processes (who does the I/O) / Probe (quick fio run)"),
-    ("X", "experiment on the selected device: queue-depth sweep or A/B of a setting"),
-    ("Ctrl-P", "command palette: every action by name"),
-    ("?", "this help; Esc or q closes it"),
-)
+from iotop_plus.sampling.figures import notes
+from iotop_plus.tui.keys import help_lines, key_display, own_bindings_of
 
-COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("r/s w/s", "reads / writes completed per second", "merged requests count once"),
-    ("rkB/s wkB/s", "KiB read / written per second", "buffered writes land later, at writeback"),
-    (
-        "r_await w_await",
-        "mean ms per request, from queueing to completion",
-        "includes time waiting in the queue: high await with high aqu-sz is queueing, "
-        "not a slow device; a mean hides rare slow requests",
-    ),
-    (
-        "aqu-sz",
-        "mean requests queued or in service",
-        "compare it with the queue's nr_requests (red at 80%): a full queue blocks submitters",
-    ),
-    (
-        "%util",
-        "share of the interval with at least one request in flight",
-        "means saturation only on a disk that serves one request at a time; SSD, NVMe, "
-        "RAID and virtual disks serve many at once, so 100% there can be far from full. "
-        "Such devices show '~' and dim text: read aqu-sz and await instead",
-    ),
-    ("rrqm/s wrqm/s", "requests merged into others per second", "high is good for sequential I/O"),
-    ("%rrqm %wrqm", "share of requests merged", "0 with scheduler none and random I/O is normal"),
-    ("rareq-sz wareq-sz", "mean request size in KiB", "after merging; small means random"),
-    ("d/s dkB/s d_await ...", "discards (TRIM): rate, KiB, latency", "0 unless fstrim/discard"),
-    ("f/s f_await", "cache flushes per second and their latency", "partitions never count them"),
-    ("inflight", "requests in flight at the end of the interval", "a gauge, not a mean"),
-)
+PALETTE_HELP = "command palette: every action by name"
+
+NAME_WIDTH = 24
+"""Characters of the key or column names before their explanation."""
+
+
+def column_lines() -> list[tuple[str, str, str]]:
+    """(titles, meaning, misleads) per help line, from the registry of figures."""
+    lines = []
+    for figures, note in notes():
+        names = ""
+        for fig in figures:
+            more = f"{names} {fig.title}".strip()
+            if len(more) > NAME_WIDTH - 4 and fig is not figures[-1]:
+                names += " ..."
+                break
+            names = more
+        lines.append((names, note.meaning, note.misleads))
+    return lines
+
 
 THRESHOLDS = (
     "Colours: yellow = high, red = bad. await: spinning disk 20 / 50 ms, SSD/NVMe/virtual "
@@ -62,13 +39,43 @@ THRESHOLDS = (
 )
 
 
+def key_lines() -> list[tuple[str, str]]:
+    """(keys, explanation) per help line, made from the app's, screen's and table's bindings."""
+    from iotop_plus.tui.app import IotopPlusApp
+    from iotop_plus.tui.screens.main import MainScreen
+    from iotop_plus.tui.widgets.device_table import DeviceTable
+
+    lines = help_lines([*IotopPlusApp.BINDINGS, *MainScreen.BINDINGS, *DeviceTable.BINDINGS])
+    lines.append((key_display(IotopPlusApp.COMMAND_PALETTE_BINDING), PALETTE_HELP))
+    return lines
+
+
+def panel_lines() -> list[tuple[str, str]]:
+    """(tab, its keys) per side-panel tab, made from the panels' bindings."""
+    from iotop_plus.tui.widgets.probe_panel import ProbePanel
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
+    from iotop_plus.tui.widgets.settings_panel import SettingsPanel
+
+    lines = []
+    for tab, panel in (("Tune", SettingsPanel), ("Processes", ProcessPanel), ("Probe", ProbePanel)):
+        keys = [
+            f"{key_display(b.key.split(',')[0])} {b.description}"
+            for b in own_bindings_of(panel)
+            if b.show
+        ]
+        lines.append((tab, ", ".join(keys)))
+    return lines
+
+
 def help_text() -> str:
     """The help as plain text (Rich markup for bold)."""
     lines = ["[b]Keys[/b]"]
-    lines += [f"  [b]{k:<24}[/b] {v}" for k, v in KEYS]
+    lines += [f"  [b]{k:<{NAME_WIDTH}}[/b] {v}" for k, v in key_lines()]
+    lines += ["", "[b]Side panel keys[/b] (while the tab has focus)"]
+    lines += [f"  [b]{k:<{NAME_WIDTH}}[/b] {v}" for k, v in panel_lines()]
     lines += ["", "[b]Columns[/b] (iostat -x; rates per second of the measured interval)"]
-    for name, means, misleads in COLUMNS:
-        lines.append(f"  [b]{name:<24}[/b] {means}. [i]Misleads:[/i] {misleads}.")
+    for name, means, misleads in column_lines():
+        lines.append(f"  [b]{name:<{NAME_WIDTH}}[/b] {means}. [i]Misleads:[/i] {misleads}.")
     lines += ["", THRESHOLDS]
     return "\n".join(lines)
 

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, cast
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.timer import Timer
@@ -39,6 +38,15 @@ from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.sampler import HostInfo
+from iotop_plus.tui.keys import (
+    TUNE_READ_AHEAD,
+    TUNE_REVERT_ALL,
+    TUNE_SCHEDULER,
+    TUNE_UNDO,
+    Command,
+    bindings,
+    palette_entries,
+)
 from iotop_plus.tui.messages import DeviceSelected, Tick
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -78,32 +86,171 @@ VIEWS = ("view-table", "view-charts", "view-panel")
 class MainScreen(Screen[None]):
     """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
 
-    BINDINGS = [
-        Binding("space", "pause", "Pause"),
-        Binding("plus,equals_sign", "faster", "Faster"),
-        Binding("minus", "slower", "Slower"),
+    KEYS: tuple[Command, ...] = (
+        Command(
+            "space",
+            "pause",
+            "Pause",
+            "Pause / resume",
+            "freeze the display; sampling and the chart history continue",
+        ),
+        Command(
+            "plus,equals_sign",
+            "faster",
+            "Faster",
+            "Faster refresh",
+            "sample more / less often (0.25 s to 10 s)",
+        ),
+        Command(
+            "minus",
+            "slower",
+            "Slower",
+            "Slower refresh",
+            "sample more / less often (0.25 s to 10 s)",
+        ),
         # Priority: handled as the key arrives, so the name typed right after it (queued in
         # the same burst, as a paste or a fast typist over SSH delivers it) finds the filter
         # focused. check_action lets "/" through to any text box that has focus.
-        Binding("slash", "filter", "Filter", priority=True),
-        Binding("a", "toggle_all", "All"),
-        Binding("c", "cycle_columns", "Columns"),
-        Binding("less_than_sign", "sort(-1)", "<Sort", show=False),
-        Binding("greater_than_sign", "sort(1)", "Sort>", show=False),
-        Binding("r", "reverse_sort", "Reverse", show=False),
-        Binding("question_mark", "help", "Help"),
-        Binding("1", "view('view-table')", "Table", show=False),
-        Binding("2", "view('view-charts')", "Charts", show=False),
-        Binding("3", "view('view-panel')", "Panel", show=False),
-        Binding("escape", "clear_filter", "Clear filter", show=False),
-        Binding("R", "tune('read_ahead_kb')", "Read-ahead"),
-        Binding("S", "tune('scheduler')", "Scheduler"),
-        Binding("u", "undo_setting", "Undo", show=False),
-        Binding("U", "revert_settings", "Revert all", show=False),
-        Binding("p", "panel_tab('tab-processes')", "Processes", show=False),
-        Binding("P", "panel_tab('tab-probe')", "Probe", show=False),
-        Binding("X", "experiment", "Experiment", show=False),
-    ]
+        Command(
+            "slash",
+            "filter",
+            "Filter",
+            "Filter devices",
+            "filter devices by name (Enter keeps it, Esc clears it)",
+            priority=True,
+        ),
+        Command(
+            "escape",
+            "clear_filter",
+            "Clear filter",
+            "Clear filter",
+            "show devices again regardless of name",
+            show=False,
+        ),
+        Command(
+            "a",
+            "toggle_all",
+            "All",
+            "All devices",
+            "all devices: partitions, loop/ram/zram and never-used ones too",
+        ),
+        Command(
+            "c",
+            "cycle_columns",
+            "Columns",
+            "Column set",
+            "cycle column sets: basic, extended (all iostat -x columns)",
+        ),
+        Command(
+            "less_than_sign",
+            "sort(-1)",
+            "<Sort",
+            "Sort by previous column",
+            "sort by the previous / next column",
+            show=False,
+        ),
+        Command(
+            "greater_than_sign",
+            "sort(1)",
+            "Sort>",
+            "Sort by next column",
+            "sort by the previous / next column",
+            show=False,
+        ),
+        Command("r", "reverse_sort", "Reverse", "Reverse sort", "reverse the sort", show=False),
+        Command(
+            "question_mark",
+            "help",
+            "Help",
+            "Help",
+            "this help: keys, and what each column means and when it misleads (Esc closes)",
+        ),
+        Command(
+            "1",
+            "view('view-table')",
+            "Table",
+            "View: device table",
+            "narrow terminals: table / charts / side panel",
+            show=False,
+        ),
+        Command(
+            "2",
+            "view('view-charts')",
+            "Charts",
+            "View: charts",
+            "narrow terminals: table / charts / side panel",
+            show=False,
+        ),
+        Command(
+            "3",
+            "view('view-panel')",
+            "Panel",
+            "View: side panel",
+            "narrow terminals: table / charts / side panel",
+            show=False,
+        ),
+        Command(
+            "R",
+            "tune('read_ahead_kb')",
+            "Read-ahead",
+            "Set read-ahead",
+            "change the selected device's read-ahead / I/O scheduler (Tune tab)",
+            id=TUNE_READ_AHEAD,
+        ),
+        Command(
+            "S",
+            "tune('scheduler')",
+            "Scheduler",
+            "Set I/O scheduler",
+            "change the selected device's read-ahead / I/O scheduler (Tune tab)",
+            id=TUNE_SCHEDULER,
+        ),
+        Command(
+            "u",
+            "undo_setting",
+            "Undo",
+            "Undo setting change",
+            "undo the last setting change / revert every change of this run",
+            show=False,
+            id=TUNE_UNDO,
+        ),
+        Command(
+            "U",
+            "revert_settings",
+            "Revert all",
+            "Revert all settings",
+            "undo the last setting change / revert every change of this run",
+            show=False,
+            id=TUNE_REVERT_ALL,
+        ),
+        Command(
+            "p",
+            "panel_tab('tab-processes')",
+            "Processes",
+            "Processes",
+            "side panel: Processes (who does the I/O) / Probe (quick fio run)",
+            show=False,
+        ),
+        Command(
+            "P",
+            "panel_tab('tab-probe')",
+            "Probe",
+            "Probe",
+            "side panel: Processes (who does the I/O) / Probe (quick fio run)",
+            show=False,
+        ),
+        Command(
+            "X",
+            "experiment",
+            "Experiment",
+            "Experiment",
+            "experiment on the selected device: queue-depth sweep or A/B of a setting",
+            show=False,
+        ),
+    )
+    """Every key of the screen; the bindings, the palette and the help are made from these."""
+
+    BINDINGS = bindings(KEYS)
 
     def __init__(
         self,
@@ -525,39 +672,7 @@ class MainScreen(Screen[None]):
 
     def commands(self) -> Iterable[tuple[str, str, str]]:
         """(title, help, action) of every screen action, for the command palette."""
-        yield ("Pause / resume", "Freeze the display; sampling continues", "pause")
-        yield ("Faster refresh", "Shorter sampling interval (+)", "faster")
-        yield ("Slower refresh", "Longer sampling interval (-)", "slower")
-        yield ("Filter devices", "Show only devices whose name matches (/)", "filter")
-        yield ("Clear filter", "Show devices again regardless of name (Esc)", "clear_filter")
-        yield ("All devices", "Toggle partitions, loop/ram/zram and idle devices (a)", "toggle_all")
-        yield ("Column set", "Cycle basic / extended iostat -x columns (c)", "cycle_columns")
-        yield ("Sort by previous column", "Move the sort column left (<)", "sort(-1)")
-        yield ("Sort by next column", "Move the sort column right (>)", "sort(1)")
-        yield ("Reverse sort", "Flip the sort order (r)", "reverse_sort")
-        yield ("Help", "What each column means and when it misleads (?)", "help")
-        yield ("View: device table", "Narrow screens: show the table (1)", "view('view-table')")
-        yield ("View: charts", "Narrow screens: show the charts (2)", "view('view-charts')")
-        yield ("View: side panel", "Narrow screens: show the side panel (3)", "view('view-panel')")
-        yield (
-            "Set read-ahead",
-            "Change read_ahead_kb of the selected device (R)",
-            "tune('read_ahead_kb')",
-        )
-        yield ("Set I/O scheduler", "Pick the selected device's scheduler (S)", "tune('scheduler')")
-        yield ("Undo setting change", "Undo the last queue-setting change (u)", "undo_setting")
-        yield (
-            "Revert all settings",
-            "Put back every setting changed in this run (U)",
-            "revert_settings",
-        )
-        yield ("Processes", "Which processes do the I/O (p)", "panel_tab('tab-processes')")
-        yield ("Probe", "Run a quick fio probe (P)", "panel_tab('tab-probe')")
-        yield (
-            "Experiment",
-            "QD sweep or A/B of a setting on the selected device (X)",
-            "experiment",
-        )
+        return palette_entries(self.KEYS)
 
 
 def _default_runner_factory(roots: Roots) -> Callable[[], ProbeRunner]:

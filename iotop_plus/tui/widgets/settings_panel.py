@@ -37,6 +37,7 @@ from textual.widgets.option_list import Option
 from iotop_plus.devices.settings import SETTINGS, SettingError, SettingValue, valid_range
 from iotop_plus.devices.tuner import Change, Tuner, TuningError, default_journal_path
 from iotop_plus.roots import Roots
+from iotop_plus.tui.keys import TUNE_READ_AHEAD, TUNE_REVERT_ALL, TUNE_SCHEDULER, TUNE_UNDO
 from iotop_plus.tui.screens.settings_modals import setting_picker
 
 #: Shown without asking for the advanced section.
@@ -58,11 +59,12 @@ class SettingsPanel(VerticalScroll, can_focus=False):
     """
 
     BINDINGS = [
-        Binding("R", "edit('read_ahead_kb')", "Read-ahead"),
-        Binding("S", "edit('scheduler')", "Scheduler"),
+        # The same commands as the screen's R, S, u, U (same ids): not a key clash.
+        Binding("R", "edit('read_ahead_kb')", "Read-ahead", id=TUNE_READ_AHEAD),
+        Binding("S", "edit('scheduler')", "Scheduler", id=TUNE_SCHEDULER),
         Binding("A", "toggle_advanced", "Advanced"),
-        Binding("u", "undo", "Undo"),
-        Binding("U", "revert_all", "Revert all"),
+        Binding("u", "undo", "Undo", id=TUNE_UNDO),
+        Binding("U", "revert_all", "Revert all", id=TUNE_REVERT_ALL),
         Binding("E", "export", "Export"),
     ]
 

@@ -1,0 +1,224 @@
+"""Keys: one record per command, from which the bindings, the palette and the help are made.
+
+A :class:`Command` holds what the footer, the command palette and the help screen each say
+about one key, and builds its Textual :class:`~textual.binding.Binding` (the explanation goes
+in the binding's tooltip). :func:`find_clashes` checks a screen's keys against its widgets'
+keys, by the project's rule: a key clashes when, on one screen, it can run two different
+commands depending on which visible widget has focus, or when a widget's key is shadowed by
+a priority key of the screen or app. Navigation keys inside a focused list are exempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from textual.binding import Binding, BindingType
+from textual.dom import DOMNode
+from textual.keys import format_key
+from textual.screen import Screen
+from textual.widgets import TabPane
+
+NAVIGATION_KEYS = frozenset(
+    {"up", "down", "left", "right", "home", "end", "pageup", "pagedown", "enter", "escape"}
+)
+"""Keys a focused list may use for itself: never a clash."""
+
+TUNE_READ_AHEAD = "tune.read_ahead_kb"
+TUNE_SCHEDULER = "tune.scheduler"
+TUNE_UNDO = "tune.undo"
+TUNE_REVERT_ALL = "tune.revert_all"
+"""Ids of the Tune commands that the screen and the Tune panel both bind (one command)."""
+
+_LIBRARIES = frozenset({"textual", "textual_plotext", "builtins"})
+"""Modules whose widget classes' bindings the clash check leaves out."""
+
+_DISPLAY = {
+    "pageup": "PgUp",
+    "pagedown": "PgDn",
+    "home": "Home",
+    "end": "End",
+    "escape": "Esc",
+    "enter": "Enter",
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    """One key of a screen: the binding, and what the palette and help say about it."""
+
+    keys: str
+    """Textual key names, comma-separated (``"plus,equals_sign"``); the first is shown."""
+    action: str
+    """The action run, as Textual writes it (``"sort(1)"``)."""
+    label: str
+    """Short footer text."""
+    title: str
+    """Command palette title."""
+    explain: str
+    """One line for the help screen and the palette; commands next to each other with the
+    same text share one help line."""
+    show: bool = True
+    """Shown in the footer."""
+    priority: bool = False
+    """Handled before the focused widget sees the key."""
+    id: str | None = None
+    """Names the command when a widget binds the same key to the same command."""
+
+    def binding(self) -> Binding:
+        """The Textual binding."""
+        return Binding(
+            self.keys,
+            self.action,
+            self.label,
+            show=self.show,
+            priority=self.priority,
+            tooltip=self.explain,
+            id=self.id,
+        )
+
+
+def bindings(commands: Iterable[Command]) -> list[BindingType]:
+    """The bindings of ``commands``, in order."""
+    return [c.binding() for c in commands]
+
+
+def as_binding(item: BindingType) -> Binding:
+    """A binding, from a Binding or a (key, action[, description]) tuple."""
+    return item if isinstance(item, Binding) else Binding(*item)
+
+
+def key_display(key: str) -> str:
+    """How the help writes a Textual key name: ``+``, ``/``, ``Ctrl-C``, ``PgUp``."""
+    if key in _DISPLAY:
+        return _DISPLAY[key]
+    if key.startswith("ctrl+"):
+        return "Ctrl-" + key.removeprefix("ctrl+").upper()
+    return format_key(key)
+
+
+def _first_key(binding: Binding) -> str:
+    return binding.key.split(",")[0].strip()
+
+
+def help_lines(items: Iterable[BindingType]) -> list[tuple[str, str]]:
+    """(keys, explanation) lines, from the bindings' tooltips (or their descriptions).
+
+    Neighbouring bindings with the same explanation share a line: ``+ / -``.
+    """
+    lines: list[tuple[list[str], str]] = []
+    for binding in map(as_binding, items):
+        text = binding.tooltip or binding.description
+        key = key_display(_first_key(binding))
+        if lines and lines[-1][1] == text:
+            lines[-1][0].append(key)
+        else:
+            lines.append(([key], text))
+    return [(" / ".join(keys) if len(keys) == 2 else " ".join(keys), text) for keys, text in lines]
+
+
+def palette_entries(commands: Iterable[Command]) -> list[tuple[str, str, str]]:
+    """(title, help, action) per command, for the command palette."""
+    return [
+        (c.title, f"{c.explain} ({key_display(c.keys.split(',')[0])})", c.action) for c in commands
+    ]
+
+
+def own_bindings(node: DOMNode) -> list[Binding]:
+    """The bindings a widget's own classes (this package's) declare, inherited ones too."""
+    return own_bindings_of(type(node))
+
+
+def own_bindings_of(widget_class: type[DOMNode]) -> list[Binding]:
+    """The bindings a widget class and its bases declare, leaving out Textual's own widgets.
+
+    A text box's editing keys (Ctrl-C copies) are the library's: the rule is about ours.
+    """
+    found: list[Binding] = []
+    for cls in widget_class.__mro__:
+        if cls.__module__.split(".")[0] in _LIBRARIES:
+            continue
+        found += map(as_binding, cls.__dict__.get("BINDINGS", ()))
+        if cls.__dict__.get("inherit_bindings", True) is False:
+            break
+    return found
+
+
+def _split(binds: Iterable[Binding]) -> list[tuple[str, Binding]]:
+    return [(k.strip(), b) for b in binds for k in b.key.split(",") if k.strip()]
+
+
+def _same_command(a: Binding, b: Binding) -> bool:
+    return a.id is not None and a.id == b.id
+
+
+def _apart(first: str, second: str, tabs: Mapping[str, tuple[str, str]]) -> bool:
+    a, b = tabs.get(first), tabs.get(second)
+    return a is not None and b is not None and a[0] == b[0] and a[1] != b[1]
+
+
+def find_clashes(
+    upper: Mapping[str, Sequence[Binding]],
+    widgets: Mapping[str, Sequence[Binding]],
+    tabs: Mapping[str, tuple[str, str]] | None = None,
+) -> list[str]:
+    """Key clashes on one screen, one line each (empty: none).
+
+    Args:
+        upper: The screen's and the app's bindings, by a name for each (``"MainScreen"``).
+        widgets: The bindings of each widget that can have focus (or contain one), by name.
+        tabs: (tabbed container, tab) of widgets inside tabs: two widgets on different tabs
+            of one container are never visible together, so their keys cannot clash.
+    """
+    problems: list[str] = []
+    upper_keys = [(name, k, b) for name, binds in upper.items() for k, b in _split(binds)]
+    widget_keys = {name: _split(binds) for name, binds in widgets.items()}
+    for name, keys in widget_keys.items():
+        for key, binding in keys:
+            if key in NAVIGATION_KEYS:
+                continue
+            for owner, up_key, up in upper_keys:
+                if up_key != key or _same_command(binding, up):
+                    continue
+                if up.priority:
+                    problems.append(
+                        f"{key_display(key)}: {name}'s {binding.action!r} is shadowed by "
+                        f"{owner}'s priority {up.action!r}"
+                    )
+                else:
+                    problems.append(
+                        f"{key_display(key)}: runs {name}'s {binding.action!r} when it has "
+                        f"focus, else {owner}'s {up.action!r}"
+                    )
+    names = list(widget_keys)
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            if _apart(first, second, tabs or {}):
+                continue
+            for key, a in widget_keys[first]:
+                if key in NAVIGATION_KEYS:
+                    continue
+                for other_key, b in widget_keys[second]:
+                    if other_key == key and not _same_command(a, b):
+                        problems.append(
+                            f"{key_display(key)}: runs {first}'s {a.action!r} or "
+                            f"{second}'s {b.action!r}, depending on focus"
+                        )
+    return problems
+
+
+def screen_clashes(screen: Screen[object]) -> list[str]:
+    """:func:`find_clashes` for a mounted screen: its keys, the app's, and its widgets'."""
+    upper = {type(screen).__name__: own_bindings(screen), "the app": own_bindings(screen.app)}
+    widgets: dict[str, list[Binding]] = {}
+    tabs: dict[str, tuple[str, str]] = {}
+    for node in screen.walk_children(with_self=False):
+        binds = own_bindings(node)
+        if not binds:
+            continue
+        name = f"{type(node).__name__}#{node.id}" if node.id else type(node).__name__
+        widgets[name] = binds
+        pane = next((a for a in node.ancestors if isinstance(a, TabPane)), None)
+        if pane is not None:
+            tabs[name] = (str(id(pane.parent)), str(pane.id))
+    return find_clashes(upper, widgets, tabs)
