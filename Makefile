@@ -41,6 +41,7 @@ run: $(STAMP) sysdeps bytecode
 lint: $(STAMP)
 	$(BIN)/ruff check iotop_plus tests benchmarks scripts
 	$(BIN)/ruff format --check iotop_plus tests benchmarks scripts
+	$(BIN)/lint-imports --no-cache --no-logo
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
