@@ -53,9 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--interval",
         "-i",
         type=positive_float,
-        default=1.0,
+        default=None,
         metavar="S",
-        help="TUI refresh interval in seconds (0.25 to 10; default 1)",
+        help="TUI refresh interval in seconds (0.25 to 10; default: the config file's, else 1)",
     )
     parser.add_argument(
         "--revert-on-exit",
