@@ -169,7 +169,9 @@ def test_a_failing_frame_is_reported_and_the_clock_goes_on() -> None:
     source = Flaky()
     problems: list[str] = []
     frames: list[Frame] = []
-    clock = SamplerThread(source, frames.append, problems.append, interval=0.25, first_interval=0.05)
+    clock = SamplerThread(
+        source, frames.append, problems.append, interval=0.25, first_interval=0.05
+    )
     clock.start()
     try:
         deadline = time.monotonic() + 5

@@ -227,6 +227,7 @@ class MainScreen(Screen[None]):
         self.last_tick = tick
         header = self.query_one(HostHeader)
         start = self._start_monotonic if self._start_monotonic is not None else frame.monotonic
+        header.show(wall_time=frame.wall_time)
         if self.host.uptime_s is not None:
             header.show(uptime_s=self.host.uptime_s + tick.sample.monotonic - start)
         problems = tick.sample.problems
