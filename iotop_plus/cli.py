@@ -93,6 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
+    # The first frame is read while Textual loads (~0.3-0.5 s of imports), so the first
+    # screen already has figures over that time.
+    from iotop_plus.sampling.frame import LiveSource
+
+    source = LiveSource(roots)
+    source.prime()
     try:
         from iotop_plus.tui.app import run_tui
     except ImportError as exc:
@@ -101,4 +107,4 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
-    return run_tui(args, roots)
+    return run_tui(args, roots, source=source)

@@ -97,6 +97,9 @@ class SamplerThread(threading.Thread):
                     frame = dataclasses.replace(frame, short_interval=True)
                 self.frames += 1
                 self._deliver(frame)
+                if self.frames == 1:
+                    # A primed first frame was read before we started: count from its time.
+                    started = min(started, frame.monotonic)
             except Exception as exc:  # a bad frame must not end sampling or the app
                 self._failed(f"sampling failed: {type(exc).__name__}: {exc}")
             # The first frame has no rates: take the second one soon.

@@ -8,7 +8,9 @@ and latency) only while some consumer asks for them with :meth:`LiveSource.want`
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -163,6 +165,28 @@ class LiveSource:
         self._nr_read_at = float("-inf")
         self._seq = 0
         self._procs: _ProcessPart | None = None
+        self._priming: threading.Thread | None = None
+        self._primed: Frame | None = None
+        self._primed_early: Frame | None = None
+
+    def prime(self) -> None:
+        """Read the first frame now, in a thread, while the caller loads the UI.
+
+        The next :meth:`next_frame` returns that frame; the one after it has rates over the
+        time the UI took to load, so figures are on the first screen.
+        """
+        if self._priming is not None or self._seq:
+            return
+
+        def run() -> None:
+            with contextlib.suppress(Exception):  # next_frame reads again and reports it
+                self._primed = self._read(early=self._keep_early)
+
+        self._priming = threading.Thread(target=run, name="iotop-plus-prime", daemon=True)
+        self._priming.start()
+
+    def _keep_early(self, frame: Frame) -> None:
+        self._primed_early = frame
 
     def want(self, part: str, on: bool) -> None:
         """Ask for (or release) a costly part of the frame."""
@@ -188,7 +212,20 @@ class LiveSource:
             self._procs = None
 
     def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
-        """Read the counters now and build the frame."""
+        """Read the counters now and build the frame (or return the primed one)."""
+        priming, self._priming = self._priming, None
+        if priming is not None:
+            while priming.is_alive():
+                priming.join(0.02)
+                if self._primed_early is not None and early is not None:
+                    early(self._primed_early)
+                    self._primed_early = None
+            primed, self._primed = self._primed, None
+            if primed is not None:
+                return primed
+        return self._read(early)
+
+    def _read(self, early: Callable[[Frame], object] | None) -> Frame:
         cur = self.sampler.sample()
         started = time.monotonic()
         changed = self._inventory is None or cur.names != self._names

@@ -277,7 +277,7 @@ def make_app(
     )
 
 
-def run_tui(args: argparse.Namespace, roots: Roots) -> int:
+def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None = None) -> int:
     """``iotop-plus`` without a subcommand. Returns the exit code."""
     problems: list[str] = []
     config = load_config(problems=problems)
@@ -296,6 +296,7 @@ def run_tui(args: argparse.Namespace, roots: Roots) -> int:
     app = make_app(
         roots,
         config,
+        source=source,
         interval=interval,
         tuner=tuner,
         revert_on_exit=bool(getattr(args, "revert_on_exit", False)),

@@ -13,7 +13,7 @@ import pytest
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, frames_on_schedule
-from iotop_plus.sampling.sampler import HostInfo
+from iotop_plus.sampling.sampler import HostInfo, Sampler
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -181,3 +181,33 @@ def test_a_failing_frame_is_reported_and_the_clock_goes_on() -> None:
         clock.stop()
     assert len(frames) >= 3
     assert problems and "Input/output error" in problems[0]
+
+
+def test_a_primed_source_reads_its_first_frame_while_the_caller_loads(tree: Roots) -> None:
+    source = LiveSource(tree)
+    before = time.monotonic()
+    source.prime()
+    time.sleep(0.2)  # "importing Textual"
+    first = source.next_frame()
+    assert first.seq == 1 and first.elapsed_s is None
+    assert before <= first.monotonic < before + 0.2  # read in the background, not now
+    second = source.next_frame()
+    assert second.seq == 2 and second.elapsed_s is not None and second.elapsed_s >= 0.2
+
+
+def test_a_primed_big_host_hands_over_its_early_frame(tmp_path: Path) -> None:
+    from tests.support.synthetic import SyntheticTree
+
+    class SlowInventory(Sampler):
+        def inventory(self, names=None, refresh=False):  # type: ignore[no-untyped-def]
+            time.sleep(0.5)  # thousands of devices' sysfs
+            return super().inventory(names, refresh)
+
+    synthetic = SyntheticTree(tmp_path / "big", 300)
+    source = LiveSource(sampler=SlowInventory(synthetic.roots))
+    source.prime()
+    early: list[Frame] = []
+    first = source.next_frame(early=early.append)
+    assert first.inventory.devices  # the full frame
+    assert len(early) == 1  # the names-only frame came first, while the inventory was read
+    assert not early[0].inventory.devices and len(early[0].sample.counters) == 300
