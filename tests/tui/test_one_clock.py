@@ -4,6 +4,8 @@ on this host's /proc and /sys (processes are our own and the system's)."""
 
 from __future__ import annotations
 
+import itertools
+
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import PROCESSES
@@ -53,7 +55,7 @@ async def test_plus_and_minus_set_the_pace_of_every_view() -> None:
             return len(seen) >= 6
 
         await wait_for(pilot, process_sample_times, timeout=10)
-        gaps = sorted(b - a for a, b in zip(seen, seen[1:]))
+        gaps = sorted(b - a for a, b in itertools.pairwise(seen))
         median = gaps[len(gaps) // 2]
         assert 0.2 <= median <= 0.45, f"the Processes tab is not at 0.25 s: {gaps}"
         await pilot.press("minus", "minus", "minus")  # 0.25 -> 0.5 -> 1 -> 2

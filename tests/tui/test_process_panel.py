@@ -16,8 +16,8 @@ from textual.pilot import Pilot
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
 from iotop_plus.sampling.delayacct import read_delayacct, sysctl_path
+from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
 from iotop_plus.tui.widgets.process_panel import ProcessList, ProcessPanel, compact_bytes
 
 WRITER = """

@@ -3,6 +3,7 @@ asked, and the headless loop keeps a fixed schedule."""
 
 from __future__ import annotations
 
+import itertools
 import shutil
 import threading
 import time
@@ -131,7 +132,7 @@ def test_the_clock_takes_the_second_frame_soon_and_marks_it_short() -> None:
         assert got.wait(5)
     finally:
         clock.stop()
-    gaps = [b - a for a, b in zip(source.reads, source.reads[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(source.reads)]
     assert 0.09 <= gaps[0] < 0.3, gaps  # figures at once
     assert gaps[1] >= 0.45, gaps  # then the real interval
     assert [f.short_interval for f in frames[:3]] == [False, True, False]

@@ -16,9 +16,9 @@ import pytest
 
 from iotop_plus import cli
 from iotop_plus.commands import snapshot
-from iotop_plus.sampling import frame as frame_module
 from iotop_plus.commands.snapshot import IOSTAT_COLUMNS
 from iotop_plus.roots import PROC_ENV, SYS_ENV, Roots
+from iotop_plus.sampling import frame as frame_module
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 IOSTAT_KEYS = [key for key, _ in IOSTAT_COLUMNS]
