@@ -53,9 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--interval",
         "-i",
         type=positive_float,
-        default=1.0,
+        default=None,
         metavar="S",
-        help="TUI refresh interval in seconds (0.25 to 10; default 1)",
+        help="TUI refresh interval in seconds (0.25 to 10; default: the config file's, else 1)",
     )
     parser.add_argument(
         "--revert-on-exit",
@@ -93,6 +93,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
+    # The first frame is read while Textual loads (~0.3-0.5 s of imports), so the first
+    # screen already has figures over that time.
+    from iotop_plus.sampling.frame import LiveSource
+
+    source = LiveSource(roots)
+    source.prime()
     try:
         from iotop_plus.tui.app import run_tui
     except ImportError as exc:
@@ -101,4 +107,4 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
             file=sys.stderr,
         )
         return EXIT_FAILURE
-    return run_tui(args, roots)
+    return run_tui(args, roots, source=source)

@@ -10,8 +10,7 @@ import argparse
 import csv
 import json
 import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
@@ -19,9 +18,10 @@ from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
+from iotop_plus.sampling.frame import Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.sampler import Sample, Sampler, rates_between, select_devices
+from iotop_plus.sampling.sampler import Sample, select_devices
 
 #: (iostat JSON key, DeviceRates attribute), in iostat -x column order.
 IOSTAT_COLUMNS: tuple[tuple[str, str], ...] = tuple((f.json_key, f.key) for f in IOSTAT_FIGURES)
@@ -64,15 +64,15 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
-    sampler = Sampler(roots)
-    first = sampler.sample()
-    inventory = sampler.inventory(first.names)
+    source = LiveSource(roots)
+    first_frame = source.next_frame()
+    first = first_frame.sample
+    inventory = first_frame.inventory
     explicit = resolve_devices(args.devices, first, inventory)
-    host = sampler.host_info()
-    for problem in first.problems:
-        print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
+    host = source.host_info()
+    _warn(first_frame)
 
-    reports = _intervals(sampler, first, args.interval, args.count)
+    reports = _intervals(source, first_frame, args.interval, args.count)
     if args.format == "json":
         doc = {
             "tool": "iotop-plus",
@@ -133,20 +133,16 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     return EXIT_OK
 
 
+def _warn(frame: Frame) -> None:
+    for problem in frame.sample.problems:
+        print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
+
+
 def _intervals(
-    sampler: Sampler, first: Sample, interval: float, count: int
-) -> Iterator[tuple[Sample, Sample, dict[str, DeviceRates | None]]]:
-    prev = first
-    deadline = first.monotonic
-    for _ in range(count):
-        # Sleep to a fixed schedule so the intervals do not drift, as iostat does.
-        deadline += interval
-        time.sleep(max(0.0, deadline - time.monotonic()))
-        cur = sampler.sample()
-        for problem in cur.problems:
-            print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
-        yield prev, cur, rates_between(prev, cur)
-        prev = cur
+    source: LiveSource, first: Frame, interval: float, count: int
+) -> Iterator[tuple[Sample, Sample, Mapping[str, DeviceRates | None]]]:
+    for prev, cur in frames_on_schedule(source, interval, count, first=first, on_frame=_warn):
+        yield prev.sample, cur.sample, cur.rates
 
 
 def resolve_devices(
@@ -200,7 +196,7 @@ def render_table(
     cur: Sample,
     prev: Sample,
     names: Sequence[str],
-    rates: dict[str, DeviceRates | None],
+    rates: Mapping[str, DeviceRates | None],
     inventory: Inventory,
 ) -> str:
     """iostat -x style text for one interval."""

@@ -9,22 +9,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from iotop_plus import __version__
-from iotop_plus.commands.common import EXIT_OK, add_interval_count
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, add_interval_count
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
-from iotop_plus.sampling.processes import (
-    ProcessReader,
-    ProcessSample,
-    TaskKey,
-    TaskRates,
-    rates_between,
-)
+from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, frames_on_schedule
+from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
 from iotop_plus.sampling.sampler import read_host_info
 
 
@@ -58,8 +52,11 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
     host = read_host_info(roots)
-    with ProcessReader(roots, per_thread=args.threads) as reader:
-        reports = _intervals(reader, args.interval, args.count)
+    source = LiveSource(roots)
+    source.per_thread = args.threads
+    source.want(PROCESSES, True)
+    try:
+        reports = _intervals(source, args.interval, args.count)
         if args.format == "json":
             doc: dict[str, Any] = {
                 "tool": "iotop-plus",
@@ -78,27 +75,35 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             for prev, cur, rates in reports:
                 out.write(render_table(prev, cur, rates, args.show_all))
                 out.flush()
+    except ProcessesUnreadable as exc:
+        print(f"iotop-plus: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        source.close()
     return EXIT_OK
 
 
 def _intervals(
-    reader: ProcessReader, interval: float, count: int
-) -> Iterator[tuple[ProcessSample, ProcessSample, dict[TaskKey, TaskRates | None]]]:
-    prev = reader.sample()
-    deadline = prev.monotonic
-    for _ in range(count):
-        # A fixed schedule, so that slow samples do not make the intervals drift.
-        deadline += interval
-        time.sleep(max(0.0, deadline - time.monotonic()))
-        cur = reader.sample()
-        for problem in cur.problems:
+    source: LiveSource, interval: float, count: int
+) -> Iterator[tuple[ProcessSample, ProcessSample, Mapping[TaskKey, TaskRates | None]]]:
+    for prev, cur in frames_on_schedule(source, interval, count, on_frame=_check):
+        assert prev.processes is not None and cur.processes is not None
+        for problem in cur.processes.sample.problems:
             print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
-        yield prev, cur, rates_between(prev, cur)
-        prev = cur
+        yield prev.processes.sample, cur.processes.sample, cur.processes.rates
+
+
+def _check(frame: Frame) -> None:
+    if frame.process_error is not None:
+        raise ProcessesUnreadable(frame.process_error)
+
+
+class ProcessesUnreadable(Exception):
+    """/proc could not be read: one line for the user."""
 
 
 def selected(
-    rates: dict[TaskKey, TaskRates | None], cur: ProcessSample, show_all: bool
+    rates: Mapping[TaskKey, TaskRates | None], cur: ProcessSample, show_all: bool
 ) -> list[tuple[TaskKey, TaskRates | None]]:
     """The rows to show, busiest first (DISK READ + WRITE, then IO%, then PID)."""
     rows = [(k, r) for k, r in rates.items() if show_all or (r is not None and r.active)]
@@ -113,7 +118,7 @@ def selected(
     return rows
 
 
-def _totals(rates: dict[TaskKey, TaskRates | None]) -> tuple[float, float]:
+def _totals(rates: Mapping[TaskKey, TaskRates | None]) -> tuple[float, float]:
     read = sum(r.read_bps or 0.0 for r in rates.values() if r is not None)
     write = sum(r.write_bps or 0.0 for r in rates.values() if r is not None)
     return read, write
@@ -132,7 +137,7 @@ def _notes(cur: ProcessSample) -> list[str]:
 def interval_json(
     prev: ProcessSample,
     cur: ProcessSample,
-    rates: dict[TaskKey, TaskRates | None],
+    rates: Mapping[TaskKey, TaskRates | None],
     show_all: bool,
 ) -> dict[str, Any]:
     """One interval as JSON: totals, notes and a row per process (rates in bytes/s)."""
@@ -186,7 +191,7 @@ def human_rate(bps: float | None) -> str:
 def render_table(
     prev: ProcessSample,
     cur: ProcessSample,
-    rates: dict[TaskKey, TaskRates | None],
+    rates: Mapping[TaskKey, TaskRates | None],
     show_all: bool,
 ) -> str:
     """iotop -b style text for one interval."""

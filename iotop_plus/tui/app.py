@@ -1,8 +1,8 @@
-"""The thin Textual app: wires the injected Sampler, History and Config to the main screen.
+"""The thin Textual app: wires the injected frame source, History and Config to the main screen.
 
-One daemon thread reads the counters each tick and posts a frozen :class:`SampleReady`.
-The next tick is due one interval after the previous one *started*; a tick that takes
-longer than the interval delays the next one, so ticks never stack.
+One :class:`~iotop_plus.sampling.clock.SamplerThread` takes a frame each interval and posts
+it as a frozen :class:`FrameReady`; every view (table, charts, header, Processes) is fed from
+that one frame, so ``space`` and ``+``/``-`` reach all of them.
 """
 
 from __future__ import annotations
@@ -14,49 +14,27 @@ import os
 import signal
 import sys
 import threading
-import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
+from textual.reactive import reactive
 from textual.screen import Screen
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config, load_config
 from iotop_plus.devices.tuner import Journal, Tuner, TuningError, default_journal_path
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.clock import SamplerThread, clamp_interval
+from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
-from iotop_plus.tui.messages import SampleReady, SamplerProblem, Tick
+from iotop_plus.sampling.sampler import HostInfo, Sampler
+from iotop_plus.tui.messages import FrameReady, SamplerProblem
 from iotop_plus.tui.screens.main import MainScreen
 from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen
 
 EXIT_WATCHDOG_S = 3.0
 """After a signal, the process ends this long after exit began even if Textual's shutdown
 hangs (seen when the terminal is already gone: the driver's writer queue never drains)."""
-
-FIRST_INTERVAL_S = 0.5
-"""The second sample comes this soon (or one interval, if shorter), so figures show quickly."""
-
-QUICK_FIRST_FRAME_DEVICES = 200
-"""Above this many devices, the first frame lists them by name before the inventory is read."""
-
-NR_REQUESTS_REFRESH_S = 30.0
-"""How often queue capacities are re-read when the device set has not changed."""
-
-
-def read_nr_requests(roots: Roots, inventory: Inventory) -> dict[str, int]:
-    """``queue/nr_requests`` of every whole device that has one."""
-    out: dict[str, int] = {}
-    for name, dev in inventory.devices.items():
-        if dev.is_partition:
-            continue
-        try:
-            with open(roots.sys_block / name / "queue" / "nr_requests") as fh:
-                out[name] = int(fh.read().strip() or 0)
-        except (OSError, ValueError):
-            continue
-    return out
 
 
 QUIT_HELP = "quit (SIGTERM and SIGHUP also quit cleanly)"
@@ -74,9 +52,14 @@ class IotopPlusApp(App[int]):
         Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip=QUIT_HELP),
     ]
 
+    interval: reactive[float] = reactive(1.0, init=False)
+    """Seconds between frames: the one clock of every view (``+``/``-`` change it)."""
+    paused: reactive[bool] = reactive(False, init=False)
+    """Display frozen (``space``); frames still feed the history."""
+
     def __init__(
         self,
-        sampler: Sampler,
+        source: FrameSource,
         config: Config,
         history: History | None = None,
         host: HostInfo | None = None,
@@ -85,37 +68,43 @@ class IotopPlusApp(App[int]):
         revert_on_exit: bool = False,
     ) -> None:
         super().__init__()
-        self.sampler = sampler
-        """Reads the counters; injected so tests can pass fixture roots or canned samples."""
+        self.source = source
+        """Where frames come from; injected so tests can pass fixture roots or canned samples."""
         self.config = config
         """Preferences."""
         self.history = history if history is not None else History(config.history_points)
         """Recent rates per device, for the charts (recorded even while paused)."""
-        self.host = host if host is not None else sampler.host_info()
+        self.host = host if host is not None else source.host_info()
         """Header facts."""
-        self.interval = config.clamp_interval(interval if interval is not None else config.interval)
-        """Seconds between samples."""
-        self.latest_tick: Tick | None = None
-        """The newest tick, shown or not."""
+        self.set_reactive(
+            IotopPlusApp.interval,
+            clamp_interval(interval if interval is not None else config.interval),
+        )
+        self.latest_frame: Frame | None = None
+        """The newest frame, shown or not."""
         self.ticks = 0
-        """Ticks received."""
+        """Frames received."""
         self.tuner = (
-            tuner if tuner is not None else Tuner(sampler.roots, None, is_root=self.host.is_root)
+            tuner if tuner is not None else Tuner(source.roots, None, is_root=self.host.is_root)
         )
         """Queue-setting changes of this run, with undo."""
         self.revert_on_exit = revert_on_exit
         """Revert this run's setting changes on quit without asking."""
         self.main_screen = MainScreen(
-            sampler.roots,
+            source.roots,
             config,
             self.history,
             self.host,
             self.interval,
             tuner=self.tuner,
         )
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.sampler_thread: SamplerThread | None = None
+        """The one clock; started on mount."""
+
+    @property
+    def latest_tick(self) -> Frame | None:
+        """The newest frame (older name)."""
+        return self.latest_frame
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -123,10 +112,13 @@ class IotopPlusApp(App[int]):
         # The screen must be composed before the first tick arrives.
         await self.push_screen(self.main_screen)
         self._install_signal_handlers()
-        self._thread = threading.Thread(
-            target=self._sample_loop, name="iotop-plus-sampler", daemon=True
+        self.sampler_thread = SamplerThread(
+            self.source,
+            deliver=lambda frame: self.post_message(FrameReady(frame)),
+            failed=lambda text: self.post_message(SamplerProblem(text)),
+            interval=self.interval,
         )
-        self._thread.start()
+        self.sampler_thread.start()
 
     def _install_signal_handlers(self) -> None:
         # SIGTERM (kill) and SIGHUP (SSH drop) must end the app through its normal exit, so
@@ -188,98 +180,60 @@ class IotopPlusApp(App[int]):
             pass
 
     def stop_sampling(self) -> None:
-        """Ask the sampler thread to finish and wait briefly for it."""
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2)
+        """Stop the sampler thread and wait briefly for it."""
+        if self.sampler_thread is not None:
+            self.sampler_thread.stop()
 
     def set_sample_interval(self, seconds: float) -> None:
-        """Change the interval; the next tick is rescheduled at once."""
-        self.interval = min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
-        self._wake.set()
+        """Change the interval (clamped); every view follows at once."""
+        self.interval = clamp_interval(seconds)
 
-    # ---- the sampler thread --------------------------------------------------------------
+    def watch_interval(self, seconds: float) -> None:
+        if self.sampler_thread is not None:
+            self.sampler_thread.interval = seconds
+        if self.main_screen.is_mounted:
+            self.main_screen.show_interval(seconds)
 
-    def _sample_loop(self) -> None:
-        prev: Sample | None = None
-        inventory: Inventory | None = None
-        names: frozenset[str] | None = None
-        nr_requests: Mapping[str, int] = {}
-        nr_read_at = float("-inf")
-        cur_first: Sample | None = None
-        while not self._stop.is_set():
-            started = time.monotonic()
-            try:
-                cur = self.sampler.sample()
-                changed = inventory is None or cur.names != names
-                if changed:
-                    if inventory is None and len(cur.counters) > QUICK_FIRST_FRAME_DEVICES:
-                        # Reading sysfs for thousands of devices takes seconds: list them
-                        # by name first, then describe them.
-                        self.post_message(SampleReady(self._tick(cur, None, Inventory({}), {})))
-                    # Hotplug: re-read the inventory only when the set of devices changes.
-                    inventory = self.sampler.inventory(cur.names)
-                    names = cur.names
-                if inventory is not None and (
-                    changed or started - nr_read_at >= NR_REQUESTS_REFRESH_S
-                ):
-                    nr_requests = read_nr_requests(self.sampler.roots, inventory)
-                    nr_read_at = started
-                assert inventory is not None
-                tick = self._tick(cur, prev, inventory, nr_requests, changed)
-                self.post_message(SampleReady(tick))
-                if prev is None:
-                    cur_first = cur
-                prev = cur
-            except Exception as exc:  # a bad tick must not kill sampling or the app
-                self.post_message(SamplerProblem(f"sampling failed: {exc}"))
-            # The first sample has no rates: take the second one soon.
-            first = prev is not None and prev is cur_first
-            wait = min(self.interval, FIRST_INTERVAL_S) if first else self.interval
-            deadline = started + wait
-            while not self._stop.is_set():
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                if self._wake.wait(remaining):
-                    self._wake.clear()
-                    # The interval changed: re-plan from the same start.
-                    deadline = started + self.interval
-        self._thread = None
+    def watch_paused(self, paused: bool) -> None:
+        if not self.main_screen.is_mounted:
+            return
+        frame = self.latest_frame
+        self.main_screen.show_paused(paused, frame.wall_time if frame else None)
+        if not paused and frame is not None:
+            self.main_screen.show_frame(frame)
 
-    @staticmethod
-    def _tick(
-        cur: Sample,
-        prev: Sample | None,
-        inventory: Inventory,
-        nr_requests: Mapping[str, int],
-        changed: bool = True,
-    ) -> Tick:
-        return Tick(
-            sample=cur,
-            rates=rates_between(prev, cur) if prev is not None else dict.fromkeys(cur.counters),
-            inventory=inventory,
-            inventory_changed=changed,
-            nr_requests=nr_requests,
-            elapsed_s=cur.monotonic - prev.monotonic if prev is not None else None,
-            ever_used=frozenset(n for n, c in cur.counters.items() if c.ever_used),
-        )
+    def want_processes(self, on: bool) -> None:
+        """A view shows processes (or no longer does); the next frames carry them or not."""
+        was = getattr(self.source, "wants", lambda part: False)(PROCESSES)
+        self.source.want(PROCESSES, on)
+        if on and not was and self.sampler_thread is not None:
+            self.sampler_thread.sample_now()  # rows now; their rates from the frame after
+
+    def set_detail_pid(self, pid: int | None) -> None:
+        """Frames carry threads and open files of ``pid``; the next one comes at once."""
+        if isinstance(self.source, LiveSource):
+            self.source.detail_pid = pid
+        if pid is not None and self.sampler_thread is not None:
+            self.sampler_thread.sample_now()
 
     # ---- messages ------------------------------------------------------------------------
 
-    def on_sample_ready(self, message: SampleReady) -> None:
+    def on_frame_ready(self, message: FrameReady) -> None:
         if not self.is_running:
-            # Shutting down: the screens are already gone, but a tick the sampler thread
+            # Shutting down: the screens are already gone, but a frame the sampler thread
             # posted just before may still be in the queue (CI hit it once at exit).
             return
-        tick = message.tick
+        frame = message.frame
         self.ticks += 1
-        self.latest_tick = tick
-        self.history.record(tick.sample.monotonic, tick.rates)
-        if tick.inventory_changed:
-            self.history.forget(tick.sample.counters)
-        self.main_screen.show_tick(tick)
+        self.latest_frame = frame
+        if frame.inventory.devices or not frame.inventory_changed:
+            # (an early frame lists names only: the history waits for the full one)
+            self.history.record(frame.sample.monotonic, frame.rates)
+            if frame.inventory_changed:
+                self.history.forget(frame.sample.counters)
+        self.main_screen.count_frame(frame)
+        if not self.paused:
+            self.main_screen.show_frame(frame)
 
     def on_sampler_problem(self, message: SamplerProblem) -> None:
         if self.is_running:
@@ -306,16 +260,18 @@ def make_app(
     config: Config | None = None,
     *,
     sampler: Sampler | None = None,
+    source: FrameSource | None = None,
     history: History | None = None,
     host: HostInfo | None = None,
     interval: float | None = None,
     tuner: Tuner | None = None,
     revert_on_exit: bool = False,
 ) -> IotopPlusApp:
-    """Build the app with its collaborators; tests pass fixture roots or a canned sampler."""
+    """Build the app with its collaborators; tests pass fixture roots, a canned sampler or a
+    frame source of their own."""
     config = config or Config()
     return IotopPlusApp(
-        sampler or Sampler(roots),
+        source if source is not None else LiveSource(roots, sampler),
         config,
         history=history,
         host=host,
@@ -325,7 +281,7 @@ def make_app(
     )
 
 
-def run_tui(args: argparse.Namespace, roots: Roots) -> int:
+def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None = None) -> int:
     """``iotop-plus`` without a subcommand. Returns the exit code."""
     problems: list[str] = []
     config = load_config(problems=problems)
@@ -339,13 +295,12 @@ def run_tui(args: argparse.Namespace, roots: Roots) -> int:
             file=sys.stderr,
         )
         return 2
-    if interval == 1.0 and config.interval != 1.0:
-        interval = config.interval  # the CLI default does not override the config file
     is_root = os.geteuid() == 0
     tuner = Tuner(roots, Journal(default_journal_path()), is_root=is_root)
     app = make_app(
         roots,
         config,
+        source=source,
         interval=interval,
         tuner=tuner,
         revert_on_exit=bool(getattr(args, "revert_on_exit", False)),

@@ -314,7 +314,7 @@ async def test_q_and_ctrl_c_quit() -> None:
             await pilot.press(key)
             await pilot.pause()
         assert app.return_code == 0
-        assert app._thread is None or not app._thread.is_alive()
+        assert app.sampler_thread is None or not app.sampler_thread.is_alive()
 
 
 async def test_a_tick_still_queued_when_the_app_exits_is_dropped() -> None:

@@ -15,7 +15,9 @@ from textual.app import App, ComposeResult
 from textual.pilot import Pilot
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.delayacct import read_delayacct, sysctl_path
+from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
 from iotop_plus.tui.widgets.process_panel import ProcessList, ProcessPanel, compact_bytes
 
 WRITER = """
@@ -29,15 +31,48 @@ while True:
 """
 
 
-class Host(App[None]):
+class FeedApp(App[None]):
+    """A small host with the one clock: a SamplerThread on a LiveSource feeds the panel."""
+
+    def __init__(self, roots: Roots | None = None) -> None:
+        super().__init__()
+        self.source = LiveSource(roots or Roots())
+        self.clock = SamplerThread(
+            self.source,
+            deliver=lambda frame: self.call_from_thread(self._frame, frame),
+            failed=lambda text: None,
+            interval=0.25,
+        )
+
+    def on_mount(self) -> None:
+        self.clock.start()
+
+    def on_unmount(self) -> None:
+        self.clock.stop()
+
+    def _frame(self, frame: Frame) -> None:
+        for panel in self.query(ProcessPanel):
+            if panel.sampling:
+                panel.show_processes(frame.processes, frame.process_error)
+
+    # ProcessFeed
+    def want_processes(self, on: bool) -> None:
+        self.source.want(PROCESSES, on)
+
+    def set_detail_pid(self, pid: int | None) -> None:
+        self.source.detail_pid = pid
+        self.clock.sample_now()
+
+
+class Host(FeedApp):
     def __init__(self) -> None:
         super().__init__()
-        self.panel = ProcessPanel(Roots(), interval=0.25, id="processes")
+        self.panel = ProcessPanel(Roots(), self, id="processes")
 
     def compose(self) -> ComposeResult:
         yield self.panel
 
-    def on_mount(self) -> None:
+    def on_mount(self) -> None:  # (Textual runs FeedApp.on_mount too)
         self.panel.process_list.focus()
 
 
@@ -180,26 +215,21 @@ async def test_delayacct_off_is_explained_and_D_turns_it_on_as_root() -> None:
         path.write_text(before)
 
 
-async def test_sampling_stops_when_hidden_or_paused_and_resumes() -> None:
+async def test_processes_are_read_only_while_the_panel_is_shown() -> None:
     app = Host()
     async with app.run_test(size=(110, 30)) as pilot:
         panel = app.panel
         await wait_for(pilot, lambda: panel.last is not None, "a first sample")
-        assert panel.sampling
-        panel.pause()
-        await pilot.pause(0.2)
-        assert not panel.sampling
-        seen = panel.last
-        await pilot.pause(0.6)
-        assert panel.last is seen  # nothing new while paused
-        panel.resume()
-        await wait_for(pilot, lambda: panel.last is not seen, "a sample after resume")
+        assert panel.sampling and app.source.wants(PROCESSES)
         panel.display = False
-        await wait_for(pilot, lambda: not panel.sampling, "the worker to stop when hidden")
+        await wait_for(pilot, lambda: not panel.sampling, "the panel to let go when hidden")
+        assert not app.source.wants(PROCESSES)
+        await pilot.pause(0.6)  # frames go on without processes: the reader is closed
+        assert app.source._procs is None
+        seen = panel.last
         panel.display = True
-        await wait_for(pilot, lambda: panel.sampling, "the worker to start when shown")
-        panel.set_sample_interval(0.01)
-        assert panel.interval == 0.25  # clamped
+        await wait_for(pilot, lambda: panel.sampling, "the panel to ask again when shown")
+        await wait_for(pilot, lambda: panel.last is not seen, "a sample once shown again")
 
 
 def test_compact_bytes_fits_seven_characters() -> None:
@@ -225,27 +255,28 @@ async def test_a_narrow_panel_drops_columns_but_keeps_the_command() -> None:
 
 
 async def test_an_unreadable_proc_root_is_a_status_line_not_a_crash(tmp_path: Path) -> None:
-    class Broken(App[None]):
+    class Broken(FeedApp):
         def compose(self) -> ComposeResult:
-            yield ProcessPanel(Roots(proc=tmp_path / "no-such-proc", sys=tmp_path), id="p")
+            yield ProcessPanel(self.source.roots, self, id="p")
 
-    app = Broken()
+    app = Broken(Roots(proc=tmp_path / "no-such-proc", sys=tmp_path))
     async with app.run_test(size=(80, 20)) as pilot:
         panel = app.query_one(ProcessPanel)
         await wait_for(pilot, lambda: panel.error is not None, "the error")
-        assert "sampling error: cannot open" in panel.status_text()
+        assert "sampling error: cannot read" in panel.status_text()
         assert "No such file" in (panel.error or "")
-        assert not panel.sampling
+        frames = app.clock.frames
+        await wait_for(pilot, lambda: app.clock.frames >= frames + 2, "frames to go on")
 
 
 async def test_in_a_tab_it_samples_only_while_its_tab_is_shown() -> None:
     from textual.widgets import Static, TabbedContent, TabPane
 
-    class Tabs(App[None]):
+    class Tabs(FeedApp):
         def compose(self) -> ComposeResult:
             with TabbedContent(initial="tab-device"):
                 yield TabPane("Device", Static("device"), id="tab-device")
-                yield TabPane("Processes", ProcessPanel(Roots(), 0.25), id="tab-processes")
+                yield TabPane("Processes", ProcessPanel(Roots(), self), id="tab-processes")
 
     app = Tabs()
     async with app.run_test(size=(100, 30)) as pilot:

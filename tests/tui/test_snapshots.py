@@ -6,10 +6,29 @@ Update with ``pytest tests/tui/test_snapshots.py --snapshot-update`` after a del
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Iterator
+
+import pytest
 from textual.pilot import Pilot
 
 from tests.tui.canned import canned_app
 from tests.tui.helpers import wait_for
+
+
+@pytest.fixture(autouse=True)
+def utc() -> Iterator[None]:
+    """The header shows the frame's wall-clock time: pin the zone so snapshots match anywhere."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    yield
+    if before is None:
+        os.environ.pop("TZ", None)
+    else:
+        os.environ["TZ"] = before
+    time.tzset()
 
 
 async def _ready(pilot: Pilot[int]) -> None:

@@ -18,6 +18,7 @@ from iotop_plus import cli
 from iotop_plus.commands import snapshot
 from iotop_plus.commands.snapshot import IOSTAT_COLUMNS
 from iotop_plus.roots import PROC_ENV, SYS_ENV, Roots
+from iotop_plus.sampling import frame as frame_module
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 IOSTAT_KEYS = [key for key, _ in IOSTAT_COLUMNS]
@@ -205,7 +206,7 @@ def test_rates_over_a_changing_tree(
         real_sleep(seconds)
         (proc / "diskstats.t1").replace(proc / "diskstats")
 
-    monkeypatch.setattr(snapshot.time, "sleep", sleep_then_advance)
+    monkeypatch.setattr(frame_module.time, "sleep", sleep_then_advance)
     doc = run_json(capsys, tmp_path / "nvme", "nvme0n1", "nvme0n1p2")
     stat = doc["statistics"][0]
     disk, part = stat["disk"]
@@ -232,7 +233,7 @@ def test_device_that_vanishes_is_left_out(
         real_sleep(seconds)
         stats.write_text("".join(x for x in stats.read_text().splitlines(True) if "dm-1" not in x))
 
-    monkeypatch.setattr(snapshot.time, "sleep", sleep_then_remove_dm1)
+    monkeypatch.setattr(frame_module.time, "sleep", sleep_then_remove_dm1)
     doc = run_json(capsys, tmp_path / "dm", "dm-0", "dm-1")
     assert _disks(doc) == ["dm-0"]
 

@@ -36,10 +36,11 @@ from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config
 from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.tui.keys import bindings, palette_entries
-from iotop_plus.tui.messages import DeviceSelected, Tick
+from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -49,8 +50,9 @@ from iotop_plus.tui.widgets.key_hints import KeyHints
 
 if TYPE_CHECKING:
     from iotop_plus.probe.runner import ProbeRunner
+    from iotop_plus.tui.app import IotopPlusApp
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
-    from iotop_plus.tui.widgets.process_panel import ProcessPanel
+    from iotop_plus.tui.widgets.process_panel import ProcessFeed, ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
 DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-probe")
@@ -103,14 +105,11 @@ class MainScreen(Screen[None]):
         self.config = config
         self.history = history
         self.host = host
-        self.interval = interval
-        """Seconds between samples, as the header shows it."""
-        self.paused = False
-        """Display frozen (sampling and history continue)."""
+        self._initial_interval = interval
         self.selected_device: str | None = None
         """Kernel name of the device the charts and panels are about."""
-        self.last_tick: Tick | None = None
-        """The last tick shown (frozen while paused)."""
+        self.last_tick: Frame | None = None
+        """The last frame shown (frozen while paused)."""
         self.ticks_seen = 0
         """Ticks received, shown or not."""
         self._settings_read_at = float("-inf")
@@ -120,6 +119,16 @@ class MainScreen(Screen[None]):
         self._panels: dict[str, Widget] = {}
         """The deferred side-panel panels built so far, by tab id."""
         self._mounting: dict[str, AwaitMount] = {}
+
+    @property
+    def interval(self) -> float:
+        """Seconds between frames: the app's one clock."""
+        return float(getattr(self.app, "interval", self._initial_interval))
+
+    @property
+    def paused(self) -> bool:
+        """Display frozen (frames still feed the history): the app's state."""
+        return bool(getattr(self.app, "paused", False))
 
     # ---- layout --------------------------------------------------------------------------
 
@@ -171,17 +180,35 @@ class MainScreen(Screen[None]):
 
     # ---- ticks from the app --------------------------------------------------------------
 
-    def show_tick(self, tick: Tick) -> None:
-        """A new sample arrived; show it unless paused."""
+    def count_frame(self, frame: Frame) -> None:
+        """A frame arrived (shown or not)."""
         self.ticks_seen += 1
         if self._start_monotonic is None:
-            self._start_monotonic = tick.sample.monotonic
-        if self.paused:
-            return
+            self._start_monotonic = frame.sample.monotonic
+
+    def show_tick(self, tick: Frame) -> None:
+        """Count and show a frame unless paused (for callers other than the app)."""
+        self.count_frame(tick)
+        if not self.paused:
+            self.show_frame(tick)
+
+    def show_interval(self, seconds: float) -> None:
+        """The interval changed: the header says so."""
+        self.query_one(HostHeader).show(interval=seconds)
+
+    def show_paused(self, paused: bool, at: float | None) -> None:
+        """Pause state changed: the header says so."""
+        self.query_one(HostHeader).show(paused=paused)
+
+    def show_frame(self, frame: Frame) -> None:
+        """Show a frame in every view: header, table, charts, device facts, processes."""
+        tick = frame
         self.last_tick = tick
         header = self.query_one(HostHeader)
+        start = self._start_monotonic if self._start_monotonic is not None else frame.monotonic
+        header.show(wall_time=frame.wall_time)
         if self.host.uptime_s is not None:
-            header.show(uptime_s=self.host.uptime_s + tick.sample.monotonic - self._start_monotonic)
+            header.show(uptime_s=self.host.uptime_s + tick.sample.monotonic - start)
         problems = tick.sample.problems
         if problems:
             first = problems[0]
@@ -199,6 +226,10 @@ class MainScreen(Screen[None]):
             probe = self.probe_panel
             if probe.is_mounted and probe.probe_device is not None:
                 probe.update_device_rates(tick.rates.get(probe.probe_device))
+        if "tab-processes" in self._panels:
+            panel = self.process_panel
+            if panel.is_mounted and panel.sampling:
+                panel.show_processes(frame.processes, frame.process_error)
 
     def show_problem(self, text: str) -> None:
         """Show a one-line problem (a failed tick) in the header for a few seconds."""
@@ -265,7 +296,7 @@ class MainScreen(Screen[None]):
         if tab_id == "tab-processes":
             from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
-            return ProcessPanel(self.roots, self.interval, id="process-panel")
+            return ProcessPanel(self.roots, cast("ProcessFeed", self.app), id="process-panel")
         if tab_id == "tab-probe":
             from iotop_plus.tui.widgets.probe_panel import ProbePanel
 
@@ -337,25 +368,13 @@ class MainScreen(Screen[None]):
     # ---- actions -------------------------------------------------------------------------
 
     def action_pause(self) -> None:
-        """Freeze the display; sampling and history continue."""
-        self.paused = not self.paused
-        self.query_one(HostHeader).show(paused=self.paused)
-        if not self.paused and self.app is not None:
-            latest = getattr(self.app, "latest_tick", None)
-            if isinstance(latest, Tick):
-                self.show_tick(latest)
-                self.ticks_seen -= 1
+        """Freeze every view; sampling and history continue."""
+        app = cast("IotopPlusApp", self.app)
+        app.paused = not app.paused
 
     def set_interval_s(self, seconds: float) -> None:
-        """Change the sampling interval (clamped to 0.25..10 s)."""
-        seconds = min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
-        self.interval = seconds
-        self.query_one(HostHeader).show(interval=seconds)
-        setter = getattr(self.app, "set_sample_interval", None)
-        if callable(setter):
-            setter(seconds)
-        if "tab-processes" in self._panels:
-            self.process_panel.set_sample_interval(seconds)
+        """Change the interval of every view (clamped to 0.25..10 s)."""
+        cast("IotopPlusApp", self.app).set_sample_interval(seconds)
 
     # ---- tuning, probes and experiments (the side-panel tabs) -----------------------------
 

@@ -1,6 +1,9 @@
-"""The one-line header: host, kernel, uptime, refresh interval, LIVE/PAUSED, root or not."""
+"""The one-line header: host, kernel, uptime, the frame's wall-clock time, refresh interval,
+LIVE / PAUSED at T, root or not."""
 
 from __future__ import annotations
+
+import time
 
 from rich.text import Text
 from textual.widgets import Static
@@ -38,6 +41,8 @@ class HostHeader(Static):
         """Uptime at the last shown sample."""
         self.note = ""
         """A short status (e.g. the last problem), shown at the right."""
+        self.wall_time: float | None = None
+        """Wall-clock time of the frame on screen."""
         self._shown = ""
 
     def on_mount(self) -> None:
@@ -50,6 +55,7 @@ class HostHeader(Static):
         paused: bool | None = None,
         uptime_s: float | None = None,
         note: str | None = None,
+        wall_time: float | None = None,
     ) -> None:
         """Change what the header says; repaints only when the text changes."""
         if interval is not None:
@@ -60,6 +66,8 @@ class HostHeader(Static):
             self.uptime_s = uptime_s
         if note is not None:
             self.note = note
+        if wall_time is not None:
+            self.wall_time = wall_time
         self._paint()
 
     @property
@@ -69,13 +77,19 @@ class HostHeader(Static):
 
     def _compose_text(self) -> Text:
         host = self.host
-        state = ("PAUSED", "bold black on yellow") if self.paused else ("LIVE", "bold green")
+        clock = time.strftime("%H:%M:%S", time.localtime(self.wall_time)) if self.wall_time else ""
+        if self.paused:
+            state = (f"PAUSED at {clock}" if clock else "PAUSED", "bold black on yellow")
+        else:
+            state = ("LIVE", "bold green")
         who = ("root", "green") if host.is_root else ("not root: settings read-only", "yellow")
         parts: list[tuple[str, str] | str] = [
             ("iotop-plus ", "bold"),
             (host.hostname, "bold"),
             "  ",
-            f"{host.kernel}  up {format_uptime(self.uptime_s)}  every {self.interval:g}s  ",
+            f"{host.kernel}  up {format_uptime(self.uptime_s)}  ",
+            (f"{clock}  " if clock and not self.paused else ""),
+            f"every {self.interval:g}s  ",
             state,
             "  ",
             who,

@@ -1,9 +1,9 @@
 """The Processes tab: which processes do the I/O (the iotop view), self-contained.
 
-The panel samples /proc in its own thread worker only while it is shown (or until
-:meth:`ProcessPanel.pause`), and the worker posts immutable samples with their rates. The
-list is a Line-API widget that formats only the rows on screen, so thousands of processes
-cost a sort per tick, not a repaint of every row.
+The panel never reads /proc: while it is shown it asks its :class:`ProcessFeed` (the app)
+for processes, and the app's frames then carry them (:meth:`ProcessPanel.show_processes`).
+Rows for thousands of processes are arranged in a worker thread; the list is a Line-API
+widget that formats only the rows on screen, so a tick costs a sort, not a repaint.
 
 Keys (active while the panel has focus; none clashes with the main screen's
 ``q ? space + - / a c < > r 1 2 3``):
@@ -18,10 +18,9 @@ Keys (active while the panel has focus; none clashes with the main screen's
 from __future__ import annotations
 
 import os
-import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from rich.segment import Segment
 from rich.style import Style
@@ -34,7 +33,6 @@ from textual.message import Message
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input, Static
-from textual.worker import get_current_worker
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.delayacct import (
@@ -45,22 +43,27 @@ from iotop_plus.sampling.delayacct import (
     read_delayacct,
     set_delayacct,
 )
+from iotop_plus.sampling.frame import ProcessFrame
 from iotop_plus.sampling.processes import (
-    Accumulator,
-    BlockDeviceNames,
     OpenBlockFile,
-    ProcessReader,
     ProcessSample,
     TaskCounters,
     TaskKey,
     TaskRates,
     TaskTotals,
-    detail_rates_between,
-    open_block_files,
-    rates_between,
 )
 
-MIN_INTERVAL, MAX_INTERVAL = 0.25, 10.0
+
+class ProcessFeed(Protocol):
+    """What gives the panel its processes: the app, which owns the one clock."""
+
+    def want_processes(self, on: bool) -> None:
+        """Frames carry processes from now on (or no longer)."""
+        ...
+
+    def set_detail_pid(self, pid: int | None) -> None:
+        """Frames carry threads and open files of ``pid`` (read soon, not next tick)."""
+        ...
 
 
 def compact_bytes(value: float | None, per_s: bool = True) -> str:
@@ -403,62 +406,68 @@ class ProcessPanel(Vertical, can_focus=False):
     ]
 
     class SampleReady(Message):
-        """A new sample and its rates, posted by the sampling thread (frozen data only)."""
+        """A frame's processes with their rows arranged for ``view`` (frozen data only)."""
 
-        def __init__(
-            self,
-            sample: ProcessSample,
-            rates: Mapping[TaskKey, TaskRates | None],
-            totals: Mapping[TaskKey, TaskTotals],
-            detail_rates: Mapping[TaskKey, TaskRates | None],
-            open_files: tuple[OpenBlockFile, ...],
-            rows: list[ProcessRow] | None = None,
-            view: View | None = None,
-        ) -> None:
+        def __init__(self, processes: ProcessFrame, rows: list[ProcessRow], view: View) -> None:
             super().__init__()
-            self.sample = sample
-            self.rates = rates
-            self.totals = totals
-            self.detail_rates = detail_rates
-            self.open_files = open_files
+            self.processes = processes
             self.rows = rows
             """Rows already arranged for ``view`` by the worker (not to be mutated)."""
             self.view = view
+
+        @property
+        def sample(self) -> ProcessSample:
+            """The raw per-task counters."""
+            return self.processes.sample
+
+        @property
+        def rates(self) -> Mapping[TaskKey, TaskRates | None]:
+            """Per-task rates over the interval."""
+            return self.processes.rates
+
+        @property
+        def totals(self) -> Mapping[TaskKey, TaskTotals]:
+            """Bytes per task since processes were first shown."""
+            return self.processes.totals
+
+        @property
+        def detail_rates(self) -> Mapping[TaskKey, TaskRates | None]:
+            """Per-thread rates of the detailed process."""
+            return self.processes.detail_rates
+
+        @property
+        def open_files(self) -> tuple[OpenBlockFile, ...]:
+            """Block-device files the detailed process holds open."""
+            return self.processes.open_files
 
         def can_replace(self, message: Message) -> bool:
             # A late sample is worth nothing once a newer one is queued.
             return isinstance(message, ProcessPanel.SampleReady)
 
-    class SampleFailed(Message):
-        """The sampling thread hit an error; the panel shows it and keeps going."""
-
-        def __init__(self, error: str) -> None:
-            super().__init__()
-            self.error = error
-
     def __init__(
         self,
         roots: Roots | None = None,
-        interval: float = 1.0,
+        feed: ProcessFeed | None = None,
         *,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
+        """Args:
+        roots: Where /proc is (for the delay-accounting switch).
+        feed: What supplies frames with processes (the app); None shows nothing.
+        """
         super().__init__(id=id, classes=classes)
         self.roots = roots or Roots()
-        self.interval = min(max(interval, MIN_INTERVAL), MAX_INTERVAL)
+        self.feed = feed
         self.only_active = False
         self.totals_mode = False
         self.filter_text = ""
         self.detail_pid: int | None = None
         self.last: ProcessPanel.SampleReady | None = None
-        """The latest sample message (for tests and the lead's integration)."""
+        """The latest arranged sample (for tests and the status line)."""
         self.error: str | None = None
         self._view_snapshot = View()
-        self._wake_sampler = threading.Event()
-        self._sampler_on = False
-        self._user_paused = False
-        self._shown = False
+        self._wanted = False
 
     def compose(self) -> ComposeResult:
         yield Static("Processes: waiting for the first sample...", id="process-status")
@@ -471,97 +480,44 @@ class ProcessPanel(Vertical, can_focus=False):
         """The list widget."""
         return self.query_one(ProcessList)
 
-    # -- sampling lifecycle ----------------------------------------------------------------
+    # -- frames from the feed ----------------------------------------------------------------
 
     def on_show(self) -> None:
-        self._shown = True
-        if not self._user_paused:
-            self._start()
+        self._want(True)
 
     def on_hide(self) -> None:
-        self._shown = False
-        self._stop()
+        self._want(False)
 
     def on_unmount(self) -> None:
-        self._stop()
-
-    def pause(self) -> None:
-        """Stop sampling (the worker ends and releases its /proc files) until resume()."""
-        self._user_paused = True
-        self._stop()
-
-    def resume(self) -> None:
-        """Sample again (only while shown). The first new sample has no rates yet."""
-        self._user_paused = False
-        if self._shown:
-            self._start()
+        self._want(False)
 
     @property
     def sampling(self) -> bool:
-        """True while the sampling worker runs."""
-        return self._sampler_on
+        """True while the panel asks the feed for processes (it is shown)."""
+        return self._wanted
 
-    def set_sample_interval(self, seconds: float) -> None:
-        """Change the sampling interval (clamped to 0.25 to 10 s); takes effect at once.
-
-        Not named ``set_interval``: that is Textual's timer method on every widget.
-        """
-        self.interval = min(max(seconds, MIN_INTERVAL), MAX_INTERVAL)
-        self._wake_sampler.set()
-
-    def _start(self) -> None:
-        if self._sampler_on:
+    def _want(self, on: bool) -> None:
+        if on == self._wanted or self.feed is None:
             return
-        self._sampler_on = True
-        self._wake_sampler.clear()
-        self._sample_loop()
+        self._wanted = on
+        self.feed.want_processes(on)
+        if on:
+            self.feed.set_detail_pid(self.detail_pid)
 
-    def _stop(self) -> None:
-        if not self._sampler_on:
+    def show_processes(self, processes: ProcessFrame | None, error: str | None = None) -> None:
+        """A frame's processes arrived (or could not be read: ``error``)."""
+        if processes is None:
+            if error is not None:
+                self.error = error
+                self._render_status()
             return
-        self._sampler_on = False
-        self._wake_sampler.set()
-        self.workers.cancel_group(self, "process-sampler")
+        self._arrange(processes, self._view_snapshot)
 
-    @work(thread=True, exclusive=True, group="process-sampler", exit_on_error=False)
-    def _sample_loop(self) -> None:
-        worker = get_current_worker()
-        try:
-            reader = ProcessReader(self.roots)
-        except OSError as exc:
-            self._sampler_on = False  # resume() may try again
-            self.post_message(self.SampleFailed(f"cannot open {self.roots.proc}: {exc.strerror}"))
-            return
-        accumulator = Accumulator()
-        names = BlockDeviceNames(self.roots)
-        prev: ProcessSample | None = None
-        try:
-            while self._sampler_on and not worker.is_cancelled:
-                started = time.monotonic()
-                try:
-                    reader.detail_pid = self.detail_pid
-                    cur = reader.sample()
-                    rates = rates_between(prev, cur) if prev else {}
-                    totals = accumulator.update(cur)
-                    detail = detail_rates_between(prev, cur) if prev else {}
-                    files: tuple[OpenBlockFile, ...] = ()
-                    if cur.detail_pid is not None:
-                        files = open_block_files(self.roots, cur.detail_pid, names)
-                    view = self._view_snapshot  # set on the UI thread; read atomically
-                    rows = build_rows(rates, totals, view)
-                    self.post_message(
-                        self.SampleReady(cur, rates, totals, detail, files, rows, view)
-                    )
-                    prev = cur
-                except Exception as exc:  # keep the app alive; show the reason
-                    self.post_message(self.SampleFailed(f"{type(exc).__name__}: {exc}"))
-                # Sleep what is left of the interval; set_interval/pause wake us early.
-                self._wake_sampler.wait(max(0.05, self.interval - (time.monotonic() - started)))
-                self._wake_sampler.clear()
-        finally:
-            reader.close()
-
-    # -- messages from the worker ----------------------------------------------------------
+    @work(thread=True, exclusive=True, group="process-rows", exit_on_error=False)
+    def _arrange(self, processes: ProcessFrame, view: View) -> None:
+        # Sorting and filtering 5,000 rows takes ~40 ms: off the UI thread.
+        rows = build_rows(processes.rates, processes.totals, view)
+        self.post_message(self.SampleReady(processes, rows, view))
 
     def on_process_panel_sample_ready(self, message: SampleReady) -> None:
         message.stop()
@@ -570,11 +526,6 @@ class ProcessPanel(Vertical, can_focus=False):
         self._render_rows()
         self._render_status()
         self._render_detail()
-
-    def on_process_panel_sample_failed(self, message: SampleFailed) -> None:
-        message.stop()
-        self.error = message.error
-        self._render_status()
 
     @property
     def view(self) -> View:
@@ -735,20 +686,19 @@ class ProcessPanel(Vertical, can_focus=False):
         row = self.process_list.current
         detail = self.query_one("#process-detail", Static)
         if row is None or (self.detail_pid == row.key[0] and detail.has_class("shown")):
-            self.detail_pid = None
+            self._set_detail(None)
             detail.remove_class("shown")
             return
-        self.detail_pid = row.key[0]
+        self._set_detail(row.key[0])
         detail.add_class("shown")
         self._render_detail()
-        self._wake_sampler.set()  # read the threads now, not at the next tick
 
     def action_close(self) -> None:
         """Clear the filter while typing in it, else close the details, else the filter."""
         box = self.query_one("#process-filter", Input)
         detail = self.query_one("#process-detail", Static)
         if detail.has_class("shown") and not box.has_focus:
-            self.detail_pid = None
+            self._set_detail(None)
             detail.remove_class("shown")
             return
         if box.has_class("shown"):
@@ -758,8 +708,13 @@ class ProcessPanel(Vertical, can_focus=False):
             self.process_list.focus()
             self._rerender()
             return
-        self.detail_pid = None
+        self._set_detail(None)
         self.query_one("#process-detail", Static).remove_class("shown")
+
+    def _set_detail(self, pid: int | None) -> None:
+        self.detail_pid = pid
+        if self.feed is not None:
+            self.feed.set_detail_pid(pid)  # read the threads now, not at the next tick
 
     def action_toggle_delayacct(self) -> None:
         """Turn delay accounting on (or off) as root; explain why not otherwise."""
@@ -777,7 +732,6 @@ class ProcessPanel(Vertical, can_focus=False):
             self.notify(f"Delay accounting on: IO% from the next interval. {NOTE}")
         else:
             self.notify("Delay accounting off: IO% is no longer measured.")
-        self._wake_sampler.set()
 
     def _rerender(self) -> None:
         self._view_snapshot = self.view

@@ -1,0 +1,401 @@
+"""One frozen :class:`Frame` per instant, from a :class:`FrameSource`.
+
+Every view (the TUI's table, charts, header and Processes tab; the headless commands) reads
+frames and nothing else, so what works live works the same on a recording or a fixture tree.
+:class:`LiveSource` reads the roots; it reads the costly parts (processes, and later cgroups
+and latency) only while some consumer asks for them with :meth:`LiveSource.want`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Protocol
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
+
+if TYPE_CHECKING:  # the process modules load only when someone wants processes
+    from iotop_plus.sampling.processes import (
+        OpenBlockFile,
+        ProcessSample,
+        TaskKey,
+        TaskRates,
+        TaskTotals,
+    )
+
+QUICK_FIRST_FRAME_DEVICES = 200
+"""Above this many devices, the first frame lists them by name before the inventory is read."""
+
+NR_REQUESTS_REFRESH_S = 30.0
+"""How often queue capacities are re-read when the set of devices has not changed."""
+
+PROCESSES = "processes"
+"""What :meth:`LiveSource.want` takes for the per-process view (iotop)."""
+
+
+@dataclass(frozen=True)
+class FrameEvent:
+    """Something that happened between two frames: a device came or went, a setting changed."""
+
+    kind: str
+    """``device-added``, ``device-removed``, ``setting``, ``probe`` ..."""
+    text: str
+    """One line for people."""
+    device: str | None = None
+    """The device it concerns, if one."""
+
+
+@dataclass(frozen=True)
+class ProcessFrame:
+    """The per-process part of a frame (present only while someone wants processes)."""
+
+    sample: ProcessSample
+    """Raw per-task counters."""
+    rates: Mapping[TaskKey, TaskRates | None]
+    """Per-task rates over the interval; empty on the first process sample."""
+    totals: Mapping[TaskKey, TaskTotals]
+    """Bytes per task since processes were first wanted."""
+    detail_rates: Mapping[TaskKey, TaskRates | None]
+    """Per-thread rates of the process being detailed (``LiveSource.detail_pid``)."""
+    open_files: tuple[OpenBlockFile, ...] = ()
+    """Block-device files the detailed process holds open."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """Everything the views show for one instant; immutable, so any view can keep it."""
+
+    sample: Sample
+    """Raw counters of every block device."""
+    rates: Mapping[str, DeviceRates | None]
+    """iostat -x rates over the measured interval; None for new or reset devices."""
+    inventory: Inventory
+    """The device inventory (the same object until the set of devices changes)."""
+    inventory_changed: bool
+    """True on the first frame and whenever devices appeared or vanished."""
+    nr_requests: Mapping[str, int]
+    """``queue/nr_requests`` per whole device (for the aqu-sz warning)."""
+    elapsed_s: float | None
+    """The measured interval the rates cover; None on the first frame."""
+    ever_used: frozenset[str]
+    """Devices that have done any I/O since boot (iostat's default selection)."""
+    seq: int = 0
+    """Frames from this source so far, 1-based; 0 for a hand-made frame."""
+    short_interval: bool = False
+    """The rates cover the deliberately short first interval (figures sooner, noisier)."""
+    processes: ProcessFrame | None = None
+    """Per-process I/O, when wanted; None otherwise."""
+    process_error: str | None = None
+    """Why processes were wanted but could not be read (one line)."""
+    events: tuple[FrameEvent, ...] = ()
+    """What happened since the previous frame."""
+    problems: tuple[str, ...] = field(default=())
+    """One line each: what this frame could not read (the views show the first)."""
+
+    @property
+    def wall_time(self) -> float:
+        """Wall-clock time of the frame, for the header and JSON."""
+        return self.sample.wall_time
+
+    @property
+    def monotonic(self) -> float:
+        """Monotonic time of the frame; differences are intervals."""
+        return self.sample.monotonic
+
+
+class FrameSource(Protocol):
+    """Where frames come from: the live host, a fixture tree, later a recording."""
+
+    roots: Roots
+    """The roots the frames describe (for facts a view shows about a device)."""
+
+    def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
+        """The frame for now (live) or the next one (recorded).
+
+        ``early`` may be called first with a cheaper frame (device names, no inventory) when
+        building the full one takes long.
+        """
+        ...
+
+    def want(self, part: str, on: bool) -> None:
+        """Ask for (or release) a costly part of the frame, such as :data:`PROCESSES`."""
+        ...
+
+    def host_info(self) -> HostInfo:
+        """Header facts for the host the frames describe."""
+        ...
+
+    def close(self) -> None:
+        """Release files and children."""
+        ...
+
+
+class LiveSource:
+    """Frames read from the roots (the live host, or a captured tree).
+
+    Not thread-safe: one thread (the sampler thread, or a headless loop) calls
+    :meth:`next_frame`. :meth:`want` and :attr:`detail_pid` may be set from another thread;
+    the next frame honours them.
+    """
+
+    def __init__(self, roots: Roots | None = None, sampler: Sampler | None = None) -> None:
+        """Args:
+        roots: Where /proc and /sys are (default the live ones).
+        sampler: The disk sampler (tests pass a canned one); default reads ``roots``.
+        """
+        self.sampler = sampler if sampler is not None else Sampler(roots)
+        self.roots = self.sampler.roots
+        self.detail_pid: int | None = None
+        """Process whose threads and open block files the next frames carry."""
+        self.per_thread = False
+        """Process rows per thread instead of per process."""
+        self._wanted: set[str] = set()
+        self._prev: Sample | None = None
+        self._inventory: Inventory | None = None
+        self._names: frozenset[str] | None = None
+        self._nr_requests: Mapping[str, int] = MappingProxyType({})
+        self._nr_read_at = float("-inf")
+        self._seq = 0
+        self._procs: _ProcessPart | None = None
+        self._priming: threading.Thread | None = None
+        self._primed: Frame | None = None
+        self._primed_early: Frame | None = None
+
+    def prime(self) -> None:
+        """Read the first frame now, in a thread, while the caller loads the UI.
+
+        The next :meth:`next_frame` returns that frame; the one after it has rates over the
+        time the UI took to load, so figures are on the first screen.
+        """
+        if self._priming is not None or self._seq:
+            return
+
+        def run() -> None:
+            with contextlib.suppress(Exception):  # next_frame reads again and reports it
+                self._primed = self._read(early=self._keep_early)
+
+        self._priming = threading.Thread(target=run, name="iotop-plus-prime", daemon=True)
+        self._priming.start()
+
+    def _keep_early(self, frame: Frame) -> None:
+        self._primed_early = frame
+
+    def want(self, part: str, on: bool) -> None:
+        """Ask for (or release) a costly part of the frame."""
+        if part != PROCESSES:
+            raise ValueError(f"unknown frame part {part!r}")
+        if on:
+            self._wanted.add(part)
+        else:
+            self._wanted.discard(part)
+
+    def wants(self, part: str) -> bool:
+        """Whether some consumer asked for ``part``."""
+        return part in self._wanted
+
+    def host_info(self) -> HostInfo:
+        """Header facts for this host (or captured tree)."""
+        return self.sampler.host_info()
+
+    def close(self) -> None:
+        """Release the process reader's open /proc files."""
+        if self._procs is not None:
+            self._procs.close()
+            self._procs = None
+
+    def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
+        """Read the counters now and build the frame (or return the primed one)."""
+        priming, self._priming = self._priming, None
+        if priming is not None:
+            while priming.is_alive():
+                priming.join(0.02)
+                if self._primed_early is not None and early is not None:
+                    early(self._primed_early)
+                    self._primed_early = None
+            primed, self._primed = self._primed, None
+            if primed is not None:
+                return primed
+        return self._read(early)
+
+    def _read(self, early: Callable[[Frame], object] | None) -> Frame:
+        cur = self.sampler.sample()
+        started = time.monotonic()
+        changed = self._inventory is None or cur.names != self._names
+        events: tuple[FrameEvent, ...] = ()
+        if changed:
+            if self._inventory is not None and self._names is not None:
+                events = _device_events(self._names, cur.names)
+            elif early is not None and len(cur.counters) > QUICK_FIRST_FRAME_DEVICES:
+                # Reading sysfs for thousands of devices takes seconds: list them by name
+                # first, then describe them.
+                early(self._frame(cur, Inventory({}), {}, True, (), None))
+            # Hotplug: re-read the inventory only when the set of devices changes.
+            self._inventory = self.sampler.inventory(cur.names)
+            self._names = cur.names
+        inventory = self._inventory
+        assert inventory is not None
+        if changed or started - self._nr_read_at >= NR_REQUESTS_REFRESH_S:
+            self._nr_requests = MappingProxyType(read_nr_requests(self.roots, inventory))
+            self._nr_read_at = started
+        process_error = None
+        try:
+            processes = self._process_frame()
+        except OSError as exc:  # an unreadable /proc must not stop the device figures
+            processes = None
+            process_error = f"cannot read {self.roots.proc}: {exc.strerror or exc}"
+            self.close()
+        frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
+        if process_error is not None:
+            frame = dataclasses.replace(frame, process_error=process_error)
+        self._prev = cur
+        return frame
+
+    def restart(self) -> None:
+        """Forget the previous sample: the next frame is a fresh baseline (no rates)."""
+        self._prev = None
+        if self._procs is not None:
+            self._procs.prev = None
+
+    def _frame(
+        self,
+        cur: Sample,
+        inventory: Inventory,
+        nr_requests: Mapping[str, int],
+        changed: bool,
+        events: tuple[FrameEvent, ...],
+        processes: ProcessFrame | None,
+    ) -> Frame:
+        prev = self._prev
+        self._seq += 1
+        problems = tuple(str(p) for p in cur.problems)
+        return Frame(
+            sample=cur,
+            rates=rates_between(prev, cur) if prev is not None else dict.fromkeys(cur.counters),
+            inventory=inventory,
+            inventory_changed=changed,
+            nr_requests=nr_requests,
+            elapsed_s=cur.monotonic - prev.monotonic if prev is not None else None,
+            ever_used=frozenset(n for n, c in cur.counters.items() if c.ever_used),
+            seq=self._seq,
+            processes=processes,
+            events=events,
+            problems=problems,
+        )
+
+    def _process_frame(self) -> ProcessFrame | None:
+        if PROCESSES not in self._wanted:
+            if self._procs is not None:  # nobody looks: release the /proc files
+                self._procs.close()
+                self._procs = None
+            return None
+        if self._procs is None or self._procs.per_thread != self.per_thread:
+            if self._procs is not None:
+                self._procs.close()
+            self._procs = _ProcessPart(self.roots, self.per_thread)
+        return self._procs.frame(self.detail_pid)
+
+
+class _ProcessPart:
+    """The process reader and what rates need between its samples."""
+
+    def __init__(self, roots: Roots, per_thread: bool) -> None:
+        from iotop_plus.sampling.processes import (
+            Accumulator,
+            BlockDeviceNames,
+            ProcessReader,
+        )
+
+        self.roots = roots
+        self.per_thread = per_thread
+        self.reader = ProcessReader(roots, per_thread=per_thread)
+        self.accumulator = Accumulator()
+        self.names = BlockDeviceNames(roots)
+        self.prev: ProcessSample | None = None
+
+    def frame(self, detail_pid: int | None) -> ProcessFrame:
+        from iotop_plus.sampling.processes import (
+            detail_rates_between,
+            open_block_files,
+        )
+        from iotop_plus.sampling.processes import (
+            rates_between as process_rates,
+        )
+
+        self.reader.detail_pid = detail_pid
+        cur = self.reader.sample()
+        prev = self.prev
+        rates = process_rates(prev, cur) if prev is not None else {}
+        detail = detail_rates_between(prev, cur) if prev is not None else {}
+        files: tuple[OpenBlockFile, ...] = ()
+        if cur.detail_pid is not None:
+            files = open_block_files(self.roots, cur.detail_pid, self.names)
+        self.prev = cur
+        return ProcessFrame(
+            cur,
+            MappingProxyType(rates),
+            MappingProxyType(self.accumulator.update(cur)),
+            MappingProxyType(detail),
+            files,
+        )
+
+    def close(self) -> None:
+        self.reader.close()
+
+
+def _device_events(before: frozenset[str], after: frozenset[str]) -> tuple[FrameEvent, ...]:
+    added = [FrameEvent("device-added", f"{n} appeared", n) for n in sorted(after - before)]
+    gone = [FrameEvent("device-removed", f"{n} vanished", n) for n in sorted(before - after)]
+    return (*added, *gone)
+
+
+def read_nr_requests(roots: Roots, inventory: Inventory) -> dict[str, int]:
+    """``queue/nr_requests`` of every whole device that has one."""
+    out: dict[str, int] = {}
+    for name, dev in inventory.devices.items():
+        if dev.is_partition:
+            continue
+        try:
+            with open(roots.sys_block / name / "queue" / "nr_requests") as fh:
+                out[name] = int(fh.read(64).strip() or 0)
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def frames_on_schedule(
+    source: FrameSource,
+    interval: float,
+    count: int,
+    *,
+    first: Frame | None = None,
+    sleep: Callable[[float], object] | None = None,
+    on_frame: Callable[[Frame], object] | None = None,
+) -> Iterator[tuple[Frame, Frame]]:
+    """``count`` measured intervals: (previous, current) frame pairs, iostat's way.
+
+    The first frame (``first``, or one read now) is only the baseline. Frames follow a fixed
+    schedule from it, so slow reads do not make the intervals drift. ``on_frame`` sees every
+    frame read here (for warnings about what could not be read).
+    """
+    prev = first
+    if prev is None:
+        prev = source.next_frame()
+        if on_frame is not None:
+            on_frame(prev)
+    deadline = prev.monotonic
+    for _ in range(count):
+        deadline += interval
+        (sleep or time.sleep)(max(0.0, deadline - time.monotonic()))
+        cur = source.next_frame()
+        if on_frame is not None:
+            on_frame(cur)
+        yield prev, cur
+        prev = cur

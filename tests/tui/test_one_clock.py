@@ -1,0 +1,65 @@
+"""One clock for every view: ``space`` freezes the table, the charts' source, the header and
+the Processes tab together, and ``+``/``-`` change the pace of all of them. Runs the real app
+on this host's /proc and /sys (processes are our own and the system's)."""
+
+from __future__ import annotations
+
+import itertools
+
+from iotop_plus.config import Config
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.frame import PROCESSES
+from iotop_plus.tui.app import make_app
+from iotop_plus.tui.widgets.header import HostHeader
+from tests.tui.helpers import started, wait_for
+
+
+async def test_space_freezes_the_processes_view_too() -> None:
+    app = make_app(Roots(), Config(interval=0.25))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await started(pilot, app)
+        await pilot.press("p")
+        panel = app.main_screen.process_panel
+        await wait_for(pilot, lambda: panel.last is not None and bool(panel.last.rates))
+        assert app.source.wants(PROCESSES)
+        await pilot.press("space")
+        assert app.paused and "PAUSED" in app.main_screen.query_one(HostHeader).text
+        frozen_rows, frozen_table = panel.last, app.main_screen.last_tick
+        ticks = app.ticks
+        await wait_for(pilot, lambda: app.ticks >= ticks + 3)  # sampling goes on
+        assert panel.last is frozen_rows, "the Processes tab moved while paused"
+        assert app.main_screen.last_tick is frozen_table
+        assert app.latest_frame is not None and app.latest_frame.processes is not None
+        await pilot.press("space")
+        assert not app.paused
+        await wait_for(pilot, lambda: panel.last is not frozen_rows)
+
+
+async def test_plus_and_minus_set_the_pace_of_every_view() -> None:
+    app = make_app(Roots(), Config(interval=1.0))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await started(pilot, app)
+        await pilot.press("p")
+        panel = app.main_screen.process_panel
+        await wait_for(pilot, lambda: panel.last is not None)
+        await pilot.press("plus", "plus")  # 1 s -> 0.5 -> 0.25
+        assert app.interval == 0.25
+        assert app.sampler_thread is not None and app.sampler_thread.interval == 0.25
+        assert "every 0.25s" in app.main_screen.query_one(HostHeader).text
+        seen: list[float] = []
+
+        def process_sample_times() -> bool:
+            last = panel.last
+            if last is not None and (not seen or last.sample.monotonic != seen[-1]):
+                seen.append(last.sample.monotonic)
+            return len(seen) >= 6
+
+        await wait_for(pilot, process_sample_times, timeout=10)
+        gaps = sorted(b - a for a, b in itertools.pairwise(seen))
+        median = gaps[len(gaps) // 2]
+        assert 0.2 <= median <= 0.45, f"the Processes tab is not at 0.25 s: {gaps}"
+        await pilot.press("minus", "minus", "minus")  # 0.25 -> 0.5 -> 1 -> 2
+        assert app.interval == 2.0 and app.sampler_thread.interval == 2.0
+        before = app.ticks
+        await pilot.pause(1.0)
+        assert app.ticks <= before + 1  # no longer every 0.25 s
