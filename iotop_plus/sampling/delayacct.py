@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import enum
 import os
+import stat
 from pathlib import Path
 
 from iotop_plus.roots import Roots
 
 SYSCTL = "kernel.task_delayacct"
+
+#: The only procfs that is ever written.
+LIVE_PROC = Path("/proc")
 
 NOTE = (
     "Delay accounting adds a small cost to every task switch, and the kernel resets it to "
@@ -78,6 +82,8 @@ class DelayAcctError(Exception):
 
 def can_switch(roots: Roots) -> str | None:
     """None when this process may switch delay accounting, else the reason why not."""
+    if roots.proc != LIVE_PROC:
+        return f"changes go only to the live /proc, not to a captured tree ({roots.proc})"
     path = sysctl_path(roots)
     if not path.exists():
         return f"this kernel has no {SYSCTL} sysctl (it predates 5.14)"
@@ -95,9 +101,17 @@ def set_delayacct(roots: Roots, enabled: bool) -> DelayAcct:
     reason = can_switch(roots)
     if reason:
         raise DelayAcctError(reason)
+    path = sysctl_path(roots)
     try:
-        with open(sysctl_path(roots), "w") as fh:
-            fh.write("1\n" if enabled else "0\n")
+        # Never through a symlink, never outside the live procfs, never created.
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_dev != os.stat(LIVE_PROC).st_dev:
+                raise DelayAcctError(f"refused: {path} is not a file of the live /proc")
+            os.write(fd, b"1\n" if enabled else b"0\n")
+        finally:
+            os.close(fd)
     except OSError as exc:
         raise DelayAcctError(f"cannot write {SYSCTL}: {exc.strerror or exc}") from None
     state = read_delayacct(roots)
