@@ -414,7 +414,7 @@ def validate_value(roots: Roots, current: SettingValue, text: str) -> str:
             f"a {len(text)}-digit number is out of range (valid: {valid_range(roots, current)})",
             "invalid",
         )
-    number = int(text)
+    number = int(text.lstrip("0") or "0")
     low = setting.minimum
     if setting.name == "max_sectors_kb":
         low = page_kib()

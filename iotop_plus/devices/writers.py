@@ -33,7 +33,7 @@ def _same_fs(fd: int, root: Path) -> bool:
 def write_live_file(path: Path, value: str, root: Path = Path("/sys")) -> None:
     """The live writer: write ``value`` to an existing file of the live ``root`` (``/sys``).
 
-    Opened ``O_WRONLY|O_TRUNC|O_NOFOLLOW`` and never created; the descriptor must be a
+    Opened ``O_WRONLY|O_NOFOLLOW`` and never created; the descriptor must be a
     regular file on the same filesystem as ``root``, so neither a symlink nor a path that
     leaves the kernel's tree is ever written through.
 
@@ -43,7 +43,9 @@ def write_live_file(path: Path, value: str, root: Path = Path("/sys")) -> None:
     """
     if not str(path).startswith(str(root) + "/"):
         raise NotLiveError(errno.EXDEV, f"{path} is not under the live {root}")
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY)
+    # No O_TRUNC: it would cut a file before the checks below could refuse it. A sysfs store
+    # takes the whole write at offset 0 anyway.
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode) or not _same_fs(fd, root):
             raise NotLiveError(errno.EXDEV, f"{path} is not a file of the live {root}")
