@@ -291,13 +291,13 @@ def test_a_refused_value_changes_nothing_and_says_why(loop: str, tmp_path: Path)
     assert not (tmp_path / "iotop-plus" / "changes.jsonl").exists()
 
 
-def test_a_failed_probe_mid_ab_restores_the_setting(loop: str, tmp_path: Path) -> None:
-    """A write preset on a raw device is refused by the probe: the A/B ends restored."""
+def test_a_refused_target_stops_the_ab_before_any_change(loop: str, tmp_path: Path) -> None:
+    """A write preset on a raw device is refused when the target is planned, first (#11)."""
     before = queue_values(loop)
     tuner = Tuner(Roots(), Journal(None))
     runner = ProbeRunner(Roots())
     preset = PRESETS["mixed"]
-    with pytest.raises(ExperimentError, match="round 1"):
+    with pytest.raises(ExperimentError, match="type the device name"):
         asyncio.run(
             run_ab(
                 tuner, runner, loop, "nr_requests", ["16", "32"], preset, f"/dev/{loop}",
@@ -306,7 +306,7 @@ def test_a_failed_probe_mid_ab_restores_the_setting(loop: str, tmp_path: Path) -
         )  # fmt: skip
     assert queue_values(loop) == before
     assert tuner.active == ()
-    assert [c.action for c in tuner.journal.entries] == ["set", "undo"]
+    assert tuner.journal.entries == ()  # nothing was changed, not even for a moment
 
 
 def test_an_ab_whose_target_is_on_another_device_says_so(loop: str, tmp_path: Path) -> None:
