@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from iotop_plus import __version__
-from iotop_plus.commands import ab, probe, snapshot, sweep, top
+from iotop_plus.commands import ab, probe, restore, snapshot, sweep, top
 from iotop_plus.commands import set as set_command
 from iotop_plus.commands.common import (
     EXIT_FAILURE,
@@ -23,7 +23,7 @@ from iotop_plus.commands.common import (
 from iotop_plus.roots import Roots
 
 #: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
-COMMANDS = [snapshot, probe, set_command, top, sweep, ab]
+COMMANDS = [snapshot, probe, set_command, top, sweep, ab, restore]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -48,6 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--sys-root", metavar="DIR", help="read sysfs from DIR instead of /sys (env IOTOP_PLUS_SYS)"
+    )
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="the settings journal and run locks live in DIR (default /var/lib/iotop-plus as "
+        "root, else $XDG_STATE_HOME/iotop-plus)",
     )
     parser.add_argument(
         "--interval",

@@ -23,7 +23,8 @@ from iotop_plus.commands.common import (
     positive_int,
     run_cancellable,
 )
-from iotop_plus.devices.tuner import Journal, Tuner, TuningError, default_journal_path
+from iotop_plus.devices.tuner import Journal, Tuner, TuningError
+from iotop_plus.devices.writers import not_live_reason
 from iotop_plus.probe.experiments import (
     AB_SETTINGS,
     DEFAULT_ROUNDS,
@@ -38,6 +39,7 @@ from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files
 from iotop_plus.roots import Roots
+from iotop_plus.state import chosen_state_dir
 
 
 def add_parser(sub: Any) -> None:
@@ -104,7 +106,9 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         params = with_overrides(preset.params, overrides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    tuner = Tuner(roots, Journal(default_journal_path()))
+    if not_live_reason(roots):
+        raise UsageError(f"ab: {not_live_reason(roots)}")
+    tuner = Tuner(roots, Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None))))
     if not tuner.is_root:
         raise UsageError("an A/B changes queue settings: run it as root")
     atexit.register(stop_all_probes)
@@ -158,6 +162,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         return EXIT_FAILURE
     finally:
         remove_all_probe_files()
+        tuner.journal.close()
     if tuner.journal.problem:
         print(f"iotop-plus: warning: {tuner.journal.problem}", file=sys.stderr)
     if result is None:

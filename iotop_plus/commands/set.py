@@ -2,7 +2,9 @@
 
 Every value is validated before the first write and read back after it; the output shows
 old -> effective per setting. If any write fails, those already made are rolled back. Each
-change is appended to the journal in the XDG state dir.
+change is journaled in the state directory before it is made (no journal, no change) and
+closed as kept once applied; ``--no-journal`` is the only way around an unusable journal.
+A dead run's leftover on the device refuses the change (``iotop-plus restore`` first).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
+from iotop_plus.devices.journal import JournalError
 from iotop_plus.devices.settings import (
     SETTINGS,
     SettingError,
@@ -24,13 +27,14 @@ from iotop_plus.devices.tuner import (
     Change,
     Journal,
     Tuner,
-    default_journal_path,
     shell_script,
     udev_rules,
     write_order,
 )
+from iotop_plus.devices.writers import not_live_reason
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import Inventory, read_inventory
+from iotop_plus.state import chosen_state_dir
 
 
 def add_parser(sub: Any) -> None:
@@ -60,6 +64,12 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--script", metavar="FILE", help="also write an equivalent shell script ('-' for stdout)"
+    )
+    p.add_argument(
+        "--no-journal",
+        action="store_true",
+        help="change even without a usable journal: nothing is recorded, the change is kept "
+        "and `iotop-plus restore` will never know of it",
     )
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     p.set_defaults(run=run)
@@ -102,18 +112,36 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     for path in (args.udev_rule, args.script):
         if path and path != "-" and os.path.lexists(path):
             raise UsageError(f"{path} already exists; remove it or name another file")
-    tuner = Tuner(roots, Journal(None if args.dry_run else default_journal_path()))
+    if not args.dry_run and not_live_reason(roots):
+        raise UsageError(f"set: {not_live_reason(roots)}")
+    journaled = not (args.dry_run or args.no_journal)
+    state_dir = chosen_state_dir(getattr(args, "state_dir", None))
+    journal = Journal.in_dir(state_dir) if journaled else Journal(None)
+    tuner = Tuner(roots, journal)
 
     try:
         if args.dry_run:
             planned = _dry_run(tuner, device, assignments)
         else:
+            refusal = journal.leftover_refusal(roots, device)
+            if refusal:
+                print(f"iotop-plus: error: {refusal}", file=sys.stderr)
+                return EXIT_FAILURE
             changes = tuner.apply_many(device, assignments)
+            # A headless set is meant to last: closed as kept, never a leftover.
+            tuner.keep("set")
+    except JournalError as exc:
+        print(f"iotop-plus: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     except SettingError as exc:
         print(f"iotop-plus: error: {exc}", file=sys.stderr)
         return EXIT_USAGE if exc.kind == "invalid" else EXIT_FAILURE
+    finally:
+        journal.close()
     if tuner.journal.problem:
         print(f"iotop-plus: warning: {tuner.journal.problem}", file=sys.stderr)
+    if args.no_journal and not args.dry_run:
+        print("iotop-plus: not journaled (--no-journal): the change is kept", file=sys.stderr)
 
     qdev = queue_device(roots, device)
     if args.dry_run:

@@ -22,6 +22,7 @@ from iotop_plus.commands.common import (
     positive_int,
     run_cancellable,
 )
+from iotop_plus.devices.journal import Journal
 from iotop_plus.probe.experiments import (
     DEFAULT_MAX_QD,
     DEFAULT_STEP_RUNTIME_S,
@@ -36,6 +37,7 @@ from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files
 from iotop_plus.roots import Roots
+from iotop_plus.state import chosen_state_dir
 
 _READ_PRESETS = sorted(name for name, p in PRESETS.items() if not p.writes)
 
@@ -142,6 +144,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         params=params,
         on_step=on_step,
         on_progress=on_progress,
+        journal=Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None))),
     )
     try:
         result, signum = asyncio.run(run_cancellable(coro))

@@ -17,9 +17,11 @@ from __future__ import annotations
 import errno
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from iotop_plus.devices.writers import Writer, not_live_reason, write_live_file
 from iotop_plus.roots import Roots
 
 
@@ -232,6 +234,9 @@ def read_settings(
 #: The one-line error for a write without root.
 NEEDS_ROOT = "needs root: queue settings are read-only for other users"
 
+#: Digits a number may have: UINT_MAX and 2**63 have 10 and 19 (Python's int() stops at 4300).
+MAX_DIGITS = 20
+
 _DEVICE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:!+-]*")
 _DIGITS = re.compile(r"[0-9]+")
 
@@ -402,7 +407,14 @@ def validate_value(roots: Roots, current: SettingValue, text: str) -> str:
             f"{_number_problem(text)} (valid: {valid_range(roots, current)})",
             "invalid",
         )
-    number = int(text)
+    if len(text.lstrip("0")) > MAX_DIGITS:
+        raise SettingError(
+            current.device,
+            setting.name,
+            f"a {len(text)}-digit number is out of range (valid: {valid_range(roots, current)})",
+            "invalid",
+        )
+    number = int(text.lstrip("0") or "0")
     low = setting.minimum
     if setting.name == "max_sectors_kb":
         low = page_kib()
@@ -428,6 +440,10 @@ def validate_value(roots: Roots, current: SettingValue, text: str) -> str:
 def errno_message(roots: Roots, current: SettingValue, err: OSError) -> str:
     """A failed write's errno in plain words, naming the valid range where that helps."""
     code = err.errno
+    if code == errno.ELOOP:
+        return "the setting file is a symbolic link: refused (writes never follow one)"
+    if code == errno.EXDEV:
+        return f"refused: {err.strerror}"
     if code == errno.EINVAL:
         return f"value not accepted by this device (valid: {valid_range(roots, current)})"
     if code in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -471,17 +487,52 @@ def raise_not_writable(current: SettingValue) -> None:
     raise SettingError(current.device, current.setting.name, reason, "failed")
 
 
+def predict_effective(roots: Roots, current: SettingValue, value: str) -> str | None:
+    """The value the kernel will keep for the validated ``value``, or None if it cannot tell.
+
+    The kernel's rounding (see REFERENCE.md): read-ahead is rounded down to whole pages,
+    ``nr_requests`` 0-3 become 4, ``max_sectors_kb`` is clamped to ``max_hw_sectors_kb``.
+    """
+    name = current.setting.name
+    if name == "scheduler" or current.setting.choices:
+        return value
+    if not value.isdigit():
+        return None  # wbt_lat_usec -1: the device's default, unknown here
+    number = int(value)
+    if name == "read_ahead_kb":
+        page = page_kib()
+        return str(number // page * page)
+    if name == "nr_requests":
+        return str(max(4, number))
+    if name == "max_sectors_kb":
+        hw = _read_int(roots.sys_block / current.queue_device / "queue" / "max_hw_sectors_kb")
+        return str(min(number, hw)) if hw is not None else None
+    return value
+
+
 def write_setting(
-    roots: Roots, device: str, name: str, text: str, *, is_root: bool | None = None
+    roots: Roots,
+    device: str,
+    name: str,
+    text: str,
+    *,
+    is_root: bool | None = None,
+    writer: Writer | None = None,
+    before_write: Callable[[SettingValue, str], None] | None = None,
 ) -> WriteResult:
     """Validate ``text``, write it to ``device``'s setting, and read it back.
 
     Only ``queue/<name>`` of ``device`` (or of its parent disk, for a partition) is written,
-    and the file is never created.
+    and the file is never created. Without a ``writer``, only the live /sys is written
+    (:func:`write_live_file`); tests inject one to change settings in temporary trees.
+
+    Args:
+        before_write: Called with the setting and the validated value just before the
+            write (the journal's intent); raising SettingError there stops the write.
 
     Raises:
-        SettingError: for an unknown setting or device, a refused value, missing permission
-            or a failed write, in plain words.
+        SettingError: for an unknown setting or device, a refused value, missing permission,
+            a captured tree, or a failed write, in plain words.
     """
     if name not in SETTINGS:
         raise SettingError(
@@ -492,13 +543,15 @@ def write_setting(
     value = validate_value(roots, before, text)
     if not before.writable:
         raise_not_writable(before)
+    if writer is None:
+        reason = not_live_reason(roots)
+        if reason:
+            raise SettingError(device, name, reason, "invalid")
+        writer = write_live_file
+    if before_write is not None:
+        before_write(before, value)
     try:
-        # No O_CREAT: a missing attribute must fail, never become a new file.
-        fd = os.open(before.path, os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC)
-        try:
-            os.write(fd, value.encode())
-        finally:
-            os.close(fd)
+        writer(before.path, value)
     except OSError as exc:
         kind = {errno.EINVAL: "refused", errno.EACCES: "permission", errno.EPERM: "permission"}
         raise SettingError(

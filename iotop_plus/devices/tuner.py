@@ -9,18 +9,26 @@ undo and revert-all restore the exact values read before.
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 from iotop_plus import __version__
+from iotop_plus.devices.journal import (
+    ACTIONS,
+    Change,
+    Journal,
+    JournalError,
+    Leftover,
+    SideEffect,
+    default_journal_path,
+    device_identity,
+)
 from iotop_plus.devices.settings import (
     SETTINGS,
     SettingError,
@@ -34,11 +42,9 @@ from iotop_plus.devices.settings import (
     validate_value,
     write_setting,
 )
+from iotop_plus.devices.writers import Writer, not_live_reason
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, read_inventory
-
-#: Actions in the journal: a user's change, its undo, a revert-all step, a failed set rolled back.
-ACTIONS = ("set", "undo", "revert", "rollback")
 
 #: Characters that make a udev match value unsafe to quote (globs, quotes, escapes).
 _UDEV_UNSAFE = set('"\\*?[]|\n')
@@ -64,140 +70,19 @@ class TuningError(Exception):
     """Undo or revert could not restore a value; the message is one line."""
 
 
-@dataclass(frozen=True)
-class SideEffect:
-    """Another setting of the same queue that the kernel changed along with a write."""
-
-    setting: str
-    """The setting's sysfs name, e.g. ``nr_requests``."""
-    old: str
-    """Its value before the write."""
-    effective: str
-    """Its value after the write."""
-
-
-@dataclass(frozen=True)
-class Change:
-    """One write to one setting, as the journal records it."""
-
-    sequence: int
-    """Order within this run, from 1."""
-    time: float
-    """Wall-clock time of the write (seconds since the epoch)."""
-    action: str
-    """``set``, ``undo``, ``revert`` or ``rollback`` (see :data:`ACTIONS`)."""
-    device: str
-    """The device the user named (may be a partition)."""
-    queue_device: str
-    """The device whose ``queue/`` was written."""
-    setting: str
-    """The setting's sysfs name."""
-    old: str
-    """The value read before the write."""
-    new: str
-    """The value written (validated and normalised)."""
-    effective: str
-    """The value read back after the write: what the kernel kept."""
-    note: str | None = None
-    """Why ``effective`` differs from ``new`` (rounded, clamped...), else None."""
-    side_effects: tuple[SideEffect, ...] = ()
-    """Other settings of the queue that moved with this write."""
-    undoes: int | None = None
-    """For undo, revert and rollback: the sequence number of the change put back."""
-    monotonic: float = 0.0
-    """``time.monotonic()`` of the write, to place a chart mark against the samples."""
-
-    @property
-    def mark_label(self) -> str:
-        """Short text for a chart mark: ``read_ahead_kb 128→16`` (``undo`` appended)."""
-        text = f"{self.setting} {self.old}→{self.effective}"
-        return text if self.action == "set" else f"{text} ({self.action})"
-
-    @property
-    def summary(self) -> str:
-        """One line for people: ``loop3 read-ahead: 128 -> 4 (asked 7: rounded ...)``."""
-        label = SETTINGS[self.setting].label if self.setting in SETTINGS else self.setting
-        text = f"{self.device} {label}: {self.old} -> {self.effective}"
-        if self.effective != self.new:
-            text += f" (asked {self.new}: {self.note or 'adjusted by the kernel'})"
-        for effect in self.side_effects:
-            text += f"; {effect.setting} {effect.old} -> {effect.effective}"
-        if self.action != "set":
-            text += f" [{self.action}]"
-        return text
-
-    def to_json(self) -> dict[str, object]:
-        """The journal line for this change."""
-        return {
-            "time": datetime.fromtimestamp(self.time, timezone.utc).isoformat(),
-            "sequence": self.sequence,
-            "action": self.action,
-            "device": self.device,
-            "queue_device": self.queue_device,
-            "setting": self.setting,
-            "old": self.old,
-            "new": self.new,
-            "effective": self.effective,
-            "note": self.note,
-            "side_effects": [
-                {"setting": e.setting, "old": e.old, "effective": e.effective}
-                for e in self.side_effects
-            ],
-            "undoes": self.undoes,
-        }
-
-
-def default_journal_path(environ: Mapping[str, str] | None = None) -> Path:
-    """``$XDG_STATE_HOME/iotop-plus/changes.jsonl``, else ``~/.local/state/iotop-plus/...``."""
-    env = os.environ if environ is None else environ
-    state = env.get("XDG_STATE_HOME") or ""
-    # The XDG spec says a relative path is invalid and must be ignored.
-    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
-    return base / "iotop-plus" / "changes.jsonl"
-
-
-class Journal:
-    """Every change of this run in memory, each also appended as a JSON line to ``path``.
-
-    A journal file that cannot be written never stops a change: the reason is kept in
-    :attr:`problem` for the caller to show.
-    """
-
-    def __init__(self, path: Path | None) -> None:
-        """Args: path: The JSON-lines file, or None to keep the journal in memory only."""
-        self.path = path
-        """Where lines are appended, or None."""
-        self.problem: str | None = None
-        """Why the last append failed, or None."""
-        self._entries: list[Change] = []
-
-    @property
-    def entries(self) -> tuple[Change, ...]:
-        """All changes recorded in this run, oldest first."""
-        return tuple(self._entries)
-
-    def record(self, change: Change) -> None:
-        """Keep ``change`` and append it to the file."""
-        self._entries.append(change)
-        if self.path is None:
-            return
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(change.to_json(), ensure_ascii=False) + "\n")
-            self.problem = None
-        except OSError as exc:
-            self.problem = f"cannot append to the journal {self.path}: {exc.strerror or exc}"
-
-
 class Tuner:
     """Changes queue settings with read-back, and can undo them; safe to share between threads.
+
+    Each write's intent is journaled before it is made (no journal, no change), its outcome
+    after. Without an injected ``writer`` only the live /sys is written.
 
     Args:
         roots: Where sysfs is.
         journal: Where changes are recorded (default: in memory only).
         is_root: Override the root check (None: ask the OS).
         clock: Wall-clock source for journal times.
+        writer: Writes one setting file (default: the live writer, ``O_NOFOLLOW``, /sys only;
+            tests inject one to change settings in temporary trees).
     """
 
     def __init__(
@@ -207,6 +92,7 @@ class Tuner:
         *,
         is_root: bool | None = None,
         clock: Callable[[], float] = time.time,
+        writer: Writer | None = None,
     ) -> None:
         self.roots = roots
         """Where sysfs is."""
@@ -214,6 +100,8 @@ class Tuner:
         """Every change made through this tuner."""
         self.is_root = os.geteuid() == 0 if is_root is None else is_root
         """Whether writes are possible at all."""
+        self.writer = writer
+        """The injected writer, or None for the live one."""
         self._clock = clock
         self._lock = threading.RLock()
         self._active: list[Change] = []
@@ -237,6 +125,11 @@ class Tuner:
             )
         check_device_name(self.roots, device)
         return validate_value(self.roots, self.read_one(device, setting), text)
+
+    @property
+    def change_refused(self) -> str | None:
+        """Why this tuner may not change anything (a captured tree), or None."""
+        return None if self.writer is not None else not_live_reason(self.roots)
 
     @property
     def active(self) -> tuple[Change, ...]:
@@ -345,16 +238,50 @@ class Tuner:
         self, device: str, setting: str, text: str, action: str, undoes: int | None
     ) -> Change:
         before = self._snapshot(device)
-        result = write_setting(self.roots, device, setting, text, is_root=self.is_root)
+        sequence = self._sequence + 1
+        intended: list[bool] = []
+
+        def intend(current: SettingValue, value: str) -> None:
+            identity = device_identity(self.roots, current.queue_device)
+            record = {
+                "sequence": sequence,
+                "action": action,
+                "device": device,
+                "queue_device": current.queue_device,
+                "setting": setting,
+                "old": current.value or "",
+                "new": value,
+                **identity,
+            }
+            try:
+                self.journal.intend(record)
+            except JournalError as exc:
+                raise SettingError(device, setting, str(exc), "failed") from None
+            self._sequence = sequence
+            intended.append(True)
+
+        try:
+            result = write_setting(
+                self.roots,
+                device,
+                setting,
+                text,
+                is_root=self.is_root,
+                writer=self.writer,
+                before_write=intend,
+            )
+        except SettingError as exc:
+            if intended:
+                self.journal.failed(sequence, exc.message)
+            raise
         after = self._snapshot(device)
         effects = tuple(
             SideEffect(name, old or "", after.get(name) or "")
             for name, old in before.items()
             if name != setting and old is not None and after.get(name) != old
         )
-        self._sequence += 1
         change = Change(
-            sequence=self._sequence,
+            sequence=sequence,
             time=self._clock(),
             action=action,
             device=device,
@@ -367,6 +294,7 @@ class Tuner:
             side_effects=effects,
             undoes=undoes,
             monotonic=time.monotonic(),
+            run=self.journal.run_id,
         )
         self.journal.record(change)
         return change
@@ -386,6 +314,47 @@ class Tuner:
         except SettingError as exc:
             raise TuningError(f"cannot restore {exc}") from None
         return undo
+
+    def keep(self, reason: str) -> tuple[Change, ...]:
+        """Close this run's changes in effect as meant to last (``set``, ``quit``, ``hangup``).
+
+        They are no longer undoable here, and never leftovers. Returns the changes kept.
+        """
+        with self._lock:
+            kept = tuple(self._active)
+            self.journal.keep(kept, reason)
+            self._active.clear()
+            return kept
+
+    def restore_leftover(self, leftover: Leftover) -> Change:
+        """Write a dead run's leftover back to its original value, then close it.
+
+        Raises:
+            TuningError: when the device is not known to be the one changed, or the value
+                cannot be restored.
+        """
+        if not leftover.known:
+            raise TuningError(
+                f"{leftover.device} {leftover.setting}: not restored ({leftover.identity})"
+            )
+        with self._lock:
+            try:
+                change = self._write(
+                    leftover.device, leftover.setting, leftover.original, "restore", None
+                )
+                for effect in leftover.side_effects:
+                    now = self.read_one(leftover.device, effect.setting).value
+                    if now == effect.effective and now != effect.old:
+                        self._write(leftover.device, effect.setting, effect.old, "restore", None)
+            except SettingError as exc:
+                raise TuningError(f"cannot restore {exc}") from None
+            if change.effective != leftover.original:
+                raise TuningError(
+                    f"{leftover.device} {leftover.setting}: wrote {leftover.original} back "
+                    f"but the device kept {change.effective}"
+                )
+            self.journal.close_leftover(leftover, "restored")
+            return change
 
     def _put_back(self, changes: Iterable[Change], action: str) -> list[str]:
         failures = []
@@ -577,6 +546,8 @@ __all__ = [
     "ACTIONS",
     "Change",
     "Journal",
+    "JournalError",
+    "Leftover",
     "SideEffect",
     "Tuner",
     "TuningError",

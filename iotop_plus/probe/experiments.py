@@ -19,9 +19,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.settings import SETTINGS, SettingError, queue_device
 from iotop_plus.devices.tuner import Change, Tuner, TuningError
 from iotop_plus.probe.history import ProbeHistory, settings_in_force
+from iotop_plus.probe.preflight import (
+    ExperimentError,
+    plan_first,
+    refuse_equal_effective,
+    refuse_leftovers,
+)
 from iotop_plus.probe.presets import PRESETS, Preset, ProbeParams
 from iotop_plus.probe.results import ProbeResult
 from iotop_plus.probe.runner import ProbeError, ProbeProgress, ProbeRequest, ProbeRunner
@@ -43,10 +50,6 @@ LATENCY_RISE = 0.25
 AB_SETTINGS = ("read_ahead_kb", "scheduler", "nr_requests")
 #: The A/B rounds by default (each round runs every value once).
 DEFAULT_ROUNDS = 2
-
-
-class ExperimentError(Exception):
-    """An experiment cannot start or failed; the message is one plain line."""
 
 
 # --- queue-depth sweep -----------------------------------------------------------------------
@@ -225,6 +228,7 @@ async def run_sweep(
     on_step: Callable[[SweepStep], object] | None = None,
     on_progress: Callable[[int, ProbeProgress], object] | None = None,
     history: ProbeHistory | None = None,
+    journal: Journal | None = None,
 ) -> SweepResult:
     """Run the random-read pattern at QD 1, 2, 4 ... ``max_qd``, one job, read-only on devices.
 
@@ -238,9 +242,11 @@ async def run_sweep(
         on_step: Called with each finished step.
         on_progress: Called with (QD, fio's live status) every second.
         history: Where each step's result is recorded with the settings in force.
+        journal: The settings journal: a leftover of a dead run on the target's device
+            refuses the sweep (its figures would not be under the original settings).
 
     Raises:
-        ExperimentError: a bad argument or a failed fio run, in one line.
+        ExperimentError: a bad argument, a leftover or a failed fio run, in one line.
         asyncio.CancelledError: when cancelled (fio is killed, the probe file removed).
     """
     preset = preset or PRESETS["randread"]
@@ -251,6 +257,8 @@ async def run_sweep(
     except ValueError as exc:
         raise ExperimentError(str(exc)) from None
     base = replace(params or preset.params, numjobs=1, runtime_s=step_runtime_s, direct=True)
+    planned = plan_first(runner, target, preset, base)
+    refuse_leftovers(journal, runner.roots, planned.device)
     steps: list[SweepStep] = []
     label, device = target, None
     for qd in depths:
@@ -540,7 +548,13 @@ async def run_ab(
         raise ExperimentError(f"{device} {setting}: cannot be read")
     if len(set(checked)) < len(checked):
         raise ExperimentError(f"the values of {setting} must differ: {', '.join(values)}")
+    refuse_equal_effective(tuner, device, setting, checked)
     run_preset, run_params = _ab_pattern(setting, preset, params or preset.params)
+    # The target and fio first, the leftovers next: nothing changes before all three pass.
+    plan_first(runner, target, run_preset, run_params)
+    refuse_leftovers(tuner.journal, tuner.roots, device)
+    if tuner.change_refused:
+        raise ExperimentError(f"{device} {setting}: {tuner.change_refused}")
     notes: list[str] = []
     if run_preset is not preset:
         notes.append(
@@ -706,6 +720,7 @@ __all__ = [
     "drop_cache",
     "headline_metric",
     "parse_ab_spec",
+    "refuse_leftovers",
     "run_ab",
     "run_sweep",
     "step_from_result",

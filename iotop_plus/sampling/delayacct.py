@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import enum
 import os
+import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from iotop_plus.roots import Roots
 
 SYSCTL = "kernel.task_delayacct"
+
+#: The only procfs that is ever written.
+LIVE_PROC = Path("/proc")
 
 NOTE = (
     "Delay accounting adds a small cost to every task switch, and the kernel resets it to "
@@ -79,25 +84,35 @@ class DelayAcctError(Exception):
 def can_switch(roots: Roots) -> str | None:
     """None when this process may switch delay accounting, else the reason why not."""
     path = sysctl_path(roots)
-    if not path.exists():
+    if not os.path.lexists(path):
         return f"this kernel has no {SYSCTL} sysctl (it predates 5.14)"
+    if roots.proc != LIVE_PROC:
+        return f"changes go only to the live /proc, not to a captured tree ({roots.proc})"
     if os.geteuid() != 0 and not os.access(path, os.W_OK):
         return f"switching {SYSCTL} needs root"
     return None
 
 
-def set_delayacct(roots: Roots, enabled: bool) -> DelayAcct:
+def set_delayacct(
+    roots: Roots, enabled: bool, *, writer: Callable[[Path, str], None] | None = None
+) -> DelayAcct:
     """Write ``kernel.task_delayacct`` and return the state read back.
 
+    Only the live /proc is written, never through a symlink (``O_NOFOLLOW``); tests inject
+    ``writer`` to switch it in a temporary tree.
+
     Raises:
-        DelayAcctError: when the sysctl is missing, not writable, or did not take the value.
+        DelayAcctError: when the sysctl is missing, not writable, in a captured tree, or did
+            not take the value.
     """
-    reason = can_switch(roots)
+    path = sysctl_path(roots)
+    reason = can_switch(roots) if writer is None else None
+    if writer is not None and not os.path.lexists(path):
+        reason = f"this kernel has no {SYSCTL} sysctl (it predates 5.14)"
     if reason:
         raise DelayAcctError(reason)
     try:
-        with open(sysctl_path(roots), "w") as fh:
-            fh.write("1\n" if enabled else "0\n")
+        (writer or _write_live)(path, "1\n" if enabled else "0\n")
     except OSError as exc:
         raise DelayAcctError(f"cannot write {SYSCTL}: {exc.strerror or exc}") from None
     state = read_delayacct(roots)
@@ -105,3 +120,16 @@ def set_delayacct(roots: Roots, enabled: bool) -> DelayAcct:
     if state is not wanted:
         raise DelayAcctError(f"{SYSCTL} reads back {state.value} after writing {wanted.value}")
     return state
+
+
+def _write_live(path: Path, value: str) -> None:
+    # Never through a symlink, never outside the live procfs, never created. No O_TRUNC: it
+    # would cut the file before the checks could refuse it.
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_dev != os.stat(LIVE_PROC).st_dev:
+            raise DelayAcctError(f"refused: {path} is not a file of the live /proc")
+        os.write(fd, value.encode())
+    finally:
+        os.close(fd)

@@ -22,15 +22,17 @@ from textual.reactive import reactive
 from textual.screen import Screen
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config, load_config
-from iotop_plus.devices.tuner import Journal, Tuner, TuningError, default_journal_path
+from iotop_plus.devices.journal import JournalError
+from iotop_plus.devices.tuner import Journal, Tuner, TuningError
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
 from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.sampler import HostInfo, Sampler
+from iotop_plus.state import chosen_state_dir
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
 from iotop_plus.tui.screens.main import MainScreen
-from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen
+from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
 
 EXIT_WATCHDOG_S = 3.0
 """After a signal, the process ends this long after exit began even if Textual's shutdown
@@ -112,6 +114,7 @@ class IotopPlusApp(App[int]):
         # The screen must be composed before the first tick arrives.
         await self.push_screen(self.main_screen)
         self._install_signal_handlers()
+        self._offer_restore()
         self.sampler_thread = SamplerThread(
             self.source,
             deliver=lambda frame: self.post_message(FrameReady(frame)),
@@ -130,6 +133,31 @@ class IotopPlusApp(App[int]):
         except (RuntimeError, NotImplementedError, ValueError):
             pass  # not the main thread (e.g. some test runners): keys still quit
 
+    def _offer_restore(self) -> None:
+        """At start: offer to put back what a run that died left changed."""
+        if self.tuner.change_refused or not self.tuner.is_root:
+            return
+        try:
+            leftovers = [x for x in self.tuner.journal.leftovers(self.tuner.roots) if x.known]
+        except JournalError as exc:
+            self.notify(str(exc), severity="warning", markup=False)
+            return
+        if not leftovers:
+            return
+
+        def answered(choice: str | None) -> None:
+            if choice != "restore":
+                return
+            for left in leftovers:
+                try:
+                    change = self.tuner.restore_leftover(left)
+                except TuningError as exc:
+                    self.notify(str(exc), severity="error", markup=False)
+                    continue
+                self.notify(f"restored {change.summary}", markup=False)
+
+        self.push_screen(RestoreLeftoversScreen(leftovers), answered)
+
     def _exit_on_signal(self, sig: int) -> None:
         # A signal cannot be asked questions: kill any fio and remove its file now, apply
         # --revert-on-exit, then leave through Textual's exit so the terminal is restored.
@@ -139,6 +167,14 @@ class IotopPlusApp(App[int]):
         if self.revert_on_exit and self.tuner.active:
             with contextlib.suppress(TuningError):
                 self.tuner.revert_all()
+        if sig == signal.SIGHUP and self.tuner.active:
+            # The session is gone and nobody can answer the quit dialog: the changes stay,
+            # journaled as kept (reason hangup), so they are not restored as leftovers.
+            count = len(self.tuner.keep("hangup"))
+            plural = "s" if count != 1 else ""
+            line = f"iotop-plus: hangup: kept {count} setting change{plural} (reason hangup)\n"
+            with contextlib.suppress(OSError):
+                os.write(2, line.encode())
         watchdog = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(128 + sig,))
         watchdog.daemon = True
         watchdog.start()
@@ -157,6 +193,7 @@ class IotopPlusApp(App[int]):
             if choice == "revert":
                 self._revert_then_exit()
             elif choice == "keep":
+                self.tuner.keep("quit")
                 self.exit()
 
         if not isinstance(self.screen, KeepOrRevertScreen):
@@ -296,7 +333,8 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         )
         return 2
     is_root = os.geteuid() == 0
-    tuner = Tuner(roots, Journal(default_journal_path()), is_root=is_root)
+    journal = Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None)))
+    tuner = Tuner(roots, journal, is_root=is_root)
     app = make_app(
         roots,
         config,
@@ -305,5 +343,8 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         tuner=tuner,
         revert_on_exit=bool(getattr(args, "revert_on_exit", False)),
     )
-    result = app.run()
+    try:
+        result = app.run()
+    finally:
+        journal.close()
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)

@@ -49,9 +49,9 @@ def sysfs(device: str, setting: str) -> str:
 
 
 def iotop_plus(*args: str, state: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "XDG_STATE_HOME": str(state), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [sys.executable, "-m", "iotop_plus", *args],
+        [sys.executable, "-m", "iotop_plus", "--state-dir", str(state / "iotop-plus"), *args],
         capture_output=True,
         text=True,
         env=env,
@@ -185,7 +185,8 @@ def test_read_ahead_ab_shows_fewer_device_ios_with_more_read_ahead(
     assert any("dropped before each run" in n for n in doc["notes"])
     # Every value was applied and undone through the journal.
     journal = (tmp_path / "iotop-plus" / "changes.jsonl").read_text().splitlines()
-    actions = [(e["action"], e["new"]) for e in map(json.loads, journal)]
+    changes = [e for e in map(json.loads, journal) if e["record"] == "change"]
+    actions = [(e["action"], e["new"]) for e in changes]
     assert actions == [
         ("set", "0"), ("undo", original), ("set", "1024"), ("undo", original),
     ] * 2  # fmt: skip
@@ -232,10 +233,11 @@ def test_an_ab_interrupted_from_the_terminal_restores_and_exits_130(
     loop: str, tmp_path: Path
 ) -> None:
     original = sysfs(loop, "read_ahead_kb")
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "iotop_plus", "ab", loop, "read_ahead_kb=0,1024", "--preset",
-         "seqscan", "--target", f"/dev/{loop}", "--runtime", "10", "--rounds", "3"],
+        [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "s"), "ab", loop,
+         "read_ahead_kb=0,1024", "--preset", "seqscan", "--target", f"/dev/{loop}",
+         "--runtime", "10", "--rounds", "3"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/",
     )  # fmt: skip
     try:
@@ -289,13 +291,13 @@ def test_a_refused_value_changes_nothing_and_says_why(loop: str, tmp_path: Path)
     assert not (tmp_path / "iotop-plus" / "changes.jsonl").exists()
 
 
-def test_a_failed_probe_mid_ab_restores_the_setting(loop: str, tmp_path: Path) -> None:
-    """A write preset on a raw device is refused by the probe: the A/B ends restored."""
+def test_a_refused_target_stops_the_ab_before_any_change(loop: str, tmp_path: Path) -> None:
+    """A write preset on a raw device is refused when the target is planned, first (#11)."""
     before = queue_values(loop)
     tuner = Tuner(Roots(), Journal(None))
     runner = ProbeRunner(Roots())
     preset = PRESETS["mixed"]
-    with pytest.raises(ExperimentError, match="round 1"):
+    with pytest.raises(ExperimentError, match="type the device name"):
         asyncio.run(
             run_ab(
                 tuner, runner, loop, "nr_requests", ["16", "32"], preset, f"/dev/{loop}",
@@ -304,7 +306,7 @@ def test_a_failed_probe_mid_ab_restores_the_setting(loop: str, tmp_path: Path) -
         )  # fmt: skip
     assert queue_values(loop) == before
     assert tuner.active == ()
-    assert [c.action for c in tuner.journal.entries] == ["set", "undo"]
+    assert tuner.journal.entries == ()  # nothing was changed, not even for a moment
 
 
 def test_an_ab_whose_target_is_on_another_device_says_so(loop: str, tmp_path: Path) -> None:
@@ -322,10 +324,10 @@ def test_an_ab_whose_target_is_on_another_device_says_so(loop: str, tmp_path: Pa
 
 
 def test_a_sweep_interrupted_prints_the_steps_done_and_exits_130(loop: str, tmp_path: Path) -> None:
-    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "iotop_plus", "sweep", "--target", f"/dev/{loop}",
-         "--max-qd", "64", "--step-runtime", "2"],
+        [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "s"), "sweep",
+         "--target", f"/dev/{loop}", "--max-qd", "64", "--step-runtime", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd="/",
     )  # fmt: skip
     try:

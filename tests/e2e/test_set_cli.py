@@ -31,9 +31,18 @@ def loop(make_loop: Callable[..., str]) -> Iterator[str]:
 def iotop_plus(
     *args: str, state: Path, prefix: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "XDG_STATE_HOME": str(state), "PYTHONPATH": str(REPO)}
+    # #11: the journal lives in the state dir given by --state-dir (never /var/lib here).
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     return subprocess.run(
-        [*prefix, sys.executable, "-m", "iotop_plus", *args],
+        [
+            *prefix,
+            sys.executable,
+            "-m",
+            "iotop_plus",
+            "--state-dir",
+            str(state / "iotop-plus"),
+            *args,
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -58,11 +67,22 @@ def test_set_prints_old_to_effective_and_journals(loop: str, tmp_path: Path) -> 
     )
     assert queue_values(loop)["read_ahead_kb"] == "4"
     journal = tmp_path / "iotop-plus" / "changes.jsonl"
-    entries = [json.loads(x) for x in journal.read_text().splitlines()]
+    records = [json.loads(x) for x in journal.read_text().splitlines()]
+    entries = [e for e in records if e["record"] == "change"]
     assert [(e["setting"], e["effective"]) for e in entries] == [
         ("scheduler", "mq-deadline"),
         ("read_ahead_kb", "4"),
     ]
+    # #11: the intent comes before each write; a headless set is closed as kept.
+    assert [e["record"] for e in records] == [
+        "intent",
+        "change",
+        "intent",
+        "change",
+        "keep",
+        "keep",
+    ]
+    assert {e["reason"] for e in records if e["record"] == "keep"} == {"set"}
 
 
 def test_json_output(loop: str, tmp_path: Path) -> None:
@@ -100,7 +120,11 @@ def test_a_kernel_refusal_rolls_back_the_settings_already_written(
     assert run.stderr.rstrip().endswith("nothing was changed")
     assert queue_values(loop) == before
     entries = (tmp_path / "iotop-plus" / "changes.jsonl").read_text().splitlines()
-    assert [json.loads(x)["action"] for x in entries].count("rollback") >= 2
+    records = [json.loads(x) for x in entries]
+    actions = [x["action"] for x in records if x["record"] == "change"]
+    assert actions.count("rollback") >= 2
+    # #11: the refused write is journaled as failed, and nothing is left over.
+    assert [x["record"] for x in records].count("failed") == 1
 
 
 def test_dry_run_writes_nothing(loop: str, tmp_path: Path) -> None:

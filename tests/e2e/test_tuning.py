@@ -201,7 +201,13 @@ def test_journal_lines_hold_time_device_setting_old_new_effective(loop: str, tun
     tuner.apply(loop, "read_ahead_kb", "7")
     tuner.undo()
     assert tuner.journal.path is not None
-    lines = [json.loads(x) for x in tuner.journal.path.read_text().splitlines()]
+    records = [json.loads(x) for x in tuner.journal.path.read_text().splitlines()]
+    # #11: each write's intent (with the device's major:minor and diskseq) comes first.
+    assert [x["record"] for x in records] == ["intent", "change", "intent", "change"]
+    intent = records[0]
+    assert intent["dev"] == (Path("/sys/block") / loop / "dev").read_text().strip()
+    assert intent["diskseq"] == (Path("/sys/block") / loop / "diskseq").read_text().strip()
+    lines = [x for x in records if x["record"] == "change"]
     assert [x["action"] for x in lines] == ["set", "undo"]
     first = lines[0]
     assert first["device"] == loop

@@ -77,7 +77,8 @@ async def test_read_ahead_preset_then_undo(loop: str, tuner: Tuner) -> None:
         assert "#1 " in panel.log_text
 
         await pilot.press("E")
-        exported = sorted(p.name for p in tuner.journal.path.parent.iterdir())  # type: ignore[union-attr]
+        state = tuner.journal.path.parent  # type: ignore[union-attr]
+        exported = sorted(p.name for p in state.iterdir() if p.is_file())  # runs/ holds locks
         assert [n.rsplit(".", 1)[1] for n in exported] == ["jsonl", "rules", "sh"]
         assert panel.last_result.startswith("exported ")
 

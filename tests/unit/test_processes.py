@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iotop_plus.commands import top
+from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.delayacct import (
     OFF_EXPLANATION,
@@ -319,9 +320,10 @@ def test_read_delayacct_states(tmp_path: Path) -> None:
 
 
 def test_set_delayacct_writes_and_reads_back(fake: FakeProc) -> None:
-    assert set_delayacct(fake.roots, True) is DelayAcct.ON
+    # A temporary tree is only written through an injected writer (#11: live trees only).
+    assert set_delayacct(fake.roots, True, writer=write_tree_file) is DelayAcct.ON
     assert (fake.proc / "sys" / "kernel" / "task_delayacct").read_text() == "1\n"
-    assert set_delayacct(fake.roots, False) is DelayAcct.OFF
+    assert set_delayacct(fake.roots, False, writer=write_tree_file) is DelayAcct.OFF
 
 
 def test_set_delayacct_without_the_sysctl_says_why(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from iotop_plus.devices.settings import (
     validate_value,
     write_setting,
 )
+from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
 
 QUEUE = {
@@ -195,12 +196,14 @@ def test_write_never_creates_a_missing_attribute(tmp_path: Path) -> None:
     queue = {k: v for k, v in QUEUE.items() if k != "wbt_lat_usec"}
     roots = make_tree(tmp_path, queue)
     with pytest.raises(SettingError, match="not available"):
-        write_setting(roots, "sda", "wbt_lat_usec", "100", is_root=True)
+        write_setting(roots, "sda", "wbt_lat_usec", "100", is_root=True, writer=write_tree_file)
     assert not (roots.sys_block / "sda" / "queue" / "wbt_lat_usec").exists()
 
 
 def test_write_reads_back_through_the_parent_queue(roots: Roots) -> None:
-    result = write_setting(roots, "sda1", "read_ahead_kb", "16", is_root=True)
+    result = write_setting(
+        roots, "sda1", "read_ahead_kb", "16", is_root=True, writer=write_tree_file
+    )
     assert (result.old, result.requested, result.effective) == ("128", "16", "16")
     assert (roots.sys_block / "sda" / "queue" / "read_ahead_kb").read_text() == "16"
 

@@ -7,6 +7,7 @@ in tests/e2e/test_tuning.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -23,8 +24,10 @@ from iotop_plus.devices.tuner import (
     udev_match,
     udev_rules,
 )
+from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
+from iotop_plus.state import default_state_dir
 from tests.unit.test_settings import make_tree
 
 
@@ -35,8 +38,13 @@ def roots(tmp_path: Path) -> Roots:
 
 @pytest.fixture
 def tuner(roots: Roots, tmp_path: Path) -> Tuner:
+    # The ruling "live trees only, at the edge": a temporary tree needs an injected writer.
     return Tuner(
-        roots, Journal(tmp_path / "state" / "changes.jsonl"), is_root=True, clock=lambda: 0
+        roots,
+        Journal(tmp_path / "state" / "changes.jsonl"),
+        is_root=True,
+        clock=lambda: 0,
+        writer=write_tree_file,
     )
 
 
@@ -44,14 +52,22 @@ def sysfs(roots: Roots, name: str) -> str:
     return (roots.sys_block / "sda" / "queue" / name).read_text().strip()
 
 
-def test_default_journal_path_follows_xdg() -> None:
-    assert default_journal_path({"XDG_STATE_HOME": "/var/state"}) == Path(
-        "/var/state/iotop-plus/changes.jsonl"
+def test_default_state_dir_is_var_lib_for_root_whatever_xdg_says() -> None:
+    # Ruling: one state directory, so sudo, sudo -E and a unit see the same journal.
+    assert default_state_dir({"XDG_STATE_HOME": "/home/u/.s"}, euid=0) == Path(
+        "/var/lib/iotop-plus"
     )
-    home = Path.home() / ".local" / "state" / "iotop-plus" / "changes.jsonl"
-    assert default_journal_path({}) == home
+    if os.geteuid() == 0:
+        assert default_journal_path({"XDG_STATE_HOME": "/x"}) == Path(
+            "/var/lib/iotop-plus/changes.jsonl"
+        )
+    assert default_state_dir({"XDG_STATE_HOME": "/var/state"}, euid=1000) == Path(
+        "/var/state/iotop-plus"
+    )
+    home = Path.home() / ".local" / "state" / "iotop-plus"
+    assert default_state_dir({}, euid=1000) == home
     # A relative XDG_STATE_HOME is invalid by the spec and ignored.
-    assert default_journal_path({"XDG_STATE_HOME": "rel/dir"}) == home
+    assert default_state_dir({"XDG_STATE_HOME": "rel/dir"}, euid=1000) == home
 
 
 def test_undo_is_last_in_first_out(roots: Roots, tuner: Tuner) -> None:
@@ -84,25 +100,38 @@ def test_revert_all_restores_the_first_old_values(roots: Roots, tuner: Tuner) ->
     assert tuner.revert_all() == ()
 
 
-def test_journal_file_and_memory_agree(tuner: Tuner) -> None:
+def test_journal_file_and_memory_agree_and_intent_comes_first(tuner: Tuner) -> None:
     tuner.apply("sda", "read_ahead_kb", "16")
     tuner.undo()
     assert tuner.journal.path is not None
     lines = [json.loads(x) for x in tuner.journal.path.read_text().splitlines()]
-    assert lines == [c.to_json() for c in tuner.journal.entries]
-    assert lines[0]["time"] == "1970-01-01T00:00:00+00:00"
-    assert {"time", "device", "setting", "old", "new", "effective"} <= set(lines[0])
+    assert [x["record"] for x in lines] == ["intent", "change", "intent", "change"]
+    changes = [{k: v for k, v in x.items() if k != "record"} for x in lines[1::2]]
+    assert changes == [c.to_json() for c in tuner.journal.entries]
+    assert lines[1]["time"] == "1970-01-01T00:00:00+00:00"
+    assert {"time", "run", "device", "setting", "old", "new", "effective"} <= set(lines[1])
+    intent = lines[0]
+    assert (intent["run"], intent["sequence"], intent["old"], intent["new"]) == (
+        tuner.journal.run_id,
+        1,
+        "128",
+        "16",
+    )
+    assert {"dev", "diskseq"} <= set(intent)
 
 
-def test_an_unwritable_journal_never_blocks_a_change(roots: Roots, tmp_path: Path) -> None:
+def test_an_unwritable_journal_refuses_the_change(roots: Roots, tmp_path: Path) -> None:
+    # Ruling "no safe journal, no change": this replaces the old test that asserted the
+    # journal never stops a change.
     blocker = tmp_path / "file"
     blocker.write_text("")
-    tuner = Tuner(roots, Journal(blocker / "changes.jsonl"), is_root=True)
-    change = tuner.apply("sda", "read_ahead_kb", "16")
-    assert change.effective == "16"
-    assert tuner.journal.problem is not None
-    assert tuner.journal.problem.startswith(f"cannot append to the journal {blocker}")
-    assert len(tuner.journal.entries) == 1
+    tuner = Tuner(roots, Journal(blocker / "changes.jsonl"), is_root=True, writer=write_tree_file)
+    with pytest.raises(SettingError, match=f"no change made: .*{blocker}") as exc:
+        tuner.apply("sda", "read_ahead_kb", "16")
+    assert exc.value.kind == "failed"
+    assert sysfs(roots, "read_ahead_kb") == "128"
+    assert tuner.journal.entries == ()
+    assert tuner.active == ()
 
 
 def test_apply_many_validates_everything_before_writing(roots: Roots, tuner: Tuner) -> None:

@@ -8,6 +8,8 @@
   None on escape.
 * :class:`KeepOrRevertScreen` lists this run's changes and returns ``"keep"``, ``"revert"``,
   or None (escape: do not quit after all).
+* :class:`RestoreLeftoversScreen` lists what a run that died left changed, at start, and
+  returns ``"restore"`` or None (leave them for now).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from iotop_plus.devices.journal import Leftover
 from iotop_plus.devices.settings import SettingError, SettingValue
 from iotop_plus.devices.tuner import Change
 
@@ -233,4 +236,49 @@ class KeepOrRevertScreen(ModalScreen[str | None]):
 
     def action_choose(self, choice: str | None) -> None:
         """Close with ``keep``, ``revert`` or None."""
+        self.dismiss(choice)
+
+
+class RestoreLeftoversScreen(ModalScreen[str | None]):
+    """Asked at start when a run that died left settings changed: restore them now?"""
+
+    DEFAULT_CSS = _MODAL_CSS.format(name="RestoreLeftoversScreen")
+    BINDINGS = [
+        Binding("r", "choose('restore')", "Restore"),
+        Binding("escape", "choose(None)", "Later"),
+    ]
+
+    def __init__(self, leftovers: Sequence[Leftover]) -> None:
+        """Args: leftovers: The leftovers of the journal that can be restored."""
+        super().__init__()
+        self.leftovers = tuple(leftovers)
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            count = len(self.leftovers)
+            yield Label(
+                f"{count} setting{'s' if count != 1 else ''} left changed by a run that "
+                "ended without undoing them",
+                classes="title",
+            )
+            lines = [
+                f"{left.device} {left.setting}: {left.left} (original {left.original})"
+                for left in self.leftovers[:12]
+            ]
+            yield Static("\n".join(lines), id="leftover-list", markup=False)
+            yield Static(
+                "r restores the originals, escape leaves them (`iotop-plus restore` later).",
+                classes="hint",
+            )
+            with Horizontal():
+                yield Button("Restore (r)", id="restore", variant="primary")
+                yield Button("Later (esc)", id="later")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss("restore" if event.button.id == "restore" else None)
+
+    def action_choose(self, choice: str | None) -> None:
+        """Close with ``restore`` or None."""
         self.dismiss(choice)

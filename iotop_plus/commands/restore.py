@@ -1,0 +1,93 @@
+"""``iotop-plus restore [--dry-run]``: put back what a run that died left changed.
+
+A leftover is a change in the journal that was neither undone nor kept, whose run no longer
+holds its lock (kill -9, a crash, a power cut mid-A/B). One line per leftover:
+``DEVICE SETTING: current -> original, restored|stale|skipped (...)``. A leftover whose device
+name now belongs to another device (another ``diskseq``) is stale: reported, closed, never
+written. Exit 0 when everything was restored or stale, 1 when anything was skipped or failed,
+2 for a usage error (a captured tree).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError
+from iotop_plus.devices.journal import JournalError, Leftover
+from iotop_plus.devices.settings import read_setting
+from iotop_plus.devices.tuner import Journal, Tuner, TuningError
+from iotop_plus.devices.writers import not_live_reason
+from iotop_plus.roots import Roots
+from iotop_plus.state import chosen_state_dir
+
+
+def add_parser(sub: Any) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "restore",
+        help="put back queue settings that a run which died left changed (from the journal)",
+        description="Find the setting changes of runs that ended without undoing or keeping "
+        "them (kill -9, a crash) and write the original values back. A device whose name now "
+        "belongs to another device (another diskseq) is reported as stale and never touched. "
+        "Needs root.",
+    )
+    p.add_argument("--dry-run", "-n", action="store_true", help="list them, write nothing")
+    p.set_defaults(run=run)
+
+
+def _current(roots: Roots, left: Leftover) -> str:
+    if left.stale:
+        return left.left
+    value = read_setting(roots, left.queue_device, left.setting).value
+    return value if value is not None else "?"
+
+
+def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
+    """Run the subcommand; returns the exit code."""
+    out = out or sys.stdout
+    if not args.dry_run and not_live_reason(roots):
+        raise UsageError(f"restore: {not_live_reason(roots)}")
+    journal = Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None)))
+    tuner = Tuner(roots, journal)
+    try:
+        leftovers = journal.leftovers(roots)
+    except JournalError as exc:
+        print(f"iotop-plus: error: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    if not leftovers:
+        print("nothing to restore: no leftover changes in the journal", file=sys.stderr)
+        return EXIT_OK
+    status = EXIT_OK
+    try:
+        for left in leftovers:
+            head = f"{left.device} {left.setting}: {_current(roots, left)} -> {left.original}"
+            if left.stale:
+                detail = left.identity.removeprefix("stale: ")
+                if args.dry_run:
+                    print(f"{head}, stale ({detail}; would be closed, not written)", file=out)
+                    continue
+                journal.close_leftover(left, "stale")
+                print(f"{head}, stale ({detail}; closed, not written)", file=out)
+                continue
+            if not left.known:
+                status = EXIT_FAILURE
+                detail = left.identity.removeprefix("unknown: ")
+                print(f"{head}, skipped ({detail}; check it, then use `set`)", file=out)
+                continue
+            if args.dry_run:
+                print(f"{head}, would restore (dry run)", file=out)
+                continue
+            try:
+                tuner.restore_leftover(left)
+            except TuningError as exc:
+                status = EXIT_FAILURE
+                print(f"{head}, skipped ({exc})", file=out)
+                continue
+            print(f"{head}, restored", file=out)
+    finally:
+        journal.close()
+    if journal.problem:
+        print(f"iotop-plus: warning: {journal.problem}", file=sys.stderr)
+    return status

@@ -1,0 +1,290 @@
+"""The state directory: the settings journal, probe history and run locks of iotop-plus.
+
+As root it is always ``/var/lib/iotop-plus`` (``XDG_*`` and ``HOME`` are ignored, so ``sudo``,
+``sudo -E`` and a systemd unit share one journal); for other users
+``$XDG_STATE_HOME/iotop-plus`` (default ``~/.local/state/iotop-plus``); ``--state-dir DIR``
+overrides both. The directory is refused when it is a symlink, owned by another user, or
+writable by group or others. Every file in it is 0600 and opened with ``O_NOFOLLOW``.
+
+A run is alive while it holds an ``flock`` on ``DIR/runs/<run-id>.lock``: pids are reused and
+differ across pid namespaces, but a lock dies with its process.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import secrets
+import stat
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+#: The state directory of root, whatever the environment says.
+ROOT_STATE_DIR = Path("/var/lib/iotop-plus")
+#: The settings journal, inside the state directory.
+CHANGES = "changes.jsonl"
+#: Probe, sweep and A/B starts and results, inside the state directory.
+PROBES = "probes.jsonl"
+#: Run locks, inside the state directory.
+RUNS = "runs"
+
+_FILE_MODE = 0o600
+_DIR_MODE = 0o700
+
+
+class StateError(Exception):
+    """The state directory or a file in it is unsafe or unusable; the message is one line."""
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None, euid: int | None = None) -> Path:
+    """``/var/lib/iotop-plus`` for root, else ``$XDG_STATE_HOME/iotop-plus``."""
+    if (os.geteuid() if euid is None else euid) == 0:
+        return ROOT_STATE_DIR
+    env = os.environ if environ is None else environ
+    state = env.get("XDG_STATE_HOME") or ""
+    # The XDG spec says a relative path is invalid and must be ignored.
+    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "iotop-plus"
+
+
+def chosen_state_dir(arg: str | os.PathLike[str] | None) -> Path:
+    """``--state-dir DIR`` when given, else :func:`default_state_dir`."""
+    return Path(arg) if arg else default_state_dir()
+
+
+def new_run_id() -> str:
+    """A run id unique across runs and hosts: ``20260102T030405-<pid>-<random>``."""
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _check_dir(path: Path, st: os.stat_result, what: str) -> None:
+    if stat.S_ISLNK(st.st_mode):
+        raise StateError(f"{what} {path} is a symbolic link; refusing it")
+    if not stat.S_ISDIR(st.st_mode):
+        raise StateError(f"{what} {path} is not a directory")
+    if st.st_uid != os.geteuid():
+        raise StateError(f"{what} {path} is owned by uid {st.st_uid}, not by this user")
+    if st.st_mode & 0o022:
+        raise StateError(
+            f"{what} {path} is writable by group or others (mode {stat.S_IMODE(st.st_mode):o})"
+        )
+
+
+class StateDir:
+    """One checked state directory, held open by a descriptor (created 0700 when missing).
+
+    Args:
+        path: The iotop-plus directory itself (``--state-dir DIR``).
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        """The directory."""
+        self._fd: int | None = None
+
+    def __repr__(self) -> str:
+        return f"StateDir({str(self.path)!r})"
+
+    def exists(self) -> bool:
+        """Whether the directory (or something at its name) exists."""
+        return os.path.lexists(self.path)
+
+    def fd(self, create: bool = True) -> int:
+        """The directory's descriptor, after the safety checks.
+
+        Raises:
+            StateError: a symlink, another owner, group/world-writable, or not creatable.
+        """
+        if self._fd is not None:
+            return self._fd
+        if create and not os.path.lexists(self.path):
+            try:
+                os.makedirs(self.path.parent, mode=_DIR_MODE, exist_ok=True)
+                os.mkdir(self.path, _DIR_MODE)
+            except FileExistsError:
+                pass
+            except OSError as exc:
+                raise StateError(
+                    f"cannot create the state directory {self.path}: {exc.strerror or exc}"
+                ) from None
+        try:
+            _check_dir(self.path, os.lstat(self.path), "the state directory")
+            fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except StateError:
+            raise
+        except OSError as exc:
+            raise StateError(
+                f"cannot use the state directory {self.path}: {exc.strerror}"
+            ) from None
+        try:
+            # The same checks on what we hold: it may have been swapped after lstat.
+            _check_dir(self.path, os.fstat(fd), "the state directory")
+        except StateError:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return fd
+
+    def close(self) -> None:
+        """Close the directory's descriptor."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def open_file(self, name: str, flags: int, dir_fd: int | None = None) -> int:
+        """Open ``name`` in the directory (or in ``dir_fd``), 0600, never through a symlink.
+
+        Raises:
+            StateError: naming the file and why (a symlink, another owner, not a file...).
+        """
+        base = self.fd() if dir_fd is None else dir_fd
+        where = self.path / name
+        try:
+            fd = os.open(
+                name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY, _FILE_MODE, dir_fd=base
+            )
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise StateError(f"{where} is a symbolic link; refusing it") from None
+            raise StateError(f"cannot open {where}: {exc.strerror or exc}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise StateError(f"{where} is not a regular file")
+            if st.st_uid != os.geteuid():
+                raise StateError(f"{where} is owned by uid {st.st_uid}, not by this user")
+            if stat.S_IMODE(st.st_mode) != _FILE_MODE and flags & (os.O_WRONLY | os.O_RDWR):
+                os.fchmod(fd, _FILE_MODE)
+        except StateError:
+            os.close(fd)
+            raise
+        return fd
+
+    def append(self, name: str, record: Mapping[str, Any]) -> None:
+        """Append ``record`` as one JSON line to ``name``, and flush it to disk.
+
+        A last line cut short (a crash mid-write) is ended first, so it cannot swallow
+        this record.
+
+        Raises:
+            StateError: the file is unsafe, or the write failed (ENOSPC, EROFS...).
+        """
+        line = (json.dumps(record, ensure_ascii=False) + "\n").encode()
+        fd = self.open_file(name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except OSError as exc:
+            raise StateError(f"cannot write {self.path / name}: {exc.strerror or exc}") from None
+        finally:
+            os.close(fd)
+
+    def records(self, name: str) -> Iterator[dict[str, Any]]:
+        """The JSON objects of ``name``, oldest first; lines that do not parse are skipped.
+
+        Raises:
+            StateError: the directory or file is unsafe.
+        """
+        if not os.path.lexists(self.path) or not os.path.lexists(self.path / name):
+            return
+        fd = self.open_file(name, os.O_RDONLY)
+        with os.fdopen(fd, "rb") as fh:
+            for raw in fh:
+                try:
+                    doc = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(doc, dict):
+                    yield doc
+
+    # --- run locks -----------------------------------------------------------------------------
+
+    def _runs_fd(self) -> int:
+        base = self.fd()
+        try:
+            os.mkdir(RUNS, _DIR_MODE, dir_fd=base)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StateError(f"cannot create {self.path / RUNS}: {exc.strerror}") from None
+        try:
+            fd = os.open(
+                RUNS, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=base
+            )
+        except OSError as exc:
+            raise StateError(f"cannot use {self.path / RUNS}: {exc.strerror}") from None
+        try:
+            _check_dir(self.path / RUNS, os.fstat(fd), "the run directory")
+        except StateError:
+            os.close(fd)
+            raise
+        return fd
+
+    def lock_run(self, run_id: str) -> int:
+        """Take the lock that says run ``run_id`` is alive; returns its descriptor.
+
+        Raises:
+            StateError: the lock cannot be made or is held by another process.
+        """
+        runs = self._runs_fd()
+        try:
+            fd = self.open_file(f"{run_id}.lock", os.O_RDWR | os.O_CREAT, dir_fd=runs)
+        finally:
+            os.close(runs)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise StateError(f"cannot lock run {run_id}: {exc.strerror}") from None
+        return fd
+
+    def unlock_run(self, run_id: str, fd: int) -> None:
+        """Remove the run's lock file and release the lock (the run ended cleanly)."""
+        try:
+            runs = self._runs_fd()
+            try:
+                os.unlink(f"{run_id}.lock", dir_fd=runs)
+            finally:
+                os.close(runs)
+        except (OSError, StateError):
+            pass
+        os.close(fd)
+
+    def run_alive(self, run_id: str) -> bool:
+        """Whether a process still holds the lock of run ``run_id``."""
+        if "/" in run_id or run_id in ("", ".", ".."):
+            return False
+        lock = self.path / RUNS / f"{run_id}.lock"
+        try:
+            fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # also drops our shared lock
+        return False
+
+
+__all__ = [
+    "CHANGES",
+    "PROBES",
+    "ROOT_STATE_DIR",
+    "RUNS",
+    "StateDir",
+    "StateError",
+    "chosen_state_dir",
+    "default_state_dir",
+    "new_run_id",
+]
