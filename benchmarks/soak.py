@@ -266,6 +266,12 @@ def loop_cycles(loops: Loops, cycles: int, seconds: float, stop: threading.Event
     return
 
 
+def ignore_signals() -> None:
+    """Ignore SIGINT, SIGTERM and SIGHUP (while cleaning up)."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
     """SIGTERM, then SIGKILL after 5 s."""
     if proc is None or proc.poll() is not None:
@@ -342,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     def on_term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
+    # A job started with & from a script inherits SIGINT ignored: take it back.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGHUP, on_term)
     seconds = args.minutes * 60
@@ -361,6 +369,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cleanup.callback(lambda: stop_process(top))
         cleanup.callback(lambda: tmux("kill-session", "-t", SESSION, check=False))
         cleanup.callback(stop.set)
+        # Runs first: a second Ctrl-C must not cut the cleanup short.
+        cleanup.callback(ignore_signals)
         try:
             fio = start_fio(loops, seconds, args.fio_rate_iops)
             churner = Churner(workdir, args.procs_per_minute)
