@@ -7,8 +7,10 @@ Without ``--all``, only processes that did I/O (or waited on it) in the interval
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import textwrap
 from collections.abc import Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any, TextIO
@@ -67,10 +69,15 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                 "per_thread": args.threads,
                 "statistics": [],
             }
-            for prev, cur, rates in reports:
-                doc["statistics"].append(interval_json(prev, cur, rates, args.show_all))
-            json.dump(doc, out, indent=2)
-            out.write("\n")
+            stream = JsonStream(doc, out)
+            try:
+                for prev, cur, rates in reports:
+                    stream.add(interval_json(prev, cur, rates, args.show_all))
+            except KeyboardInterrupt:
+                with contextlib.suppress(OSError):
+                    stream.close()  # Ctrl-C: the intervals so far, as a whole document
+                raise
+            stream.close()
         else:
             for prev, cur, rates in reports:
                 out.write(render_table(prev, cur, rates, args.show_all))
@@ -81,6 +88,39 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     finally:
         source.close()
     return EXIT_OK
+
+
+class JsonStream:
+    """Writes ``doc`` as ``json.dump(doc, indent=2)`` would, one statistic at a time.
+
+    Each interval is written (and flushed) as it ends: nothing piles up in memory over a
+    long ``--count``, and a reader sees every interval as it comes.
+    """
+
+    _EMPTY_TAIL = "[]\n}"
+
+    def __init__(self, doc: dict[str, Any], out: TextIO) -> None:
+        head = json.dumps({**doc, "statistics": []}, indent=2)
+        if not head.endswith('"statistics": ' + self._EMPTY_TAIL):
+            raise ValueError("statistics must be the document's last key")
+        self.out = out
+        self.count = 0
+        self._closed = False
+        out.write(head[: -len(self._EMPTY_TAIL)] + "[")
+
+    def add(self, statistic: dict[str, Any]) -> None:
+        """Write one element of ``statistics``."""
+        body = textwrap.indent(json.dumps(statistic, indent=2), "    ")
+        self.out.write(("," if self.count else "") + "\n" + body)
+        self.out.flush()
+        self.count += 1
+
+    def close(self) -> None:
+        """End the list and the document (once)."""
+        if not self._closed:
+            self._closed = True
+            self.out.write(("\n  ]" if self.count else "]") + "\n}\n")
+            self.out.flush()
 
 
 def _intervals(

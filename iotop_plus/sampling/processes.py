@@ -85,16 +85,37 @@ _IO_NAMES = (
 )
 
 
+_U64_DIGITS = 20
+_U64_LIMIT = 2**64
+
+
+def _u64(token: bytes) -> int:
+    """A kernel u64 counter: ASCII digits only, below 2**64.
+
+    ``int()`` alone would take ``-5``, ``+5``, ``1_000`` and a 400-digit number; each would
+    become a negative or absurd rate.
+
+    Raises:
+        ValueError: when ``token`` is not such a number.
+    """
+    if len(token) > _U64_DIGITS or not token.isdigit():
+        raise ValueError(token)
+    value = int(token)
+    if value >= _U64_LIMIT:
+        raise ValueError(token)
+    return value
+
+
 def parse_io(text: bytes) -> IoCounters:
     """Parse ``/proc/PID/io``.
 
     Raises:
-        ValueError: quoting the text, when a counter is missing or not a number.
+        ValueError: quoting the text, when a counter is missing or not a u64 number.
     """
     tokens = text.split()
     values = dict(zip(tokens[::2], tokens[1::2], strict=False))
     try:
-        return IoCounters(*(int(values[name]) for name in _IO_NAMES))
+        return IoCounters(*(_u64(values[name]) for name in _IO_NAMES))
     except (KeyError, ValueError):
         raise ValueError(f"not a /proc/PID/io text: {text[:120]!r}") from None
 
@@ -130,12 +151,12 @@ def parse_stat(text: bytes) -> StatFields:
         if open_paren < 1 or close_paren < open_paren or len(rest) < 20:
             raise ValueError
         return StatFields(
-            pid=int(text[:open_paren]),
+            pid=_u64(text[:open_paren].strip()),
             comm=text[open_paren + 1 : close_paren].decode("utf-8", "replace"),
             state=rest[_STATE].decode("ascii", "replace"),
-            num_threads=int(rest[_NUM_THREADS]),
-            starttime=int(rest[_STARTTIME]),
-            blkio_ticks=int(rest[_BLKIO_TICKS]) if len(rest) > _BLKIO_TICKS else None,
+            num_threads=_u64(rest[_NUM_THREADS]),
+            starttime=_u64(rest[_STARTTIME]),
+            blkio_ticks=_u64(rest[_BLKIO_TICKS]) if len(rest) > _BLKIO_TICKS else None,
         )
     except ValueError:
         raise ValueError(f"not a /proc/PID/stat line: {text[:120]!r}") from None
@@ -414,9 +435,10 @@ class Accumulator:
             if key not in base:
                 base[key] = None if _started_since(task, self._start_uptime) else task
             out[key] = _totals(base[key], task)
-        if len(base) > 2 * len(sample.tasks) + 1024:
-            # Forget the dead so that a day of churn does not grow without bound.
-            self._base = {k: v for k, v in base.items() if k in sample.tasks}
+        if len(base) > len(sample.tasks):
+            # Forget the dead (base holds every task of the sample, so the rest are gone):
+            # totals are shown only for live tasks, and churn must not grow this.
+            self._base = {k: base[k] for k in sample.tasks}
         return out
 
 
@@ -525,14 +547,15 @@ class ProcessReader:
                     unreadable += task.io is None and not task.is_thread
         else:
             read_process = self._read_process  # the hot loop: 5,000 calls a tick
+            known = self._known
             for pid in pids:
                 one = read_process(pid, want_ticks, problems)
                 if one is not None:
                     tasks[(one.tid, one.starttime)] = one
-                    if one.io is None:
+                    if one.io is None and (k := known.get(pid)) is not None and k.denied:
+                        # Malformed counters are a problem line, not "run as root".
                         unreadable += 1
-        for pid in self._known.keys() - set(pids):
-            self._release(self._known.pop(pid))
+        self._forget_gone(pids, tasks)
         detail: Mapping[TaskKey, TaskCounters] = MappingProxyType({})
         if self.detail_pid is not None:
             detail = MappingProxyType(
@@ -552,6 +575,17 @@ class ProcessReader:
             detail_pid=self.detail_pid,
             detail=detail,
         )
+
+    def _forget_gone(self, pids: list[int], tasks: Mapping[TaskKey, TaskCounters]) -> None:
+        """Drop (and close the files of) every process not listed now; bound the user map."""
+        known = self._known
+        if len(known) > len(tasks):  # all of tasks are in known: the rest are gone
+            for pid in known.keys() - set(pids):
+                self._release(known.pop(pid))
+        if len(self._users) > _USERS_KEPT:
+            # Keep the names of the uids in use now: still bounded when uids churn (userns).
+            live = {t.uid for t in tasks.values()}
+            self._users = {uid: name for uid, name in self._users.items() if uid in live}
 
     # -- one process ---------------------------------------------------------------------
 
@@ -583,7 +617,8 @@ class ProcessReader:
                         len(rest) > _BLKIO_TICKS
                         and rest[_NUM_THREADS] == b"1"
                         and last.num_threads == 1
-                        and rest[_STATE].decode() == last.state
+                        and rest[_STATE].decode("ascii", "replace") == last.state
+                        and rest[_BLKIO_TICKS].isdigit()  # else _refresh reports it
                         and last.thread_ticks == ((pid, int(rest[_BLKIO_TICKS])),)
                     ):
                         return last
@@ -876,6 +911,8 @@ def _is_live_procfs(roots: Roots) -> bool:
         return False
 
 
+_USERS_KEPT = 1024
+"""Uid -> name entries kept across samples beyond the uids in use."""
 _FD_RESERVE = 512
 _FD_WANTED = 65536
 
@@ -954,18 +991,25 @@ def parse_mountinfo_sources(text: str) -> dict[tuple[int, int], _Mount]:
     return out
 
 
+_NAMES_KEPT = 4096
+
+
 class BlockDeviceNames:
     """Maps ``major:minor`` to kernel block-device names through ``/sys/dev/block``."""
 
     def __init__(self, roots: Roots) -> None:
         self.roots = roots
         self._names: dict[tuple[int, int], str | None] = {}
+        """Forgotten when it reaches _NAMES_KEPT: anonymous st_devs (tmpfs, overlay...)
+        and loop minors come and go."""
         self._mounts: dict[tuple[int, int], _Mount] | None = None
 
     def name(self, major: int, minor: int) -> str | None:
         """The kernel name of a block device, or None if it is not one."""
         key = (major, minor)
         if key not in self._names:
+            if len(self._names) >= _NAMES_KEPT:
+                self._names.clear()
             try:
                 link = os.readlink(self.roots.sys / "dev" / "block" / f"{major}:{minor}")
                 self._names[key] = os.path.basename(link)

@@ -3,6 +3,7 @@ off, a non-root user, process churn, and the open files that name a device."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -25,6 +26,7 @@ from iotop_plus.sampling.delayacct import (
     sysctl_path,
 )
 from iotop_plus.sampling.processes import (
+    Accumulator,
     BlockDeviceNames,
     ProcessReader,
     open_block_files,
@@ -258,3 +260,72 @@ def test_per_thread_top_on_the_live_system_runs(capsys: pytest.CaptureFixture[st
     assert cli_main(["top", "--threads", "--all", "--count", "1", "-i", "0.2", "-f", "json"]) == 0
     out = capsys.readouterr().out
     assert '"per_thread": true' in out and '"tid":' in out
+
+
+def held_proc_files() -> dict[int, str]:
+    """Our open descriptors that point into /proc/PID (fd -> target)."""
+    out = {}
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{name}")
+            if target.startswith("/proc/") and target.split("/")[2].isdigit():
+                out[int(name)] = target
+    return out
+
+
+def test_hundreds_of_short_processes_leave_no_held_files_or_cache_entries(
+    tmp_path: Path,
+) -> None:
+    """300 real processes (each writes a file with fsync and reads it back through children,
+    whose I/O the kernel adds to it when it reaps them) are sampled while alive, then exit:
+    the reader's held /proc files and its cache, and the totals, forget every one."""
+    script = (
+        'dd if=/dev/zero of="$1" bs=4k count=4 conv=fsync status=none '
+        '&& cat "$1" > /dev/null && echo done > "$1.done" && read x'
+    )
+    sh = shutil.which("sh") or "/bin/sh"
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    ours: set[int] = set()
+    with ProcessReader(LIVE, hold_files=True) as reader:
+        accumulator = Accumulator()
+        accumulator.update(reader.sample())
+        baseline = held_proc_files()
+        try:
+            for round_ in range(3):
+                release_r, release_w = os.pipe()
+                batch = []
+                for i in range(100):
+                    path = tmp_path / f"short-{round_}-{i}"
+                    actions = [
+                        (os.POSIX_SPAWN_DUP2, release_r, 0),
+                        (os.POSIX_SPAWN_DUP2, devnull, 1),
+                    ]
+                    argv = [sh, "-c", script, "sh", str(path)]
+                    batch.append(os.posix_spawn(sh, argv, os.environ, file_actions=actions))
+                os.close(release_r)
+                ours.update(batch)
+                deadline = time.monotonic() + 60
+                while len(list(tmp_path.glob(f"short-{round_}-*.done"))) < len(batch):
+                    assert time.monotonic() < deadline, "the short processes did not finish I/O"
+                    time.sleep(0.05)
+                sample = reader.sample()
+                accumulator.update(sample)
+                seen = [t for t in sample.tasks.values() if t.pid in batch]
+                assert len(seen) == len(batch)
+                assert all(t.io is not None and t.io.wchar >= 16384 for t in seen)
+                held = [t for t in held_proc_files().values() if int(t.split("/")[2]) in batch]
+                assert len(held) >= len(batch) * 0.9, "the reader did not hold their io files"
+                os.close(release_w)  # EOF: every `read` returns and the processes exit
+                for pid in batch:
+                    os.waitpid(pid, 0)
+                sample = reader.sample()
+                accumulator.update(sample)
+                assert not any(t.pid in ours for t in sample.tasks.values())
+                assert not ours & reader._known.keys()
+                assert not any(pid in ours for pid, _ in accumulator._base)
+                left = [t for t in held_proc_files().values() if int(t.split("/")[2]) in ours]
+                assert not left, left
+        finally:
+            os.close(devnull)
+    # Closing the reader gives back every descriptor it held.
+    assert held_proc_files().keys() <= baseline.keys()
