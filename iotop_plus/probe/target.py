@@ -252,14 +252,18 @@ def _open_directory(
         if not os.access(".", os.W_OK | os.X_OK, dir_fd=fd, effective_ids=True):
             raise TargetError(f"cannot write in {path}: permission denied")
         notes = []
+        floor = 0
         if make_workdir:
+            before = os.fstatvfs(fd)
             removed, freed = remove_leftovers(fd)
+            if freed:
+                floor = before.f_bavail * before.f_frsize + freed
             if removed:
                 notes.append(
                     f"removed {removed} leftover probe director{'y' if removed == 1 else 'ies'}"
                     f" of a killed run ({freed // 2**20} MiB)"
                 )
-        target = _size_directory(path, fd, params, roots)
+        target = _size_directory(path, fd, params, roots, floor)
         if notes:
             target = replace(target, note="; ".join(filter(None, [*notes, target.note])))
         workdir = None
@@ -274,12 +278,19 @@ def _open_directory(
         raise
 
 
-def _size_directory(path: Path, fd: int, params: ProbeParams, roots: Roots) -> ProbeTarget:
+def _size_directory(
+    path: Path, fd: int, params: ProbeParams, roots: Roots, floor: int = 0
+) -> ProbeTarget:
+    """Size the probe file from the free space, or from ``floor`` when that is more.
+
+    ``floor`` is the free space before removing leftovers plus what they held: their space
+    can come back a moment after the unlink, while a killed fio's last thread closes them.
+    """
     try:
         vfs = os.fstatvfs(fd)
     except OSError as exc:
         raise TargetError(f"cannot read free space of {path}: {exc.strerror}") from None
-    free = vfs.f_bavail * vfs.f_frsize
+    free = max(vfs.f_bavail * vfs.f_frsize, min(floor, vfs.f_blocks * vfs.f_frsize))
     wanted = params.size_mb * 1024 * 1024
     cap = int(free * FREE_SPACE_FRACTION)
     size = min(wanted, cap)

@@ -245,16 +245,18 @@ def test_kill_9_of_the_probe_kills_fio_and_the_next_probe_removes_the_leftover(
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         assert cli.stderr is not None
-        for line in cli.stderr:  # kill right after a status: fio's next write is 1 s away
+        for line in cli.stderr:
             if "s left" in line:
                 break
         fio = [p for p in psutil.Process(cli.pid).children(recursive=True) if p.name() == "fio"]
         assert fio, "no fio running under the probe"
+        for p in fio:  # stopped, fio cannot die of a write to the dead pipe: only of SIGKILL
+            p.suspend()
         cli.send_signal(signal.SIGKILL)
         cli.wait()
         alive = _alive_after(fio, 0.5)
-        # PR_SET_PDEATHSIG kills it at once; without it fio lives on until its next status
-        # write to the dead pipe, a second later.
+        # PR_SET_PDEATHSIG kills it at once; without it fio lives on (until its next status
+        # write to the dead pipe, were it running).
         assert alive == [], "fio outlived the probe killed with SIGKILL"
         assert os.listdir(small), "expected the killed probe's leftover"
         outcome = asyncio.run(ProbeRunner(Roots(), fio_bin).run(
