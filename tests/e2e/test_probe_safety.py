@@ -273,7 +273,7 @@ def test_a_device_a_program_holds_open_is_refused_for_writes(
     make_loop: Callable[..., str],
 ) -> None:
     dev = make_loop(size_mb=64)
-    holder = subprocess.Popen(["sh", "-c", f"exec 3</dev/{dev}; echo ready; sleep 60"],
+    holder = subprocess.Popen(["sh", "-c", f"exec 3</dev/{dev}; echo ready; exec sleep 60"],
                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
