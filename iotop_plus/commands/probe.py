@@ -135,7 +135,7 @@ async def _probe(
         if not quiet:
             print(
                 f"iotop-plus: probe {request.preset.name} ({request.preset.pattern}) on "
-                f"{target.label} for {request.params.runtime_s} s...",
+                f"{target.label} for {request.params.runtime_s} s with {runner.find_fio()}...",
                 file=sys.stderr,
             )
 

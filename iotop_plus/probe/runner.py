@@ -1,7 +1,12 @@
-"""Run fio as an asyncio subprocess: live progress, cancel, cleanup, plain failures.
+"""Run fio for asyncio callers: live progress, cancel, cleanup, plain failures.
 
 fio runs in its own session (``start_new_session``) so that cancelling kills its whole
 process group, and so that a terminal's Ctrl-C reaches us first, not fio's job processes.
+It is started as ``setpriv --pdeathsig KILL -- fio ... --thread`` by a thread that lives
+exactly as long as fio: ``PR_SET_PDEATHSIG`` fires when the *thread* that forked the child
+exits, so fio dies with us even on SIGKILL, and ``--thread`` keeps its jobs in its process.
+fio never gets a name to resolve: only ``/proc/self/fd/N`` paths of a checked target
+(:class:`~iotop_plus.probe.target.CheckedTarget`).
 With ``--output-format=json --status-interval=1`` fio prints one whole cumulative JSON
 document per second, possibly after text lines such as ``note: ...`` or
 ``fio: pid=..., err=...``; :class:`JsonDocumentStream` splits them as they arrive.
@@ -13,25 +18,24 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import signal
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import psutil
-
+from iotop_plus.probe.fioproc import FioProcess
 from iotop_plus.probe.presets import DEFAULT_ENGINE, FALLBACK_ENGINE, Preset, ProbeParams
 from iotop_plus.probe.results import FioOutputError, ProbeResult, job_errors, parse_result
 from iotop_plus.probe.target import (
+    CheckedTarget,
     ProbeTarget,
     TargetError,
-    create_probe_file,
-    plan_target,
+    open_target,
     remove_all_probe_files,
-    remove_probe_file,
 )
+from iotop_plus.programs import lookup_program
 from iotop_plus.roots import Roots
 
 INSTALL_HINT = "install it with `apt-get install fio` (Debian/Ubuntu) or `dnf install fio`"
@@ -176,12 +180,16 @@ def io_uring_disabled(roots: Roots) -> bool:
 
 
 def build_argv(
-    fio: str, preset: Preset, params: ProbeParams, target: ProbeTarget, filename: Path
+    fio: str, preset: Preset, params: ProbeParams, target: ProbeTarget, filename: Path | str
 ) -> list[str]:
-    """fio's argv for one run (never a shell string)."""
+    """fio's argv for one run (never a shell string).
+
+    ``filename`` is a ``/proc/self/fd/N`` path; the description names the target for ``ps``.
+    """
     argv = [
         fio,
         f"--name={preset.name}",
+        f"--description=iotop-plus probe on {target.label}",
         f"--filename={filename}",
         f"--rw={preset.rw}",
         f"--bs={params.bs}",
@@ -265,13 +273,14 @@ class ProbeRunner:
     """Runs probes with fio; one ``run`` at a time per caller.
 
     Cancel a probe by cancelling the task awaiting :meth:`run`: fio's process group is
-    killed and the probe file removed before the cancellation propagates.
+    killed and the probe directory removed before the cancellation propagates.
     """
 
     def __init__(self, roots: Roots, fio: str | None = None) -> None:
         """Args:
         roots: where to read sysfs/procfs (target checks, io_uring sysctl).
-        fio: fio's path; default: ``fio`` found on PATH when a probe starts.
+        fio: fio's path; default: looked up when a probe starts (:mod:`iotop_plus.programs`:
+            as root only system directories, PATH otherwise).
         """
         self.roots = roots
         self.fio = fio
@@ -280,12 +289,15 @@ class ProbeRunner:
         """fio's path.
 
         Raises:
-            ProbeError: fio is not installed, with the install command.
+            ProbeError: fio is not installed, with where it was looked for and the install
+            command.
         """
-        fio = self.fio or shutil.which("fio")
-        if fio is None:
-            raise ProbeError(f"fio is not installed (not found on PATH): {INSTALL_HINT}")
-        return fio
+        if self.fio:
+            return self.fio
+        found = lookup_program("fio")
+        if found.path is None:
+            raise ProbeError(found.missing(INSTALL_HINT))
+        return found.path
 
     async def run(
         self,
@@ -295,43 +307,40 @@ class ProbeRunner:
     ) -> ProbeOutcome:
         """Run one probe to the end.
 
+        The target is checked and opened in a worker thread (blkid may take seconds), then
+        held open until fio is gone.
+
         Raises:
             ProbeError: one plain line (``TargetError`` for refused targets).
             asyncio.CancelledError: when cancelled, after cleaning up.
         """
-        fio = self.find_fio()
-        try:
-            target = plan_target(
-                request.target, request.preset, request.params, self.roots, confirm=request.confirm
-            )
-        except TargetError as exc:
-            raise ProbeError(str(exc)) from exc
-        if on_start is not None:
-            on_start(target)
-        params = request.params
-        notes: list[str] = [target.note] if target.note else []
-        if params.ioengine == DEFAULT_ENGINE and io_uring_disabled(self.roots):
-            params = replace(params, ioengine=FALLBACK_ENGINE)
-            notes.append("io_uring is disabled (sysctl kernel.io_uring_disabled): used libaio")
-        probe_file: Path | None = None
-        try:
-            if target.kind == "file":
-                try:
-                    probe_file = create_probe_file(target)
-                except TargetError as exc:
-                    raise ProbeError(str(exc)) from exc
-                filename = probe_file
-            else:
-                assert target.device_path is not None
-                filename = target.device_path
-            argv = build_argv(fio, request.preset, params, target, filename)
-            run = await self._run_fio(argv, params, on_progress)
+        checked = await _open_in_thread(request, self.roots)
+        with checked:
+            fio = self.find_fio()
+            target = checked.target
+            if on_start is not None:
+                on_start(target)
+            params = request.params
+            notes: list[str] = [target.note] if target.note else []
+            if params.ioengine == DEFAULT_ENGINE and io_uring_disabled(self.roots):
+                params = replace(params, ioengine=FALLBACK_ENGINE)
+                notes.append("io_uring is disabled (sysctl kernel.io_uring_disabled): used libaio")
+            prefix = _pdeathsig_prefix()
+            if not prefix:
+                notes.append("setpriv not found: fio would outlive a killed iotop-plus")
+            argv = prefix + build_argv(fio, request.preset, params, target, checked.fio_filename)
+            before = _disk_counters(self.roots, target)
+            run = await self._run_fio(argv, params, on_progress, checked)
             if params.ioengine == DEFAULT_ENGINE and _io_uring_unavailable(run):
                 params = replace(params, ioengine=FALLBACK_ENGINE)
                 notes.append("io_uring is unavailable here: fell back to libaio")
-                argv = build_argv(fio, request.preset, params, target, filename)
-                run = await self._run_fio(argv, params, on_progress)
+                argv = prefix + build_argv(
+                    fio, request.preset, params, target, checked.fio_filename
+                )
+                before = _disk_counters(self.roots, target)
+                run = await self._run_fio(argv, params, on_progress, checked)
             raw, doc = _final_document(run, params)
+            raw, doc = _with_disk_util(raw, doc, target, before, _disk_counters(self.roots, target))
             rotational = _rotational(self.roots, target.device)
             try:
                 result = parse_result(
@@ -346,41 +355,37 @@ class ProbeRunner:
             except FioOutputError as exc:
                 raise ProbeError(str(exc)) from exc
             return ProbeOutcome(result, raw, tuple(argv), target)
-        finally:
-            if probe_file is not None:
-                remove_probe_file(probe_file)
 
     async def _run_fio(
         self,
         argv: list[str],
         params: ProbeParams,
         on_progress: Callable[[ProbeProgress], object] | None,
+        checked: CheckedTarget,
     ) -> _FioRun:
+        fio = FioProcess(argv, checked.pass_fds)
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
+            await fio.start()
         except FileNotFoundError:
             raise ProbeError(
                 f"fio is not installed ({argv[0]} not found): {INSTALL_HINT}"
             ) from None
         except PermissionError:
             raise ProbeError(f"cannot run {argv[0]}: permission denied") from None
-        _live_fio.add(proc.pid)
-        assert proc.stdout is not None and proc.stderr is not None
-        stderr_task = asyncio.ensure_future(proc.stderr.read())
+        except OSError as exc:
+            raise ProbeError(f"cannot run {argv[0]}: {exc.strerror}") from None
+        _live_fio.add(fio)
+        stderr_task = asyncio.ensure_future(fio.stderr.read())
         try:
             stream = JsonDocumentStream()
             docs: list[tuple[str, Any]] = []
             while True:
-                chunk = await proc.stdout.read(65536)
+                chunk = await fio.stdout.read(65536)
                 if not chunk:
                     break
                 for raw, doc in stream.feed(chunk.decode("utf-8", "replace")):
+                    if not docs:
+                        _verify(checked)  # fio has made its file: is it still ours?
                     if on_progress is not None:
                         prog = progress_from(
                             doc, docs[-1][1] if docs else None, params.runtime_s, params.ioengine
@@ -390,61 +395,118 @@ class ProbeRunner:
                     docs.append((raw, doc))
             garbage = stream.finish()
             stderr = (await stderr_task).decode("utf-8", "replace")
-            returncode = await proc.wait()
+            returncode = await fio.wait()
+            if returncode == 0:
+                _verify(checked)
             return _FioRun(returncode, tuple(docs), tuple(stream.text), stderr, garbage)
         finally:
-            await _kill_group(proc)
-            _live_fio.discard(proc.pid)
+            fio.kill()
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.shield(fio.wait())
+            _live_fio.discard(fio)
             if not stderr_task.done():
                 stderr_task.cancel()
+            fio.close_pipes()
+
+
+_DiskCounters = tuple[float, list[int]]
+
+
+def _disk_counters(roots: Roots, target: ProbeTarget) -> _DiskCounters | None:
+    """A device target's ``stat`` counters now (fio finds no device behind /proc/self/fd/N)."""
+    if target.kind != "device" or target.device is None:
+        return None
+    try:
+        fields = [
+            int(x) for x in (roots.sys_class_block / target.device / "stat").read_text().split()
+        ]
+    except (OSError, ValueError):
+        return None
+    return time.monotonic(), fields
+
+
+def _with_disk_util(
+    raw: str,
+    doc: Any,
+    target: ProbeTarget,
+    before: _DiskCounters | None,
+    after: _DiskCounters | None,
+) -> tuple[str, Any]:
+    """fio's document, with the ``disk_util`` fio would have given for a device by name.
+
+    Computed the way fio does (``diskutil.c``): deltas of the device's ``stat`` and
+    ``util`` = io_ticks over the elapsed time. The raw JSON is re-serialised with it.
+    """
+    if not isinstance(doc, dict) or doc.get("disk_util") or before is None or after is None:
+        return raw, doc
+    (t0, a), (t1, b) = before, after
+    if len(a) < 11 or len(b) < 11:
+        return raw, doc
+    d = [y - x for x, y in zip(a, b, strict=False)]
+    elapsed_ms = max((t1 - t0) * 1000, 1.0)
+    util = {
+        "name": target.device,
+        "read_ios": d[0],
+        "write_ios": d[4],
+        "read_merges": d[1],
+        "write_merges": d[5],
+        "read_ticks": d[3],
+        "write_ticks": d[7],
+        "in_queue": d[10],
+        "util": min(100.0, d[9] * 100 / elapsed_ms),
+    }
+    doc = {**doc, "disk_util": [util]}
+    return json.dumps(doc, indent=2), doc
+
+
+def _verify(checked: CheckedTarget) -> None:
+    try:
+        checked.verify()
+    except TargetError as exc:
+        raise ProbeError(str(exc)) from exc
+
+
+async def _open_in_thread(request: ProbeRequest, roots: Roots) -> CheckedTarget:
+    """:func:`open_target` in a worker thread; a cancel closes what the thread opened."""
+    loop = asyncio.get_running_loop()
+    future = loop.run_in_executor(
+        None,
+        lambda: open_target(
+            request.target, request.preset, request.params, roots, confirm=request.confirm
+        ),
+    )
+    try:
+        return await asyncio.shield(future)
+    except asyncio.CancelledError:
+        future.add_done_callback(_close_result)
+        raise
+    except TargetError as exc:
+        raise ProbeError(str(exc)) from exc
+
+
+def _close_result(future: asyncio.Future[CheckedTarget]) -> None:
+    if not future.cancelled() and future.exception() is None:
+        future.result().close()
+
+
+def _pdeathsig_prefix() -> list[str]:
+    setpriv = lookup_program("setpriv").path
+    return [setpriv, "--pdeathsig", "KILL", "--"] if setpriv else []
 
 
 # fio processes running now, for :func:`stop_all_probes` (signal handlers, atexit).
-_live_fio: set[int] = set()
+_live_fio: set[FioProcess] = set()
 
 
 def stop_all_probes() -> None:
-    """Kill every running fio (with its jobs) and remove every probe file, synchronously.
+    """Kill every running fio and remove every probe directory, synchronously.
 
     For a signal handler or ``atexit`` in a program that cannot wait for its probe tasks to
     be cancelled; cancelling the task awaiting :meth:`ProbeRunner.run` does the same.
     """
-    for pid in tuple(_live_fio):
-        try:
-            jobs = psutil.Process(pid).children(recursive=True)
-        except psutil.Error:
-            jobs = []
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, signal.SIGKILL)
-        for job in jobs:
-            with contextlib.suppress(psutil.Error):
-                job.kill()
+    for fio in tuple(_live_fio):
+        fio.kill()
     remove_all_probe_files()
-
-
-async def _kill_group(proc: asyncio.subprocess.Process) -> None:
-    """End fio and every job process it forked.
-
-    fio's job processes call ``setsid()`` themselves, so killing fio's process group is not
-    enough: they are found as descendants while fio still lives, and killed one by one.
-    They also hold fio's stdout, and asyncio's ``wait()`` waits for the pipes to close.
-    """
-    if proc.returncode is not None:
-        return
-    try:
-        jobs = psutil.Process(proc.pid).children(recursive=True)
-    except psutil.Error:
-        jobs = []
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    for job in jobs:
-        with contextlib.suppress(psutil.Error):
-            job.kill()
-    # Reap fio so no zombie stays; shielded so a second cancel cannot skip the wait.
-    with contextlib.suppress(asyncio.CancelledError, ProcessLookupError, asyncio.TimeoutError):
-        await asyncio.wait_for(asyncio.shield(proc.wait()), 10)
-    with contextlib.suppress(psutil.Error):
-        psutil.wait_procs(jobs, timeout=5)
 
 
 def _io_uring_unavailable(run: _FioRun) -> bool:

@@ -1,12 +1,18 @@
 """What a probe may touch, and how: the safety rules of DESIGN.md in one place.
 
-* A directory target gets a file that the probe creates itself (``O_EXCL``, a name containing
-  ``iotop-plus-probe``), sized from the free space, removed whatever happens.
+* Check a thing, then use that same thing. The typed path is resolved once. A device is
+  opened as its canonical ``/dev/NAME`` (``st_rdev`` verified on the descriptor), and every
+  check reads that descriptor; fio gets ``/proc/self/fd/N``. A directory gets a private 0700
+  subdirectory made through a descriptor (:mod:`iotop_plus.probe.workdir`); fio gets
+  ``/proc/self/fd/N/iotop-plus-probe-...``, sized from the free space, removed whatever happens.
 * A missing directory is refused: fio would create it (and its parents) silently.
 * A block device target runs read-only presets, and fio always gets ``--readonly``.
 * A write preset on a raw device is refused while anything uses the device or its partitions
-  (mount, swap, holder, a filesystem or partition-table signature); otherwise the user must
-  type the device's name to confirm.
+  (mount, swap, holder, an opener, a filesystem or partition-table signature); otherwise the
+  user must type the device's name to confirm.
+
+:func:`plan_target` and :func:`open_target` block (blkid, a scan of every process's fds):
+call them from a worker thread, never from a UI loop. They assume no event loop.
 """
 
 from __future__ import annotations
@@ -14,21 +20,25 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
-import shutil
 import stat
 import subprocess
-import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import TracebackType
 
 from iotop_plus.probe.presets import Preset, ProbeParams
+from iotop_plus.probe.workdir import PROBE_FILE_MARK as PROBE_FILE_MARK  # re-exported
+from iotop_plus.probe.workdir import (
+    ProbeWorkdir,
+    WorkdirError,
+    live_workdirs,
+    remove_all_workdirs,
+    remove_leftovers,
+)
+from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import read_inventory
 
-#: Every probe file's name contains this, so leftovers are easy to find (and the repo's
-#: stop hook looks for it).
-PROBE_FILE_MARK = "iotop-plus-probe"
 #: A probe file never takes more than this share of the free space.
 FREE_SPACE_FRACTION = 0.25
 #: Below this a probe measures nothing useful.
@@ -37,18 +47,19 @@ MIN_PROBE_BYTES = 16 * 1024 * 1024
 # Magic bytes of common filesystems, volume formats and partition tables: (offset, bytes,
 # what). Used besides ``blkid -p`` so a missing blkid never lets a write through.
 _SIGNATURES: tuple[tuple[int, bytes, str], ...] = (
-    (1080, b"\x53\xef", "ext2/3/4 filesystem"),
-    (0, b"XFSB", "XFS filesystem"),
-    (65600, b"_BHRfS_M", "btrfs filesystem"),
-    (4086, b"SWAPSPACE2", "swap signature"),
-    (0, b"LUKS\xba\xbe", "LUKS volume"),
-    (512, b"EFI PART", "GPT partition table"),
-    (510, b"\x55\xaa", "DOS partition table or boot sector"),
-    (3, b"NTFS    ", "NTFS filesystem"),
-    (0, b"LABELONE", "LVM physical volume"),
-    (512, b"LABELONE", "LVM physical volume"),
-    (4096, b"\xfc\x4e\x2b\xa9", "md RAID member"),
+    (1080, b"\x53\xef", "an ext2/3/4 filesystem"),
+    (0, b"XFSB", "an XFS filesystem"),
+    (65600, b"_BHRfS_M", "a btrfs filesystem"),
+    (4086, b"SWAPSPACE2", "a swap signature"),
+    (0, b"LUKS\xba\xbe", "a LUKS volume"),
+    (512, b"EFI PART", "a GPT partition table"),
+    (510, b"\x55\xaa", "a DOS partition table or boot sector"),
+    (3, b"NTFS    ", "an NTFS filesystem"),
+    (0, b"LABELONE", "an LVM physical volume"),
+    (512, b"LABELONE", "an LVM physical volume"),
+    (4096, b"\xfc\x4e\x2b\xa9", "an md RAID member"),
 )
+_HEAD_BYTES = 65608
 
 
 class TargetError(Exception):
@@ -75,7 +86,7 @@ class ProbeTarget:
     directory: Path | None
     """The directory for a file target."""
     device_path: Path | None
-    """``/dev/NAME`` for a device target."""
+    """``/dev/NAME`` for a device target (the canonical node, whatever was typed)."""
     device: str | None
     """Kernel name of the block device measured (for a directory: the one holding it, if
     any), used for its settings and the live iostat line."""
@@ -84,7 +95,7 @@ class ProbeTarget:
     readonly: bool
     """fio gets ``--readonly`` (always for a device unless a write was confirmed)."""
     note: str | None = None
-    """Why the size is smaller than asked, when it is."""
+    """Why the size is smaller than asked, or what was cleaned up first, when anything."""
 
     @property
     def label(self) -> str:
@@ -93,6 +104,64 @@ class ProbeTarget:
             return str(self.device_path)
         on = f" (on {self.device})" if self.device else ""
         return f"{self.directory}{on}"
+
+
+class CheckedTarget:
+    """A target that passed the checks, held open: fio gets what was checked, nothing else.
+
+    Use as a context manager (or call :meth:`close`): the descriptors are closed and the
+    probe directory removed whatever happens.
+    """
+
+    def __init__(self, target: ProbeTarget, fd: int, workdir: ProbeWorkdir | None = None) -> None:
+        self.target = target
+        """The checked target."""
+        self.fd = fd
+        """The device's descriptor, or the chosen directory's."""
+        self.workdir = workdir
+        """The private probe directory of a directory target."""
+
+    @property
+    def fio_filename(self) -> str:
+        """fio's ``--filename``: always through a descriptor of ours."""
+        if self.workdir is not None:
+            return self.workdir.fio_filename
+        return f"/proc/self/fd/{self.fd}"
+
+    @property
+    def pass_fds(self) -> tuple[int, ...]:
+        """Descriptors fio must inherit for :attr:`fio_filename` to work."""
+        return (self.workdir.fd,) if self.workdir is not None else (self.fd,)
+
+    def verify(self) -> None:
+        """Check, once fio has started, that it writes what was checked.
+
+        Raises:
+            TargetError: the probe file is not the regular file of ours fio made.
+        """
+        if self.workdir is not None:
+            why = self.workdir.check_probe_file()
+            if why:
+                raise TargetError(f"{why} in {self.workdir.parent}: probe aborted")
+
+    def close(self) -> None:
+        """Remove the probe directory and close every descriptor; idempotent."""
+        if self.workdir is not None:
+            self.workdir.remove()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> CheckedTarget:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
 
 
 def device_of_dev_t(roots: Roots, dev: int) -> str | None:
@@ -114,46 +183,114 @@ def plan_target(
 ) -> ProbeTarget:
     """Check ``text`` (a directory or a block device path) for this preset.
 
-    Nothing is created here.
+    Nothing is created here and nothing stays open. Blocks: call it from a worker thread.
 
     Raises:
         TargetError: one line saying why the target is refused.
         ConfirmationNeeded: a write preset on an unused device without the typed name.
     """
-    text = text.strip()
-    if not text:
-        raise TargetError("no target: give a directory (a probe file is made in it) or a device")
-    path = Path(text).expanduser()
-    if not path.is_absolute():
-        path = Path.cwd() / path
+    with open_target(text, preset, params, roots, confirm=confirm, make_workdir=False) as t:
+        return t.target
+
+
+def open_target(
+    text: str,
+    preset: Preset,
+    params: ProbeParams,
+    roots: Roots,
+    *,
+    confirm: str | None = None,
+    make_workdir: bool = True,
+) -> CheckedTarget:
+    """Resolve ``text`` once, check it, and hold it open for fio.
+
+    A directory target first loses the leftovers of dead probes, is then sized from the free
+    space, and gets its private probe directory (unless ``make_workdir`` is false).
+    Blocks: call it from a worker thread.
+
+    Raises:
+        TargetError: one line saying why the target is refused.
+        ConfirmationNeeded: a write preset on an unused device without the typed name.
+    """
+    path = _typed_path(text)
     try:
-        st = path.stat()
+        # O_PATH: resolve the typed name exactly once, open nothing (a FIFO cannot block).
+        opath = os.open(path, os.O_PATH | os.O_CLOEXEC)
     except FileNotFoundError:
         raise TargetError(
             f"target {path} does not exist (a probe never creates directories)"
         ) from None
     except OSError as exc:
         raise TargetError(f"cannot use target {path}: {exc.strerror}") from None
+    try:
+        st = os.fstat(opath)
+        if stat.S_ISDIR(st.st_mode):
+            return _open_directory(path, opath, params, roots, make_workdir)
+    finally:
+        os.close(opath)  # before the device checks: our own openers must not count
     if stat.S_ISBLK(st.st_mode):
-        return _plan_device(path, st, preset, params, roots, confirm)
-    if stat.S_ISDIR(st.st_mode):
-        return _plan_directory(path, st, params, roots)
+        return _open_device(path, st, preset, params, roots, confirm)
     raise TargetError(
         f"target {path} is neither a directory nor a block device "
         "(a probe never writes to an existing file)"
     )
 
 
-def _plan_directory(
-    path: Path, st: os.stat_result, params: ProbeParams, roots: Roots
-) -> ProbeTarget:
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise TargetError(f"cannot write in {path}: permission denied")
+def _typed_path(text: str) -> Path:
+    text = text.strip()
+    if not text:
+        raise TargetError("no target: give a directory (a probe file is made in it) or a device")
+    path = Path(text).expanduser()
+    return path if path.is_absolute() else Path.cwd() / path
+
+
+def _open_directory(
+    path: Path, opath: int, params: ProbeParams, roots: Roots, make_workdir: bool
+) -> CheckedTarget:
+    fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=opath)
     try:
-        vfs = os.statvfs(path)
+        if not os.access(".", os.W_OK | os.X_OK, dir_fd=fd, effective_ids=True):
+            raise TargetError(f"cannot write in {path}: permission denied")
+        notes = []
+        floor = 0
+        if make_workdir:
+            before = os.fstatvfs(fd)
+            removed, freed = remove_leftovers(fd)
+            if freed:
+                floor = before.f_bavail * before.f_frsize + freed
+            if removed:
+                notes.append(
+                    f"removed {removed} leftover probe director{'y' if removed == 1 else 'ies'}"
+                    f" of a killed run ({freed // 2**20} MiB)"
+                )
+        target = _size_directory(path, fd, params, roots, floor)
+        if notes:
+            target = replace(target, note="; ".join(filter(None, [*notes, target.note])))
+        workdir = None
+        if make_workdir:
+            try:
+                workdir = ProbeWorkdir(fd, path)
+            except WorkdirError as exc:
+                raise TargetError(str(exc)) from None
+        return CheckedTarget(target, fd, workdir)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _size_directory(
+    path: Path, fd: int, params: ProbeParams, roots: Roots, floor: int = 0
+) -> ProbeTarget:
+    """Size the probe file from the free space, or from ``floor`` when that is more.
+
+    ``floor`` is the free space before removing leftovers plus what they held: their space
+    can come back a moment after the unlink, while a killed fio's last thread closes them.
+    """
+    try:
+        vfs = os.fstatvfs(fd)
     except OSError as exc:
         raise TargetError(f"cannot read free space of {path}: {exc.strerror}") from None
-    free = vfs.f_bavail * vfs.f_frsize
+    free = max(vfs.f_bavail * vfs.f_frsize, min(floor, vfs.f_blocks * vfs.f_frsize))
     wanted = params.size_mb * 1024 * 1024
     cap = int(free * FREE_SPACE_FRACTION)
     size = min(wanted, cap)
@@ -169,19 +306,46 @@ def _plan_directory(
             f"probe file capped to {size // 2**20} MiB "
             f"({int(FREE_SPACE_FRACTION * 100)}% of {free // 2**20} MiB free)"
         )
+    st_dev = os.fstat(fd).st_dev
     return ProbeTarget(
-        "file", path, None, device_of_dev_t(roots, st.st_dev), size, readonly=False, note=note
+        "file", path, None, device_of_dev_t(roots, st_dev), size, readonly=False, note=note
     )
 
 
-def _plan_device(
+def open_device(name: str, rdev: int, flags: int = os.O_RDONLY) -> int:
+    """Open the canonical ``/dev/NAME`` and check it is the block device ``rdev``.
+
+    Raises:
+        TargetError: it cannot be opened (EACCES says so plainly) or is another device.
+    """
+    dev_path = f"/dev/{name}"
+    try:
+        fd = os.open(dev_path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except PermissionError:
+        how = "writing" if flags & (os.O_RDWR | os.O_WRONLY) else "reading"
+        raise TargetError(
+            f"cannot open {dev_path} for {how}: permission denied (run as root, or as a user "
+            "with access to the device)"
+        ) from None
+    except OSError as exc:
+        raise TargetError(f"cannot open {dev_path}: {exc.strerror}") from None
+    st = os.fstat(fd)
+    if not stat.S_ISBLK(st.st_mode) or st.st_rdev != rdev:
+        os.close(fd)
+        raise TargetError(
+            f"{dev_path} is not the device checked ({os.major(rdev)}:{os.minor(rdev)})"
+        )
+    return fd
+
+
+def _open_device(
     path: Path,
     st: os.stat_result,
     preset: Preset,
     params: ProbeParams,
     roots: Roots,
     confirm: str | None,
-) -> ProbeTarget:
+) -> CheckedTarget:
     name = device_of_dev_t(roots, st.st_rdev)
     if name is None:
         raise TargetError(f"{path} is not a block device known to sysfs")
@@ -195,44 +359,76 @@ def _plan_device(
     span -= span % params.bs_bytes
     if span < params.bs_bytes:
         raise TargetError(f"{path} is smaller than one block of {params.bs}")
-    if not preset.writes:
-        return ProbeTarget("device", None, path, name, span, readonly=True)
-    reasons = device_in_use(roots, name, path)
-    if reasons:
-        raise TargetError(
-            f"refusing to write to {path}: " + "; ".join(reasons) + " (pick a directory instead)"
-        )
-    if confirm != name:
-        raise ConfirmationNeeded(name)
-    return ProbeTarget("device", None, path, name, span, readonly=False)
+    fd = open_device(name, st.st_rdev, os.O_RDWR if preset.writes else os.O_RDONLY)
+    dev_path = Path("/dev") / name
+    try:
+        if not preset.writes:
+            return CheckedTarget(
+                ProbeTarget("device", None, dev_path, name, span, readonly=True), fd
+            )
+        reasons = device_in_use(roots, name, fd)
+        if reasons:
+            raise TargetError(
+                f"refusing to write to {dev_path}: "
+                + "; ".join(reasons)
+                + " (pick a directory instead)"
+            )
+        if confirm != name:
+            raise ConfirmationNeeded(name)
+        return CheckedTarget(ProbeTarget("device", None, dev_path, name, span, readonly=False), fd)
+    except BaseException:
+        os.close(fd)
+        raise
 
 
-def device_in_use(roots: Roots, name: str, path: Path) -> list[str]:
-    """Every reason writing to the device (or its partitions) would hurt someone."""
+def device_in_use(roots: Roots, name: str, fd: int) -> list[str]:
+    """Every reason writing to the device open on ``fd`` (or its partitions) would hurt."""
     inventory = read_inventory(roots, use_udev=False)
     reasons = list(inventory.in_use_reasons(name))
     dev = inventory.get(name)
-    members = [(name, path)]
+    reasons += _member_reasons(roots, name, fd)
     if dev is not None:
         if dev.partitions:
             reasons.append(f"{name} has partitions ({', '.join(dev.partitions)})")
-        members += [(p, path.parent / p) for p in dev.partitions]
         if dev.read_only:
             reasons.append(f"{name} is read-only")
-    for member, member_path in members:
-        reasons += [f"{member} holds {sig}" for sig in signatures(member_path)]
-        reasons += openers(roots, member_path)
-        if _exclusively_busy(member_path):
-            reasons.append(f"{member} is busy (held exclusively by the kernel or a program)")
+        for part in dev.partitions:
+            rdev = _sysfs_dev(roots, part)
+            if rdev is None:
+                continue
+            try:
+                part_fd = open_device(part, rdev)
+            except TargetError as exc:
+                reasons.append(str(exc))
+                continue
+            try:
+                reasons += _member_reasons(roots, part, part_fd)
+            finally:
+                os.close(part_fd)
     return reasons
 
 
-def openers(roots: Roots, path: Path) -> list[str]:
-    """``pid N (comm) has /dev/X open`` for every process holding the device open."""
+def _member_reasons(roots: Roots, name: str, fd: int) -> list[str]:
+    reasons = [f"{name} holds {sig}" for sig in signatures(fd)]
+    reasons += openers(roots, fd, f"/dev/{name}")
+    if _exclusively_busy(fd):
+        reasons.append(f"{name} is busy (held exclusively by the kernel or a program)")
+    return reasons
+
+
+def _sysfs_dev(roots: Roots, name: str) -> int | None:
     try:
-        rdev = path.stat().st_rdev
-    except OSError:
-        return []
+        major, minor = (roots.sys_class_block / name / "dev").read_text().strip().split(":")
+        return os.makedev(int(major), int(minor))
+    except (OSError, ValueError):
+        return None
+
+
+def openers(roots: Roots, fd: int, shown: str) -> list[str]:
+    """``pid N (comm) has /dev/X open`` for every process holding the device of ``fd`` open
+    (our own descriptor ``fd`` excepted)."""
+    rdev = os.fstat(fd).st_rdev
+    me = str(os.getpid())
     found = []
     try:
         pids = [p for p in os.listdir(roots.proc) if p.isdigit()]
@@ -244,9 +440,11 @@ def openers(roots: Roots, path: Path) -> list[str]:
             fds = os.listdir(fd_dir)
         except OSError:
             continue  # gone, or not ours to see
-        for fd in fds:
+        for entry in fds:
+            if pid == me and entry == str(fd):
+                continue
             try:
-                st = os.stat(fd_dir / fd)
+                st = os.stat(fd_dir / entry)
             except OSError:
                 continue
             if stat.S_ISBLK(st.st_mode) and st.st_rdev == rdev:
@@ -254,101 +452,92 @@ def openers(roots: Roots, path: Path) -> list[str]:
                     comm = (roots.proc / pid / "comm").read_text().strip()
                 except OSError:
                     comm = "?"
-                found.append(f"pid {pid} ({comm}) has {path} open")
+                found.append(f"pid {pid} ({comm}) has {shown} open")
                 break
     return found
 
 
-def _exclusively_busy(path: Path) -> bool:
+def _exclusively_busy(fd: int) -> bool:
     # On a block device, O_EXCL fails with EBUSY while it is mounted or claimed by md, dm,
-    # swap or another exclusive opener; it reads nothing and writes nothing.
+    # swap or another exclusive opener; it reads nothing and writes nothing. Reopening our
+    # descriptor reaches the same device, whatever names changed meanwhile.
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_EXCL)
+        excl = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
     except OSError as exc:
         return exc.errno == errno.EBUSY
-    os.close(fd)
+    os.close(excl)
     return False
 
 
-def signatures(path: Path) -> list[str]:
-    """Filesystem, volume and partition-table signatures found on a device (read only)."""
-    found: list[str] = []
-    blkid = shutil.which("blkid")
-    if blkid is not None:
-        try:
-            proc = subprocess.run(
-                [blkid, "-p", "-o", "export", str(path)],
-                capture_output=True,
-                text=True,
-                timeout=20,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            proc = None
-        if proc is not None and proc.returncode == 0:
-            fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
-            kind = fields.get("TYPE") or fields.get("PTTYPE") or "a signature"
-            found.append(f"a {kind} signature (blkid)")
+def signatures(fd: int) -> list[str]:
+    """Filesystem, volume and partition-table signatures on the device open on ``fd``.
+
+    ``blkid -p`` reads the same device through ``/proc/self/fd/N``. Its ``PART_ENTRY_*``
+    keys describe the partition's entry in its parent's table, not the content, so a blank
+    partition holds no signature. The magic bytes are read with ``pread`` on ``fd``, so a
+    missing blkid never lets a write through.
+    """
+    found = _blkid_signatures(fd)
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(65608)
+        head = os.pread(fd, _HEAD_BYTES, 0)
     except OSError as exc:
         # Unreadable means unknown, and unknown is not safe to overwrite.
         return [*found, f"unreadable content ({exc.strerror})"]
-    for offset, magic, what in _SIGNATURES:
-        if head[offset : offset + len(magic)] == magic:
-            found.append(f"a {what}")
-    return found
+    if found:
+        return found  # blkid named it; the magic bytes would only say it again, vaguer
+    return [
+        what for offset, magic, what in _SIGNATURES if head[offset : offset + len(magic)] == magic
+    ]
 
 
-# The probe files that exist right now, so a signal handler or atexit can remove them even
-# when the code that made them never reaches its ``finally``.
-_live_files: set[Path] = set()
-_live_lock = threading.Lock()
+def _blkid_signatures(fd: int) -> list[str]:
+    blkid = find_program("blkid")
+    if blkid is None:
+        return []
+    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+        proc = subprocess.run(
+            [blkid, "-p", "-o", "export", f"/proc/self/fd/{fd}"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+            pass_fds=(fd,),
+        )
+        if proc.returncode != 0:
+            return []  # 2: nothing found
+        fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+        found = []
+        if fields.get("TYPE"):
+            usage = fields.get("USAGE", "")
+            what = "filesystem" if usage == "filesystem" else "signature"
+            kind = fields["TYPE"]
+            found.append(f"{'an' if kind[0] in 'aeiouAEIOU' else 'a'} {kind} {what} (blkid)")
+        if fields.get("PTTYPE"):
+            found.append(f"a {fields['PTTYPE']} partition table (blkid)")
+        unknown = {k for k in fields if not _is_part_entry(k) and k not in _BLKID_NOT_CONTENT} - {
+            "TYPE",
+            "PTTYPE",
+        }
+        if not found and unknown:
+            found.append(f"an unnamed signature (blkid: {', '.join(sorted(unknown))})")
+        return found
+    return []
 
 
-def create_probe_file(target: ProbeTarget) -> Path:
-    """Create the probe file of a directory target with O_EXCL; returns its path.
-
-    Raises:
-        TargetError: when the file cannot be created.
-    """
-    if target.kind != "file" or target.directory is None:
-        raise TargetError("only a directory target gets a probe file")
-    for _ in range(5):
-        path = target.directory / f"{PROBE_FILE_MARK}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600)
-        except FileExistsError:
-            continue
-        except OSError as exc:
-            raise TargetError(
-                f"cannot create a probe file in {target.directory}: {exc.strerror}"
-            ) from None
-        with _live_lock:
-            _live_files.add(path)
-        os.close(fd)
-        return path
-    raise TargetError(f"cannot create a unique probe file in {target.directory}")
+# Keys that describe where the device sits, not what it holds.
+_BLKID_NOT_CONTENT = frozenset({"DEVNAME", "USAGE", "VERSION", "UUID", "UUID_SUB", "LABEL",
+                                "BLOCK_SIZE", "PTUUID", "SBBADCSUM"})  # fmt: skip
 
 
-def remove_probe_file(path: Path) -> None:
-    """Remove a probe file this process created (never anything else)."""
-    with _live_lock:
-        if path not in _live_files:
-            return
-        _live_files.discard(path)
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
+def _is_part_entry(key: str) -> bool:
+    return key.startswith("PART_ENTRY_")
 
 
 def live_probe_files() -> tuple[Path, ...]:
-    """Probe files this process has created and not yet removed."""
-    with _live_lock:
-        return tuple(_live_files)
+    """Probe files of probes alive in this process (their paths, for people)."""
+    return tuple(w.display_path for w in live_workdirs())
 
 
 def remove_all_probe_files() -> None:
-    """Remove every probe file still alive: for signal handlers and atexit."""
-    for path in live_probe_files():
-        remove_probe_file(path)
+    """Remove every probe file and probe directory still alive: for signal handlers, atexit."""
+    remove_all_workdirs()

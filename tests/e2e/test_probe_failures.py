@@ -6,7 +6,6 @@ Fake fio scripts are used only to produce failures real fio cannot be made to pr
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import replace
@@ -16,7 +15,9 @@ import pytest
 
 from iotop_plus.probe.presets import PRESETS
 from iotop_plus.probe.runner import ProbeError, ProbeRequest, ProbeRunner
+from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
+from tests.support.nobody import nobody_directory, nobody_env, nobody_python
 
 
 def _request(target: Path, preset: str = "randread", **changes: object) -> ProbeRequest:
@@ -40,20 +41,37 @@ def target(tmp_path: Path) -> Path:
     return path
 
 
-def test_fio_missing_from_path_names_the_install_command(target: Path) -> None:
+def test_fio_missing_from_path_names_the_install_command() -> None:
+    # As root PATH is not used (iotop_plus.programs), so a plain user plays this one.
+    python = nobody_python()
+    with nobody_directory() as target:
+        empty = target / "empty-bin"
+        empty.mkdir()
+        proc = subprocess.run(
+            [*python, "-m", "iotop_plus", "probe", "wal", "-t", "/tmp", "-r", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+            env=nobody_env(str(empty)),
+            cwd="/",
+        )
+        assert proc.returncode == 1
+        assert proc.stderr == (
+            f"iotop-plus: probe failed: fio is not installed (looked in {empty}): "
+            "install it with `apt-get install fio` (Debian/Ubuntu) or `dnf install fio`\n"
+        )
+    assert not [p for p in Path("/tmp").iterdir() if p.name.startswith(".iotop-plus-")]
+
+
+async def test_fio_missing_from_the_search_path_says_where_it_looked(target: Path) -> None:
     empty = target.parent / "empty-bin"
     empty.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-m", "iotop_plus", "probe", "wal", "-t", str(target), "-r", "1"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-        env={**os.environ, "PATH": str(empty)},
-    )
-    assert proc.returncode == 1
-    assert "fio is not installed" in proc.stderr and "apt-get install fio" in proc.stderr
-    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    with (
+        search_path_override([str(empty)]),
+        pytest.raises(ProbeError, match=f"fio is not installed \\(looked in {empty}"),
+    ):
+        await ProbeRunner(Roots()).run(_request(target))
     assert list(target.iterdir()) == []
 
 

@@ -25,6 +25,7 @@ from iotop_plus.probe.runner import (
     stop_all_probes,
 )
 from iotop_plus.probe.target import ConfirmationNeeded, TargetError, live_probe_files, plan_target
+from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
 
 pytestmark = [pytest.mark.slow]
@@ -43,6 +44,15 @@ def _fio_processes_on(path: Path) -> list[psutil.Process]:
         cmd = proc.info["cmdline"] or []
         if cmd and "fio" in os.path.basename(cmd[0]) and any(str(path) in a for a in cmd):
             found.append(proc)
+    return found
+
+
+def _probe_files_in(directory: Path) -> list[Path]:
+    """Probe files in their private 0700 subdirectories of ``directory``."""
+    found = []
+    for sub in directory.glob(".iotop-plus-*"):
+        assert sub.is_dir() and (sub.stat().st_mode & 0o777) == 0o700
+        found += [p for p in sub.iterdir() if p.name.startswith("iotop-plus-probe-")]
     return found
 
 
@@ -138,7 +148,12 @@ async def test_a_write_probe_on_an_unused_device_needs_its_name_typed(
 
 
 def test_a_missing_target_directory_is_refused_and_not_created(tmp_path: Path) -> None:
+    # The target is checked before fio is looked for: this holds where fio is missing.
     missing = tmp_path / "no" / "such" / "dir"
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    with search_path_override([str(empty)]), pytest.raises(ProbeError, match="does not exist"):
+        asyncio.run(ProbeRunner(Roots()).run(_request("randread", missing)))
     proc = subprocess.run(
         [sys.executable, "-m", "iotop_plus", "probe", "randread", "-t", str(missing), "-r", "1"],
         capture_output=True,
@@ -185,7 +200,7 @@ async def test_a_cancelled_probe_leaves_no_file_and_no_fio(tmp_path: Path, fio_b
     runner = ProbeRunner(Roots(), fio_bin)
     task = asyncio.ensure_future(runner.run(_request("mixed", tmp_path, runtime=60), progress))
     await asyncio.wait_for(started.wait(), 30)
-    assert next(p.name for p in tmp_path.iterdir()).startswith("iotop-plus-probe-")
+    assert _probe_files_in(tmp_path)
     assert _fio_processes_on(tmp_path)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -222,7 +237,7 @@ def test_a_signal_to_the_cli_during_a_probe_leaves_no_file_and_no_fio(
         for line in proc.stderr:  # wait for fio's first live report
             if "s left" in line:
                 break
-        assert any(p.name.startswith("iotop-plus-probe-") for p in tmp_path.iterdir())
+        assert _probe_files_in(tmp_path)
         assert _fio_processes_on(tmp_path)
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=30)
@@ -258,7 +273,7 @@ def test_a_device_a_program_holds_open_is_refused_for_writes(
     make_loop: Callable[..., str],
 ) -> None:
     dev = make_loop(size_mb=64)
-    holder = subprocess.Popen(["sh", "-c", f"exec 3</dev/{dev}; echo ready; sleep 60"],
+    holder = subprocess.Popen(["sh", "-c", f"exec 3</dev/{dev}; echo ready; exec sleep 60"],
                               stdout=subprocess.PIPE, text=True)  # fmt: skip
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"

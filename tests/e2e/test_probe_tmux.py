@@ -74,7 +74,7 @@ def test_closing_the_terminal_mid_probe_leaves_no_file_and_no_fio(
         )
         session.wait_for("s left", timeout=30)
         pid = session.program_pid(launched)
-        assert any(p.name.startswith("iotop-plus-probe-") for p in tmp_path.iterdir())
+        assert any(p.name.startswith(".iotop-plus-") for p in tmp_path.iterdir())
     finally:
         session.kill()  # the terminal goes away: the probe gets SIGHUP
     with contextlib.suppress(psutil.NoSuchProcess):  # already gone

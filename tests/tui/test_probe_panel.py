@@ -78,7 +78,7 @@ async def test_a_probe_from_the_panel_shows_live_progress_then_the_result_card(
         await pilot.press("s")
         await _wait_for(pilot, lambda: bool(app.live_texts))
         assert "IOPS" in app.live_texts[0] and "s left" in app.live_texts[0]
-        assert any(p.name.startswith("iotop-plus-probe-") for p in tmp_path.iterdir())
+        assert any(p.name.startswith(".iotop-plus-") for p in tmp_path.iterdir())
         await _wait_for(pilot, lambda: len(panel.history) == 1)
         await pilot.pause()
         card = _text(app, "#probe-card")
@@ -162,7 +162,7 @@ async def test_quitting_the_app_during_a_probe_stops_fio_and_removes_the_file(
         app.query_one("#probe-presets", OptionList).focus()
         await pilot.press("s")
         await _wait_for(pilot, lambda: bool(app.live_texts))
-        assert any(p.name.startswith("iotop-plus-probe-") for p in tmp_path.iterdir())
+        assert any(p.name.startswith(".iotop-plus-") for p in tmp_path.iterdir())
         app.exit()
     assert list(tmp_path.iterdir()) == []
     assert not [
