@@ -4,6 +4,8 @@ Prints figures; never asserts. For each device count it measures, per app:
 
 - **first frame**: time from pressing Enter at a shell prompt to the first screen that shows a
   device row (capture-pane polling; median of ``--runs`` starts);
+- **first figures**: the same, to the first screen where that row shows numbers, not dashes
+  (peers show figures with their first rows);
 - **CPU%** of one core over ``--seconds`` at a 1 s refresh interval, from /proc/PID/stat
   (utime+stime of the app, its reaped children and its live descendants);
 - **peak RSS**: VmHWM from /proc/PID/status at the end of the CPU run;
@@ -75,6 +77,8 @@ class App:
     """Key that shows loop devices when they are hidden by default."""
     reads_synthetic: bool = False
     """Whether the app can be pointed at a synthetic /proc + /sys tree."""
+    figures_row: str | None = None
+    """Regex that matches once a device row shows figures; None: figures come with the row."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +91,8 @@ class Figures:
     """How many devices the host had (loop or synthetic)."""
     first_frame_ms: float | None
     """Median time to the first frame with a device row."""
+    first_figures_ms: float | None
+    """Median time to the first frame whose device row shows figures."""
     cpu_pct: float | None
     """CPU of one core, percent, over the measured window."""
     rss_mb: float | None
@@ -135,8 +141,11 @@ def peak_rss_mb(pid: int) -> float | None:
 # -- driving one app ---------------------------------------------------------------------
 
 
-def start(tmux: TmuxSession, app: App, extra: Sequence[str]) -> tuple[Launched, float]:
-    """Launch ``app`` and wait for its first device row; returns (launched, seconds)."""
+def start(tmux: TmuxSession, app: App, extra: Sequence[str]) -> tuple[Launched, float, float]:
+    """Launch ``app``, wait for its first device row, then for figures in it.
+
+    Returns (launched, seconds to the row, seconds to figures).
+    """
     pattern = re.compile(app.device_row, re.M)
     launched = tmux.launch([*app.argv, *extra], env=dict(app.env))
     t0 = time.monotonic()
@@ -146,7 +155,14 @@ def start(tmux: TmuxSession, app: App, extra: Sequence[str]) -> tuple[Launched, 
         interval=0.005,
         what=f"{app.name} device row",
     )
-    return launched, time.monotonic() - t0
+    row = time.monotonic() - t0
+    if app.figures_row is None:
+        return launched, row, row
+    figures = re.compile(app.figures_row, re.M)
+    tmux.wait_until(
+        lambda s: figures.search(s) is not None, timeout=30, interval=0.005, what="figures"
+    )
+    return launched, row, time.monotonic() - t0
 
 
 def tmux_alt(tmux: TmuxSession) -> bool:
@@ -206,16 +222,18 @@ def measure(
     """All figures for ``app`` on the current host/tree."""
     notes: list[str] = []
     firsts: list[float] = []
+    figures: list[float] = []
     with TmuxSession(WIDTH, HEIGHT) as tmux:
         for _ in range(runs):
             try:
-                launched, took = start(tmux, app, extra)
+                launched, took, with_figures = start(tmux, app, extra)
             except TmuxError as exc:
                 notes.append("no device row: " + str(exc).split("\n")[0])
-                return Figures(app.name, devices, None, None, None, None, None, tuple(notes))
+                return Figures(app.name, devices, None, None, None, None, None, None, tuple(notes))
             firsts.append(took)
+            figures.append(with_figures)
             stop(tmux, launched)
-        launched, _ = start(tmux, app, extra)
+        launched, _, _ = start(tmux, app, extra)
         pid = tmux.program_pid(launched)
         if loop_names:
             # A loop device shows by its name, or (bpytop) by its mount point's name.
@@ -248,6 +266,7 @@ def measure(
         app.name,
         devices,
         statistics.median(firsts) * 1000,
+        statistics.median(figures) * 1000,
         cpu,
         rss,
         statistics.median(keys) * 1000 if keys else None,
@@ -354,6 +373,7 @@ def ours() -> App:
         name="iotop-plus",
         argv=(str(script) if script.exists() else "iotop-plus", "--interval", "1"),
         device_row=r"\b(vda|sda|nvme0n1|loop\d+)\b",
+        figures_row=r"\b(vda|sda|nvme0n1|loop\d+|sd[a-z]+)\s+\d+\.\d\d\b",
         pause_key="Space",
         show_all="a",
         reads_synthetic=True,
@@ -361,7 +381,7 @@ def ours() -> App:
 
 
 def peers(workdir: Path) -> tuple[list[App], list[str]]:
-    """glances and bpytop from the peers' venv; the second list holds skip notes."""
+    """glances and bpytop from the peers' venv, and btop; the second list holds skip notes."""
     venv = Path(os.environ.get("IOTOP_PLUS_BENCH_PEERS", "/work/benchvenv"))
     apps: list[App] = []
     notes: list[str] = []
@@ -397,6 +417,18 @@ def peers(workdir: Path) -> tuple[list[App], list[str]]:
         )
     else:
         notes.append(f"bpytop skipped: not found in {venv} (pip install bpytop there)")
+    btop = shutil.which("btop")
+    if btop is not None:
+        home = workdir / "btop-home"
+        (home / ".config" / "btop").mkdir(parents=True)
+        (home / ".config" / "btop" / "btop.conf").write_text(
+            'update_ms = 1000\nshown_boxes = "cpu mem net proc"\nshow_disks = True\n'
+        )
+        # btop lists mounted filesystems, not block devices: its disks box title marks the
+        # first frame (it is measured for CPU, the figure issue #12 compares against).
+        apps.append(App(name="btop", argv=(btop,), env=(("HOME", str(home)),), device_row=r"disks"))
+    else:
+        notes.append("btop skipped: not installed (apt-get install btop)")
     return apps, notes
 
 
@@ -418,12 +450,13 @@ def ratio(a: float | None, b: float | None) -> str:
 def report(rows: list[Figures]) -> None:
     print()
     print(
-        f"{'app':<11} {'devices':>7} {'first ms':>9} {'CPU %':>7} {'RSS MiB':>8} {'key ms':>7}"
-        f" {'paused':>7}"
+        f"{'app':<11} {'devices':>7} {'first ms':>9} {'figs ms':>8} {'CPU %':>7} {'RSS MiB':>8}"
+        f" {'key ms':>7} {'paused':>7}"
     )
     for r in rows:
         print(
             f"{r.app:<11} {r.devices:>7} {fmt(r.first_frame_ms, '9.0f')} "
+            f"{fmt(r.first_figures_ms, '8.0f')} "
             f"{fmt(r.cpu_pct, '7.2f')} {fmt(r.rss_mb, '8.1f')} {fmt(r.key_ms, '7.0f')}"
             f" {fmt(r.paused_key_ms, '7.0f')}" + ("   " + "; ".join(r.notes) if r.notes else "")
         )
@@ -437,27 +470,45 @@ def report(rows: list[Figures]) -> None:
             continue
         print(
             f"  vs {r.app:<8} at {r.devices:>5} devices: first frame "
-            f"{ratio(mine.first_frame_ms, r.first_frame_ms)}, CPU "
+            f"{ratio(mine.first_frame_ms, r.first_frame_ms)}, first figures "
+            f"{ratio(mine.first_figures_ms, r.first_figures_ms)}, CPU "
             f"{ratio(mine.cpu_pct, r.cpu_pct)}, RSS {ratio(mine.rss_mb, r.rss_mb)}, key "
             f"{ratio(mine.key_ms, r.key_ms)}"
         )
     print()
-    print("aims: first frame < 800 ms (hope 500); CPU <= 2% at 8 devices, <= 3% at 200;")
-    print("      key answered within 100 ms at 2,000 devices; RSS < 100 MiB")
-    for r in rows:
-        if r.app != "iotop-plus":
-            continue
-        misses = []
-        if r.first_frame_ms is not None and r.first_frame_ms >= 800:
-            misses.append(f"first frame {r.first_frame_ms:.0f} ms")
-        cap = 2.0 if r.devices <= 8 else 3.0 if r.devices <= 200 else None
-        if cap is not None and r.cpu_pct is not None and r.cpu_pct > cap:
-            misses.append(f"CPU {r.cpu_pct:.2f}% > {cap}%")
-        if r.devices >= 2000 and r.key_ms is not None and r.key_ms > 100:
-            misses.append(f"key {r.key_ms:.0f} ms > 100 ms")
-        if r.rss_mb is not None and r.rss_mb >= 100:
-            misses.append(f"RSS {r.rss_mb:.1f} MiB")
-        print(f"  {r.devices:>5} devices: " + ("MISSES " + ", ".join(misses) if misses else "ok"))
+    print("aims (issue #12): figures <= 350 ms on the quiet 16-core host; on 2 cores <= 1.5x a")
+    print("      fresh `import textual.app`; CPU <= btop's at 8 devices, <= 1.0% at 200, <= 5% at")
+    print("      2,000; RSS <= 50 MB at 200; key <= 50 ms at 2,000 devices")
+
+
+def median_seconds(argv: Sequence[str], runs: int = 7) -> float:
+    """Median wall time of running ``argv`` to completion."""
+    times = []
+    for _ in range(runs):
+        t0 = time.monotonic()
+        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        times.append(time.monotonic() - t0)
+    return statistics.median(times)
+
+
+def baselines() -> None:
+    """What the first-figures time is judged against, measured now (same machine, same load)."""
+    textual = median_seconds([sys.executable, "-c", "import textual.app"])
+    bare = median_seconds([sys.executable, "-c", "pass"])
+    print(
+        f"baseline: fresh `python -c 'import textual.app'` {textual * 1000:.0f} ms "
+        f"(bare interpreter {bare * 1000:.0f} ms)"
+    )
+    iostat = shutil.which("iostat")
+    if iostat:
+        took = median_seconds([iostat, "-d", "-x"])
+        print(f"baseline: `iostat -d -x` (figures since boot) {took * 1000:.0f} ms")
+    global TEXTUAL_IMPORT_MS
+    TEXTUAL_IMPORT_MS = textual * 1000
+
+
+TEXTUAL_IMPORT_MS: float | None = None
+"""Set by :func:`baselines`: the reference the first-figures time is a ratio to."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -467,7 +518,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=30.0, help="CPU window per app")
     parser.add_argument("--runs", type=int, default=5, help="starts per first-frame median")
     parser.add_argument(
-        "--apps", default="iotop-plus,glances,bpytop", help="comma-separated apps to measure"
+        "--apps",
+        default="iotop-plus,glances,bpytop,btop",
+        help="comma-separated apps to measure",
     )
     args = parser.parse_args(argv)
     # Measure the app as installed: with .pyc files (an editable install has none, and
@@ -479,6 +532,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("tmux is not installed: nothing to measure")
         return 0
     rows: list[Figures] = []
+    baselines()
     with tempfile.TemporaryDirectory(prefix="bench-tui-") as tmp:
         workdir = Path(tmp)
         wanted = {x.strip() for x in args.apps.split(",")}
@@ -518,6 +572,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                         flush=True,
                     )
     report(rows)
+    if TEXTUAL_IMPORT_MS:
+        for r in rows:
+            if r.app == "iotop-plus" and r.first_figures_ms is not None:
+                print(
+                    f"  {r.devices:>5} devices: first figures / import textual.app = "
+                    f"{r.first_figures_ms / TEXTUAL_IMPORT_MS:.2f}x (aim <= 1.5x)"
+                )
     return 0
 
 
