@@ -24,6 +24,7 @@ from textual.screen import Screen
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config, load_config
 from iotop_plus.devices.tuner import Journal, Tuner, TuningError, default_journal_path
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, printable, read_bounded
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
@@ -52,8 +53,8 @@ def read_nr_requests(roots: Roots, inventory: Inventory) -> dict[str, int]:
         if dev.is_partition:
             continue
         try:
-            with open(roots.sys_block / name / "queue" / "nr_requests") as fh:
-                out[name] = int(fh.read().strip() or 0)
+            path = roots.sys_block / name / "queue" / "nr_requests"
+            out[name] = int(read_bounded(path, MAX_ATTRIBUTE_BYTES).strip() or 0)
         except (OSError, ValueError):
             continue
     return out
@@ -79,6 +80,7 @@ class IotopPlusApp(App[int]):
         interval: float | None = None,
         tuner: Tuner | None = None,
         revert_on_exit: bool = False,
+        notes: Iterable[str] = (),
     ) -> None:
         super().__init__()
         self.sampler = sampler
@@ -101,6 +103,10 @@ class IotopPlusApp(App[int]):
         """Queue-setting changes of this run, with undo."""
         self.revert_on_exit = revert_on_exit
         """Revert this run's setting changes on quit without asking."""
+        self.notes = tuple(notes)
+        """Lines to show once the screen is up (config problems), as notifications."""
+        self._source_notice: str | None = None
+        self._last_problem = ""
         self.main_screen = MainScreen(
             sampler.roots,
             config,
@@ -118,6 +124,8 @@ class IotopPlusApp(App[int]):
     async def on_mount(self) -> None:
         # The screen must be composed before the first tick arrives.
         await self.push_screen(self.main_screen)
+        for note in self.notes:  # printed before the alternate screen too, but gone from view
+            self.notify(note, severity="warning", timeout=15, markup=False)
         self._install_signal_handlers()
         self._thread = threading.Thread(
             target=self._sample_loop, name="iotop-plus-sampler", daemon=True
@@ -146,7 +154,7 @@ class IotopPlusApp(App[int]):
         watchdog = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(128 + sig,))
         watchdog.daemon = True
         watchdog.start()
-        self.exit()
+        self.exit(return_code=128 + sig)  # as the headless commands: 143 for TERM, 129 for HUP
 
     async def action_quit(self) -> None:
         """Quit; when settings were changed in this run, ask whether to keep them."""
@@ -276,9 +284,18 @@ class IotopPlusApp(App[int]):
         if tick.inventory_changed:
             self.history.forget(tick.sample.counters)
         self.main_screen.show_tick(tick)
+        notice = tick.sample.notice
+        if notice != self._source_notice:
+            self._source_notice = notice
+            if notice:  # the /sys/block/*/stat fallback: say so once, and in the header
+                self.notify(printable(notice), severity="warning", timeout=10, markup=False)
+                self.main_screen.show_problem(notice)
 
     def on_sampler_problem(self, message: SamplerProblem) -> None:
         if self.is_running:
+            if message.text != self._last_problem:  # once per new problem, not every tick
+                self._last_problem = message.text
+                self.notify(printable(message.text), severity="error", timeout=10, markup=False)
             self.main_screen.show_problem(message.text)
 
     # ---- command palette -----------------------------------------------------------------
@@ -307,6 +324,7 @@ def make_app(
     interval: float | None = None,
     tuner: Tuner | None = None,
     revert_on_exit: bool = False,
+    notes: Iterable[str] = (),
 ) -> IotopPlusApp:
     """Build the app with its collaborators; tests pass fixture roots or a canned sampler."""
     config = config or Config()
@@ -318,6 +336,7 @@ def make_app(
         interval=interval,
         tuner=tuner,
         revert_on_exit=revert_on_exit,
+        notes=notes,
     )
 
 
@@ -345,6 +364,7 @@ def run_tui(args: argparse.Namespace, roots: Roots) -> int:
         interval=interval,
         tuner=tuner,
         revert_on_exit=bool(getattr(args, "revert_on_exit", False)),
+        notes=problems,
     )
     result = app.run()
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)
