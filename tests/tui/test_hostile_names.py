@@ -197,3 +197,33 @@ async def test_a_400_digit_counter_is_a_reported_bad_line_not_a_failed_tick(
         assert "sdhuge" not in table(app).visible_names()
         assert app.latest_tick is not None and app.latest_tick.rates.get("sda") is not None
     assert app.return_code in (None, 0)
+
+
+async def test_a_fifo_as_diskstats_is_an_error_on_screen_not_a_hung_sampler(
+    tmp_path: Path,
+) -> None:
+    roots = hostile_tree(tmp_path / "host")
+    (roots.proc / "diskstats").unlink()
+    os.mkfifo(roots.proc / "diskstats")
+    app = make_app(roots, Config(interval=0.25))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await wait_for(
+            pilot,
+            lambda: any("not a regular file (a FIFO)" in n.message for n in app._notifications),
+            timeout=3,
+        )
+        header = app.main_screen.query_one(HostHeader)
+        assert "sampling failed" in header.note and "FIFO" in header.note
+
+
+async def test_the_sysfs_fallback_is_said_once_in_a_notification(tmp_path: Path) -> None:
+    roots = hostile_tree(tmp_path / "host")
+    (roots.proc / "diskstats").unlink()
+    for name in ("sda", "nvme0n1"):
+        (roots.sys / "block" / name / "stat").write_text("10 0 80 1 5 0 40 1 0 2 2\n")
+    app = make_app(roots, Config(interval=0.25))
+    async with app.run_test(size=(200, 60)) as pilot:
+        await started(pilot, app, ticks=3)
+        notes = [n.message for n in app._notifications if "/stat instead" in n.message]
+        assert len(notes) == 1, notes
+        assert "diskstats: No such file or directory" in notes[0]
