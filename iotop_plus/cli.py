@@ -6,6 +6,8 @@ The TUI is imported lazily, so the headless commands never load Textual.
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -17,10 +19,14 @@ from iotop_plus.commands.common import (
     EXIT_FAILURE,
     EXIT_OK,
     EXIT_USAGE,
+    CheckedOutput,
+    OutputError,
     UsageError,
     positive_float,
 )
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.sampler import SourceError
 
 #: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
 COMMANDS = [snapshot, probe, set_command, top, sweep, ab, restore]
@@ -78,15 +84,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``iotop-plus`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    roots = Roots.resolve(args.proc_root, args.sys_root)
-    for root, flag in ((roots.proc, "--proc-root"), (roots.sys, "--sys-root")):
-        if not root.is_dir():
-            print(f"iotop-plus: error: {flag} {root}: not a directory", file=sys.stderr)
-            return EXIT_USAGE
+    stdout = sys.stdout
     try:
+        roots = Roots.resolve(args.proc_root, args.sys_root)
+        for root, flag in ((roots.proc, "--proc-root"), (roots.sys, "--sys-root")):
+            if not root.is_dir():
+                print(f"iotop-plus: error: {flag} {root}: not a directory", file=sys.stderr)
+                return EXIT_USAGE
         if args.command is None:
             return _run_tui(args, roots)
-        return int(args.run(args, roots))
+        # Output errors surface here, inside the try, not at interpreter exit as a traceback.
+        sys.stdout = CheckedOutput(stdout)
+        code = int(args.run(args, roots))
+        sys.stdout.flush()
+        return code
     except UsageError as exc:
         print(f"iotop-plus: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -94,8 +105,36 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         # `iotop-plus snapshot | head`: the reader left; that is not an error.
-        sys.stderr.close()
+        _discard_stdout()
         return EXIT_OK
+    except OutputError as exc:
+        _discard_stdout()
+        print(f"iotop-plus: error: cannot write output: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    except SourceError as exc:
+        print(f"iotop-plus: error: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_FAILURE
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG:
+            raise
+        # A 100,000-character root or device name: say so without echoing all of it.
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 80 else f"{name[:60]}...({len(name):,} characters)"
+        print(f"iotop-plus: error: {printable(shown)}: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        sys.stdout = stdout
+
+
+def _discard_stdout() -> None:
+    """Point fd 1 at /dev/null, so the interpreter's own flush at exit has nowhere to fail
+    (it would print "Exception ignored" and exit 120)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def _run_tui(args: argparse.Namespace, roots: Roots) -> int:

@@ -2,11 +2,14 @@
 
 The file is ``$XDG_CONFIG_HOME/iotop-plus/config.toml`` (``~/.config/...`` by default). It is
 optional; unknown keys and bad values are reported in one line each and otherwise ignored, so a
-typo never stops the tool during an incident.
+typo never stops the tool during an incident. Every number has a type and bounds
+(:data:`BOUNDS`): ``history_points = 1e300`` would let the chart rings grow without end, and
+``inf`` would crash the conversion to int.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from dataclasses import dataclass, fields, replace
@@ -15,8 +18,11 @@ from typing import Any
 
 if sys.version_info >= (3, 11):
     import tomllib
-else:  # pragma: no cover - Python 3.10
-    tomllib = None
+else:  # pragma: no cover - Python 3.10: the tomli package (a dependency there)
+    try:
+        import tomli as tomllib
+    except ImportError:
+        tomllib = None
 
 MIN_INTERVAL = 0.25
 MAX_INTERVAL = 10.0
@@ -54,6 +60,21 @@ class Config:
         return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
 
 
+BOUNDS: dict[str, tuple[type, float, float]] = {
+    "interval": (float, MIN_INTERVAL, MAX_INTERVAL),
+    "history_points": (int, 10, 100_000),
+    "chart_refresh_s": (float, 0.01, 3600.0),
+    "await_warn_ms_rotational": (float, 0.001, 1e6),
+    "await_bad_ms_rotational": (float, 0.001, 1e6),
+    "await_warn_ms_solid": (float, 0.001, 1e6),
+    "await_bad_ms_solid": (float, 0.001, 1e6),
+    "queue_warn_fraction": (float, 0.01, 1.0),
+    "util_bad_pct_rotational": (float, 1.0, 1000.0),
+}
+"""Type and inclusive range of every numeric key. 100,000 history points is 7 hours at the
+fastest interval; past a day of samples the charts only get slower to draw."""
+
+
 def config_path(environ: dict[str, str] | None = None) -> Path:
     """Where the config file lives (XDG base directory spec)."""
     env = os.environ if environ is None else environ
@@ -72,12 +93,15 @@ def load_config(path: Path | None = None, problems: list[str] | None = None) -> 
     path = path or config_path()
     if tomllib is None:
         if path.exists():
-            problems.append(f"{path}: ignored (reading TOML needs Python 3.11 or later)")
+            problems.append(f"{path}: ignored (reading TOML needs Python 3.11 or tomli)")
         return Config()
     try:
         with open(path, "rb") as fh:
             raw = tomllib.load(fh)
     except FileNotFoundError:
+        return Config()
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: ignored (not UTF-8: a bad byte at offset {exc.start})")
         return Config()
     except (OSError, tomllib.TOMLDecodeError) as exc:
         problems.append(f"{path}: ignored ({exc})")
@@ -96,18 +120,36 @@ def config_from_mapping(raw: dict[str, Any], problems: list[str], source: str = 
             problems.append(f"{source}: unknown key {key!r} ignored")
             continue
         default = getattr(defaults, key)
-        if isinstance(default, bool):
-            ok = isinstance(value, bool)
-        elif isinstance(default, (int, float)):
-            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
-        else:
-            ok = isinstance(value, str)
-        if not ok:
-            problems.append(f"{source}: {key} = {value!r} is not valid; using {default!r}")
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+        if key in BOUNDS:
+            kind, low, high = BOUNDS[key]
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or (kind is int and not isinstance(value, int)):
+                what = "a whole number" if kind is int else "a number"
+                problems.append(f"{source}: {key} = {shown} is not {what}; using {default!r}")
+                continue
+            if not math.isfinite(value) or not low <= value <= high:
+                if key == "interval" and math.isfinite(value):
+                    clamped = min(high, max(low, value))
+                    problems.append(
+                        f"{source}: {key} = {shown} is outside {low:g} to {high:g}; "
+                        f"using {clamped:g}"
+                    )
+                    changes[key] = float(clamped)
+                    continue
+                problems.append(
+                    f"{source}: {key} = {shown} is outside {low:g} to {high:g}; using {default!r}"
+                )
+                continue
+            changes[key] = kind(value)
             continue
-        changes[key] = type(default)(value)
+        ok = isinstance(value, bool) if isinstance(default, bool) else isinstance(value, str)
+        if not ok:
+            problems.append(f"{source}: {key} = {shown} is not valid; using {default!r}")
+            continue
+        changes[key] = value
     cfg = replace(defaults, **changes)
     if cfg.column_set not in ("basic", "extended"):
         problems.append(f"{source}: column_set must be basic or extended; using basic")
         cfg = replace(cfg, column_set="basic")
-    return replace(cfg, interval=cfg.clamp_interval(cfg.interval))
+    return cfg

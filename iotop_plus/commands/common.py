@@ -6,13 +6,55 @@ import argparse
 import asyncio
 import signal
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
 
 class UsageError(Exception):
     """A usage problem found after parsing (e.g. an unknown device): one line, exit 2."""
+
+
+class OutputError(Exception):
+    """Standard output cannot be written (a full disk, ``/dev/full``, an I/O error)."""
+
+    def __init__(self, cause: OSError) -> None:
+        super().__init__(cause.strerror or str(cause))
+        self.cause = cause
+
+
+class CheckedOutput:
+    """Standard output for a subcommand: a failed write or flush raises :class:`OutputError`.
+
+    A command writes through ``print``, ``json.dump`` and ``csv.writer``; a failure of any
+    of them would otherwise be an OSError indistinguishable from a failed sysfs read.
+    BrokenPipeError passes unchanged: ``| head`` leaving early is not an error.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        """The real stdout."""
+
+    def write(self, text: str) -> int:
+        """Write ``text`` (buffered, as the stream does)."""
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc) from None
+
+    def flush(self) -> None:
+        """Flush the stream."""
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            raise OutputError(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def positive_float(text: str) -> float:

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.frame import Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.inventory import Inventory
@@ -70,6 +71,8 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     inventory = first_frame.inventory
     explicit = resolve_devices(args.devices, first, inventory)
     host = source.host_info()
+    if first.notice:
+        print(f"iotop-plus: note: {printable(first.notice)}", file=sys.stderr)
     _warn(first_frame)
 
     reports = _intervals(source, first_frame, args.interval, args.count)
@@ -117,15 +120,18 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                     [
                         _iso(cur.wall_time),
                         f"{cur.monotonic - prev.monotonic:.6f}",
-                        name,
-                        dev.friendly_name if dev else name,
+                        printable(name),
+                        printable(dev.friendly_name if dev else name),
                         *(f"{getattr(r, attr):.2f}" for _, attr in IOSTAT_COLUMNS),
                         r.in_flight,
                     ]
                 )
             out.flush()
     else:
-        print(f"{host.hostname}  Linux {host.kernel}  iotop-plus {__version__}", file=out)
+        print(
+            f"{printable(host.hostname)}  Linux {printable(host.kernel)}  iotop-plus {__version__}",
+            file=out,
+        )
         for prev, cur, rates in reports:
             names = _names(explicit, cur, inventory, args)
             out.write(render_table(cur, prev, names, rates, inventory))
@@ -163,9 +169,10 @@ def resolve_devices(
             continue
         dev = inventory.lookup(arg)
         if dev is None or dev.name not in sample.counters:
-            known = ", ".join(sorted(sample.counters)[:12])
+            known = printable(", ".join(sorted(sample.counters)[:12]))
             more = ", ..." if len(sample.counters) > 12 else ""
-            raise UsageError(f"unknown device {arg!r} (known: {known}{more})")
+            shown = arg if len(arg) <= 80 else f"{arg[:60]}...({len(arg):,} characters)"
+            raise UsageError(f"unknown device {shown!r} (known: {known}{more})")
         names.append(dev.name)
     return names
 
@@ -206,7 +213,7 @@ def render_table(
     for name in names:
         r = rates.get(name)
         dev = inventory.get(name)
-        label = name if not dev or not dev.dm_name else f"{name}({dev.dm_name})"
+        label = printable(name if not dev or not dev.dm_name else f"{name}({dev.dm_name})")
         if r is None:
             rows.append([label, *(["-"] * len(IOSTAT_COLUMNS)), "-"])
         else:

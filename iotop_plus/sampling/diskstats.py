@@ -11,6 +11,12 @@ Kernel formats accepted (Documentation/admin-guide/iostats.rst, block/genhd.c):
 * /sys/block/DEV/stat: the same 11, 15 or 17 counters without the first three columns.
 
 A malformed line is reported as a :class:`ParseProblem` and skipped; the rest still counts.
+A counter is a u64 in the kernel: one above 2^64 - 1, like a negative one, makes the line
+malformed (a 400-digit "counter" would otherwise overflow float conversion in the rates).
+
+Files come from roots that may be a captured tree, so they are read with :func:`read_bounded`:
+opened non-blocking, refused unless regular (a FIFO would block ``open()`` forever), and
+read up to a cap (``/dev/zero`` would never end).
 
 Speed matters here (it runs every tick, for up to thousands of devices): unchanged lines come
 from a cache keyed by the line's text, and changed lines of one format are converted in bulk.
@@ -19,6 +25,9 @@ from a cache keyed by the line's text, and changed lines of one format are conve
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +42,72 @@ FLUSHES, FLUSH_MS = 15, 16
 N_COUNTERS = 17
 
 _PAD = {11: (0,) * 6, 15: (0, 0), 17: ()}
+
+U64_MAX = 2**64 - 1
+"""The largest value a kernel counter can print (they are ``unsigned long`` or u64)."""
+
+MAX_SOURCE_BYTES = 64 * 1024 * 1024
+"""Cap on a /proc file read per tick (diskstats, mountinfo). A diskstats line is under 200
+bytes, so 64 MiB is some 300,000 devices, far more than any host has, while a hostile tree
+(``/dev/zero`` as diskstats, a sparse 1 TB file) costs at most 64 MiB and a fraction of a
+second instead of memory without bound."""
+
+MAX_ATTRIBUTE_BYTES = 64 * 1024
+"""Cap on one sysfs attribute. The kernel gives a sysfs ``show()`` one page (4 KiB; 64 KiB on
+some arm64 and ppc64 kernels), so no real attribute is longer."""
+
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+_CONTROL_TO_QUESTION = dict.fromkeys([*range(32), 127, *range(128, 160)], "?")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character (C0, DEL, C1) shown as ``?``, as ``ls`` does.
+
+    Device names, dm names and host names from a captured tree may hold terminal escapes.
+    """
+    return text.translate(_CONTROL_TO_QUESTION)
+
+
+def read_bounded(path: str | os.PathLike[str], limit: int = MAX_SOURCE_BYTES) -> str:
+    """The text of a regular file, read at most ``limit`` bytes, never blocking.
+
+    Opened with ``O_NONBLOCK`` (``open()`` of a FIFO with no writer would wait forever) and
+    checked with ``fstat`` on that descriptor. Bytes that are not UTF-8 become U+FFFD.
+
+    Raises:
+        OSError: the file cannot be opened; ``EINVAL`` "not a regular file (a FIFO)" for
+            anything but a regular file; ``EFBIG`` when it holds more than ``limit`` bytes.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            kind = next((name for test, name in _FILE_KINDS if test(mode)), "special")
+            raise OSError(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
+        chunks: list[bytes] = []
+        total = 0
+        while True:
+            # /proc files report size 0: read until EOF, one seq_file buffer at a time.
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > limit:
+                raise OSError(
+                    errno.EFBIG, f"larger than {limit:,} bytes: not read", os.fspath(path)
+                )
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 # A NamedTuple rather than a frozen dataclass: one is built for every changed line on every
@@ -97,7 +172,7 @@ class ParseProblem:
     """Why it was rejected, in plain words."""
 
     def __str__(self) -> str:
-        return f"{self.source}:{self.line_no}: {self.reason}: {self.line!r}"
+        return f"{self.source}:{self.line_no}: {printable(self.reason)}: {self.line!r}"
 
 
 def _counters(fields: list[str]) -> tuple[int, ...]:
@@ -114,6 +189,8 @@ def _counters(fields: list[str]) -> tuple[int, ...]:
         values = tuple(map(int, fields)) + pad
     if min(values) < 0:
         raise ValueError("negative counter")
+    if max(values) > U64_MAX:
+        raise ValueError("counter above 2^64")
     return values
 
 
@@ -192,7 +269,12 @@ def _parse_lines(lines: list[str]) -> dict[str, DiskCounters | str]:
             nums = list(map(int, tokens))
         except ValueError:
             nums = []
-        if nums and min(nums) >= 0 and all(name[:1].isalpha() for name in names):
+        if (
+            nums
+            and min(nums) >= 0
+            and max(nums) <= U64_MAX
+            and all(name[:1].isalpha() for name in names)
+        ):
             new = tuple.__new__
             pad = _PAD[width - 3]
             step = width - 1
@@ -214,6 +296,8 @@ def _parse_line(line: str) -> DiskCounters | str:
     parts = line.split()
     if len(parts) < 3:
         return "too few fields"
+    if any(len(p) > 20 for i, p in enumerate(parts) if i != 2):
+        return "counter above 2^64"  # 2^64 has 20 digits; int() of 5,000 digits is slow
     try:
         major, minor, values = int(parts[0]), int(parts[1]), _counters(parts[3:])
     except ValueError as exc:
@@ -230,6 +314,8 @@ def parse_sys_stat(
         ValueError: quoting the bad line.
     """
     fields = text.split()
+    if any(len(f) > 20 for f in fields):
+        raise ValueError(f"{source}: counter above 2^64: {text.strip()[:120]!r}")
     if len(fields) == 4:
         raise ValueError(f"{source}: expected 11, 15 or 17 counters, got 4: {text.strip()!r}")
     try:
@@ -252,8 +338,8 @@ def read_sys_block_stats(
         if not path.exists():
             path = sys_root / "block" / name / "stat"
         try:
-            text = path.read_text()
-            dev = (path.parent / "dev").read_text().strip()
+            text = read_bounded(path, MAX_ATTRIBUTE_BYTES)
+            dev = read_bounded(path.parent / "dev", MAX_ATTRIBUTE_BYTES).strip()
             major_s, _, minor_s = dev.partition(":")
             result[name] = parse_sys_stat(text, name, int(major_s), int(minor_s), str(path))
         except OSError as exc:

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
@@ -363,8 +364,8 @@ def read_nr_requests(roots: Roots, inventory: Inventory) -> dict[str, int]:
         if dev.is_partition:
             continue
         try:
-            with open(roots.sys_block / name / "queue" / "nr_requests") as fh:
-                out[name] = int(fh.read(64).strip() or 0)
+            path = roots.sys_block / name / "queue" / "nr_requests"
+            out[name] = int(read_bounded(path, MAX_ATTRIBUTE_BYTES).strip() or 0)
         except (OSError, ValueError):
             continue
     return out

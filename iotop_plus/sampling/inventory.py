@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, MAX_SOURCE_BYTES, read_bounded
 
 SECTOR = 512
 
@@ -134,10 +135,12 @@ class Inventory:
         return reasons
 
 
-def _read(path: Path) -> str | None:
+def _read(path: Path, limit: int = MAX_ATTRIBUTE_BYTES) -> str | None:
+    """A sysfs attribute (or, with a larger ``limit``, a /proc table), stripped; None when
+    it is missing, unreadable, not a regular file or over ``limit`` (see read_bounded)."""
     try:
-        return path.read_text().strip()
-    except (OSError, UnicodeDecodeError):
+        return read_bounded(path, limit).strip()
+    except OSError:
         return None
 
 
@@ -255,9 +258,9 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
         use_udev = roots.is_live
 
     names = _listdir(class_block) or _listdir(sys_block)
-    mounts_text = _read(roots.proc / "self" / "mountinfo") or ""
+    mounts_text = _read(roots.proc / "self" / "mountinfo", MAX_SOURCE_BYTES) or ""
     mounts = parse_mountinfo(mounts_text)
-    swaps_text = _read(roots.proc / "swaps") or ""
+    swaps_text = _read(roots.proc / "swaps", MAX_SOURCE_BYTES) or ""
     swap_paths = parse_swaps(swaps_text)
 
     raw: dict[str, dict[str, object]] = {}

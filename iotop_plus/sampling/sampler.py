@@ -11,9 +11,11 @@ from types import MappingProxyType
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import (
+    MAX_ATTRIBUTE_BYTES,
     DiskCounters,
     ParseProblem,
     parse_diskstats,
+    read_bounded,
     read_sys_block_stats,
 )
 from iotop_plus.sampling.gcpause import gc_paused
@@ -35,11 +37,22 @@ class Sample:
     """Lines that could not be parsed in this read."""
     source: str = "/proc/diskstats"
     """The file the counters came from."""
+    notice: str | None = None
+    """Set when the counters came from the /sys/block/*/stat fallback: why, in one line."""
 
     @property
     def names(self) -> frozenset[str]:
         """The device names present in this sample."""
         return frozenset(self.counters)
+
+
+class SourceError(Exception):
+    """The counters' source exists but must not be read (a FIFO, ``/dev/zero``, a file over
+    the size cap) or cannot be (an I/O error): one line naming the file and the reason."""
+
+
+#: Why /proc/diskstats may be absent or closed to us, where /sys/block/*/stat can stand in.
+_FALLBACK_ERRORS = (FileNotFoundError, NotADirectoryError, PermissionError)
 
 
 @dataclass(frozen=True)
@@ -72,9 +85,8 @@ def read_host_info(roots: Roots) -> HostInfo:
 
 def _read(path: os.PathLike[str]) -> str | None:
     try:
-        with open(path) as fh:
-            return fh.read().strip()
-    except (OSError, UnicodeDecodeError):
+        return read_bounded(path, MAX_ATTRIBUTE_BYTES).strip()
+    except OSError:
         return None
 
 
@@ -96,17 +108,25 @@ class Sampler:
         """Read all counters now.
 
         Uses /proc/diskstats (one read for all devices); falls back to /sys/block/*/stat
-        when it is missing. Never raises for bad content: problems are carried in the sample.
+        when it is missing or not readable to us, and says so in ``Sample.notice``. Bad
+        lines are carried in the sample as problems.
+
+        Raises:
+            SourceError: diskstats is there but is no regular file (a FIFO, a device), is
+                larger than the cap, or fails to read: its content cannot be trusted.
         """
         problems: list[ParseProblem] = []
         path = self._diskstats
         try:
-            with open(path) as fh:
-                text = fh.read()
-        except OSError as exc:
+            text = read_bounded(path)
+        except _FALLBACK_ERRORS as exc:
             names = _sys_names(self.roots)
+            notice: str | None = (
+                f"{path}: {exc.strerror}; reading {self.roots.sys_block}/*/stat instead"
+            )
             if not names:
                 problems.append(ParseProblem(path, 0, "", f"cannot read: {exc.strerror}"))
+                notice = None
             now = time.monotonic()
             counters = read_sys_block_stats(self.roots.sys, names, problems)
             return Sample(
@@ -115,7 +135,10 @@ class Sampler:
                 MappingProxyType(counters),
                 tuple(problems),
                 str(self.roots.sys_block),
+                notice,
             )
+        except OSError as exc:
+            raise SourceError(f"{path}: {exc.strerror or exc}") from None
         now = time.monotonic()
         # The cache holds only this read's lines, so devices that left (loop churn) are
         # forgotten at once.
@@ -143,13 +166,14 @@ class Sampler:
 
 
 def _sys_names(roots: Roots) -> list[str]:
-    try:
-        return sorted(os.listdir(roots.sys_class_block))
-    except OSError:
+    for directory in (roots.sys_class_block, roots.sys_block):
         try:
-            return sorted(os.listdir(roots.sys_block))
+            names = sorted(os.listdir(directory))
         except OSError:
-            return []
+            continue
+        if names:
+            return names
+    return []
 
 
 def rates_between(prev: Sample, cur: Sample) -> dict[str, DeviceRates | None]:

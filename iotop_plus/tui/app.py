@@ -26,6 +26,7 @@ from iotop_plus.devices.journal import JournalError
 from iotop_plus.devices.tuner import Journal, Tuner, TuningError
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.sampler import HostInfo, Sampler
@@ -68,6 +69,7 @@ class IotopPlusApp(App[int]):
         interval: float | None = None,
         tuner: Tuner | None = None,
         revert_on_exit: bool = False,
+        notes: Iterable[str] = (),
     ) -> None:
         super().__init__()
         self.source = source
@@ -92,6 +94,10 @@ class IotopPlusApp(App[int]):
         """Queue-setting changes of this run, with undo."""
         self.revert_on_exit = revert_on_exit
         """Revert this run's setting changes on quit without asking."""
+        self.notes = tuple(notes)
+        """Lines to show once the screen is up (config problems), as notifications."""
+        self._source_notice: str | None = None
+        self._last_problem = ""
         self.main_screen = MainScreen(
             source.roots,
             config,
@@ -113,6 +119,8 @@ class IotopPlusApp(App[int]):
     async def on_mount(self) -> None:
         # The screen must be composed before the first tick arrives.
         await self.push_screen(self.main_screen)
+        for note in self.notes:  # printed before the alternate screen too, but gone from view
+            self.notify(note, severity="warning", timeout=15, markup=False)
         self._install_signal_handlers()
         self._offer_restore()
         self.sampler_thread = SamplerThread(
@@ -178,7 +186,7 @@ class IotopPlusApp(App[int]):
         watchdog = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(128 + sig,))
         watchdog.daemon = True
         watchdog.start()
-        self.exit()
+        self.exit(return_code=128 + sig)  # as the headless commands: 143 for TERM, 129 for HUP
 
     async def action_quit(self) -> None:
         """Quit; when settings were changed in this run, ask whether to keep them."""
@@ -271,9 +279,18 @@ class IotopPlusApp(App[int]):
         self.main_screen.count_frame(frame)
         if not self.paused:
             self.main_screen.show_frame(frame)
+        notice = frame.sample.notice
+        if notice != self._source_notice:
+            self._source_notice = notice
+            if notice:  # the /sys/block/*/stat fallback: say so once, and in the header
+                self.notify(printable(notice), severity="warning", timeout=10, markup=False)
+                self.main_screen.show_problem(notice)
 
     def on_sampler_problem(self, message: SamplerProblem) -> None:
         if self.is_running:
+            if message.text != self._last_problem:  # once per new problem, not every tick
+                self._last_problem = message.text
+                self.notify(printable(message.text), severity="error", timeout=10, markup=False)
             self.main_screen.show_problem(message.text)
 
     # ---- command palette -----------------------------------------------------------------
@@ -303,6 +320,7 @@ def make_app(
     interval: float | None = None,
     tuner: Tuner | None = None,
     revert_on_exit: bool = False,
+    notes: Iterable[str] = (),
 ) -> IotopPlusApp:
     """Build the app with its collaborators; tests pass fixture roots, a canned sampler or a
     frame source of their own."""
@@ -315,6 +333,7 @@ def make_app(
         interval=interval,
         tuner=tuner,
         revert_on_exit=revert_on_exit,
+        notes=notes,
     )
 
 
@@ -342,6 +361,7 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         interval=interval,
         tuner=tuner,
         revert_on_exit=bool(getattr(args, "revert_on_exit", False)),
+        notes=problems,
     )
     try:
         result = app.run()

@@ -181,7 +181,7 @@ class ExperimentSetupScreen(ModalScreen[ExperimentPlan | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(f"Experiment on {self.device}", classes="title")
+            yield Label(f"Experiment on {self.device}", classes="title", markup=False)
             yield Static(
                 "A sweep reads at QD 1, 2, 4 ...; an A/B compares values of read_ahead_kb, "
                 "scheduler or nr_requests (e.g. read_ahead_kb=0,1024). Enter starts.",
@@ -190,7 +190,7 @@ class ExperimentSetupScreen(ModalScreen[ExperimentPlan | None]):
             for field_id, label, default in self.FIELDS:
                 value = self.target if field_id == "target" else default
                 yield Input(value, placeholder=label, id=f"setup-{field_id}", tooltip=label)
-            yield Static("", id="setup-error")
+            yield Static("", id="setup-error", markup=False)
 
     def on_mount(self) -> None:
         self.query_one("#setup-what", Input).focus()
@@ -288,13 +288,13 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Static(self.plan.title, id="exp-title")
-            yield Static("starting...", id="exp-live")
+            yield Static(self.plan.title, id="exp-title", markup=False)
+            yield Static("starting...", id="exp-live", markup=False)
             with Horizontal(id="exp-plots"):
                 yield PlotextPlot(id="exp-plot-iops")
                 yield PlotextPlot(id="exp-plot-latency")
-            yield Static("", id="exp-table")
-            yield Static("", id="exp-verdict")
+            yield Static("", id="exp-table", markup=False)
+            yield Static("", id="exp-verdict", markup=False)
         yield KeyHints()
 
     def on_mount(self) -> None:

@@ -424,7 +424,7 @@ class MainScreen(Screen[None]):
         self._draw_charts(self._now(), force=True)
 
     def on_settings_panel_failed(self, message: SettingsPanel.Failed) -> None:
-        self.notify(message.text, severity="error", timeout=6)
+        self.notify(message.text, severity="error", timeout=6, markup=False)
 
     def action_faster(self) -> None:
         """Sample more often."""

@@ -91,16 +91,17 @@ class ValuePickerScreen(ModalScreen[str | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text, classes="title")
-            yield Static(self.hint, classes="hint")
+            yield Label(self.title_text, classes="title", markup=False)
+            yield Static(self.hint, classes="hint", markup=False)
             if self.options:
                 yield OptionList(
                     *(Option(label, id=f"value-{i}") for i, (label, _) in enumerate(self.options)),
                     id="picker-options",
+                    markup=False,
                 )
             if self.typed:
                 yield Input(placeholder="or type a value, then enter", id="picker-input")
-            yield Static("", id="picker-error", classes="error")
+            yield Static("", id="picker-error", classes="error", markup=False)
 
     def on_mount(self) -> None:
         if self.options:
@@ -217,7 +218,9 @@ class KeepOrRevertScreen(ModalScreen[str | None]):
                 f"{count} setting change{'s' if count != 1 else ''} made in this run",
                 classes="title",
             )
-            yield Static("\n".join(c.summary for c in self.changes[-12:]), id="keep-changes")
+            yield Static(
+                "\n".join(c.summary for c in self.changes[-12:]), id="keep-changes", markup=False
+            )
             if count > 12:
                 yield Static(f"... and {count - 12} earlier", classes="hint")
             yield Static(

@@ -14,6 +14,7 @@ from textual.containers import Grid
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import figure
 from iotop_plus.sampling.history import DeviceHistory, Mark
 
@@ -85,7 +86,7 @@ class DeviceCharts(Grid):
             # and a tenth of the ANSI decoding of the app-coloured theme.
             plot.theme = "clear"
             yield plot
-        yield Static("", id="chart-caption")
+        yield Static("", id="chart-caption", markup=False)
 
     def due(self, device: str | None, now: float, every_s: float) -> bool:
         """Whether a draw is worth doing now: a new device, or the last draw is old enough."""
@@ -104,10 +105,10 @@ class DeviceCharts(Grid):
         self.draws += 1
         caption = self.query_one("#chart-caption", Static)
         if device is None or history is None or len(history) == 0:
-            caption.update(f"{device or 'no device'}: no history yet")
+            caption.update(f"{printable(device or 'no device')}: no history yet")
         else:
             caption.update(
-                f"{device}: last {len(history)} samples\n"
+                f"{printable(device)}: last {len(history)} samples\n"
                 f"x axis: seconds before now\nmarks: setting changes"
             )
         times = [t - now for t in history.timestamps] if history is not None else []

@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from iotop_plus.devices.settings import SettingValue
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.inventory import BlockDevice
 
 
@@ -119,7 +120,7 @@ class DevicePanel(VerticalScroll):
         table.add_column(style="bold", no_wrap=True)
         table.add_column(overflow="fold")
         for label, value in facts:
-            table.add_row(label, Text(value))
+            table.add_row(label, Text(printable(value)))
         static.update(table)
 
     @property

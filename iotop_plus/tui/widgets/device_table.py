@@ -20,6 +20,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from iotop_plus.config import Config
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, hidden_by_default
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.tui.messages import DeviceSelected
@@ -84,13 +85,13 @@ def device_label(dev: BlockDevice | None, name: str, depth: int) -> str:
     """The Device column: partitions indented, dm/md named with what they sit on."""
     indent = "  └" * depth
     if dev is None:
-        return indent + name
+        return indent + printable(name)
     text = dev.friendly_name
     if dev.kind in ("dm", "md"):
         level = f" {dev.md_level}" if dev.md_level else ""
         on = f"←{','.join(dev.slaves)}" if dev.slaves else ""
         text = f"{text}{level}{on}"
-    return indent + text
+    return indent + printable(text)  # names from a captured tree may hold terminal escapes
 
 
 class DeviceTable(ScrollView, can_focus=True):

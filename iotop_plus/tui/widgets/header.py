@@ -8,6 +8,7 @@ import time
 from rich.text import Text
 from textual.widgets import Static
 
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.sampler import HostInfo
 
 
@@ -85,9 +86,10 @@ class HostHeader(Static):
         who = ("root", "green") if host.is_root else ("not root: settings read-only", "yellow")
         parts: list[tuple[str, str] | str] = [
             ("iotop-plus ", "bold"),
-            (host.hostname, "bold"),
+            (printable(host.hostname), "bold"),
             "  ",
-            f"{host.kernel}  up {format_uptime(self.uptime_s)}  ",
+            printable(host.kernel),
+            f"  up {format_uptime(self.uptime_s)}  ",
             (f"{clock}  " if clock and not self.paused else ""),
             f"every {self.interval:g}s  ",
             state,
@@ -95,7 +97,7 @@ class HostHeader(Static):
             who,
         ]
         if self.note:
-            parts += ["  ", (self.note, "yellow")]
+            parts += ["  ", (printable(self.note), "yellow")]
         return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
 
     def _paint(self) -> None:

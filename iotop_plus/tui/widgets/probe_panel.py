@@ -96,63 +96,70 @@ def progress_line(p: ProbeProgress) -> str:
     )
 
 
+def _row(table: Table, *cells: str | Text) -> None:
+    """Add a row whose strings are plain text: paths, device names and fio's words may
+    hold ``[``, which Rich would read as markup."""
+    table.add_row(*(Text(c) if isinstance(c, str) else c for c in cells))
+
+
 def result_card(result: ProbeResult) -> Table:
     """The result card: figures, percentiles, CPU, device util, hints, placement."""
     grid = Table.grid(padding=(0, 1))
     grid.add_column(style="bold", no_wrap=True)
     grid.add_column()
     p = result.params
-    grid.add_row("result", Text(f"{result.title} on {result.target}", style="bold"))
-    grid.add_row("", f"{p.bs} QD{p.iodepth} x{p.numjobs} {p.ioengine} direct={int(p.direct)}")
+    _row(grid, "result", Text(f"{result.title} on {result.target}", style="bold"))
+    _row(grid, "", f"{p.bs} QD{p.iodepth} x{p.numjobs} {p.ioengine} direct={int(p.direct)}")
     if result.quick_label:
-        grid.add_row("", Text(result.quick_label, style="yellow"))
+        _row(grid, "", Text(result.quick_label, style="yellow"))
     for note in result.notes:
-        grid.add_row("note", note)
-    grid.add_row("IOPS", f"{result.iops:,.0f}")
-    grid.add_row("bandwidth", f"{result.bw_kib_s / 1024:,.1f} MiB/s")
-    grid.add_row("mean lat", f"{result.mean_clat_us:,.1f} µs (clat)")
+        _row(grid, "note", note)
+    _row(grid, "IOPS", f"{result.iops:,.0f}")
+    _row(grid, "bandwidth", f"{result.bw_kib_s / 1024:,.1f} MiB/s")
+    _row(grid, "mean lat", f"{result.mean_clat_us:,.1f} µs (clat)")
     for name, d in (("read", result.read), ("write", result.write)):
         if d is None:
             continue
-        grid.add_row(
+        _row(
+            grid,
             name,
             f"{d.iops:,.0f} IOPS ({d.iops_min:,.0f}-{d.iops_max:,.0f}), "
             f"{d.bw_kib_s / 1024:,.1f} MiB/s ({d.bw_min_kib_s / 1024:,.1f}-"
             f"{d.bw_max_kib_s / 1024:,.1f})",
         )
-        grid.add_row(
+        _row(
+            grid,
             "  clat µs",
             " ".join(f"{label} {v:,.0f}" for label, v in d.clat.percentiles_us),
         )
-        grid.add_row("  slat", f"{d.slat_mean_us:,.1f} µs")
+        _row(grid, "  slat", f"{d.slat_mean_us:,.1f} µs")
     if result.fsync is not None:
-        grid.add_row(
+        _row(
+            grid,
             "fsync µs",
             f"mean {result.fsync.mean_us:,.0f} "
             + " ".join(f"{label} {v:,.0f}" for label, v in result.fsync.percentiles_us),
         )
-    grid.add_row("CPU", f"usr {result.usr_cpu_pct:.1f}% sys {result.sys_cpu_pct:.1f}%")
+    _row(grid, "CPU", f"usr {result.usr_cpu_pct:.1f}% sys {result.sys_cpu_pct:.1f}%")
     for u in result.disk_util:
-        grid.add_row(
-            "device", f"{u.name} util {u.util_pct:.0f}% ({u.read_ios + u.write_ios:,} I/Os)"
-        )
+        _row(grid, "device", f"{u.name} util {u.util_pct:.0f}% ({u.read_ios + u.write_ios:,} I/Os)")
     if result.placement:
-        grid.add_row("reference", result.placement)
+        _row(grid, "reference", result.placement)
     for hint in result.hints:
-        grid.add_row(Text("hint", style="yellow"), hint.text)
+        _row(grid, Text("hint", style="yellow"), hint.text)
     return grid
 
 
 def comparison_table(a: ProbeRecord, b: ProbeRecord) -> Table:
     """Two probes side by side with deltas."""
-    table = Table(title=f"{a.label}  vs  {b.label}", expand=True, pad_edge=False)
+    table = Table(title=Text(f"{a.label}  vs  {b.label}"), expand=True, pad_edge=False)
     table.add_column("", no_wrap=True)
     table.add_column(f"#{a.number}", justify="right")
     table.add_column(f"#{b.number}", justify="right")
     table.add_column("delta", justify="right")
     for row in compare(a, b):
         style = {True: "green", False: "red", None: ""}[row.better]
-        table.add_row(row.label, row.a, row.b, Text(row.delta, style=style))
+        _row(table, row.label, row.a, row.b, Text(row.delta, style=style))
     return table
 
 
@@ -245,7 +252,7 @@ class ProbePanel(VerticalScroll):
     # -- composition -------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield Static("device: none selected", id="probe-device")
+        yield Static("device: none selected", id="probe-device", markup=False)
         yield Label("Preset", classes="heading")
         yield OptionList(
             *(Option(f"{p.name:<10} {p.title}", id=p.name) for p in PRESETS.values()),
@@ -270,13 +277,13 @@ class ProbePanel(VerticalScroll):
             yield Button("Cancel x", id="probe-cancel", disabled=True, compact=True)
             yield Button("Device d", id="probe-use-device", compact=True)
         yield ProgressBar(total=100, show_eta=False, id="probe-bar")
-        yield Static("", id="probe-live")
-        yield Static("", id="probe-iostat")
-        yield Static("", id="probe-error")
+        yield Static("", id="probe-live", markup=False)
+        yield Static("", id="probe-iostat", markup=False)
+        yield Static("", id="probe-error", markup=False)
         yield Static("", id="probe-card")
         yield Label("History (enter: compare)", classes="heading")
-        yield OptionList(id="probe-history")
-        yield Static("", id="probe-compare")
+        yield OptionList(id="probe-history", markup=False)
+        yield Static("", id="probe-compare", markup=False)
 
     def on_mount(self) -> None:
         presets = self.query_one("#probe-presets", OptionList)

@@ -43,6 +43,7 @@ from iotop_plus.sampling.delayacct import (
     read_delayacct,
     set_delayacct,
 )
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import ProcessFrame
 from iotop_plus.sampling.processes import (
     OpenBlockFile,
@@ -285,13 +286,13 @@ class ProcessList(ScrollView, can_focus=True):
             io = "off"
         return {
             "pid": str(row.pid),
-            "user": row.user,
+            "user": printable(row.user),
             "read": compact_bytes(row.read),
             "write": compact_bytes(row.write),
             "rchar": compact_bytes(row.rchar),
             "wchar": compact_bytes(row.wchar),
             "io": io,
-            "command": row.command,
+            "command": printable(row.command),
         }
 
     def _line(self, cells: dict[str, str], width: int) -> str:
@@ -470,10 +471,12 @@ class ProcessPanel(Vertical, can_focus=False):
         self._wanted = False
 
     def compose(self) -> ComposeResult:
-        yield Static("Processes: waiting for the first sample...", id="process-status")
+        yield Static(
+            "Processes: waiting for the first sample...", id="process-status", markup=False
+        )
         yield Input(placeholder="filter by command or user (Esc clears)", id="process-filter")
         yield ProcessList(id="process-list")
-        yield Static("", id="process-detail")
+        yield Static("", id="process-detail", markup=False)
 
     @property
     def process_list(self) -> ProcessList:
@@ -591,7 +594,7 @@ class ProcessPanel(Vertical, can_focus=False):
         return "\n".join(lines)
 
     def _render_status(self) -> None:
-        self.query_one("#process-status", Static).update(self.status_text())
+        self.query_one("#process-status", Static).update(_printable_lines(self.status_text()))
 
     def detail_text(self) -> str:
         """Threads and open files on block devices of the process being detailed."""
@@ -636,7 +639,7 @@ class ProcessPanel(Vertical, can_focus=False):
         return "\n".join(lines)
 
     def _render_detail(self) -> None:
-        self.query_one("#process-detail", Static).update(self.detail_text())
+        self.query_one("#process-detail", Static).update(_printable_lines(self.detail_text()))
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -726,7 +729,7 @@ class ProcessPanel(Vertical, can_focus=False):
         try:
             set_delayacct(self.roots, turn_on)
         except DelayAcctError as exc:
-            self.notify(str(exc), severity="error")
+            self.notify(str(exc), severity="error", markup=False)
             return
         if turn_on:
             self.notify(f"Delay accounting on: IO% from the next interval. {NOTE}")
@@ -743,3 +746,8 @@ def _pct(rates: TaskRates | None) -> str:
     if rates is None or rates.io_wait_pct is None:
         return "-"
     return f"{rates.io_wait_pct:.1f}"
+
+
+def _printable_lines(text: str) -> str:
+    """``text`` with control characters shown as ``?`` in each line (newlines kept)."""
+    return "\n".join(printable(line) for line in text.split("\n"))

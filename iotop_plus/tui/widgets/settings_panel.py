@@ -37,6 +37,7 @@ from textual.widgets.option_list import Option
 from iotop_plus.devices.settings import SETTINGS, SettingError, SettingValue, valid_range
 from iotop_plus.devices.tuner import Change, Tuner, TuningError, default_journal_path
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.tui.keys import TUNE_READ_AHEAD, TUNE_REVERT_ALL, TUNE_SCHEDULER, TUNE_UNDO
 from iotop_plus.tui.screens.settings_modals import setting_picker
 
@@ -104,12 +105,12 @@ class SettingsPanel(VerticalScroll, can_focus=False):
         """The change log as shown (plain text)."""
 
     def compose(self) -> ComposeResult:
-        yield Static("No device selected.", id="settings-device")
-        yield Static("", id="settings-readonly")
-        yield OptionList(id="settings-list")
-        yield Static("", id="settings-result")
+        yield Static("No device selected.", id="settings-device", markup=False)
+        yield Static("", id="settings-readonly", markup=False)
+        yield OptionList(id="settings-list", markup=False)
+        yield Static("", id="settings-result", markup=False)
         yield Label("Changes this run (u undo, U revert all)", classes="heading")
-        yield Static("(none)", id="settings-log")
+        yield Static("(none)", id="settings-log", markup=False)
 
     def on_mount(self) -> None:
         self._render_log()
@@ -227,7 +228,7 @@ class SettingsPanel(VerticalScroll, can_focus=False):
         if headline:
             self._show_result(headline)
         if self.tuner.journal.problem:
-            self.notify(self.tuner.journal.problem, severity="warning")
+            self.notify(self.tuner.journal.problem, severity="warning", markup=False)
         self.reload()
         self._render_log()
 
@@ -267,7 +268,7 @@ class SettingsPanel(VerticalScroll, can_focus=False):
             return
         queue = next(iter(self.values.values())).queue_device if self.values else self.device
         via = f" (settings of {queue}'s queue)" if queue != self.device else ""
-        heading = f"Queue settings of {self.device}{via}"
+        heading = printable(f"Queue settings of {self.device}{via}")
         title.update(heading)
         reasons = {v.reason for v in self.values.values() if v.present and v.reason}
         why = "; ".join(sorted(r for r in reasons if r))
