@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_tui_tmux import console_script, wait_for_table
+from tests.e2e.test_tui_tmux import STATE_DIR, console_script, wait_for_table
 from tests.support.tmux import TmuxSession, tmux_available
 
 
@@ -73,12 +73,12 @@ def changes_in(tmux: TmuxSession, seconds: float) -> int:
 
 def test_dash_i_wins_over_the_config_file(tmux: TmuxSession, tmp_path: Path) -> None:
     env = config_home(tmp_path, 2)
-    launched = tmux.launch([console_script(), "-i", "1"], env=env)
+    launched = tmux.launch([console_script(), "--state-dir", STATE_DIR, "-i", "1"], env=env)
     wait_for_table(tmux)
     tmux.wait_for("every 1s")
     tmux.send_keys("q")
     assert tmux.wait_exit(launched) == 0
-    launched = tmux.launch([console_script()], env=env)
+    launched = tmux.launch([console_script(), "--state-dir", STATE_DIR], env=env)
     wait_for_table(tmux)
     tmux.wait_for("every 2s")  # without -i, the config file decides
     tmux.send_keys("q")
@@ -89,7 +89,9 @@ def test_dash_i_wins_over_the_config_file(tmux: TmuxSession, tmp_path: Path) -> 
 def test_space_freezes_the_processes_tab_and_plus_speeds_it_up(
     tmux: TmuxSession, tmp_path: Path, writer: int
 ) -> None:
-    launched = tmux.launch([console_script(), "-i", "0.5"], env=config_home(tmp_path, 1))
+    launched = tmux.launch(
+        [console_script(), "--state-dir", STATE_DIR, "-i", "0.5"], env=config_home(tmp_path, 1)
+    )
     wait_for_table(tmux)
     tmux.send_keys("p")
     tmux.wait_until(processes_shown, 10, what="the Processes tab")

@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -24,6 +25,9 @@ from tests.support.tmux import TmuxError, TmuxSession, tmux_available
 
 INTERVAL = 0.5
 """The refresh interval the app is started with, in seconds."""
+
+STATE_DIR = tempfile.mkdtemp(prefix="iotop-plus-test-state-")
+"""A private state directory (0700): tests never journal into root's /var/lib/iotop-plus."""
 
 
 @pytest.fixture
@@ -179,7 +183,9 @@ def test_sre_watches_a_loaded_device_freezes_and_quits(
     tmux: TmuxSession, fio_read_load: str
 ) -> None:
     device = fio_read_load
-    launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+    launched = tmux.launch(
+        [console_script(), "--state-dir", STATE_DIR, "--interval", str(INTERVAL)]
+    )
     show_device(tmux, device)
 
     # The device's r/s becomes nonzero once two samples have been taken.
@@ -222,7 +228,9 @@ def test_sre_watches_a_loaded_device_freezes_and_quits(
 @pytest.mark.slow
 @pytest.mark.parametrize("key", ["q", "C-c"])
 def test_quitting_by_key_restores_the_terminal(tmux: TmuxSession, key: str) -> None:
-    launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+    launched = tmux.launch(
+        [console_script(), "--state-dir", STATE_DIR, "--interval", str(INTERVAL)]
+    )
     wait_for_table(tmux)
     tmux.send_keys(key)
     assert tmux.wait_exit(launched, timeout=10) == 0
@@ -236,7 +244,9 @@ def test_at_80x24_the_table_fits_and_the_tabs_answer_keys() -> None:
     if reason:
         pytest.skip(reason)
     with TmuxSession(80, 24) as tmux:
-        launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+        launched = tmux.launch(
+            [console_script(), "--state-dir", STATE_DIR, "--interval", str(INTERVAL)]
+        )
         screen = wait_for_table(tmux)
         header = header_line(screen) or ""
         for column in ("r/s", "w/s", "rkB/s", "wkB/s", "r_await", "w_await", "aqu-sz", "%util"):
@@ -255,7 +265,9 @@ def test_at_80x24_the_table_fits_and_the_tabs_answer_keys() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
 def test_a_signal_ends_the_app_cleanly(tmux: TmuxSession, signum: signal.Signals) -> None:
-    launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+    launched = tmux.launch(
+        [console_script(), "--state-dir", STATE_DIR, "--interval", str(INTERVAL)]
+    )
     wait_for_table(tmux)
     pid = tmux.program_pid(launched)
     os.kill(pid, signum)
@@ -279,7 +291,9 @@ def test_a_dropped_connection_ends_the_app() -> None:
         pytest.skip(reason)
     for attempt in range(3):
         with TmuxSession(120, 36) as tmux:
-            launched = tmux.launch([console_script(), "--interval", str(INTERVAL)])
+            launched = tmux.launch(
+                [console_script(), "--state-dir", STATE_DIR, "--interval", str(INTERVAL)]
+            )
             wait_for_table(tmux)
             time.sleep(attempt * 0.4)
             pid = tmux.program_pid(launched)

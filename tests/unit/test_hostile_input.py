@@ -285,13 +285,8 @@ def test_set_to_a_full_stdout_applies_then_says_it_could_not_print(
     with restored_queue(name):
         before = queue_values(name)["read_ahead_kb"]
         wanted = "12" if before != "12" else "24"
-        env_state = tmp_path / "state"
-        env_state.mkdir(mode=0o700)
-        os.environ["XDG_STATE_HOME"] = str(env_state)
-        try:
-            run = _to_dev_full("set", name, f"read_ahead_kb={wanted}")
-        finally:
-            del os.environ["XDG_STATE_HOME"]
+        state = tmp_path / "state"  # never root's real /var/lib/iotop-plus
+        run = _to_dev_full("--state-dir", str(state), "set", name, f"read_ahead_kb={wanted}")
         assert queue_values(name)["read_ahead_kb"] == wanted  # the change was made
         err = run.stderr.strip().splitlines()
         assert "Traceback" not in run.stderr

@@ -212,7 +212,10 @@ class MainScreen(Screen[None]):
         problems = tick.sample.problems
         if problems:
             first = problems[0]
-            header.show(note=f"{len(problems)} bad line(s) in {first.source}: {first.reason}")
+            # The file's name, not its path: a captured tree's path would push the reason off
+            # the line (the full path is in snapshot's warnings).
+            where = first.source.rsplit("/", 1)[-1]
+            header.show(note=f"{len(problems)} bad line(s) in {where}: {first.reason}")
         elif header.note and time.monotonic() - self._problem_at >= PROBLEM_SHOWN_S:
             header.show(note="")
         self.query_one(DeviceTable).update_devices(
