@@ -19,6 +19,7 @@ from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, add_interval_count
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
 from iotop_plus.sampling.sampler import read_host_info
@@ -259,8 +260,8 @@ def render_table(
             # "off", not 0.00: zeros would claim the process never waited.
             io = "off" if io_off or r.io_wait_pct is None else f"{r.io_wait_pct:.2f}"
         lines.append(
-            f"{task.tid:>7} {task.user[:10]:<10} {cells[0]:>11} {cells[1]:>11} "
-            f"{cells[2]:>11} {cells[3]:>11} {io:>6}  {task.name}"
+            f"{task.tid:>7} {printable(task.user[:10]):<10} {cells[0]:>11} {cells[1]:>11} "
+            f"{cells[2]:>11} {cells[3]:>11} {io:>6}  {printable(task.name)}"
         )
     if not rows:
         lines.append("(no process did I/O in this interval; --all lists every process)")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from iotop_plus.devices.writers import Writer, not_live_reason, write_live_file
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ def read_setting(
     if is_root is None:
         is_root = os.geteuid() == 0
     try:
-        raw: str | None = path.read_text().strip()
+        raw: str | None = read_bounded(path, MAX_ATTRIBUTE_BYTES).strip()
     except FileNotFoundError:
         absent = (
             "not available on this device (it is not a blk-mq queue)"
@@ -301,7 +302,7 @@ def check_device_name(roots: Roots, device: str) -> None:
 
 def _read_int(path: Path) -> int | None:
     try:
-        return int(path.read_text().strip())
+        return int(read_bounded(path, MAX_ATTRIBUTE_BYTES).strip())
     except (OSError, ValueError):
         return None
 
@@ -348,8 +349,9 @@ def valid_range(roots: Roots, current: SettingValue) -> str:
 
 
 def _read_text(path: Path) -> str | None:
+    # Bounded and non-blocking: a captured tree may hold a FIFO or /dev/zero here.
     try:
-        return path.read_text().strip()
+        return read_bounded(path, MAX_ATTRIBUTE_BYTES).strip()
     except OSError:
         return None
 

@@ -63,7 +63,9 @@ class Loaded:
 
 def _fio(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        ["fio", "--time_based", "--runtime=120", "--output-format=terse", *argv],
+        # --thread: one process, so kill() ends every job (forked job processes outlived
+        # the test and kept its loop devices attached for up to 120 s).
+        ["fio", "--thread", "--time_based", "--runtime=120", "--output-format=terse", *argv],
         stdout=log.open("wb"),
         stderr=subprocess.STDOUT,
     )
