@@ -42,6 +42,17 @@ from iotop_plus.state import chosen_state_dir
 _READ_PRESETS = sorted(name for name, p in PRESETS.items() if not p.writes)
 
 
+MAX_STEP_RUNTIME_S = 3600
+"""The longest step, as ``probe --runtime`` allows: a typo must not book a device for days."""
+
+
+def _step_runtime(text: str) -> int:
+    seconds = positive_int(text)
+    if seconds > MAX_STEP_RUNTIME_S:
+        raise argparse.ArgumentTypeError(f"{text}: at most {MAX_STEP_RUNTIME_S} seconds")
+    return seconds
+
+
 def add_parser(sub: Any) -> None:
     """Register the subcommand."""
     p = sub.add_parser(
@@ -67,10 +78,10 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument(
         "--step-runtime",
-        type=positive_int,
+        type=_step_runtime,
         default=DEFAULT_STEP_RUNTIME_S,
         metavar="S",
-        help=f"seconds per step (default {DEFAULT_STEP_RUNTIME_S})",
+        help=f"seconds per step, 1 to {MAX_STEP_RUNTIME_S} (default {DEFAULT_STEP_RUNTIME_S})",
     )
     p.add_argument(
         "--preset",
