@@ -152,11 +152,14 @@ async def test_filter_by_name_then_details_show_threads_and_the_open_file(
     async with app.run_test(size=(110, 40)) as pilot:
         panel = app.panel
         await wait_for(pilot, lambda: writer.pid in pids(panel), "rows")
+        # The pytest run's own directory makes the name unique: another test run on the same
+        # host (CI, a second checkout) has writers of the same name.
+        unique = f"{tmp_path.parent.name}/{tmp_path.name}/iotop-plus-panel-writer"
         await pilot.press("f")
-        await pilot.press(*"iotop-plus-panel-writer")
+        await pilot.press(*unique)
         await pilot.press("enter")
         await wait_for(pilot, lambda: pids(panel) == [writer.pid], "the filtered row")
-        assert "filter 'iotop-plus-panel-writer'" in panel.status_text()
+        assert f"filter '{unique}'" in panel.status_text()
         await pilot.press("enter")  # details of the selected process
         await wait_for(pilot, lambda: "Open files" in panel.detail_text(), "the details")
         text = panel.detail_text()
