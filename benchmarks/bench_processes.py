@@ -27,7 +27,7 @@ import time
 
 import psutil
 
-from iotop_plus.sampling.processes import ProcessReader
+from iotop_plus.sampling.process_reader import ProcessReader
 
 
 def spawn_sleepers(n: int) -> list[subprocess.Popen[bytes]]:

@@ -18,6 +18,7 @@ import pytest
 
 from iotop_plus.cli import main as cli_main
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.blockdev import BlockDeviceNames, open_block_files
 from iotop_plus.sampling.delayacct import (
     OFF_EXPLANATION,
     DelayAcct,
@@ -25,13 +26,8 @@ from iotop_plus.sampling.delayacct import (
     set_delayacct,
     sysctl_path,
 )
-from iotop_plus.sampling.processes import (
-    Accumulator,
-    BlockDeviceNames,
-    ProcessReader,
-    open_block_files,
-    rates_between,
-)
+from iotop_plus.sampling.process_reader import ProcessReader
+from iotop_plus.sampling.processes import Accumulator, rates_between
 
 LIVE = Roots()
 RATE = 4 * 1024 * 1024  # fio's --rate=4m is 4 MiB/s (kb_base 1024)

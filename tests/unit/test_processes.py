@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from iotop_plus.commands import top
 from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.blockdev import parse_mountinfo_sources
 from iotop_plus.sampling.delayacct import (
     OFF_EXPLANATION,
     DelayAcct,
@@ -21,15 +22,12 @@ from iotop_plus.sampling.delayacct import (
     read_delayacct,
     set_delayacct,
 )
+from iotop_plus.sampling.pid_files import IoCounters, parse_io, parse_stat
+from iotop_plus.sampling.process_reader import ProcessReader
 from iotop_plus.sampling.processes import (
     Accumulator,
-    IoCounters,
-    ProcessReader,
     ProcessSample,
     TaskCounters,
-    parse_io,
-    parse_mountinfo_sources,
-    parse_stat,
     rates_between,
     task_rates,
 )
