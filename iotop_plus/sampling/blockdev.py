@@ -140,11 +140,6 @@ class OpenBlockFile:
     ``guess``: the filesystem has no device of its own (btrfs, overlay) and the device
     is taken from its mount source: a best guess."""
 
-    @property
-    def best_guess(self) -> bool:
-        """True unless the kernel itself names the device (``how == "device"``)."""
-        return self.how != "device"
-
 
 class BlockDeviceNames:
     """Maps ``major:minor`` to kernel block-device names through ``/sys/dev/block``."""

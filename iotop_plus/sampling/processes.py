@@ -264,11 +264,6 @@ class TaskTotals:
     io_wait_s: float | None
     """Seconds spent waiting on block I/O, summed over threads."""
 
-    @property
-    def disk_bytes(self) -> int:
-        """Read plus written bytes (0 when unknown): the default sort key."""
-        return (self.read_bytes or 0) + (self.write_bytes or 0)
-
 
 class Accumulator:
     """Totals since the first sample it saw, per task; tasks started later count from 0."""

@@ -344,7 +344,6 @@ def test_totals_count_from_the_start_and_newcomers_from_zero(fake: FakeProc) -> 
     totals = acc.update(reader.sample())
     assert (totals[(30, 100)].read_bytes, totals[(30, 100)].write_bytes) == (4000, 2000)
     assert totals[(31, 10_050)].read_bytes == 700
-    assert totals[(30, 100)].disk_bytes == 6000
 
 
 def test_unreadable_message_names_the_fix() -> None:
