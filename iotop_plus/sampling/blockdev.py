@@ -191,10 +191,11 @@ class BlockDeviceNames:
         """The mount table, read once."""
         if self._mounts is None:
             try:
-                with open(self.roots.proc / "self" / "mountinfo") as fh:
-                    self._mounts = parse_mountinfo_sources(fh.read())
+                raw = (self.roots.proc / "self" / "mountinfo").read_bytes()
             except OSError:
-                self._mounts = {}
+                raw = b""
+            # Paths are bytes: an undecodable one keeps its bytes for os.stat and realpath.
+            self._mounts = parse_mountinfo_sources(raw.decode("utf-8", "surrogateescape"))
         return self._mounts
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.blockdev import (
+    BlockDeviceNames,
     dev_numbers,
     device_name,
     fd_paths,
@@ -117,3 +118,15 @@ def test_fd_paths_list_open_files_by_number(tmp_path: Path) -> None:
     finally:
         os.close(fd)
     assert fd_paths(Roots(proc=tmp_path), 1) == []  # gone, or not ours to read
+
+
+def test_a_mount_point_that_is_no_utf8_does_not_break_the_mount_table(tmp_path: Path) -> None:
+    """Mount points are bytes: a name in Latin-1 is legal and must not raise."""
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    (tmp_path / "proc" / "self" / "mountinfo").write_bytes(
+        b"27 1 254:0 / / rw - ext4 /dev/vda rw\n"
+        b"40 27 0:45 / /mnt/caf\xe9 rw - btrfs /dev/vdb rw,subvol=/x\n"
+    )
+    names = BlockDeviceNames(Roots(proc=tmp_path / "proc", sys=tmp_path / "sys"))
+    mounts = names.mounts()
+    assert (mounts[(254, 0)].source, mounts[(0, 45)].source) == ("/dev/vda", "/dev/vdb")
