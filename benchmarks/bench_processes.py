@@ -27,7 +27,7 @@ import time
 
 import psutil
 
-from iotop_plus.sampling.processes import ProcessReader
+from iotop_plus.sampling.process_reader import ProcessReader
 
 
 def spawn_sleepers(n: int) -> list[subprocess.Popen[bytes]]:
@@ -69,6 +69,7 @@ def time_panel(repeat: int) -> tuple[float, float]:
     from textual.app import App, ComposeResult
 
     from iotop_plus.roots import Roots
+    from iotop_plus.sampling.frame import ProcessFrame
     from iotop_plus.sampling.processes import Accumulator, rates_between
     from iotop_plus.tui.widgets.process_panel import ProcessPanel, View, build_rows
 
@@ -81,9 +82,8 @@ def time_panel(repeat: int) -> tuple[float, float]:
     t = time.perf_counter()
     rows = build_rows(rates, totals, View())
     arrange_ms = (time.perf_counter() - t) * 1000
-    message = ProcessPanel.SampleReady(cur, rates, totals, {}, (), rows, View())
-    panel = ProcessPanel(Roots())
-    panel.pause()  # no worker: the benchmark posts the samples itself
+    message = ProcessPanel.SampleReady(ProcessFrame(cur, rates, totals, {}), rows, View())
+    panel = ProcessPanel(Roots())  # no feed: the benchmark posts the samples itself
 
     class Host(App[None]):
         def compose(self) -> ComposeResult:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from iotop_plus.devices.writers import Writer, not_live_reason, write_live_file
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.blockdev import partition_parent
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 
 
@@ -163,13 +164,7 @@ class SettingValue:
 
 def queue_device(roots: Roots, device: str) -> str:
     """The device whose ``queue/`` directory serves ``device`` (a partition's parent)."""
-    cls = roots.sys_class_block / device
-    if (cls / "partition").exists():
-        try:
-            return cls.resolve().parent.name
-        except OSError:
-            return device
-    return device
+    return partition_parent(roots.sys_class_block / device) or device
 
 
 def parse_scheduler(raw: str) -> tuple[str | None, tuple[str, ...]]:

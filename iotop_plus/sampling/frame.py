@@ -24,8 +24,8 @@ from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
 
 if TYPE_CHECKING:  # the process modules load only when someone wants processes
+    from iotop_plus.sampling.blockdev import OpenBlockFile
     from iotop_plus.sampling.processes import (
-        OpenBlockFile,
         ProcessSample,
         TaskKey,
         TaskRates,
@@ -308,11 +308,9 @@ class _ProcessPart:
     """The process reader and what rates need between its samples."""
 
     def __init__(self, roots: Roots, per_thread: bool) -> None:
-        from iotop_plus.sampling.processes import (
-            Accumulator,
-            BlockDeviceNames,
-            ProcessReader,
-        )
+        from iotop_plus.sampling.blockdev import BlockDeviceNames
+        from iotop_plus.sampling.process_reader import ProcessReader
+        from iotop_plus.sampling.processes import Accumulator
 
         self.roots = roots
         self.per_thread = per_thread
@@ -322,13 +320,9 @@ class _ProcessPart:
         self.prev: ProcessSample | None = None
 
     def frame(self, detail_pid: int | None) -> ProcessFrame:
-        from iotop_plus.sampling.processes import (
-            detail_rates_between,
-            open_block_files,
-        )
-        from iotop_plus.sampling.processes import (
-            rates_between as process_rates,
-        )
+        from iotop_plus.sampling.blockdev import open_block_files
+        from iotop_plus.sampling.processes import detail_rates_between
+        from iotop_plus.sampling.processes import rates_between as process_rates
 
         self.reader.detail_pid = detail_pid
         cur = self.reader.sample()

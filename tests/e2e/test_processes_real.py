@@ -18,6 +18,7 @@ import pytest
 
 from iotop_plus.cli import main as cli_main
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.blockdev import BlockDeviceNames, open_block_files
 from iotop_plus.sampling.delayacct import (
     OFF_EXPLANATION,
     DelayAcct,
@@ -25,13 +26,8 @@ from iotop_plus.sampling.delayacct import (
     set_delayacct,
     sysctl_path,
 )
-from iotop_plus.sampling.processes import (
-    Accumulator,
-    BlockDeviceNames,
-    ProcessReader,
-    open_block_files,
-    rates_between,
-)
+from iotop_plus.sampling.process_reader import ProcessReader
+from iotop_plus.sampling.processes import Accumulator, rates_between
 
 LIVE = Roots()
 RATE = 4 * 1024 * 1024  # fio's --rate=4m is 4 MiB/s (kb_base 1024)
@@ -240,7 +236,7 @@ def test_an_open_block_device_is_named_exactly(make_loop, tmp_path: Path) -> Non
     finally:
         os.close(fd)
     [mine] = [f for f in files if f.fd == fd]
-    assert (mine.device, mine.how, mine.best_guess) == (loop, "device", False)
+    assert (mine.device, mine.how) == (loop, "device")
     assert mine.path == f"/dev/{loop}"
 
 
@@ -253,7 +249,7 @@ def test_a_regular_file_maps_to_its_filesystem_device(tmp_path: Path) -> None:
     if want is None:
         pytest.skip(f"{tmp_path} is not on a block device here")
     [mine] = [f for f in files if f.path == str(path)]
-    assert (mine.device, mine.how, mine.best_guess) == (want, "filesystem", True)
+    assert (mine.device, mine.how) == (want, "filesystem")
 
 
 def test_per_thread_top_on_the_live_system_runs(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,14 +12,10 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.commands import top
-from iotop_plus.sampling.processes import (
-    Accumulator,
-    BlockDeviceNames,
-    ProcessReader,
-    parse_io,
-    parse_stat,
-    rates_between,
-)
+from iotop_plus.sampling.blockdev import BlockDeviceNames
+from iotop_plus.sampling.pid_files import parse_io, parse_stat
+from iotop_plus.sampling.process_reader import ProcessReader
+from iotop_plus.sampling.processes import Accumulator, rates_between
 from tests.unit.test_processes import IO_TEXT, FakeProc, at, run_top, stat_line
 
 

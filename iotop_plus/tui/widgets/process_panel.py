@@ -35,6 +35,7 @@ from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.blockdev import OpenBlockFile
 from iotop_plus.sampling.delayacct import (
     NOTE,
     DelayAcct,
@@ -46,7 +47,6 @@ from iotop_plus.sampling.delayacct import (
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import ProcessFrame
 from iotop_plus.sampling.processes import (
-    OpenBlockFile,
     ProcessSample,
     TaskCounters,
     TaskKey,
