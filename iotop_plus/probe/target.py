@@ -37,6 +37,7 @@ from iotop_plus.probe.workdir import (
 )
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.blockdev import device_name, fd_paths
 from iotop_plus.sampling.inventory import read_inventory
 
 #: A probe file never takes more than this share of the free space.
@@ -166,11 +167,7 @@ class CheckedTarget:
 
 def device_of_dev_t(roots: Roots, dev: int) -> str | None:
     """Kernel name of the block device with this ``st_dev``/``st_rdev``, or None."""
-    link = roots.sys / "dev" / "block" / f"{os.major(dev)}:{os.minor(dev)}"
-    try:
-        return link.resolve(strict=True).name
-    except OSError:
-        return None
+    return device_name(roots, os.major(dev), os.minor(dev))
 
 
 def plan_target(
@@ -435,16 +432,11 @@ def openers(roots: Roots, fd: int, shown: str) -> list[str]:
     except OSError:
         return []
     for pid in pids:
-        fd_dir = roots.proc / pid / "fd"
-        try:
-            fds = os.listdir(fd_dir)
-        except OSError:
-            continue  # gone, or not ours to see
-        for entry in fds:
-            if pid == me and entry == str(fd):
+        for number, path in fd_paths(roots, int(pid)):  # empty when gone or not ours to see
+            if pid == me and number == fd:
                 continue
             try:
-                st = os.stat(fd_dir / entry)
+                st = os.stat(path)
             except OSError:
                 continue
             if stat.S_ISBLK(st.st_mode) and st.st_rdev == rdev:
