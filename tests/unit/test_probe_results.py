@@ -150,3 +150,34 @@ def test_loop_and_virtual_probes_are_not_compared_with_nvme_or_hdd(
         assert says in text, text
         assert "typical of" not in text and "NVMe" not in text and "HDD" not in text
     assert "NVMe" in place(fast, PRESETS["randread"], "nvme")  # hardware is still placed
+
+
+def test_probe_history_survives_a_new_history_on_the_same_state_dir(tmp_path) -> None:
+    from iotop_plus.probe.history import ProbeHistory
+
+    state = tmp_path / "iotop-plus"
+    first = ProbeHistory.load(state)
+    first.add(_result(), (("read_ahead_kb", "128"),))
+    first.add(_result(read=_direction(iops=60_000)), (("read_ahead_kb", "16"),))
+    probes = state / "probes.jsonl"
+    assert oct(probes.stat().st_mode & 0o777) == "0o600"
+    again = ProbeHistory.load(state)
+    assert len(again) == 2 and again.notes == []
+    loaded = again.get(2)
+    assert loaded is not None and loaded.result == first.records[1].result
+    assert loaded.settings == (("read_ahead_kb", "16"),)
+    assert again.add(_result()).number == 3
+    assert len(ProbeHistory.load(state, keep=2)) == 2  # bounded: only the newest are loaded
+
+
+def test_a_corrupt_probe_history_line_is_skipped_with_a_note(tmp_path) -> None:
+    from iotop_plus.probe.history import ProbeHistory
+
+    state = tmp_path / "iotop-plus"
+    ProbeHistory.load(state).add(_result())
+    with open(state / "probes.jsonl", "a") as fh:
+        fh.write('{"record": "probe-result", "result": {"preset": 1}, "time": 0}\n{oops\n')
+    ProbeHistory.load(state).add(_result(read=_direction(iops=60_000)))
+    history = ProbeHistory.load(state)
+    assert len(history) == 2
+    assert history.notes == [f"{state / 'probes.jsonl'}: skipped 2 lines that did not parse"]
