@@ -18,6 +18,7 @@ from dataclasses import asdict
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, run_cancellable
+from iotop_plus.probe.history import ProbeHistory, settings_in_force
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.results import ProbeResult
 from iotop_plus.probe.runner import (
@@ -30,6 +31,7 @@ from iotop_plus.probe.runner import (
 )
 from iotop_plus.probe.target import ProbeTarget, remove_all_probe_files
 from iotop_plus.roots import Roots
+from iotop_plus.state import StateDir, chosen_state_dir
 
 
 def add_parser(sub: Any) -> None:
@@ -120,12 +122,24 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     if outcome is None:
         print(f"iotop-plus: probe cancelled by {signal.Signals(signum).name}", file=sys.stderr)
         return 128 + signum
+    _keep_in_history(args, roots, outcome)
     if args.format == "json":
         json.dump(result_json(outcome), out, indent=2)
         out.write("\n")
     else:
         out.write(render_result(outcome.result))
     return EXIT_OK
+
+
+def _keep_in_history(args: argparse.Namespace, roots: Roots, outcome: ProbeOutcome) -> None:
+    """Append the result to the state directory's probe history (``probes.jsonl``), which
+    the TUI's Probe tab loads; a failure is one warning line, the result is still printed."""
+    state = StateDir(chosen_state_dir(getattr(args, "state_dir", None)))
+    history = ProbeHistory(state=state)
+    history.add(outcome.result, settings_in_force(roots, outcome.result.device))
+    state.close()
+    for note in history.notes:
+        print(f"iotop-plus: warning: {note}", file=sys.stderr)
 
 
 async def _probe(

@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
@@ -20,6 +21,8 @@ from iotop_plus.devices.journal import JournalError
 from iotop_plus.devices.settings import (
     SETTINGS,
     SettingError,
+    adjustment_note,
+    predict_effective,
     queue_device,
     raise_not_writable,
 )
@@ -27,6 +30,7 @@ from iotop_plus.devices.tuner import (
     Change,
     Journal,
     Tuner,
+    predicted_side_effects,
     shell_script,
     udev_rules,
     write_order,
@@ -145,7 +149,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
 
     qdev = queue_device(roots, device)
     if args.dry_run:
-        values = {qdev: dict(planned)}
+        values = {qdev: {p.setting: p.new for p in planned}}
         _print_dry_run(out, args.format, device, qdev, planned)
     else:
         values = {qdev: {c.setting: c.effective for c in changes}}
@@ -160,29 +164,76 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     return status
 
 
-def _dry_run(
-    tuner: Tuner, device: str, assignments: list[tuple[str, str]]
-) -> list[tuple[str, str]]:
-    planned = []
+@dataclass(frozen=True)
+class PlannedChange:
+    """What a dry run would do to one setting."""
+
+    setting: str
+    """The setting."""
+    old: str | None
+    """Its value now."""
+    new: str
+    """The validated value that would be written."""
+    effective: str | None
+    """What the kernel would keep (read-ahead is rounded to pages...); None when unknown."""
+    note: str | None
+    """Why ``effective`` differs from ``new``."""
+    side_effects: tuple[tuple[str, str | None], ...]
+    """(setting, its value now) of the settings the write would reset."""
+
+
+def _dry_run(tuner: Tuner, device: str, assignments: list[tuple[str, str]]) -> list[PlannedChange]:
+    planned: list[PlannedChange] = []
+    assigned = {name for name, _ in assignments}
     for setting, text in sorted(assignments, key=lambda a: write_order(a[0])):
-        planned.append((setting, tuner.validate(device, setting, text)))
-    for setting, _ in planned:
+        value = tuner.validate(device, setting, text)
         current = tuner.read_one(device, setting)
         if not current.writable:
             raise_not_writable(current)
+        effective = predict_effective(tuner.roots, current, value)
+        note = adjustment_note(tuner.roots, setting, current.queue_device, value, effective)
+        effects = tuple(
+            (name, tuner.read_one(device, name).value)
+            for name in predicted_side_effects(setting, current.value, value)
+            # A setting also assigned here is written after the reset (write_order).
+            if name not in assigned
+        )
+        planned.append(PlannedChange(setting, current.value, value, effective, note, effects))
     return planned
 
 
 def _print_dry_run(
-    out: TextIO, fmt: str, device: str, qdev: str, planned: list[tuple[str, str]]
+    out: TextIO, fmt: str, device: str, qdev: str, planned: list[PlannedChange]
 ) -> None:
     if fmt == "json":
-        doc = {"device": device, "queue_device": qdev, "dry_run": True, "planned": dict(planned)}
+        doc = {
+            "device": device,
+            "queue_device": qdev,
+            "dry_run": True,
+            "planned": {p.setting: p.new for p in planned},
+            "changes": [
+                {
+                    "setting": p.setting,
+                    "old": p.old,
+                    "new": p.new,
+                    "effective": p.effective,
+                    "note": p.note,
+                    "side_effects": [{"setting": n, "now": v} for n, v in p.side_effects],
+                }
+                for p in planned
+            ],
+        }
         out.write(json.dumps(doc, indent=2) + "\n")
         return
     via = f" (via {qdev}'s queue)" if qdev != device else ""
-    for setting, value in planned:
-        print(f"{device} {setting}: would write {value}{via} (dry run: nothing written)", file=out)
+    for p in planned:
+        line = f"{device} {p.setting}: {p.old or '-'} -> {p.new}{via}"
+        if p.note:
+            line += f" (kernel keeps {p.effective}: {p.note})"
+        print(line, file=out)
+        for name, now in p.side_effects:
+            print(f"  side effect: {name} will be reset (now {now or '-'})", file=out)
+    print("dry run: nothing written", file=out)
 
 
 def _print_changes(out: TextIO, fmt: str, device: str, changes: tuple[Change, ...]) -> None:

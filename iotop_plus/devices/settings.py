@@ -161,6 +161,15 @@ class SettingValue:
         unit = f" {self.setting.unit}" if self.setting.unit else ""
         return f"{self.value}{unit}"
 
+    @property
+    def display_with_choices(self) -> str:
+        """:attr:`display`, and for a setting with a list of values the others it could take:
+        ``none (also: mq-deadline, kyber)``, never ``none of none mq-deadline``."""
+        others = [c for c in self.choices if c != self.value]
+        if self.setting.name != "scheduler" or not others:
+            return self.display
+        return f"{self.display} (also: {', '.join(others)})"
+
 
 def queue_device(roots: Roots, device: str) -> str:
     """The device whose ``queue/`` directory serves ``device`` (a partition's parent)."""
@@ -454,14 +463,25 @@ def errno_message(roots: Roots, current: SettingValue, err: OSError) -> str:
 
 def effective_note(roots: Roots, result: WriteResult) -> str | None:
     """Why the kernel kept a value other than the one written, or None when they match."""
-    requested, effective = result.requested, result.effective
-    if requested == effective:
+    return adjustment_note(
+        roots,
+        result.before.setting.name,
+        result.after.queue_device,
+        result.requested,
+        result.effective,
+    )
+
+
+def adjustment_note(
+    roots: Roots, name: str, queue_dev: str, requested: str, effective: str | None
+) -> str | None:
+    """Why the kernel keeps (or will keep) ``effective`` for a write of ``requested``."""
+    if effective is None or requested == effective:
         return None
-    name = result.before.setting.name
     if name == "read_ahead_kb":
         return f"rounded down to whole {page_kib()} KiB pages"
     if name == "max_sectors_kb":
-        hw = _read_int(roots.sys_block / result.after.queue_device / "queue" / "max_hw_sectors_kb")
+        hw = _read_int(roots.sys_block / queue_dev / "queue" / "max_hw_sectors_kb")
         if hw is not None and effective == str(hw):
             return f"clamped to max_hw_sectors_kb ({hw})"
         return "adjusted by the kernel"

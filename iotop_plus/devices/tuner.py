@@ -66,6 +66,24 @@ def write_order(setting: str) -> int:
     return {"scheduler": 0, "max_sectors_kb": 1}.get(setting, 2)
 
 
+#: Settings a write of the key resets, when the value changes (seen on Linux 6.18): a new
+#: scheduler gets its own ``nr_requests``; ``max_sectors_kb`` recomputes read-ahead.
+RESETS: dict[str, tuple[str, ...]] = {
+    "scheduler": ("nr_requests",),
+    "max_sectors_kb": ("read_ahead_kb",),
+}
+
+
+def predicted_side_effects(setting: str, old: str | None, new: str) -> tuple[str, ...]:
+    """The settings a write of ``new`` over ``old`` will move besides ``setting``."""
+    if old == new:
+        return ()
+    effects = RESETS.get(setting, ())
+    if setting == "scheduler" and new == "bfq":
+        effects += ("wbt_lat_usec",)  # bfq turns write-back throttling off
+    return effects
+
+
 class TuningError(Exception):
     """Undo or revert could not restore a value; the message is one line."""
 

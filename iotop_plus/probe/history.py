@@ -1,17 +1,30 @@
-"""The probes of this run, each with the device settings in force, compared two at a time.
+"""Probe results, each with the device settings in force, compared two at a time.
 
 The point is tuning: run ``randread`` with read-ahead 128, change it to 16, run again, and
-see the deltas side by side.
+see the deltas side by side. With a state directory the history outlives the run: each result
+is one JSON line (``"record": "probe-result"``) in ``DIR/probes.jsonl`` (0600, O_NOFOLLOW, see
+:mod:`iotop_plus.state`), and the last :data:`KEEP` are loaded at start.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
 
 from iotop_plus.devices.settings import read_settings
-from iotop_plus.probe.results import ProbeResult
+from iotop_plus.probe.presets import ProbeParams
+from iotop_plus.probe.results import DirectionResult, DiskUtil, Hint, Latency, ProbeResult
 from iotop_plus.roots import Roots
+from iotop_plus.state import PROBES, StateDir, StateError
+
+#: Results loaded from the state directory at start (the newest).
+KEEP = 200
+#: The ``record`` value of a probe result line in ``probes.jsonl``.
+RESULT_RECORD = "probe-result"
 
 #: The queue settings recorded with each probe (those that change probe numbers most).
 RECORDED_SETTINGS = ("scheduler", "read_ahead_kb", "nr_requests", "max_sectors_kb", "nomerges")
@@ -73,15 +86,81 @@ def settings_in_force(roots: Roots, device: str | None) -> tuple[tuple[str, str]
 
 @dataclass
 class ProbeHistory:
-    """Every probe result of this run, in order."""
+    """Probe results in order: this run's, after those kept in the state directory."""
 
     records: list[ProbeRecord] = field(default_factory=list)
     """The records, oldest first."""
+    state: StateDir | None = None
+    """Where results are kept across runs; None keeps them in memory only."""
+    notes: list[str] = field(default_factory=list)
+    """Problems met loading or saving (skipped lines, an unusable file), one line each."""
+
+    @classmethod
+    def load(cls, state: StateDir | Path | None, keep: int = KEEP) -> ProbeHistory:
+        """The history kept in ``state`` (its last ``keep`` results), ready to add to.
+
+        Never raises: an unusable file or a line that does not parse is a note.
+        """
+        if isinstance(state, Path):
+            state = StateDir(state)
+        history = cls(state=state)
+        if state is None:
+            return history
+        docs: list[dict[str, Any]] = []
+        bad = 0
+        try:
+            if not os.path.lexists(state.path / PROBES):
+                return history
+            fd = state.open_file(PROBES, os.O_RDONLY)
+            with os.fdopen(fd, "rb") as fh:
+                for raw in fh:
+                    try:
+                        doc = json.loads(raw)
+                    except ValueError:
+                        bad += 1
+                        continue
+                    if isinstance(doc, dict) and doc.get("record") == RESULT_RECORD:
+                        docs.append(doc)
+                    elif not isinstance(doc, dict):
+                        bad += 1
+        except (StateError, OSError) as exc:
+            history.notes.append(f"probe history not loaded: {exc}")
+            return history
+        for doc in docs[-keep:] if keep > 0 else []:
+            try:
+                result = result_from_json(doc["result"])
+                settings = tuple((str(k), str(v)) for k, v in doc.get("settings", []))
+                wall = float(doc["time"])
+            except (KeyError, TypeError, ValueError):
+                bad += 1
+                continue
+            history.records.append(ProbeRecord(len(history.records) + 1, wall, result, settings))
+        if bad:
+            where = state.path / PROBES
+            history.notes.append(
+                f"{where}: skipped {bad} line{'s' if bad != 1 else ''} that did not parse"
+            )
+        return history
 
     def add(self, result: ProbeResult, settings: tuple[tuple[str, str], ...] = ()) -> ProbeRecord:
-        """Keep ``result`` with the settings it ran under; returns the new record."""
+        """Keep ``result`` with the settings it ran under (and append it to the state
+        directory's file); returns the new record. A failed save is a note, never an error:
+        the probe's figures are still shown."""
         record = ProbeRecord(len(self.records) + 1, time.time(), result, settings)
         self.records.append(record)
+        if self.state is not None:
+            try:
+                self.state.append(
+                    PROBES,
+                    {
+                        "record": RESULT_RECORD,
+                        "time": record.wall_time,
+                        "result": asdict(result),
+                        "settings": [list(pair) for pair in settings],
+                    },
+                )
+            except StateError as exc:
+                self.notes.append(f"probe result not saved: {exc}")
         return record
 
     def get(self, number: int) -> ProbeRecord | None:
@@ -92,6 +171,43 @@ class ProbeHistory:
 
     def __len__(self) -> int:
         return len(self.records)
+
+
+def _latency(doc: Any) -> Latency:
+    return Latency(
+        mean_us=float(doc["mean_us"]),
+        min_us=float(doc["min_us"]),
+        max_us=float(doc["max_us"]),
+        percentiles_us=tuple((str(k), float(v)) for k, v in doc.get("percentiles_us", [])),
+    )
+
+
+def _direction(doc: Any) -> DirectionResult | None:
+    if doc is None:
+        return None
+    return DirectionResult(**{**doc, "clat": _latency(doc["clat"])})
+
+
+def result_from_json(doc: Any) -> ProbeResult:
+    """A :class:`ProbeResult` back from ``dataclasses.asdict`` JSON.
+
+    Raises:
+        KeyError, TypeError, ValueError: the document is not such a result.
+    """
+    if not isinstance(doc, dict):
+        raise TypeError("not an object")
+    return ProbeResult(
+        **{
+            **doc,
+            "params": ProbeParams(**doc["params"]),
+            "read": _direction(doc.get("read")),
+            "write": _direction(doc.get("write")),
+            "fsync": _latency(doc["fsync"]) if doc.get("fsync") else None,
+            "disk_util": tuple(DiskUtil(**u) for u in doc.get("disk_util", [])),
+            "hints": tuple(Hint(**h) for h in doc.get("hints", [])),
+            "notes": tuple(str(n) for n in doc.get("notes", [])),
+        }
+    )
 
 
 def _figures(r: ProbeResult) -> list[tuple[str, float | None, bool]]:

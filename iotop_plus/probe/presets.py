@@ -1,4 +1,4 @@
-"""The named fio probes: the database benchmark suite of the seed documents.
+"""The named fio probes: a database benchmark suite.
 
 Each preset is one fio job pattern with its reason for existing. The user may edit the
 parameters in :class:`ProbeParams` (bs, iodepth, numjobs, runtime, size, direct, ioengine);
@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 #: A quick probe: short enough to try things interactively, too short to quote.
 QUICK_RUNTIME_S = 10
-#: What the seeds recommend before quoting a number.
+#: The runtime range (seconds) worth running before quoting a number.
 QUOTE_RUNTIME_S = (60, 300)
 #: The engine tried first; libaio is the fallback when io_uring is unavailable.
 DEFAULT_ENGINE = "io_uring"
@@ -54,7 +54,7 @@ class ProbeParams:
 
     @property
     def is_quick(self) -> bool:
-        """Shorter than the seeds' minimum for a number worth quoting."""
+        """Shorter than the minimum for a number worth quoting (:data:`QUOTE_RUNTIME_S`)."""
         return self.runtime_s < QUOTE_RUNTIME_S[0]
 
 

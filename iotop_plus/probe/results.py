@@ -223,7 +223,7 @@ class ProbeResult:
 
     @property
     def is_quick(self) -> bool:
-        """Shorter than the seeds' minimum for a number to quote."""
+        """Shorter than the minimum for a number worth quoting."""
         return self.params.is_quick
 
     @property
@@ -232,10 +232,7 @@ class ProbeResult:
         if not self.is_quick:
             return ""
         low, high = QUOTE_RUNTIME_S
-        return (
-            f"quick probe ({self.params.runtime_s} s): the seeds recommend {low}-{high} s "
-            "for numbers you quote"
-        )
+        return f"quick probe ({self.params.runtime_s} s): run {low}-{high} s for numbers you quote"
 
 
 def _latency(block: Any) -> Latency:
@@ -290,6 +287,7 @@ def parse_result(
     device: str | None,
     rotational: bool | None = None,
     notes: tuple[str, ...] = (),
+    device_class: str | None = None,
 ) -> ProbeResult:
     """Turn fio's final JSON document into a :class:`ProbeResult` with hints and placement.
 
@@ -335,17 +333,21 @@ def parse_result(
         raise FioOutputError(f"fio's JSON lacks an expected field ({exc})") from None
     if not result.directions:
         raise FioOutputError("fio completed no I/O")
-    return _with_reading(result, preset, rotational)
+    return _with_reading(result, preset, rotational, device_class)
 
 
-def _with_reading(result: ProbeResult, preset: Preset, rotational: bool | None) -> ProbeResult:
+def _with_reading(
+    result: ProbeResult, preset: Preset, rotational: bool | None, device_class: str | None
+) -> ProbeResult:
     return replace(
-        result, hints=tuple(hints_for(result, preset, rotational)), placement=place(result, preset)
+        result,
+        hints=tuple(hints_for(result, preset, rotational)),
+        placement=place(result, preset, device_class),
     )
 
 
 def hints_for(result: ProbeResult, preset: Preset, rotational: bool | None = None) -> list[Hint]:
-    """The seeds' interpretation rules, applied to the numbers."""
+    """The interpretation rules, applied to the numbers."""
     out: list[Hint] = []
     p = result.params
     for d, label in ((result.read, "read"), (result.write, "write")):
@@ -418,8 +420,26 @@ def hints_for(result: ProbeResult, preset: Preset, rotational: bool | None = Non
     return out
 
 
-def place(result: ProbeResult, preset: Preset) -> str:
-    """Where the result sits among :data:`DEVICE_CLASSES`, in one line."""
+#: What a probe of a device that is not hardware measures, by device class (see
+#: ``BlockDevice.device_class``). Comparing such a figure to NVMe or HDD datasheets misleads.
+NOT_COMPARABLE: dict[str, str] = {
+    "loop": "measures the loop device's backing file (and the page cache above it), not a "
+    "disk: not compared with device classes",
+    "virtual": "measures a virtual disk: the host decides its speed (its storage, cache and "
+    "limits), so it is not compared with device classes",
+    "ram": "measures memory (a RAM disk), not a disk: not compared with device classes",
+    "zram": "measures compressed memory (zram), not a disk: not compared with device classes",
+}
+
+
+def place(result: ProbeResult, preset: Preset, device_class: str | None = None) -> str:
+    """Where the result sits among :data:`DEVICE_CLASSES`, in one line.
+
+    A loop, virtual or RAM device is not placed: the figure measures its backing file, the
+    host or memory (:data:`NOT_COMPARABLE`).
+    """
+    if device_class in NOT_COMPARABLE:
+        return f"{_shown(result, preset)} {NOT_COMPARABLE[device_class]}"
     if preset.fsync:
         return _place_latency(result)
     sequential = preset.rw in ("read", "write", "rw")
@@ -447,6 +467,16 @@ def place(result: ProbeResult, preset: Preset) -> str:
     low = max(below, key=lambda c: span(c)[1])
     high = min(above, key=lambda c: span(c)[0])
     return f"{shown} is between {low.name} and {high.name}"
+
+
+def _shown(result: ProbeResult, preset: Preset) -> str:
+    """The headline figure of a result, as :func:`place` names it."""
+    if preset.fsync:
+        value = result.fsync.mean_us if result.fsync else result.mean_clat_us
+        return f"{_us(value)} mean {'fsync' if result.fsync else 'write'} latency"
+    if preset.rw in ("read", "write", "rw"):
+        return f"{result.bw_kib_s * 1024 / 1e6:,.0f} MB/s"
+    return f"{result.iops:,.0f} IOPS"
 
 
 def _place_latency(result: ProbeResult) -> str:

@@ -342,6 +342,7 @@ class ProbeRunner:
             raw, doc = _final_document(run, params)
             raw, doc = _with_disk_util(raw, doc, target, before, _disk_counters(self.roots, target))
             rotational = _rotational(self.roots, target.device)
+            device_class = _device_class(self.roots, target.device)
             try:
                 result = parse_result(
                     doc,
@@ -351,6 +352,7 @@ class ProbeRunner:
                     device=target.device,
                     rotational=rotational,
                     notes=tuple(notes),
+                    device_class=device_class,
                 )
             except FioOutputError as exc:
                 raise ProbeError(str(exc)) from exc
@@ -572,6 +574,16 @@ def _fio_said(run: _FioRun) -> str:
     if len(text) > 300:
         text = text[:297] + "..."
     return f": {text}"
+
+
+def _device_class(roots: Roots, device: str | None) -> str | None:
+    """The measured device's class (``virtual``, ``loop``, ``nvme``...), or None."""
+    if device is None:
+        return None
+    from iotop_plus.sampling.inventory import read_inventory
+
+    dev = read_inventory(roots, use_udev=False).get(device)
+    return dev.media_class if dev is not None else None
 
 
 def _rotational(roots: Roots, device: str | None) -> bool | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from iotop_plus.roots import Roots
@@ -19,6 +19,40 @@ from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, MAX_SOURCE_BYTES,
 SECTOR = 512
 
 _HIDDEN_BY_DEFAULT = re.compile(r"^(loop|ram|zram)\d+$")
+
+#: Every device class, in plain words. The kernel's ``rotational`` flag alone misleads: a
+#: virtio disk says 1 whatever the host stores it on, and a loop device says 0 even when its
+#: backing file is on a spinning disk.
+CLASS_TEXT: dict[str, str] = {
+    "hdd": "spinning disk",
+    "ssd": "SSD (solid state)",
+    "nvme": "NVMe SSD",
+    "virtual": "virtual disk: the host decides its speed",
+    "network": "network block device: the remote end and the network decide its speed",
+    "loop": "loop device: its backing file (and the page cache) decide its speed",
+    "ram": "RAM disk",
+    "zram": "compressed RAM disk (zram)",
+    "dm": "device-mapper volume",
+    "md": "software RAID (md)",
+    "optical": "optical drive",
+    "unknown": "unknown (the kernel does not say)",
+}
+
+#: Short names, for what a dm or md device sits on.
+_CLASS_SHORT = {"hdd": "HDD", "ssd": "SSD", "nvme": "NVMe", "virtual": "virtual disks"}
+
+#: Drivers of paravirtual disks (``device/driver`` or an ancestor's): virtio, Xen, Hyper-V.
+_VIRTUAL_DRIVERS = ("virtio_blk", "virtio_scsi", "vbd", "xen_blkfront", "hv_storvsc", "vmw_pvscsi")
+#: Path components of paravirtual buses in the device's sysfs path.
+_VIRTUAL_BUS = re.compile(r"/(virtio\d+|vbd-\d+|xen|vmbus|VMBUS:[^/]*)(/|$)")
+#: Vendor or model strings of emulated or cloud disks (SCSI/ATA/NVMe as seen by the guest).
+_VIRTUAL_IDENTITY = re.compile(
+    r"^(QEMU|VMware|VBOX|Msft|Virtual|Google|Amazon Elastic Block Store|nvme_card-pd|"
+    r"Xen|Red Hat|BHYVE|Parallels)",
+    re.IGNORECASE,
+)
+#: NVMe-over-fabrics transports (``device/transport``): the disk is on the network.
+_NETWORK_TRANSPORTS = ("tcp", "rdma", "fc")
 
 
 @dataclass(frozen=True)
@@ -73,6 +107,36 @@ class BlockDevice:
     """Filesystem types of those mounts."""
     swap: bool = False
     """Whether the device is active swap."""
+    device_class: str = "unknown"
+    """What the device is (see :data:`DEVICE_CLASSES`), from the transport, the driver and
+    ``rotational`` together: a partition has its disk's class."""
+    backing_class: str | None = None
+    """For dm and md devices, the class of every disk they sit on, when all agree."""
+
+    @property
+    def media_class(self) -> str:
+        """The class whose speed this device has: a dm or md device's disks', else its own."""
+        if self.device_class in ("dm", "md") and self.backing_class:
+            return self.backing_class
+        return self.device_class
+
+    @property
+    def seeks(self) -> bool | None:
+        """True when latency should be judged as a spinning disk's (class ``hdd``), False for
+        any other known class, None when unknown. Unlike ``rotational`` this is False for a
+        virtio disk, which the kernel marks rotational whatever the host stores it on."""
+        media = self.media_class
+        if media in ("unknown", "dm", "md"):
+            return None if self.rotational is None or media == "unknown" else False
+        return media == "hdd"
+
+    @property
+    def class_text(self) -> str:
+        """The class in plain words, for the Device tab."""
+        if self.device_class in ("dm", "md") and self.backing_class:
+            what = "device-mapper" if self.device_class == "dm" else "software RAID"
+            return f"{what} on {_CLASS_SHORT.get(self.backing_class, self.backing_class)}"
+        return CLASS_TEXT.get(self.device_class, self.device_class)
 
     @property
     def friendly_name(self) -> str:
@@ -172,6 +236,76 @@ def _kind(name: str, is_partition: bool, sysdir: Path) -> str:
     if (sysdir / "md").is_dir():
         return "md"
     return "disk"
+
+
+def classify(
+    name: str,
+    kind: str,
+    sysdir: Path,
+    rotational: bool | None,
+    *,
+    vendor: str | None = None,
+    model: str | None = None,
+) -> str:
+    """The class of a whole disk (not a partition), one of :data:`CLASS_TEXT`.
+
+    The kernel name and kind say loop, ram, zram, dm and md. Otherwise the driver and bus
+    (``device/driver``, the resolved sysfs path: virtio, Xen, Hyper-V) or an emulated
+    vendor/model string (QEMU, VMware, VBOX, Msft, cloud volumes) say virtual; an NVMe
+    namespace is nvme (network when ``device/transport`` is tcp, rdma or fc); and only
+    then does ``queue/rotational`` choose between hdd and ssd.
+    """
+    if kind in ("loop", "ram", "zram", "dm", "md"):
+        return kind
+    devdir = sysdir / "device"
+    hardware = os.path.isdir(devdir)
+    if hardware and _is_virtual_path(sysdir):
+        return "virtual"
+    if any(ident and _VIRTUAL_IDENTITY.match(ident.strip()) for ident in (vendor, model)):
+        return "virtual"
+    if kind == "nvme":
+        transport = _read(devdir / "transport") if hardware else None
+        return "network" if transport in _NETWORK_TRANSPORTS else "nvme"
+    if name.startswith(("nbd", "rbd")):
+        return "network"
+    if name.startswith("sr"):
+        return "optical"
+    return "unknown" if rotational is None else ("hdd" if rotational else "ssd")
+
+
+def _is_virtual_path(sysdir: Path) -> bool:
+    """Whether the disk hangs off a paravirtual bus or is driven by a paravirtual driver."""
+    for link in (sysdir / "device" / "driver", sysdir / "device" / ".." / "driver"):
+        try:
+            if os.path.basename(os.readlink(link)) in _VIRTUAL_DRIVERS:
+                return True
+        except OSError:
+            pass
+    try:
+        resolved = str(sysdir.resolve())
+    except OSError:
+        return False
+    return bool(_VIRTUAL_BUS.search(resolved))
+
+
+def _backing_class(
+    name: str, classes: Mapping[str, str], slaves: Mapping[str, tuple[str, ...]]
+) -> str | None:
+    """The one class of every disk under a dm/md device (partitions count as their disk)."""
+    seen: set[str] = set()
+    found: set[str] = set()
+    todo = list(slaves.get(name, ()))
+    while todo:
+        below = todo.pop()
+        if below in seen:
+            continue
+        seen.add(below)
+        cls = classes.get(below)
+        if cls in ("dm", "md"):
+            todo += slaves.get(below, ())
+        elif cls is not None:
+            found.add(cls)
+    return found.pop() if len(found) == 1 else None
 
 
 def parse_mountinfo(text: str) -> dict[tuple[int, int], list[tuple[str, str]]]:
@@ -363,8 +497,38 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
             mounts=tuple(m for m, _ in mount_list),
             fstypes=tuple(f for _, f in mount_list),
             swap=name in swap_devs,
+            device_class=(
+                "unknown"
+                if parent_name
+                else classify(
+                    name,
+                    str(info["kind"]),
+                    sysdir,
+                    None if rot is None else bool(rot),
+                    vendor=vendor,
+                    model=model,
+                )
+            ),
         )
-    return Inventory(devices)
+    return Inventory(_with_classes(devices))
+
+
+def _with_classes(devices: dict[str, BlockDevice]) -> dict[str, BlockDevice]:
+    """Partitions take their disk's class; dm and md devices learn what they sit on."""
+    classes = {
+        name: (devices[d.parent].device_class if d.parent in devices else "unknown")
+        if d.parent
+        else d.device_class
+        for name, d in devices.items()
+    }
+    slaves = {name: d.slaves for name, d in devices.items()}
+    out: dict[str, BlockDevice] = {}
+    for name, dev in devices.items():
+        backing = _backing_class(name, classes, slaves) if dev.kind in ("dm", "md") else None
+        if classes[name] != dev.device_class or backing is not None:
+            dev = replace(dev, device_class=classes[name], backing_class=backing)
+        out[name] = dev
+    return out
 
 
 def _guess_parent(name: str, names: Iterable[str]) -> str | None:

@@ -125,6 +125,8 @@ def test_cli_prints_json_that_matches_the_kept_fio_json(tmp_path: Path, fio_bin:
             sys.executable,
             "-m",
             "iotop_plus",
+            "--state-dir",
+            str(tmp_path / "state"),
             "probe",
             "mixed",
             "--target",
@@ -155,12 +157,53 @@ def test_cli_prints_json_that_matches_the_kept_fio_json(tmp_path: Path, fio_bin:
     assert list(target.iterdir()) == []
 
 
+def test_probe_history_is_lost_on_restart(tmp_path: Path, fio_bin: str) -> None:
+    """A CLI probe's result is in DIR/probes.jsonl (0600), and a new ProbeHistory on the same
+    state directory (the TUI's Probe tab at its next start) has it."""
+    from iotop_plus.probe.history import ProbeHistory
+
+    state = tmp_path / "state"
+    for _ in range(2):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "iotop_plus",
+                "--state-dir",
+                str(state),
+                "probe",
+                "wal",
+                "-t",
+                str(tmp_path),
+                "-r",
+                "1",
+                "-s",
+                "size=32",
+                "-q",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+    probes = state / "probes.jsonl"
+    assert oct(probes.stat().st_mode & 0o777) == "0o600"
+    history = ProbeHistory.load(state)
+    assert history.notes == [] and len(history) == 2
+    record = history.get(2)
+    assert record is not None and record.result.preset == "wal"
+    assert record.result.fsync is not None and record.result.fsync.mean_us > 0
+
+
 def test_cli_table_shows_the_result_card(tmp_path: Path, fio_bin: str) -> None:
     proc = subprocess.run(
         [
             sys.executable,
             "-m",
             "iotop_plus",
+            "--state-dir",
+            str(tmp_path.parent / f"{tmp_path.name}-state"),
             "probe",
             "wal",
             "-t",

@@ -40,7 +40,19 @@ def _fio_on(path: Path) -> list[psutil.Process]:
 def test_probe_in_a_terminal_shows_progress_then_the_card(tmp_path: Path, fio_bin: str) -> None:
     with TmuxSession(120, 40) as session:
         launched = session.launch(
-            [_console_script(), "probe", "seqscan", "-t", str(tmp_path), "-r", "2", "-s", "size=32"]
+            [
+                _console_script(),
+                "--state-dir",
+                f"{tmp_path}-state",
+                "probe",
+                "seqscan",
+                "-t",
+                str(tmp_path),
+                "-r",
+                "2",
+                "-s",
+                "size=32",
+            ]
         )
         session.wait_for("s left", timeout=30)
         screen = session.wait_for("reference:", timeout=30)

@@ -131,7 +131,8 @@ def test_dry_run_writes_nothing(loop: str, tmp_path: Path) -> None:
     before = queue_values(loop)
     run = iotop_plus("set", loop, "read_ahead_kb=16", "--dry-run", state=tmp_path)
     assert run.returncode == 0, run.stderr
-    assert "would write 16" in run.stdout
+    assert f"read_ahead_kb: {before['read_ahead_kb']} -> 16" in run.stdout
+    assert "dry run: nothing written" in run.stdout
     assert queue_values(loop) == before
     assert not (tmp_path / "iotop-plus").exists()
 
@@ -207,3 +208,42 @@ def test_as_nobody_settings_are_read_only_with_a_clear_reason(loop: str, tmp_pat
         assert value == before[name]
         assert writable == "False"
         assert why == "read-only: changing queue settings needs root"
+
+
+def test_dry_run_shows_the_value_the_kernel_will_keep(loop: str, tmp_path: Path) -> None:
+    """read_ahead_kb=7 is kept as 4 (whole 4 KiB pages): the dry run said 'would write 7'."""
+    before = queue_values(loop)
+    run = iotop_plus("set", loop, "read_ahead_kb=7", "--dry-run", state=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        f"{loop} read_ahead_kb: {before['read_ahead_kb']} -> 7 "
+        "(kernel keeps 4: rounded down to whole 4 KiB pages)",
+        "dry run: nothing written",
+    ]
+    assert queue_values(loop) == before
+
+
+def test_dry_run_shows_the_side_effects_of_a_scheduler_change(loop: str, tmp_path: Path) -> None:
+    """Switching the scheduler resets nr_requests; a dry run must say so, as set does."""
+    before = queue_values(loop)
+    assert before["scheduler"] == "none"
+    run = iotop_plus("set", loop, "read_ahead_kb=16", "scheduler=mq-deadline", "-n", state=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == [
+        f"{loop} scheduler: none -> mq-deadline",
+        f"  side effect: nr_requests will be reset (now {before['nr_requests']})",
+        f"{loop} read_ahead_kb: {before['read_ahead_kb']} -> 16",
+        "dry run: nothing written",
+    ]
+    doc = json.loads(
+        iotop_plus(
+            "set", loop, "scheduler=mq-deadline", "-n", "--format", "json", state=tmp_path
+        ).stdout
+    )
+    (change,) = doc["changes"]
+    assert change["side_effects"] == [{"setting": "nr_requests", "now": before["nr_requests"]}]
+    assert doc["planned"] == {"scheduler": "mq-deadline"}
+    # Setting nr_requests too: it is written after the reset, so nothing is lost.
+    both = iotop_plus("set", loop, "scheduler=mq-deadline", "nr_requests=32", "-n", state=tmp_path)
+    assert "side effect" not in both.stdout
+    assert queue_values(loop) == before

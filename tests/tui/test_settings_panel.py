@@ -223,3 +223,15 @@ async def test_keep_or_revert_on_exit(key: str, answer: str | None) -> None:
         )
         await pilot.press(key)
         assert app.answers == [answer]
+
+
+async def test_scheduler_line_does_not_read_none_of_none_mq_deadline(
+    loop: str, tuner: Tuner
+) -> None:
+    """It read 'none  of none mq-deadline kyber bfq': the current one, then the others."""
+    app = Host(tuner, loop)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        text = app.query_one(SettingsPanel).text
+        assert "I/O scheduler         none (also: mq-deadline, kyber, bfq)" in text
+        assert " of none" not in text

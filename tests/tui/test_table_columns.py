@@ -50,3 +50,56 @@ def test_colour_thresholds() -> None:
     assert cell(util, 95.0, True, None, cfg) == ("95.00", BAD)
     assert cell(_col("in_flight"), 3, None, None, cfg) == ("3", PLAIN)
     assert format_value(123_456.0) == "123k"
+
+
+def test_virtual_and_loop_devices_are_not_judged_as_spinning_disks() -> None:
+    """virtio-blk and many loop devices say rotational=1: their awaits must still be judged
+    as fast storage's (the host or the backing file decides their speed, not a seek)."""
+    from iotop_plus.sampling.inventory import BlockDevice, Inventory
+    from iotop_plus.tui.widgets.device_table import DeviceTable
+
+    def dev(name: str, kind: str, device_class: str, parent: str | None = None) -> BlockDevice:
+        return BlockDevice(
+            name,
+            8,
+            0,
+            kind,
+            parent=parent,
+            rotational=None if parent else True,
+            device_class=device_class,
+        )
+
+    inventory = Inventory(
+        {
+            "vda": dev("vda", "disk", "virtual"),
+            "vda1": dev("vda1", "part", "virtual", parent="vda"),
+            "loop1": dev("loop1", "loop", "loop"),
+            "sda": dev("sda", "disk", "hdd"),
+            "sda1": dev("sda1", "part", "hdd", parent="sda"),
+        }
+    )
+    table = DeviceTable(Config())
+    table._inventory = inventory
+    cfg = Config()
+    r_await = _col("r_await")
+    slow_for_fast_storage = cfg.await_bad_ms_solid + 1  # below the spinning-disk bad mark
+    for name in ("vda", "vda1", "loop1"):
+        row = table._make_row(name, 0)
+        assert cell(r_await, slow_for_fast_storage, row.rotational, None, cfg)[1] == BAD, name
+        assert cell(_col("util"), 95.0, row.rotational, None, cfg)[1] == DIM, name
+    for name in ("sda", "sda1"):
+        row = table._make_row(name, 0)
+        assert cell(r_await, slow_for_fast_storage, row.rotational, None, cfg)[1] == WARN, name
+
+
+def test_device_tab_says_a_virtio_disk_is_virtual_not_spinning() -> None:
+    from iotop_plus.sampling.inventory import BlockDevice
+    from iotop_plus.tui.widgets.device_panel import device_facts
+
+    vda = BlockDevice("vda", 254, 0, "disk", rotational=True, device_class="virtual")
+    facts = dict(device_facts(vda, None))
+    assert facts["type"] == "virtual disk: the host decides its speed"
+    assert "spinning" not in " ".join(facts.values())
+    loop = BlockDevice("loop1", 7, 1, "loop", rotational=False, device_class="loop")
+    assert "backing file" in dict(device_facts(loop, None))["type"]
+    assert "NVMe" not in " ".join(dict(device_facts(loop, None)).values())

@@ -209,3 +209,92 @@ def test_parse_swaps() -> None:
 )
 def test_hidden_by_default(name: str, hidden: bool) -> None:
     assert hidden_by_default(name) is hidden
+
+
+def _virtual_disk_tree(tmp_path: Path, name: str, driver: str, bus: str) -> Roots:
+    """A one-disk sysfs tree laid out as the kernel does for a paravirtual disk: the disk
+    under ``.../BUS/block/NAME``, ``device`` linking to the bus device and ``driver`` to the
+    driver, and rotational=1 as virtio-blk reports whatever the host stores it on."""
+    sys_root = tmp_path / "sys"
+    bus_dev = sys_root / "devices" / "pci0000:00" / "0000:00:02.0" / bus
+    disk = bus_dev / "block" / name
+    (disk / "queue").mkdir(parents=True)
+    (disk / "dev").write_text("254:0\n")
+    (disk / "size").write_text("2097152\n")
+    (disk / "queue" / "rotational").write_text("1\n")
+    drivers = sys_root / "bus" / "virtio" / "drivers" / driver
+    drivers.mkdir(parents=True)
+    (bus_dev / "driver").symlink_to(drivers)
+    (disk / "device").symlink_to(bus_dev)
+    for where in ("block", "class/block"):
+        (sys_root / where).mkdir(parents=True, exist_ok=True)
+        (sys_root / where / name).symlink_to(disk)
+    (tmp_path / "proc").mkdir()
+    return Roots(proc=tmp_path / "proc", sys=sys_root)
+
+
+def test_virtio_disk_is_virtual_not_a_spinning_disk(tmp_path: Path) -> None:
+    """rotational=1 is what virtio-blk always says: the driver, not the flag, decides."""
+    inv = read_inventory(_virtual_disk_tree(tmp_path, "vda", "virtio_blk", "virtio1"))
+    vda = inv.get("vda")
+    assert vda is not None and vda.rotational is True
+    assert vda.device_class == "virtual"
+    assert vda.class_text == "virtual disk: the host decides its speed"
+    assert vda.seeks is False  # judged against the non-rotational await thresholds
+
+
+def test_real_virtio_disk_of_this_host_is_virtual() -> None:
+    vda = read_inventory(Roots()).get("vda")
+    if vda is None or not Path("/sys/block/vda/device/driver").exists():
+        pytest.skip("this host has no virtio disk vda")
+    assert vda.device_class == "virtual" and vda.seeks is False
+
+
+def test_emulated_scsi_disk_is_virtual_by_its_vendor(tmp_path: Path) -> None:
+    roots = _virtual_disk_tree(tmp_path, "sda", "sd", "host0")
+    (roots.sys / "block" / "sda" / "device" / "vendor").write_text("QEMU    \n")
+    inv = read_inventory(roots, use_udev=False)
+    sda = inv.get("sda")
+    assert sda is not None and sda.vendor == "QEMU" and sda.device_class == "virtual"
+
+
+def test_loop_device_is_loop_whatever_rotational_says(make_loop: Callable[..., str]) -> None:
+    """A loop device inherits rotational from nowhere in particular (1 on this host's
+    virtio-backed loops, 0 elsewhere): it is a loop device, not a disk of either kind."""
+    name = make_loop(size_mb=16)
+    dev = read_inventory(Roots()).get(name)
+    assert dev is not None
+    assert dev.device_class == "loop" and dev.seeks is False
+    assert "backing file" in dev.class_text
+
+
+@pytest.mark.parametrize(
+    ("tree", "expected"),
+    [
+        (
+            "nvme",
+            {"nvme0n1": "nvme", "nvme0n1p2": "nvme", "nvme0n2": "nvme"},
+        ),
+        ("dm", {"sda": "hdd", "sda2": "hdd", "dm-0": "dm", "dm-1": "dm"}),
+        ("md", {"sdb": "hdd", "sdb1": "hdd", "md0": "md"}),
+    ],
+)
+def test_fixture_trees_are_classified(
+    fixture_roots: RootsFactory, tree: str, expected: dict[str, str]
+) -> None:
+    inv = read_inventory(fixture_roots(tree))
+    assert {name: inv.devices[name].device_class for name in expected} == expected
+
+
+def test_dm_and_md_volumes_are_judged_by_the_disks_below(fixture_roots: RootsFactory) -> None:
+    dm0 = read_inventory(fixture_roots("dm")).get("dm-0")
+    md0 = read_inventory(fixture_roots("md")).get("md0")
+    assert dm0 is not None and md0 is not None
+    assert dm0.backing_class == "hdd" and dm0.seeks is True
+    assert dm0.class_text == "device-mapper on HDD"
+    assert md0.backing_class == "hdd" and md0.media_class == "hdd"
+
+
+def test_kernel_trees_without_sysfs_classify_nothing(fixture_roots: RootsFactory) -> None:
+    for tree in ("kernel-2.6", "kernel-4.14", "kernel-5.4"):
+        assert read_inventory(fixture_roots(tree)).devices == {}

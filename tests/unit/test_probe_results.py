@@ -84,7 +84,7 @@ def test_each_rule_fires_on_its_own_numbers() -> None:
     assert "idle-device" in _codes(_result(disk_util=(DiskUtil("sda", 10, 0, 20.0),)))
 
 
-def test_short_runtime_hint_quotes_the_seeds_recommendation() -> None:
+def test_short_runtime_hint_quotes_the_recommended_runtime() -> None:
     result = _result(params=replace(_result().params, runtime_s=10))
     text = next(h.text for h in hints_for(result, PRESETS["randread"]) if h.code == "short-runtime")
     assert "60-300 s" in text and "quick probe" in text
@@ -122,3 +122,62 @@ def test_history_compares_two_probes_with_deltas_and_settings() -> None:
     assert rows["scheduler"].delta == ""
     assert rows["IOPS"].delta == "+10,000 (+20.0%)" and rows["IOPS"].better is True
     assert "ra 16" in b.label
+
+
+def test_product_text_never_mentions_the_seeds() -> None:
+    """'the seeds' are our design notes, not something a user has read."""
+    quick = _result(params=replace(_result().params, runtime_s=10))
+    texts = [quick.quick_label] + [h.text for h in hints_for(quick, PRESETS["randread"])]
+    assert texts and not any("seed" in t.lower() for t in texts)
+
+
+@pytest.mark.parametrize(
+    ("device_class", "says"),
+    [
+        ("loop", "backing file"),
+        ("virtual", "the host decides its speed"),
+        ("ram", "memory"),
+    ],
+)
+def test_loop_and_virtual_probes_are_not_compared_with_nvme_or_hdd(
+    device_class: str, says: str
+) -> None:
+    """A loop device backed by the page cache was 'typical of NVMe'; a virtio disk was
+    compared with HDD datasheets. The figure measures the backing file or the host."""
+    fast = _result(read=_direction(iops=600_000))
+    for preset in ("randread", "seqscan", "wal"):
+        text = place(fast, PRESETS[preset], device_class)
+        assert says in text, text
+        assert "typical of" not in text and "NVMe" not in text and "HDD" not in text
+    assert "NVMe" in place(fast, PRESETS["randread"], "nvme")  # hardware is still placed
+
+
+def test_probe_history_survives_a_new_history_on_the_same_state_dir(tmp_path) -> None:
+    from iotop_plus.probe.history import ProbeHistory
+
+    state = tmp_path / "iotop-plus"
+    first = ProbeHistory.load(state)
+    first.add(_result(), (("read_ahead_kb", "128"),))
+    first.add(_result(read=_direction(iops=60_000)), (("read_ahead_kb", "16"),))
+    probes = state / "probes.jsonl"
+    assert oct(probes.stat().st_mode & 0o777) == "0o600"
+    again = ProbeHistory.load(state)
+    assert len(again) == 2 and again.notes == []
+    loaded = again.get(2)
+    assert loaded is not None and loaded.result == first.records[1].result
+    assert loaded.settings == (("read_ahead_kb", "16"),)
+    assert again.add(_result()).number == 3
+    assert len(ProbeHistory.load(state, keep=2)) == 2  # bounded: only the newest are loaded
+
+
+def test_a_corrupt_probe_history_line_is_skipped_with_a_note(tmp_path) -> None:
+    from iotop_plus.probe.history import ProbeHistory
+
+    state = tmp_path / "iotop-plus"
+    ProbeHistory.load(state).add(_result())
+    with open(state / "probes.jsonl", "a") as fh:
+        fh.write('{"record": "probe-result", "result": {"preset": 1}, "time": 0}\n{oops\n')
+    ProbeHistory.load(state).add(_result(read=_direction(iops=60_000)))
+    history = ProbeHistory.load(state)
+    assert len(history) == 2
+    assert history.notes == [f"{state / 'probes.jsonl'}: skipped 2 lines that did not parse"]

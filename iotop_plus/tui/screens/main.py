@@ -303,7 +303,8 @@ class MainScreen(Screen[None]):
         if tab_id == "tab-probe":
             from iotop_plus.tui.widgets.probe_panel import ProbePanel
 
-            return ProbePanel(self.runner_factory, self.roots, id="probe-panel")
+            state = self.tuner.journal.state  # None in tests: the history stays in memory
+            return ProbePanel(self.runner_factory, self.roots, id="probe-panel", state=state)
         raise KeyError(tab_id)
 
     @property

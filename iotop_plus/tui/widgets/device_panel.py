@@ -25,12 +25,6 @@ def format_size(size_bytes: int) -> str:
     return f"{value:.1f} PiB"
 
 
-def _rotational(dev: BlockDevice) -> str:
-    if dev.rotational is None:
-        return "unknown"
-    return "yes (spinning disk)" if dev.rotational else "no (SSD, NVMe or virtual)"
-
-
 def device_facts(
     dev: BlockDevice, settings: Sequence[SettingValue] | None
 ) -> list[tuple[str, str]]:
@@ -45,7 +39,9 @@ def device_facts(
         ("vendor", dev.vendor or "-"),
         ("serial", dev.serial or "-"),
         ("size", format_size(dev.size_bytes)),
-        ("rotational", _rotational(dev)),
+        # What the device is, from transport, driver and rotational together: the kernel's
+        # rotational flag alone calls every virtio disk a spinning one.
+        ("type", dev.class_text),
         (
             "block size",
             f"logical {dev.logical_block_size or '?'} B, "

@@ -58,7 +58,7 @@ class TableRow:
     label: str
     """What the Device column shows (indent, dm name, what it sits on)."""
     rotational: bool | None
-    """Spinning disk, solid-state, or unknown."""
+    """Judged as a spinning disk (``BlockDevice.seeks``), as fast storage, or unknown."""
     nr_requests: int | None
     """The queue's capacity, for the aqu-sz warning."""
 
@@ -284,10 +284,8 @@ class DeviceTable(ScrollView, can_focus=True):
 
     def _make_row(self, name: str, depth: int) -> TableRow:
         dev = self._inventory.get(name)
-        rotational = dev.rotational if dev is not None else None
-        if dev is not None and dev.parent is not None and rotational is None:
-            parent = self._inventory.get(dev.parent)
-            rotational = parent.rotational if parent is not None else None
+        # The device class, not the kernel's rotational flag (1 on every virtio disk).
+        rotational = dev.seeks if dev is not None else None
         queue_owner = dev.parent if dev is not None and dev.parent else name
         return TableRow(
             name, device_label(dev, name, depth), rotational, self._nr_requests.get(queue_owner)

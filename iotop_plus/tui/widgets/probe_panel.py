@@ -51,6 +51,7 @@ from iotop_plus.probe.target import ConfirmationNeeded, ProbeTarget
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.state import StateDir
 
 #: Parameter inputs in display order: (key in EDITABLE, label).
 PARAM_FIELDS: tuple[tuple[str, str], ...] = (
@@ -230,11 +231,12 @@ class ProbePanel(VerticalScroll):
         roots: Roots,
         *,
         id: str | None = None,
+        state: StateDir | None = None,
     ) -> None:
         super().__init__(id=id)
         self.runner_factory = runner_factory
         self.roots = roots
-        self.history = ProbeHistory()
+        self.history = ProbeHistory.load(state)  # earlier runs' results, from probes.jsonl
         """Every result of this run."""
         self.selected_device: str | None = None
         """The device selected in the table."""
@@ -282,7 +284,11 @@ class ProbePanel(VerticalScroll):
         yield Static("", id="probe-error", markup=False)
         yield Static("", id="probe-card")
         yield Label("History (enter: compare)", classes="heading")
-        yield OptionList(id="probe-history", markup=False)
+        yield OptionList(
+            *(Option(r.label, id=str(r.number)) for r in self.history.records),
+            id="probe-history",
+            markup=False,
+        )
         yield Static("", id="probe-compare", markup=False)
 
     def on_mount(self) -> None:

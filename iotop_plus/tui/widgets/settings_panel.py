@@ -280,9 +280,7 @@ class SettingsPanel(VerticalScroll, can_focus=False):
             value = self.values.get(name)
             if value is None:
                 continue
-            shown = value.display if value.present else (value.reason or "n/a")
-            if name == "scheduler" and value.choices:
-                shown += "  of " + " ".join(value.choices)
+            shown = value.display_with_choices if value.present else (value.reason or "n/a")
             key = f" [{keys[name]}]" if name in keys else ""
             line = f"{value.setting.label:<21} {shown}{key}"
             lines.append(line)

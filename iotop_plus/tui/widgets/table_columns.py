@@ -149,7 +149,9 @@ def cell(
     Args:
         column: The column shown.
         value: The figure.
-        rotational: Spinning disk (True), solid-state (False) or unknown (None).
+        rotational: Judged as a spinning disk (True: class hdd, or dm/md over hdd), as fast
+            storage (False: SSD, NVMe, and virtual and loop devices, whose speed the host or
+            the backing file decides, so a seek-time allowance would hide trouble) or unknown.
         nr_requests: The queue's capacity, for the aqu-sz and inflight warning.
         config: Where the thresholds are.
     """
