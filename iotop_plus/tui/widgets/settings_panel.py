@@ -2,8 +2,9 @@
 
 Interface for the screen (the lead wires it in):
 
-* ``SettingsPanel(tuner, roots)``; ``set_device(name)`` shows a device (None: nothing);
-  ``reload()`` re-reads the values (e.g. on a timer, or after the device changed).
+* ``SettingsPanel(tuner, roots)``; ``set_device(name)`` shows a device (None: nothing) and
+  reads its values; ``show_settings(name, values)`` shows values the screen read (None: not
+  read yet), so moving the table's cursor reads no sysfs here; ``reload()`` re-reads them.
 * Messages posted up:
 
   - :class:`SettingsPanel.Changed` for every write that took effect: a set, an undo or one
@@ -25,6 +26,8 @@ opening a picker. Writes run in a thread worker; the panel only changes in the h
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -119,11 +122,20 @@ class SettingsPanel(VerticalScroll, can_focus=False):
 
     def set_device(self, name: str | None) -> None:
         """Show ``name``'s settings (None: no device)."""
+        self._switch_to(name)
+        self.reload()
+
+    def show_settings(self, name: str | None, settings: Sequence[SettingValue] | None) -> None:
+        """Show ``name`` with ``settings`` already read (None: still being read)."""
+        self._switch_to(name)
+        self.values = {v.setting.name: v for v in settings or ()}
+        self._render_values()
+
+    def _switch_to(self, name: str | None) -> None:
         if name != self.device:
             self.device = name
             self.last_result = ""
             self.query_one("#settings-result", Static).update("")
-        self.reload()
 
     def reload(self) -> None:
         """Re-read the shown device's settings and repaint them."""
