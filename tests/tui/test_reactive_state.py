@@ -4,12 +4,15 @@ held-down arrow key reads the queue settings from sysfs once, not once per row."
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import is_dataclass
 
 import pytest
 
 from iotop_plus.devices import settings as settings_module
 from iotop_plus.sampling.inventory import hidden_by_default
+from iotop_plus.tui.messages import SamplerProblem
 from iotop_plus.tui.widgets.device_panel import DevicePanel
+from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
 from tests.tui.helpers import burst, started, table, wait_for
 
@@ -98,3 +101,14 @@ async def test_the_tables_sort_and_filter_are_reactives_that_relayout() -> None:
         basic = [c.key for c in t.columns]
         t.column_set = "extended"
         assert "rrqm_s" in [c.key for c in t.columns] and "rrqm_s" not in basic
+
+
+async def test_dataclass_messages_are_initialised_and_reach_their_handlers() -> None:
+    message = SamplerProblem("diskstats: bad line")
+    assert is_dataclass(message) and message.time > 0 and not message.is_forwarded
+    assert message == SamplerProblem("diskstats: bad line")
+    app = canned_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await started(pilot, app)
+        app.post_message(SamplerProblem("diskstats: 3 bad lines"))
+        await wait_for(pilot, lambda: "3 bad lines" in app.main_screen.query_one(HostHeader).text)

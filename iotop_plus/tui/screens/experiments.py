@@ -233,34 +233,35 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
     ExperimentScreen #exp-verdict { height: auto; padding: 0 1; }
     """
 
+    @dataclass
     class Step(Message):
         """A sweep step finished."""
 
-        def __init__(self, step: SweepStep) -> None:
-            super().__init__()
-            self.step = step
+        step: SweepStep
+        """The finished step."""
 
+    @dataclass
     class Run(Message):
         """An A/B run finished."""
 
-        def __init__(self, run: AbRun) -> None:
-            super().__init__()
-            self.run = run
+        run: AbRun
+        """The finished run."""
 
+    @dataclass
     class Live(Message):
         """A live status line."""
 
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
+        text: str
+        """The line (plain text)."""
 
+    @dataclass
     class Done(Message):
         """The experiment ended: a result, or a line saying why not."""
 
-        def __init__(self, result: SweepResult | AbResult | None, text: str) -> None:
-            super().__init__()
-            self.result = result
-            self.text = text
+        result: SweepResult | AbResult | None
+        """The result, or None when it did not finish."""
+        text: str
+        """A line saying how it ended."""
 
     def __init__(
         self,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from rich.segment import Segment
@@ -230,15 +231,16 @@ class ProcessPanel(Vertical, can_focus=False):
         Binding("escape", "close", "Close", show=False),
     ]
 
+    @dataclass
     class SampleReady(Message):
         """A frame's processes with their rows arranged for ``view`` (frozen data only)."""
 
-        def __init__(self, processes: ProcessFrame, rows: list[ProcessRow], view: View) -> None:
-            super().__init__()
-            self.processes = processes
-            self.rows = rows
-            """Rows already arranged for ``view`` by the worker (not to be mutated)."""
-            self.view = view
+        processes: ProcessFrame
+        """The frame's processes: counters, rates, totals, details."""
+        rows: list[ProcessRow]
+        """Rows already arranged for ``view`` by the worker (not to be mutated)."""
+        view: View
+        """The sort, filter and modes the rows were arranged for."""
 
         @property
         def sample(self) -> ProcessSample:

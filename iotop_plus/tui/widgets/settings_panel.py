@@ -28,6 +28,7 @@ opening a picker. Writes run in a thread worker; the panel only changes in the h
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -72,21 +73,19 @@ class SettingsPanel(VerticalScroll, can_focus=False):
         Binding("E", "export", "Export"),
     ]
 
+    @dataclass
     class Changed(Message):
         """A setting was written and read back (a set, an undo or a revert step)."""
 
-        def __init__(self, change: Change) -> None:
-            super().__init__()
-            self.change = change
-            """The journaled change: device, setting, old, effective, action, time."""
+        change: Change
+        """The journaled change: device, setting, old, effective, action, time."""
 
+    @dataclass
     class Failed(Message):
         """A change was refused or could not be undone; ``text`` is one plain line."""
 
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-            """What went wrong, for people."""
+        text: str
+        """What went wrong, for people."""
 
     def __init__(self, tuner: Tuner, roots: Roots, *, id: str | None = None) -> None:
         super().__init__(id=id)
