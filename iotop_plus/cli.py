@@ -145,7 +145,7 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     source = LiveSource(roots)
     source.prime()
     try:
-        from iotop_plus.tui.app import run_tui
+        from iotop_plus.tui.run import run_tui
     except ImportError as exc:
         print(
             f"iotop-plus: the TUI is not available ({exc}); try `iotop-plus snapshot`",

@@ -7,38 +7,28 @@ that one frame, so ``space`` and ``+``/``-`` reach all of them.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import contextlib
-import os
-import signal
-import sys
-import threading
 from collections.abc import Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.reactive import reactive
 from textual.screen import Screen
 
-from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config, load_config
-from iotop_plus.devices.journal import JournalError
-from iotop_plus.devices.tuner import Journal, Tuner, TuningError
+from iotop_plus.config import Config
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.sampler import HostInfo, Sampler
-from iotop_plus.state import chosen_state_dir
+from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
 from iotop_plus.tui.screens.main import MainScreen
-from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
 
-EXIT_WATCHDOG_S = 3.0
-"""After a signal, the process ends this long after exit began even if Textual's shutdown
-hangs (seen when the terminal is already gone: the driver's writer queue never drains)."""
-
+if TYPE_CHECKING:
+    from iotop_plus.probe.runner import ProbeRunner
 
 QUIT_HELP = "quit (SIGTERM and SIGHUP also quit cleanly)"
 """The help screen's line for the quit keys."""
@@ -70,6 +60,7 @@ class IotopPlusApp(App[int]):
         tuner: Tuner | None = None,
         revert_on_exit: bool = False,
         notes: Iterable[str] = (),
+        runner_factory: Callable[[], ProbeRunner] | None = None,
     ) -> None:
         super().__init__()
         self.source = source
@@ -94,6 +85,8 @@ class IotopPlusApp(App[int]):
         """Queue-setting changes of this run, with undo."""
         self.revert_on_exit = revert_on_exit
         """Revert this run's setting changes on quit without asking."""
+        self.lifecycle = SettingsLifecycle(self, self.tuner, revert_on_exit)
+        """The restore offer at start, the keep-or-revert quit, the signal exits."""
         self.notes = tuple(notes)
         """Lines to show once the screen is up (config problems), as notifications."""
         self._source_notice: str | None = None
@@ -105,6 +98,7 @@ class IotopPlusApp(App[int]):
             self.host,
             self.interval,
             tuner=self.tuner,
+            runner_factory=runner_factory,
         )
         self.sampler_thread: SamplerThread | None = None
         """The one clock; started on mount."""
@@ -121,8 +115,8 @@ class IotopPlusApp(App[int]):
         await self.push_screen(self.main_screen)
         for note in self.notes:  # printed before the alternate screen too, but gone from view
             self.notify(note, severity="warning", timeout=15, markup=False)
-        self._install_signal_handlers()
-        self._offer_restore()
+        self.lifecycle.install_signal_handlers()
+        self.lifecycle.offer_restore()
         self.sampler_thread = SamplerThread(
             self.source,
             deliver=lambda frame: self.post_message(FrameReady(frame)),
@@ -131,98 +125,13 @@ class IotopPlusApp(App[int]):
         )
         self.sampler_thread.start()
 
-    def _install_signal_handlers(self) -> None:
-        # SIGTERM (kill) and SIGHUP (SSH drop) must end the app through its normal exit, so
-        # the terminal is restored. SIGINT only arrives when not in raw mode; same treatment.
-        try:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-                loop.add_signal_handler(sig, self._exit_on_signal, sig)
-        except (RuntimeError, NotImplementedError, ValueError):
-            pass  # not the main thread (e.g. some test runners): keys still quit
-
-    def _offer_restore(self) -> None:
-        """At start: offer to put back what a run that died left changed."""
-        if self.tuner.change_refused or not self.tuner.is_root:
-            return
-        try:
-            leftovers = [x for x in self.tuner.journal.leftovers(self.tuner.roots) if x.known]
-        except JournalError as exc:
-            self.notify(str(exc), severity="warning", markup=False)
-            return
-        if not leftovers:
-            return
-
-        def answered(choice: str | None) -> None:
-            if choice != "restore":
-                return
-            for left in leftovers:
-                try:
-                    change = self.tuner.restore_leftover(left)
-                except TuningError as exc:
-                    self.notify(str(exc), severity="error", markup=False)
-                    continue
-                self.notify(f"restored {change.summary}", markup=False)
-
-        self.push_screen(RestoreLeftoversScreen(leftovers), answered)
-
-    def _exit_on_signal(self, sig: int) -> None:
-        # A signal cannot be asked questions: kill any fio and remove its file now, apply
-        # --revert-on-exit, then leave through Textual's exit so the terminal is restored.
-        runner = sys.modules.get("iotop_plus.probe.runner")
-        if runner is not None:  # never imported: no probe was ever started
-            runner.stop_all_probes()
-        if self.revert_on_exit and self.tuner.active:
-            with contextlib.suppress(TuningError):
-                self.tuner.revert_all()
-        if sig == signal.SIGHUP and self.tuner.active:
-            # The session is gone and nobody can answer the quit dialog: the changes stay,
-            # journaled as kept (reason hangup), so they are not restored as leftovers.
-            count = len(self.tuner.keep("hangup"))
-            plural = "s" if count != 1 else ""
-            line = f"iotop-plus: hangup: kept {count} setting change{plural} (reason hangup)\n"
-            with contextlib.suppress(OSError):
-                os.write(2, line.encode())
-        watchdog = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(128 + sig,))
-        watchdog.daemon = True
-        watchdog.start()
-        self.exit(return_code=128 + sig)  # as the headless commands: 143 for TERM, 129 for HUP
-
     async def action_quit(self) -> None:
         """Quit; when settings were changed in this run, ask whether to keep them."""
-        if not self.tuner.active:
-            self.exit()
-            return
-        if self.revert_on_exit:
-            self._revert_then_exit()
-            return
-
-        def answered(choice: str | None) -> None:
-            if choice == "revert":
-                self._revert_then_exit()
-            elif choice == "keep":
-                self.tuner.keep("quit")
-                self.exit()
-
-        if not isinstance(self.screen, KeepOrRevertScreen):
-            self.push_screen(KeepOrRevertScreen(self.tuner.active), answered)
-
-    def _revert_then_exit(self) -> None:
-        try:
-            self.tuner.revert_all()
-        except TuningError as exc:
-            self.exit(1, message=f"iotop-plus: could not revert every setting: {exc}")
-            return
-        self.exit()
+        self.lifecycle.quit()
 
     def on_unmount(self) -> None:
         self.stop_sampling()
-        try:
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-                loop.remove_signal_handler(sig)
-        except (RuntimeError, NotImplementedError, ValueError):
-            pass
+        self.lifecycle.remove_signal_handlers()
 
     def stop_sampling(self) -> None:
         """Stop the sampler thread and wait briefly for it."""
@@ -321,9 +230,11 @@ def make_app(
     tuner: Tuner | None = None,
     revert_on_exit: bool = False,
     notes: Iterable[str] = (),
+    runner_factory: Callable[[], ProbeRunner] | None = None,
 ) -> IotopPlusApp:
-    """Build the app with its collaborators; tests pass fixture roots, a canned sampler or a
-    frame source of their own."""
+    """Build the app with its collaborators: the frame source (or a sampler for the live
+    one), the tuner and the probe runner factory. Tests pass fixture roots, a canned sampler,
+    a frame source or a runner of their own."""
     config = config or Config()
     return IotopPlusApp(
         source if source is not None else LiveSource(roots, sampler),
@@ -334,37 +245,5 @@ def make_app(
         tuner=tuner,
         revert_on_exit=revert_on_exit,
         notes=notes,
+        runner_factory=runner_factory,
     )
-
-
-def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None = None) -> int:
-    """``iotop-plus`` without a subcommand. Returns the exit code."""
-    problems: list[str] = []
-    config = load_config(problems=problems)
-    for line in problems:
-        print(f"iotop-plus: {line}", file=sys.stderr)
-    interval = getattr(args, "interval", None)
-    if interval is not None and not MIN_INTERVAL <= interval <= MAX_INTERVAL:
-        print(
-            f"iotop-plus: error: --interval {interval:g}: must be {MIN_INTERVAL:g} to "
-            f"{MAX_INTERVAL:g} seconds",
-            file=sys.stderr,
-        )
-        return 2
-    is_root = os.geteuid() == 0
-    journal = Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None)))
-    tuner = Tuner(roots, journal, is_root=is_root)
-    app = make_app(
-        roots,
-        config,
-        source=source,
-        interval=interval,
-        tuner=tuner,
-        revert_on_exit=bool(getattr(args, "revert_on_exit", False)),
-        notes=problems,
-    )
-    try:
-        result = app.run()
-    finally:
-        journal.close()
-    return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)

@@ -1,6 +1,13 @@
-"""Messages that carry frozen data up from the sampler thread and between widgets."""
+"""Messages that carry frozen data up from the sampler thread and between widgets.
+
+Messages here and in the widgets are dataclasses, as Textual's own (``Input.Changed``):
+``Message.__init__`` only calls ``Message.__post_init__``, which the dataclass's generated
+``__init__`` calls in turn, so the sender and time are set either way.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from textual.message import Message
 
@@ -10,16 +17,15 @@ Tick = Frame
 """The older name of :class:`~iotop_plus.sampling.frame.Frame`."""
 
 
+@dataclass
 class FrameReady(Message):
     """The sampler thread built a frame. Posted from that thread (post_message is thread-safe).
 
     Not replaceable: each one feeds the history, and frames are at least 0.25 s apart.
     """
 
-    def __init__(self, frame: Frame) -> None:
-        super().__init__()
-        self.frame = frame
-        """The frozen frame."""
+    frame: Frame
+    """The frozen frame."""
 
     @property
     def tick(self) -> Frame:
@@ -31,19 +37,17 @@ SampleReady = FrameReady
 """The older name of :class:`FrameReady`."""
 
 
+@dataclass
 class DeviceSelected(Message):
     """The user moved the table's cursor to another device."""
 
-    def __init__(self, name: str | None) -> None:
-        super().__init__()
-        self.name = name
-        """Kernel name of the selected device, or None when the table is empty."""
+    name: str | None
+    """Kernel name of the selected device, or None when the table is empty."""
 
 
+@dataclass
 class SamplerProblem(Message):
     """A tick failed or the counters had bad lines; the header shows it in one line."""
 
-    def __init__(self, text: str) -> None:
-        super().__init__()
-        self.text = text
-        """One line for the user."""
+    text: str
+    """One line for the user."""

@@ -17,7 +17,7 @@ from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
-from iotop_plus.tui import app as app_module
+from iotop_plus.tui import lifecycle as lifecycle_module
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
 from tests.tui.canned import HOST_ROOTS, CannedSampler
@@ -95,13 +95,13 @@ async def test_a_hangup_keeps_the_changes_and_says_so(
     tree: Roots, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
     # The exit watchdog would end the test process: keep it far away.
-    monkeypatch.setattr(app_module, "EXIT_WATCHDOG_S", 1e6)
+    monkeypatch.setattr(lifecycle_module, "EXIT_WATCHDOG_S", 1e6)
     state = tmp_path / "state"
     app = app_with(tree, state)
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         app.tuner.apply("sda", "read_ahead_kb", "64")
-        app._exit_on_signal(signal.SIGHUP)
+        app.lifecycle.exit_on_signal(signal.SIGHUP)
         await pilot.pause()
     assert read_ahead(tree) == "64"
     assert kinds(state)[-1] == ("keep", "hangup")

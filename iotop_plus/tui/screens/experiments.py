@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
-from textual.screen import ModalScreen, Screen
+from textual.screen import Screen
 from textual.widgets import Input, Label, Static
 from textual.worker import Worker
 from textual_plotext import PlotextPlot
@@ -45,6 +45,7 @@ from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import PRESETS, ProbeParams
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
 from iotop_plus.roots import Roots
+from iotop_plus.tui.screens.modal import Modal
 from iotop_plus.tui.widgets.key_hints import KeyHints
 
 
@@ -148,19 +149,14 @@ def _whole(name: str, text: str, low: int, high: int) -> int:
     return value
 
 
-class ExperimentSetupScreen(ModalScreen[ExperimentPlan | None]):
+class ExperimentSetupScreen(Modal[ExperimentPlan | None]):
     """Asks what to run on a device; dismissed with the plan, or None on escape."""
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     DEFAULT_CSS = """
-    ExperimentSetupScreen { align: center middle; }
-    ExperimentSetupScreen > Vertical {
-        width: 72; max-width: 100%; height: auto; max-height: 90%;
-        border: round $accent; background: $surface; padding: 0 1;
-    }
-    ExperimentSetupScreen .title { text-style: bold; }
-    ExperimentSetupScreen .hint { color: $text-muted; }
+    ExperimentSetupScreen > Vertical { width: 72; }
+    ExperimentSetupScreen > Vertical > Input { margin: 0; }
     ExperimentSetupScreen #setup-error { color: $error; }
     """
 
@@ -233,34 +229,35 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
     ExperimentScreen #exp-verdict { height: auto; padding: 0 1; }
     """
 
+    @dataclass
     class Step(Message):
         """A sweep step finished."""
 
-        def __init__(self, step: SweepStep) -> None:
-            super().__init__()
-            self.step = step
+        step: SweepStep
+        """The finished step."""
 
+    @dataclass
     class Run(Message):
         """An A/B run finished."""
 
-        def __init__(self, run: AbRun) -> None:
-            super().__init__()
-            self.run = run
+        run: AbRun
+        """The finished run."""
 
+    @dataclass
     class Live(Message):
         """A live status line."""
 
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
+        text: str
+        """The line (plain text)."""
 
+    @dataclass
     class Done(Message):
         """The experiment ended: a result, or a line saying why not."""
 
-        def __init__(self, result: SweepResult | AbResult | None, text: str) -> None:
-            super().__init__()
-            self.result = result
-            self.text = text
+        result: SweepResult | AbResult | None
+        """The result, or None when it did not finish."""
+        text: str
+        """A line saying how it ended."""
 
     def __init__(
         self,

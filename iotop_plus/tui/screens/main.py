@@ -12,7 +12,11 @@ Integration points for the other panels:
   mounts one on demand.
 * A tab's widget that has ``set_device(name)`` is told about every selection
   (:meth:`MainScreen.notify_panels`); the table also posts :class:`DeviceSelected`, which
-  bubbles through this screen to the app. ``MainScreen.selected_device`` holds the current one.
+  bubbles through this screen to the app. ``MainScreen.selected_device``, a reactive, holds
+  the current one: setting it (the table's cursor, a test, a command) updates every view.
+* Queue settings are read from sysfs once per selection, in a worker, after the cursor has
+  rested (a held-down arrow key reads nothing per row), and again only when a setting is
+  changed or the devices change; the Device and Tune tabs both show that one read.
 * A setting change is drawn on the charts with
   ``app.history.mark(Mark(time.monotonic(), "read_ahead_kb 128→16", device))``; the clock is
   the same monotonic clock the samples use.
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING, cast
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import AwaitMount, Widget
@@ -66,11 +71,8 @@ NARROW_WIDTH = 110
 NARROW_HEIGHT = 30
 """Below this many lines, too."""
 
-SETTINGS_REFRESH_S = 5.0
-"""How often the Device tab re-reads the queue settings of the selected device."""
-
 CHART_SETTLE_S = 0.15
-"""The charts follow a new selection after the cursor has rested this long."""
+"""The charts and the settings follow a new selection after the cursor has rested this long."""
 
 PROBLEM_SHOWN_S = 5.0
 """A sampling problem stays in the header at least this long, so it can be read."""
@@ -85,6 +87,9 @@ class MainScreen(Screen[None]):
     """Every key of the screen; the bindings, the palette and the help are made from these."""
 
     BINDINGS = bindings(KEYS)
+
+    selected_device: reactive[str | None] = reactive(None, init=False, repaint=False)
+    """Kernel name of the device the charts and panels are about."""
 
     def __init__(
         self,
@@ -106,13 +111,14 @@ class MainScreen(Screen[None]):
         self.history = history
         self.host = host
         self._initial_interval = interval
-        self.selected_device: str | None = None
-        """Kernel name of the device the charts and panels are about."""
         self.last_tick: Frame | None = None
         """The last frame shown (frozen while paused)."""
         self.ticks_seen = 0
         """Ticks received, shown or not."""
-        self._settings_read_at = float("-inf")
+        self.settings: tuple[str, tuple[SettingValue, ...]] | None = None
+        """The last queue settings read: (device, values); read once per selection."""
+        self.settings_reads = 0
+        """Queue-settings reads started (each is several sysfs files)."""
         self._problem_at = float("-inf")
         self._chart_timer: Timer | None = None
         self._start_monotonic: float | None = None
@@ -221,9 +227,10 @@ class MainScreen(Screen[None]):
         self.query_one(DeviceTable).update_devices(
             tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, tick.inventory_changed
         )
-        settings_age = tick.sample.monotonic - self._settings_read_at
-        if tick.inventory_changed or settings_age >= SETTINGS_REFRESH_S:
-            self._show_device_panel(read=True)
+        if tick.inventory_changed:
+            self._show_device_panel()
+            if self.selected_device is not None and self._chart_timer is None:
+                self.read_settings()  # a device came or went: the selected one may be new
         self._draw_charts(tick.sample.monotonic, force=False)
         if "tab-probe" in self._panels:
             probe = self.probe_panel
@@ -256,29 +263,58 @@ class MainScreen(Screen[None]):
     @on(DeviceSelected)
     def on_device_table_selected(self, message: DeviceSelected) -> None:
         """The table's cursor moved: tell the panels (parents call methods down)."""
+        if message.name != self.query_one(DeviceTable).selected:
+            return  # the cursor has moved on (a held key): a newer message is queued
         self.select_device(message.name)
 
     def select_device(self, name: str | None) -> None:
         """Make ``name`` the device the charts and panels are about."""
-        if name == self.selected_device:
-            return
         self.selected_device = name
-        self._show_device_panel(read=True)
-        # Drawing five plots takes tens of ms: while a key is held down, draw once it stops.
+
+    def watch_selected_device(self, name: str | None) -> None:
+        if not self.is_mounted:
+            return
+        table = self.query_one(DeviceTable)
+        if name is not None and table.selected != name:
+            table.select_name(name)  # set from elsewhere (a test, a command): the cursor follows
+        self._show_device_panel()
+        # Drawing five plots takes tens of ms, and reading the settings several sysfs files:
+        # while a key is held down, do both once it stops.
         if self._chart_timer is not None:
             self._chart_timer.stop()
-        self._chart_timer = self.set_timer(
-            CHART_SETTLE_S, lambda: self._draw_charts(self._now(), force=False)
-        )
+        self._chart_timer = self.set_timer(CHART_SETTLE_S, self._selection_settled)
         self.notify_panels(name)
 
+    def _selection_settled(self) -> None:
+        self._chart_timer = None
+        self._draw_charts(self._now(), force=False)
+        self.read_settings()
+
     def notify_panels(self, name: str | None) -> None:
-        """Hook for the other side-panel tabs: each gets ``set_device(name)`` if it has one."""
+        """Hook for the other side-panel tabs: each gets ``set_device(name)`` if it has one.
+
+        A panel that shows queue settings (``show_settings(name, values)``) gets the values
+        of the one read per selection instead (None until that read is done).
+        """
         for pane in self.query(TabPane):
             for child in pane.children:
-                setter = getattr(child, "set_device", None)
-                if callable(setter) and child.is_mounted:
-                    setter(name)
+                if child.is_mounted:
+                    self._tell_panel(child, name, mounting=False)
+
+    def _tell_panel(self, panel: Widget, name: str | None, mounting: bool) -> None:
+        show_settings = getattr(panel, "show_settings", None)
+        setter = getattr(panel, "set_device", None)
+        settings = self._settings_of(name)
+        # A settings panel mounted before the first read reads for itself, once.
+        if callable(show_settings) and not (mounting and settings is None):
+            show_settings(name, settings)
+        elif callable(setter):
+            setter(name)
+
+    def _settings_of(self, name: str | None) -> tuple[SettingValue, ...] | None:
+        if self.settings is not None and self.settings[0] == name:
+            return self.settings[1]
+        return None
 
     # ---- the deferred side-panel tabs -----------------------------------------------------
 
@@ -333,28 +369,24 @@ class MainScreen(Screen[None]):
             self._mounting[tab_id] = self.query_one(f"#{tab_id}", TabPane).mount(panel)
         await self._mounting[tab_id]
         if self._mounting.pop(tab_id, None) is not None:
-            setter = getattr(panel, "set_device", None)
-            if callable(setter):
-                setter(self.selected_device)
+            self._tell_panel(panel, self.selected_device, mounting=True)
 
     @on(TabbedContent.TabActivated, "#side-panel")
     async def on_side_tab(self, event: TabbedContent.TabActivated) -> None:
         if event.pane.id is not None:
             await self.panel_ready(event.pane.id)
 
-    def _show_device_panel(self, read: bool) -> None:
+    def _show_device_panel(self) -> None:
         inventory = self.last_tick.inventory if self.last_tick else None
-        dev = inventory.get(self.selected_device) if inventory and self.selected_device else None
-        panel = self.query_one(DevicePanel)
-        keep = (
-            panel.settings
-            if panel.device is not None and dev is not None and panel.device.name == dev.name
-            else None
-        )
-        panel.show(dev, keep)
-        if read and dev is not None:
-            self._settings_read_at = self._now()
-            self._read_settings(dev.name)
+        name = self.selected_device
+        dev = inventory.get(name) if inventory and name else None
+        self.query_one(DevicePanel).show(dev, self._settings_of(name))
+
+    def read_settings(self) -> None:
+        """Read the selected device's queue settings (in a worker) for the Device and Tune tabs."""
+        if self.selected_device is not None:
+            self.settings_reads += 1
+            self._read_settings(self.selected_device)
 
     @work(thread=True, exclusive=True, group="settings", exit_on_error=False)
     def _read_settings(self, name: str) -> None:
@@ -363,11 +395,12 @@ class MainScreen(Screen[None]):
         self.app.call_from_thread(self._settings_read, name, settings)
 
     def _settings_read(self, name: str, settings: tuple[SettingValue, ...]) -> None:
-        if not self.app.is_running:
-            return  # read just before shutdown: the panel is gone
-        panel = self.query_one(DevicePanel)
-        if panel.device is not None and panel.device.name == name:
-            panel.show(panel.device, settings)
+        if not self.app.is_running or name != self.selected_device:
+            return  # read just before shutdown, or the cursor has moved on since
+        self.settings = (name, settings)
+        self._show_device_panel()
+        if "tab-tune" in self._panels and self.settings_panel.is_mounted:
+            self.settings_panel.show_settings(name, settings)
 
     # ---- actions -------------------------------------------------------------------------
 
@@ -426,6 +459,7 @@ class MainScreen(Screen[None]):
         change = message.change
         self.history.mark(Mark(change.monotonic, change.mark_label, change.device))
         self._draw_charts(self._now(), force=True)
+        self.read_settings()  # the Device tab shows the effective value
 
     def on_settings_panel_failed(self, message: SettingsPanel.Failed) -> None:
         self.notify(message.text, severity="error", timeout=6, markup=False)

@@ -20,13 +20,13 @@ from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
 from iotop_plus.devices.journal import Leftover
 from iotop_plus.devices.settings import SettingError, SettingValue
 from iotop_plus.devices.tuner import Change
+from iotop_plus.tui.screens.modal import Modal
 
 #: Read-ahead presets in KiB, with what each suits.
 READ_AHEAD_PRESETS: tuple[tuple[int, str], ...] = (
@@ -41,26 +41,10 @@ READ_AHEAD_PRESETS: tuple[tuple[int, str], ...] = (
 Validator = Callable[[str], str]
 """Takes the typed text, returns the value to write, raises SettingError when refused."""
 
-_MODAL_CSS = """
-{name} {{ align: center middle; }}
-{name} > Vertical {{
-    width: 64; max-width: 100%; height: auto; max-height: 90%;
-    border: round $accent; background: $surface; padding: 0 1;
-}}
-{name} .title {{ text-style: bold; }}
-{name} .hint {{ color: $text-muted; }}
-{name} .error {{ color: $error; }}
-{name} OptionList {{ height: auto; max-height: 10; border: none; padding: 0; }}
-{name} Input {{ margin: 1 0 0 0; }}
-{name} Horizontal {{ height: auto; margin: 1 0 0 0; }}
-{name} Button {{ margin: 0 1 0 0; min-width: 0; width: auto; }}
-"""
 
-
-class ValuePickerScreen(ModalScreen[str | None]):
+class ValuePickerScreen(Modal[str | None]):
     """Pick a value from a list or type one; returns the validated value or None."""
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="ValuePickerScreen")
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
     def __init__(
@@ -196,10 +180,9 @@ def setting_picker(current: SettingValue, validate: Validator, hint: str) -> Val
     )
 
 
-class KeepOrRevertScreen(ModalScreen[str | None]):
+class KeepOrRevertScreen(Modal[str | None]):
     """Asked on quit when settings were changed: keep them, revert them, or stay."""
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="KeepOrRevertScreen")
     BINDINGS = [
         Binding("k", "choose('keep')", "Keep"),
         Binding("v", "choose('revert')", "Revert"),
@@ -242,10 +225,9 @@ class KeepOrRevertScreen(ModalScreen[str | None]):
         self.dismiss(choice)
 
 
-class RestoreLeftoversScreen(ModalScreen[str | None]):
+class RestoreLeftoversScreen(Modal[str | None]):
     """Asked at start when a run that died left settings changed: restore them now?"""
 
-    DEFAULT_CSS = _MODAL_CSS.format(name="RestoreLeftoversScreen")
     BINDINGS = [
         Binding("r", "choose('restore')", "Restore"),
         Binding("escape", "choose(None)", "Later"),

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
-from textual.binding import Binding
-from textual.geometry import Region, Size
-from textual.scroll_view import ScrollView
+from textual.geometry import Region
+from textual.reactive import reactive
 from textual.strip import Strip
 
 from iotop_plus.config import Config
@@ -24,6 +23,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, hidden_by_default
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.tui.messages import DeviceSelected
+from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.table_columns import (
     COLUMN_SETS,
     DIM,
@@ -94,17 +94,14 @@ def device_label(dev: BlockDevice | None, name: str, depth: int) -> str:
     return indent + printable(text)  # names from a captured tree may hold terminal escapes
 
 
-class DeviceTable(ScrollView, can_focus=True):
-    """Live iostat -x table of the block devices; the cursor selects a device."""
+class DeviceTable(CursorList[TableRow]):
+    """Live iostat -x table of the block devices; the cursor selects a device.
 
-    BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False, tooltip=SELECT_HELP),
-        Binding("down", "cursor(1)", "Down", show=False, tooltip=SELECT_HELP),
-        Binding("pageup", "page(-1)", "Page up", show=False, tooltip=SELECT_HELP),
-        Binding("pagedown", "page(1)", "Page down", show=False, tooltip=SELECT_HELP),
-        Binding("home", "edge(-1)", "First", show=False, tooltip=SELECT_HELP),
-        Binding("end", "edge(1)", "Last", show=False, tooltip=SELECT_HELP),
-    ]
+    The column set, the sort and the filter are reactives: setting one re-lays the table out.
+    """
+
+    HEADER_LINES = HEADER_LINES
+    BINDINGS = cursor_bindings(SELECT_HELP)
 
     COMPONENT_CLASSES = {"device-table--header", "device-table--cursor", "device-table--sorted"}
 
@@ -116,23 +113,22 @@ class DeviceTable(ScrollView, can_focus=True):
                                           color: $block-cursor-foreground; }
     """
 
+    column_set: reactive[str] = reactive("basic", init=False, repaint=False)
+    """Name of the shown column set."""
+    show_all: reactive[bool] = reactive(False, init=False, repaint=False)
+    """Show partitions, loop/ram/zram and never-used devices too."""
+    name_filter: reactive[str] = reactive("", init=False, repaint=False)
+    """Case-insensitive substring the device name (or dm name) must contain."""
+    sort_column: reactive[int] = reactive(0, init=False, repaint=False)
+    """0 sorts by device name; n sorts by the n-th shown value column."""
+    sort_reverse: reactive[bool] = reactive(False, init=False, repaint=False)
+    """Flip the sort order."""
+
     def __init__(self, config: Config | None = None, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.config = config or Config()
-        self.column_set = self.config.column_set
-        """Name of the shown column set."""
-        self.show_all = self.config.show_all
-        """Show partitions, loop/ram/zram and never-used devices too."""
-        self.name_filter = ""
-        """Case-insensitive substring the device name must contain."""
-        self.sort_column = 0
-        """0 sorts by device name; n sorts by the n-th shown value column."""
-        self.sort_reverse = False
-        """Flip the sort order."""
-        self.rows: list[TableRow] = []
-        """The rows in display order."""
-        self.cursor = 0
-        """Index of the selected row."""
+        self.set_reactive(DeviceTable.column_set, self.config.column_set)
+        self.set_reactive(DeviceTable.show_all, self.config.show_all)
         self.selected: str | None = None
         """Kernel name under the cursor."""
         self._rates: Mapping[str, DeviceRates | None] = {}
@@ -191,30 +187,40 @@ class DeviceTable(ScrollView, can_focus=True):
     def set_filter(self, text: str) -> None:
         """Show only devices whose name contains ``text``."""
         self.name_filter = text.strip()
-        self._relayout()
 
     def toggle_all(self) -> None:
         """Switch between iostat's default selection and every device."""
         self.show_all = not self.show_all
-        self._relayout()
 
     def cycle_columns(self) -> str:
-        """Next column set; returns its name."""
+        """Next column set (sorted by name again); returns its name."""
         names = list(COLUMN_SETS)
+        self.set_reactive(DeviceTable.sort_column, 0)  # the new set's relayout shows it
         self.column_set = names[(names.index(self.column_set) + 1) % len(names)]
-        self.sort_column = 0
-        self._relayout()
         return self.column_set
 
     def move_sort(self, step: int) -> str:
         """Sort by the column left (-1) or right (+1) of the current one; returns its title."""
         self.sort_column = (self.sort_column + step) % (len(self._columns) + 1)
-        self._relayout()
         return self.sort_title
 
     def reverse_sort(self) -> None:
         """Flip the sort order."""
         self.sort_reverse = not self.sort_reverse
+
+    def watch_column_set(self) -> None:
+        self._relayout()
+
+    def watch_show_all(self) -> None:
+        self._relayout()
+
+    def watch_name_filter(self) -> None:
+        self._relayout()
+
+    def watch_sort_column(self) -> None:
+        self._relayout()
+
+    def watch_sort_reverse(self) -> None:
         self._relayout()
 
     def _relayout(self) -> None:
@@ -267,7 +273,7 @@ class DeviceTable(ScrollView, can_focus=True):
             self._header_strips = None
             self._cache.clear()
         self._fit_columns()
-        self.virtual_size = Size(self.size.width, len(rows) + HEADER_LINES)
+        self.fit_virtual_size()
         self._place_cursor()
 
     def _reverse_effective(self) -> bool:
@@ -308,7 +314,8 @@ class DeviceTable(ScrollView, can_focus=True):
             self._columns = columns
             self._cache.clear()
             self._header_strips = None
-            self.sort_column = min(self.sort_column, len(columns))
+            # Clamped quietly: the caller is already laying the table out.
+            self.set_reactive(DeviceTable.sort_column, min(self.sort_column, len(columns)))
 
     def _place_cursor(self) -> None:
         names = [r.name for r in self.rows]
@@ -329,7 +336,7 @@ class DeviceTable(ScrollView, can_focus=True):
         self._header_strips = None
         self._cache.clear()
         self._fit_columns()
-        self.virtual_size = Size(self.size.width, len(self.rows) + HEADER_LINES)
+        self.fit_virtual_size()
 
     def _row_content(self, row: TableRow, selected: bool) -> RowContent:
         """What a row shows: (text, style) per cell. Also the cache key."""
@@ -428,26 +435,8 @@ class DeviceTable(ScrollView, can_focus=True):
 
     # ---- cursor --------------------------------------------------------------------------
 
-    @property
-    def page_rows(self) -> int:
-        """Rows that fit on screen."""
-        return max(self.size.height - HEADER_LINES, 1)
-
-    def move_cursor(self, index: int) -> None:
-        """Select row ``index`` (clamped) and scroll it into view."""
-        if not self.rows:
-            return
-        old = self.cursor
-        self.cursor = max(0, min(index, len(self.rows) - 1))
-        top = self.scroll_offset.y
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + self.page_rows:
-            self.scroll_to(y=self.cursor - self.page_rows + 1, animate=False, immediate=True)
-        top = self.scroll_offset.y
-        for i in (old, self.cursor):
-            if top <= i < top + self.page_rows:
-                self.refresh(Region(0, i - top + HEADER_LINES, self.size.width, 1))
+    def cursor_moved(self, old: int) -> None:
+        super().cursor_moved(old)
         self._select(self.rows[self.cursor].name)
 
     def select_name(self, name: str) -> bool:
@@ -457,15 +446,6 @@ class DeviceTable(ScrollView, can_focus=True):
                 self.move_cursor(i)
                 return True
         return False
-
-    def action_cursor(self, step: int) -> None:
-        self.move_cursor(self.cursor + step)
-
-    def action_page(self, step: int) -> None:
-        self.move_cursor(self.cursor + step * self.page_rows)
-
-    def action_edge(self, step: int) -> None:
-        self.move_cursor(0 if step < 0 else len(self.rows) - 1)
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)

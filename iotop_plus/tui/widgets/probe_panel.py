@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.table import Table
 from rich.text import Text
@@ -189,41 +190,37 @@ class ProbePanel(VerticalScroll):
         Binding("d", "use_device", "Probe device"),
     ]
 
+    @dataclass
     class Started(Message):
         """A probe passed the target checks and fio is starting."""
 
-        def __init__(self, target: ProbeTarget) -> None:
-            super().__init__()
-            self.target = target
-            """The checked target."""
+        target: ProbeTarget
+        """The checked target."""
 
+    @dataclass
     class Progress(Message):
         """fio reported live figures (about once a second)."""
 
-        def __init__(self, progress: ProbeProgress) -> None:
-            super().__init__()
-            self.progress = progress
-            """The live figures."""
+        progress: ProbeProgress
+        """The live figures."""
 
+    @dataclass
     class Finished(Message):
         """A probe finished; its record is in the history."""
 
-        def __init__(self, record: ProbeRecord, outcome: ProbeOutcome) -> None:
-            super().__init__()
-            self.record = record
-            """The history record (result + settings in force)."""
-            self.outcome = outcome
-            """The result and fio's raw JSON."""
+        record: ProbeRecord
+        """The history record (result + settings in force)."""
+        outcome: ProbeOutcome
+        """The result and fio's raw JSON."""
 
+    @dataclass
     class Failed(Message):
         """A probe failed or was cancelled; ``text`` is one plain line."""
 
-        def __init__(self, text: str, confirm_device: str | None = None) -> None:
-            super().__init__()
-            self.text = text
-            """What went wrong, for people."""
-            self.confirm_device = confirm_device
-            """Set when the probe needs this device name typed to confirm."""
+        text: str
+        """What went wrong, for people."""
+        confirm_device: str | None = None
+        """Set when the probe needs this device name typed to confirm."""
 
     def __init__(
         self,

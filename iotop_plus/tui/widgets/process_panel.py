@@ -18,7 +18,7 @@ Keys (active while the panel has focus; none clashes with the main screen's
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -28,9 +28,7 @@ from textual import events, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.geometry import Size
 from textual.message import Message
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Input, Static
 
@@ -53,6 +51,18 @@ from iotop_plus.sampling.processes import (
     TaskRates,
     TaskTotals,
 )
+from iotop_plus.tui.process_rows import (
+    COLUMNS,
+    SORT_KEYS,
+    Column,
+    ProcessRow,
+    View,
+    build_rows,
+    compact_bytes,
+    pct,
+    printable_lines,
+)
+from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 
 
 class ProcessFeed(Protocol):
@@ -67,159 +77,7 @@ class ProcessFeed(Protocol):
         ...
 
 
-def compact_bytes(value: float | None, per_s: bool = True) -> str:
-    """Bytes in at most 7 characters: ``0``, ``512K``, ``4.0M``, ``1.2G`` (``/s`` implied)."""
-    if value is None:
-        return "-"
-    if value < 1:
-        return "0"
-    for unit in ("B", "K", "M", "G", "T"):
-        if value < 1024 or unit == "T":
-            return f"{value:.0f}{unit}" if value >= 100 or unit == "B" else f"{value:.1f}{unit}"
-        value /= 1024
-    return "?"  # pragma: no cover
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    """One column of the process list."""
-
-    key: str
-    """Sort key name."""
-    title: str
-    """Header text."""
-    width: int
-    """Characters (0: takes the rest of the line)."""
-    priority: int
-    """Lower is kept first when the width is short."""
-    right: bool = True
-    """Right-aligned (numbers)."""
-
-
-COLUMNS: tuple[Column, ...] = (
-    Column("pid", "PID", 7, 0),
-    Column("user", "USER", 9, 4, right=False),
-    Column("read", "READ", 7, 1),
-    Column("write", "WRITE", 7, 1),
-    Column("rchar", "RCHAR", 7, 5),
-    Column("wchar", "WCHAR", 7, 5),
-    Column("io", "IO%", 6, 2),
-    Column("command", "COMMAND", 0, 0, right=False),
-)
-SORT_KEYS = ("total", *(c.key for c in COLUMNS))
-"""``total`` (READ + WRITE, the default) then every column."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProcessRow:
-    """What the list shows for one process in one tick."""
-
-    key: TaskKey
-    """Identity of the process."""
-    pid: int
-    """PID (or TID in the thread view)."""
-    user: str
-    """Owner."""
-    command: str
-    """Command line or ``[comm]``."""
-    read: float | None
-    """DISK READ bytes/s, or bytes since start in totals mode."""
-    write: float | None
-    """DISK WRITE (net of cancelled), per second or since start."""
-    rchar: float | None
-    """Syscall reads, per second or since start."""
-    wchar: float | None
-    """Syscall writes, per second or since start."""
-    io: float | None
-    """IO% (rates) or seconds waited (totals); None when unknown or off."""
-    active: bool
-    """Doing I/O in the last interval."""
-
-    @property
-    def total(self) -> float:
-        """READ + WRITE, unknown counted as 0."""
-        return (self.read or 0.0) + (self.write or 0.0)
-
-
-def row_from(key: TaskKey, rates: TaskRates | None, totals: TaskTotals | None) -> ProcessRow:
-    """One row, from the interval's rates or (when given) the totals since start."""
-    source = totals if totals is not None else rates
-    if source is None:
-        raise ValueError(f"no rates or totals for {key}")
-    task = source.task
-    active = rates is not None and rates.active
-    if totals is not None:
-        return ProcessRow(
-            key, task.tid, task.user, task.name, totals.read_bytes, totals.write_bytes,
-            totals.rchar, totals.wchar, totals.io_wait_s, active,
-        )  # fmt: skip
-    assert rates is not None
-    return ProcessRow(
-        key, task.tid, task.user, task.name, rates.read_bps, rates.write_bps,
-        rates.rchar_bps, rates.wchar_bps, rates.io_wait_pct, active,
-    )  # fmt: skip
-
-
-_SORTERS: dict[str, Callable[[ProcessRow], object]] = {
-    "total": lambda r: r.total,
-    "pid": lambda r: r.pid,
-    "user": lambda r: r.user,
-    "read": lambda r: r.read or 0.0,
-    "write": lambda r: r.write or 0.0,
-    "rchar": lambda r: r.rchar or 0.0,
-    "wchar": lambda r: r.wchar or 0.0,
-    "io": lambda r: r.io or 0.0,
-    "command": lambda r: r.command,
-}
-
-
-@dataclass(frozen=True, slots=True)
-class View:
-    """How the rows are chosen and ordered; the worker arranges rows for the current one."""
-
-    sort: str = "total"
-    """One of SORT_KEYS."""
-    descending: bool = True
-    """Biggest (or Z) first."""
-    only_active: bool = False
-    """Only processes doing I/O in the last interval."""
-    totals_mode: bool = False
-    """Totals since start instead of rates."""
-    filter_text: str = ""
-    """Case-insensitive substring of the command or user."""
-
-
-def build_rows(
-    rates: Mapping[TaskKey, TaskRates | None],
-    totals: Mapping[TaskKey, TaskTotals],
-    view: View,
-) -> list[ProcessRow]:
-    """Filtered, sorted rows for ``view`` (run in the worker: 5,000 rows cost ~40 ms)."""
-    if view.totals_mode:
-        rows = [row_from(k, rates.get(k), t) for k, t in totals.items()]
-    elif view.only_active:
-        # Most processes are idle: skip building rows that would be dropped at once.
-        rows = [row_from(k, r, None) for k, r in rates.items() if r is not None and r.active]
-    else:
-        rows = [row_from(k, r, None) for k, r in rates.items() if r is not None]
-    return arrange(rows, view.sort, view.descending, view.only_active, view.filter_text)
-
-
-def arrange(
-    rows: list[ProcessRow], sort: str, descending: bool, only_active: bool, text: str
-) -> list[ProcessRow]:
-    """Filter and sort rows; ties go by PID so the order is stable between ticks."""
-    wanted = text.lower()
-    if only_active:
-        rows = [r for r in rows if r.active]
-    if wanted:
-        rows = [r for r in rows if wanted in r.command.lower() or wanted in r.user.lower()]
-    rows.sort(key=lambda r: r.pid)
-    rows.sort(key=_SORTERS[sort], reverse=descending)  # type: ignore[arg-type]
-    return rows
-
-
-class ProcessList(ScrollView, can_focus=True):
+class ProcessList(CursorList[ProcessRow]):
     """The virtualised process list: a header line, then one line per process."""
 
     COMPONENT_CLASSES = {"process-list--header", "process-list--cursor"}
@@ -229,12 +87,7 @@ class ProcessList(ScrollView, can_focus=True):
     ProcessList > .process-list--cursor { background: $accent 40%; }
     """
     BINDINGS = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "edge(-1)", "First", show=False),
-        Binding("end", "edge(1)", "Last", show=False),
+        *cursor_bindings(),
         # ScrollView binds left/right to horizontal scrolling; here they change the sort.
         Binding("left", "sort(-1)", "Sort <", show=False),
         Binding("right", "sort(1)", "Sort >", show=False),
@@ -242,8 +95,6 @@ class ProcessList(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.rows: list[ProcessRow] = []
-        self.cursor = 0
         self.selected: TaskKey | None = None
         self.sort = "total"
         self.descending = True
@@ -259,8 +110,8 @@ class ProcessList(ScrollView, can_focus=True):
             self.selected = rows[self.cursor].key if rows else None
         else:
             self.cursor = index
-        self.virtual_size = Size(self.size.width, len(rows) + 1)
-        self._keep_cursor_visible()
+        self.fit_virtual_size()
+        self.scroll_cursor_into_view()
         self.refresh()
 
     @property
@@ -338,35 +189,9 @@ class ProcessList(ScrollView, can_focus=True):
         text = self._line(self._cells(row), width)
         return Strip([Segment(text, style)]).crop_extend(0, width, style)
 
-    @property
-    def page_rows(self) -> int:
-        """Rows that fit under the header."""
-        return max(self.size.height - 1, 1)
-
-    def _keep_cursor_visible(self) -> None:
-        top = self.scroll_offset.y
-        if self.cursor < top:
-            self.scroll_to(y=self.cursor, animate=False, immediate=True)
-        elif self.cursor >= top + self.page_rows:
-            self.scroll_to(y=self.cursor - self.page_rows + 1, animate=False, immediate=True)
-
-    def move_cursor(self, index: int) -> None:
-        """Select row ``index`` (clamped) and scroll it into view."""
-        if not self.rows:
-            return
-        self.cursor = max(0, min(index, len(self.rows) - 1))
+    def cursor_moved(self, old: int) -> None:
         self.selected = self.rows[self.cursor].key
-        self._keep_cursor_visible()
         self.refresh()
-
-    def action_cursor(self, step: int) -> None:
-        self.move_cursor(self.cursor + step)
-
-    def action_page(self, step: int) -> None:
-        self.move_cursor(self.cursor + step * self.page_rows)
-
-    def action_edge(self, step: int) -> None:
-        self.move_cursor(0 if step < 0 else len(self.rows) - 1)
 
     def action_sort(self, step: int) -> None:
         for ancestor in self.ancestors:
@@ -375,7 +200,7 @@ class ProcessList(ScrollView, can_focus=True):
                 return
 
     def on_resize(self, event: events.Resize) -> None:
-        self.virtual_size = Size(self.size.width, len(self.rows) + 1)
+        self.fit_virtual_size()
 
 
 class ProcessPanel(Vertical, can_focus=False):
@@ -406,15 +231,16 @@ class ProcessPanel(Vertical, can_focus=False):
         Binding("escape", "close", "Close", show=False),
     ]
 
+    @dataclass
     class SampleReady(Message):
         """A frame's processes with their rows arranged for ``view`` (frozen data only)."""
 
-        def __init__(self, processes: ProcessFrame, rows: list[ProcessRow], view: View) -> None:
-            super().__init__()
-            self.processes = processes
-            self.rows = rows
-            """Rows already arranged for ``view`` by the worker (not to be mutated)."""
-            self.view = view
+        processes: ProcessFrame
+        """The frame's processes: counters, rates, totals, details."""
+        rows: list[ProcessRow]
+        """Rows already arranged for ``view`` by the worker (not to be mutated)."""
+        view: View
+        """The sort, filter and modes the rows were arranged for."""
 
         @property
         def sample(self) -> ProcessSample:
@@ -594,7 +420,7 @@ class ProcessPanel(Vertical, can_focus=False):
         return "\n".join(lines)
 
     def _render_status(self) -> None:
-        self.query_one("#process-status", Static).update(_printable_lines(self.status_text()))
+        self.query_one("#process-status", Static).update(printable_lines(self.status_text()))
 
     def detail_text(self) -> str:
         """Threads and open files on block devices of the process being detailed."""
@@ -614,7 +440,7 @@ class ProcessPanel(Vertical, can_focus=False):
         lines = [f"PID {pid}  {head}", f"{'TID':>7} {'READ':>7} {'WRITE':>7} {'IO%':>6} NAME"]
         for t in threads[:12]:
             r = msg.detail_rates.get(t.key)
-            io = "off" if msg.sample.delayacct is DelayAcct.OFF else _pct(r)
+            io = "off" if msg.sample.delayacct is DelayAcct.OFF else pct(r)
             lines.append(
                 f"{t.tid:>7} {compact_bytes(r.read_bps if r else None):>7} "
                 f"{compact_bytes(r.write_bps if r else None):>7} {io:>6} {t.comm}"
@@ -639,7 +465,7 @@ class ProcessPanel(Vertical, can_focus=False):
         return "\n".join(lines)
 
     def _render_detail(self) -> None:
-        self.query_one("#process-detail", Static).update(_printable_lines(self.detail_text()))
+        self.query_one("#process-detail", Static).update(printable_lines(self.detail_text()))
 
     # -- actions -----------------------------------------------------------------------------
 
@@ -740,14 +566,3 @@ class ProcessPanel(Vertical, can_focus=False):
         self._view_snapshot = self.view
         self._render_rows()
         self._render_status()
-
-
-def _pct(rates: TaskRates | None) -> str:
-    if rates is None or rates.io_wait_pct is None:
-        return "-"
-    return f"{rates.io_wait_pct:.1f}"
-
-
-def _printable_lines(text: str) -> str:
-    """``text`` with control characters shown as ``?`` in each line (newlines kept)."""
-    return "\n".join(printable(line) for line in text.split("\n"))

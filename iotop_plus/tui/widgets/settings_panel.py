@@ -2,8 +2,9 @@
 
 Interface for the screen (the lead wires it in):
 
-* ``SettingsPanel(tuner, roots)``; ``set_device(name)`` shows a device (None: nothing);
-  ``reload()`` re-reads the values (e.g. on a timer, or after the device changed).
+* ``SettingsPanel(tuner, roots)``; ``set_device(name)`` shows a device (None: nothing) and
+  reads its values; ``show_settings(name, values)`` shows values the screen read (None: not
+  read yet), so moving the table's cursor reads no sysfs here; ``reload()`` re-reads them.
 * Messages posted up:
 
   - :class:`SettingsPanel.Changed` for every write that took effect: a set, an undo or one
@@ -25,6 +26,9 @@ opening a picker. Writes run in a thread worker; the panel only changes in the h
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -69,21 +73,19 @@ class SettingsPanel(VerticalScroll, can_focus=False):
         Binding("E", "export", "Export"),
     ]
 
+    @dataclass
     class Changed(Message):
         """A setting was written and read back (a set, an undo or a revert step)."""
 
-        def __init__(self, change: Change) -> None:
-            super().__init__()
-            self.change = change
-            """The journaled change: device, setting, old, effective, action, time."""
+        change: Change
+        """The journaled change: device, setting, old, effective, action, time."""
 
+    @dataclass
     class Failed(Message):
         """A change was refused or could not be undone; ``text`` is one plain line."""
 
-        def __init__(self, text: str) -> None:
-            super().__init__()
-            self.text = text
-            """What went wrong, for people."""
+        text: str
+        """What went wrong, for people."""
 
     def __init__(self, tuner: Tuner, roots: Roots, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -119,11 +121,20 @@ class SettingsPanel(VerticalScroll, can_focus=False):
 
     def set_device(self, name: str | None) -> None:
         """Show ``name``'s settings (None: no device)."""
+        self._switch_to(name)
+        self.reload()
+
+    def show_settings(self, name: str | None, settings: Sequence[SettingValue] | None) -> None:
+        """Show ``name`` with ``settings`` already read (None: still being read)."""
+        self._switch_to(name)
+        self.values = {v.setting.name: v for v in settings or ()}
+        self._render_values()
+
+    def _switch_to(self, name: str | None) -> None:
         if name != self.device:
             self.device = name
             self.last_result = ""
             self.query_one("#settings-result", Static).update("")
-        self.reload()
 
     def reload(self) -> None:
         """Re-read the shown device's settings and repaint them."""

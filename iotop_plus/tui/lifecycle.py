@@ -1,0 +1,135 @@
+"""What happens to this run's queue-setting changes at start, on quit and on a signal.
+
+* At start: offer to restore what a run that died left changed.
+* On quit with changes in effect: ask keep or revert (or revert at once with
+  ``--revert-on-exit``), journaling ``keep`` for kept changes.
+* On SIGTERM, SIGHUP or SIGINT: nobody can be asked. Probes are stopped, ``--revert-on-exit``
+  is applied, a hangup keeps the changes (journaled, and said on stderr), and the app leaves
+  through its normal exit (so the terminal is restored), with a watchdog in case that hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import threading
+
+from textual.app import App
+
+from iotop_plus.devices.journal import JournalError
+from iotop_plus.devices.tuner import Tuner, TuningError
+from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
+
+EXIT_WATCHDOG_S = 3.0
+"""After a signal, the process ends this long after exit began even if Textual's shutdown
+hangs (seen when the terminal is already gone: the driver's writer queue never drains)."""
+
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+"""Signals that end the app through its normal exit."""
+
+
+class SettingsLifecycle:
+    """The start, quit and signal handling of one app run's setting changes."""
+
+    def __init__(self, app: App[int], tuner: Tuner, revert_on_exit: bool) -> None:
+        self.app = app
+        """The app to exit and to ask questions in."""
+        self.tuner = tuner
+        """This run's changes, with undo and the journal."""
+        self.revert_on_exit = revert_on_exit
+        """Revert this run's setting changes on quit without asking."""
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM (kill), SIGHUP (SSH drop) and SIGINT (when not in raw mode) exit cleanly."""
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in EXIT_SIGNALS:
+                loop.add_signal_handler(sig, self.exit_on_signal, sig)
+        except (RuntimeError, NotImplementedError, ValueError):
+            pass  # not the main thread (e.g. some test runners): keys still quit
+
+    def remove_signal_handlers(self) -> None:
+        """Undo :meth:`install_signal_handlers`."""
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in EXIT_SIGNALS:
+                loop.remove_signal_handler(sig)
+        except (RuntimeError, NotImplementedError, ValueError):
+            pass
+
+    def offer_restore(self) -> None:
+        """At start: offer to put back what a run that died left changed."""
+        tuner, app = self.tuner, self.app
+        if tuner.change_refused or not tuner.is_root:
+            return
+        try:
+            leftovers = [x for x in tuner.journal.leftovers(tuner.roots) if x.known]
+        except JournalError as exc:
+            app.notify(str(exc), severity="warning", markup=False)
+            return
+        if not leftovers:
+            return
+
+        def answered(choice: str | None) -> None:
+            if choice != "restore":
+                return
+            for left in leftovers:
+                try:
+                    change = tuner.restore_leftover(left)
+                except TuningError as exc:
+                    app.notify(str(exc), severity="error", markup=False)
+                    continue
+                app.notify(f"restored {change.summary}", markup=False)
+
+        app.push_screen(RestoreLeftoversScreen(leftovers), answered)
+
+    def exit_on_signal(self, sig: int) -> None:
+        """A signal cannot be asked questions: settle the changes now, then exit 128 + sig."""
+        runner = sys.modules.get("iotop_plus.probe.runner")
+        if runner is not None:  # never imported: no probe was ever started
+            runner.stop_all_probes()  # kills fio and removes its file
+        if self.revert_on_exit and self.tuner.active:
+            with contextlib.suppress(TuningError):
+                self.tuner.revert_all()
+        if sig == signal.SIGHUP and self.tuner.active:
+            # The session is gone and nobody can answer the quit dialog: the changes stay,
+            # journaled as kept (reason hangup), so they are not restored as leftovers.
+            count = len(self.tuner.keep("hangup"))
+            plural = "s" if count != 1 else ""
+            line = f"iotop-plus: hangup: kept {count} setting change{plural} (reason hangup)\n"
+            with contextlib.suppress(OSError):
+                os.write(2, line.encode())
+        watchdog = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(128 + sig,))
+        watchdog.daemon = True
+        watchdog.start()
+        self.app.exit(return_code=128 + sig)  # as the headless commands: 143 TERM, 129 HUP
+
+    def quit(self) -> None:
+        """Quit; when settings were changed in this run, ask whether to keep them."""
+        if not self.tuner.active:
+            self.app.exit()
+            return
+        if self.revert_on_exit:
+            self._revert_then_exit()
+            return
+
+        def answered(choice: str | None) -> None:
+            if choice == "revert":
+                self._revert_then_exit()
+            elif choice == "keep":
+                self.tuner.keep("quit")
+                self.app.exit()
+
+        if not isinstance(self.app.screen, KeepOrRevertScreen):
+            self.app.push_screen(KeepOrRevertScreen(self.tuner.active), answered)
+
+    def _revert_then_exit(self) -> None:
+        try:
+            self.tuner.revert_all()
+        except TuningError as exc:
+            self.app.exit(1, message=f"iotop-plus: could not revert every setting: {exc}")
+            return
+        self.app.exit()
