@@ -26,21 +26,19 @@ from textual.worker import Worker
 from textual_plotext import PlotextPlot
 
 from iotop_plus.devices.tuner import Tuner, TuningError
-from iotop_plus.probe.experiments import (
+from iotop_plus.probe.experiment_plans import (
     DEFAULT_MAX_QD,
     DEFAULT_ROUNDS,
     DEFAULT_STEP_RUNTIME_S,
     AbResult,
     AbRun,
-    ExperimentError,
     SweepResult,
     SweepStep,
     ab_table,
     parse_ab_spec,
-    run_ab,
-    run_sweep,
     sweep_table,
 )
+from iotop_plus.probe.experiments import ExperimentError, run_ab, run_sweep
 from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import PRESETS, ProbeParams
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
