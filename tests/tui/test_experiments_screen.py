@@ -38,7 +38,7 @@ class ExperimentHost(App[None]):
         self.tuner = Tuner(roots, Journal(None))
         self.history = ProbeHistory()
         self.screen_under_test = ExperimentScreen(
-            roots, self.tuner, ProbeRunner(roots, fio), plan, self.history
+            self.tuner, ProbeRunner(roots, fio), plan, self.history
         )
         self.dismissed: list[SweepResult | AbResult | None] = []
 
@@ -172,7 +172,7 @@ class SetupHost(App[None]):
         self.tuner = Tuner(Roots(), Journal(None))
 
     def on_mount(self) -> None:
-        open_experiment(self, Roots(), self.tuner, ProbeRunner(Roots(), self.fio), self.device)
+        open_experiment(self, self.tuner, ProbeRunner(Roots(), self.fio), self.device)
 
 
 async def test_the_setup_modal_refuses_a_bad_spec_then_starts_the_ab(

@@ -42,7 +42,6 @@ from iotop_plus.probe.experiments import ExperimentError, run_ab, run_sweep
 from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import PRESETS, ProbeParams
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
-from iotop_plus.roots import Roots
 from iotop_plus.tui.widgets.key_hints import KeyHints
 
 
@@ -262,14 +261,12 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
 
     def __init__(
         self,
-        roots: Roots,
         tuner: Tuner,
         runner: ProbeRunner,
         plan: ExperimentPlan,
         history: ProbeHistory | None = None,
     ) -> None:
         super().__init__()
-        self.roots = roots
         self.tuner = tuner
         self.runner = runner
         self.plan = plan
@@ -451,7 +448,6 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
 
 def open_experiment(
     app: App[object],
-    roots: Roots,
     tuner: Tuner,
     runner: ProbeRunner,
     device: str,
@@ -462,7 +458,7 @@ def open_experiment(
 
     def start(plan: ExperimentPlan | None) -> None:
         if plan is not None:
-            app.push_screen(ExperimentScreen(roots, tuner, runner, plan, history))
+            app.push_screen(ExperimentScreen(tuner, runner, plan, history))
 
     app.push_screen(ExperimentSetupScreen(device, target), start)
 

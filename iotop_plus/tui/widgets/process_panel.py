@@ -66,7 +66,7 @@ class ProcessFeed(Protocol):
         ...
 
 
-def compact_bytes(value: float | None, per_s: bool = True) -> str:
+def compact_bytes(value: float | None) -> str:
     """Bytes in at most 7 characters: ``0``, ``512K``, ``4.0M``, ``1.2G`` (``/s`` implied)."""
     if value is None:
         return "-"
