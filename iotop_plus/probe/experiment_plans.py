@@ -92,16 +92,21 @@ class SweepAnalysis:
         elif slowed is None:
             lines.append(f"scaling: near-linear up to the deepest step, QD {self.linear_until_qd}")
         else:
-            lines.append(
+            line = (
                 f"scaling slows from QD {self.linear_until_qd}: QD {slowed[0]} gave "
                 f"{slowed[1]:.0%} of the IOPS linear scaling predicts"
             )
+            later = [qd for qd, eff in self.efficiencies if eff >= SCALING_EFFICIENCY]
+            again = next((qd for qd in later if qd > slowed[0]), None)
+            if again is not None:
+                line += f", but QD {again} scaled again (noise? longer steps would tell)"
+            lines.append(line)
         if self.full_saturation_qd is None:
             lines.append("full saturation: not reached (IOPS did not level off as latency rose)")
         else:
             lines.append(
-                f"full saturation from QD {self.full_saturation_qd}: IOPS stay within "
-                f"{PLATEAU_GAIN:.0%} while mean latency rises"
+                f"full saturation from QD {self.full_saturation_qd}: IOPS stop growing "
+                f"(no deeper step adds {PLATEAU_GAIN:.0%}) while mean latency rises"
             )
         return lines
 
@@ -205,7 +210,7 @@ def step_from_result(qd: int, result: ProbeResult, device: str | None) -> SweepS
 
 
 def sweep_table(steps: Sequence[SweepStep]) -> str:
-    """The seeds' table: QD, IOPS, avg lat, p99, bandwidth, device util."""
+    """The sweep's table: QD, IOPS, avg lat, p99, bandwidth, device util."""
     lines = [f"{'QD':>5} {'IOPS':>11} {'avg lat µs':>11} {'p99 µs':>10} {'MiB/s':>9} {'util %':>7}"]
     for s in steps:
         p99 = f"{s.p99_us:,.0f}" if s.p99_us is not None else "-"

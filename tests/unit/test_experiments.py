@@ -82,6 +82,11 @@ def test_noise_that_dips_one_step_ends_the_linear_range_there() -> None:
     a = analyze_sweep(_steps([(1, 1000, 10), (2, 1200, 16), (4, 4000, 10)]))
     assert a.linear_until_qd == 1
     assert a.efficiencies[0] == (2, pytest.approx(0.6))
+    # The verdict says the table scaled again after the dip, instead of leaving it at "slows".
+    assert a.summary()[1] == (
+        "scaling slows from QD 1: QD 2 gave 60% of the IOPS linear scaling predicts, "
+        "but QD 4 scaled again (noise? longer steps would tell)"
+    )
 
 
 def test_no_steps_and_one_step() -> None:
@@ -138,7 +143,10 @@ def test_a_saturated_sweep_names_its_plateau_and_is_not_still_rising() -> None:
     lines = analyze_sweep(steps).summary()
     assert lines[0] == "90% of peak IOPS is reached at QD 4 (peak 18,500 IOPS at QD 8)"
     assert lines[1] == "scaling slows from QD 4: QD 8 gave 51% of the IOPS linear scaling predicts"
-    assert lines[2] == ("full saturation from QD 8: IOPS stay within 10% while mean latency rises")
+    assert lines[2] == (
+        "full saturation from QD 8: IOPS stop growing (no deeper step adds 10%) "
+        "while mean latency rises"
+    )
 
 
 def test_a_peak_at_the_deepest_step_on_a_plateau_is_not_still_rising() -> None:
