@@ -25,16 +25,15 @@ from iotop_plus.commands.common import (
 )
 from iotop_plus.devices.tuner import Journal, Tuner, TuningError
 from iotop_plus.devices.writers import not_live_reason
-from iotop_plus.probe.experiments import (
+from iotop_plus.probe.experiment_plans import (
     AB_SETTINGS,
     DEFAULT_ROUNDS,
     AbResult,
     AbRun,
-    ExperimentError,
     ab_table,
     parse_ab_spec,
-    run_ab,
 )
+from iotop_plus.probe.experiments import ExperimentError, run_ab
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files

@@ -23,16 +23,15 @@ from iotop_plus.commands.common import (
     run_cancellable,
 )
 from iotop_plus.devices.journal import Journal
-from iotop_plus.probe.experiments import (
+from iotop_plus.probe.experiment_plans import (
     DEFAULT_MAX_QD,
     DEFAULT_STEP_RUNTIME_S,
-    ExperimentError,
     SweepResult,
     SweepStep,
     analyze_sweep,
-    run_sweep,
     sweep_table,
 )
+from iotop_plus.probe.experiments import ExperimentError, run_sweep
 from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files

@@ -13,7 +13,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.processes import TaskKey, TaskRates, TaskTotals
 
 
-def compact_bytes(value: float | None, per_s: bool = True) -> str:
+def compact_bytes(value: float | None) -> str:
     """Bytes in at most 7 characters: ``0``, ``512K``, ``4.0M``, ``1.2G`` (``/s`` implied)."""
     if value is None:
         return "-"

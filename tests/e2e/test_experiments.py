@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 
 from iotop_plus.devices.tuner import Journal, Tuner
-from iotop_plus.probe.experiments import AbRun, ExperimentError, run_ab
+from iotop_plus.probe.experiment_plans import AbRun
+from iotop_plus.probe.experiments import ExperimentError, run_ab
 from iotop_plus.probe.presets import PRESETS
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
 from iotop_plus.roots import Roots
@@ -89,8 +90,9 @@ def test_a_sweep_from_the_cli_prints_a_monotone_table(loop: str, tmp_path: Path)
     qds = [qd for qd, _ in rows]
     assert qds == [1, 2, 4, 8, 16]
     assert all(iops > 0 for _, iops in rows)
-    knee_line = next(x for x in done.stdout.splitlines() if x.startswith("saturation onset"))
-    knee = int(knee_line.split("up to QD ")[1].split()[0])
+    # "scaling slows from QD N: ..." or "scaling: near-linear up to the deepest step, QD N".
+    knee_line = next(x for x in done.stdout.splitlines() if x.startswith("scaling"))
+    knee = int(knee_line.split("QD ")[1].split(":")[0])
     assert knee in qds
     best = 0.0
     for qd, iops in rows:
@@ -118,7 +120,7 @@ def disk_bound_loop(make_loop: Callable[..., str], fio_bin: str) -> Iterator[str
 def knee_and_plateau_within(doc: dict[str, Any], limit: int) -> bool:
     """The sweep's knee is at or below ``limit`` and its IOPS plateau after it."""
     analysis = doc["analysis"]
-    onset, full = analysis["saturation_onset_qd"], analysis["full_saturation_qd"]
+    onset, full = analysis["linear_until_qd"], analysis["full_saturation_qd"]
     iops = {s["qd"]: s["iops"] for s in doc["steps"]}
     return (
         onset is not None

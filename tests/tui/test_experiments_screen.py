@@ -13,7 +13,7 @@ from textual.widgets import Input, Static
 from textual_plotext import PlotextPlot
 
 from iotop_plus.devices.tuner import Journal, Tuner
-from iotop_plus.probe.experiments import AbResult, SweepResult
+from iotop_plus.probe.experiment_plans import AbResult, SweepResult
 from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
@@ -38,7 +38,7 @@ class ExperimentHost(App[None]):
         self.tuner = Tuner(roots, Journal(None))
         self.history = ProbeHistory()
         self.screen_under_test = ExperimentScreen(
-            roots, self.tuner, ProbeRunner(roots, fio), plan, self.history
+            self.tuner, ProbeRunner(roots, fio), plan, self.history
         )
         self.dismissed: list[SweepResult | AbResult | None] = []
 
@@ -85,8 +85,10 @@ async def test_a_sweep_shows_each_step_plots_the_curves_and_ends_with_the_readin
         assert [s.qd for s in screen.steps] == [1, 2, 4]
         rows = text(screen, "#exp-table").splitlines()
         assert [r.split()[0] for r in rows[1:]] == ["1", "2", "4"]
-        assert "saturation onset" in text(screen, "#exp-verdict")
-        assert "90% of peak IOPS" in text(screen, "#exp-verdict")
+        verdict = text(screen, "#exp-verdict").splitlines()
+        assert verdict[0].startswith("90% of peak IOPS is reached at QD ")
+        assert verdict[1].startswith("scaling")
+        assert verdict[2].startswith("full saturation")
         iops_plot = screen.query_one("#exp-plot-iops", PlotextPlot)
         assert "IOPS vs QD" in "".join(
             iops_plot.render_line(y).text for y in range(iops_plot.size.height)
@@ -170,7 +172,7 @@ class SetupHost(App[None]):
         self.tuner = Tuner(Roots(), Journal(None))
 
     def on_mount(self) -> None:
-        open_experiment(self, Roots(), self.tuner, ProbeRunner(Roots(), self.fio), self.device)
+        open_experiment(self, self.tuner, ProbeRunner(Roots(), self.fio), self.device)
 
 
 async def test_the_setup_modal_refuses_a_bad_spec_then_starts_the_ab(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from iotop_plus.probe.experiments import (
+from iotop_plus.probe.experiment_plans import (
     AbRun,
     Spread,
     SweepStep,
@@ -46,7 +46,7 @@ def test_a_device_that_saturates_at_qd8_has_its_knee_there_and_plateau_after() -
         ]
     )
     a = analyze_sweep(steps)
-    assert a.saturation_onset_qd == 8
+    assert a.linear_until_qd == 8
     assert a.full_saturation_qd == 16  # +5% IOPS while mean latency nearly doubles
     assert a.peak_iops == 81_500 and a.peak_qd == 64
     assert a.qd_90pct == 8  # 0.9 x 81,500 = 73,350
@@ -56,15 +56,15 @@ def test_ninety_percent_of_peak_is_the_first_qd_at_or_above_it() -> None:
     steps = _steps([(1, 100, 10), (2, 200, 10), (4, 380, 11), (8, 500, 16), (16, 520, 31)])
     a = analyze_sweep(steps)
     assert a.qd_90pct == 8  # 0.9 x 520 = 468
-    assert a.saturation_onset_qd == 4  # 500 / (2 x 380) = 0.66
+    assert a.linear_until_qd == 4  # 500 / (2 x 380) = 0.66
     assert a.full_saturation_qd == 16  # +4% IOPS, latency nearly doubled
 
 
 def test_a_sweep_that_keeps_scaling_says_so() -> None:
     a = analyze_sweep(_steps([(1, 100, 10), (2, 200, 10), (4, 400, 10)]))
-    assert a.saturation_onset_qd == 4
+    assert a.linear_until_qd == 4
     assert a.full_saturation_qd is None
-    assert any("still scaling" in line for line in a.summary())
+    assert "scaling: near-linear up to the deepest step, QD 4" in a.summary()
     assert any("not reached" in line for line in a.summary())
 
 
@@ -74,21 +74,85 @@ def test_a_sweep_with_a_device_capped_at_four_requests_bends_at_four() -> None:
         [(1, 5_000, 190), (2, 9_600, 200), (4, 18_000, 210), (8, 18_500, 420), (16, 18_300, 860)]
     )
     a = analyze_sweep(steps)
-    assert a.saturation_onset_qd == 4
+    assert a.linear_until_qd == 4
     assert a.full_saturation_qd == 8
 
 
 def test_noise_that_dips_one_step_ends_the_linear_range_there() -> None:
     a = analyze_sweep(_steps([(1, 1000, 10), (2, 1200, 16), (4, 4000, 10)]))
-    assert a.saturation_onset_qd == 1
+    assert a.linear_until_qd == 1
     assert a.efficiencies[0] == (2, pytest.approx(0.6))
+    # The verdict says the table scaled again after the dip, instead of leaving it at "slows".
+    assert a.summary()[1] == (
+        "scaling slows from QD 1: QD 2 gave 60% of the IOPS linear scaling predicts, "
+        "but QD 4 scaled again (noise? longer steps would tell)"
+    )
 
 
 def test_no_steps_and_one_step() -> None:
-    assert analyze_sweep([]).saturation_onset_qd is None
+    assert analyze_sweep([]).linear_until_qd is None
     one = analyze_sweep(_steps([(1, 100, 10)]))
-    assert one.saturation_onset_qd is None and one.qd_90pct == 1
-    assert "not enough steps" in one.summary()[0]
+    assert one.linear_until_qd is None and one.qd_90pct == 1
+    assert any("not enough steps" in line for line in one.summary())
+    assert analyze_sweep([]).summary() == ["no steps: nothing to read"]
+
+
+def test_a_sweep_still_rising_at_its_deepest_step_does_not_claim_it_saturates() -> None:
+    # Scaling slows past QD 4 (QD 8 gives 75% of linear), but IOPS climb to the last step:
+    # the verdict must follow the table, whose peak is at QD 64.
+    steps = _steps(
+        [
+            (1, 10_000, 100),
+            (2, 18_000, 111),
+            (4, 30_000, 133),
+            (8, 45_000, 178),
+            (16, 60_000, 267),
+            (32, 80_000, 400),
+            (64, 95_000, 674),
+        ]
+    )
+    a = analyze_sweep(steps)
+    lines = a.summary()
+    assert a.peak_qd == 64 and a.qd_90pct == 64 and a.still_rising
+    assert a.full_saturation_qd is None
+    assert not any("saturation onset" in line or "saturates" in line for line in lines)
+    assert lines[0] == (
+        "90% of peak IOPS is reached at QD 64 (peak 95,000 IOPS at QD 64, the deepest step: "
+        "still rising, a deeper queue may give more)"
+    )
+    assert "scaling slows from QD 4: QD 8 gave 75% of the IOPS linear scaling predicts" in lines
+    assert any(line.startswith("full saturation: not reached") for line in lines)
+
+
+def test_a_plateau_that_the_later_steps_climb_out_of_is_not_full_saturation() -> None:
+    # QD 4 adds 5% while latency nearly doubles, then QD 8 and 16 double the IOPS again
+    # (a noisy step on a shared machine): the table has not saturated at QD 4.
+    steps = _steps(
+        [(1, 10_000, 100), (2, 19_000, 105), (4, 20_000, 200), (8, 40_000, 200), (16, 75_000, 213)]
+    )
+    a = analyze_sweep(steps)
+    assert a.full_saturation_qd is None
+    assert a.peak_qd == 16 and a.still_rising
+    assert not any(line.startswith("full saturation from") for line in a.summary())
+
+
+def test_a_saturated_sweep_names_its_plateau_and_is_not_still_rising() -> None:
+    steps = _steps(
+        [(1, 5_000, 190), (2, 9_600, 200), (4, 18_000, 210), (8, 18_500, 420), (16, 18_300, 860)]
+    )
+    lines = analyze_sweep(steps).summary()
+    assert lines[0] == "90% of peak IOPS is reached at QD 4 (peak 18,500 IOPS at QD 8)"
+    assert lines[1] == "scaling slows from QD 4: QD 8 gave 51% of the IOPS linear scaling predicts"
+    assert lines[2] == (
+        "full saturation from QD 8: IOPS stop growing (no deeper step adds 10%) "
+        "while mean latency rises"
+    )
+
+
+def test_a_peak_at_the_deepest_step_on_a_plateau_is_not_still_rising() -> None:
+    a = analyze_sweep(_steps([(1, 1000, 10), (2, 1900, 10), (4, 2000, 20), (8, 2050, 40)]))
+    assert a.peak_qd == 8 and not a.still_rising
+    assert "still rising" not in a.summary()[0]
 
 
 def test_the_table_has_the_seeds_columns_and_one_row_per_step() -> None:

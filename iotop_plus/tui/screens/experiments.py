@@ -26,25 +26,22 @@ from textual.worker import Worker
 from textual_plotext import PlotextPlot
 
 from iotop_plus.devices.tuner import Tuner, TuningError
-from iotop_plus.probe.experiments import (
+from iotop_plus.probe.experiment_plans import (
     DEFAULT_MAX_QD,
     DEFAULT_ROUNDS,
     DEFAULT_STEP_RUNTIME_S,
     AbResult,
     AbRun,
-    ExperimentError,
     SweepResult,
     SweepStep,
     ab_table,
     parse_ab_spec,
-    run_ab,
-    run_sweep,
     sweep_table,
 )
+from iotop_plus.probe.experiments import ExperimentError, run_ab, run_sweep
 from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import PRESETS, ProbeParams
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
-from iotop_plus.roots import Roots
 from iotop_plus.tui.screens.modal import Modal
 from iotop_plus.tui.widgets.key_hints import KeyHints
 
@@ -261,14 +258,12 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
 
     def __init__(
         self,
-        roots: Roots,
         tuner: Tuner,
         runner: ProbeRunner,
         plan: ExperimentPlan,
         history: ProbeHistory | None = None,
     ) -> None:
         super().__init__()
-        self.roots = roots
         self.tuner = tuner
         self.runner = runner
         self.plan = plan
@@ -450,7 +445,6 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
 
 def open_experiment(
     app: App[object],
-    roots: Roots,
     tuner: Tuner,
     runner: ProbeRunner,
     device: str,
@@ -461,7 +455,7 @@ def open_experiment(
 
     def start(plan: ExperimentPlan | None) -> None:
         if plan is not None:
-            app.push_screen(ExperimentScreen(roots, tuner, runner, plan, history))
+            app.push_screen(ExperimentScreen(tuner, runner, plan, history))
 
     app.push_screen(ExperimentSetupScreen(device, target), start)
 

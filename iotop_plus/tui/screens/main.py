@@ -3,13 +3,14 @@
 Wide terminals show the table over the charts, with the side panel on the right. Narrow ones
 (80x24 over SSH) show one of them at a time, chosen with the view tabs or the keys 1, 2, 3.
 
-Integration points for the other panels:
+How the side panel works:
 
-* Adding a side-panel tab is one line in :meth:`MainScreen.compose` (see ``SIDE PANEL TABS``).
-  The Tune, Processes and Probe panels are built in ``__init__`` but mounted into their tab
-  the first time it is shown (or a key needs them): the Probe panel alone is ~44 widgets, and
-  styling every hidden widget held back the first frame. :meth:`MainScreen.panel_ready`
-  mounts one on demand.
+* The Device tab's panel is made in :meth:`MainScreen.compose`. The Tune, Processes and Probe
+  tabs start empty (``DEFERRED_TABS``): :meth:`MainScreen.panel` builds a tab's panel, and
+  imports its module, the first time something needs it, and :meth:`MainScreen.panel_ready`
+  mounts it when its tab is first shown or a key needs it. The Probe panel alone is ~44
+  widgets, and styling every hidden widget held back the first frame. A new tab is an empty
+  ``TabPane`` in ``compose``, its id in ``DEFERRED_TABS`` and a case in ``_build_panel``.
 * A tab's widget that has ``set_device(name)`` is told about every selection
   (:meth:`MainScreen.notify_panels`); the table also posts :class:`DeviceSelected`, which
   bubbles through this screen to the app. ``MainScreen.selected_device``, a reactive, holds
@@ -17,9 +18,8 @@ Integration points for the other panels:
 * Queue settings are read from sysfs once per selection, in a worker, after the cursor has
   rested (a held-down arrow key reads nothing per row), and again only when a setting is
   changed or the devices change; the Device and Tune tabs both show that one read.
-* A setting change is drawn on the charts with
-  ``app.history.mark(Mark(time.monotonic(), "read_ahead_kb 128→16", device))``; the clock is
-  the same monotonic clock the samples use.
+* Each setting change the Tune panel reports (:class:`SettingsPanel.Changed`) becomes a chart
+  mark at the change's monotonic time, the clock the frames' samples carry.
 """
 
 from __future__ import annotations
@@ -154,8 +154,7 @@ class MainScreen(Screen[None]):
                 yield DeviceTable(self.config, id="table")
                 yield DeviceCharts(id="charts")
             with TabbedContent(id="side-panel"):
-                # SIDE PANEL TABS: add a tab with one line, e.g.
-                #   yield TabPane("Processes", ProcessPanel(), id="tab-processes")
+                # The deferred tabs start empty: panel_ready() mounts each panel on first use.
                 yield TabPane("Device", DevicePanel(id="device-panel"), id="tab-device")
                 yield TabPane("Tune", id="tab-tune")
                 yield TabPane("Processes", id="tab-processes")
@@ -447,7 +446,6 @@ class MainScreen(Screen[None]):
         probe = self.probe_panel
         open_experiment(
             self.app,
-            self.roots,
             self.tuner,
             self.runner_factory(),
             self.selected_device,

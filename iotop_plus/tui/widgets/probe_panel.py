@@ -1,10 +1,10 @@
 """The Probe tab: pick a preset, edit it, run fio safely, watch it live, read the result.
 
-Interface for the screen (the lead wires it in):
+Interface for the screen (:class:`~iotop_plus.tui.screens.main.MainScreen`):
 
 * ``ProbePanel(runner_factory, roots)``: ``runner_factory()`` returns a
   :class:`~iotop_plus.probe.runner.ProbeRunner` (tests pass one with a chosen fio).
-* ``set_device(name, inventory=None)``: the device selected in the table ("Use device" fills
+* ``set_device(name)``: the device selected in the table ("Use device" fills
   the target with it, for read presets).
 * ``update_device_rates(rates)``: the live iostat line of :attr:`ProbePanel.probe_device`
   (the probed device while a probe runs, else the selected one), shown next to the probe's
@@ -18,7 +18,8 @@ Keys (active when focus is in the panel, outside a text input): ``s`` start, ``x
 ``d`` use the selected device as target; ``enter`` in any field starts the probe.
 ``enter`` on a history line adds it to the comparison (the last two picked are compared; a
 new result is compared with the one before).
-None clash with the main screen's keys (q ? space + - / a c < > r 1 2 3).
+:func:`~iotop_plus.tui.keys.find_clashes` checks them against the main screen's and the other
+panels' keys (tests/tui/test_keys.py).
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ from iotop_plus.probe.runner import (
 )
 from iotop_plus.probe.target import ConfirmationNeeded, ProbeTarget
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.state import StateDir
 
@@ -237,8 +237,6 @@ class ProbePanel(VerticalScroll):
         """Every result of this run."""
         self.selected_device: str | None = None
         """The device selected in the table."""
-        self.inventory: Inventory | None = None
-        """The latest inventory, when the screen passes one."""
         self.preset: Preset = PRESETS["randread"]
         """The preset chosen."""
         self.running_target: ProbeTarget | None = None
@@ -310,11 +308,9 @@ class ProbePanel(VerticalScroll):
             return self.running_target.device
         return self.selected_device
 
-    def set_device(self, name: str | None, inventory: Inventory | None = None) -> None:
+    def set_device(self, name: str | None) -> None:
         """The table's selection changed."""
         self.selected_device = name
-        if inventory is not None:
-            self.inventory = inventory
         if self.is_mounted:
             self.query_one("#probe-device", Static).update(
                 f"device: {name}" if name else "device: none selected"

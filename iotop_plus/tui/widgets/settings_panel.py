@@ -1,6 +1,6 @@
 """The queue settings of the selected device, with edit actions, a change log and undo.
 
-Interface for the screen (the lead wires it in):
+Interface for the screen (:class:`~iotop_plus.tui.screens.main.MainScreen`):
 
 * ``SettingsPanel(tuner, roots)``; ``set_device(name)`` shows a device (None: nothing) and
   reads its values; ``show_settings(name, values)`` shows values the screen read (None: not
@@ -17,9 +17,9 @@ scheduler from the device's own list, ``A`` show or hide the advanced settings
 (nr_requests, max_sectors_kb, nomerges, rq_affinity, wbt_lat_usec), ``enter`` edit the
 highlighted setting, ``u`` undo the last change, ``U`` revert every change of this run,
 ``E`` export the kept changes as a udev rules file and a shell script (new files next to the
-journal, in the XDG state dir; the paths are shown).
-None clash with the main screen's keys (q ? space + - / a c < > r 1 2 3 escape) or the
-probe panel's (s x d).
+journal, in the state directory; the paths are shown).
+:func:`~iotop_plus.tui.keys.find_clashes` checks them against the main screen's and the other
+panels' keys (tests/tui/test_keys.py).
 
 Without root the values are shown read-only with the reason, and the keys say why instead of
 opening a picker. Writes run in a thread worker; the panel only changes in the handler.
