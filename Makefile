@@ -12,11 +12,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# fio (probes) and sysstat (iostat, for the parity tests) and tmux (end-to-end tests):
+# fio (probes), sysstat (iostat, for the parity tests), tmux (end-to-end tests) and udev
+# (udevadm, to check the exported udev rules; udevd itself is never started):
 # installed only when missing and we are root; otherwise the tests that need them say so.
 sysdeps:
 	@missing=""; \
-	for pair in fio:fio iostat:sysstat tmux:tmux; do \
+	for pair in fio:fio iostat:sysstat tmux:tmux udevadm:udev; do \
 		cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
