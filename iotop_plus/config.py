@@ -40,8 +40,6 @@ class Config:
     """The device table's starting column set: ``basic`` or ``extended``."""
     show_all: bool = False
     """Start with every device shown (partitions, loop, ram, idle devices)."""
-    chart_refresh_s: float = 5.0
-    """Charts redraw at most this often; drawing them is the costliest thing per tick."""
     await_warn_ms_rotational: float = 20.0
     """Mean latency (ms) marked as high on a spinning disk (a few seek times)."""
     await_bad_ms_rotational: float = 50.0
@@ -63,7 +61,6 @@ class Config:
 BOUNDS: dict[str, tuple[type, float, float]] = {
     "interval": (float, MIN_INTERVAL, MAX_INTERVAL),
     "history_points": (int, 10, 100_000),
-    "chart_refresh_s": (float, 0.01, 3600.0),
     "await_warn_ms_rotational": (float, 0.001, 1e6),
     "await_bad_ms_rotational": (float, 0.001, 1e6),
     "await_warn_ms_solid": (float, 0.001, 1e6),
@@ -73,6 +70,12 @@ BOUNDS: dict[str, tuple[type, float, float]] = {
 }
 """Type and inclusive range of every numeric key. 100,000 history points is 7 hours at the
 fastest interval; past a day of samples the charts only get slower to draw."""
+
+
+RETIRED: dict[str, str] = {
+    "chart_refresh_s": "charts now follow the refresh interval (every frame, when visible)",
+}
+"""Keys earlier versions read, and why they are gone."""
 
 
 def config_path(environ: dict[str, str] | None = None) -> Path:
@@ -116,6 +119,9 @@ def config_from_mapping(raw: dict[str, Any], problems: list[str], source: str = 
     changes: dict[str, Any] = {}
     for key, value in raw.items():
         field = known.get(key)
+        if key in RETIRED:
+            problems.append(f"{source}: {key!r} ignored: {RETIRED[key]}")
+            continue
         if field is None:
             problems.append(f"{source}: unknown key {key!r} ignored")
             continue

@@ -74,5 +74,5 @@ def canned_app(config: Config | None = None, with_history: bool = True) -> Iotop
     """The real app on the tui_host fixture with canned samples (10 s interval)."""
     sampler = CannedSampler()
     history = canned_history(sampler) if with_history else None
-    config = config or Config(interval=10.0, chart_refresh_s=0.01)
+    config = config or Config(interval=10.0)
     return make_app(HOST_ROOTS, config, sampler=sampler, history=history, host=sampler.host_info())

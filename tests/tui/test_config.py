@@ -72,7 +72,6 @@ def test_a_file_that_is_not_utf8_is_ignored_in_one_line(tmp_path: Path) -> None:
         ("history_points = 10000000000", "outside"),
         ("history_points = 0", "outside"),
         ("history_points = 60.5", "not a whole number"),
-        ("chart_refresh_s = inf", "outside"),
         ("await_bad_ms_solid = nan", "outside"),
         ("await_warn_ms_solid = -1", "outside"),
         ("queue_warn_fraction = 3", "outside"),

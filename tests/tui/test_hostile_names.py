@@ -84,7 +84,7 @@ def literal(text: str) -> str:
 
 async def test_hostile_device_names_show_literally(tmp_path: Path) -> None:
     roots = hostile_tree(tmp_path / "host")
-    app = make_app(roots, Config(interval=0.25, show_all=True, chart_refresh_s=0.01))
+    app = make_app(roots, Config(interval=0.25, show_all=True))
     async with app.run_test(size=(200, 60)) as pilot:
         await started(pilot, app)
         t = table(app)
@@ -142,7 +142,7 @@ def renamed() -> Iterator[subprocess.Popen[bytes]]:
 async def test_a_process_named_with_markup_shows_in_the_processes_tab(
     renamed: subprocess.Popen[bytes],
 ) -> None:
-    app: IotopPlusApp = make_app(Roots(), Config(interval=0.25, chart_refresh_s=0.01))
+    app: IotopPlusApp = make_app(Roots(), Config(interval=0.25))
     async with app.run_test(size=(200, 60)) as pilot:
         await started(pilot, app)
         await app.main_screen.run_action("panel_tab('tab-processes')")
@@ -184,7 +184,7 @@ async def test_a_400_digit_counter_is_a_reported_bad_line_not_a_failed_tick(
     roots = hostile_tree(tmp_path / "host")
     diskstats = roots.proc / "diskstats"
     good = diskstats.read_text()
-    app = make_app(roots, Config(interval=0.25, show_all=True, chart_refresh_s=0.01))
+    app = make_app(roots, Config(interval=0.25, show_all=True))
     async with app.run_test(size=(200, 60)) as pilot:
         await started(pilot, app, ticks=1)
         for digits in (400, 401):  # the counter grows by ~9e400 per sample

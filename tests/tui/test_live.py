@@ -16,7 +16,7 @@ from iotop_plus.tui.app import make_app
 from tests.support.synthetic import SyntheticTree
 from tests.tui.helpers import row_line, started, table, wait_for
 
-FAST = Config(interval=0.25, chart_refresh_s=0.5)
+FAST = Config(interval=0.25)
 
 
 @pytest.mark.root

@@ -165,7 +165,7 @@ async def test_c_cycles_basic_and_extended_columns() -> None:
 
 
 async def test_space_freezes_the_display_while_sampling_continues() -> None:
-    app = canned_app(Config(interval=0.25, chart_refresh_s=0.01))
+    app = canned_app(Config(interval=0.25))
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
         await pilot.press("space")

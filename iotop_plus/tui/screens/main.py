@@ -249,7 +249,7 @@ class MainScreen(Screen[None]):
         charts = self.query_one(DeviceCharts)
         if not charts.is_on_screen and not force:
             return
-        if not force and not charts.due(self.selected_device, now, self.config.chart_refresh_s):
+        if not force and not charts.due(self.selected_device, now):
             return
         hist = self.history.get(self.selected_device) if self.selected_device else None
         charts.draw(self.selected_device, hist, self.history.marks, now)

@@ -1,8 +1,8 @@
 """Charts of the selected device's recent history, drawn with textual-plotext.
 
 Drawing a plot is the costliest thing the app does per tick (~6 ms for a small one), so the
-charts draw only the selected device, only when on screen, at most every
-``Config.chart_refresh_s`` seconds, and with the history bucketed down to the plot's width.
+charts draw only the selected device, only when on screen, only when a new point arrived (at
+the pace of the table), and with the history bucketed down to the plot's width.
 """
 
 from __future__ import annotations
@@ -88,9 +88,9 @@ class DeviceCharts(Grid):
             yield plot
         yield Static("", id="chart-caption", markup=False)
 
-    def due(self, device: str | None, now: float, every_s: float) -> bool:
-        """Whether a draw is worth doing now: a new device, or the last draw is old enough."""
-        return device != self.device or now - self._last_draw >= every_s
+    def due(self, device: str | None, now: float) -> bool:
+        """Whether a draw is worth doing: a new device, or a point newer than the last draw."""
+        return device != self.device or now > self._last_draw
 
     def draw(
         self,
