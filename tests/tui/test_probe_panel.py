@@ -75,7 +75,7 @@ async def test_a_probe_from_the_panel_shows_live_progress_then_the_result_card(
         await _fill(pilot, app, "#probe-param-size", "32")
         await _fill(pilot, app, "#probe-target", str(tmp_path))
         presets.focus()
-        await pilot.press("s")
+        await pilot.press("enter")
         await _wait_for(pilot, lambda: bool(app.live_texts))
         assert "IOPS" in app.live_texts[0] and "s left" in app.live_texts[0]
         assert any(p.name.startswith(".iotop-plus-") for p in tmp_path.iterdir())
@@ -100,7 +100,7 @@ async def test_cancel_from_the_panel_leaves_no_file(tmp_path: Path, fio_bin: str
         await _fill(pilot, app, "#probe-param-size", "32")
         await _fill(pilot, app, "#probe-target", str(tmp_path))
         app.query_one("#probe-presets", OptionList).focus()
-        await pilot.press("s")
+        await pilot.press("enter")
         await _wait_for(pilot, lambda: bool(app.live_texts))
         await pilot.press("x")
         await _wait_for(pilot, lambda: not panel.running)
@@ -115,12 +115,12 @@ async def test_errors_are_plain_and_the_app_keeps_running(tmp_path: Path, fio_bi
         panel = app.query_one(ProbePanel)
         await _fill(pilot, app, "#probe-target", str(tmp_path / "missing"))
         app.query_one("#probe-presets", OptionList).focus()
-        await pilot.press("s")
+        await pilot.press("enter")
         await _wait_for(pilot, lambda: "does not exist" in _text(app, "#probe-error"))
         assert not (tmp_path / "missing").exists()
         await _fill(pilot, app, "#probe-param-bs", "4q")
         app.query_one("#probe-presets", OptionList).focus()
-        await pilot.press("s")
+        await pilot.press("enter")
         await pilot.pause()
         assert "not a block size" in _text(app, "#probe-error")
         assert not panel.running and app.is_running
@@ -160,7 +160,7 @@ async def test_quitting_the_app_during_a_probe_stops_fio_and_removes_the_file(
         await _fill(pilot, app, "#probe-param-size", "32")
         await _fill(pilot, app, "#probe-target", str(tmp_path))
         app.query_one("#probe-presets", OptionList).focus()
-        await pilot.press("s")
+        await pilot.press("enter")
         await _wait_for(pilot, lambda: bool(app.live_texts))
         assert any(p.name.startswith(".iotop-plus-") for p in tmp_path.iterdir())
         app.exit()
@@ -170,3 +170,24 @@ async def test_quitting_the_app_during_a_probe_stops_fio_and_removes_the_file(
         for p in psutil.process_iter(["cmdline"])
         if any(str(tmp_path) in a for a in (p.info["cmdline"] or []))
     ]
+
+
+async def test_s_no_longer_starts_a_probe_enter_on_the_preset_does(
+    tmp_path: Path, fio_bin: str
+) -> None:
+    app = ProbeHost(fio_bin)
+    async with app.run_test(size=(60, 80)) as pilot:
+        panel = app.query_one(ProbePanel)
+        await _fill(pilot, app, "#probe-param-runtime", "60")
+        await _fill(pilot, app, "#probe-param-size", "32")
+        await _fill(pilot, app, "#probe-target", str(tmp_path))
+        app.query_one("#probe-presets", OptionList).focus()
+        await pilot.press("s")  # one Shift from S (scheduler): must do nothing here
+        await pilot.pause(0.5)
+        assert not panel.running and list(tmp_path.iterdir()) == []
+        await pilot.press("enter")
+        await _wait_for(pilot, lambda: panel.running)
+        await pilot.press("x")
+        await _wait_for(pilot, lambda: not panel.running)
+        await pilot.pause()
+        assert list(tmp_path.iterdir()) == []

@@ -185,7 +185,8 @@ class ProbePanel(VerticalScroll):
     """
 
     BINDINGS = [
-        Binding("s", "start", "Start probe"),
+        # Enter on the preset list (or in any field) starts a probe; no letter key does:
+        # `s` was one Shift away from the screen's `S` (scheduler).
         Binding("x", "cancel", "Cancel probe"),
         Binding("d", "use_device", "Probe device"),
     ]
@@ -448,6 +449,12 @@ class ProbePanel(VerticalScroll):
         confirm.remove_class("shown")
         confirm.value = ""
         self._show_rationale()
+
+    @on(OptionList.OptionSelected, "#probe-presets")
+    def _preset_selected(self, event: OptionList.OptionSelected) -> None:
+        # Enter on a preset: that preset, now (highlighting already chose its parameters).
+        event.stop()
+        self.action_start()
 
     @on(OptionList.OptionSelected, "#probe-history")
     def _history_selected(self, event: OptionList.OptionSelected) -> None:
