@@ -24,6 +24,7 @@ USER_HZ = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 # Fields after "pid (comm) ": index = field number - 3.
 STATE_FIELD = 0
+PPID_FIELD = 1
 """Index of field 3 (state) among the fields after ``pid (comm)``."""
 NUM_THREADS_FIELD = 17
 """Index of field 20 (num_threads) among the fields after ``pid (comm)``."""
@@ -114,6 +115,8 @@ class StatFields:
     """Executable name, at most 15 characters (field 2)."""
     state: str
     """One-letter state, e.g. R, S, D (field 3)."""
+    ppid: int
+    """Parent's pid (field 4)."""
     num_threads: int
     """Threads in the thread group (field 20)."""
     starttime: int
@@ -138,6 +141,7 @@ def parse_stat(text: bytes) -> StatFields:
             pid=_u64(text[:open_paren].strip()),
             comm=text[open_paren + 1 : close_paren].decode("utf-8", "replace"),
             state=rest[STATE_FIELD].decode("ascii", "replace"),
+            ppid=_u64(rest[PPID_FIELD]),
             num_threads=_u64(rest[NUM_THREADS_FIELD]),
             starttime=_u64(rest[STARTTIME_FIELD]),
             blkio_ticks=_u64(rest[BLKIO_TICKS_FIELD]) if len(rest) > BLKIO_TICKS_FIELD else None,

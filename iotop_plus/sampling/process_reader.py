@@ -272,6 +272,7 @@ class ProcessReader:
             st.num_threads,
             io,
             ticks,
+            st.ppid,
         )
         return known.last
 
@@ -340,6 +341,7 @@ class ProcessReader:
             st.num_threads,
             io,
             ticks,
+            st.ppid,
         )
         if known is None:
             self._known[pid] = _Known(task, io_fd, io_text, denied=denied)
@@ -411,6 +413,7 @@ class ProcessReader:
                     1,
                     io,
                     ticks,
+                    st.ppid,
                 )
             )
         return out

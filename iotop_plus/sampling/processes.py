@@ -8,7 +8,7 @@ the counters are parsed by :mod:`iotop_plus.sampling.pid_files`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from types import MappingProxyType
 
 from iotop_plus.sampling.delayacct import DelayAcct
@@ -48,6 +48,8 @@ class TaskCounters:
     """I/O counters; None when ``/proc/PID/io`` is not readable by us."""
     thread_ticks: tuple[tuple[int, int], ...] | None
     """``(tid, delayacct_blkio_ticks)`` per live thread; None when not read."""
+    ppid: int = 0
+    """Parent's pid: a reaped child's whole I/O is added to its parent's counters."""
 
     @property
     def key(self) -> TaskKey:
@@ -162,13 +164,22 @@ def task_rates(
     elapsed_s: float,
     *,
     delay_measured: bool = True,
+    reaped: IoCounters | None = None,
 ) -> TaskRates:
     """Rates of ``cur`` since ``prev``; ``prev=None`` means "started in the interval".
+
+    ``reaped``: the counters, as last seen, of children that exited and were reaped in the
+    interval. The kernel adds a reaped child's lifetime I/O to its parent's; what was already
+    shown as the child's (up to its last sample) is taken back out, so the parent shows only
+    what the children did in this interval, not a spike of everything they ever did.
 
     Counters that went backwards (only ``cancelled_write_bytes`` may outgrow
     ``write_bytes`` over an interval) give 0, never a negative rate.
     """
-    deltas = _io_deltas(prev.io if prev is not None else _zero_io(), cur.io)
+    base = prev.io if prev is not None else _zero_io()
+    if reaped is not None and base is not None:
+        base = IoCounters(*(a + b for a, b in zip(astuple(base), astuple(reaped), strict=True)))
+    deltas = _io_deltas(base, cur.io)
     per_s = 1.0 / elapsed_s if elapsed_s > 0 else 0.0
     io_wait: float | None = None
     if delay_measured and elapsed_s > 0:
@@ -205,7 +216,9 @@ def _rates_of(
     prev_uptime: int | None,
     elapsed_s: float,
     delay_measured: bool,
+    per_thread: bool = False,
 ) -> dict[TaskKey, TaskRates | None]:
+    reaped = {} if per_thread else _reaped_children(prev_tasks, cur_tasks)
     out: dict[TaskKey, TaskRates | None] = {}
     for key, task in cur_tasks.items():
         before = prev_tasks.get(key)
@@ -213,8 +226,31 @@ def _rates_of(
             # First sight of an older process: no baseline, no rates (never a spike).
             out[key] = None
         else:
-            out[key] = task_rates(before, task, elapsed_s, delay_measured=delay_measured)
+            out[key] = task_rates(
+                before,
+                task,
+                elapsed_s,
+                delay_measured=delay_measured,
+                reaped=reaped.get(task.pid) if before is not None else None,
+            )
     return out
+
+
+def _reaped_children(
+    prev_tasks: Mapping[TaskKey, TaskCounters], cur_tasks: Mapping[TaskKey, TaskCounters]
+) -> dict[int, IoCounters]:
+    """Per parent pid, the summed last-seen counters of its children that are gone now.
+
+    (A thread view has no such problem: a thread's own counters never take a child's.)
+    """
+    gone: dict[int, list[IoCounters]] = {}
+    for key, task in prev_tasks.items():
+        if key not in cur_tasks and task.io is not None and task.ppid > 0:
+            gone.setdefault(task.ppid, []).append(task.io)
+    return {
+        ppid: IoCounters(*(sum(column) for column in zip(*map(astuple, ios), strict=True)))
+        for ppid, ios in gone.items()
+    }
 
 
 def rates_between(prev: ProcessSample, cur: ProcessSample) -> dict[TaskKey, TaskRates | None]:
@@ -229,6 +265,7 @@ def rates_between(prev: ProcessSample, cur: ProcessSample) -> dict[TaskKey, Task
         prev.uptime_ticks,
         cur.monotonic - prev.monotonic,
         prev.delayacct.measurable and cur.delayacct.measurable,
+        prev.per_thread or cur.per_thread,
     )
 
 
@@ -244,6 +281,7 @@ def detail_rates_between(
         prev.uptime_ticks,
         cur.monotonic - prev.monotonic,
         prev.delayacct.measurable and cur.delayacct.measurable,
+        per_thread=True,
     )
 
 
