@@ -186,7 +186,9 @@ class ProbePanel(VerticalScroll):
 
     BINDINGS = [
         # Enter on the preset list (or in any field) starts a probe; no letter key does:
-        # `s` was one Shift away from the screen's `S` (scheduler).
+        # `s` was one Shift away from the screen's `S` (scheduler). The list and the inputs
+        # handle Enter themselves; this binding names it in the help.
+        Binding("enter", "start", "Start probe"),
         Binding("x", "cancel", "Cancel probe"),
         Binding("d", "use_device", "Probe device"),
     ]

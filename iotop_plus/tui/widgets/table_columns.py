@@ -90,6 +90,8 @@ COLUMN_SETS: dict[str, tuple[Column, ...]] = {
 EXTENDED_PRIORITY: tuple[str, ...] = (
     "r_s",
     "w_s",
+    "r_await",
+    "w_await",
     "rrqm_s",
     "wrqm_s",
     "rrqm_pct",
@@ -106,13 +108,12 @@ EXTENDED_PRIORITY: tuple[str, ...] = (
     "util",
     "rkb_s",
     "wkb_s",
-    "r_await",
-    "w_await",
     "drqm_s",
     "drqm_pct",
     "dareq_sz",
 )
-"""What the extended set keeps first when narrowed: the figures the basic set does not show."""
+"""What the extended set keeps first when narrowed: the awaits (latency is what an incident
+is about), then the figures the basic set does not show."""
 
 NOT_SATURATION_MARK = "~"
 """Appended to %util where 100% does not mean saturated (parallel devices)."""
