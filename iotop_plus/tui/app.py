@@ -1,13 +1,13 @@
 """The thin Textual app: wires the injected frame source, History and Config to the main screen.
 
-One :class:`~iotop_plus.sampling.clock.SamplerThread` takes a frame each interval and posts
-it as a frozen :class:`FrameReady`; every view (table, charts, header, Processes) is fed from
-that one frame, so ``space`` and ``+``/``-`` reach all of them.
+One :class:`~iotop_plus.sampling.clock.SamplerThread` (owned by :class:`FrameFeed`) takes a
+frame each interval and posts it as a frozen :class:`FrameReady`; every view (table, charts,
+header, Processes) is fed from that one frame, so ``space`` and ``+``/``-`` reach all of them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
@@ -19,12 +19,13 @@ from iotop_plus.config import Config
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
+from iotop_plus.sampling.frame import Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.sampler import HostInfo, Sampler
+from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
+from iotop_plus.tui.palette import screen_commands
 from iotop_plus.tui.screens.main import MainScreen
 
 if TYPE_CHECKING:
@@ -71,14 +72,8 @@ class IotopPlusApp(App[int]):
         """Recent rates per device, for the charts (recorded even while paused)."""
         self.host = host if host is not None else source.host_info()
         """Header facts."""
-        self.set_reactive(
-            IotopPlusApp.interval,
-            clamp_interval(interval if interval is not None else config.interval),
-        )
-        self.latest_frame: Frame | None = None
-        """The newest frame, shown or not."""
-        self.ticks = 0
-        """Frames received."""
+        chosen = interval if interval is not None else config.interval
+        self.set_reactive(IotopPlusApp.interval, clamp_interval(chosen))
         self.tuner = (
             tuner if tuner is not None else Tuner(source.roots, None, is_root=self.host.is_root)
         )
@@ -89,41 +84,37 @@ class IotopPlusApp(App[int]):
         """The restore offer at start, the keep-or-revert quit, the signal exits."""
         self.notes = tuple(notes)
         """Lines to show once the screen is up (config problems), as notifications."""
-        self._source_notice: str | None = None
-        self._last_problem = ""
         self.main_screen = MainScreen(
-            source.roots,
-            config,
-            self.history,
-            self.host,
-            self.interval,
-            tuner=self.tuner,
-            runner_factory=runner_factory,
+            source.roots, config, self.history, self.host, self.interval, self.tuner, runner_factory
         )
-        self.sampler_thread: SamplerThread | None = None
-        """The one clock; started on mount."""
+        self.feed = FrameFeed(source, self.history, self.main_screen)
+        """The sampler thread and what comes of its frames."""
 
     @property
-    def latest_tick(self) -> Frame | None:
-        """The newest frame (older name)."""
-        return self.latest_frame
+    def sampler_thread(self) -> SamplerThread | None:
+        """The one clock; started on mount."""
+        return self.feed.thread
 
-    # ---- lifecycle -----------------------------------------------------------------------
+    @property
+    def ticks(self) -> int:
+        """Frames received."""
+        return self.feed.ticks
+
+    @property
+    def latest_frame(self) -> Frame | None:
+        """The newest frame, shown or not (``latest_tick`` is the older name)."""
+        return self.feed.latest_frame
+
+    latest_tick = latest_frame
 
     async def on_mount(self) -> None:
-        # The screen must be composed before the first tick arrives.
+        # The screen must be composed before the first frame arrives.
         await self.push_screen(self.main_screen)
         for note in self.notes:  # printed before the alternate screen too, but gone from view
             self.notify(note, severity="warning", timeout=15, markup=False)
         self.lifecycle.install_signal_handlers()
         self.lifecycle.offer_restore()
-        self.sampler_thread = SamplerThread(
-            self.source,
-            deliver=lambda frame: self.post_message(FrameReady(frame)),
-            failed=lambda text: self.post_message(SamplerProblem(text)),
-            interval=self.interval,
-        )
-        self.sampler_thread.start()
+        self.feed.start(self.post_message, self.interval)
 
     async def action_quit(self) -> None:
         """Quit; when settings were changed in this run, ask whether to keep them."""
@@ -135,16 +126,14 @@ class IotopPlusApp(App[int]):
 
     def stop_sampling(self) -> None:
         """Stop the sampler thread and wait briefly for it."""
-        if self.sampler_thread is not None:
-            self.sampler_thread.stop()
+        self.feed.stop()
 
     def set_sample_interval(self, seconds: float) -> None:
         """Change the interval (clamped); every view follows at once."""
         self.interval = clamp_interval(seconds)
 
     def watch_interval(self, seconds: float) -> None:
-        if self.sampler_thread is not None:
-            self.sampler_thread.interval = seconds
+        self.feed.set_interval(seconds)
         if self.main_screen.is_mounted:
             self.main_screen.show_interval(seconds)
 
@@ -158,64 +147,24 @@ class IotopPlusApp(App[int]):
 
     def want_processes(self, on: bool) -> None:
         """A view shows processes (or no longer does); the next frames carry them or not."""
-        was = getattr(self.source, "wants", lambda part: False)(PROCESSES)
-        self.source.want(PROCESSES, on)
-        if on and not was and self.sampler_thread is not None:
-            self.sampler_thread.sample_now()  # rows now; their rates from the frame after
+        self.feed.want_processes(on)
 
     def set_detail_pid(self, pid: int | None) -> None:
         """Frames carry threads and open files of ``pid``; the next one comes at once."""
-        if isinstance(self.source, LiveSource):
-            self.source.detail_pid = pid
-        if pid is not None and self.sampler_thread is not None:
-            self.sampler_thread.sample_now()
+        self.feed.set_detail_pid(pid)
 
-    # ---- messages ------------------------------------------------------------------------
-
+    # Shutting down, the screens are gone but a message posted just before may still be queued.
     def on_frame_ready(self, message: FrameReady) -> None:
-        if not self.is_running:
-            # Shutting down: the screens are already gone, but a frame the sampler thread
-            # posted just before may still be in the queue (CI hit it once at exit).
-            return
-        frame = message.frame
-        self.ticks += 1
-        self.latest_frame = frame
-        if frame.inventory.devices or not frame.inventory_changed:
-            # (an early frame lists names only: the history waits for the full one)
-            self.history.record(frame.sample.monotonic, frame.rates)
-            if frame.inventory_changed:
-                self.history.forget(frame.sample.counters)
-        self.main_screen.count_frame(frame)
-        if not self.paused:
-            self.main_screen.show_frame(frame)
-        notice = frame.sample.notice
-        if notice != self._source_notice:
-            self._source_notice = notice
-            if notice:  # the /sys/block/*/stat fallback: say so once, and in the header
-                self.notify(printable(notice), severity="warning", timeout=10, markup=False)
-                self.main_screen.show_problem(notice)
+        if self.is_running:
+            self.feed.take(message.frame, self.paused)
 
     def on_sampler_problem(self, message: SamplerProblem) -> None:
         if self.is_running:
-            if message.text != self._last_problem:  # once per new problem, not every tick
-                self._last_problem = message.text
-                self.notify(printable(message.text), severity="error", timeout=10, markup=False)
-            self.main_screen.show_problem(message.text)
-
-    # ---- command palette -----------------------------------------------------------------
+            self.feed.problem(message.text)
 
     def get_system_commands(self, screen: Screen[object]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        main = self.main_screen
-        for title, help_text, action in main.commands():
-            yield SystemCommand(title, help_text, _runner(main, action))
-
-
-def _runner(screen: MainScreen, action: str) -> Callable[[], Awaitable[None]]:
-    async def run() -> None:
-        await screen.run_action(action)
-
-    return run
+        yield from screen_commands(self.main_screen)
 
 
 def make_app(
@@ -235,10 +184,9 @@ def make_app(
     """Build the app with its collaborators: the frame source (or a sampler for the live
     one), the tuner and the probe runner factory. Tests pass fixture roots, a canned sampler,
     a frame source or a runner of their own."""
-    config = config or Config()
     return IotopPlusApp(
         source if source is not None else LiveSource(roots, sampler),
-        config,
+        config or Config(),
         history=history,
         host=host,
         interval=interval,

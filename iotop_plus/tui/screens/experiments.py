@@ -151,12 +151,6 @@ class ExperimentSetupScreen(Modal[ExperimentPlan | None]):
 
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    DEFAULT_CSS = """
-    ExperimentSetupScreen > Vertical { width: 72; }
-    ExperimentSetupScreen > Vertical > Input { margin: 0; }
-    ExperimentSetupScreen #setup-error { color: $error; }
-    """
-
     #: (field id, label, default) of the inputs, in order.
     FIELDS: tuple[tuple[str, str, str], ...] = (
         ("what", "sweep, or SETTING=V1,V2 for an A/B", "sweep"),
@@ -217,13 +211,8 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
     BINDINGS = [Binding("escape", "stop", "Cancel / close")]
 
     DEFAULT_CSS = """
-    ExperimentScreen { layout: vertical; }
-    ExperimentScreen #exp-title { text-style: bold; height: auto; padding: 0 1; }
-    ExperimentScreen #exp-live { height: 1; padding: 0 1; color: $text-muted; }
-    ExperimentScreen #exp-plots { height: 1fr; min-height: 8; }
-    ExperimentScreen PlotextPlot { width: 1fr; height: 1fr; }
-    ExperimentScreen #exp-table { height: auto; padding: 0 1; }
-    ExperimentScreen #exp-verdict { height: auto; padding: 0 1; }
+    ExperimentScreen #exp-live { height: 1; }
+    ExperimentScreen #exp-plots { height: 1fr; }
     """
 
     @dataclass

@@ -5,11 +5,11 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from iotop_plus.sampling.figures import notes
 from iotop_plus.tui.keys import help_lines, key_display, own_bindings_of
+from iotop_plus.tui.screens.modal import Modal
 
 PALETTE_HELP = "command palette: every action by name"
 
@@ -80,18 +80,12 @@ def help_text() -> str:
     return "\n".join(lines)
 
 
-class HelpScreen(ModalScreen[None]):
-    """Keys and columns, scrollable with the keyboard."""
+class HelpScreen(Modal[None]):
+    """Keys and columns, scrollable with the keyboard: a Modal whose box is a VerticalScroll."""
 
     BINDINGS = [
         Binding("escape,q,question_mark", "dismiss", "Close"),
     ]
-
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll { width: 95%; height: 90%; border: round $accent;
-                                  background: $surface; padding: 0 1; }
-    """
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):

@@ -67,8 +67,7 @@ class DeviceCharts(Grid):
 
     DEFAULT_CSS = """
     DeviceCharts { grid-size: 3 2; height: 1fr; }
-    DeviceCharts > PlotextPlot { height: 1fr; min-height: 5; }
-    DeviceCharts > #chart-caption { height: 1fr; padding: 0 1; color: $text-muted; }
+    DeviceCharts > #chart-caption { height: 1fr; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

@@ -86,7 +86,7 @@ class DevicePanel(VerticalScroll):
     """The facts and queue settings of the selected device."""
 
     DEFAULT_CSS = """
-    DevicePanel { height: 1fr; padding: 0 1; }
+    DevicePanel { height: 1fr; }
     """
 
     def __init__(self, *, id: str | None = None) -> None:

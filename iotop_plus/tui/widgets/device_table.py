@@ -107,8 +107,6 @@ class DeviceTable(CursorList[TableRow]):
 
     DEFAULT_CSS = """
     DeviceTable { height: 1fr; }
-    DeviceTable > .device-table--header { text-style: bold; color: $text-accent; }
-    DeviceTable > .device-table--sorted { text-style: bold underline; color: $text-accent; }
     DeviceTable > .device-table--cursor { background: $block-cursor-background;
                                           color: $block-cursor-foreground; }
     """

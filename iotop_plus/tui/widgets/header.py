@@ -27,7 +27,7 @@ class HostHeader(Static):
     """Who and what we are looking at, and whether the figures are live."""
 
     DEFAULT_CSS = """
-    HostHeader { height: 1; background: $panel; color: $text; }
+    HostHeader { height: 1; }
     """
 
     def __init__(self, host: HostInfo, interval: float, *, id: str | None = None) -> None:

@@ -60,21 +60,7 @@ class KeyHints(Widget):
     """Key hints of the screen's active bindings (those with ``show=True``), left to right."""
 
     DEFAULT_CSS = """
-    KeyHints {
-        dock: bottom;
-        height: 1;
-        background: $footer-background;
-        color: $footer-foreground;
-    }
-    KeyHints > .key-hints--key {
-        color: $footer-key-foreground;
-        background: $footer-key-background;
-        text-style: bold;
-    }
-    KeyHints > .key-hints--description {
-        color: $footer-description-foreground;
-        background: $footer-description-background;
-    }
+    KeyHints { dock: bottom; height: 1; }
     """
 
     COMPONENT_CLASSES = {"key-hints--key", "key-hints--description"}

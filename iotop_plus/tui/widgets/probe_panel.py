@@ -169,19 +169,13 @@ class ProbePanel(VerticalScroll):
     """Presets, parameters, target, live progress, the result card and this run's history."""
 
     DEFAULT_CSS = """
-    ProbePanel { height: 1fr; padding: 0 1; }
+    ProbePanel { height: 1fr; }
     ProbePanel .param { height: 1; }
-    ProbePanel .param Label { width: 10; }
     ProbePanel .param Input { width: 1fr; }
-    ProbePanel Button { margin: 0 1 0 0; min-width: 0; width: auto; }
-    ProbePanel #probe-buttons { height: 1; margin: 1 0 0 0; }
-    ProbePanel #probe-presets { height: auto; border: none; padding: 0; }
-    ProbePanel #probe-history { height: auto; max-height: 8; border: none; padding: 0; }
+    ProbePanel #probe-buttons { height: 1; }
+    ProbePanel #probe-presets, ProbePanel #probe-history { height: auto; }
     ProbePanel #probe-confirm { display: none; }
     ProbePanel #probe-confirm.shown { display: block; }
-    ProbePanel #probe-bar { margin: 1 0 0 0; }
-    ProbePanel #probe-error { color: $error; }
-    ProbePanel .heading { text-style: bold; margin: 1 0 0 0; }
     """
 
     BINDINGS = [

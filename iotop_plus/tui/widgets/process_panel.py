@@ -83,7 +83,6 @@ class ProcessList(CursorList[ProcessRow]):
     COMPONENT_CLASSES = {"process-list--header", "process-list--cursor"}
     DEFAULT_CSS = """
     ProcessList { height: 1fr; }
-    ProcessList > .process-list--header { text-style: bold; background: $boost; }
     ProcessList > .process-list--cursor { background: $accent 40%; }
     """
     BINDINGS = [
@@ -213,11 +212,10 @@ class ProcessPanel(Vertical, can_focus=False):
 
     DEFAULT_CSS = """
     ProcessPanel { height: 1fr; }
-    ProcessPanel > #process-status { height: auto; color: $text-muted; }
     ProcessPanel > #process-filter { display: none; }
     ProcessPanel > #process-filter.shown { display: block; }
-    ProcessPanel > #process-detail { display: none; height: auto; max-height: 50%; }
-    ProcessPanel > #process-detail.shown { display: block; border-top: solid $primary; }
+    ProcessPanel > #process-detail { display: none; height: auto; }
+    ProcessPanel > #process-detail.shown { display: block; }
     """
     BINDINGS = [
         Binding("o", "toggle_only_active", "Only I/O"),

@@ -55,11 +55,8 @@ class SettingsPanel(VerticalScroll, can_focus=False):
     """A device's queue settings with edit actions and this run's change log."""
 
     DEFAULT_CSS = """
-    SettingsPanel { height: auto; max-height: 100%; padding: 0 1; }
-    SettingsPanel .heading { text-style: bold; margin: 1 0 0 0; }
-    SettingsPanel #settings-list { height: auto; max-height: 10; border: none; padding: 0; }
-    SettingsPanel #settings-readonly { color: $warning; }
-    SettingsPanel #settings-result.error { color: $error; }
+    SettingsPanel { height: auto; max-height: 100%; }
+    SettingsPanel #settings-list { height: auto; }
     SettingsPanel #settings-log { height: auto; }
     """
 

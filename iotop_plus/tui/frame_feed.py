@@ -1,0 +1,103 @@
+"""The UI side of the one clock: the sampler thread's frames come in here.
+
+:class:`FrameFeed` owns the :class:`~iotop_plus.sampling.clock.SamplerThread`, counts each
+frame, records it in the history (paused or not), hands it to the main screen unless paused,
+and says once what the source or the sampler reports wrong. It also tells the source what the
+next frames should carry (processes, one process's details) for the Processes tab.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from textual.message import Message
+
+from iotop_plus.sampling.clock import SamplerThread
+from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
+from iotop_plus.sampling.history import History
+from iotop_plus.tui.messages import FrameReady, SamplerProblem
+
+if TYPE_CHECKING:
+    from iotop_plus.tui.screens.main import MainScreen
+
+
+class FrameFeed:
+    """Frames from one sampler thread to the history and the main screen."""
+
+    def __init__(self, source: FrameSource, history: History, screen: MainScreen) -> None:
+        self.source = source
+        """Where frames come from."""
+        self.history = history
+        """Recent rates per device, for the charts (recorded even while paused)."""
+        self.screen = screen
+        """Where frames are shown, and problems told."""
+        self.thread: SamplerThread | None = None
+        """The one clock; made by :meth:`start`."""
+        self.latest_frame: Frame | None = None
+        """The newest frame, shown or not."""
+        self.ticks = 0
+        """Frames received."""
+        self._source_notice: str | None = None
+        self._last_problem = ""
+
+    def start(self, post: Callable[[Message], object], interval: float) -> None:
+        """Start the sampler thread; it delivers through ``post`` (the app's post_message)."""
+        self.thread = SamplerThread(
+            self.source,
+            deliver=lambda frame: post(FrameReady(frame)),
+            failed=lambda text: post(SamplerProblem(text)),
+            interval=interval,
+        )
+        self.thread.start()
+
+    def stop(self) -> None:
+        """Stop the sampler thread and wait briefly for it."""
+        if self.thread is not None:
+            self.thread.stop()
+
+    def set_interval(self, seconds: float) -> None:
+        """The next frames come every ``seconds``."""
+        if self.thread is not None:
+            self.thread.interval = seconds
+
+    def take(self, frame: Frame, paused: bool) -> None:
+        """A frame arrived: count and record it; show it unless paused."""
+        self.ticks += 1
+        self.latest_frame = frame
+        if frame.inventory.devices or not frame.inventory_changed:
+            # (an early frame lists names only: the history waits for the full one)
+            self.history.record(frame.sample.monotonic, frame.rates)
+            if frame.inventory_changed:
+                self.history.forget(frame.sample.counters)
+        self.screen.count_frame(frame)
+        if not paused:
+            self.screen.show_frame(frame)
+        notice = frame.sample.notice
+        if notice != self._source_notice:
+            self._source_notice = notice
+            if notice:  # the /sys/block/*/stat fallback: say so once, and in the header
+                self.screen.notify(printable(notice), severity="warning", timeout=10, markup=False)
+                self.screen.show_problem(notice)
+
+    def problem(self, text: str) -> None:
+        """A frame failed: notify once per new problem (not every tick); the header shows it."""
+        if text != self._last_problem:
+            self._last_problem = text
+            self.screen.notify(printable(text), severity="error", timeout=10, markup=False)
+        self.screen.show_problem(text)
+
+    def want_processes(self, on: bool) -> None:
+        """A view shows processes (or no longer does); the next frames carry them or not."""
+        was = getattr(self.source, "wants", lambda part: False)(PROCESSES)
+        self.source.want(PROCESSES, on)
+        if on and not was and self.thread is not None:
+            self.thread.sample_now()  # rows now; their rates from the frame after
+
+    def set_detail_pid(self, pid: int | None) -> None:
+        """Frames carry threads and open files of ``pid``; the next one comes at once."""
+        if isinstance(self.source, LiveSource):
+            self.source.detail_pid = pid
+        if pid is not None and self.thread is not None:
+            self.thread.sample_now()
