@@ -102,6 +102,13 @@ def test_plausible_intervals_give_plausible_rates(before: list[int], step: list[
 
 
 NAMES = st.sampled_from(["sda", "sdb", "nvme0n1p1", "dm-0", "md127", "loop7", "3", "+4", "é1"])
+#: Counter text: mostly plain numbers, sometimes what int() reads but the kernel never prints.
+COUNTER_TEXT = st.one_of(
+    st.integers(-1, 2**40).map(str),
+    st.integers(-1, 2**40).map(str),
+    st.integers(0, 2**64 + 1).map(str),
+    st.sampled_from(["0" * 21, "0" * 19 + "1", "+7", "1_0", "-0", "١٢", "|", "x"]),
+)
 WELL_FORMED = st.builds(
     lambda major, minor, name, values, width: " ".join(
         map(str, [major, minor, name, *values[: width - 3]])
@@ -109,13 +116,21 @@ WELL_FORMED = st.builds(
     st.integers(0, 300),
     st.integers(0, 300),
     NAMES,
-    st.lists(st.integers(-1, 2**40), min_size=17, max_size=17),
+    st.lists(COUNTER_TEXT, min_size=17, max_size=17),
     st.sampled_from([20, 20, 20, 18, 14, 7, 19, 21]),
+)
+#: A line with one token too many or too few before the name: beside a line one token
+#: shorter (or longer), it would line up with the others in a split of the whole text.
+SHIFTED = st.builds(
+    lambda head, name, values: " ".join(map(str, [*head, name, *values])),
+    st.lists(st.integers(0, 300), min_size=1, max_size=3),
+    NAMES,
+    st.lists(st.integers(0, 2**40), min_size=15, max_size=18),
 )
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, LINE), max_size=12))
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, SHIFTED, LINE), max_size=12))
 def test_bulk_parse_equals_line_by_line(lines: list[str]) -> None:
     """The one-format fast path gives exactly what parsing each line alone gives."""
     reference: dict[str, DiskCounters] = {}
@@ -126,3 +141,28 @@ def test_bulk_parse_equals_line_by_line(lines: list[str]) -> None:
         if isinstance(outcome, DiskCounters) and outcome.name not in reference:
             reference[outcome.name] = outcome
     assert parse_diskstats("\n".join(lines)) == reference
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, SHIFTED, LINE), max_size=8), max_size=4)
+)
+def test_a_cache_carried_across_ticks_changes_nothing_but_object_identity(
+    ticks: list[list[str]],
+) -> None:
+    """Parsing tick after tick with one cache gives what a fresh parse gives, and a line
+    seen on the previous tick keeps its counters object (an idle device)."""
+    cache: dict[str, DiskCounters] = {}
+    previous: dict[str, DiskCounters] = {}
+    for lines in ticks:
+        text = "\n".join(lines)
+        problems: list[ParseProblem] = []
+        fresh_problems: list[ParseProblem] = []
+        counters = parse_diskstats(text, problems=problems, cache=cache)
+        assert counters == parse_diskstats(text, problems=fresh_problems)
+        assert problems == fresh_problems
+        for line, c in cache.items():
+            if line in previous:
+                assert c is previous[line]
+        assert set(cache.values()) == set(counters.values())
+        previous = dict(cache)
