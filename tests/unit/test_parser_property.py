@@ -12,7 +12,7 @@ from iotop_plus.sampling.diskstats import (
     parse_diskstats,
     parse_sys_stat,
 )
-from iotop_plus.sampling.rates import COLUMNS, MS_WRAP, compute_rates
+from iotop_plus.sampling.rates import COLUMNS, MS_WRAP, compute_all, compute_rates
 
 #: Tokens that look like diskstats fields, plus the ones that break naive parsers.
 TOKENS = st.one_of(
@@ -166,3 +166,52 @@ def test_a_cache_carried_across_ticks_changes_nothing_but_object_identity(
                 assert c is previous[line]
         assert set(cache.values()) == set(counters.values())
         previous = dict(cache)
+
+
+NAME4 = st.sampled_from(["sda", "sdb", "sdc", "sdd"])
+
+
+@st.composite
+def _tick_pairs(draw: st.DrawFn) -> tuple[dict[str, DiskCounters], dict[str, DiskCounters]]:
+    """Two samples as a host gives them: most devices move forward, some are idle (the same
+    object), some are new, gone, reset in one field, or another device under the name."""
+    prev: dict[str, DiskCounters] = {}
+    cur: dict[str, DiskCounters] = {}
+    for name in draw(st.lists(NAME4, unique=True)):
+        values = tuple(draw(st.lists(st.integers(5, 9), min_size=17, max_size=17)))
+        prev[name] = DiskCounters(8, 0, name, values, 17)
+    for name in draw(st.lists(NAME4, unique=True)):
+        before = prev.get(name)
+        if before is None:
+            cur[name] = DiskCounters(8, 1, name, (0,) * 17, 17)
+            continue
+        kind = draw(st.sampled_from(["forward", "forward", "idle", "same values", "back", "id"]))
+        if kind == "idle":
+            cur[name] = before
+        elif kind == "same values":
+            cur[name] = DiskCounters(8, 0, name, before.values, 17)
+        elif kind == "id":
+            cur[name] = before._replace(**{draw(st.sampled_from(["major", "minor"])): 9})
+        else:
+            step = draw(st.lists(st.integers(0, 2), min_size=17, max_size=17))
+            if kind == "back":
+                step[draw(st.integers(0, 16))] = -3
+            values = tuple(v + s for v, s in zip(before.values, step, strict=True))
+            cur[name] = DiskCounters(8, 0, name, values, 17)
+    return prev, cur
+
+
+@settings(max_examples=500, deadline=None)
+@given(_tick_pairs(), st.sampled_from([1.0, 0.5, 0.0, -1.0]))
+def test_compute_all_gives_compute_rates_for_each_device(
+    pair: tuple[dict[str, DiskCounters], dict[str, DiskCounters]], elapsed: float
+) -> None:
+    """The inlined loop agrees with compute_rates: new devices, resets of any one field, a
+    changed major:minor, and the same counters object (an idle device) handed back."""
+    prev, cur = pair
+    rates = compute_all(prev, cur, elapsed)
+    assert list(rates) == list(cur)
+    for name, after in cur.items():
+        before = prev.get(name)
+        expected = None if before is None else compute_rates(before, after, elapsed)
+        assert rates[name] == expected
