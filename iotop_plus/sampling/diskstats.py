@@ -19,8 +19,10 @@ opened non-blocking, refused unless regular (a FIFO would block ``open()`` forev
 read up to a cap (``/dev/zero`` would never end).
 
 Speed matters here (it runs every tick, for up to thousands of devices): unchanged lines come
-from a cache keyed by the line's text, and changed lines of one format are converted in bulk.
-``benchmarks/bench_sampling.py`` measures it against psutil.
+from a cache keyed by the line's text, and changed lines of one format are converted in bulk
+by a few C calls (the JSON decoder reads the numbers), with no Python step per line, when a
+cheap check proves the bulk reading equals the line-by-line one; otherwise the file is read
+line by line. ``benchmarks/bench_sampling.py`` measures it against psutil.
 """
 
 from __future__ import annotations
@@ -284,7 +286,7 @@ def _parse_each(
 
 _NAME = itemgetter(2)
 _decode_json = json.JSONDecoder().decode
-# Bytes as the bulk check sees them: digits become "d", spaces stay, anything else is "x".
+# ASCII as the bulk check sees it: digits become "d", spaces stay, anything else is "x".
 _DIGIT_CLASSES = bytes(
     ord("d") if 48 <= i <= 57 else 32 if i == 32 else ord("x") for i in range(256)
 )
@@ -317,7 +319,10 @@ def _parse_uniform(lines: list[str]) -> list[DiskCounters] | None:
     fields = list(chain.from_iterable(heads))
     names = fields[2::4]
     del fields[2::4]  # now major, minor, counters of each line
-    classes = " ".join(fields).encode().translate(_DIGIT_CLASSES)
+    numbers = " ".join(fields)
+    if not numbers.isascii():  # (a flag, not a scan) and a lone surrogate cannot encode
+        return None
+    classes = numbers.encode("ascii").translate(_DIGIT_CLASSES)
     if b"x" in classes or _TWENTY_DIGITS in classes:
         return None
     try:

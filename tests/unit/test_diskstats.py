@@ -160,6 +160,15 @@ def test_a_counter_longer_than_20_characters_is_malformed_among_many_lines(
     assert [(p.line_no, p.reason) for p in problems] == [(501, "counter above 2^64")]
 
 
+def test_a_lone_surrogate_in_a_counter_is_a_malformed_line_not_a_crash() -> None:
+    """Text from another caller than read_bounded (which decodes with replacement) may hold
+    a lone surrogate, which UTF-8 cannot encode."""
+    problems: list[ParseProblem] = []
+    text = "8 0 sda 1 2 3 4 5 6 7 8 9 10 \udcff\n8 16 sdb 1 2 3 4 5 6 7 8 9 10 11\n"
+    assert list(parse_diskstats(text, problems=problems)) == ["sdb"]
+    assert [p.line_no for p in problems] == [1]
+
+
 def test_problems_list_is_optional() -> None:
     assert list(parse_diskstats("bad line\n   8 0 sda 1 2 3 4 5 6 7 8 0 10 11\n")) == ["sda"]
 

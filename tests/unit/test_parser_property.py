@@ -18,7 +18,7 @@ from iotop_plus.sampling.rates import COLUMNS, MS_WRAP, compute_all, compute_rat
 TOKENS = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70).map(str),
     st.sampled_from(
-        ["sda", "nvme0n1p1", "dm-0", "", "-", "0x10", "1e3", "١٢", "nan", "+5", "\x00"]
+        ["sda", "nvme0n1p1", "dm-0", "", "-", "0x10", "1e3", "١٢", "nan", "+5", "\x00", "\udcff"]
     ),
     st.text(max_size=8),
 )
