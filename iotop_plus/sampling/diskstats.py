@@ -234,7 +234,7 @@ def parse_diskstats(
     if not changed:
         counters = cast("list[DiskCounters]", found)
     else:
-        parsed = _parse_uniform(changed)
+        parsed = _parse_few(changed) if len(changed) < 8 else _parse_uniform(changed)
         if parsed is None:
             return _parse_each(lines, found, source, problems, cache)
         if len(changed) == len(lines):
@@ -291,6 +291,18 @@ _DIGIT_CLASSES = bytes(
     ord("d") if 48 <= i <= 57 else 32 if i == 32 else ord("x") for i in range(256)
 )
 _TWENTY_DIGITS = b"d" * 20
+
+
+def _parse_few(lines: list[str]) -> list[DiskCounters] | None:
+    """Counters for each line parsed alone, or None if one is malformed.
+
+    For a handful of changed lines, the bulk path's fixed cost (a dozen C calls and the
+    JSON decoder) is more than parsing each (8 devices, one busy: ~64 vs ~46 us a tick).
+    """
+    parsed = list(map(_parse_line, lines))
+    if any(isinstance(outcome, str) for outcome in parsed):
+        return None
+    return cast("list[DiskCounters]", parsed)
 
 
 def _parse_uniform(lines: list[str]) -> list[DiskCounters] | None:

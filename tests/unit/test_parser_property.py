@@ -9,6 +9,7 @@ from iotop_plus.sampling.diskstats import (
     DiskCounters,
     ParseProblem,
     _parse_line,
+    _parse_uniform,
     parse_diskstats,
     parse_sys_stat,
 )
@@ -119,6 +120,17 @@ WELL_FORMED = st.builds(
     st.lists(COUNTER_TEXT, min_size=17, max_size=17),
     st.sampled_from([20, 20, 20, 18, 14, 7, 19, 21]),
 )
+#: A 20-field line of plain numbers, now and then one at or just above 2^64.
+PLAIN = st.builds(
+    lambda major, name, values: " ".join(map(str, [major, 0, name, *values])),
+    st.integers(0, 300),
+    NAMES,
+    st.lists(
+        st.one_of(st.integers(0, 10**6), st.integers(2**64 - 2, 2**64 + 1)),
+        min_size=17,
+        max_size=17,
+    ),
+)
 #: A line with one token too many or too few before the name: beside a line one token
 #: shorter (or longer), it would line up with the others in a split of the whole text.
 SHIFTED = st.builds(
@@ -141,6 +153,16 @@ def test_bulk_parse_equals_line_by_line(lines: list[str]) -> None:
         if isinstance(outcome, DiskCounters) and outcome.name not in reference:
             reference[outcome.name] = outcome
     assert parse_diskstats("\n".join(lines)) == reference
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(PLAIN, PLAIN, WELL_FORMED, SHIFTED, LINE), min_size=1))
+def test_the_bulk_path_alone_is_none_or_each_line_parsed_alone(lines: list[str]) -> None:
+    """parse_diskstats sends fewer than 8 changed lines one by one, so the bulk path is
+    held to the line-by-line parse here directly, on any number of lines."""
+    bulk = _parse_uniform(lines)
+    if bulk is not None:
+        assert bulk == [_parse_line(line) for line in lines]
 
 
 @settings(max_examples=300, deadline=None)
