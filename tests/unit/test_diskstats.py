@@ -131,6 +131,44 @@ def test_malformed_lines_are_reported_with_line_and_reason_and_the_rest_counts()
     assert "\n" not in message
 
 
+def test_a_short_line_beside_a_long_one_is_not_read_shifted() -> None:
+    """19 tokens then 21 tokens split as 40: both lines are malformed, not one field off."""
+    good = "8 32 sdc " + " ".join(["3"] * 17)
+    short = "8 0 sda " + " ".join(["1"] * 16)
+    long = "8 16 1 sdb " + " ".join(["2"] * 17)
+    problems: list[ParseProblem] = []
+    counters = parse_diskstats("\n".join([good, short, long, good]) + "\n", problems=problems)
+    assert list(counters) == ["sdc"]
+    assert [(p.line_no, p.reason) for p in problems] == [
+        (2, "expected 4, 11, 15 or 17 counters, got 16"),
+        (3, "expected 4, 11, 15 or 17 counters, got 18"),
+        (4, "duplicate device sdc"),
+    ]
+
+
+@pytest.mark.parametrize("counter", ["0" * 21, "+" + "0" * 20, "-" + "0" * 20, "1" * 21])
+def test_a_counter_longer_than_20_characters_is_malformed_among_many_lines(
+    counter: str,
+) -> None:
+    """Whether a line is parsed alone or with a thousand others, a 21-character counter
+    rejects it, even one int() reads as 0."""
+    lines = [f"8 {i} sd{i} " + " ".join(["7"] * 17) for i in range(1000)]
+    lines[500] = f"8 500 sd500 {counter} " + " ".join(["7"] * 16)
+    problems: list[ParseProblem] = []
+    counters = parse_diskstats("\n".join(lines), problems=problems)
+    assert len(counters) == 999 and "sd500" not in counters
+    assert [(p.line_no, p.reason) for p in problems] == [(501, "counter above 2^64")]
+
+
+def test_a_lone_surrogate_in_a_counter_is_a_malformed_line_not_a_crash() -> None:
+    """Text from another caller than read_bounded (which decodes with replacement) may hold
+    a lone surrogate, which UTF-8 cannot encode."""
+    problems: list[ParseProblem] = []
+    text = "8 0 sda 1 2 3 4 5 6 7 8 9 10 \udcff\n8 16 sdb 1 2 3 4 5 6 7 8 9 10 11\n"
+    assert list(parse_diskstats(text, problems=problems)) == ["sdb"]
+    assert [p.line_no for p in problems] == [1]
+
+
 def test_problems_list_is_optional() -> None:
     assert list(parse_diskstats("bad line\n   8 0 sda 1 2 3 4 5 6 7 8 0 10 11\n")) == ["sda"]
 

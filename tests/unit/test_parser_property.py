@@ -9,16 +9,17 @@ from iotop_plus.sampling.diskstats import (
     DiskCounters,
     ParseProblem,
     _parse_line,
+    _parse_uniform,
     parse_diskstats,
     parse_sys_stat,
 )
-from iotop_plus.sampling.rates import COLUMNS, MS_WRAP, compute_rates
+from iotop_plus.sampling.rates import COLUMNS, MS_WRAP, compute_all, compute_rates
 
 #: Tokens that look like diskstats fields, plus the ones that break naive parsers.
 TOKENS = st.one_of(
     st.integers(min_value=-(2**70), max_value=2**70).map(str),
     st.sampled_from(
-        ["sda", "nvme0n1p1", "dm-0", "", "-", "0x10", "1e3", "١٢", "nan", "+5", "\x00"]
+        ["sda", "nvme0n1p1", "dm-0", "", "-", "0x10", "1e3", "١٢", "nan", "+5", "\x00", "\udcff"]
     ),
     st.text(max_size=8),
 )
@@ -102,6 +103,13 @@ def test_plausible_intervals_give_plausible_rates(before: list[int], step: list[
 
 
 NAMES = st.sampled_from(["sda", "sdb", "nvme0n1p1", "dm-0", "md127", "loop7", "3", "+4", "é1"])
+#: Counter text: mostly plain numbers, sometimes what int() reads but the kernel never prints.
+COUNTER_TEXT = st.one_of(
+    st.integers(-1, 2**40).map(str),
+    st.integers(-1, 2**40).map(str),
+    st.integers(0, 2**64 + 1).map(str),
+    st.sampled_from(["0" * 21, "0" * 19 + "1", "+7", "1_0", "-0", "١٢", "|", "x"]),
+)
 WELL_FORMED = st.builds(
     lambda major, minor, name, values, width: " ".join(
         map(str, [major, minor, name, *values[: width - 3]])
@@ -109,13 +117,32 @@ WELL_FORMED = st.builds(
     st.integers(0, 300),
     st.integers(0, 300),
     NAMES,
-    st.lists(st.integers(-1, 2**40), min_size=17, max_size=17),
+    st.lists(COUNTER_TEXT, min_size=17, max_size=17),
     st.sampled_from([20, 20, 20, 18, 14, 7, 19, 21]),
+)
+#: A 20-field line of plain numbers, now and then one at or just above 2^64.
+PLAIN = st.builds(
+    lambda major, name, values: " ".join(map(str, [major, 0, name, *values])),
+    st.integers(0, 300),
+    NAMES,
+    st.lists(
+        st.one_of(st.integers(0, 10**6), st.integers(2**64 - 2, 2**64 + 1)),
+        min_size=17,
+        max_size=17,
+    ),
+)
+#: A line with one token too many or too few before the name: beside a line one token
+#: shorter (or longer), it would line up with the others in a split of the whole text.
+SHIFTED = st.builds(
+    lambda head, name, values: " ".join(map(str, [*head, name, *values])),
+    st.lists(st.integers(0, 300), min_size=1, max_size=3),
+    NAMES,
+    st.lists(st.integers(0, 2**40), min_size=15, max_size=18),
 )
 
 
-@settings(max_examples=400, deadline=None)
-@given(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, LINE), max_size=12))
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, SHIFTED, LINE), max_size=12))
 def test_bulk_parse_equals_line_by_line(lines: list[str]) -> None:
     """The one-format fast path gives exactly what parsing each line alone gives."""
     reference: dict[str, DiskCounters] = {}
@@ -126,3 +153,87 @@ def test_bulk_parse_equals_line_by_line(lines: list[str]) -> None:
         if isinstance(outcome, DiskCounters) and outcome.name not in reference:
             reference[outcome.name] = outcome
     assert parse_diskstats("\n".join(lines)) == reference
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(st.one_of(PLAIN, PLAIN, WELL_FORMED, SHIFTED, LINE), min_size=1))
+def test_the_bulk_path_alone_is_none_or_each_line_parsed_alone(lines: list[str]) -> None:
+    """parse_diskstats sends fewer than 8 changed lines one by one, so the bulk path is
+    held to the line-by-line parse here directly, on any number of lines."""
+    bulk = _parse_uniform(lines)
+    if bulk is not None:
+        assert bulk == [_parse_line(line) for line in lines]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, SHIFTED, LINE), max_size=8), max_size=4)
+)
+def test_a_cache_carried_across_ticks_changes_nothing_but_object_identity(
+    ticks: list[list[str]],
+) -> None:
+    """Parsing tick after tick with one cache gives what a fresh parse gives, and a line
+    seen on the previous tick keeps its counters object (an idle device)."""
+    cache: dict[str, DiskCounters] = {}
+    previous: dict[str, DiskCounters] = {}
+    for lines in ticks:
+        text = "\n".join(lines)
+        problems: list[ParseProblem] = []
+        fresh_problems: list[ParseProblem] = []
+        counters = parse_diskstats(text, problems=problems, cache=cache)
+        assert counters == parse_diskstats(text, problems=fresh_problems)
+        assert problems == fresh_problems
+        for line, c in cache.items():
+            if line in previous:
+                assert c is previous[line]
+        assert set(cache.values()) == set(counters.values())
+        previous = dict(cache)
+
+
+NAME4 = st.sampled_from(["sda", "sdb", "sdc", "sdd"])
+
+
+@st.composite
+def _tick_pairs(draw: st.DrawFn) -> tuple[dict[str, DiskCounters], dict[str, DiskCounters]]:
+    """Two samples as a host gives them: most devices move forward, some are idle (the same
+    object), some are new, gone, reset in one field, or another device under the name."""
+    prev: dict[str, DiskCounters] = {}
+    cur: dict[str, DiskCounters] = {}
+    for name in draw(st.lists(NAME4, unique=True)):
+        values = tuple(draw(st.lists(st.integers(5, 9), min_size=17, max_size=17)))
+        prev[name] = DiskCounters(8, 0, name, values, 17)
+    for name in draw(st.lists(NAME4, unique=True)):
+        before = prev.get(name)
+        if before is None:
+            cur[name] = DiskCounters(8, 1, name, (0,) * 17, 17)
+            continue
+        kind = draw(st.sampled_from(["forward", "forward", "idle", "same values", "back", "id"]))
+        if kind == "idle":
+            cur[name] = before
+        elif kind == "same values":
+            cur[name] = DiskCounters(8, 0, name, before.values, 17)
+        elif kind == "id":
+            cur[name] = before._replace(**{draw(st.sampled_from(["major", "minor"])): 9})
+        else:
+            step = draw(st.lists(st.integers(0, 2), min_size=17, max_size=17))
+            if kind == "back":
+                step[draw(st.integers(0, 16))] = -3
+            values = tuple(v + s for v, s in zip(before.values, step, strict=True))
+            cur[name] = DiskCounters(8, 0, name, values, 17)
+    return prev, cur
+
+
+@settings(max_examples=500, deadline=None)
+@given(_tick_pairs(), st.sampled_from([1.0, 0.5, 0.0, -1.0]))
+def test_compute_all_gives_compute_rates_for_each_device(
+    pair: tuple[dict[str, DiskCounters], dict[str, DiskCounters]], elapsed: float
+) -> None:
+    """The inlined loop agrees with compute_rates: new devices, resets of any one field, a
+    changed major:minor, and the same counters object (an idle device) handed back."""
+    prev, cur = pair
+    rates = compute_all(prev, cur, elapsed)
+    assert list(rates) == list(cur)
+    for name, after in cur.items():
+        before = prev.get(name)
+        expected = None if before is None else compute_rates(before, after, elapsed)
+        assert rates[name] == expected
