@@ -191,10 +191,21 @@ class DeviceTable(CursorList[TableRow]):
         self.show_all = not self.show_all
 
     def cycle_columns(self) -> str:
-        """Next column set (sorted by name again); returns its name."""
+        """Next column set, keeping the sort figure where the new set shows it; returns its name.
+
+        The selected device stays selected (rows are placed by name, not by position).
+        """
         names = list(COLUMN_SETS)
-        self.set_reactive(DeviceTable.sort_column, 0)  # the new set's relayout shows it
+        key = (
+            self._columns[self.sort_column - 1].key
+            if 0 < self.sort_column <= len(self._columns)
+            else None
+        )
+        self.set_reactive(DeviceTable.sort_column, 0)
         self.column_set = names[(names.index(self.column_set) + 1) % len(names)]
+        keys = [c.key for c in self._columns]
+        if key in keys:
+            self.sort_column = keys.index(key) + 1  # the same figure, in its new place
         return self.column_set
 
     def move_sort(self, step: int) -> str:
