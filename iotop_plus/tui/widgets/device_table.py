@@ -49,6 +49,10 @@ RowContent = tuple[bool, tuple[tuple[str, Style], ...]]
 """What a row shows: (under the cursor, (text, style) per cell); also its cache key."""
 
 
+NO_MATCH = Style(color="yellow", italic=True)
+"""The line an empty filtered table shows."""
+
+
 @dataclass(frozen=True)
 class TableRow:
     """One line of the table: a device and how it is labelled."""
@@ -414,6 +418,10 @@ class DeviceTable(CursorList[TableRow]):
             return self._header(width)[y]
         index = y - HEADER_LINES + self.scroll_offset.y
         if index >= len(self.rows):
+            if index == 0 and self.name_filter:
+                # An empty table must not look like a host with no disks.
+                text = f" no device matches {printable(self.name_filter)!r} (Esc clears)"
+                return Strip([Segment(text[:width].ljust(width), NO_MATCH)], width)
             return Strip.blank(width)
         return self._strip_for(index, width)
 
