@@ -132,6 +132,8 @@ class DeviceTable(CursorList[TableRow]):
         self.set_reactive(DeviceTable.column_set, self.config.column_set)
         self.set_reactive(DeviceTable.show_all, self.config.show_all)
         self.selected: str | None = None
+        self.hidden = 0
+        """Devices the default selection hides now (partitions, loop/ram/zram, never used)."""
         """Kernel name under the cursor."""
         self._rates: Mapping[str, DeviceRates | None] = {}
         self._inventory = Inventory({})
@@ -261,6 +263,11 @@ class DeviceTable(CursorList[TableRow]):
     def _rebuild_rows(self) -> None:
         inv = self._inventory
         names = [n for n in self._counters_names if self._wanted(n, inv.get(n))]
+        hidden = 0 if self.name_filter or self.show_all else len(self._counters_names) - len(names)
+        if hidden != self.hidden:
+            self.hidden = hidden
+            self._header_strips = None
+            self.refresh()
         shown = set(names)
         top: list[str] = []
         children: dict[str, list[str]] = {}
@@ -396,7 +403,8 @@ class DeviceTable(CursorList[TableRow]):
                     sorted_style if self.sort_column == 0 else style,
                 )
             ]
-            units = [Segment(" " * self._device_width, style)]
+            count = f"{self.hidden} hidden" if self.hidden else ""
+            units = [Segment(count[: self._device_width - 1].ljust(self._device_width), DIM)]
             for i, col in enumerate(self._columns, start=1):
                 title = col.title + (arrow if self.sort_column == i else "")
                 names.append(
@@ -422,6 +430,9 @@ class DeviceTable(CursorList[TableRow]):
                 # An empty table must not look like a host with no disks.
                 text = f" no device matches {printable(self.name_filter)!r} (Esc clears)"
                 return Strip([Segment(text[:width].ljust(width), NO_MATCH)], width)
+            if index == len(self.rows) and self.hidden:
+                text = f" {self.hidden} hidden (a: show all)"
+                return Strip([Segment(text[:width].ljust(width), DIM)], width)
             return Strip.blank(width)
         return self._strip_for(index, width)
 

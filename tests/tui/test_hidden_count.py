@@ -1,0 +1,23 @@
+"""Hidden devices are counted on screen ("Loop devices are hidden with no count of what is
+hidden"): the table says "N hidden (a: show all)"."""
+
+from __future__ import annotations
+
+from tests.tui.canned import canned_app
+from tests.tui.helpers import started, table, table_lines
+
+
+async def test_the_table_counts_what_it_hides() -> None:
+    app = canned_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        t = table(app)
+        everything = len(t._counters_names)
+        assert 0 < t.hidden == everything - len(t.rows)
+        lines = table_lines(app)
+        assert f"{t.hidden} hidden" in lines[1]  # under "Device", beside the units
+        assert any(f"{t.hidden} hidden (a: show all)" in line for line in lines), lines
+        await pilot.press("a")
+        await pilot.pause()
+        assert t.hidden == 0 and len(t.rows) == everything
+        assert not any("hidden" in line for line in table_lines(app))
