@@ -191,3 +191,32 @@ async def test_s_no_longer_starts_a_probe_enter_on_the_preset_does(
         await _wait_for(pilot, lambda: not panel.running)
         await pilot.pause()
         assert list(tmp_path.iterdir()) == []
+
+
+async def test_a_refusal_below_the_fold_is_scrolled_into_view(tmp_path: Path, fio_bin: str) -> None:
+    # "Probe results and refusals appear below the fold": at 24 lines the error line sits
+    # far below the presets; it must be brought into view, not left unseen.
+    app = ProbeHost(fio_bin)
+    async with app.run_test(size=(60, 24)) as pilot:
+        panel = app.query_one(ProbePanel)
+        await _fill(pilot, app, "#probe-target", str(tmp_path / "missing"))
+        app.query_one("#probe-presets", OptionList).focus()
+        await pilot.pause()
+        before = panel.scroll_y
+        await pilot.press("enter")
+        await _wait_for(pilot, lambda: "does not exist" in _text(app, "#probe-error"))
+        await pilot.pause(0.3)
+        error = app.query_one("#probe-error", Static)
+        assert panel.scroll_y > before
+        top = panel.scroll_y
+        assert top <= error.virtual_region.y < top + panel.scrollable_content_region.height
+
+
+def test_a_cancelled_device_probe_does_not_claim_a_probe_file() -> None:
+    from iotop_plus.probe.target import ProbeTarget
+    from iotop_plus.tui.widgets.probe_panel import cancelled_text
+
+    device = ProbeTarget("device", None, Path("/dev/loop9"), "loop9", 1 << 20, True)
+    directory = ProbeTarget("file", Path("/tmp"), None, None, 1 << 20, False)
+    assert "probe file" not in cancelled_text(device)
+    assert cancelled_text(directory) == "fio stopped, probe file removed"

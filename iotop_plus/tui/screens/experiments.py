@@ -342,6 +342,8 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
     def _restored_text(self) -> str:
         plan = self.plan
         if plan.kind != "ab" or plan.device is None or plan.setting is None:
+            if plan.target.startswith("/dev/"):
+                return "fio stopped (a device probe makes no file)"
             return "fio stopped, probe file removed"
         value = self.tuner.read_one(plan.device, plan.setting).value
         return f"fio stopped; {plan.device} {plan.setting} is {value}"

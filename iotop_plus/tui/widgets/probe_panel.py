@@ -388,7 +388,9 @@ class ProbePanel(VerticalScroll):
                 on_start=lambda t: self.post_message(self.Started(t)),
             )
         except asyncio.CancelledError:
-            self.post_message(self.Failed("probe cancelled: fio stopped, probe file removed"))
+            self.post_message(
+                self.Failed(f"probe cancelled: {cancelled_text(self.running_target)}")
+            )
             raise
         except ProbeError as exc:
             cause = exc.__cause__
@@ -418,7 +420,9 @@ class ProbePanel(VerticalScroll):
         bar = self.query_one("#probe-bar", ProgressBar)
         bar.update(progress=bar.total or 0)
         self.query_one("#probe-live", Static).update("done")
-        self.query_one("#probe-card", Static).update(result_card(message.record.result))
+        card = self.query_one("#probe-card", Static)
+        card.update(result_card(message.record.result))
+        self.call_after_refresh(card.scroll_visible)  # the result, not the form, in view
         history = self.query_one("#probe-history", OptionList)
         history.add_option(Option(message.record.label, id=str(message.record.number)))
         if len(self.history) >= 2:
@@ -508,4 +512,14 @@ class ProbePanel(VerticalScroll):
         self.query_one("#probe-cancel", Button).disabled = True
 
     def _error(self, text: str) -> None:
-        self.query_one("#probe-error", Static).update(Text(text))
+        error = self.query_one("#probe-error", Static)
+        error.update(Text(text))
+        # A refusal or failure below the fold must not look as if nothing happened.
+        self.call_after_refresh(error.scroll_visible)
+
+
+def cancelled_text(target: ProbeTarget | None) -> str:
+    """What a cancelled probe left behind, in words true for its kind of target."""
+    if target is not None and target.kind == "device":
+        return "fio stopped (a device probe makes no file)"
+    return "fio stopped, probe file removed"
