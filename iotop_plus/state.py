@@ -188,8 +188,11 @@ class StateDir:
         finally:
             os.close(fd)
 
-    def records(self, name: str) -> Iterator[dict[str, Any]]:
+    def records(self, name: str, skipped: list[str] | None = None) -> Iterator[dict[str, Any]]:
         """The JSON objects of ``name``, oldest first; lines that do not parse are skipped.
+
+        Args:
+            skipped: When given, receives each skipped line (for a "skipped N lines" note).
 
         Raises:
             StateError: the directory or file is unsafe.
@@ -202,9 +205,11 @@ class StateDir:
                 try:
                     doc = json.loads(raw)
                 except ValueError:
-                    continue
+                    doc = None
                 if isinstance(doc, dict):
                     yield doc
+                elif skipped is not None:
+                    skipped.append(raw.decode("utf-8", "replace"))
 
     # --- run locks -----------------------------------------------------------------------------
 

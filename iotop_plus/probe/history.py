@@ -8,8 +8,6 @@ is one JSON line (``"record": "probe-result"``) in ``DIR/probes.jsonl`` (0600, O
 
 from __future__ import annotations
 
-import json
-import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -106,26 +104,15 @@ class ProbeHistory:
         history = cls(state=state)
         if state is None:
             return history
-        docs: list[dict[str, Any]] = []
-        bad = 0
+        skipped: list[str] = []
         try:
-            if not os.path.lexists(state.path / PROBES):
-                return history
-            fd = state.open_file(PROBES, os.O_RDONLY)
-            with os.fdopen(fd, "rb") as fh:
-                for raw in fh:
-                    try:
-                        doc = json.loads(raw)
-                    except ValueError:
-                        bad += 1
-                        continue
-                    if isinstance(doc, dict) and doc.get("record") == RESULT_RECORD:
-                        docs.append(doc)
-                    elif not isinstance(doc, dict):
-                        bad += 1
+            docs = [
+                doc for doc in state.records(PROBES, skipped) if doc.get("record") == RESULT_RECORD
+            ]
         except (StateError, OSError) as exc:
             history.notes.append(f"probe history not loaded: {exc}")
             return history
+        bad = len(skipped)
         for doc in docs[-keep:] if keep > 0 else []:
             try:
                 result = result_from_json(doc["result"])
