@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10: the tomli package (a dependency there)
@@ -23,9 +25,6 @@ else:  # pragma: no cover - Python 3.10: the tomli package (a dependency there)
         import tomli as tomllib
     except ImportError:
         tomllib = None
-
-MIN_INTERVAL = 0.25
-MAX_INTERVAL = 10.0
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,6 @@ class Config:
     """aqu-sz at this fraction of ``queue/nr_requests`` or more is marked."""
     util_bad_pct_rotational: float = 90.0
     """%util at or above this on a spinning disk is marked (it means saturation there)."""
-
-    def clamp_interval(self, seconds: float) -> float:
-        """``seconds`` limited to the allowed refresh range."""
-        return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
 
 
 BOUNDS: dict[str, tuple[type, float, float]] = {

@@ -13,7 +13,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol
 
@@ -98,8 +98,6 @@ class Frame:
     """Why processes were wanted but could not be read (one line)."""
     events: tuple[FrameEvent, ...] = ()
     """What happened since the previous frame."""
-    problems: tuple[str, ...] = field(default=())
-    """One line each: what this frame could not read (the views show the first)."""
 
     @property
     def wall_time(self) -> float:
@@ -259,12 +257,6 @@ class LiveSource:
         self._prev = cur
         return frame
 
-    def restart(self) -> None:
-        """Forget the previous sample: the next frame is a fresh baseline (no rates)."""
-        self._prev = None
-        if self._procs is not None:
-            self._procs.prev = None
-
     def _frame(
         self,
         cur: Sample,
@@ -276,7 +268,6 @@ class LiveSource:
     ) -> Frame:
         prev = self._prev
         self._seq += 1
-        problems = tuple(str(p) for p in cur.problems)
         return Frame(
             sample=cur,
             rates=rates_between(prev, cur) if prev is not None else dict.fromkeys(cur.counters),
@@ -288,7 +279,6 @@ class LiveSource:
             seq=self._seq,
             processes=processes,
             events=events,
-            problems=problems,
         )
 
     def _process_frame(self) -> ProcessFrame | None:

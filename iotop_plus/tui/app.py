@@ -141,7 +141,7 @@ class IotopPlusApp(App[int]):
         if not self.main_screen.is_mounted:
             return
         frame = self.latest_frame
-        self.main_screen.show_paused(paused, frame.wall_time if frame else None)
+        self.main_screen.show_paused(paused)
         if not paused and frame is not None:
             self.main_screen.show_frame(frame)
 

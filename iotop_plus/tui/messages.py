@@ -13,9 +13,6 @@ from textual.message import Message
 
 from iotop_plus.sampling.frame import Frame
 
-Tick = Frame
-"""The older name of :class:`~iotop_plus.sampling.frame.Frame`."""
-
 
 @dataclass
 class FrameReady(Message):

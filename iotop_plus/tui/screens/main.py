@@ -191,17 +191,11 @@ class MainScreen(Screen[None]):
         if self._start_monotonic is None:
             self._start_monotonic = frame.sample.monotonic
 
-    def show_tick(self, tick: Frame) -> None:
-        """Count and show a frame unless paused (for callers other than the app)."""
-        self.count_frame(tick)
-        if not self.paused:
-            self.show_frame(tick)
-
     def show_interval(self, seconds: float) -> None:
         """The interval changed: the header says so."""
         self.query_one(HostHeader).show(interval=seconds)
 
-    def show_paused(self, paused: bool, at: float | None) -> None:
+    def show_paused(self, paused: bool) -> None:
         """Pause state changed: the header says so."""
         self.query_one(HostHeader).show(paused=paused)
 
