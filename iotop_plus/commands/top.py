@@ -55,7 +55,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
     host = read_host_info(roots)
-    source = LiveSource(roots)
+    source = LiveSource(roots, devices=False)  # processes only: no disk reads per tick
     source.per_thread = args.threads
     source.want(PROCESSES, True)
     try:

@@ -145,13 +145,18 @@ class LiveSource:
     the next frame honours them.
     """
 
-    def __init__(self, roots: Roots | None = None, sampler: Sampler | None = None) -> None:
+    def __init__(
+        self, roots: Roots | None = None, sampler: Sampler | None = None, *, devices: bool = True
+    ) -> None:
         """Args:
         roots: Where /proc and /sys are (default the live ones).
         sampler: The disk sampler (tests pass a canned one); default reads ``roots``.
+        devices: Read the block devices; False for a consumer of processes only (``top``),
+            whose frames then carry no devices and cost no diskstats, inventory or sysfs read.
         """
         self.sampler = sampler if sampler is not None else Sampler(roots)
         self.roots = self.sampler.roots
+        self.devices = devices
         self.detail_pid: int | None = None
         """Process whose threads and open block files the next frames carry."""
         self.per_thread = False
@@ -225,7 +230,10 @@ class LiveSource:
         return self._read(early)
 
     def _read(self, early: Callable[[Frame], object] | None) -> Frame:
-        cur = self.sampler.sample()
+        if self.devices:
+            cur = self.sampler.sample()
+        else:
+            cur = Sample(time.monotonic(), time.time(), MappingProxyType({}))
         started = time.monotonic()
         changed = self._inventory is None or cur.names != self._names
         events: tuple[FrameEvent, ...] = ()

@@ -212,3 +212,19 @@ def test_a_primed_big_host_hands_over_its_early_frame(tmp_path: Path) -> None:
     assert first.inventory.devices  # the full frame
     assert len(early) == 1  # the names-only frame came first, while the inventory was read
     assert not early[0].inventory.devices and len(early[0].sample.counters) == 300
+
+
+def test_a_processes_only_source_reads_no_devices(tree: Roots) -> None:
+    class Counting(Sampler):
+        reads = 0
+
+        def sample(self):  # type: ignore[no-untyped-def]
+            Counting.reads += 1
+            return super().sample()
+
+    source = LiveSource(sampler=Counting(Roots(proc=Path("/proc"), sys=tree.sys)), devices=False)
+    source.want(PROCESSES, True)
+    first, second = source.next_frame(), source.next_frame()
+    assert Counting.reads == 0  # `top` pays for processes, not for diskstats or the inventory
+    assert not first.sample.counters and not second.inventory.devices
+    assert second.processes is not None and second.processes.rates
