@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Protocol
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
 
@@ -98,6 +99,8 @@ class Frame:
     """Why processes were wanted but could not be read (one line)."""
     events: tuple[FrameEvent, ...] = ()
     """What happened since the previous frame."""
+    pressure: Pressure | None = None
+    """Host-wide PSI (io, memory, cpu) read with the disks; None when not read at all."""
 
     @property
     def wall_time(self) -> float:
@@ -230,8 +233,10 @@ class LiveSource:
         return self._read(early)
 
     def _read(self, early: Callable[[Frame], object] | None) -> Frame:
+        pressure = None
         if self.devices:
             cur = self.sampler.sample()
+            pressure = read_pressure(self.roots)  # three small files: always worth it
         else:
             cur = Sample(time.monotonic(), time.time(), MappingProxyType({}))
         started = time.monotonic()
@@ -260,8 +265,8 @@ class LiveSource:
             process_error = f"cannot read {self.roots.proc}: {exc.strerror or exc}"
             self.close()
         frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
-        if process_error is not None:
-            frame = dataclasses.replace(frame, process_error=process_error)
+        if process_error is not None or pressure is not None:
+            frame = dataclasses.replace(frame, process_error=process_error, pressure=pressure)
         self._prev = cur
         return frame
 
