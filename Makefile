@@ -12,12 +12,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-# fio (probes), sysstat (iostat, for the parity tests), tmux (end-to-end tests) and udev
+# fio (probes), sysstat (iostat, for the parity tests), tmux (end-to-end tests), bpftrace
+# (latency tracer), prometheus (promtool and the server, for the exporter tests) and udev
 # (udevadm, to check the exported udev rules; udevd itself is never started):
 # installed only when missing and we are root; otherwise the tests that need them say so.
 sysdeps:
 	@missing=""; \
-	for pair in fio:fio iostat:sysstat tmux:tmux udevadm:udev; do \
+	for pair in fio:fio iostat:sysstat tmux:tmux udevadm:udev bpftrace:bpftrace promtool:prometheus; do \
 		cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
