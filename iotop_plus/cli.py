@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import argparse
 import errno
+import itertools
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from iotop_plus import __version__
@@ -35,11 +36,14 @@ COMMANDS = [snapshot, probe, set_command, top, sweep, ab, restore]
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error and exit code 2."""
 
+    commands: Iterable[str] = ()
+    """The subcommand names (set on the top-level parser)."""
+
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> _Parser:
     """The full argument parser."""
     parser = _Parser(
         prog="iotop-plus",
@@ -70,20 +74,63 @@ def build_parser() -> argparse.ArgumentParser:
         help="TUI refresh interval in seconds (0.25 to 10; default: the config file's, else 1)",
     )
     parser.add_argument(
+        "--all",
+        "-a",
+        action="store_true",
+        dest="tui_all",
+        help="TUI: start with every device shown (partitions, loop/ram/zram, never used)",
+    )
+    parser.add_argument(
         "--revert-on-exit",
         action="store_true",
         help="TUI: undo every setting changed in this run when quitting, without asking",
     )
+    parser.epilog = (
+        "Without a subcommand: iotop-plus [--all] [--interval S] [DEV...] starts the TUI; "
+        "DEV (kernel name, dm name or /dev path) shows only those devices, the first selected."
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in COMMANDS:
         module.add_parser(sub)
+    parser.commands = tuple(sub.choices)
     return parser
+
+
+#: Top-level options that take a value (so the word after them is not a device or command).
+_VALUED = ("--proc-root", "--sys-root", "--state-dir", "--interval", "-i")
+
+
+def split_devices(argv: Sequence[str], commands: Iterable[str]) -> tuple[list[str], list[str]]:
+    """Split the TUI's ``DEV...`` words from the options: (argv for argparse, devices).
+
+    A bare word after the top-level options is a subcommand if it names one (then nothing is
+    split off) and a device otherwise; words after ``--`` are devices.
+    """
+    names = set(commands)
+    rest: list[str] = []
+    devices: list[str] = []
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            devices.extend(words)
+            break
+        if word.startswith("-"):
+            rest.append(word)
+            if word in _VALUED:
+                rest.extend(itertools.islice(words, 1))
+            continue
+        if not devices and word in names:
+            return list(argv), []  # a subcommand: argparse takes it from here
+        devices.append(word)
+    return rest, devices
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``iotop-plus`` console script."""
     parser = build_parser()
+    argv, devices = split_devices(sys.argv[1:] if argv is None else argv, parser.commands)
     args = parser.parse_args(argv)
+    args.tui_devices = devices
     stdout = sys.stdout
     try:
         roots = Roots.resolve(args.proc_root, args.sys_root)
@@ -143,6 +190,12 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     from iotop_plus.sampling.frame import LiveSource
 
     source = LiveSource(roots)
+    if args.tui_devices:
+        # Named devices are checked before the screen starts: a typo is a usage error.
+        from iotop_plus.commands.snapshot import resolve_devices
+
+        first = source.next_frame()
+        args.tui_devices = resolve_devices(args.tui_devices, first.sample, first.inventory)
     source.prime()
     try:
         from iotop_plus.tui.run import run_tui

@@ -46,8 +46,8 @@ def add_parser(sub: Any) -> None:
         "devices",
         nargs="*",
         metavar="DEV",
-        help="devices to report (kernel name, dm name or /dev path); default: "
-        "whole devices that have done I/O since boot, like iostat",
+        help="devices to report (kernel name, dm name or /dev path); default: whole "
+        "devices that have done I/O since boot, without loop/ram/zram (as the TUI)",
     )
     add_interval_count(p)
     p.add_argument("--format", "-f", choices=("table", "json", "csv"), default="table")
@@ -182,9 +182,23 @@ def _names(
 ) -> list[str]:
     if explicit is not None:
         return [n for n in explicit if n in cur.counters]
-    return select_devices(
-        cur.counters, inventory, show_all=args.show_all, partitions=args.partitions
+    # The TUI's default selection: loop, ram and zram devices are hidden as well.
+    names = select_devices(
+        cur.counters,
+        inventory,
+        show_all=args.show_all,
+        partitions=args.partitions,
+        hide_virtual=True,
     )
+    hidden = len(cur.counters) - len(names)
+    if hidden and not getattr(args, "hidden_said", False):
+        args.hidden_said = True  # once per run, not once per report
+        print(
+            f"iotop-plus: {hidden} device{'s' if hidden != 1 else ''} hidden "
+            "(partitions, loop/ram/zram, never used; --all: show all, or name them)",
+            file=sys.stderr,
+        )
+    return names
 
 
 def disk_json(name: str, rates: DeviceRates | None, inventory: Inventory) -> dict[str, Any]:

@@ -7,7 +7,7 @@ header, Processes) is fed from that one frame, so ``space`` and ``+``/``-`` reac
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
@@ -62,6 +62,7 @@ class IotopPlusApp(App[int]):
         revert_on_exit: bool = False,
         notes: Iterable[str] = (),
         runner_factory: Callable[[], ProbeRunner] | None = None,
+        devices: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.source = source
@@ -85,7 +86,14 @@ class IotopPlusApp(App[int]):
         self.notes = tuple(notes)
         """Lines to show once the screen is up (config problems), as notifications."""
         self.main_screen = MainScreen(
-            source.roots, config, self.history, self.host, self.interval, self.tuner, runner_factory
+            source.roots,
+            config,
+            self.history,
+            self.host,
+            self.interval,
+            self.tuner,
+            runner_factory,
+            devices=devices,
         )
         self.feed = FrameFeed(source, self.history, self.main_screen)
         """The sampler thread and what comes of its frames."""
@@ -180,10 +188,12 @@ def make_app(
     revert_on_exit: bool = False,
     notes: Iterable[str] = (),
     runner_factory: Callable[[], ProbeRunner] | None = None,
+    devices: Sequence[str] = (),
 ) -> IotopPlusApp:
     """Build the app with its collaborators: the frame source (or a sampler for the live
     one), the tuner and the probe runner factory. Tests pass fixture roots, a canned sampler,
-    a frame source or a runner of their own."""
+    a frame source or a runner of their own. ``devices``: kernel names named on the command
+    line, shown alone (the first selected)."""
     return IotopPlusApp(
         source if source is not None else LiveSource(roots, sampler),
         config or Config(),
@@ -194,4 +204,5 @@ def make_app(
         revert_on_exit=revert_on_exit,
         notes=notes,
         runner_factory=runner_factory,
+        devices=devices,
     )

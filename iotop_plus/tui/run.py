@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -28,6 +29,8 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
             file=sys.stderr,
         )
         return 2
+    if getattr(args, "tui_all", False):
+        config = dataclasses.replace(config, show_all=True)
     is_root = os.geteuid() == 0
     journal = Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None)))
     tuner = Tuner(roots, journal, is_root=is_root)
@@ -39,6 +42,7 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         tuner=tuner,
         revert_on_exit=bool(getattr(args, "revert_on_exit", False)),
         notes=problems,
+        devices=getattr(args, "tui_devices", ()) or (),
     )
     try:
         result = app.run()

@@ -70,9 +70,18 @@ def canned_history(sampler: CannedSampler, seconds: int = 120) -> History:
     return history
 
 
-def canned_app(config: Config | None = None, with_history: bool = True) -> IotopPlusApp:
+def canned_app(
+    config: Config | None = None, with_history: bool = True, devices: tuple[str, ...] = ()
+) -> IotopPlusApp:
     """The real app on the tui_host fixture with canned samples (10 s interval)."""
     sampler = CannedSampler()
     history = canned_history(sampler) if with_history else None
     config = config or Config(interval=10.0)
-    return make_app(HOST_ROOTS, config, sampler=sampler, history=history, host=sampler.host_info())
+    return make_app(
+        HOST_ROOTS,
+        config,
+        sampler=sampler,
+        history=history,
+        host=sampler.host_info(),
+        devices=devices,
+    )

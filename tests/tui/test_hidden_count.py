@@ -21,3 +21,26 @@ async def test_the_table_counts_what_it_hides() -> None:
         await pilot.pause()
         assert t.hidden == 0 and len(t.rows) == everything
         assert not any("hidden" in line for line in table_lines(app))
+
+
+async def test_devices_named_on_the_command_line_are_shown_alone_and_the_first_is_selected() -> (
+    None
+):
+    """#17 item 5: "the TUI takes no arguments, though iostat takes DEV..."."""
+    probe = canned_app()
+    async with probe.run_test(size=(120, 36)) as pilot:
+        await started(pilot, probe)
+        t = table(probe)
+        hidden_loop = next(n for n in t._counters_names if n.startswith("loop"))
+        visible = t.rows[-1].name
+    app = canned_app(devices=(hidden_loop, visible))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        t = table(app)
+        assert {r.name for r in t.rows} == {hidden_loop, visible}
+        assert t.selected == hidden_loop  # the first named, not the first row
+        assert app.main_screen.selected_device == hidden_loop
+        assert t.hidden == len(t._counters_names) - 2
+        await pilot.press("a")
+        await pilot.pause()
+        assert len(t.rows) == len(t._counters_names)

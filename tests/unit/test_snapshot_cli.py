@@ -49,7 +49,8 @@ def _disks(doc: Any, index: int = 0) -> list[str]:
 
 def test_default_table_is_iostat_like(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_cli(capsys, *_roots_args("nvme"), "snapshot", "-i", "0.01")
-    assert code == 0 and err == ""
+    # The hidden count is the one stderr line (the rulings: the TUI and snapshot agree).
+    assert code == 0 and err.startswith("iotop-plus: 3 devices hidden (") and err.count("\n") == 1
     lines = out.splitlines()
     assert lines[0].startswith("db-nvme  Linux 6.1.0-18-amd64  iotop-plus ")
     header = next(line for line in lines if line.startswith("Device"))
@@ -249,7 +250,7 @@ def test_malformed_line_is_a_warning_and_the_rest_is_reported(
     )
     assert code == 0
     assert _disks(json.loads(out)) == ["sda", "sda1", "dm-0"]
-    warnings = err.splitlines()
+    warnings = [w for w in err.splitlines() if " hidden (" not in w]
     assert len(warnings) >= 1
     assert all(w.startswith("iotop-plus: warning: skipped ") for w in warnings)
     assert ":5: " in warnings[0] and "sdb" in warnings[0]
@@ -310,3 +311,20 @@ def test_broken_pipe_is_not_an_error() -> None:
     assert snap.wait(timeout=30) == 0
     assert head.stdout.startswith(b"timestamp,")
     assert "Traceback" not in err
+
+
+def test_snapshot_hides_what_the_tui_hides_and_says_how_many_on_stderr(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """#17 item 5: loop devices were listed by snapshot but hidden by the TUI, with no count."""
+    code, out, err = run_cli(
+        capsys, *_roots_args("tui_host"), "snapshot", "-i", "0.01", "-f", "json"
+    )
+    shown = _disks(json.loads(out))
+    assert code == 0 and shown and not any(n.startswith(("loop", "ram", "zram")) for n in shown)
+    hidden_lines = [line for line in err.splitlines() if " hidden (" in line]
+    assert len(hidden_lines) == 1 and "--all" in hidden_lines[0]
+    code, out, err = run_cli(
+        capsys, *_roots_args("tui_host"), "snapshot", "-i", "0.01", "-a", "-f", "json"
+    )
+    assert any(n.startswith("loop") for n in _disks(json.loads(out))) and " hidden (" not in err

@@ -25,7 +25,7 @@ How the side panel works:
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, cast
 
 from textual import on, work
@@ -100,9 +100,13 @@ class MainScreen(Screen[None]):
         interval: float,
         tuner: Tuner | None = None,
         runner_factory: Callable[[], ProbeRunner] | None = None,
+        *,
+        devices: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.roots = roots
+        self.devices = tuple(devices)
+        """Devices named on the command line (the table shows only those, the first selected)."""
         self.tuner = tuner if tuner is not None else Tuner(roots, None, is_root=host.is_root)
         """Applies, journals and undoes queue-setting changes."""
         self.runner_factory = runner_factory or _default_runner_factory(roots)
@@ -151,7 +155,7 @@ class MainScreen(Screen[None]):
                 yield Input(
                     placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
                 )
-                yield DeviceTable(self.config, id="table")
+                yield DeviceTable(self.config, only=self.devices, id="table")
                 yield DeviceCharts(id="charts")
             with TabbedContent(id="side-panel"):
                 # The deferred tabs start empty: panel_ready() mounts each panel on first use.

@@ -9,7 +9,7 @@ text or colour changed.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -126,11 +126,18 @@ class DeviceTable(CursorList[TableRow]):
     sort_reverse: reactive[bool] = reactive(False, init=False, repaint=False)
     """Flip the sort order."""
 
-    def __init__(self, config: Config | None = None, *, id: str | None = None) -> None:
+    def __init__(
+        self, config: Config | None = None, *, only: Sequence[str] = (), id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.config = config or Config()
         self.set_reactive(DeviceTable.column_set, self.config.column_set)
         self.set_reactive(DeviceTable.show_all, self.config.show_all)
+        self.only = frozenset(only)
+        """Devices named on the command line: shown even if hidden by default, and no others
+        (until ``a`` shows all)."""
+        self._first = only[0] if only else None
+        """Where the cursor starts: the first device named on the command line."""
         self.selected: str | None = None
         self.hidden = 0
         """Devices the default selection hides now (partitions, loop/ram/zram, never used)."""
@@ -248,11 +255,13 @@ class DeviceTable(CursorList[TableRow]):
     # ---- building rows -------------------------------------------------------------------
 
     def _wanted(self, name: str, dev: BlockDevice | None) -> bool:
+        if self.only and not self.show_all and name not in self.only:
+            return False
         if self.name_filter:
             needle = self.name_filter.lower()
             dm_name = dev.dm_name.lower() if dev is not None and dev.dm_name else ""
             return needle in name.lower() or needle in dm_name
-        if self.show_all:
+        if self.show_all or self.only:
             return True
         if dev is not None and (dev.is_partition or dev.hidden_by_default):
             return False
@@ -339,8 +348,9 @@ class DeviceTable(CursorList[TableRow]):
 
     def _place_cursor(self) -> None:
         names = [r.name for r in self.rows]
-        if self.selected in names:
-            self.cursor = names.index(self.selected)
+        wanted = self.selected if self.selected is not None else self._first
+        if wanted in names:
+            self.cursor = names.index(wanted)
         else:
             self.cursor = min(self.cursor, max(len(names) - 1, 0))
         self._select(self.rows[self.cursor].name if self.rows else None)
