@@ -52,6 +52,20 @@ COLUMNS: tuple[Column, ...] = (
     Column("io", "IO%", 6, 2),
     Column("command", "COMMAND", 0, 0, right=False),
 )
+MEANINGS: tuple[tuple[str, str], ...] = (
+    ("READ", "bytes/s this process made the block layer fetch (page-cache hits excluded)"),
+    ("WRITE", "bytes/s it dirtied for storage, net of cancelled writes (written back later)"),
+    ("RCHAR/WCHAR", "bytes/s through read/write syscalls, page-cache hits included"),
+    (
+        "IO%",
+        "share of the interval spent waiting on block I/O (delay accounting). Each thread is "
+        "capped at 100 %; a process sums its threads, so 4 threads all waiting read 400 % "
+        "(iotop shows threads, hence its 99.99 % ceiling). Enter on a process splits it "
+        "by thread",
+    ),
+)
+"""(column, what it means) for the help screen."""
+
 SORT_KEYS = ("total", *(c.key for c in COLUMNS))
 """``total`` (READ + WRITE, the default) then every column."""
 

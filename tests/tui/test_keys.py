@@ -120,3 +120,10 @@ def test_help_and_palette_are_made_from_the_bindings() -> None:
     assert palette == {b.action for b in screen if isinstance(b, Binding)}
     assert "Tune" in text and "E Export" in text  # panel keys listed too
     assert key_display("ctrl+c") == "Ctrl-C" and key_display("pageup") == "PgUp"
+
+
+def test_the_help_explains_why_a_process_can_read_above_100_percent_io() -> None:
+    """#17 item 13: "IO% reads above 100 %" with nothing saying why."""
+    text = help_text()
+    line = next(line for line in text.splitlines() if line.strip().startswith("[b]IO%"))
+    assert "capped at 100 %" in line and "400 %" in line and "thread" in line

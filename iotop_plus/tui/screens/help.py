@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from iotop_plus.sampling.figures import notes
 from iotop_plus.tui.keys import help_lines, key_display, own_bindings_of
+from iotop_plus.tui.process_rows import MEANINGS
 from iotop_plus.tui.screens.modal import Modal
 
 PALETTE_HELP = "command palette: every action by name"
@@ -76,6 +77,8 @@ def help_text() -> str:
     lines += ["", "[b]Columns[/b] (iostat -x; rates per second of the measured interval)"]
     for name, means, misleads in column_lines():
         lines.append(f"  [b]{name:<{NAME_WIDTH}}[/b] {means}. [i]Misleads:[/i] {misleads}.")
+    lines += ["", "[b]Processes columns[/b] (per process; rates over the measured interval)"]
+    lines += [f"  [b]{name:<{NAME_WIDTH}}[/b] {means}." for name, means in MEANINGS]
     lines += ["", THRESHOLDS]
     return "\n".join(lines)
 
