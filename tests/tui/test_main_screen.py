@@ -130,6 +130,19 @@ async def test_a_name_typed_in_one_burst_after_slash_all_lands_in_the_filter() -
         assert table(app).visible_names() == shown
 
 
+async def test_a_key_typed_right_after_the_filters_enter_does_not_leak_into_the_filter() -> (
+    None
+):
+    """#17 item 7: "/name Enter followed quickly by a key types that key into the filter"."""
+    app = canned_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await burst(pilot, "slash", "s", "d", "enter", "a")
+        assert app.main_screen.query_one("#filter").value == "sd"
+        assert table(app).has_focus
+        assert table(app).show_all  # the "a" after Enter reached the table's key
+
+
 async def test_slash_is_text_in_a_focused_text_box() -> None:
     app = canned_app()
     async with app.run_test(size=(120, 36)) as pilot:

@@ -50,6 +50,7 @@ from iotop_plus.tui.screens.main_keys import MAIN_KEYS
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import DeviceTable
+from iotop_plus.tui.widgets.filter_input import FilterInput
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
 
@@ -152,7 +153,7 @@ class MainScreen(Screen[None]):
         )
         with Horizontal(id="body"):
             with Vertical(id="left"):
-                yield Input(
+                yield FilterInput(
                     placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
                 )
                 yield DeviceTable(self.config, only=self.devices, id="table")
@@ -496,17 +497,17 @@ class MainScreen(Screen[None]):
     def on_filter_changed(self, event: Input.Changed) -> None:
         self.query_one(DeviceTable).set_filter(event.value)
 
-    @on(Input.Submitted, "#filter")
-    def on_filter_submitted(self, event: Input.Submitted) -> None:
+    def finish_filter(self, value: str) -> None:
+        """Enter in the filter (a priority key: runs before the next key is forwarded)."""
         box = self.query_one("#filter", Input)
-        text = event.value.strip()
+        text = value.strip()
         if not text:
             box.remove_class("shown")
         table = self.query_one(DeviceTable)
         # Enter on a filter picks the device named exactly, else the first match.
         if text and not table.select_name(text):
             table.move_cursor(0)
-        table.focus()
+        self.set_focus(table)  # at once: the key typed next is the table's
 
     def action_toggle_all(self) -> None:
         """Switch between the default device selection and all devices."""
