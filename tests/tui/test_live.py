@@ -110,3 +110,20 @@ def _remove_loop_device(name: str) -> None:
         fcntl.ioctl(fd, LOOP_CTL_REMOVE, number)
     finally:
         os.close(fd)
+
+
+async def test_end_puts_the_last_row_on_screen_not_under_a_scrollbar(tmp_path: Path) -> None:
+    """#17 item 11: "End lands on a row under the scrollbar" (the vertical scrollbar narrowed
+    the rows, a horizontal scrollbar appeared and covered the last line)."""
+    tree = SyntheticTree(tmp_path, 60)
+    app = make_app(tree.roots, Config(interval=10.0))
+    async with app.run_test(size=(100, 24)) as pilot:
+        await wait_for(pilot, lambda: app.ticks >= 1, timeout=30)
+        t = table(app)
+        t.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        assert not t.show_horizontal_scrollbar
+        visible_rows = t.scrollable_content_region.height - t.HEADER_LINES
+        assert t.scroll_offset.y <= t.cursor < t.scroll_offset.y + visible_rows
+        assert t.cursor == len(t.rows) - 1

@@ -37,6 +37,13 @@ class CursorList(ScrollView, Generic[RowT], can_focus=True):
 
     BINDINGS = cursor_bindings()
 
+    # Rows are cut to the width, never scrolled sideways. Without this, the vertical scrollbar
+    # narrowed the rows, a horizontal scrollbar appeared and covered the last line (End
+    # landed under it).
+    DEFAULT_CSS = """
+    CursorList { overflow-x: hidden; }
+    """
+
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows: list[RowT] = []
@@ -46,8 +53,8 @@ class CursorList(ScrollView, Generic[RowT], can_focus=True):
 
     @property
     def page_rows(self) -> int:
-        """Rows that fit under the header."""
-        return max(self.size.height - self.HEADER_LINES, 1)
+        """Rows that fit under the header (a scrollbar's line not counted)."""
+        return max(self.scrollable_content_region.height - self.HEADER_LINES, 1)
 
     def fit_virtual_size(self) -> None:
         """Make the scrollable area as tall as the header and the rows."""
