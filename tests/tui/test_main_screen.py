@@ -130,9 +130,7 @@ async def test_a_name_typed_in_one_burst_after_slash_all_lands_in_the_filter() -
         assert table(app).visible_names() == shown
 
 
-async def test_a_key_typed_right_after_the_filters_enter_does_not_leak_into_the_filter() -> (
-    None
-):
+async def test_a_key_typed_right_after_the_filters_enter_does_not_leak_into_the_filter() -> None:
     """#17 item 7: "/name Enter followed quickly by a key types that key into the filter"."""
     app = canned_app()
     async with app.run_test(size=(120, 36)) as pilot:

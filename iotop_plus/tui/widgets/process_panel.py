@@ -95,18 +95,29 @@ class ProcessList(CursorList[ProcessRow]):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.selected: TaskKey | None = None
+        self.following = False
+        """The user moved the cursor onto a process below the top: it follows that process.
+        Otherwise the cursor stays on the top row, whoever is busiest this tick."""
         self.sort = "total"
         self.descending = True
         self.totals_mode = False
         self.io_off = False
 
     def set_rows(self, rows: list[ProcessRow]) -> None:
-        """Show ``rows``; the cursor follows the selected process when it is still there."""
+        """Show ``rows`` in their sort order.
+
+        The cursor follows the selected process only when the user moved to it (and it is
+        still listed); otherwise it stays on the top row, so the list keeps showing the top
+        consumers instead of drifting after a process that went idle.
+        """
         self.rows = rows
-        index = next((i for i, r in enumerate(rows) if r.key == self.selected), None)
+        index = None
+        if self.following:
+            index = next((i for i, r in enumerate(rows) if r.key == self.selected), None)
         if index is None:
-            self.cursor = min(self.cursor, max(len(rows) - 1, 0))
-            self.selected = rows[self.cursor].key if rows else None
+            self.following = False
+            self.cursor = 0
+            self.selected = rows[0].key if rows else None
         else:
             self.cursor = index
         self.fit_virtual_size()
@@ -190,6 +201,7 @@ class ProcessList(CursorList[ProcessRow]):
 
     def cursor_moved(self, old: int) -> None:
         self.selected = self.rows[self.cursor].key
+        self.following = self.cursor != 0  # back on the top row: stay on top again
         self.refresh()
 
     def action_sort(self, step: int) -> None:

@@ -1,0 +1,53 @@
+"""#17 item 1: "The process list drifts off the top I/O consumers ... the cursor sticks to a
+PID". The list keeps its sort order every tick, stays on the top unless the user moved to a
+process, and then follows that process."""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+
+from iotop_plus.tui.process_rows import ProcessRow
+from iotop_plus.tui.widgets.process_panel import ProcessList
+
+
+def _rows(*busiest_first: int) -> list[ProcessRow]:
+    return [
+        ProcessRow(
+            (pid, pid), pid, "root", f"cmd{pid}", 1000.0 * (10 - i), 0.0, 0.0, 0.0, 0.0, True
+        )
+        for i, pid in enumerate(busiest_first)
+    ]
+
+
+class _Host(App[None]):
+    def compose(self) -> ComposeResult:
+        yield ProcessList(id="procs")
+
+
+async def test_the_cursor_stays_on_the_top_consumer_until_the_user_moves() -> None:
+    app = _Host()
+    async with app.run_test(size=(60, 12)) as pilot:
+        plist = app.query_one(ProcessList)
+        plist.focus()
+        plist.set_rows(_rows(1, 2, 3))
+        assert plist.current is not None and plist.current.pid == 1
+        # Process 1 goes idle and sinks: the cursor stays on the top row, now process 3.
+        plist.set_rows(_rows(3, 2, 1))
+        await pilot.pause()
+        assert plist.cursor == 0 and plist.current is not None and plist.current.pid == 3
+        # The user moves to process 2: now it is followed wherever it sorts.
+        await pilot.press("down")
+        assert plist.current is not None and plist.current.pid == 2
+        plist.set_rows(_rows(2, 1, 3))
+        assert plist.current is not None and plist.current.pid == 2
+        plist.set_rows(_rows(1, 3, 2))
+        assert plist.current is not None and plist.current.pid == 2 and plist.cursor == 2
+        # It exits: back to the top, and the top is kept again.
+        plist.set_rows(_rows(3, 1))
+        assert plist.cursor == 0 and plist.current is not None and plist.current.pid == 3
+        plist.set_rows(_rows(1, 3))
+        assert plist.current is not None and plist.current.pid == 1
+        # Home (back on the top row) also means "keep the top".
+        await pilot.press("down", "home")
+        plist.set_rows(_rows(3, 1))
+        assert plist.current is not None and plist.current.pid == 3
