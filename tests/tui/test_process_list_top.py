@@ -51,3 +51,25 @@ async def test_the_cursor_stays_on_the_top_consumer_until_the_user_moves() -> No
         await pilot.press("down", "home")
         plist.set_rows(_rows(3, 1))
         assert plist.current is not None and plist.current.pid == 3
+
+
+async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_more_columns() -> (
+    None
+):
+    """#17 item 2: "The side panel is fixed at 42 columns ... USER and IO% are hidden"."""
+    from tests.tui.canned import canned_app
+    from tests.tui.helpers import started
+
+    widths = {}
+    for size in ((120, 36), (200, 50)):
+        app = canned_app()
+        async with app.run_test(size=size) as pilot:
+            await started(pilot, app)
+            panel = app.main_screen.query_one("#side-panel")
+            widths[size[0]] = panel.size.width
+            assert panel.size.width >= 41  # 42 with its border
+            if size[0] == 200:
+                header = ProcessList().header_text(panel.size.width - 2)
+                for title in ("USER", "IO%", "RCHAR", "COMMAND"):
+                    assert title in header, header
+    assert widths[200] > widths[120] + 20

@@ -71,6 +71,8 @@ NARROW_WIDTH = 110
 """Below this many columns the table, charts and panel become tabs of their own."""
 NARROW_HEIGHT = 30
 """Below this many lines, too."""
+WIDE_WIDTH = 150
+"""From this width the side panel takes a share of it, not its 42 columns."""
 
 CHART_SETTLE_S = 0.15
 """The charts and the settings follow a new selection after the cursor has rested this long."""
@@ -177,6 +179,7 @@ class MainScreen(Screen[None]):
 
     def _apply_size(self, width: int, height: int) -> None:
         self.set_class(width < NARROW_WIDTH or height < NARROW_HEIGHT, "narrow")
+        self.set_class(width >= WIDE_WIDTH, "wide")  # the side panel takes a share (app.tcss)
 
     @property
     def narrow(self) -> bool:
