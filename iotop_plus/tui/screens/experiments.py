@@ -153,10 +153,10 @@ class ExperimentSetupScreen(Modal[ExperimentPlan | None]):
 
     #: (field id, label, default) of the inputs, in order.
     FIELDS: tuple[tuple[str, str, str], ...] = (
-        ("what", "sweep, or SETTING=V1,V2 for an A/B", "sweep"),
-        ("target", "target: a device (read-only) or a directory", ""),
-        ("preset", "preset", "randread"),
-        ("runtime", "seconds per step / run", str(DEFAULT_STEP_RUNTIME_S)),
+        ("what", "sweep or SETTING=V1,V2", "sweep"),
+        ("target", "target device or dir", ""),
+        ("preset", "fio preset", "randread"),
+        ("runtime", "seconds per step/run", str(DEFAULT_STEP_RUNTIME_S)),
         ("max-qd", "sweep: deepest QD", str(DEFAULT_MAX_QD)),
         ("rounds", "A/B: rounds", str(DEFAULT_ROUNDS)),
     )
@@ -176,7 +176,10 @@ class ExperimentSetupScreen(Modal[ExperimentPlan | None]):
             )
             for field_id, label, default in self.FIELDS:
                 value = self.target if field_id == "target" else default
-                yield Input(value, placeholder=label, id=f"setup-{field_id}", tooltip=label)
+                # A label beside every box: a filled-in box shows no placeholder ("3", "128").
+                with Horizontal(classes="setup-field"):
+                    yield Label(label, classes="setup-label", markup=False)
+                    yield Input(value, placeholder=label, id=f"setup-{field_id}", tooltip=label)
             yield Static("", id="setup-error", markup=False)
 
     def on_mount(self) -> None:
@@ -406,6 +409,7 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
         plt.title("IOPS vs QD")
         plt.plot(xs, [s.iops for s in self.steps], marker="braille", label="IOPS")
         plt.xticks(xs, labels)
+        plt.xlabel("queue depth")
         iops_plot.refresh()
         lat_plot = self.query_one("#exp-plot-latency", PlotextPlot)
         plt = lat_plot.plt
@@ -416,6 +420,7 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
         if p99:
             plt.plot([x for x, _ in p99], [y for _, y in p99], marker="braille", label="p99")
         plt.xticks(xs, labels)
+        plt.xlabel("queue depth")
         lat_plot.refresh()
 
     def _draw_ab(self) -> None:
@@ -428,9 +433,17 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
             plt = plot.plt
             plt.clear_figure()
             plt.title(title)
+            # One unit per plot (its title); the legend names the setting, not a bare "1024"
+            # that reads as a value on the axis; x is the round, in whole numbers.
+            setting = self.plan.setting or "value"
             for value in values:
                 mine = [r for r in self.runs if r.value == value]
-                plt.scatter([r.round for r in mine], [figure(r) for r in mine], label=value)
+                plt.scatter(
+                    [r.round for r in mine], [figure(r) for r in mine], label=f"{setting}={value}"
+                )
+            rounds = sorted({r.round for r in self.runs})
+            plt.xticks([float(n) for n in rounds], [str(n) for n in rounds])
+            plt.xlabel("round")
             plot.refresh()
 
 
