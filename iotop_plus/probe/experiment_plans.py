@@ -55,6 +55,10 @@ class SweepStep:
     """Bandwidth in KiB/s."""
     util_pct: float | None
     """How busy the device was (fio's ``disk_util``), when fio could tell."""
+    fio_ios: int = 0
+    """I/Os fio issued at this step."""
+    device_ios: int | None = None
+    """I/Os the device served meanwhile (its own counters, via fio's ``disk_util``)."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,8 @@ class SweepAnalysis:
     efficiencies: tuple[tuple[int, float], ...]
     """(QD, IOPS over what linear scaling from the previous step predicts), from the 2nd
     step."""
+    other_io: tuple[str, ...] = ()
+    """One line per step whose device served clearly more I/Os than fio issued."""
 
     def summary(self) -> list[str]:
         """The reading in plain lines, each one true of the table it sits under."""
@@ -108,7 +114,7 @@ class SweepAnalysis:
                 f"full saturation from QD {self.full_saturation_qd}: IOPS stop growing "
                 f"(no deeper step adds {PLATEAU_GAIN:.0%}) while mean latency rises"
             )
-        return lines
+        return lines + list(self.other_io)
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,42 @@ def analyze_sweep(steps: Sequence[SweepStep]) -> SweepAnalysis:
         and peak is ordered[-1]
         and _gain(ordered[-2].iops, peak.iops) >= PLATEAU_GAIN
     )
-    return SweepAnalysis(linear_until, full, qd90, peak.iops, peak.qd, rising, tuple(efficiencies))
+    other = (
+        note
+        for s in ordered
+        if (note := other_io_note(f"QD {s.qd}", s.fio_ios, s.device_ios, direct=True))
+    )
+    return SweepAnalysis(
+        linear_until, full, qd90, peak.iops, peak.qd, rising, tuple(efficiencies), tuple(other)
+    )
+
+
+OTHER_IO_SHARE = 0.10
+"""The device serving this much more than fio issued (and :data:`OTHER_IO_MIN` more) means
+someone else's I/O ran on it during the measurement."""
+OTHER_IO_MIN = 100
+"""I/Os of slack: a filesystem's own few metadata writes are not "other I/O"."""
+
+
+def other_io_note(
+    what: str, fio_ios: int | float, device_ios: int | float | None, *, direct: bool
+) -> str | None:
+    """A line saying that other I/O hit the device during ``what`` (a step, a run), or None.
+
+    The device's own counters (fio's ``disk_util``) against the I/Os fio issued: with direct
+    I/O every fio I/O is at most one device request (merges only lower the count), so a clear
+    excess is someone else's load, and the figures include it. Buffered runs (read-ahead,
+    write-back) change the count by design and are not judged.
+    """
+    if not direct or device_ios is None or fio_ios <= 0:
+        return None
+    extra = device_ios - fio_ios
+    if extra <= OTHER_IO_MIN or extra <= OTHER_IO_SHARE * fio_ios:
+        return None
+    return (
+        f"other I/O hit the device during {what}: it served {device_ios:,.0f} I/Os, fio "
+        f"issued {fio_ios:,.0f} (+{extra / fio_ios:.0%}); these figures include that load"
+    )
 
 
 def _gain(before: float, after: float) -> float:
@@ -206,6 +247,8 @@ def step_from_result(qd: int, result: ProbeResult, device: str | None) -> SweepS
         p99_us=p99,
         bw_kib_s=float(result.bw_kib_s),
         util_pct=util.util_pct if util else None,
+        fio_ios=sum(d.total_ios for d in result.directions),
+        device_ios=(util.read_ios + util.write_ios) if util else None,
     )
 
 
@@ -499,6 +542,7 @@ __all__ = [
     "analyze_ab",
     "analyze_sweep",
     "headline_metric",
+    "other_io_note",
     "parse_ab_spec",
     "step_from_result",
     "sweep_depths",

@@ -36,6 +36,7 @@ from iotop_plus.probe.experiment_plans import (
     analyze_ab,
     analyze_sweep,
     headline_metric,
+    other_io_note,
     step_from_result,
     sweep_depths,
 )
@@ -222,6 +223,14 @@ async def run_ab(
             run = ab_run_from_result(
                 round_no, value, change.effective, outcome.result, outcome.target.device
             )
+            busy = other_io_note(
+                f"round {round_no} ({setting}={value})",
+                run.fio_ios,
+                run.device_ios,
+                direct=run_params.direct,
+            )
+            if busy:
+                notes.append(busy)
             _undo(tuner, change)
             change = None
             runs.append(run)

@@ -104,6 +104,25 @@ def test_a_sweep_from_the_cli_prints_a_monotone_table(loop: str, tmp_path: Path)
     assert queue_values(loop) == before  # a sweep changes nothing
 
 
+def test_a_sweep_while_another_reader_hits_the_device_says_so(loop: str, tmp_path: Path) -> None:
+    """#17 item 8: the device's own counters show when other I/O hit it during a step."""
+    reader = subprocess.Popen(
+        ["sh", "-c", f"while :; do dd if=/dev/{loop} of=/dev/null bs=4k iflag=direct "
+         "status=none; done"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        done = iotop_plus(
+            "sweep", "--target", f"/dev/{loop}", "--max-qd", "1", "--step-runtime", "2",
+            state=tmp_path,
+        )  # fmt: skip
+    finally:
+        os.killpg(reader.pid, signal.SIGKILL)
+        reader.wait()
+    assert done.returncode == 0, done.stderr
+    assert "other I/O hit the device during QD 1: it served " in done.stdout, done.stdout
+
+
 @pytest.fixture
 def disk_bound_loop(make_loop: Callable[..., str], fio_bin: str) -> Iterator[str]:
     """A direct-I/O loop device on a fully written file, so each read waits on the real disk.

@@ -12,6 +12,7 @@ from iotop_plus.probe.experiment_plans import (
     analyze_ab,
     analyze_sweep,
     headline_metric,
+    other_io_note,
     parse_ab_spec,
     sweep_depths,
     sweep_table,
@@ -234,3 +235,24 @@ def test_bad_ab_specs_say_why(text: str, message: str) -> None:
 
 def test_an_ab_spec_splits_into_setting_and_values() -> None:
     assert parse_ab_spec("scheduler=none, mq-deadline") == ("scheduler", ("none", "mq-deadline"))
+
+
+def test_a_step_whose_device_served_more_than_fio_issued_says_other_io_hit_it() -> None:
+    """#17 item 8: verdicts must "say when other I/O hit the device during a probe, sweep or
+    A/B: the device's own counters show it"."""
+    quiet = SweepStep(1, 10_000, 100, 300, 40_000, 50.0, fio_ios=50_000, device_ios=50_010)
+    busy = SweepStep(2, 18_000, 110, 330, 72_000, 90.0, fio_ios=90_000, device_ios=120_000)
+    lines = analyze_sweep([quiet, busy]).summary()
+    other = [line for line in lines if line.startswith("other I/O")]
+    assert other == [
+        "other I/O hit the device during QD 2: it served 120,000 I/Os, fio issued 90,000 "
+        "(+33%); these figures include that load"
+    ]
+
+
+def test_other_io_is_not_claimed_for_merges_buffered_runs_or_a_few_metadata_writes() -> None:
+    assert other_io_note("QD 1", 10_000, 8_000, direct=True) is None  # merges: fewer
+    assert other_io_note("QD 1", 10_000, 10_090, direct=True) is None  # a few journal writes
+    assert other_io_note("QD 1", 10_000, 30_000, direct=False) is None  # read-ahead, buffered
+    assert other_io_note("QD 1", 10_000, None, direct=True) is None  # fio could not tell
+    assert other_io_note("round 1 (nr_requests=4)", 1_000, 1_500, direct=True) is not None
