@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from iotop_plus.devices.settings import SETTINGS
 from iotop_plus.probe.presets import PRESETS, Preset, ProbeParams
-from iotop_plus.probe.results import DiskUtil, ProbeResult
+from iotop_plus.probe.results import DiskUtil, ProbeResult, other_io_note
 
 #: The default deepest queue of a sweep.
 DEFAULT_MAX_QD = 128
@@ -191,34 +191,6 @@ def analyze_sweep(steps: Sequence[SweepStep]) -> SweepAnalysis:
     )
     return SweepAnalysis(
         linear_until, full, qd90, peak.iops, peak.qd, rising, tuple(efficiencies), tuple(other)
-    )
-
-
-OTHER_IO_SHARE = 0.10
-"""The device serving this much more than fio issued (and :data:`OTHER_IO_MIN` more) means
-someone else's I/O ran on it during the measurement."""
-OTHER_IO_MIN = 100
-"""I/Os of slack: a filesystem's own few metadata writes are not "other I/O"."""
-
-
-def other_io_note(
-    what: str, fio_ios: int | float, device_ios: int | float | None, *, direct: bool
-) -> str | None:
-    """A line saying that other I/O hit the device during ``what`` (a step, a run), or None.
-
-    The device's own counters (fio's ``disk_util``) against the I/Os fio issued: with direct
-    I/O every fio I/O is at most one device request (merges only lower the count), so a clear
-    excess is someone else's load, and the figures include it. Buffered runs (read-ahead,
-    write-back) change the count by design and are not judged.
-    """
-    if not direct or device_ios is None or fio_ios <= 0:
-        return None
-    extra = device_ios - fio_ios
-    if extra <= OTHER_IO_MIN or extra <= OTHER_IO_SHARE * fio_ios:
-        return None
-    return (
-        f"other I/O hit the device during {what}: it served {device_ios:,.0f} I/Os, fio "
-        f"issued {fio_ios:,.0f} (+{extra / fio_ios:.0%}); these figures include that load"
     )
 
 

@@ -398,6 +398,14 @@ def hints_for(result: ProbeResult, preset: Preset, rotational: bool | None = Non
                     "could be; use direct=1 to measure the device",
                 )
             )
+    busy = other_io_note(
+        "the probe",
+        sum(d.total_ios for d in result.directions),
+        sum(u.read_ios + u.write_ios for u in result.disk_util) if result.disk_util else None,
+        direct=p.direct,
+    )
+    if busy:
+        out.append(Hint("other-io", busy))
     if p.is_quick:
         out.append(Hint("short-runtime", result.quick_label))
     if preset.name != "wal" and p.total_qd < 8 and rotational is False:
@@ -496,3 +504,31 @@ def _place_latency(result: ProbeResult) -> str:
 
 def _us(value: float) -> str:
     return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.0f} µs"
+
+
+OTHER_IO_SHARE = 0.10
+"""The device serving this much more than fio issued (and :data:`OTHER_IO_MIN` more) means
+someone else's I/O ran on it during the measurement."""
+OTHER_IO_MIN = 100
+"""I/Os of slack: a filesystem's own few metadata writes are not "other I/O"."""
+
+
+def other_io_note(
+    what: str, fio_ios: int | float, device_ios: int | float | None, *, direct: bool
+) -> str | None:
+    """A line saying that other I/O hit the device during ``what`` (a step, a run), or None.
+
+    The device's own counters (fio's ``disk_util``) against the I/Os fio issued: with direct
+    I/O every fio I/O is at most one device request (merges only lower the count), so a clear
+    excess is someone else's load, and the figures include it. Buffered runs (read-ahead,
+    write-back) change the count by design and are not judged.
+    """
+    if not direct or device_ios is None or fio_ios <= 0:
+        return None
+    extra = device_ios - fio_ios
+    if extra <= OTHER_IO_MIN or extra <= OTHER_IO_SHARE * fio_ios:
+        return None
+    return (
+        f"other I/O hit the device during {what}: it served {device_ios:,.0f} I/Os, fio "
+        f"issued {fio_ios:,.0f} (+{extra / fio_ios:.0%}); these figures include that load"
+    )

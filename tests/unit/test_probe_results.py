@@ -181,3 +181,12 @@ def test_a_corrupt_probe_history_line_is_skipped_with_a_note(tmp_path) -> None:
     history = ProbeHistory.load(state)
     assert len(history) == 2
     assert history.notes == [f"{state / 'probes.jsonl'}: skipped 2 lines that did not parse"]
+
+
+def test_a_probe_whose_device_served_more_than_fio_issued_says_other_io_hit_it() -> None:
+    """#17 item 8, for single probes: the device's own counters show someone else's load."""
+    fio_ios = sum(d.total_ios for d in _result().directions)
+    busy = _result(disk_util=(DiskUtil("sda", int(fio_ios * 1.5), 0, 99.0),))
+    text = next(h.text for h in hints_for(busy, PRESETS["randread"]) if h.code == "other-io")
+    assert text.startswith("other I/O hit the device during the probe: it served ")
+    assert "other-io" not in _codes(_result(disk_util=(DiskUtil("sda", fio_ios, 0, 99.0),)))
