@@ -21,6 +21,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
 from iotop_plus.sampling.frame import Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History
+from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.lifecycle import SettingsLifecycle
@@ -87,7 +88,9 @@ class IotopPlusApp(App[int]):
         self.main_screen = MainScreen(
             source.roots, config, self.history, self.host, self.interval, self.tuner, runner_factory
         )
-        self.feed = FrameFeed(source, self.history, self.main_screen)
+        self.timeline = RingTimeline(config.history_minutes, self.interval)
+        """The last minutes of frames, to scrub back through (``[`` ``]`` ``{`` ``}`` ``g``)."""
+        self.feed = FrameFeed(source, self.history, self.main_screen, self.timeline)
         """The sampler thread and what comes of its frames."""
 
     @property
