@@ -19,13 +19,10 @@ from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
+from iotop_plus.tui.scrub import MARKED_EVENTS
 
 if TYPE_CHECKING:
     from iotop_plus.tui.screens.main import MainScreen
-
-
-MARKED_EVENTS = ("setting", "probe")
-"""Frame event kinds drawn as marks on the charts."""
 
 
 class FrameFeed:
