@@ -126,7 +126,7 @@ class DeviceCharts(Grid):
             before = f"seconds before {at}" if at else "seconds before now"
             caption.update(
                 f"{printable(device)}: {len(history)} samples\n"
-                f"x axis: {before}\nmarks: setting changes, probes"
+                f"x axis: {before}\nmarks: settings, probes"
             )
         times = [t - now for t in history.timestamps] if history is not None else []
         self.marks_drawn = [
