@@ -51,6 +51,8 @@ class Config:
     """aqu-sz at this fraction of ``queue/nr_requests`` or more is marked."""
     util_bad_pct_rotational: float = 90.0
     """%util at or above this on a spinning disk is marked (it means saturation there)."""
+    history_minutes: float = 15.0
+    """Minutes of frames the TUI keeps in memory to scrub back through (``[`` ``]`` ``g``)."""
 
 
 BOUNDS: dict[str, tuple[type, float, float]] = {
@@ -62,9 +64,11 @@ BOUNDS: dict[str, tuple[type, float, float]] = {
     "await_bad_ms_solid": (float, 0.001, 1e6),
     "queue_warn_fraction": (float, 0.01, 1.0),
     "util_bad_pct_rotational": (float, 1.0, 1000.0),
+    "history_minutes": (float, 1.0, 180.0),
 }
 """Type and inclusive range of every numeric key. 100,000 history points is 7 hours at the
-fastest interval; past a day of samples the charts only get slower to draw."""
+fastest interval; past a day of samples the charts only get slower to draw. Three hours of
+frames in the scrub ring is 43,200 frames at the fastest interval."""
 
 
 RETIRED: dict[str, str] = {

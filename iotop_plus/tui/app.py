@@ -8,6 +8,7 @@ header, Processes) is fed from that one frame, so ``space`` and ``+``/``-`` reac
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
@@ -21,12 +22,16 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
 from iotop_plus.sampling.frame import Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History
+from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
+from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
 from iotop_plus.tui.palette import screen_commands
 from iotop_plus.tui.screens.main import MainScreen
+from iotop_plus.tui.scrub import Scrubber
+from iotop_plus.tui.widgets.header import HostHeader
 
 if TYPE_CHECKING:
     from iotop_plus.probe.runner import ProbeRunner
@@ -63,7 +68,12 @@ class IotopPlusApp(App[int]):
         notes: Iterable[str] = (),
         runner_factory: Callable[[], ProbeRunner] | None = None,
         devices: Sequence[str] = (),
+        replay: Timeline | None = None,
+        replay_at: float | None = None,
+        zone: tzinfo | None = None,
     ) -> None:
+        """``replay``: show this timeline's frames instead of sampling (no sampler thread),
+        starting at ``replay_at`` (default its first frame); ``zone`` is the recorded host's."""
         super().__init__()
         self.source = source
         """Where frames come from; injected so tests can pass fixture roots or canned samples."""
@@ -95,7 +105,14 @@ class IotopPlusApp(App[int]):
             runner_factory,
             devices=devices,
         )
-        self.feed = FrameFeed(source, self.history, self.main_screen)
+        self.timeline = RingTimeline(config.history_minutes, self.interval)
+        """The last minutes of frames, to scrub back through (``[`` ``]`` ``{`` ``}`` ``g``)."""
+        self.feed = FrameFeed(source, self.history, self.main_screen, self.timeline)
+        self.replay_at = replay_at
+        """Where a replay starts (wall time); None for its first frame."""
+        timeline = replay if replay is not None else self.timeline
+        self.scrubber = Scrubber(self, timeline, replay=replay is not None, zone=zone)
+        """The frame on screen when it is not the live one: ``[ ] { } g l``."""
         """The sampler thread and what comes of its frames."""
 
     @property
@@ -121,6 +138,10 @@ class IotopPlusApp(App[int]):
         for note in self.notes:  # printed before the alternate screen too, but gone from view
             self.notify(note, severity="warning", timeout=15, markup=False)
         self.lifecycle.install_signal_handlers()
+        if self.scrubber.replay:
+            self.main_screen.query_one(HostHeader).zone = self.scrubber.zone
+            self.scrubber.start(self.replay_at)
+            return
         self.lifecycle.offer_restore()
         self.feed.start(self.post_message, self.interval)
 
@@ -146,8 +167,10 @@ class IotopPlusApp(App[int]):
             self.main_screen.show_interval(seconds)
 
     def watch_paused(self, paused: bool) -> None:
-        if not self.main_screen.is_mounted:
+        if not self.main_screen.is_mounted or self.scrubber.replay:
             return
+        if not paused:
+            self.scrubber.at = None  # back to live: the newest frame, shown below
         frame = self.latest_frame
         self.main_screen.show_paused(paused)
         if not paused and frame is not None:

@@ -16,8 +16,10 @@ from textual.message import Message
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
-from iotop_plus.sampling.history import History
+from iotop_plus.sampling.history import History, Mark
+from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
+from iotop_plus.tui.scrub import MARKED_EVENTS
 
 if TYPE_CHECKING:
     from iotop_plus.tui.screens.main import MainScreen
@@ -26,13 +28,21 @@ if TYPE_CHECKING:
 class FrameFeed:
     """Frames from one sampler thread to the history and the main screen."""
 
-    def __init__(self, source: FrameSource, history: History, screen: MainScreen) -> None:
+    def __init__(
+        self,
+        source: FrameSource,
+        history: History,
+        screen: MainScreen,
+        timeline: RingTimeline | None = None,
+    ) -> None:
         self.source = source
         """Where frames come from."""
         self.history = history
         """Recent rates per device, for the charts (recorded even while paused)."""
         self.screen = screen
         """Where frames are shown, and problems told."""
+        self.timeline = timeline if timeline is not None else RingTimeline()
+        """Every frame of the last minutes, to scrub back through."""
         self.thread: SamplerThread | None = None
         """The one clock; made by :meth:`start`."""
         self.latest_frame: Frame | None = None
@@ -61,9 +71,10 @@ class FrameFeed:
         """The next frames come every ``seconds``."""
         if self.thread is not None:
             self.thread.interval = seconds
+        self.timeline.set_interval(seconds)
 
     def take(self, frame: Frame, paused: bool) -> None:
-        """A frame arrived: count and record it; show it unless paused."""
+        """A frame arrived: count and record it; show it unless paused (or scrubbed back)."""
         self.ticks += 1
         self.latest_frame = frame
         if frame.inventory.devices or not frame.inventory_changed:
@@ -71,6 +82,10 @@ class FrameFeed:
             self.history.record(frame.sample.monotonic, frame.rates)
             if frame.inventory_changed:
                 self.history.forget(frame.sample.counters)
+            self.timeline.append(frame)
+        for event in frame.events:
+            if event.kind in MARKED_EVENTS:  # a setting change or probe seen by the source
+                self.history.mark(Mark(frame.monotonic, event.text, event.device))
         self.screen.count_frame(frame)
         if not paused:
             self.screen.show_frame(frame)

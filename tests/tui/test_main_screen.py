@@ -166,9 +166,10 @@ async def test_c_cycles_basic_and_extended_columns() -> None:
         assert "rrqm/s" in header and "r_await" in header and "w_await" in header
         await pilot.press("c")
         assert table(app).column_set == "basic"
-    # Wide enough, extended shows every iostat -x column plus in-flight.
+    # Wide enough, extended shows every iostat -x column plus in-flight (the side panel
+    # takes its 76 columns from 200 on, so "wide enough" is 280).
     app = canned_app(Config(interval=10.0, column_set="extended"))
-    async with app.run_test(size=(240, 40)) as pilot:
+    async with app.run_test(size=(280, 40)) as pilot:
         await started(pilot, app)
         header = table_lines(app)[0]
         for title in ("d_await", "f_await", "%drqm", "inflight", "%util"):

@@ -46,6 +46,7 @@ from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
+from iotop_plus.tui.screens.main_history import REFUSED_TABS, HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -83,7 +84,7 @@ PROBLEM_SHOWN_S = 5.0
 VIEWS = ("view-table", "view-charts", "view-panel")
 
 
-class MainScreen(Screen[None]):
+class MainScreen(HistoryActions, Screen[None]):
     """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
 
     KEYS = MAIN_KEYS
@@ -205,11 +206,14 @@ class MainScreen(Screen[None]):
 
     def show_paused(self, paused: bool) -> None:
         """Pause state changed: the header says so."""
-        self.query_one(HostHeader).show(paused=paused)
+        wall = self.last_tick.wall_time if self.last_tick else None
+        self.show_mode("paused" if paused else "live", wall)
 
     def show_frame(self, frame: Frame) -> None:
         """Show a frame in every view: header, table, charts, device facts, processes."""
         tick = frame
+        # A scrub (or the way back to live) can skip the frame where the devices changed.
+        new_devices = self.last_tick is not None and tick.inventory is not self.last_tick.inventory
         self.last_tick = tick
         header = self.query_one(HostHeader)
         start = self._start_monotonic if self._start_monotonic is not None else frame.monotonic
@@ -225,10 +229,11 @@ class MainScreen(Screen[None]):
             header.show(note=f"{len(problems)} bad line(s) in {where}: {first.reason}")
         elif header.note and time.monotonic() - self._problem_at >= PROBLEM_SHOWN_S:
             header.show(note="")
+        changed = tick.inventory_changed or new_devices
         self.query_one(DeviceTable).update_devices(
-            tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, tick.inventory_changed
+            tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, changed
         )
-        if tick.inventory_changed:
+        if changed:
             self._show_device_panel()
             if self.selected_device is not None and self._chart_timer is None:
                 self.read_settings()  # a device came or went: the selected one may be new
@@ -250,6 +255,13 @@ class MainScreen(Screen[None]):
     def _draw_charts(self, now: float, force: bool) -> None:
         charts = self.query_one(DeviceCharts)
         if not charts.is_on_screen and not force:
+            return
+        scrub = self.scrubber
+        if scrub is not None and scrub.scrubbed:  # the window of frames ending at the one shown
+            span = self.history.capacity * self.interval
+            hist, marks, end = scrub.chart_window(self.selected_device, self.history, span)
+            if force or charts.due(self.selected_device, end):
+                charts.draw(self.selected_device, hist, marks, end, at=scrub.clock(end))
             return
         if not force and not charts.due(self.selected_device, now):
             return
@@ -329,6 +341,10 @@ class MainScreen(Screen[None]):
     def _build_panel(self, tab_id: str) -> Widget:
         # Imported here: with their probe, process and tuning modules they cost ~80 ms of
         # start-up, before the first frame, for tabs that may never be opened.
+        if tab_id in REFUSED_TABS and self.replay_reason is not None:
+            from textual.widgets import Static
+
+            return Static(self.replay_reason, id=f"{tab_id}-refused", markup=False)
         if tab_id == "tab-tune":
             from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
@@ -384,8 +400,11 @@ class MainScreen(Screen[None]):
         self.query_one(DevicePanel).show(dev, self._settings_of(name))
 
     def read_settings(self) -> None:
-        """Read the selected device's queue settings (in a worker) for the Device and Tune tabs."""
-        if self.selected_device is not None:
+        """Read the selected device's queue settings (in a worker) for the Device and Tune tabs.
+
+        Not in a replay: this host's settings now are not the recorded device's.
+        """
+        if self.selected_device is not None and self.replay_reason is None:
             self.settings_reads += 1
             self._read_settings(self.selected_device)
 
@@ -400,15 +419,19 @@ class MainScreen(Screen[None]):
             return  # read just before shutdown, or the cursor has moved on since
         self.settings = (name, settings)
         self._show_device_panel()
-        if "tab-tune" in self._panels and self.settings_panel.is_mounted:
+        if "tab-tune" in self._panels and self.settings_panel.is_mounted and not self.replay_reason:
             self.settings_panel.show_settings(name, settings)
 
     # ---- actions -------------------------------------------------------------------------
 
     def action_pause(self) -> None:
-        """Freeze every view; sampling and history continue."""
+        """Freeze every view; sampling and history continue (in history: back to live)."""
         app = cast("IotopPlusApp", self.app)
-        app.paused = not app.paused
+        scrub = self.scrubber
+        if scrub is not None and (scrub.scrubbed or scrub.replay):
+            scrub.live()
+        else:
+            app.paused = not app.paused
 
     def set_interval_s(self, seconds: float) -> None:
         """Change the interval of every view (clamped to 0.25..10 s)."""
@@ -424,22 +447,30 @@ class MainScreen(Screen[None]):
 
     async def action_tune(self, setting: str) -> None:
         """Edit a queue setting of the selected device from anywhere (R, S)."""
+        if self.refused("tune"):
+            return
         self.action_panel_tab("tab-tune")
         await self.panel_ready("tab-tune")
         self.settings_panel.action_edit(setting)
 
     async def action_undo_setting(self) -> None:
         """Undo the last setting change (u)."""
+        if self.refused("undo_setting"):
+            return
         await self.panel_ready("tab-tune")
         self.settings_panel.action_undo()
 
     async def action_revert_settings(self) -> None:
         """Put back every setting changed in this run (U)."""
+        if self.refused("revert_settings"):
+            return
         await self.panel_ready("tab-tune")
         self.settings_panel.action_revert_all()
 
     def action_experiment(self) -> None:
         """Queue-depth sweep or A/B of a setting on the selected device (X)."""
+        if self.refused("experiment"):
+            return
         if self.selected_device is None:
             self.notify("Select a device first", severity="warning")
             return
@@ -476,7 +507,9 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # "/" is text in a focused text box (the filter itself, a probe's target path).
-        return not (action == "filter" and isinstance(self.focused, Input))
+        if action == "filter" and isinstance(self.focused, Input):
+            return False
+        return self.check_history_action(action)
 
     def action_filter(self) -> None:
         """Show the name filter and focus it."""

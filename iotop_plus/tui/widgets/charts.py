@@ -3,6 +3,9 @@
 Drawing a plot is the costliest thing the app does per tick (~6 ms for a small one), so the
 charts draw only the selected device, only when on screen, only when a new point arrived (at
 the pace of the table), and with the history bucketed down to the plot's width.
+
+Setting changes and probes are marked with a vertical line and a short label, live and in
+history (where the window ends at the frame shown, and its time is in the caption).
 """
 
 from __future__ import annotations
@@ -77,6 +80,8 @@ class DeviceCharts(Grid):
         self.draws = 0
         """How many times the plots were drawn (tests and benchmarks read it)."""
         self._last_draw = float("-inf")
+        self.marks_drawn: list[Mark] = []
+        """The marks on the plots at the last draw (tests read it)."""
 
     def compose(self) -> Iterable[PlotextPlot | Static]:
         for spec in CHARTS:
@@ -88,8 +93,9 @@ class DeviceCharts(Grid):
         yield Static("", id="chart-caption", markup=False)
 
     def due(self, device: str | None, now: float) -> bool:
-        """Whether a draw is worth doing: a new device, or a point newer than the last draw."""
-        return device != self.device or now > self._last_draw
+        """Whether a draw is worth doing: a new device, or another end time than the last draw
+        (a newer point live; any other frame when scrubbing through history)."""
+        return device != self.device or now != self._last_draw
 
     def draw(
         self,
@@ -97,8 +103,19 @@ class DeviceCharts(Grid):
         history: DeviceHistory | None,
         marks: Iterable[Mark],
         now: float,
+        *,
+        at: str | None = None,
     ) -> None:
-        """Draw ``device``'s history; x is seconds relative to ``now`` (monotonic)."""
+        """Draw ``device``'s history; x is seconds relative to ``now``.
+
+        Args:
+            device: The device drawn.
+            history: Its series (timestamps on the same clock as ``now`` and the marks).
+            marks: Setting changes and probes.
+            now: The end of the window: live, the monotonic now; scrubbed, the wall time of
+                the frame shown.
+            at: That frame's time for the caption, when scrubbed (None: live).
+        """
         self.device = device
         self._last_draw = now
         self.draws += 1
@@ -106,16 +123,21 @@ class DeviceCharts(Grid):
         if device is None or history is None or len(history) == 0:
             caption.update(f"{printable(device or 'no device')}: no history yet")
         else:
+            before = f"seconds before {at}" if at else "seconds before now"
             caption.update(
-                f"{printable(device)}: last {len(history)} samples\n"
-                f"x axis: seconds before now\nmarks: setting changes"
+                f"{printable(device)}: {len(history)} samples\n"
+                f"x axis: {before}\nmarks: settings, probes"
             )
         times = [t - now for t in history.timestamps] if history is not None else []
-        device_marks = [
+        self.marks_drawn = [
             m
             for m in marks
-            if (m.device is None or m.device == device) and times and m.timestamp >= now + times[0]
+            if (m.device is None or m.device == device)
+            and times
+            and now + times[0] <= m.timestamp
+            and (at is None or m.timestamp <= now)  # scrubbed: nothing after the frame shown
         ]
+        device_marks = self.marks_drawn
         for spec in CHARTS:
             plot = self.query_one(f"#{spec.id}", PlotextPlot)
             plt = plot.plt
@@ -135,7 +157,11 @@ class DeviceCharts(Grid):
                     x = mark.timestamp - now
                     # Labels run leftwards from marks in the right half, so they stay inside.
                     if x > times[0] / 2:
-                        plt.text(mark.label, x=x, y=top, color="magenta", alignment="right")
+                        plt.text(
+                            printable(mark.label), x=x, y=top, color="magenta", alignment="right"
+                        )
                     else:
-                        plt.text(mark.label, x=x, y=top, color="magenta", alignment="left")
+                        plt.text(
+                            printable(mark.label), x=x, y=top, color="magenta", alignment="left"
+                        )
             plot.refresh()

@@ -1,15 +1,32 @@
 """The one-line header: host, kernel, uptime, the frame's wall-clock time, refresh interval,
-LIVE / PAUSED at T, root or not."""
+LIVE / PAUSED at T / HISTORY at T / REPLAY at T (with the zone when not the viewer's), root
+or not."""
 
 from __future__ import annotations
 
 import time
+from datetime import tzinfo
 
 from rich.text import Text
 from textual.widgets import Static
 
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.sampler import HostInfo
+from iotop_plus.sampling.timeparse import clock_text, zone_label
+
+MODES = {
+    "live": "LIVE",
+    "paused": "PAUSED at",
+    "history": "HISTORY at",
+    "replay": "REPLAY at",
+}
+"""What the header says in each mode (the frame's time follows all but LIVE)."""
+MODE_STYLES = {
+    "live": "bold green",
+    "paused": "bold black on yellow",
+    "history": "bold black on cyan",
+    "replay": "bold black on magenta",
+}
 
 
 def format_uptime(seconds: float | None) -> str:
@@ -30,14 +47,18 @@ class HostHeader(Static):
     HostHeader { height: 1; }
     """
 
-    def __init__(self, host: HostInfo, interval: float, *, id: str | None = None) -> None:
+    def __init__(
+        self, host: HostInfo, interval: float, *, zone: tzinfo | None = None, id: str | None = None
+    ) -> None:
         super().__init__(id=id)
         self.host = host
         """Host facts read at start."""
         self.interval = interval
         """Seconds between samples."""
-        self.paused = False
-        """Whether the display is frozen."""
+        self.mode = "live"
+        """``live``, ``paused``, ``history`` or ``replay``."""
+        self.zone = zone
+        """The zone times are shown in (a recording's host); None for the viewer's own."""
         self.uptime_s = host.uptime_s
         """Uptime at the last shown sample."""
         self.note = ""
@@ -54,6 +75,7 @@ class HostHeader(Static):
         *,
         interval: float | None = None,
         paused: bool | None = None,
+        mode: str | None = None,
         uptime_s: float | None = None,
         note: str | None = None,
         wall_time: float | None = None,
@@ -62,7 +84,9 @@ class HostHeader(Static):
         if interval is not None:
             self.interval = interval
         if paused is not None:
-            self.paused = paused
+            self.mode = "paused" if paused else "live"
+        if mode is not None:
+            self.mode = mode
         if uptime_s is not None:
             self.uptime_s = uptime_s
         if note is not None:
@@ -78,11 +102,14 @@ class HostHeader(Static):
 
     def _compose_text(self) -> Text:
         host = self.host
-        clock = time.strftime("%H:%M:%S", time.localtime(self.wall_time)) if self.wall_time else ""
-        if self.paused:
-            state = (f"PAUSED at {clock}" if clock else "PAUSED", "bold black on yellow")
-        else:
-            state = ("LIVE", "bold green")
+        clock = ""
+        if self.wall_time is not None:
+            clock = clock_text(self.wall_time, self.zone, self._today())
+            zone = zone_label(self.zone, self.wall_time)
+            clock += f" {zone}" if zone else ""
+        live = self.mode == "live"
+        words = MODES.get(self.mode, "LIVE")
+        state = (words if live or not clock else f"{words} {clock}", MODE_STYLES[self.mode])
         who = ("root", "green") if host.is_root else ("not root: settings read-only", "yellow")
         parts: list[tuple[str, str] | str] = [
             ("iotop-plus ", "bold"),
@@ -90,7 +117,7 @@ class HostHeader(Static):
             "  ",
             printable(host.kernel),
             f"  up {format_uptime(self.uptime_s)}  ",
-            (f"{clock}  " if clock and not self.paused else ""),
+            (f"{clock}  " if clock and live else ""),
             f"every {self.interval:g}s  ",
             state,
             "  ",
@@ -99,6 +126,15 @@ class HostHeader(Static):
         if self.note:
             parts += ["  ", (printable(self.note), "yellow")]
         return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
+
+    @property
+    def paused(self) -> bool:
+        """Whether the display is frozen (paused, in history or in a replay)."""
+        return self.mode != "live"
+
+    def _today(self) -> float | None:
+        # A replay of another day shows the date; live and history are today's.
+        return time.time() if self.mode == "replay" else None
 
     def _paint(self) -> None:
         text = self._compose_text()

@@ -1,0 +1,173 @@
+"""The TUI's own history: the last minutes of frames in memory, as a :class:`Timeline`.
+
+Every live frame is appended; frames older than ``minutes`` (and beyond the count that many
+minutes make at the current interval) are dropped, so memory stays bounded whatever runs.
+Frames keep sharing their inventory object (the live source hands out the same one until the
+devices change), and only the top processes by I/O are kept per frame: a busy host has
+thousands of tasks, and the Processes tab shows the top of the list anyway.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from bisect import bisect_left, bisect_right
+from collections import deque
+from collections.abc import Iterable
+from types import MappingProxyType
+
+from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
+from iotop_plus.sampling.frame import Frame, ProcessFrame
+
+DEFAULT_MINUTES = 15
+"""Minutes of frames kept by default (``history_minutes`` in the config)."""
+
+TOP_PROCESSES = 20
+"""Processes kept per frame, the busiest by I/O over the frame's interval."""
+
+
+class RingTimeline:
+    """The last ``minutes`` of frames, oldest first, looked up by wall time (bisect).
+
+    Not thread-safe: the UI thread appends and reads.
+    """
+
+    def __init__(
+        self,
+        minutes: float = DEFAULT_MINUTES,
+        interval: float = 1.0,
+        top_processes: int = TOP_PROCESSES,
+    ) -> None:
+        if not (math.isfinite(minutes) and minutes > 0):
+            raise ValueError(f"history minutes must be a positive number, not {minutes!r}")
+        self.minutes = float(minutes)
+        """How far back frames are kept."""
+        self.top_processes = top_processes
+        """Processes kept per frame."""
+        self.capacity = self._capacity_for(interval)
+        """Frames kept at most: ``minutes`` at the current interval."""
+        self._walls: deque[float] = deque()
+        self._frames: deque[Frame] = deque()
+
+    def _capacity_for(self, interval: float) -> int:
+        return math.ceil(self.minutes * 60.0 / clamp_interval(interval)) + 1
+
+    @property
+    def max_capacity(self) -> int:
+        """Frames kept at the fastest interval: the bound whatever the user does."""
+        return self._capacity_for(MIN_INTERVAL)
+
+    def set_interval(self, seconds: float) -> None:
+        """The interval changed: keep ``minutes`` of frames at the new pace."""
+        self.capacity = self._capacity_for(seconds)
+        self._trim()
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def frames(self) -> list[Frame]:
+        """Every frame kept, oldest first."""
+        return list(self._frames)
+
+    def append(self, frame: Frame) -> None:
+        """Keep ``frame`` (stripped to its top processes); drop what is now too old.
+
+        A frame that lists device names only (the quick first frame of a huge host) is not
+        kept: the full one follows at once. A wall clock stepped back (NTP, a manual date)
+        drops the frames that would now lie in the future of the new one, so the ring stays
+        in time order.
+        """
+        if frame.inventory_changed and not frame.inventory.devices and frame.sample.counters:
+            return
+        wall = frame.wall_time
+        while self._walls and self._walls[-1] >= wall:
+            self._walls.pop()
+            self._frames.pop()
+        self._walls.append(wall)
+        self._frames.append(strip_processes(frame, self.top_processes))
+        self._trim()
+
+    def _trim(self) -> None:
+        newest = self._walls[-1] if self._walls else 0.0
+        oldest_kept = newest - self.minutes * 60.0
+        while self._frames and (len(self._frames) > self.capacity or self._walls[0] < oldest_kept):
+            self._walls.popleft()
+            self._frames.popleft()
+
+    # ---- the Timeline protocol -------------------------------------------------------------
+
+    def span(self) -> tuple[float, float] | None:
+        """Wall times of the first and last frame, or None while empty."""
+        if not self._walls:
+            return None
+        return self._walls[0], self._walls[-1]
+
+    def _index_at(self, wall: float) -> int:
+        # The frame at wall or the last before it; the first when wall is earlier.
+        return max(0, bisect_right(self._walls, wall) - 1)
+
+    def frame_at(self, wall: float) -> Frame | None:
+        """The frame at ``wall`` or the last one before it (the first if ``wall`` is earlier)."""
+        if not self._frames:
+            return None
+        return self._frames[self._index_at(wall)]
+
+    def step(self, wall: float, n: int) -> Frame | None:
+        """The frame ``n`` samples after or before the one at ``wall``, clamped to the ends."""
+        if not self._frames:
+            return None
+        index = min(len(self._frames) - 1, max(0, self._index_at(wall) + n))
+        return self._frames[index]
+
+    def window(self, end: float, seconds: float) -> list[Frame]:
+        """Frames with ``end - seconds < wall_time <= end``, oldest first."""
+        lo = bisect_right(self._walls, end - seconds)
+        hi = bisect_right(self._walls, end)
+        return [self._frames[i] for i in range(lo, hi)]
+
+    def index_of(self, wall: float) -> int | None:
+        """Position of the frame taken exactly at ``wall``, or None (for tests and the header)."""
+        i = bisect_left(self._walls, wall)
+        return i if i < len(self._walls) and self._walls[i] == wall else None
+
+
+def fill(ring: RingTimeline, frames: Iterable[Frame]) -> RingTimeline:
+    """Append ``frames`` in order; returns ``ring`` (for tests and replays of canned frames)."""
+    for frame in frames:
+        ring.append(frame)
+    return ring
+
+
+def strip_processes(frame: Frame, keep: int) -> Frame:
+    """``frame`` with only its ``keep`` busiest processes (by I/O over the interval).
+
+    On the first process frame there are no rates yet: the biggest totals are kept instead.
+    The detailed process's threads and open files stay as they are (one process).
+    """
+    procs = frame.processes
+    if procs is None or len(procs.sample.tasks) <= keep:
+        return frame
+    if procs.rates:
+        ranked = sorted(
+            procs.rates,
+            key=lambda k: r.disk_bps if (r := procs.rates[k]) is not None else -1.0,
+            reverse=True,
+        )
+    else:
+        ranked = sorted(
+            procs.totals,
+            key=lambda k: (procs.totals[k].read_bytes or 0) + (procs.totals[k].write_bytes or 0),
+            reverse=True,
+        )
+    top = ranked[:keep]
+    tasks = procs.sample.tasks
+    kept = ProcessFrame(
+        sample=dataclasses.replace(
+            procs.sample, tasks=MappingProxyType({k: tasks[k] for k in top if k in tasks})
+        ),
+        rates=MappingProxyType({k: procs.rates[k] for k in top if k in procs.rates}),
+        totals=MappingProxyType({k: procs.totals[k] for k in top if k in procs.totals}),
+        detail_rates=procs.detail_rates,
+        open_files=procs.open_files,
+    )
+    return dataclasses.replace(frame, processes=kept)

@@ -1,0 +1,121 @@
+"""The main screen's history keys (``[ ] { } g l``), its replay refusals and its probe marks.
+
+A mixin of :class:`~iotop_plus.tui.screens.main.MainScreen`: the moves themselves are the
+app's :class:`~iotop_plus.tui.scrub.Scrubber`; here are the actions the keys run and what
+the screen says about them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, cast
+
+from iotop_plus.sampling.history import Mark
+from iotop_plus.tui.scrub import LIVE, Scrubber
+from iotop_plus.tui.widgets.header import HostHeader
+
+if TYPE_CHECKING:
+    from iotop_plus.tui.app import IotopPlusApp
+    from iotop_plus.tui.screens.main import MainScreen
+    from iotop_plus.tui.widgets.probe_panel import ProbePanel
+
+REPLAY_REFUSAL = "replay: tuning and probes are off (these are recorded frames, not this host now)"
+"""The one line said when a key would tune or probe during a replay."""
+
+TUNING_ACTIONS = frozenset({"tune", "undo_setting", "revert_settings", "experiment"})
+"""Main-screen actions a replay refuses."""
+
+REFUSED_TABS = frozenset({"tab-tune", "tab-probe"})
+"""Side-panel tabs a replay shows only the refusal on."""
+
+
+class HistoryActions:
+    """The history keys of the main screen (mixed into it)."""
+
+    @property
+    def _main(self) -> MainScreen:
+        return cast("MainScreen", self)
+
+    @property
+    def scrubber(self) -> Scrubber | None:
+        """The app's scrubber (None for a screen mounted without one, in tests)."""
+        return cast("Scrubber | None", getattr(self._main.app, "scrubber", None))
+
+    @property
+    def replay_reason(self) -> str | None:
+        """Why tuning and probes are off (a replay), or None."""
+        scrub = self.scrubber
+        return REPLAY_REFUSAL if scrub is not None and scrub.replay else None
+
+    def refused(self, action: str) -> bool:
+        """Whether ``action`` is refused (a replay); says why in one line when it is."""
+        reason = self.replay_reason
+        if reason is None or action not in TUNING_ACTIONS:
+            return False
+        self._main.notify(reason, severity="warning", timeout=5)
+        return True
+
+    def show_mode(self, mode: str, wall_time: float | None) -> None:
+        """The header says LIVE, PAUSED at T, HISTORY at T or REPLAY at T."""
+        self._main.query_one(HostHeader).show(mode=mode, wall_time=wall_time)
+        self._main.refresh_bindings()  # "l Live" shows only away from live
+
+    def action_step(self, n: int) -> None:
+        """One sample back or forward in the history."""
+        if self.scrubber is not None:
+            self.scrubber.step(n)
+
+    def action_seek(self, seconds: float) -> None:
+        """One minute back or forward in the history."""
+        if self.scrubber is not None:
+            self.scrubber.seek(seconds)
+
+    def action_jump(self) -> None:
+        """Ask for a time and go there."""
+        scrub = self.scrubber
+        if scrub is None:
+            return
+        span = scrub.timeline.span()
+        if span is None:
+            self._main.notify("no history yet", timeout=3)
+            return
+        from iotop_plus.sampling.timeparse import zone_label
+        from iotop_plus.tui.screens.jump import JumpScreen
+
+        zone = zone_label(scrub.zone, span[1])
+        hint = f"kept: {scrub.clock(span[0])} to {scrub.clock(span[1])}"
+        hint += f" ({zone}; times without an offset are in it)" if zone else ""
+        self._main.app.push_screen(JumpScreen(scrub.jump, hint))
+
+    def action_live(self) -> None:
+        """Back to live (from history, or from a pause)."""
+        scrub = self.scrubber
+        if scrub is not None:
+            scrub.live()
+        elif cast("IotopPlusApp", self._main.app).paused:
+            cast("IotopPlusApp", self._main.app).paused = False
+
+    def check_history_action(self, action: str) -> bool | None:
+        """``l`` is offered (and shown) only away from live."""
+        if action != "live":
+            return True
+        scrub = self.scrubber
+        paused = bool(getattr(self._main.app, "paused", False))
+        return scrub is not None and (scrub.mode != LIVE or paused)
+
+    # ---- probes on the charts -----------------------------------------------------------------
+
+    def on_probe_panel_started(self, message: ProbePanel.Started) -> None:
+        """Mark a probe's start on the charts of the device it measures."""
+        self._mark("probe start", message.target.device)
+
+    def on_probe_panel_finished(self, message: ProbePanel.Finished) -> None:
+        """Mark a probe's end on the charts."""
+        result = message.outcome.result
+        self._mark(f"probe done: {result.preset}", message.outcome.target.device)
+
+    def _mark(self, label: str, device: str | None) -> None:
+        import time
+
+        main = self._main
+        main.history.mark(Mark(time.monotonic(), label, device))
+        main._draw_charts(main._now(), force=True)

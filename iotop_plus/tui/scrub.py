@@ -1,0 +1,211 @@
+"""Scrubbing: which frame is on screen when it is not the live one.
+
+The app is in one of four modes, shown in the header:
+
+* LIVE: every frame is shown as it arrives;
+* PAUSED at T (``space``): the display is frozen on the frame shown;
+* HISTORY at T (``[`` ``]`` ``{`` ``}`` ``g``): a frame of the in-memory ring is shown;
+  sampling goes on and the ring keeps filling; ``l`` (or ``space``) returns to live;
+* REPLAY at T: the frames come from a recording (:mod:`iotop_plus.tui.replay`).
+
+:class:`Scrubber` holds the position and moves it; the main screen shows the frame (every
+view reads it) and draws the charts from the window of frames ending there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import tzinfo
+from typing import TYPE_CHECKING
+
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.history import DeviceHistory, History, Mark
+from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.timeparse import TimeParseError, clock_text, parse_time
+
+if TYPE_CHECKING:
+    from iotop_plus.tui.app import IotopPlusApp
+
+LIVE, PAUSED, HISTORY, REPLAY = "live", "paused", "history", "replay"
+"""The modes the header shows."""
+
+MINUTE_S = 60.0
+"""What ``{`` and ``}`` move by."""
+
+MARKED_EVENTS = ("setting", "probe")
+"""Frame event kinds drawn as marks on the charts."""
+
+
+class Scrubber:
+    """The position in a timeline, and the moves ``[ ] { } g l`` make.
+
+    Args:
+        app: The app whose main screen shows the frames.
+        timeline: Where frames are looked up: the app's ring, or a recording.
+        replay: Frames come only from ``timeline`` (no live sampling).
+        zone: The recorded host's zone (None: the viewer's own).
+    """
+
+    def __init__(
+        self,
+        app: IotopPlusApp,
+        timeline: Timeline,
+        *,
+        replay: bool = False,
+        zone: tzinfo | None = None,
+    ) -> None:
+        self.app = app
+        self.timeline = timeline
+        """Frames by time."""
+        self.replay = replay
+        """Frames come from a recording, not from this host now."""
+        self.zone = zone
+        """The zone times are typed and shown in."""
+        self.at: float | None = None
+        """Wall time of the frame shown when scrubbed; None when live or paused."""
+        self.moves = 0
+        """Scrub moves made (tests read it)."""
+
+    @property
+    def mode(self) -> str:
+        """``live``, ``paused``, ``history`` or ``replay``."""
+        if self.replay:
+            return REPLAY
+        if self.at is not None:
+            return HISTORY
+        return PAUSED if self.app.paused else LIVE
+
+    @property
+    def scrubbed(self) -> bool:
+        """Whether a frame of the timeline, not the live one, is on screen."""
+        return self.at is not None
+
+    def _origin(self) -> float | None:
+        if self.at is not None:
+            return self.at
+        shown = self.app.main_screen.last_tick
+        if shown is not None:
+            return shown.wall_time
+        span = self.timeline.span()
+        return span[1] if span else None
+
+    # ---- moves ---------------------------------------------------------------------------
+
+    def start(self, at: float | None) -> Frame | None:
+        """A replay opens: show the frame at ``at`` (wall time), or the first one."""
+        span = self.timeline.span()
+        if span is None:
+            self.app.main_screen.show_mode(self.mode, None)
+            return self._nothing()
+        return self.show(self.timeline.frame_at(span[0] if at is None else at))
+
+    def step(self, n: int) -> Frame | None:
+        """Show the frame ``n`` samples later (or earlier, ``n < 0``)."""
+        origin = self._origin()
+        if origin is None:
+            return self._nothing()
+        return self.show(self.timeline.step(origin, n))
+
+    def seek(self, seconds: float) -> Frame | None:
+        """Show the frame ``seconds`` later (or earlier); at least one sample moves."""
+        origin = self._origin()
+        if origin is None:
+            return self._nothing()
+        frame = self.timeline.frame_at(origin + seconds)
+        if frame is not None and frame.wall_time == origin:  # a gap in the recording
+            frame = self.timeline.step(origin, 1 if seconds > 0 else -1)
+        return self.show(frame)
+
+    def jump(self, text: str) -> str | None:
+        """Show the frame at the time ``text`` names; returns a one-line error, or None."""
+        span = self.timeline.span()
+        if span is None:
+            return "no history yet"
+        try:
+            wall = parse_time(text, span[1], self.zone)
+        except TimeParseError as exc:
+            return str(exc)
+        frame = self.show(self.timeline.frame_at(wall))
+        if wall < span[0]:
+            self.app.notify(
+                f"history starts at {self.clock(span[0])}: showing its first frame",
+                severity="warning",
+                timeout=5,
+                markup=False,
+            )
+        elif frame is not None and wall > span[1] and not self.replay:
+            self.app.notify("that is after the newest frame: showing it", timeout=4)
+        return None
+
+    def live(self) -> None:
+        """Back to live (in a replay: to the newest frame of the recording)."""
+        if self.replay:
+            span = self.timeline.span()
+            if span is not None:
+                self.show(self.timeline.frame_at(span[1]))
+            return
+        self.at = None
+        app = self.app
+        if app.paused:
+            app.paused = False  # the app's watcher shows the newest frame
+        else:
+            app.main_screen.show_mode(LIVE, None)
+
+    def show(self, frame: Frame | None) -> Frame | None:
+        """Put ``frame`` on screen as the scrubbed position (None: nothing to show)."""
+        if frame is None:
+            return self._nothing()
+        self.moves += 1
+        self.at = frame.wall_time
+        if not self.replay and not self.app.paused:
+            self.app.paused = True  # live frames keep filling the ring, not the screen
+        screen = self.app.main_screen
+        screen.show_mode(self.mode, frame.wall_time)
+        screen.show_frame(frame)
+        return frame
+
+    def _nothing(self) -> Frame | None:
+        self.app.notify("no history yet", timeout=3)
+        return None
+
+    def clock(self, wall: float) -> str:
+        """``14:05:03`` in the zone shown (with the date when not today's)."""
+        span = self.timeline.span()
+        return clock_text(wall, self.zone, span[1] if span else None)
+
+    # ---- what the charts draw -------------------------------------------------------------
+
+    def chart_window(
+        self, device: str | None, history: History, seconds: float
+    ) -> tuple[DeviceHistory | None, list[Mark], float]:
+        """The selected device's series over the ``seconds`` ending at the frame shown.
+
+        Times are wall times. Marks are the live run's own (settings changed, probes run in
+        this TUI, moved from the monotonic clock to the wall clock) and, in a replay, the
+        recorded setting and probe events.
+        """
+        assert self.at is not None
+        end = self.at
+        frames = self.timeline.window(end, seconds)
+        series: DeviceHistory | None = None
+        if device is not None and frames:
+            series = DeviceHistory(len(frames))
+            for frame in frames:
+                rates = frame.rates.get(device)
+                if rates is not None:
+                    series.append(frame.wall_time, rates)
+        marks: list[Mark] = []
+        if self.replay:
+            marks = list(event_marks(frames))
+        elif frames:
+            offset = frames[-1].wall_time - frames[-1].monotonic
+            marks = [Mark(m.timestamp + offset, m.label, m.device) for m in history.marks]
+        return series, marks, end
+
+
+def event_marks(frames: Iterable[Frame]) -> Iterable[Mark]:
+    """A mark per setting or probe event of ``frames``, at the frame's wall time."""
+    for frame in frames:
+        for event in frame.events:
+            if event.kind in MARKED_EVENTS:
+                yield Mark(frame.wall_time, event.text, event.device)
