@@ -89,6 +89,7 @@ class FleetApp(App[None]):
     """Hosts x devices from Prometheus, refreshed every ``refresh_s``."""
 
     TITLE = "iotop-plus fleet"
+    AUTO_FOCUS = "#fleet-table"  # not the (hidden) filter box
     CSS = """
     #fleet-header { height: 2; background: $panel; }
     #fleet-filter { display: none; height: 3; }
@@ -99,7 +100,8 @@ class FleetApp(App[None]):
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
-        Binding("slash", "filter", "Filter"),
+        # Priority, as on the main screen; check_action lets "/" through to the filter box.
+        Binding("slash", "filter", "Filter", priority=True),
         Binding("less_than_sign", "sort(-1)", "Sort <"),
         Binding("greater_than_sign", "sort(1)", "Sort >"),
         Binding("r", "reverse", "Reverse"),
@@ -203,11 +205,16 @@ class FleetApp(App[None]):
 
     # --- actions ----------------------------------------------------------------------------
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the filter box has focus, "/" is text, not the filter action."""
+        return not (action == "filter" and isinstance(self.focused, Input))
+
     def action_filter(self) -> None:
         """Show the filter input."""
         box = self.query_one("#fleet-filter", Input)
         box.add_class("shown")
-        box.focus()
+        # At once (as the main screen does): the text typed right after "/" may be queued.
+        self.set_focus(box)
 
     def action_close_filter(self) -> None:
         """Hide the filter input (the filter stays applied)."""
