@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from iotop_plus import __version__
-from iotop_plus.commands import ab, probe, restore, snapshot, sweep, top
+from iotop_plus.commands import ab, fleet, probe, restore, serve, snapshot, sweep, top
 from iotop_plus.commands import set as set_command
 from iotop_plus.commands.common import (
     EXIT_FAILURE,
@@ -30,7 +30,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.sampler import SourceError
 
 #: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
-COMMANDS = [snapshot, probe, set_command, top, sweep, ab, restore]
+COMMANDS = [snapshot, probe, set_command, top, sweep, ab, restore, serve, fleet]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,6 +89,7 @@ def build_parser() -> _Parser:
         "Without a subcommand: iotop-plus [--all] [--interval S] [DEV...] starts the TUI; "
         "DEV (kernel name, dm name or /dev path) shows only those devices, the first selected."
     )
+    parser.set_defaults(fleet_tui=_run_fleet_tui)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in COMMANDS:
         module.add_parser(sub)
@@ -206,3 +207,14 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
         )
         return EXIT_FAILURE
     return run_tui(args, roots, source=source)
+
+
+def _run_fleet_tui(client: object, refresh_s: float, window: str) -> int:
+    """``fleet``'s TUI, loaded only when asked for (commands never import Textual)."""
+    try:
+        from iotop_plus.tui.fleet.app import FleetApp
+    except ImportError as exc:
+        print(f"iotop-plus: the TUI is not available ({exc}); try --once", file=sys.stderr)
+        return EXIT_FAILURE
+    FleetApp(client, refresh_s=refresh_s, window=window).run()  # type: ignore[arg-type]
+    return EXIT_OK

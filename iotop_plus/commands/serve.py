@@ -1,0 +1,167 @@
+"""``iotop-plus serve``: the Prometheus exporter (or, with ``--textfile``, its file).
+
+One sampler thread reads a frame per ``--interval``; scrapes read the latest one. Loopback by
+default; another address prints a warning. ``--web-config`` adds TLS and basic auth in the
+exporter-toolkit format. SIGTERM and SIGINT stop it cleanly (exit 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, positive_float
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import printable
+
+if TYPE_CHECKING:  # loaded only when serve runs
+    from iotop_plus.export.collector import FrameCollector
+    from iotop_plus.export.view import ExportSampler
+
+DEFAULT_INTERVAL = 5.0
+"""Seconds between frames: fresh enough for a 15 s scrape interval, cheap at 200 devices."""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from iotop_plus.export.server import DEFAULT_LISTEN
+
+    p = sub.add_parser(
+        "serve",
+        help="Prometheus exporter: disk counters, queue settings, pressure, probes",
+        description="Serve Prometheus metrics on GET /metrics (loopback only by default), or "
+        "write them to a file for node_exporter's textfile collector with --textfile.",
+    )
+    p.add_argument(
+        "--listen",
+        default=DEFAULT_LISTEN,
+        metavar="HOST:PORT",
+        help=f"address to serve on (default {DEFAULT_LISTEN}; another than loopback warns)",
+    )
+    p.add_argument(
+        "--web-config",
+        metavar="FILE",
+        help="TLS and basic auth, exporter-toolkit format (tls_server_config, basic_auth_users)",
+    )
+    p.add_argument(
+        "--textfile",
+        metavar="PATH",
+        help="write the metrics to PATH (atomically, every interval) instead of listening",
+    )
+    p.add_argument(
+        "--interval",
+        "-i",
+        type=positive_float,
+        default=DEFAULT_INTERVAL,
+        metavar="S",
+        help=f"seconds between frames (default {DEFAULT_INTERVAL:g})",
+    )
+    p.add_argument(
+        "--all",
+        action="store_true",
+        help="export every device (default: as the TUI, no partitions, loop, ram, zram or "
+        "never-used devices)",
+    )
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, roots: Roots) -> int:
+    from iotop_plus.export.collector import FrameCollector
+    from iotop_plus.export.server import ListenError, MetricsServer, is_loopback, parse_listen
+    from iotop_plus.export.view import ExportSampler
+    from iotop_plus.export.webconfig import WebConfig, WebConfigError, load_web_config
+    from iotop_plus.sampling.frame import LiveSource
+    from iotop_plus.state import StateDir, chosen_state_dir
+
+    web = WebConfig()
+    if args.web_config:
+        if args.textfile:
+            return _usage("--web-config has no meaning with --textfile")
+        try:
+            web = load_web_config(Path(args.web_config))
+        except WebConfigError as exc:
+            return _usage(str(exc))
+    host, port = "", 0
+    if not args.textfile:
+        try:
+            host, port = parse_listen(args.listen)
+        except ListenError as exc:
+            return _usage(str(exc))
+    textfile = Path(args.textfile) if args.textfile else None
+    if textfile is not None and not textfile.parent.is_dir():
+        return _usage(f"--textfile {textfile}: {textfile.parent} is not a directory")
+
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+
+    state = StateDir(chosen_state_dir(args.state_dir))
+    sampler = ExportSampler(LiveSource(roots), args.interval, state=state, show_all=args.all)
+    collector = FrameCollector(sampler.view)
+    if textfile is not None:
+        return _textfile_loop(sampler, collector, textfile, args.interval, stop)
+
+    try:
+        server = MetricsServer((host, port), collector, web)
+    except OSError as exc:
+        print(f"iotop-plus: error: cannot listen on {args.listen}: {exc.strerror}", file=sys.stderr)
+        return EXIT_FAILURE
+    if not is_loopback(host):
+        print(
+            f"iotop-plus: warning: serving on {args.listen}, reachable from other machines"
+            + ("" if web.users else " without authentication (see --web-config)"),
+            file=sys.stderr,
+        )
+    scheme = "https" if web.ssl_context is not None else "http"
+    shown = f"[{host}]" if ":" in host else host
+    print(f"iotop-plus: serving {scheme}://{shown}:{server.port}/metrics", file=sys.stderr)
+    sys.stderr.flush()
+    sampler.start()
+    server.serve_in_thread()
+    try:
+        while not stop.wait(1.0):
+            pass
+    finally:
+        server.shutdown()
+        server.server_close()
+        sampler.stop()
+    return EXIT_OK
+
+
+def _textfile_loop(
+    sampler: ExportSampler,
+    collector: FrameCollector,
+    path: Path,
+    interval: float,
+    stop: threading.Event,
+) -> int:
+    from iotop_plus.export.textfile import write_textfile
+
+    while True:
+        sampler.step()
+        body, _ = collector.render(None)
+        try:
+            write_textfile(path, body)
+        except OSError as exc:
+            print(
+                f"iotop-plus: error: cannot write {printable(str(path))}: {exc.strerror or exc}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILURE
+        if stop.wait(interval):
+            sampler.stop()
+            return EXIT_OK
+
+
+def _usage(message: str) -> int:
+    print(f"iotop-plus: error: {printable(message)}", file=sys.stderr)
+    return EXIT_USAGE

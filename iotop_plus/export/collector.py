@@ -1,0 +1,272 @@
+"""The custom ``prometheus_client`` collector of ``serve``, and its exposition.
+
+Families come in two parts, each a tuple of functions ``(view) -> metric families``:
+
+* :data:`FRAME_FAMILIES` change with every frame (disk counters, pressure, health);
+* :data:`STATIC_FAMILIES` change rarely (identity, queue settings, setting changes, probes).
+
+Adding a family (latency histograms, cgroups) is one function appended to a tuple. The
+rendered text of each part is cached: the frame part per frame and format, the static part
+per :attr:`ExportView.static_version` and format; a scrape between two frames costs nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from prometheus_client.core import (
+    CollectorRegistry,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+    StateSetMetricFamily,
+)
+from prometheus_client.exposition import choose_encoder
+
+from iotop_plus import __version__
+from iotop_plus.export.counters import DISK_COUNTERS
+from iotop_plus.export.queue import QUEUE_GAUGES
+from iotop_plus.export.view import ExportView
+from iotop_plus.sampling.diskstats import IN_FLIGHT
+
+PREFIX = "iotop_plus_"
+OPENMETRICS_EOF = b"# EOF\n"
+
+Families = Callable[[ExportView], Iterable[Metric]]
+
+
+def disk_families(view: ExportView) -> Iterator[Metric]:
+    """node_exporter's disk counters, and ``disk_io_now``."""
+    frame = view.frame
+    if frame is None:
+        return
+    counters = frame.sample.counters
+    values = view.disk_values
+    devices = view.devices
+    for spec in DISK_COUNTERS:
+        family = CounterMetricFamily(
+            PREFIX + spec.name, spec.help, labels=("device",), unit=spec.unit
+        )
+        i, scale = spec.index, spec.scale
+        for name in devices:
+            if counters[name].n_fields >= spec.needs:
+                v = values[name][i]
+                family.add_metric((name,), v * scale if scale != 1 else v)
+        yield family
+    io_now = GaugeMetricFamily(PREFIX + "disk_io_now", "I/Os in flight now.", labels=("device",))
+    for name in devices:
+        io_now.add_metric((name,), counters[name].values[IN_FLIGHT])
+    yield io_now
+
+
+def pressure_families(view: ExportView) -> Iterator[Metric]:
+    """Host-wide PSI as counters of seconds: ``some`` waiting, ``full`` stalled."""
+    pressure = view.frame.pressure if view.frame is not None else None
+    if pressure is None or not pressure.resources:
+        return
+    waiting = CounterMetricFamily(
+        PREFIX + "pressure_waiting_seconds",
+        "Seconds in which at least one task waited for the resource (PSI some total).",
+        labels=("resource",),
+        unit="seconds",
+    )
+    stalled = CounterMetricFamily(
+        PREFIX + "pressure_stalled_seconds",
+        "Seconds in which every non-idle task stalled on the resource at once (PSI full total).",
+        labels=("resource",),
+        unit="seconds",
+    )
+    for resource, lines in pressure.resources.items():
+        if lines.some is not None:
+            waiting.add_metric((resource,), lines.some.total_us / 1e6)
+        if lines.full is not None:
+            stalled.add_metric((resource,), lines.full.total_us / 1e6)
+    yield waiting
+    yield stalled
+
+
+def health_families(view: ExportView) -> Iterator[Metric]:
+    """When the last frame was read, and how many could not be."""
+    if view.frame is not None:
+        yield GaugeMetricFamily(
+            PREFIX + "last_frame_timestamp_seconds",
+            "Wall-clock time the latest frame was read (seconds since the epoch).",
+            value=view.frame.wall_time,
+            unit="seconds",
+        )
+    yield CounterMetricFamily(
+        PREFIX + "frame_errors",
+        "Frames that could not be read, or held lines of /proc/diskstats that did not parse.",
+        value=view.frame_errors,
+    )
+
+
+def identity_families(view: ExportView) -> Iterator[Metric]:
+    """``disk_info`` and ``build_info``."""
+    yield InfoMetricFamily(
+        PREFIX + "build", "The iotop-plus version serving these metrics.", {"version": __version__}
+    )
+    frame = view.frame
+    if frame is None:
+        return
+    info = InfoMetricFamily(
+        PREFIX + "disk",
+        "Identity of each exported device.",
+        labels=("device", "major", "minor", "model", "serial", "wwn", "rotational", "dm_name"),
+    )
+    counters = frame.sample.counters
+    for name in view.devices:
+        dev = frame.inventory.get(name)
+        c = counters[name]
+        rotational = "" if dev is None or dev.rotational is None else str(int(dev.rotational))
+        info.add_metric(
+            (
+                name,
+                str(c.major),
+                str(c.minor),
+                (dev.model if dev else None) or "",
+                (dev.serial if dev else None) or "",
+                (dev.wwid if dev else None) or "",
+                rotational,
+                (dev.dm_name if dev else None) or "",
+            ),
+            {},
+        )
+    yield info
+
+
+def queue_families(view: ExportView) -> Iterator[Metric]:
+    """Queue settings: the scheduler as a StateSet, the numeric ones as gauges."""
+    queues = view.queues
+    scheduler = StateSetMetricFamily(
+        PREFIX + "disk_scheduler",
+        "The I/O scheduler of the queue: one series per scheduler it offers, 1 for the active.",
+        labels=("device",),
+    )
+    for name, q in queues.items():
+        if q.schedulers:
+            scheduler.add_metric((name,), {s: s == q.scheduler for s in q.schedulers})
+    yield scheduler
+    for gauge in QUEUE_GAUGES:
+        family = GaugeMetricFamily(
+            PREFIX + gauge.name, gauge.help, labels=("device",), unit=gauge.unit
+        )
+        for name, q in queues.items():
+            value = q.values.get(gauge.attribute)
+            if value is not None:
+                family.add_metric((name,), value)
+        yield family
+
+
+def event_families(view: ExportView) -> Iterator[Metric]:
+    """Setting changes from the journal, and the last probe per (target, preset)."""
+    changes = CounterMetricFamily(
+        PREFIX + "setting_changes",
+        "Queue setting writes applied by iotop-plus (from the settings journal).",
+        labels=("device", "setting"),
+    )
+    for (device, setting), count in sorted(view.changes.items()):
+        changes.add_metric((device, setting), count)
+    yield changes
+    labels = ("target", "preset")
+    iops = GaugeMetricFamily(
+        PREFIX + "probe_iops", "Last probe: read plus write IOPS.", labels=labels
+    )
+    bandwidth = GaugeMetricFamily(
+        PREFIX + "probe_bandwidth_bytes",
+        "Last probe: read plus write bandwidth, bytes per second.",
+        labels=labels,
+        unit="bytes",
+    )
+    p99 = GaugeMetricFamily(
+        PREFIX + "probe_latency_p99_seconds",
+        "Last probe: completion latency p99 (the worse of read and write).",
+        labels=labels,
+        unit="seconds",
+    )
+    stamp = GaugeMetricFamily(
+        PREFIX + "probe_timestamp_seconds",
+        "When the last probe finished (seconds since the epoch).",
+        labels=labels,
+        unit="seconds",
+    )
+    for key, figures in sorted(view.probes.items()):
+        iops.add_metric(key, figures.iops)
+        bandwidth.add_metric(key, figures.bandwidth_bytes)
+        if figures.latency_p99_seconds is not None:
+            p99.add_metric(key, figures.latency_p99_seconds)
+        stamp.add_metric(key, figures.timestamp)
+    yield from (iops, bandwidth, p99, stamp)
+
+
+FRAME_FAMILIES: tuple[Families, ...] = (disk_families, pressure_families, health_families)
+"""Families that change every frame (latency histograms and cgroups go here)."""
+STATIC_FAMILIES: tuple[Families, ...] = (identity_families, queue_families, event_families)
+"""Families that change rarely."""
+
+
+class _Part:
+    """A collector over some family functions (so each part renders on its own registry)."""
+
+    def __init__(self, view: Callable[[], ExportView], families: tuple[Families, ...]) -> None:
+        self._view = view
+        self._families = families
+
+    def collect(self) -> Iterator[Metric]:
+        view = self._view()
+        for build in self._families:
+            yield from build(view)
+
+
+class FrameCollector:
+    """The custom collector: every family of the latest view. Register it on a private
+    :class:`CollectorRegistry` (no process metrics leak in); :meth:`render` is the fast path
+    the HTTP server and the textfile writer use."""
+
+    def __init__(self, view: Callable[[], ExportView]) -> None:
+        self.view = view
+        self._frame_part = _registry(_Part(view, FRAME_FAMILIES))
+        self._static_part = _registry(_Part(view, STATIC_FAMILIES))
+        self._cache: dict[tuple[str, str], tuple[Any, bytes]] = {}
+        self._lock = threading.Lock()
+
+    def collect(self) -> Iterator[Metric]:
+        """Every family, from one view."""
+        view = self.view()
+        for build in (*FRAME_FAMILIES, *STATIC_FAMILIES):
+            yield from build(view)
+
+    def render(self, accept: str | None = None) -> tuple[bytes, str]:
+        """(body, content type) for an ``Accept`` header: OpenMetrics when asked, else 0.0.4."""
+        encoder, content_type = choose_encoder(accept or "")
+        view = self.view()
+        frame_key = view.frame.seq if view.frame is not None else -1
+        with self._lock:  # two scrapers at once render once
+            head = self._cached("frame", content_type, (frame_key, view.frame_errors), encoder)
+            tail = self._cached("static", content_type, view.static_version, encoder)
+        if head.endswith(OPENMETRICS_EOF):
+            head = head[: -len(OPENMETRICS_EOF)]
+        return head + tail, content_type
+
+    def _cached(self, part: str, content_type: str, key: Any, encoder: Any) -> bytes:
+        hit = self._cache.get((part, content_type))
+        if hit is not None and hit[0] == key:
+            return hit[1]
+        registry = self._frame_part if part == "frame" else self._static_part
+        body: bytes = encoder(registry)
+        self._cache[(part, content_type)] = (key, body)
+        return body
+
+
+def _registry(collector: object) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)  # type: ignore[arg-type]
+    return registry
+
+
+def private_registry(collector: FrameCollector) -> CollectorRegistry:
+    """A registry holding only ``collector``."""
+    return _registry(collector)

@@ -1,0 +1,165 @@
+"""What one scrape exports: an immutable :class:`ExportView`, rebuilt by the sampler thread.
+
+:class:`ExportSampler` drives a :class:`~iotop_plus.sampling.frame.LiveSource` on its own
+thread, one frame per interval; a scrape only reads the latest view, never ``/proc``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from iotop_plus.export.counters import MonotonicDisks
+from iotop_plus.export.events import ProbeFigures, StateEvents
+from iotop_plus.export.queue import QUEUE_REFRESH_S, QueueSettings, read_queues
+from iotop_plus.sampling.frame import Frame, FrameSource
+from iotop_plus.sampling.sampler import select_devices
+from iotop_plus.state import StateDir
+
+_EMPTY: Mapping = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class ExportView:
+    """Everything one scrape exports, as of the latest frame."""
+
+    frame: Frame | None = None
+    """The latest frame; None until the first one was read."""
+    devices: tuple[str, ...] = ()
+    """The devices exported, in kernel order."""
+    disk_values: Mapping[str, tuple[int, ...]] = field(default_factory=lambda: _EMPTY)
+    """Each exported device's 17 counters, made monotonic across the 32-bit ms wrap."""
+    queues: Mapping[str, QueueSettings] = field(default_factory=lambda: _EMPTY)
+    """Queue settings of the exported whole devices."""
+    changes: Mapping[tuple[str, str], int] = field(default_factory=lambda: _EMPTY)
+    """Journaled setting changes by (device, setting)."""
+    probes: Mapping[tuple[str, str], ProbeFigures] = field(default_factory=lambda: _EMPTY)
+    """The last probe result by (target, preset)."""
+    frame_errors: int = 0
+    """Frames that could not be read, or carried lines that did not parse."""
+    static_version: int = 0
+    """Bumped whenever the slow-changing part (inventory, queues, changes, probes) changed."""
+
+
+class ExportSampler:
+    """Reads a frame every ``interval`` seconds on its own thread; :meth:`view` is the latest.
+
+    :meth:`step` reads one frame on the caller's thread (for ``--textfile``, tests and
+    benchmarks); :meth:`start` runs steps on a thread until :meth:`stop`.
+    """
+
+    def __init__(
+        self,
+        source: FrameSource,
+        interval: float,
+        *,
+        state: StateDir | None = None,
+        show_all: bool = False,
+        queue_refresh_s: float = QUEUE_REFRESH_S,
+    ) -> None:
+        self.source = source
+        self.interval = interval
+        self.show_all = show_all
+        self.queue_refresh_s = queue_refresh_s
+        self.events = StateEvents(state)
+        self.problem: str | None = None
+        """The last frame's read error, one line; None when it was read."""
+        self._view = ExportView()
+        self._disks = MonotonicDisks()
+        self._errors = 0
+        self._static = 0
+        self._queues: Mapping[str, QueueSettings] = _EMPTY
+        self._queues_at = float("-inf")
+        self._queue_names: tuple[str, ...] = ()
+        self._devices: tuple[str, ...] = ()
+        self._device_key: tuple[object, frozenset[str]] | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def view(self) -> ExportView:
+        """The latest view (an immutable object: safe to read from any thread)."""
+        return self._view
+
+    def step(self) -> ExportView:
+        """Read one frame and publish the view built from it."""
+        try:
+            frame = self.source.next_frame()
+        except Exception as exc:  # a vanished or unreadable diskstats: count it, keep serving
+            self._errors += 1
+            self.problem = f"cannot read a frame: {exc}"
+            self._view = _replace(self._view, frame_errors=self._errors)
+            return self._view
+        self.problem = None
+        if frame.sample.problems:
+            self._errors += 1
+        counters = frame.sample.counters
+        self._disks.update(counters)
+        key = (frame.inventory, frame.ever_used)
+        if key != self._device_key:
+            names = set(
+                select_devices(counters, frame.inventory, show_all=self.show_all, hide_virtual=True)
+            )
+            devices = tuple(n for n in counters if n in names)
+            if devices != self._devices:
+                self._static += 1
+            self._devices = devices
+            self._device_key = key
+        devices = self._devices
+        events_changed = self.events.poll()
+        whole = tuple(
+            n for n in devices if (dev := frame.inventory.get(n)) is None or not dev.is_partition
+        )
+        now = time.monotonic()
+        if (
+            events_changed
+            or whole != self._queue_names
+            or now - self._queues_at >= (self.queue_refresh_s)
+        ):
+            queues = read_queues(self.source.roots, whole)
+            if queues != self._queues or whole != self._queue_names:
+                self._static += 1
+            self._queues, self._queue_names, self._queues_at = MappingProxyType(queues), whole, now
+        if events_changed or frame.inventory_changed:
+            self._static += 1
+        self._view = ExportView(
+            frame=frame,
+            devices=devices,
+            disk_values=MappingProxyType({n: self._disks.values(n, counters[n]) for n in devices}),
+            queues=self._queues,
+            changes=MappingProxyType(dict(self.events.changes)),
+            probes=MappingProxyType(dict(self.events.probes)),
+            frame_errors=self._errors,
+            static_version=self._static,
+        )
+        return self._view
+
+    def start(self) -> None:
+        """Read the first frame now, then one per interval on a daemon thread."""
+        self.step()
+        self._thread = threading.Thread(target=self._run, name="iotop-plus-serve", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        deadline = time.monotonic()
+        while True:
+            deadline += self.interval
+            if self._stop.wait(max(0.0, deadline - time.monotonic())):
+                return
+            self.step()
+            deadline = max(deadline, time.monotonic() - self.interval)  # never pile up
+
+    def stop(self) -> None:
+        """Stop the thread and release the source."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        self.source.close()
+
+
+def _replace(view: ExportView, **changes: object) -> ExportView:
+    import dataclasses
+
+    return dataclasses.replace(view, **changes)  # type: ignore[arg-type]
