@@ -499,7 +499,8 @@ class LatencyPart:
             if start_ns is None:  # the first tick covers from attach, not a whole interval
                 start_ns = batches[0].end_ns - tracer.tick_ms * 1_000_000
             self._last_end_ns = batches[-1].end_ns
-        span = (self._last_end_ns - start_ns) / 1e9 if start_ns is not None else 0.0
+        end_ns = self._last_end_ns
+        span = (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0
         devices = {n: DeviceLatency(MappingProxyType(o)) for n, o in merged.items()}
         status = tracer.error  # died after this frame's batches: say so now
         return LatencyFrame(
