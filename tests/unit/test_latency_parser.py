@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import DiskCounters
+from iotop_plus.sampling.frame import LATENCY, LiveSource
 from iotop_plus.sampling.latency import (
     MARKER,
     LatencyPart,
@@ -164,3 +167,23 @@ def test_missing_prerequisite_is_one_line_and_no_tracer() -> None:
     assert frame.state == FAILED and part.tracer is None
     assert frame.status is not None and "\n" not in frame.status
     assert not part.wait_ready(0.1)
+
+
+def test_live_source_wants_latency_only_on_the_live_host(tmp_path: Path) -> None:
+    roots = Roots(proc=tmp_path / "proc", sys=tmp_path / "sys")
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "diskstats").write_text(
+        "   7       3 loop3 1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+    )
+    (tmp_path / "sys" / "block").mkdir(parents=True)
+    source = LiveSource(roots)
+    assert source.next_frame().latency is None  # not wanted: no tracer, no field
+    source.want(LATENCY, True)
+    frame = source.next_frame()
+    assert frame.latency is not None and frame.latency.state == FAILED
+    assert "captured tree" in (frame.latency.status or "")
+    source.want(LATENCY, False)
+    assert source.next_frame().latency is None
+    with pytest.raises(ValueError):
+        source.want("latencies", True)
+    source.close()
