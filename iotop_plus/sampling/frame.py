@@ -273,6 +273,10 @@ class LiveSource:
 
     def _read(self, early: Callable[[Frame], object] | None) -> Frame:
         pressure = None
+        latency_part = self._latency_part() if self.devices else None
+        if latency_part is not None:
+            latency_part.start()
+            latency_part.align()  # read the disks right after a tracer tick: same interval
         if self.devices:
             cur = self.sampler.sample()
             pressure = read_pressure(self.roots)  # three small files: always worth it
@@ -304,7 +308,6 @@ class LiveSource:
             process_error = f"cannot read {self.roots.proc}: {exc.strerror or exc}"
             self.close()
         frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
-        latency_part = self._latency_part() if self.devices else None
         latency = latency_part.frame(cur.counters, cur.monotonic) if latency_part else None
         if process_error is not None or pressure is not None or latency is not None:
             frame = dataclasses.replace(

@@ -44,6 +44,8 @@ TICK_MS = 250
 """How often the child prints and clears its maps; frame boundaries fall on these ticks."""
 MAX_PENDING_BATCHES = 2400
 """Batches kept while nobody reads frames (10 minutes at 4 a second), then the oldest go."""
+ALIGN_SLACK_NS = 20_000_000
+"""A tick this recent (20 ms) ends the interval; otherwise a frame waits for the next one."""
 MAP_KEYS_MAX = 16384
 """``BPFTRACE_MAP_KEYS_MAX``: requests in flight and buckets the child can hold."""
 TRACEFS = "/sys/kernel/tracing"
@@ -283,8 +285,17 @@ class Tracer:
         self._proc: subprocess.Popen[str] | None = None
         self._thread: threading.Thread | None = None
         self._closing = False
+        self._arrived = threading.Condition(self._lock)
+        self.ticks = 0
+        self.last_end_ns = 0
+        """Ticks received so far (the first, partial one included)."""
+        self.first_tick_ns: int | None = None
+        """When the first tick ended: everything after it is traced whole."""
         self.attached = threading.Event()
-        """Set once the probes are attached."""
+        """Set once bpftrace said it attaches its probes."""
+        self.ready = threading.Event()
+        """Set at the first tick: the probes are surely attached, so later ticks are whole.
+        That first tick covers the attaching and is dropped."""
         self.error: str | None = None
         """Why the child stopped or could not start (one line); None while it runs."""
         self.started_at: float | None = None
@@ -353,14 +364,23 @@ class Tracer:
                 if parser.attached:
                     self.attached.set()
                 if batch is not None:
-                    with self._lock:
-                        self._batches.append(batch)
+                    with self._arrived:
+                        if self.first_tick_ns is None:
+                            self.first_tick_ns = batch.end_ns
+                        else:
+                            self._batches.append(batch)
+                        self.ticks += 1
+                        self.last_end_ns = batch.end_ns
+                        self._arrived.notify_all()
+                    self.ready.set()
         finally:
             if self.error is not None:
                 _kill(proc)
             code = proc.wait()
             if not self._closing and self.error is None:
                 self.error = self._exit_reason(code)
+            with self._arrived:
+                self._arrived.notify_all()
 
     def _read_stderr(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stderr is not None
@@ -382,6 +402,18 @@ class Tracer:
         if any("tracepoint not found" in line for line in self._stderr):
             detail += f" (is tracefs mounted? mount -t tracefs nodev {TRACEFS})"
         return f"latency tracer (bpftrace) {how}{detail}"
+
+    def wait_tick(self, after_ns: int, timeout: float) -> bool:
+        """Wait for a tick that ended at or after ``after_ns`` (CLOCK_MONOTONIC ns); False on
+        timeout or failure. Frames read the disks right after one, so the histograms and the
+        iostat figures cover the same interval."""
+        with self._arrived:
+            return (
+                self._arrived.wait_for(
+                    lambda: self.last_end_ns >= after_ns or self.error is not None, timeout
+                )
+                and self.error is None
+            )
 
     def take(self, until_ns: int) -> list[TracerBatch]:
         """Remove and return the batches that ended at or before ``until_ns``."""
@@ -466,11 +498,20 @@ class LatencyPart:
             return False
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if tracer.attached.wait(0.05):
+            if tracer.ready.wait(0.05):
                 return True
             if tracer.error is not None:
                 return False
         return False
+
+    def align(self) -> None:
+        """Wait for the tracer's next tick when it is tracing (at most about a tick)."""
+        tracer = self.tracer
+        if tracer is not None and tracer.ready.is_set() and tracer.error is None:
+            # A tick that ended a moment ago counts (the reader may not have seen it yet):
+            # waiting for the one after would stretch every interval by a tick.
+            after = time.monotonic_ns() - ALIGN_SLACK_NS
+            tracer.wait_tick(after, tracer.tick_ms / 1000 + 0.5)
 
     def frame(self, counters: Mapping[str, object], monotonic: float) -> LatencyFrame:
         """The latency since the previous call, for the devices in ``counters``."""
@@ -496,8 +537,8 @@ class LatencyPart:
                 ops[op] = ops[op].merged(lat) if op in ops else lat
         start_ns = self._last_end_ns
         if batches:
-            if start_ns is None:  # the first tick covers from attach, not a whole interval
-                start_ns = batches[0].end_ns - tracer.tick_ms * 1_000_000
+            if start_ns is None:  # traced whole from the first (dropped) tick on
+                start_ns = tracer.first_tick_ns or batches[0].end_ns - tracer.tick_ms * 1_000_000
             self._last_end_ns = batches[-1].end_ns
         end_ns = self._last_end_ns
         span = (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0
