@@ -524,7 +524,7 @@ class LatencyPart:
         if not batches:
             if tracer.error is not None:
                 return LatencyFrame(FAILED, status=tracer.error, notice=notice)
-            if self._last_end_ns is None:
+            if not tracer.ready.is_set():
                 return LatencyFrame(STARTING, status="starting tracer…", notice=notice)
         names = _names_by_dev(counters)
         merged: dict[str, dict[str, OpLatency]] = {}
@@ -536,9 +536,12 @@ class LatencyPart:
                 ops = merged.setdefault(name, {})
                 ops[op] = ops[op].merged(lat) if op in ops else lat
         start_ns = self._last_end_ns
+        if start_ns is None:  # traced whole from the first (dropped) tick on
+            start_ns = tracer.first_tick_ns
+            if start_ns is None and batches:
+                start_ns = batches[0].end_ns - tracer.tick_ms * 1_000_000
+            self._last_end_ns = start_ns
         if batches:
-            if start_ns is None:  # traced whole from the first (dropped) tick on
-                start_ns = tracer.first_tick_ns or batches[0].end_ns - tracer.tick_ms * 1_000_000
             self._last_end_ns = batches[-1].end_ns
         end_ns = self._last_end_ns
         span = (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0

@@ -132,6 +132,7 @@ class CannedTracer(Tracer):
 
     def push(self, batch: TracerBatch) -> None:
         self._batches.append(batch)
+        self.ready.set()
 
 
 def counters(*devs: tuple[str, int, int]) -> dict[str, DiskCounters]:
