@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -321,3 +322,33 @@ def test_snapshot_signals_leave_no_tracer(signum: int) -> None:
 def test_device_latency_of_an_idle_device_is_zero_counts() -> None:
     empty = DeviceLatency({}).to_json()
     assert empty["read"]["count"] == 0 and empty["device_ms_mean"] is None  # type: ignore[index]
+
+
+@pytest.mark.parametrize("how", ["quit", "SIGHUP", "hangup"])
+def test_tui_quit_and_hangup_leave_no_tracer(how: str) -> None:
+    """The TUI with the latency columns shown: `q`, SIGHUP, or the terminal closing."""
+    need_tracer()
+    from tests.e2e.test_tui_tmux import STATE_DIR, console_script, wait_for_table
+    from tests.support.tmux import TmuxSession, tmux_available
+
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    with TmuxSession(120, 36) as tmux:
+        launched = tmux.launch([console_script(), "--state-dir", STATE_DIR, "--interval", "0.5"])
+        wait_for_table(tmux)
+        pid = tmux.program_pid(launched)
+        tmux.send_keys("c")
+        tmux.send_keys("c")
+        assert wait_for(lambda: len(tracers_of(pid)) == 1, 15), "no tracer started"
+        tmux.wait_for(re.compile(r"time in queue|latency: "), timeout=15)
+        if how == "quit":
+            tmux.send_keys("q")
+            assert tmux.wait_exit(launched, timeout=10) == 0
+        elif how == "SIGHUP":
+            os.kill(pid, signal.SIGHUP)
+            tmux.wait_exit(launched, timeout=10)
+        else:
+            tmux.tmux("kill-pane", "-t", tmux.name)
+        assert wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10)
+        assert wait_for(lambda: tracers_of(pid) == [], 5), tracers_of(pid)
