@@ -19,8 +19,14 @@ from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
-from iotop_plus.sampling.frame import Frame, LiveSource, frames_on_schedule
+from iotop_plus.sampling.frame import LATENCY_QUEUE, Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.latency_hist import (
+    LATENCY_CSV_COLUMNS,
+    DeviceLatency,
+    LatencyFrame,
+    csv_cells,
+)
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import Sample, select_devices
 
@@ -59,13 +65,36 @@ def add_parser(sub: Any) -> None:
         help="every device, including never-used ones and partitions",
     )
     p.add_argument("--partitions", "-p", action="store_true", help="add partitions of used devices")
+    p.add_argument(
+        "--latency",
+        action="store_true",
+        help="add per-device latency percentiles and the queue/device split (root; traces "
+        "the block layer with bpftrace)",
+    )
     p.set_defaults(run=run)
+
+
+#: How long ``--latency`` waits for the tracer's probes before the baseline sample.
+LATENCY_START_TIMEOUT_S = 10.0
 
 
 def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
     source = LiveSource(roots)
+    try:
+        return _run(args, source, out)
+    finally:
+        source.close()  # kills the latency tracer
+
+
+def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
+    latency = bool(getattr(args, "latency", False))
+    _said.clear()
+    if latency:
+        source.want(LATENCY_QUEUE, True)
+        # The baseline is read once the probes are attached: every interval is traced whole.
+        source.wait_latency(LATENCY_START_TIMEOUT_S)
     first_frame = source.next_frame()
     first = first_frame.sample
     inventory = first_frame.inventory
@@ -86,13 +115,18 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             "statistics": [],
         }
         stats: list[dict[str, Any]] = doc["statistics"]
-        for prev, cur, rates in reports:
+        for prev, cur, rates, lat in reports:
             names = _names(explicit, cur, inventory, args)
+            disks = [disk_json(n, rates[n], inventory) for n in names if rates.get(n)]
+            if latency:
+                for disk in disks:
+                    seen = _device_latency(lat, disk["disk_device"])
+                    disk["latency"] = seen.to_json() if seen is not None else None
             stats.append(
                 {
                     "timestamp": _iso(cur.wall_time),
                     "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
-                    "disk": [disk_json(n, rates[n], inventory) for n in names if rates.get(n)],
+                    "disk": disks,
                     "no_rates": [n for n in names if rates.get(n) is None],
                 }
             )
@@ -108,9 +142,10 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                 "name",
                 *(k for k, _ in IOSTAT_COLUMNS),
                 _IN_FLIGHT.json_key,
+                *(LATENCY_CSV_COLUMNS if latency else ()),
             ]
         )
-        for prev, cur, rates in reports:
+        for prev, cur, rates, lat in reports:
             for name in _names(explicit, cur, inventory, args):
                 r = rates.get(name)
                 if r is None:
@@ -124,6 +159,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                         printable(dev.friendly_name if dev else name),
                         *(f"{getattr(r, attr):.2f}" for _, attr in IOSTAT_COLUMNS),
                         r.in_flight,
+                        *(csv_cells(_device_latency(lat, name)) if latency else ()),
                     ]
                 )
             out.flush()
@@ -132,9 +168,11 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             f"{printable(host.hostname)}  Linux {printable(host.kernel)}  iotop-plus {__version__}",
             file=out,
         )
-        for prev, cur, rates in reports:
+        for prev, cur, rates, lat in reports:
             names = _names(explicit, cur, inventory, args)
             out.write(render_table(cur, prev, names, rates, inventory))
+            if latency:
+                out.write(render_latency(names, lat))
             out.flush()
     return EXIT_OK
 
@@ -142,13 +180,47 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
 def _warn(frame: Frame) -> None:
     for problem in frame.sample.problems:
         print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
+    lat = frame.latency
+    if lat is not None:
+        if lat.notice:
+            print(f"iotop-plus: note: {printable(lat.notice)}", file=sys.stderr)
+        if lat.status and lat.state == "failed" and lat.status not in _said:
+            _said.add(lat.status)
+            print(f"iotop-plus: latency: {printable(lat.status)}", file=sys.stderr)
+
+
+_said: set[str] = set()  # latency problems already printed (one line each)
 
 
 def _intervals(
     source: LiveSource, first: Frame, interval: float, count: int
-) -> Iterator[tuple[Sample, Sample, Mapping[str, DeviceRates | None]]]:
+) -> Iterator[tuple[Sample, Sample, Mapping[str, DeviceRates | None], LatencyFrame | None]]:
     for prev, cur in frames_on_schedule(source, interval, count, first=first, on_frame=_warn):
-        yield prev.sample, cur.sample, cur.rates
+        yield prev.sample, cur.sample, cur.rates, cur.latency
+
+
+def _device_latency(lat: LatencyFrame | None, name: str) -> DeviceLatency | None:
+    """A device's latency over the interval: empty (counts 0) when it did no traced I/O,
+    None when the tracer was not tracing."""
+    if lat is None or not lat.has_figures:
+        return None
+    return lat.devices.get(name) or DeviceLatency({})
+
+
+def render_latency(names: Sequence[str], lat: LatencyFrame | None) -> str:
+    """The latency lines under one interval's table (ms; ``-`` where nothing completed)."""
+    if lat is None or not lat.has_figures:
+        return f"latency: {printable(lat.status or 'not traced') if lat else 'not traced'}\n"
+    headers = ["Device", *LATENCY_CSV_COLUMNS]
+    rows = [[printable(n), *(c or "-" for c in csv_cells(_device_latency(lat, n)))] for n in names]
+    widths = [
+        max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)
+    ]
+    lines = [
+        " ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row))
+        for row in [headers, *rows]
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def resolve_devices(

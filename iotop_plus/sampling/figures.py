@@ -100,8 +100,25 @@ FIGURES: tuple[Figure, ...] = (
     Figure("in_flight", "inflight", "in_flight", "req", _IN_FLIGHT, iostat=False, integer=True),
 )
 
-BY_KEY: dict[str, Figure] = {f.key: f for f in FIGURES}
-"""Figures by DeviceRates attribute."""
+_LATENCY = Note(
+    "device time percentiles (issue to completion) over the interval, from the block "
+    "tracepoints (bpftrace, root); the queue/device line splits time into scheduler queue "
+    "and device",
+    "merged requests count once (with the longest wait); requests that bypass the scheduler "
+    "(scheduler none, passthrough) have no queue time; a loop device measures its backing "
+    "file, whose I/O shows again on the disk below; p99.9 needs 1000+ requests per interval",
+)
+
+#: Latency percentiles (the ``latency`` column set; not DeviceRates attributes, they come
+#: from the frame's latency part). Keys are the CSV column names without ``_ms``.
+LATENCY_FIGURES: tuple[Figure, ...] = tuple(
+    Figure(f"{op}_{p}", f"{op}_{title}", f"{op}_{p}_ms", "ms", _LATENCY, iostat=False)
+    for op in ("r", "w")
+    for p, title in (("p50", "p50"), ("p99", "p99"), ("p999", "p99.9"), ("max", "max"))
+)
+
+BY_KEY: dict[str, Figure] = {f.key: f for f in (*FIGURES, *LATENCY_FIGURES)}
+"""Figures by DeviceRates attribute (or latency key)."""
 
 IOSTAT_FIGURES: tuple[Figure, ...] = tuple(f for f in FIGURES if f.iostat)
 """The figures ``iostat -x`` prints, in its order."""
@@ -118,6 +135,7 @@ HELP_ORDER: tuple[Note, ...] = (
     _DISCARD,
     _FLUSH,
     _IN_FLIGHT,
+    _LATENCY,
 )
 """The order the help explains the notes in: the figures people read first, first."""
 
@@ -133,4 +151,5 @@ def figure(key: str) -> Figure:
 
 def notes() -> list[tuple[tuple[Figure, ...], Note]]:
     """One entry per help line: the figures a note covers (in table order), and the note."""
-    return [(tuple(f for f in FIGURES if f.note is note), note) for note in HELP_ORDER]
+    every = (*FIGURES, *LATENCY_FIGURES)
+    return [(tuple(f for f in every if f.note is note), note) for note in HELP_ORDER]

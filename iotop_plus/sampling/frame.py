@@ -24,8 +24,10 @@ from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
 
-if TYPE_CHECKING:  # the process modules load only when someone wants processes
+if TYPE_CHECKING:  # the process and latency modules load only when someone wants them
     from iotop_plus.sampling.blockdev import OpenBlockFile
+    from iotop_plus.sampling.latency import LatencyPart
+    from iotop_plus.sampling.latency_hist import LatencyFrame
     from iotop_plus.sampling.processes import (
         ProcessSample,
         TaskKey,
@@ -41,6 +43,11 @@ NR_REQUESTS_REFRESH_S = 30.0
 
 PROCESSES = "processes"
 """What :meth:`LiveSource.want` takes for the per-process view (iotop)."""
+LATENCY = "latency"
+"""What :meth:`LiveSource.want` takes for per-device latency histograms (the bpftrace tracer)."""
+LATENCY_QUEUE = "latency-queue"
+"""Latency plus the queue split (insert to issue): the tracer attaches ``block_rq_insert`` too."""
+_PARTS = (PROCESSES, LATENCY, LATENCY_QUEUE)
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,9 @@ class Frame:
     """What happened since the previous frame."""
     pressure: Pressure | None = None
     """Host-wide PSI (io, memory, cpu) read with the disks; None when not read at all."""
+    latency: LatencyFrame | None = None
+    """Per-device latency histograms since the previous frame, and the tracer's state and
+    one-line status, while :data:`LATENCY` is wanted; None otherwise."""
 
     @property
     def wall_time(self) -> float:
@@ -175,6 +185,7 @@ class LiveSource:
         self._priming: threading.Thread | None = None
         self._primed: Frame | None = None
         self._primed_early: Frame | None = None
+        self._latency: LatencyPart | None = None
 
     def prime(self) -> None:
         """Read the first frame now, in a thread, while the caller loads the UI.
@@ -197,7 +208,7 @@ class LiveSource:
 
     def want(self, part: str, on: bool) -> None:
         """Ask for (or release) a costly part of the frame."""
-        if part != PROCESSES:
+        if part not in _PARTS:
             raise ValueError(f"unknown frame part {part!r}")
         if on:
             self._wanted.add(part)
@@ -213,10 +224,38 @@ class LiveSource:
         return self.sampler.host_info()
 
     def close(self) -> None:
-        """Release the process reader's open /proc files."""
+        """Release the process reader's open /proc files and stop the latency tracer."""
         if self._procs is not None:
             self._procs.close()
             self._procs = None
+        self._close_latency()
+
+    def _close_latency(self) -> None:
+        part, self._latency = self._latency, None
+        if part is not None:
+            part.close()
+
+    def wait_latency(self, timeout: float) -> bool:
+        """Start the latency tracer now and wait until it traces; False when it cannot."""
+        part = self._latency_part()
+        return part is not None and part.wait_ready(timeout)
+
+    def _latency_part(self) -> LatencyPart | None:
+        queue = LATENCY_QUEUE in self._wanted
+        if not queue and LATENCY not in self._wanted:
+            self._close_latency()  # nobody looks: no tracer
+            return None
+        if self._latency is not None and self._latency.queue != queue:
+            self._close_latency()  # attach block_rq_insert only while the split is wanted
+        if self._latency is None:
+            from iotop_plus.sampling.latency import LatencyPart
+
+            if self.roots.is_live:
+                self._latency = LatencyPart(queue=queue)
+            else:  # a captured tree has no tracepoints: never trace the host under it
+                why = "latency is traced on the live host only, not on a captured tree"
+                self._latency = LatencyPart(queue=queue, check=lambda: (why, None))
+        return self._latency
 
     def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
         """Read the counters now and build the frame (or return the primed one)."""
@@ -234,6 +273,10 @@ class LiveSource:
 
     def _read(self, early: Callable[[Frame], object] | None) -> Frame:
         pressure = None
+        latency_part = self._latency_part() if self.devices else None
+        if latency_part is not None:
+            latency_part.start()
+            latency_part.align()  # read the disks right after a tracer tick: same interval
         if self.devices:
             cur = self.sampler.sample()
             pressure = read_pressure(self.roots)  # three small files: always worth it
@@ -265,8 +308,11 @@ class LiveSource:
             process_error = f"cannot read {self.roots.proc}: {exc.strerror or exc}"
             self.close()
         frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
-        if process_error is not None or pressure is not None:
-            frame = dataclasses.replace(frame, process_error=process_error, pressure=pressure)
+        latency = latency_part.frame(cur.counters, cur.monotonic) if latency_part else None
+        if process_error is not None or pressure is not None or latency is not None:
+            frame = dataclasses.replace(
+                frame, process_error=process_error, pressure=pressure, latency=latency
+            )
         self._prev = cur
         return frame
 

@@ -180,6 +180,10 @@ class IotopPlusApp(App[int]):
         """A view shows processes (or no longer does); the next frames carry them or not."""
         self.feed.want_processes(on)
 
+    def want_latency(self, on: bool) -> None:
+        """The latency columns are shown (or no longer): the tracer runs only meanwhile."""
+        self.feed.want_latency(on)
+
     def set_detail_pid(self, pid: int | None) -> None:
         """Frames carry threads and open files of ``pid``; the next one comes at once."""
         self.feed.set_detail_pid(pid)

@@ -15,7 +15,7 @@ from textual.message import Message
 
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import PROCESSES, Frame, FrameSource, LiveSource
+from iotop_plus.sampling.frame import LATENCY_QUEUE, PROCESSES, Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
@@ -66,6 +66,7 @@ class FrameFeed:
         """Stop the sampler thread and wait briefly for it."""
         if self.thread is not None:
             self.thread.stop()
+        self.source.close()  # the latency tracer dies with the app, not later
 
     def set_interval(self, seconds: float) -> None:
         """The next frames come every ``seconds``."""
@@ -109,6 +110,13 @@ class FrameFeed:
         self.source.want(PROCESSES, on)
         if on and not was and self.thread is not None:
             self.thread.sample_now()  # rows now; their rates from the frame after
+
+    def want_latency(self, on: bool) -> None:
+        """The latency columns are shown (or no longer): start or stop the tracer. The queue
+        split is shown with them, so ``block_rq_insert`` is traced too."""
+        self.source.want(LATENCY_QUEUE, on)
+        if self.thread is not None:
+            self.thread.sample_now()
 
     def set_detail_pid(self, pid: int | None) -> None:
         """Frames carry threads and open files of ``pid``; the next one comes at once."""

@@ -164,6 +164,8 @@ async def test_c_cycles_basic_and_extended_columns() -> None:
         assert table(app).column_set == "extended"
         header = table_lines(app)[0]
         assert "rrqm/s" in header and "r_await" in header and "w_await" in header
+        await pilot.press("c")  # the latency set (#14) comes after extended
+        assert table(app).column_set == "latency"
         await pilot.press("c")
         assert table(app).column_set == "basic"
     # Wide enough, extended shows every iostat -x column plus in-flight (the side panel

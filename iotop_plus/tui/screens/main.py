@@ -54,6 +54,8 @@ from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.filter_input import FilterInput
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
+from iotop_plus.tui.widgets.latency_view import LatencyView
+from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
     from iotop_plus.probe.runner import ProbeRunner
@@ -160,6 +162,7 @@ class MainScreen(HistoryActions, Screen[None]):
                     placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
                 )
                 yield DeviceTable(self.config, only=self.devices, id="table")
+                yield LatencyView(id="latency-view")
                 yield DeviceCharts(id="charts")
             with TabbedContent(id="side-panel"):
                 # The deferred tabs start empty: panel_ready() mounts each panel on first use.
@@ -171,6 +174,7 @@ class MainScreen(HistoryActions, Screen[None]):
 
     def on_mount(self) -> None:
         self.add_class("view-table")
+        self.query_one(LatencyView).display = False
         self._apply_size(self.size.width, self.size.height)
         self.query_one(DeviceTable).focus()
 
@@ -230,9 +234,12 @@ class MainScreen(HistoryActions, Screen[None]):
         elif header.note and time.monotonic() - self._problem_at >= PROBLEM_SHOWN_S:
             header.show(note="")
         changed = tick.inventory_changed or new_devices
-        self.query_one(DeviceTable).update_devices(
-            tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, changed
-        )
+        table = self.query_one(DeviceTable)
+        table.update_latency(frame.latency)
+        table.update_devices(tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, changed)
+        latency_view = self.query_one(LatencyView)
+        if latency_view.display:
+            latency_view.show_latency(frame.latency, self.selected_device)
         if changed:
             self._show_device_panel()
             if self.selected_device is not None and self._chart_timer is None:
@@ -558,6 +565,21 @@ class MainScreen(HistoryActions, Screen[None]):
         """Next column set."""
         name = self.query_one(DeviceTable).cycle_columns()
         self.notify(f"columns: {name}", timeout=2)
+        self.show_latency_view(name == LATENCY_SET)
+
+    def show_latency_view(self, on: bool) -> None:
+        """Show (or hide) the latency view; the tracer runs only while it is shown."""
+        view = self.query_one(LatencyView)
+        if view.display == on:
+            return
+        view.display = on
+        want = getattr(self.app, "want_latency", None)
+        if want is not None:
+            want(on)
+        if on:
+            view.show_latency(
+                None if self.last_tick is None else self.last_tick.latency, self.selected_device
+            )
 
     def action_sort(self, step: int) -> None:
         """Sort by the previous or next column."""

@@ -21,6 +21,7 @@ from textual.strip import Strip
 from iotop_plus.config import Config
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, hidden_by_default
+from iotop_plus.sampling.latency_hist import LatencyFrame
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
@@ -28,10 +29,12 @@ from iotop_plus.tui.widgets.table_columns import (
     COLUMN_SETS,
     DIM,
     EXTENDED_PRIORITY,
+    LATENCY_KEYS,
     NOT_SATURATION_MARK,
     PLAIN,
     Column,
     cell,
+    latency_cell,
 )
 
 HEADER_LINES = 2
@@ -143,6 +146,7 @@ class DeviceTable(CursorList[TableRow]):
         """Devices the default selection hides now (partitions, loop/ram/zram, never used)."""
         """Kernel name under the cursor."""
         self._rates: Mapping[str, DeviceRates | None] = {}
+        self._latency: LatencyFrame | None = None
         self._inventory = Inventory({})
         self._counters_names: list[str] = []
         self._ever_used: frozenset[str] = frozenset()
@@ -176,6 +180,10 @@ class DeviceTable(CursorList[TableRow]):
             self.refresh()
             return
         self._refresh_changed_lines()
+
+    def update_latency(self, latency: LatencyFrame | None) -> None:
+        """The latency columns' figures for the next :meth:`update_devices`."""
+        self._latency = latency
 
     def visible_names(self) -> list[str]:
         """Kernel names of all rows (in order), scrolled out of view or not."""
@@ -314,6 +322,12 @@ class DeviceTable(CursorList[TableRow]):
             return natural_key(name)
         rates = self._rates.get(name)
         key = self._columns[self.sort_column - 1].key
+        if key in LATENCY_KEYS:
+            text, _ = latency_cell(key, self._latency, name)
+            try:
+                return (float(text),)
+            except ValueError:
+                return (-1.0,)
         value = float(getattr(rates, key)) if rates is not None else -1.0
         return (value,)
 
@@ -373,7 +387,9 @@ class DeviceTable(CursorList[TableRow]):
         rates = self._rates.get(row.name)
         cells: list[tuple[str, Style]] = [(row.label, PLAIN)]
         for col in self._columns:
-            if rates is None:
+            if col.key in LATENCY_KEYS:
+                cells.append(latency_cell(col.key, self._latency, row.name))
+            elif rates is None:
                 cells.append(("-", DIM))
             else:
                 value = getattr(rates, col.key)

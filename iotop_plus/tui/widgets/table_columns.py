@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from rich.style import Style
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.figures import FIGURES, Figure, figure
+from iotop_plus.sampling.figures import FIGURES, LATENCY_FIGURES, Figure, figure
+from iotop_plus.sampling.latency_hist import STARTING, LatencyFrame
 
 
 @dataclass(frozen=True)
@@ -84,8 +85,19 @@ COLUMN_SETS: dict[str, tuple[Column, ...]] = {
     ),
     # iostat -x order (the registry's), plus in-flight.
     "extended": tuple(_ALL[f.key] for f in FIGURES),
+    # Read and write percentiles from the block tracer; showing this set starts it.
+    "latency": (
+        _ALL["r_s"],
+        _ALL["w_s"],
+        *(Column(f, p) for f, p in zip(LATENCY_FIGURES, (2, 3, 6, 8, 4, 5, 7, 9), strict=True)),
+    ),
 }
 """Column sets the ``c`` key cycles through."""
+
+LATENCY_SET = "latency"
+"""The column set that needs the latency tracer."""
+LATENCY_KEYS = frozenset(f.key for f in LATENCY_FIGURES)
+"""Columns whose values come from the frame's latency part, not DeviceRates."""
 
 EXTENDED_PRIORITY: tuple[str, ...] = (
     "r_s",
@@ -173,3 +185,22 @@ def cell(
         if rotational is False:
             return text + NOT_SATURATION_MARK, DIM
     return text, PLAIN
+
+
+def latency_cell(key: str, latency: LatencyFrame | None, name: str) -> tuple[str, Style]:
+    """A latency column's text for device ``name``: ms, ``…`` while the tracer starts, ``-``
+    where nothing completed or the tracer cannot run."""
+    if latency is None or not latency.has_figures:
+        return ("…" if latency is not None and latency.state == STARTING else "-"), DIM
+    dev = latency.devices.get(name)
+    op, _, which = key.partition("_")
+    hist = dev.op("read" if op == "r" else "write") if dev is not None else None
+    if hist is None or not hist.count:
+        return "-", DIM
+    ns = float(hist.max_ns) if which == "max" else hist.percentile(_RANKS[which])
+    if ns is None:
+        return "-", DIM
+    return format_value(ns / 1e6), PLAIN
+
+
+_RANKS = {"p50": 50.0, "p99": 99.0, "p999": 99.9}

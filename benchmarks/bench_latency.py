@@ -1,0 +1,189 @@
+"""What does the latency tracer cost? fio on a tmpfs-backed loop device, tracing off and on,
+alternating over several rounds (REFERENCE.md rulings, "Tracer overhead"):
+
+(a) whole-system CPU from /proc/stat at a fixed ``--rate_iops`` (default 10000), on minus
+    off, in % of one core (goal <= 2 %). BPF time is charged to the task doing the I/O, so
+    this counts it, and bpftrace's and our parser's own CPU too;
+(b) IOPS lost unthrottled at QD1 (goal <= 3 %), and the cost per request in us;
+(c) startup: from ``want(LATENCY)`` to the first frame with percentiles (goal <= 2 s).
+
+"On" is the real consumer: a LiveSource that wants LATENCY and reads a frame every second
+in a thread, as the TUI's sampler does. Needs root, fio, bpftrace. The tmpfs mount and the
+loop device are removed in ``finally``.
+
+    .venv/bin/python benchmarks/bench_latency.py [--rounds 3] [--runtime 5] [--rate 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from iotop_plus.sampling.frame import LATENCY, LiveSource
+
+
+@contextmanager
+def tmpfs_loop(size_mb: int) -> Iterator[str]:
+    """A loop device on a file in a private tmpfs; yields ``loopN``."""
+    mnt = Path(tempfile.mkdtemp(prefix="iotop-plus-bench-lat-"))
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mb + 16}m", "tmpfs", str(mnt)], check=True
+    )
+    node = ""
+    try:
+        backing = mnt / "backing.img"
+        with open(backing, "xb") as fh:
+            fh.truncate(size_mb * 1024 * 1024)
+        node = subprocess.run(
+            ["losetup", "--find", "--show", str(backing)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        yield node.removeprefix("/dev/")
+    finally:
+        if node:
+            subprocess.run(["losetup", "-d", node], check=False)
+        subprocess.run(["umount", str(mnt)], check=False)
+        os.rmdir(mnt)
+
+
+def cpu_busy_jiffies() -> tuple[int, int]:
+    """(busy, total) jiffies of all CPUs from /proc/stat."""
+    with open("/proc/stat") as fh:
+        fields = [int(x) for x in fh.readline().split()[1:]]
+    idle = fields[3] + fields[4]
+    total = sum(fields[:8])
+    return total - idle, total
+
+
+def fio(dev: str, runtime: float, rate: int | None) -> dict[str, float]:
+    argv = [
+        "fio",
+        "--name=lat",
+        f"--filename=/dev/{dev}",
+        "--rw=randread",
+        "--bs=4k",
+        "--ioengine=psync",
+        "--iodepth=1",
+        "--readonly",
+        "--time_based",
+        f"--runtime={runtime}",
+        "--output-format=json",
+        "--thread",
+    ]
+    if rate:
+        argv.append(f"--rate_iops={rate}")
+    busy0, _total0 = cpu_busy_jiffies()
+    t0 = time.monotonic()
+    out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
+    wall = time.monotonic() - t0
+    busy1, _total1 = cpu_busy_jiffies()
+    hz = os.sysconf("SC_CLK_TCK")
+    job = json.loads(out[out.index("{") :])["jobs"][0]["read"]
+    return {"iops": job["iops"], "cores": (busy1 - busy0) / hz / wall, "ios": job["total_ios"]}
+
+
+class Tracing:
+    """A LiveSource that wants latency, read every second in a thread (the TUI's way)."""
+
+    def __init__(self) -> None:
+        self.source = LiveSource()
+        self.stop = threading.Event()
+        self.first_figures_s: float | None = None
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def __enter__(self) -> Tracing:
+        t0 = time.monotonic()
+        self.source.want(LATENCY, True)
+        frame = self.source.next_frame()
+        while frame.latency is not None and not frame.latency.has_figures:
+            if frame.latency.state == "failed":
+                raise SystemExit(f"tracer failed: {frame.latency.status}")
+            time.sleep(0.05)
+            frame = self.source.next_frame()
+        self.first_figures_s = time.monotonic() - t0
+        self.thread.start()
+        return self
+
+    def run(self) -> None:
+        while not self.stop.wait(1.0):
+            self.source.next_frame()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        self.source.close()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--runtime", type=float, default=5)
+    ap.add_argument("--rate", type=int, default=10000)
+    ap.add_argument("--size-mb", type=int, default=256)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("bench_latency: needs root (losetup, mount, bpftrace)", file=sys.stderr)
+        return 1
+    rows: dict[str, list[dict[str, float]]] = {
+        k: [] for k in ("rate_off", "rate_on", "qd1_off", "qd1_on")
+    }
+    startups: list[float] = []
+    with tmpfs_loop(args.size_mb) as dev:
+        for r in range(args.rounds):
+            for on in (False, True):
+                tracing = Tracing() if on else None
+                if tracing is not None:
+                    tracing.__enter__()
+                    startups.append(tracing.first_figures_s or 0.0)
+                try:
+                    rated = fio(dev, args.runtime, args.rate)
+                    free = fio(dev, args.runtime, None)
+                finally:
+                    if tracing is not None:
+                        tracing.__exit__()
+                tag = "on" if on else "off"
+                rows[f"rate_{tag}"].append(rated)
+                rows[f"qd1_{tag}"].append(free)
+                print(
+                    f"round {r + 1} tracing {tag:3}: {args.rate} IOPS rated -> "
+                    f"{rated['iops']:.0f} IOPS, {rated['cores'] * 100:.1f} % of a core busy; "
+                    f"QD1 unthrottled {free['iops']:.0f} IOPS",
+                    flush=True,
+                )
+    med = {
+        k: {f: statistics.median(x[f] for x in v) for f in ("iops", "cores")}
+        for k, v in rows.items()
+    }
+    cpu = (med["rate_on"]["cores"] - med["rate_off"]["cores"]) * 100
+    off, on = med["qd1_off"]["iops"], med["qd1_on"]["iops"]
+    lost = (off - on) / off * 100
+    per_req_us = (1 / on - 1 / off) * 1e6
+    print(
+        f"(a) CPU at {args.rate} IOPS: tracing on minus off = {cpu:+.2f} % of a core "
+        f"(goal <= 2 %) [{'met' if cpu <= 2 else 'MISSED'}]"
+    )
+    print(
+        f"(b) QD1 unthrottled: off {off:.0f} IOPS, on {on:.0f} IOPS, lost {lost:.2f} % "
+        f"(goal <= 3 %) [{'met' if lost <= 3 else 'MISSED'}]; {per_req_us:.2f} us per request"
+    )
+    print(
+        f"(c) startup to first percentiles: median {statistics.median(startups):.2f} s, "
+        f"max {max(startups):.2f} s (goal <= 2 s)"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

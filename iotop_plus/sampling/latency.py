@@ -1,0 +1,561 @@
+"""Per-device block latency from a ``bpftrace`` child on the block tracepoints.
+
+The child runs :func:`tracer_program`: it stamps requests at ``block_rq_insert`` (only when
+the queue split is wanted) and ``block_rq_issue``, and at ``block_rq_complete`` counts the
+device time (issue to completion) into log-linear buckets keyed by
+``(dev_t, rwbs, exp, sub)``. Every :data:`TICK_MS` it prints its maps as JSON lines
+(``bpftrace -f json``), clears them and prints ``tick <nsecs>`` (CLOCK_MONOTONIC, the clock
+of ``time.monotonic``). :class:`TracerParser` turns those lines into :class:`TracerBatch`es;
+:class:`LatencyPart` hands each frame the batches that ended before it (the delta since the
+previous frame), keyed by device name.
+
+Safety: the tracer runs only as root, from the system directories (:mod:`iotop_plus.programs`),
+under ``setpriv --pdeathsig KILL`` started from a thread that lives as long as the child, so
+the child dies with us (REFERENCE.md, "Parent-death signal"); :meth:`Tracer.close` kills it.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from iotop_plus.programs import lookup_program
+from iotop_plus.sampling.latency_hist import (
+    FAILED,
+    RUNNING,
+    STARTING,
+    DeviceLatency,
+    Histogram,
+    LatencyFrame,
+    OpLatency,
+    bucket_index,
+)
+
+TICK_MS = 250
+"""How often the child prints and clears its maps; frame boundaries fall on these ticks."""
+MAX_PENDING_BATCHES = 2400
+"""Batches kept while nobody reads frames (10 minutes at 4 a second), then the oldest go."""
+ALIGN_SLACK_NS = 20_000_000
+"""A tick this recent (20 ms) ends the interval; otherwise a frame waits for the next one."""
+MAP_KEYS_MAX = 16384
+"""``BPFTRACE_MAP_KEYS_MAX``: requests in flight and buckets the child can hold."""
+TRACEFS = "/sys/kernel/tracing"
+"""Where tracefs is mounted when it is missing."""
+_EVENT_DIRS = (f"{TRACEFS}/events/block", "/sys/kernel/debug/tracing/events/block")
+MARKER = "iotop-plus-latency"
+"""First-line comment of the program: ``pgrep -f`` finds our tracers by it."""
+_HARMLESS = ("RLIMIT_MEMLOCK",)  # stderr lines bpftrace prints on every start (kernels >= 5.11)
+
+_BUCKET = """    $e = 0; $x = $v;
+    if ($x >= 4294967296) { $x = $x >> 32; $e = $e + 32; }
+    if ($x >= 65536) { $x = $x >> 16; $e = $e + 16; }
+    if ($x >= 256) { $x = $x >> 8; $e = $e + 8; }
+    if ($x >= 16) { $x = $x >> 4; $e = $e + 4; }
+    if ($x >= 4) { $x = $x >> 2; $e = $e + 2; }
+    if ($x >= 2) { $e = $e + 1; }
+    $s = $e >= 3 ? ($v >> ($e - 3)) & 7 : 0;
+"""
+
+
+def tracer_program(*, queue: bool, tick_ms: int = TICK_MS, tag: str = "") -> str:
+    """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``)."""
+    lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip()]
+    if queue:
+        lines.append("tracepoint:block:block_rq_insert { @iq[args->dev, args->sector] = nsecs; }")
+    lines.append("tracepoint:block:block_rq_issue {")
+    lines.append("  @is[args->dev, args->sector] = nsecs;")
+    if queue:
+        lines += [
+            "  $t = @iq[args->dev, args->sector];",
+            "  if ($t) {",
+            "    delete(@iq[args->dev, args->sector]);",
+            "    @qs[args->dev, args->rwbs] = sum(nsecs - $t);",
+            "    @qn[args->dev, args->rwbs] = count();",
+            "  }",
+        ]
+    lines += [
+        "}",
+        "tracepoint:block:block_rq_complete {",
+        "  $t = @is[args->dev, args->sector];",
+        "  if ($t) {",
+        "    delete(@is[args->dev, args->sector]);",
+        "    $v = nsecs - $t;",
+        _BUCKET.rstrip("\n"),
+        "    @h[args->dev, args->rwbs, $e, $s] = count();",
+        "    @ds[args->dev, args->rwbs] = sum($v);",
+        "    @dm[args->dev, args->rwbs] = max($v);",
+        "  }",
+        "}",
+        f"interval:ms:{int(tick_ms)} {{",
+    ]
+    maps = ["@h", "@ds", "@dm", *(["@qs", "@qn"] if queue else [])]
+    lines += [f"  print({m}); clear({m});" for m in maps]
+    lines += ['  printf("tick %llu\\n", nsecs);', "}"]
+    # At exit bpftrace prints every map; the parser ignores anything after the last tick.
+    return "\n".join(lines) + "\n"
+
+
+def op_of(rwbs: str) -> str | None:
+    """The operation of a request from its ``rwbs`` flags (kernel ``blk_fill_rwbs``).
+
+    A leading ``F`` is a preflush: ``FWS`` is a write, while ``F`` or ``FF`` alone is a flush.
+    ``N`` (no data: zone ops, driver-private) is dropped.
+    """
+    if not rwbs:
+        return None
+    head = rwbs[0]
+    if head == "F":
+        if len(rwbs) > 1 and rwbs[1] in "RWD":
+            head = rwbs[1]
+        else:
+            return "flush"
+    return {"R": "read", "W": "write", "D": "discard"}.get(head)
+
+
+@dataclass
+class _OpAcc:
+    buckets: dict[int, int] = field(default_factory=dict)
+    sum_ns: int = 0
+    max_ns: int = 0
+    queue_sum_ns: int = 0
+    queue_count: int = 0
+
+    def frozen(self) -> OpLatency:
+        hist = Histogram(MappingProxyType(dict(self.buckets)), self.sum_ns, self.max_ns)
+        return OpLatency(hist, self.queue_sum_ns, self.queue_count)
+
+
+@dataclass(frozen=True)
+class TracerBatch:
+    """What the child counted over one tick."""
+
+    end_ns: int
+    """CLOCK_MONOTONIC ns when the tick's maps were printed (the end of what it covers)."""
+    ops: Mapping[tuple[int, str], OpLatency]
+    """Per (kernel dev_t, operation)."""
+
+
+class TracerParser:
+    """Turns ``bpftrace -f json`` lines of :func:`tracer_program` into batches.
+
+    Accepted lines: blank lines (bpftrace prints several), ``{"type": "attached_probes"}``,
+    ``{"type": "map", "data": {"@name": {"k1,k2,...": value}}}``, ``{"type": "hist", ...}``
+    (ignored), ``{"type": "printf", "data": "tick N\\n"}`` (ends a batch); anything else that
+    is JSON is ignored, and a line that is not JSON raises ``ValueError`` quoting it.
+    """
+
+    def __init__(self) -> None:
+        self.attached = False
+        """True once bpftrace said its probes are attached."""
+        self._acc: dict[tuple[int, str], _OpAcc] = {}
+
+    def feed(self, line: str) -> TracerBatch | None:
+        """Take one line; returns a batch when the line ended a tick."""
+        text = line.strip()
+        if not text:
+            return None
+        try:
+            doc = json.loads(text)
+        except json.JSONDecodeError:
+            raise ValueError(f"tracer printed something that is not JSON: {text[:120]!r}") from None
+        if not isinstance(doc, dict):
+            raise ValueError(f"tracer printed unexpected JSON: {text[:120]!r}")
+        kind = doc.get("type")
+        data = doc.get("data")
+        if kind == "attached_probes":
+            self.attached = True
+        elif kind == "map" and isinstance(data, dict):
+            for name, values in data.items():
+                if isinstance(values, dict):
+                    self._map(name, values)
+        elif kind == "printf" and isinstance(data, str) and data.startswith("tick "):
+            try:
+                end_ns = int(data.split()[1])
+            except (IndexError, ValueError):
+                raise ValueError(f"bad tick line from the tracer: {data[:80]!r}") from None
+            acc, self._acc = self._acc, {}
+            return TracerBatch(end_ns, MappingProxyType({k: a.frozen() for k, a in acc.items()}))
+        return None
+
+    def _map(self, name: str, values: Mapping[str, object]) -> None:
+        if name not in ("@h", "@ds", "@dm", "@qs", "@qn"):
+            return
+        for key, value in values.items():
+            if not isinstance(value, int):
+                continue
+            parts = key.split(",")
+            try:
+                dev = int(parts[0])
+                op = op_of(parts[1])
+                if op is None:
+                    continue
+                acc = self._acc.setdefault((dev, op), _OpAcc())
+                if name == "@h":
+                    idx = bucket_index(int(parts[2]), int(parts[3]))
+                    acc.buckets[idx] = acc.buckets.get(idx, 0) + value
+                elif name == "@ds":
+                    acc.sum_ns += value
+                elif name == "@dm":
+                    acc.max_ns = max(acc.max_ns, value)
+                elif name == "@qs":
+                    acc.queue_sum_ns += value
+                else:
+                    acc.queue_count += value
+            except (IndexError, ValueError):
+                raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
+
+
+def dev_t(major: int, minor: int) -> int:
+    """The kernel's internal dev_t, as tracepoints report it: ``(major << 20) | minor``."""
+    return (major << 20) | minor
+
+
+def _tracepoints_present() -> bool:
+    return any(os.path.isdir(os.path.join(d, "block_rq_issue")) for d in _EVENT_DIRS)
+
+
+def tracer_problem() -> tuple[str | None, str | None]:
+    """Why the tracer cannot run here (one line), and a one-time notice; (None, ...) when it can.
+
+    Mounts tracefs at :data:`TRACEFS` when the block tracepoints are not visible (as root).
+    """
+    if os.geteuid() != 0:
+        return "latency needs root (it runs bpftrace): start iotop-plus as root", None
+    bpftrace = lookup_program("bpftrace")
+    if bpftrace.path is None:
+        return bpftrace.missing("install it with: apt-get install bpftrace"), None
+    setpriv = lookup_program("setpriv")
+    if setpriv.path is None:
+        return setpriv.missing("install it with: apt-get install util-linux"), None
+    if _tracepoints_present():
+        return None, None
+    mount = lookup_program("mount")
+    command = f"mount -t tracefs nodev {TRACEFS}"
+    if mount.path is not None:
+        done = subprocess.run(
+            [mount.path, "-t", "tracefs", "nodev", TRACEFS],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+        if done.returncode == 0 and _tracepoints_present():
+            return None, f"mounted tracefs at {TRACEFS} (the block tracepoints need it)"
+    return (
+        f"block tracepoints not found (tracefs not mounted?): run as root: {command}",
+        None,
+    )
+
+
+class Tracer:
+    """One bpftrace child and the thread that started it and reads its output."""
+
+    def __init__(
+        self,
+        *,
+        queue: bool,
+        tick_ms: int = TICK_MS,
+        tag: str = "",
+        argv_prefix: tuple[str, ...] | None = None,
+    ) -> None:
+        """Args:
+        queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
+        tick_ms: How often the child prints.
+        tag: Text added to the program's first line (tests find their child by it).
+        argv_prefix: ``[setpriv, --pdeathsig, KILL, --, bpftrace]`` override (tests).
+        """
+        self.queue = queue
+        self.tick_ms = tick_ms
+        self.tag = tag
+        self._argv_prefix = argv_prefix
+        self._batches: collections.deque[TracerBatch] = collections.deque(
+            maxlen=MAX_PENDING_BATCHES
+        )
+        self._lock = threading.Lock()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=20)
+        self._proc: subprocess.Popen[str] | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._arrived = threading.Condition(self._lock)
+        self.ticks = 0
+        self.last_end_ns = 0
+        """Ticks received so far (the first, partial one included)."""
+        self.first_tick_ns: int | None = None
+        """When the first tick ended: everything after it is traced whole."""
+        self.attached = threading.Event()
+        """Set once bpftrace said it attaches its probes."""
+        self.ready = threading.Event()
+        """Set at the first tick: the probes are surely attached, so later ticks are whole.
+        That first tick covers the attaching and is dropped."""
+        self.error: str | None = None
+        """Why the child stopped or could not start (one line); None while it runs."""
+        self.started_at: float | None = None
+
+    @property
+    def pid(self) -> int | None:
+        """The child's pid (setpriv execs bpftrace, so the same process)."""
+        return self._proc.pid if self._proc is not None else None
+
+    def start(self) -> None:
+        """Start the child from a dedicated thread (returns at once)."""
+        if self._thread is not None:
+            return
+        started = threading.Event()
+        self.started_at = time.monotonic()
+        self._thread = threading.Thread(
+            target=self._run, args=(started,), name="iotop-plus-latency", daemon=True
+        )
+        self._thread.start()
+        started.wait(10)
+
+    def _argv(self) -> list[str]:
+        prefix = self._argv_prefix
+        if prefix is None:
+            setpriv = lookup_program("setpriv").path or "setpriv"
+            bpftrace = lookup_program("bpftrace").path or "bpftrace"
+            prefix = (setpriv, "--pdeathsig", "KILL", "--", bpftrace)
+        program = tracer_program(queue=self.queue, tick_ms=self.tick_ms, tag=self.tag)
+        return [*prefix, "-f", "json", "-e", program]
+
+    def _run(self, started: threading.Event) -> None:
+        env = {
+            "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
+            "LANG": "C",
+            "BPFTRACE_MAP_KEYS_MAX": str(MAP_KEYS_MAX),
+        }
+        try:
+            proc = subprocess.Popen(
+                self._argv(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                env=env,
+                start_new_session=True,  # the terminal's ^C is ours to handle, not the child's
+            )
+        except OSError as exc:
+            self.error = f"cannot start bpftrace: {exc.strerror or exc}"
+            started.set()
+            return
+        self._proc = proc
+        started.set()
+        threading.Thread(
+            target=self._read_stderr, args=(proc,), name="iotop-plus-latency-err", daemon=True
+        ).start()
+        parser = TracerParser()
+        assert proc.stdout is not None
+        try:
+            for line in proc.stdout:
+                try:
+                    batch = parser.feed(line)
+                except ValueError as exc:
+                    self.error = str(exc)
+                    break
+                if parser.attached:
+                    self.attached.set()
+                if batch is not None:
+                    with self._arrived:
+                        if self.first_tick_ns is None:
+                            self.first_tick_ns = batch.end_ns
+                        else:
+                            self._batches.append(batch)
+                        self.ticks += 1
+                        self.last_end_ns = batch.end_ns
+                        self._arrived.notify_all()
+                    self.ready.set()
+        finally:
+            if self.error is not None:
+                _kill(proc)
+            code = proc.wait()
+            if not self._closing and self.error is None:
+                self.error = self._exit_reason(code)
+            with self._arrived:
+                self._arrived.notify_all()
+
+    def _read_stderr(self, proc: subprocess.Popen[str]) -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            text = line.strip()
+            if text and not any(h in text for h in _HARMLESS):
+                self._stderr.append(text)
+
+    def _exit_reason(self, code: int) -> str:
+        if code < 0:
+            try:
+                how = f"killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"killed by signal {-code}"
+        else:
+            how = f"exited with code {code}"
+        last = [line for line in self._stderr if line.startswith("ERROR")] or list(self._stderr)
+        detail = f": {last[0][:160]}" if last else ""
+        if any("tracepoint not found" in line for line in self._stderr):
+            detail += f" (is tracefs mounted? mount -t tracefs nodev {TRACEFS})"
+        return f"latency tracer (bpftrace) {how}{detail}"
+
+    def wait_tick(self, after_ns: int, timeout: float) -> bool:
+        """Wait for a tick that ended at or after ``after_ns`` (CLOCK_MONOTONIC ns); False on
+        timeout or failure. Frames read the disks right after one, so the histograms and the
+        iostat figures cover the same interval."""
+        with self._arrived:
+            return (
+                self._arrived.wait_for(
+                    lambda: self.last_end_ns >= after_ns or self.error is not None, timeout
+                )
+                and self.error is None
+            )
+
+    def take(self, until_ns: int) -> list[TracerBatch]:
+        """Remove and return the batches that ended at or before ``until_ns``."""
+        out = []
+        with self._lock:
+            while self._batches and self._batches[0].end_ns <= until_ns:
+                out.append(self._batches.popleft())
+        return out
+
+    @property
+    def alive(self) -> bool:
+        """Whether the child is running."""
+        return self._proc is not None and self._proc.poll() is None
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Kill the child and wait for it and its thread."""
+        self._closing = True
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            _kill(proc)
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+def _kill(proc: subprocess.Popen[str]) -> None:
+    # SIGKILL: SIGTERM makes bpftrace print every map first, which can take a while.
+    with contextlib.suppress(OSError):
+        proc.kill()
+
+
+def _names_by_dev(counters: Mapping[str, object]) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for name, c in counters.items():
+        major, minor = getattr(c, "major", None), getattr(c, "minor", None)
+        if isinstance(major, int) and isinstance(minor, int):
+            out[dev_t(major, minor)] = name
+    return out
+
+
+class LatencyPart:
+    """The latency part of :class:`~iotop_plus.sampling.frame.LiveSource`'s frames."""
+
+    def __init__(
+        self,
+        *,
+        queue: bool = True,
+        make_tracer: Callable[[], Tracer] | None = None,
+        check: Callable[[], tuple[str | None, str | None]] = tracer_problem,
+    ) -> None:
+        """Args:
+        queue: Trace the queue split too (``block_rq_insert``).
+        make_tracer: Builds the tracer (tests); default a :class:`Tracer`.
+        check: The preflight (root, bpftrace, tracepoints); tests inject one.
+        """
+        self.queue = queue
+        self._make_tracer = make_tracer or (lambda: Tracer(queue=queue))
+        self._check = check
+        self.tracer: Tracer | None = None
+        self._problem: str | None = None
+        self._notice: str | None = None
+        self._last_end_ns: int | None = None
+        self._started = False
+
+    def start(self) -> None:
+        """Check and start the tracer (once; :meth:`close` then a new part restarts)."""
+        if self._started:
+            return
+        self._started = True
+        try:
+            self._problem, self._notice = self._check()
+        except (OSError, subprocess.SubprocessError) as exc:
+            self._problem = f"cannot check for the latency tracer: {exc}"
+        if self._problem is None:
+            self.tracer = self._make_tracer()
+            self.tracer.start()
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait until the probes are attached (or the tracer failed); True when attached."""
+        self.start()
+        tracer = self.tracer
+        if tracer is None:
+            return False
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if tracer.ready.wait(0.05):
+                return True
+            if tracer.error is not None:
+                return False
+        return False
+
+    def align(self) -> None:
+        """Wait for the tracer's next tick when it is tracing (at most about a tick)."""
+        tracer = self.tracer
+        if tracer is not None and tracer.ready.is_set() and tracer.error is None:
+            # A tick that ended a moment ago counts (the reader may not have seen it yet):
+            # waiting for the one after would stretch every interval by a tick.
+            after = time.monotonic_ns() - ALIGN_SLACK_NS
+            tracer.wait_tick(after, tracer.tick_ms / 1000 + 0.5)
+
+    def frame(self, counters: Mapping[str, object], monotonic: float) -> LatencyFrame:
+        """The latency since the previous call, for the devices in ``counters``."""
+        self.start()
+        notice, self._notice = self._notice, None
+        tracer = self.tracer
+        if tracer is None:
+            return LatencyFrame(FAILED, status=self._problem, notice=notice)
+        batches = tracer.take(int(monotonic * 1e9))
+        if not batches:
+            if tracer.error is not None:
+                return LatencyFrame(FAILED, status=tracer.error, notice=notice)
+            if not tracer.ready.is_set():
+                return LatencyFrame(STARTING, status="starting tracer…", notice=notice)
+        names = _names_by_dev(counters)
+        merged: dict[str, dict[str, OpLatency]] = {}
+        for batch in batches:
+            for (dev, op), lat in batch.ops.items():
+                name = names.get(dev)
+                if name is None:  # a device that vanished (or never was ours): dropped
+                    continue
+                ops = merged.setdefault(name, {})
+                ops[op] = ops[op].merged(lat) if op in ops else lat
+        start_ns = self._last_end_ns
+        if start_ns is None:  # traced whole from the first (dropped) tick on
+            start_ns = tracer.first_tick_ns
+            if start_ns is None and batches:
+                start_ns = batches[0].end_ns - tracer.tick_ms * 1_000_000
+            self._last_end_ns = start_ns
+        if batches:
+            self._last_end_ns = batches[-1].end_ns
+        end_ns = self._last_end_ns
+        span = (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0
+        devices = {n: DeviceLatency(MappingProxyType(o)) for n, o in merged.items()}
+        status = tracer.error  # died after this frame's batches: say so now
+        return LatencyFrame(
+            FAILED if status else RUNNING,
+            MappingProxyType(devices),
+            status=status,
+            span_s=span,
+            notice=notice,
+        )
+
+    def close(self) -> None:
+        """Kill the tracer."""
+        if self.tracer is not None:
+            self.tracer.close()

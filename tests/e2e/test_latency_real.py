@@ -1,0 +1,361 @@
+"""The latency tracer for real: bpftrace on loop devices, against fio, and how it fails and
+dies (missing program, not root, killed mid-run, a vanished device, signals to the parent)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.programs import search_path_override
+from iotop_plus.sampling.frame import LATENCY, LATENCY_QUEUE, Frame, LiveSource
+from iotop_plus.sampling.latency import MARKER, LatencyPart
+from iotop_plus.sampling.latency_hist import FAILED, RUNNING, DeviceLatency
+from tests.support.nobody import nobody_env, nobody_python
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def need_tracer() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (bpftrace)")
+    if shutil.which("bpftrace") is None:
+        pytest.skip("bpftrace is not installed (make sysdeps installs it)")
+
+
+def tracers_of(pid: int) -> list[int]:
+    """bpftrace children started by process ``pid`` (their program's first line names it)."""
+    found = subprocess.run(
+        ["pgrep", "-f", f"{MARKER} pid={pid}( |$)"], capture_output=True, text=True, check=False
+    )
+    return [int(p) for p in found.stdout.split()]
+
+
+def wait_for(cond, timeout: float) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return bool(cond())
+
+
+def fio_randread(
+    dev: str, seconds: float, *extra: str, realtime: bool = False
+) -> subprocess.Popen[str]:
+    # realtime: fio at SCHED_FIFO 1, so on a busy machine its clat is not mostly time spent
+    # waiting for a CPU (that once made fio's p99 ten times the block time). It sleeps in
+    # every read (QD1, psync), so it cannot starve the machine.
+    chrt = ["chrt", "-f", "1"] if realtime and shutil.which("chrt") else []
+    return subprocess.Popen(
+        [
+            *chrt,
+            "fio",
+            "--name=lat",
+            f"--filename=/dev/{dev}",
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=psync",
+            "--iodepth=1",
+            "--readonly",
+            "--time_based",
+            f"--runtime={seconds}",
+            "--output-format=json",
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+LOOP_CTL_REMOVE = 0x4C81
+
+
+def remove_loop_node(number: int) -> None:
+    """Remove a detached loop device node (``LOOP_CTL_REMOVE``), so the device vanishes."""
+    fd = os.open("/dev/loop-control", os.O_RDWR)
+    try:
+        for _ in range(50):  # EBUSY while udev still holds it just after the detach
+            try:
+                fcntl.ioctl(fd, LOOP_CTL_REMOVE, number)
+                return
+            except OSError:
+                time.sleep(0.1)
+    finally:
+        os.close(fd)
+
+
+def traced_source(part: str = LATENCY) -> LiveSource:
+    source = LiveSource()
+    source.want(part, True)
+    assert source.wait_latency(15), "the tracer did not start"
+    return source
+
+
+def test_percentiles_agree_with_fio_randread_qd1(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
+    """Block time excludes the syscall: our p50/p99 are at most fio's clat, and at least half."""
+    need_tracer()
+    # A filled backing file: reads reach the disk below, so block time is most of fio's
+    # time (on a sparse file they cost less than the syscall around them).
+    dev = make_loop(32, direct_io=True, filled=True)
+    source = traced_source()
+    try:
+        source.next_frame()
+        fio = fio_randread(dev, 3, realtime=True)
+        out, err = fio.communicate(timeout=60)
+        frame = source.next_frame()
+    finally:
+        source.close()
+    assert fio.returncode == 0, err
+    job = json.loads(out[out.index("{") :])["jobs"][0]["read"]
+    clat = job["clat_ns"]["percentile"]
+    lat = frame.latency
+    assert lat is not None and lat.state == RUNNING, lat
+    ours = lat.devices[dev].op("read")
+    fio_p50, fio_p99 = clat["50.000000"], clat["99.000000"]
+    p50, p99 = ours.percentile(50), ours.percentile(99)
+    print(f"p50 ours {p50:.0f} ns fio {fio_p50} ns; p99 ours {p99:.0f} ns fio {fio_p99} ns")
+    assert p50 is not None and p99 is not None
+    assert fio_p50 / 2 <= p50 <= fio_p50
+    assert fio_p99 / 2 <= p99 <= fio_p99
+    # every request fio completed was seen once (fio's count is per job, ours per device)
+    assert abs(ours.count - job["total_ios"]) <= 0.01 * job["total_ios"] + 5
+
+
+def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
+    need_tracer()
+    dev = make_loop(64, direct_io=True)
+    fio = fio_randread(dev, 6)
+    try:
+        time.sleep(0.5)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "iotop_plus",
+                "snapshot",
+                "--latency",
+                "-f",
+                "json",
+                "--interval",
+                "1",
+                "--count",
+                "2",
+                dev,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=REPO,
+            check=False,
+        )
+    finally:
+        fio.kill()
+        fio.wait()
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    for stat in doc["statistics"]:
+        (disk,) = stat["disk"]
+        lat = disk["latency"]
+        assert set(lat) >= {"read", "write", "queue_ms_mean", "device_ms_mean"}
+        assert set(lat["read"]) == {"p50_ms", "p90_ms", "p99_ms", "p999_ms", "max_ms", "count"}
+        reads = disk["r/s"] * stat["elapsed_s"]
+        assert reads > 500
+        assert abs(lat["read"]["count"] - reads) <= 0.02 * reads + 5, (lat, reads)
+        assert lat["read"]["p50_ms"] <= lat["read"]["p99_ms"] <= lat["read"]["max_ms"]
+        assert lat["write"]["count"] == 0
+    assert tracers_of(os.getpid()) == []
+
+
+def test_bpftrace_missing_is_one_line(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("as root, the lookup ignores PATH: this is the root case")
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    with search_path_override([str(empty)]):
+        part = LatencyPart()
+        frame = part.frame({}, time.monotonic())
+    assert frame.state == FAILED and part.tracer is None
+    assert frame.status is not None and "\n" not in frame.status
+    assert (
+        "bpftrace is not installed" in frame.status and "apt-get install bpftrace" in frame.status
+    )
+
+
+def test_not_root_snapshot_says_so_and_reports_the_rest(tmp_path: Path) -> None:
+    """As nobody, with a PATH that lacks bpftrace: latency is null, one stderr line, exit 0."""
+    argv = nobody_python()
+    empty = tmp_path / "bin"
+    empty.mkdir(mode=0o755)
+    os.chmod(tmp_path, 0o755)
+    done = subprocess.run(
+        [
+            *argv,
+            "-m",
+            "iotop_plus",
+            "snapshot",
+            "--latency",
+            "-f",
+            "json",
+            "--all",
+            "--interval",
+            "0.3",
+            "--count",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+        check=False,
+        env=nobody_env(str(empty)),
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [line for line in done.stderr.splitlines() if "latency" in line]
+    assert len(lines) == 1 and "needs root" in lines[0], done.stderr
+    disks = json.loads(done.stdout)["statistics"][0]["disk"]
+    assert disks and all(d["latency"] is None for d in disks)
+    assert all("r/s" in d for d in disks)
+
+
+def test_bpftrace_killed_mid_run_is_said_and_restartable(make_loop) -> None:  # type: ignore[no-untyped-def]
+    need_tracer()
+    dev = make_loop(16, direct_io=True)
+    source = traced_source()
+    try:
+        first = source.next_frame()
+        assert first.latency is not None and first.latency.state == RUNNING
+        (pid,) = tracers_of(os.getpid())
+        os.kill(pid, signal.SIGKILL)
+        assert wait_for(lambda: tracers_of(os.getpid()) == [], 5)
+        time.sleep(0.2)
+        frame = source.next_frame()
+        lat = frame.latency
+        assert lat is not None and lat.state == FAILED
+        assert lat.status is not None and "killed by SIGKILL" in lat.status
+        assert "\n" not in lat.status
+        assert frame.rates.get(dev) is not None  # the disk figures keep coming
+        source.want(LATENCY, False)  # off and on again restarts it
+        source.next_frame()
+        source.want(LATENCY, True)
+        assert source.wait_latency(15)
+        again = source.next_frame()
+        assert again.latency is not None and again.latency.state == RUNNING
+        assert len(tracers_of(os.getpid())) == 1
+    finally:
+        source.close()
+    assert wait_for(lambda: tracers_of(os.getpid()) == [], 5)
+
+
+def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
+    need_tracer()
+    backing = tmp_path / "gone.img"
+    with open(backing, "xb") as fh:
+        fh.truncate(16 * 1024 * 1024)
+    node = subprocess.run(
+        ["losetup", "--find", "--show", "--direct-io=on", str(backing)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    dev = node.removeprefix("/dev/")
+    source = traced_source(LATENCY_QUEUE)
+    try:
+        source.next_frame()
+        subprocess.run(
+            ["dd", f"if={node}", "of=/dev/null", "bs=4k", "count=500", "iflag=direct"],
+            check=True,
+            capture_output=True,
+        )
+        seen = source.next_frame()
+        assert seen.latency is not None
+        assert seen.latency.devices[dev].op("read").count == 500
+        subprocess.run(["losetup", "-d", node], check=True)
+        remove_loop_node(int(dev.removeprefix("loop")))  # detached loop nodes stay: remove it
+        assert wait_for(lambda: not Path(f"/sys/block/{dev}").exists(), 5)
+        after: Frame = source.next_frame()
+        assert dev not in after.sample.counters
+        assert after.latency is not None and after.latency.state == RUNNING
+        assert dev not in after.latency.devices
+    finally:
+        source.close()
+        subprocess.run(["losetup", "-d", node], check=False, capture_output=True)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
+def test_snapshot_signals_leave_no_tracer(signum: int) -> None:
+    """Quit, hang-up, terminate or crash (SIGKILL) of the parent: bpftrace never outlives it."""
+    need_tracer()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "iotop_plus",
+            "snapshot",
+            "--latency",
+            "--interval",
+            "0.5",
+            "--count",
+            "100",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    try:
+        assert wait_for(lambda: len(tracers_of(proc.pid)) == 1, 15), "no tracer started"
+        time.sleep(0.5)
+        proc.send_signal(signum)
+        proc.wait(timeout=15)
+        assert wait_for(lambda: tracers_of(proc.pid) == [], 5), tracers_of(proc.pid)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_device_latency_of_an_idle_device_is_zero_counts() -> None:
+    empty = DeviceLatency({}).to_json()
+    assert empty["read"]["count"] == 0 and empty["device_ms_mean"] is None  # type: ignore[index]
+
+
+@pytest.mark.parametrize("how", ["quit", "SIGHUP", "hangup"])
+def test_tui_quit_and_hangup_leave_no_tracer(how: str) -> None:
+    """The TUI with the latency columns shown: `q`, SIGHUP, or the terminal closing."""
+    need_tracer()
+    from tests.e2e.test_tui_tmux import STATE_DIR, console_script, wait_for_table
+    from tests.support.tmux import TmuxSession, tmux_available
+
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    with TmuxSession(120, 36) as tmux:
+        launched = tmux.launch([console_script(), "--state-dir", STATE_DIR, "--interval", "0.5"])
+        wait_for_table(tmux)
+        pid = tmux.program_pid(launched)
+        tmux.send_keys("c")
+        tmux.send_keys("c")
+        assert wait_for(lambda: len(tracers_of(pid)) == 1, 15), "no tracer started"
+        tmux.wait_for(re.compile(r"time in queue|latency: "), timeout=15)
+        if how == "quit":
+            tmux.send_keys("q")
+            assert tmux.wait_exit(launched, timeout=10) == 0
+        elif how == "SIGHUP":
+            os.kill(pid, signal.SIGHUP)
+            tmux.wait_exit(launched, timeout=10)
+        else:
+            tmux.tmux("kill-pane", "-t", tmux.name)
+        assert wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10)
+        assert wait_for(lambda: tracers_of(pid) == [], 5), tracers_of(pid)
