@@ -24,8 +24,9 @@ from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
 
-if TYPE_CHECKING:  # the process modules load only when someone wants processes
+if TYPE_CHECKING:  # the process and cgroup modules load only when someone wants them
     from iotop_plus.sampling.blockdev import OpenBlockFile
+    from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample
     from iotop_plus.sampling.processes import (
         ProcessSample,
         TaskKey,
@@ -41,6 +42,8 @@ NR_REQUESTS_REFRESH_S = 30.0
 
 PROCESSES = "processes"
 """What :meth:`LiveSource.want` takes for the per-process view (iotop)."""
+CGROUPS = "cgroups"
+"""What :meth:`LiveSource.want` takes for per-cgroup I/O (the cgroups view, ``top --by cgroup``)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,22 @@ class ProcessFrame:
     """Per-thread rates of the process being detailed (``LiveSource.detail_pid``)."""
     open_files: tuple[OpenBlockFile, ...] = ()
     """Block-device files the detailed process holds open."""
+    cgroups: Mapping[TaskKey, str] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    """The cgroup path of each task (read once per task), where known."""
+
+
+@dataclass(frozen=True)
+class CgroupFrame:
+    """The per-cgroup part of a frame (present only while someone wants cgroups)."""
+
+    sample: CgroupSample
+    """Raw counters, pressure and limits of every cgroup."""
+    rates: Mapping[str, CgroupRates | None]
+    """Rates per cgroup path; None on the first sample and for new cgroups."""
+    members: tuple[tuple[int, str], ...] = ()
+    """(pid, name) of the processes in ``LiveSource.detail_cgroup``."""
+    members_of: str | None = None
+    """The cgroup ``members`` lists."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +120,8 @@ class Frame:
     """What happened since the previous frame."""
     pressure: Pressure | None = None
     """Host-wide PSI (io, memory, cpu) read with the disks; None when not read at all."""
+    cgroups: CgroupFrame | None = None
+    """Per-cgroup I/O, when wanted; None otherwise."""
 
     @property
     def wall_time(self) -> float:
@@ -164,6 +185,8 @@ class LiveSource:
         """Process whose threads and open block files the next frames carry."""
         self.per_thread = False
         """Process rows per thread instead of per process."""
+        self.detail_cgroup: str | None = None
+        """Cgroup whose processes the next frames list (``CgroupFrame.members``)."""
         self._wanted: set[str] = set()
         self._prev: Sample | None = None
         self._inventory: Inventory | None = None
@@ -172,6 +195,7 @@ class LiveSource:
         self._nr_read_at = float("-inf")
         self._seq = 0
         self._procs: _ProcessPart | None = None
+        self._cgroups: _CgroupPart | None = None
         self._priming: threading.Thread | None = None
         self._primed: Frame | None = None
         self._primed_early: Frame | None = None
@@ -197,7 +221,7 @@ class LiveSource:
 
     def want(self, part: str, on: bool) -> None:
         """Ask for (or release) a costly part of the frame."""
-        if part != PROCESSES:
+        if part not in (PROCESSES, CGROUPS):
             raise ValueError(f"unknown frame part {part!r}")
         if on:
             self._wanted.add(part)
@@ -265,8 +289,11 @@ class LiveSource:
             process_error = f"cannot read {self.roots.proc}: {exc.strerror or exc}"
             self.close()
         frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
-        if process_error is not None or pressure is not None:
-            frame = dataclasses.replace(frame, process_error=process_error, pressure=pressure)
+        cgroups = self._cgroup_frame()
+        if process_error is not None or pressure is not None or cgroups is not None:
+            frame = dataclasses.replace(
+                frame, process_error=process_error, pressure=pressure, cgroups=cgroups
+            )
         self._prev = cur
         return frame
 
@@ -293,6 +320,14 @@ class LiveSource:
             processes=processes,
             events=events,
         )
+
+    def _cgroup_frame(self) -> CgroupFrame | None:
+        if CGROUPS not in self._wanted:
+            self._cgroups = None
+            return None
+        if self._cgroups is None:
+            self._cgroups = _CgroupPart(self.roots)
+        return self._cgroups.frame(self.detail_cgroup)
 
     def _process_frame(self) -> ProcessFrame | None:
         if PROCESSES not in self._wanted:
@@ -321,6 +356,7 @@ class _ProcessPart:
         self.accumulator = Accumulator()
         self.names = BlockDeviceNames(roots)
         self.prev: ProcessSample | None = None
+        self.task_cgroups = TaskCgroups(roots)
 
     def frame(self, detail_pid: int | None) -> ProcessFrame:
         from iotop_plus.sampling.blockdev import open_block_files
@@ -342,10 +378,63 @@ class _ProcessPart:
             MappingProxyType(self.accumulator.update(cur)),
             MappingProxyType(detail),
             files,
+            self.task_cgroups.update(cur.tasks),
         )
 
     def close(self) -> None:
         self.reader.close()
+
+
+class _CgroupPart:
+    """The cgroup reader and the previous sample its rates need."""
+
+    def __init__(self, roots: Roots) -> None:
+        from iotop_plus.sampling.cgroups import CgroupReader
+
+        self.reader: CgroupReader = CgroupReader(roots)
+        self.prev: CgroupSample | None = None
+
+    def frame(self, detail: str | None) -> CgroupFrame:
+        from iotop_plus.sampling.cgroups import cgroup_members, cgroup_rates_between
+
+        cur = self.reader.sample()
+        rates = cgroup_rates_between(self.prev, cur)
+        self.prev = cur
+        members = cgroup_members(self.reader, detail) if detail is not None else ()
+        return CgroupFrame(cur, MappingProxyType(rates), members, detail)
+
+
+class TaskCgroups:
+    """Each task's cgroup path, read from ``/proc/PID/cgroup`` once per task (cheap per tick)."""
+
+    def __init__(self, roots: Roots) -> None:
+        self.roots = roots
+        self._paths: dict[TaskKey, str] = {}
+        self._v2: bool | None = None
+
+    def update(self, tasks: Mapping[TaskKey, object]) -> Mapping[TaskKey, str]:
+        """The paths of ``tasks``; reads only tasks not seen before, forgets the gone ones."""
+        from iotop_plus.sampling.cgroup_names import parse_proc_cgroup
+        from iotop_plus.sampling.cgroups import V1, detect_layout
+
+        if self._v2 is None:
+            self._v2 = detect_layout(self.roots).version != V1
+        known = self._paths
+        fresh: dict[TaskKey, str] = {}
+        proc = str(self.roots.proc)
+        for key in tasks:
+            path = known.get(key)
+            if path is None:
+                try:
+                    text = read_bounded(f"{proc}/{key[0]}/cgroup", MAX_ATTRIBUTE_BYTES)
+                except OSError:
+                    continue
+                path = parse_proc_cgroup(text, self._v2)
+                if path is None:
+                    continue
+            fresh[key] = path
+        self._paths = fresh
+        return MappingProxyType(fresh)
 
 
 def _device_events(before: frozenset[str], after: frozenset[str]) -> tuple[FrameEvent, ...]:
