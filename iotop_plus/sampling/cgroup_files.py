@@ -91,6 +91,31 @@ def _is_devno(word: str) -> bool:
     return bool(sep) and major.isdigit() and minor.isdigit()
 
 
+_FAST_PREFIXES = ("rbytes=", "wbytes=", "rios=", "wios=", "dbytes=", "dios=")
+
+
+def _fast_io_line(words: list[str]) -> IoCounters | None:
+    """``MAJ:MIN rbytes=.. wbytes=.. rios=.. wios=.. dbytes=.. dios=..``, or None to look closer."""
+    r, w, ri, wi, d, di = words[1:7]
+    if not (
+        r.startswith("rbytes=")
+        and w.startswith("wbytes=")
+        and ri.startswith("rios=")
+        and wi.startswith("wios=")
+        and d.startswith("dbytes=")
+        and di.startswith("dios=")
+        and _is_devno(words[0])
+    ):
+        return None
+    try:
+        values = (int(r[7:]), int(w[7:]), int(ri[5:]), int(wi[5:]), int(d[7:]), int(di[5:]))
+    except ValueError:
+        return None
+    if min(values) < 0:
+        return None
+    return IoCounters(*values)
+
+
 def parse_io_stat(text: str) -> tuple[dict[str, IoCounters], list[str]]:
     """A v2 ``io.stat``: counters per ``MAJ:MIN``, and the lines that could not be parsed.
 
@@ -103,6 +128,11 @@ def parse_io_stat(text: str) -> tuple[dict[str, IoCounters], list[str]]:
         words = line.split()
         if not words:
             continue
+        if len(words) == 7:  # the usual line, keys in the kernel's order: no loop, no lookups
+            fast = _fast_io_line(words)
+            if fast is not None:
+                out[words[0]] = fast
+                continue
         if not _is_devno(words[0]):
             bad.append(f"not a MAJ:MIN line: {line.strip()[:80]!r}")
             continue

@@ -37,7 +37,7 @@ from iotop_plus.sampling.cgroup_files import (
     parse_limits,
     parse_v1_blkio,
 )
-from iotop_plus.sampling.pressure import ResourcePressure, parse_pressure
+from iotop_plus.sampling.pressure import PressureLine, ResourcePressure, parse_pressure
 
 MAX_FILE_BYTES = 1 << 20
 """A cgroup file larger than this is not read (a captured tree's endless file)."""
@@ -295,6 +295,10 @@ class CgroupReader:
         self._limits_at = float("-inf")
         self._names: dict[str, str] = {}
         self._names_at = float("-inf")
+        self._parsed: dict[str, tuple[str, dict[str, IoCounters]]] = {}
+        self._parsed_now: dict[str, tuple[str, dict[str, IoCounters]]] = {}
+        self._psi: dict[str, ResourcePressure] = {}
+        self._psi_now: dict[str, ResourcePressure] = {}
 
     def sample(self) -> CgroupSample:
         """Walk the tree and read each cgroup's files; never raises for a bad file."""
@@ -307,7 +311,10 @@ class CgroupReader:
             self._limits_at = started
         stats: dict[str, CgroupStat] = {}
         if layout.version is not None:
+            self._parsed_now = {}
             self._walk(layout, stats, problems, refresh_limits)
+            self._parsed, self._parsed_now = self._parsed_now, {}
+            self._psi, self._psi_now = self._psi_now, {}
             if layout.version == V1:
                 stats = _roll_up(stats)
         if refresh_limits:  # forget the limits of cgroups that are gone
@@ -354,7 +361,8 @@ class CgroupReader:
             except OSError as exc:
                 problems.append(f"cannot read {rel}: {exc.strerror or exc}")
                 devices, bad = None, []
-            problems.extend(f"{rel}: {b}" for b in bad)
+            if bad:
+                problems.extend(f"{rel}: {b}" for b in bad)
             pressure = None
             if pressure_root is not None:
                 ppath = path if v2 else pressure_root + ("" if rel == "/" else rel)
@@ -396,15 +404,22 @@ class CgroupReader:
             except OSError as exc:
                 problems.append(f"cannot list {rel}: {exc.strerror or exc}")
 
-    @staticmethod
-    def _v2_counters(path: str, rel: str) -> tuple[dict[str, IoCounters] | None, list[str]]:
+    def _v2_counters(self, path: str, rel: str) -> tuple[dict[str, IoCounters] | None, list[str]]:
         try:
             text = _read(path + "/io.stat")
         except FileNotFoundError:
             if not os.path.isdir(path):
                 raise
             return None, []  # the io controller is not enabled for this cgroup
-        return parse_io_stat(text)
+        # Most cgroups are idle: the same text as last tick needs no parsing.
+        cached = self._parsed.get(path)
+        if cached is not None and cached[0] == text:
+            self._parsed_now[path] = cached
+            return cached[1], []
+        devices, bad = parse_io_stat(text)
+        if not bad:
+            self._parsed_now[path] = (text, devices)
+        return devices, bad
 
     @staticmethod
     def _v1_counters(path: str) -> tuple[dict[str, IoCounters] | None, list[str]]:
@@ -412,8 +427,7 @@ class CgroupReader:
         serviced = _read(path + "/blkio.throttle.io_serviced")
         return parse_v1_blkio(service_bytes, serviced)
 
-    @staticmethod
-    def _pressure(path: str, rel: str, problems: list[str]) -> ResourcePressure | None:
+    def _pressure(self, path: str, rel: str, problems: list[str]) -> ResourcePressure | None:
         try:
             text = _read(path)
         except (FileNotFoundError, NotADirectoryError):
@@ -422,6 +436,18 @@ class CgroupReader:
             if exc.errno != errno.EOPNOTSUPP:  # psi=0: no figures, said host-wide already
                 problems.append(f"cannot read {rel}/io.pressure: {exc.strerror or exc}")
             return None
+        cached = self._psi.get(text)
+        if cached is not None:  # idle cgroups: the same two lines tick after tick
+            self._psi_now[text] = cached
+            return cached
+        words = text.split()
+        if len(words) == 10 and words[0] == "some" and words[5] == "full":
+            try:  # the usual file: no per-word partition
+                found = ResourcePressure(_fast_psi(words[1:5]), _fast_psi(words[6:10]))
+                self._psi_now[text] = found
+                return found
+            except ValueError:
+                pass  # parse_pressure says what is wrong
         try:
             return parse_pressure(text)
         except ValueError as exc:
@@ -451,6 +477,18 @@ class CgroupReader:
             self._names_at = now
             self._names = read_device_numbers(self.roots)
         return MappingProxyType(self._names)
+
+
+def _fast_psi(words: list[str]) -> PressureLine:
+    a10, a60, a300, total = words
+    if not (
+        a10.startswith("avg10=")
+        and a60.startswith("avg60=")
+        and a300.startswith("avg300=")
+        and total.startswith("total=")
+    ):
+        raise ValueError(words)
+    return PressureLine(float(a10[6:]), float(a60[6:]), float(a300[7:]), int(total[6:]))
 
 
 def read_device_numbers(roots: Roots) -> dict[str, str]:

@@ -233,3 +233,16 @@ def synthetic_tree(base: Path, count: int, *, seed: int = 1, tick: int = 0) -> l
         files.update(dict.fromkeys(filler, "0\n"))
         write_cgroup(root, path, files)
     return paths[:count]
+
+
+def bump_io_stat(base: Path, paths: list[str], tick: int, *, every: int = 1) -> None:
+    """Rewrite ``io.stat`` of every ``every``-th cgroup with counters for ``tick``."""
+    root = base / "sys" / "fs" / "cgroup"
+    for i, path in enumerate(paths):
+        if i % every:
+            continue
+        t = tick + 1
+        where = root / path.strip("/") if path != "/" else root
+        (where / "io.stat").write_text(
+            io_line("8:0", (i + 1) * 4096 * t, (i + 2) * 4096 * t) + io_line("8:16", i * t, 0)
+        )
