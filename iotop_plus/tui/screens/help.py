@@ -10,6 +10,7 @@ from textual.widgets import Static
 from iotop_plus.sampling.figures import notes
 from iotop_plus.tui.keys import help_lines, key_display, own_bindings_of
 from iotop_plus.tui.screens.modal import Modal
+from iotop_plus.tui.widgets.pressure import HELP as PRESSURE_HELP
 
 PALETTE_HELP = "command palette: every action by name"
 
@@ -77,6 +78,7 @@ def help_text() -> str:
     for name, means, misleads in column_lines():
         lines.append(f"  [b]{name:<{NAME_WIDTH}}[/b] {means}. [i]Misleads:[/i] {misleads}.")
     lines += ["", THRESHOLDS]
+    lines += ["", PRESSURE_HELP]
     return "\n".join(lines)
 
 

@@ -52,6 +52,7 @@ from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
+from iotop_plus.tui.widgets.pressure import PressureGauge
 
 if TYPE_CHECKING:
     from iotop_plus.probe.runner import ProbeRunner
@@ -139,7 +140,9 @@ class MainScreen(Screen[None]):
     # ---- layout --------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield HostHeader(self.host, self.interval, id="header")
+        with Horizontal(id="header-row"):
+            yield HostHeader(self.host, self.interval, id="header")
+            yield PressureGauge(id="pressure")
         yield Tabs(
             Tab("1 Devices", id="view-table"),
             Tab("2 Charts", id="view-charts"),
@@ -206,6 +209,7 @@ class MainScreen(Screen[None]):
         header = self.query_one(HostHeader)
         start = self._start_monotonic if self._start_monotonic is not None else frame.monotonic
         header.show(wall_time=frame.wall_time)
+        self.query_one(PressureGauge).show(frame.pressure, self.size.width)
         if self.host.uptime_s is not None:
             header.show(uptime_s=self.host.uptime_s + tick.sample.monotonic - start)
         problems = tick.sample.problems
