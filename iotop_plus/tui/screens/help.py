@@ -53,12 +53,19 @@ def key_lines() -> list[tuple[str, str]]:
 
 def panel_lines() -> list[tuple[str, str]]:
     """(tab, its keys) per side-panel tab, made from the panels' bindings."""
+    from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
     lines = []
-    for tab, panel in (("Tune", SettingsPanel), ("Processes", ProcessPanel), ("Probe", ProbePanel)):
+    tabs = (
+        ("Tune", SettingsPanel),
+        ("Processes", ProcessPanel),
+        ("Cgroups", CgroupPanel),
+        ("Probe", ProbePanel),
+    )
+    for tab, panel in tabs:
         keys = [
             f"{key_display(b.key.split(',')[0])} {b.description}"
             for b in own_bindings_of(panel)

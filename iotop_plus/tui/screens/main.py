@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from iotop_plus.tui.widgets.process_panel import ProcessFeed, ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
-DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-probe")
+DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-probe")
 """Side-panel tabs whose panel is built and mounted on first use."""
 
 INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -161,6 +161,7 @@ class MainScreen(Screen[None]):
                 yield TabPane("Device", DevicePanel(id="device-panel"), id="tab-device")
                 yield TabPane("Tune", id="tab-tune")
                 yield TabPane("Processes", id="tab-processes")
+                yield TabPane("Cgroups", id="tab-cgroups")
                 yield TabPane("Probe", id="tab-probe")
         yield KeyHints()
 
@@ -237,6 +238,9 @@ class MainScreen(Screen[None]):
             panel = self.process_panel
             if panel.is_mounted and panel.sampling:
                 panel.show_processes(frame.processes, frame.process_error)
+        cgroups = self._panels.get("tab-cgroups")
+        if cgroups is not None and cgroups.is_mounted and getattr(cgroups, "sampling", False):
+            cgroups.show_cgroups(frame.cgroups)  # type: ignore[attr-defined]
 
     def show_problem(self, text: str) -> None:
         """Show a one-line problem (a failed tick) in the header for a few seconds."""
@@ -333,6 +337,10 @@ class MainScreen(Screen[None]):
             from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
             return ProcessPanel(self.roots, cast("ProcessFeed", self.app), id="process-panel")
+        if tab_id == "tab-cgroups":
+            from iotop_plus.tui.widgets.cgroup_panel import CgroupFeed, CgroupPanel
+
+            return CgroupPanel(cast(CgroupFeed, self.app), id="cgroup-panel")
         if tab_id == "tab-probe":
             from iotop_plus.tui.widgets.probe_panel import ProbePanel
 
@@ -416,7 +424,13 @@ class MainScreen(Screen[None]):
         """Show one side-panel tab (on narrow screens, the panel view too)."""
         if self.narrow:
             self.action_view("view-panel")
-        self.query_one("#side-panel", TabbedContent).active = tab_id
+        side = self.query_one("#side-panel", TabbedContent)
+        focused = self.focused
+        if side.active != tab_id and focused is not None and side in focused.ancestors:
+            # Else Textual moves the focus to a widget of the tab being hidden (an open filter
+            # box), and focusing it switches that tab back.
+            self.set_focus(None)
+        side.active = tab_id
 
     async def action_tune(self, setting: str) -> None:
         """Edit a queue setting of the selected device from anywhere (R, S)."""
