@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -140,3 +141,43 @@ async def test_c_works_from_the_processes_tab_with_its_filter_open() -> None:
         await pilot.press("C")
         await pilot.pause()
         assert app.main_screen.query_one("#side-panel", TabbedContent).active == "tab-cgroups"
+
+
+async def test_the_processes_view_names_each_processs_cgroup(tmp_path: Path) -> None:
+    """A process moved into a v1 blkio child cgroup shows that cgroup in the CGROUP column."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.tui.test_process_panel import Host, pids
+    from tests.tui.test_process_panel import wait_for as wait_panel
+
+    blkio = Path("/sys/fs/cgroup/blkio")
+    if os.geteuid() != 0 or not (blkio / "cgroup.procs").exists():
+        import pytest
+
+        pytest.skip("needs root and a v1 blkio hierarchy")
+    child = blkio / f"iotop-plus-test-{os.getpid()}"
+    child.mkdir()
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        (child / "cgroup.procs").write_text(f"{sleeper.pid}\n")
+        app = Host()
+        async with app.run_test(size=(110, 30)) as pilot:
+            panel = app.panel
+            await wait_panel(pilot, lambda: sleeper.pid in pids(panel), "the sleeper's row")
+            plist = panel.process_list
+            row = next(r for r in plist.rows if r.pid == sleeper.pid)
+            assert row.cgroup == child.name
+            assert "CGROUP" in plist.header_text(110)
+            line = plist._line(plist._cells(row), 110)
+            assert child.name[:16] in line
+    finally:
+        sleeper.kill()
+        sleeper.wait(timeout=10)
+        for _ in range(50):
+            try:
+                child.rmdir()
+                break
+            except OSError:
+                await asyncio.sleep(0.1)

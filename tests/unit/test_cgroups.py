@@ -19,7 +19,13 @@ from iotop_plus.sampling.cgroups import (
     cgroup_rates_between,
     detect_layout,
 )
-from iotop_plus.sampling.frame import CGROUPS, PROCESSES, LiveSource, TaskCgroups
+from iotop_plus.sampling.frame import (
+    CGROUPS,
+    PROCESSES,
+    TASK_CGROUP_REFRESH_S,
+    LiveSource,
+    TaskCgroups,
+)
 from tests.support.cgroup_trees import (
     CONTAINERD_ID,
     DOCKER_ID,
@@ -244,7 +250,12 @@ def test_each_tasks_cgroup_is_read_once_and_forgotten_when_it_exits(tmp_path: Pa
     (base / "proc/4242/cgroup").unlink()
     assert cgroups.update({(4242, 10): None})[(4242, 10)] == "/system.slice/postgresql.service"
     # A new task with the same pid (another start time) is read again.
-    assert (4242, 99) not in cgroups.update({(4242, 99): None})
+    assert (4242, 99) not in cgroups.update({(4242, 99): None, (4343, 11): None})
+    # A task that moved is seen in its new cgroup once its entry is stale.
+    (base / "proc/4343/cgroup").write_text("0::/moved.slice\n")
+    assert cgroups.update({(4343, 11): None})[(4343, 11)] == "/system.slice/nginx.service"
+    later = time.monotonic() + TASK_CGROUP_REFRESH_S + 1
+    assert cgroups.update({(4343, 11): None}, now=later)[(4343, 11)] == "/moved.slice"
 
 
 def test_live_process_frames_carry_each_tasks_cgroup() -> None:
