@@ -128,3 +128,33 @@ def test_top_by_cgroup_json_names_the_busy_cgroup(
     assert row["write_bps"] * doc["statistics"][0]["elapsed_s"] == pytest.approx(4 << 20, rel=0.01)
     assert row["io_some_avg10"] is None  # no such cgroup in the unified tree: null, not 0
     assert "/" in rows
+
+
+def test_as_an_unprivileged_user_an_unreadable_io_stat_is_one_warning() -> None:
+    import shutil
+
+    from tests.support.cgroup_trees import systemd_tree
+    from tests.support.nobody import nobody_directory, nobody_env, nobody_python
+
+    python = nobody_python()
+    with nobody_directory() as base:
+        systemd_tree(base)
+        for path in base.rglob("*"):
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)
+        locked = base / "sys/fs/cgroup/system.slice/nginx.service/io.stat"
+        locked.chmod(0)
+        cmd = [*python, "-m", "iotop_plus", "--proc-root", str(base / "proc")]
+        cmd += ["--sys-root", str(base / "sys"), "top", "--by", "cgroup", "-f", "json"]
+        cmd += ["-c", "1", "-i", "0.1", "-a"]
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, env=nobody_env("/usr/bin:/bin"), timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.splitlines() == [
+            "iotop-plus: warning: cannot read /system.slice/nginx.service: Permission denied"
+        ]
+        rows = {r["cgroup"]: r for r in json.loads(proc.stdout)["statistics"][0]["cgroups"]}
+        assert rows["/system.slice/nginx.service"]["read_bps"] is None
+        assert rows["/system.slice/postgresql.service"]["read_bps"] == 0.0
+        shutil.rmtree(base / "sys")
