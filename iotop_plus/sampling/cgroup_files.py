@@ -14,6 +14,7 @@ Formats accepted (``Documentation/admin-guide/cgroup-v2.rst``, ``cgroup-v1/blkio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -91,7 +92,10 @@ def _is_devno(word: str) -> bool:
     return bool(sep) and major.isdigit() and minor.isdigit()
 
 
-_FAST_PREFIXES = ("rbytes=", "wbytes=", "rios=", "wios=", "dbytes=", "dios=")
+_STANDARD_LINE = re.compile(
+    r"^(\d+:\d+) rbytes=(\d+) wbytes=(\d+) rios=(\d+) wios=(\d+) dbytes=(\d+) dios=(\d+)$",
+    re.MULTILINE | re.ASCII,
+)
 
 
 def _fast_io_line(words: list[str]) -> IoCounters | None:
@@ -122,6 +126,13 @@ def parse_io_stat(text: str) -> tuple[dict[str, IoCounters], list[str]]:
     Unknown keys (``cost.*``, ``depth``, ``avg_lat``, ``win``) are ignored; a known key with
     a value that is not a non-negative integer makes the line a problem.
     """
+    # The usual file: every line in the kernel's own order, nothing else. One regex pass.
+    found = _STANDARD_LINE.findall(text)
+    if found and len(found) == text.count("\n") + (not text.endswith("\n")):
+        return {
+            dev: IoCounters(int(r), int(w), int(ri), int(wi), int(d), int(di))
+            for dev, r, w, ri, wi, d, di in found
+        }, []
     out: dict[str, IoCounters] = {}
     bad: list[str] = []
     for line in text.splitlines():
