@@ -27,6 +27,7 @@ from iotop_plus.sampling.latency_hist import (
     LatencyFrame,
     csv_cells,
 )
+from iotop_plus.sampling.pressure import Pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import Sample, select_devices
 
@@ -104,7 +105,8 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         print(f"iotop-plus: note: {printable(first.notice)}", file=sys.stderr)
     _warn(first_frame)
 
-    reports = _intervals(source, first_frame, args.interval, args.count)
+    latest: list[Frame] = []  # the frame each report comes from (its pressure, for JSON)
+    reports = _intervals(source, first_frame, args.interval, args.count, latest)
     if args.format == "json":
         doc = {
             "tool": "iotop-plus",
@@ -115,6 +117,7 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
             "statistics": [],
         }
         stats: list[dict[str, Any]] = doc["statistics"]
+        pressure_note = PressureNote()
         for prev, cur, rates, lat in reports:
             names = _names(explicit, cur, inventory, args)
             disks = [disk_json(n, rates[n], inventory) for n in names if rates.get(n)]
@@ -128,6 +131,7 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
                     "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
                     "disk": disks,
                     "no_rates": [n for n in names if rates.get(n) is None],
+                    "pressure": pressure_note.json(latest[-1].pressure),
                 }
             )
         json.dump(doc, out, indent=2)
@@ -177,6 +181,24 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
     return EXIT_OK
 
 
+class PressureNote:
+    """The ``pressure`` object of a statistic, or null with one stderr line (once) why not."""
+
+    def __init__(self) -> None:
+        self.said = False
+
+    def json(self, pressure: Pressure | None) -> dict[str, Any] | None:
+        """``pressure.as_json()``, or None where the host has no PSI."""
+        if pressure is not None and pressure.resources:
+            return pressure.as_json()
+        if not self.said:
+            self.said = True
+            why = pressure.problem if pressure is not None else None
+            why = printable(why or "no pressure (PSI) figures")
+            print(f"iotop-plus: note: {why}", file=sys.stderr)
+        return None
+
+
 def _warn(frame: Frame) -> None:
     for problem in frame.sample.problems:
         print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
@@ -193,9 +215,10 @@ _said: set[str] = set()  # latency problems already printed (one line each)
 
 
 def _intervals(
-    source: LiveSource, first: Frame, interval: float, count: int
+    source: LiveSource, first: Frame, interval: float, count: int, latest: list[Frame]
 ) -> Iterator[tuple[Sample, Sample, Mapping[str, DeviceRates | None], LatencyFrame | None]]:
     for prev, cur in frames_on_schedule(source, interval, count, first=first, on_frame=_warn):
+        latest[:] = [cur]
         yield prev.sample, cur.sample, cur.rates, cur.latency
 
 

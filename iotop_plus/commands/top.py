@@ -42,6 +42,12 @@ def add_parser(sub: Any) -> None:
         "--threads", "-t", action="store_true", help="one row per thread instead of per process"
     )
     p.add_argument(
+        "--by",
+        choices=("process", "cgroup"),
+        default="process",
+        help="rows per process (default) or per cgroup (io.stat, io.pressure; v1 blkio)",
+    )
+    p.add_argument(
         "--all",
         "-a",
         action="store_true",
@@ -54,6 +60,10 @@ def add_parser(sub: Any) -> None:
 def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
+    if getattr(args, "by", "process") == "cgroup":
+        from iotop_plus.commands import top_cgroup
+
+        return top_cgroup.run(args, roots, out)
     host = read_host_info(roots)
     source = LiveSource(roots, devices=False)  # processes only: no disk reads per tick
     source.per_thread = args.threads

@@ -24,8 +24,9 @@ from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
 
-if TYPE_CHECKING:  # the process and latency modules load only when someone wants them
+if TYPE_CHECKING:  # the process, cgroup and latency modules load only when someone wants them
     from iotop_plus.sampling.blockdev import OpenBlockFile
+    from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample
     from iotop_plus.sampling.latency import LatencyPart
     from iotop_plus.sampling.latency_hist import LatencyFrame
     from iotop_plus.sampling.processes import (
@@ -47,7 +48,9 @@ LATENCY = "latency"
 """What :meth:`LiveSource.want` takes for per-device latency histograms (the bpftrace tracer)."""
 LATENCY_QUEUE = "latency-queue"
 """Latency plus the queue split (insert to issue): the tracer attaches ``block_rq_insert`` too."""
-_PARTS = (PROCESSES, LATENCY, LATENCY_QUEUE)
+CGROUPS = "cgroups"
+"""What :meth:`LiveSource.want` takes for per-cgroup I/O (the cgroups view, ``top --by cgroup``)."""
+_PARTS = (PROCESSES, LATENCY, LATENCY_QUEUE, CGROUPS)
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,22 @@ class ProcessFrame:
     """Per-thread rates of the process being detailed (``LiveSource.detail_pid``)."""
     open_files: tuple[OpenBlockFile, ...] = ()
     """Block-device files the detailed process holds open."""
+    cgroups: Mapping[TaskKey, str] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    """The cgroup path of each task (read once per task), where known."""
+
+
+@dataclass(frozen=True)
+class CgroupFrame:
+    """The per-cgroup part of a frame (present only while someone wants cgroups)."""
+
+    sample: CgroupSample
+    """Raw counters, pressure and limits of every cgroup."""
+    rates: Mapping[str, CgroupRates | None]
+    """Rates per cgroup path; None on the first sample and for new cgroups."""
+    members: tuple[tuple[int, str], ...] = ()
+    """(pid, name) of the processes in ``LiveSource.detail_cgroup``."""
+    members_of: str | None = None
+    """The cgroup ``members`` lists."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +130,8 @@ class Frame:
     latency: LatencyFrame | None = None
     """Per-device latency histograms since the previous frame, and the tracer's state and
     one-line status, while :data:`LATENCY` is wanted; None otherwise."""
+    cgroups: CgroupFrame | None = None
+    """Per-cgroup I/O, when wanted; None otherwise."""
 
     @property
     def wall_time(self) -> float:
@@ -174,6 +195,8 @@ class LiveSource:
         """Process whose threads and open block files the next frames carry."""
         self.per_thread = False
         """Process rows per thread instead of per process."""
+        self.detail_cgroup: str | None = None
+        """Cgroup whose processes the next frames list (``CgroupFrame.members``)."""
         self._wanted: set[str] = set()
         self._prev: Sample | None = None
         self._inventory: Inventory | None = None
@@ -182,6 +205,7 @@ class LiveSource:
         self._nr_read_at = float("-inf")
         self._seq = 0
         self._procs: _ProcessPart | None = None
+        self._cgroups: _CgroupPart | None = None
         self._priming: threading.Thread | None = None
         self._primed: Frame | None = None
         self._primed_early: Frame | None = None
@@ -309,9 +333,19 @@ class LiveSource:
             self.close()
         frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
         latency = latency_part.frame(cur.counters, cur.monotonic) if latency_part else None
-        if process_error is not None or pressure is not None or latency is not None:
+        cgroups = self._cgroup_frame()
+        if (
+            process_error is not None
+            or pressure is not None
+            or latency is not None
+            or cgroups is not None
+        ):
             frame = dataclasses.replace(
-                frame, process_error=process_error, pressure=pressure, latency=latency
+                frame,
+                process_error=process_error,
+                pressure=pressure,
+                latency=latency,
+                cgroups=cgroups,
             )
         self._prev = cur
         return frame
@@ -340,6 +374,14 @@ class LiveSource:
             events=events,
         )
 
+    def _cgroup_frame(self) -> CgroupFrame | None:
+        if CGROUPS not in self._wanted:
+            self._cgroups = None
+            return None
+        if self._cgroups is None:
+            self._cgroups = _CgroupPart(self.roots)
+        return self._cgroups.frame(self.detail_cgroup)
+
     def _process_frame(self) -> ProcessFrame | None:
         if PROCESSES not in self._wanted:
             if self._procs is not None:  # nobody looks: release the /proc files
@@ -367,6 +409,7 @@ class _ProcessPart:
         self.accumulator = Accumulator()
         self.names = BlockDeviceNames(roots)
         self.prev: ProcessSample | None = None
+        self.task_cgroups = TaskCgroups(roots)
 
     def frame(self, detail_pid: int | None) -> ProcessFrame:
         from iotop_plus.sampling.blockdev import open_block_files
@@ -388,10 +431,73 @@ class _ProcessPart:
             MappingProxyType(self.accumulator.update(cur)),
             MappingProxyType(detail),
             files,
+            self.task_cgroups.update(cur.tasks),
         )
 
     def close(self) -> None:
         self.reader.close()
+
+
+class _CgroupPart:
+    """The cgroup reader and the previous sample its rates need."""
+
+    def __init__(self, roots: Roots) -> None:
+        from iotop_plus.sampling.cgroups import CgroupReader
+
+        self.reader: CgroupReader = CgroupReader(roots)
+        self.prev: CgroupSample | None = None
+
+    def frame(self, detail: str | None) -> CgroupFrame:
+        from iotop_plus.sampling.cgroups import cgroup_members, cgroup_rates_between
+
+        cur = self.reader.sample()
+        rates = cgroup_rates_between(self.prev, cur)
+        self.prev = cur
+        members = cgroup_members(self.reader, detail) if detail is not None else ()
+        return CgroupFrame(cur, MappingProxyType(rates), members, detail)
+
+
+TASK_CGROUP_REFRESH_S = 30.0
+"""A task's cgroup is read when it is first seen, then again after this long (it may move)."""
+
+
+class TaskCgroups:
+    """Each task's cgroup path from ``/proc/PID/cgroup``, read once per task and refreshed
+    every :data:`TASK_CGROUP_REFRESH_S`, so a tick reads only new (or stale) tasks."""
+
+    def __init__(self, roots: Roots) -> None:
+        self.roots = roots
+        self._paths: dict[TaskKey, tuple[str, float]] = {}
+        self._v2: bool | None = None
+
+    def update(
+        self, tasks: Mapping[TaskKey, object], now: float | None = None
+    ) -> Mapping[TaskKey, str]:
+        """The paths of ``tasks``; forgets the tasks that are gone."""
+        from iotop_plus.sampling.cgroup_names import parse_proc_cgroup
+        from iotop_plus.sampling.cgroups import V1, detect_layout
+
+        if self._v2 is None:
+            self._v2 = detect_layout(self.roots).version != V1
+        now = time.monotonic() if now is None else now
+        known = self._paths
+        fresh: dict[TaskKey, tuple[str, float]] = {}
+        proc = str(self.roots.proc)
+        for key in tasks:
+            entry = known.get(key)
+            if entry is None or now - entry[1] >= TASK_CGROUP_REFRESH_S:
+                try:
+                    text = read_bounded(f"{proc}/{key[0]}/cgroup", MAX_ATTRIBUTE_BYTES)
+                except OSError:
+                    text = None
+                path = parse_proc_cgroup(text, self._v2) if text is not None else None
+                if path is not None:
+                    entry = (path, now)
+                elif entry is None:
+                    continue
+            fresh[key] = entry
+        self._paths = fresh
+        return MappingProxyType({key: entry[0] for key, entry in fresh.items()})
 
 
 def _device_events(before: frozenset[str], after: frozenset[str]) -> tuple[FrameEvent, ...]:

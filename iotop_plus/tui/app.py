@@ -184,6 +184,14 @@ class IotopPlusApp(App[int]):
         """The latency columns are shown (or no longer): the tracer runs only meanwhile."""
         self.feed.want_latency(on)
 
+    def want_cgroups(self, on: bool) -> None:
+        """The Cgroups tab is shown (or no longer); the next frames carry cgroups or not."""
+        self.feed.want_cgroups(on)
+
+    def set_detail_cgroup(self, path: str | None) -> None:
+        """Frames list the processes of cgroup ``path``."""
+        self.feed.set_detail_cgroup(path)
+
     def set_detail_pid(self, pid: int | None) -> None:
         """Frames carry threads and open files of ``pid``; the next one comes at once."""
         self.feed.set_detail_pid(pid)

@@ -15,7 +15,14 @@ from textual.message import Message
 
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import LATENCY_QUEUE, PROCESSES, Frame, FrameSource, LiveSource
+from iotop_plus.sampling.frame import (
+    CGROUPS,
+    LATENCY_QUEUE,
+    PROCESSES,
+    Frame,
+    FrameSource,
+    LiveSource,
+)
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
@@ -116,6 +123,20 @@ class FrameFeed:
         split is shown with them, so ``block_rq_insert`` is traced too."""
         self.source.want(LATENCY_QUEUE, on)
         if self.thread is not None:
+            self.thread.sample_now()
+
+    def want_cgroups(self, on: bool) -> None:
+        """A view shows cgroups (or no longer does); the next frames carry them or not."""
+        was = getattr(self.source, "wants", lambda part: False)(CGROUPS)
+        self.source.want(CGROUPS, on)
+        if on and not was and self.thread is not None:
+            self.thread.sample_now()
+
+    def set_detail_cgroup(self, path: str | None) -> None:
+        """Frames list the processes of cgroup ``path``; the next one comes at once."""
+        if isinstance(self.source, LiveSource):
+            self.source.detail_cgroup = path
+        if path is not None and self.thread is not None:
             self.thread.sample_now()
 
     def set_detail_pid(self, pid: int | None) -> None:

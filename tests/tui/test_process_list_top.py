@@ -70,6 +70,6 @@ async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_mo
             assert panel.size.width >= 41  # 42 with its border
             if size[0] == 200:
                 header = ProcessList().header_text(panel.size.width - 2)
-                for title in ("USER", "IO%", "RCHAR", "COMMAND"):
+                for title in ("USER", "IO%", "CGROUP", "COMMAND"):
                     assert title in header, header
     assert widths[200] > widths[120] + 20

@@ -75,3 +75,46 @@ def test_every_live_frame_carries_pressure(tmp_path: Path) -> None:
     frame = LiveSource(roots).next_frame()
     assert frame.pressure is not None and frame.pressure.io is not None
     assert frame.pressure.io.full is not None and frame.pressure.io.full.avg10 == 0.05
+
+
+def test_snapshot_json_pressure_is_null_with_one_line_where_psi_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from iotop_plus import cli
+
+    roots = _tree(tmp_path, {})
+    code = cli.main(
+        [
+            *("--proc-root", str(roots.proc), "--sys-root", str(roots.sys)),
+            *("snapshot", "-f", "json", "-c", "2", "-i", "0.01", "-a"),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0
+    assert [s["pressure"] for s in json.loads(out)["statistics"]] == [None, None]
+    assert err.splitlines() == [
+        f"iotop-plus: note: no pressure (PSI) figures: {roots.proc}/pressure/io is missing "
+        "(kernel without CONFIG_PSI, or booted with psi=0; add psi=1 to the kernel command line)"
+    ]
+
+
+def test_snapshot_json_pressure_comes_from_the_tree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from iotop_plus import cli
+
+    roots = _tree(tmp_path, {"io": IO})
+    code = cli.main(
+        [
+            *("--proc-root", str(roots.proc), "--sys-root", str(roots.sys)),
+            *("snapshot", "-f", "json", "-c", "1", "-i", "0.01", "-a"),
+        ]
+    )
+    out, err = capsys.readouterr()
+    assert code == 0 and err == ""
+    pressure = json.loads(out)["statistics"][0]["pressure"]
+    assert pressure == {"io": parse_pressure(IO).as_json()}

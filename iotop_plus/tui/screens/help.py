@@ -11,6 +11,7 @@ from iotop_plus.sampling.figures import notes
 from iotop_plus.tui.keys import help_lines, key_display, own_bindings_of
 from iotop_plus.tui.process_rows import MEANINGS
 from iotop_plus.tui.screens.modal import Modal
+from iotop_plus.tui.widgets.pressure import HELP as PRESSURE_HELP
 
 PALETTE_HELP = "command palette: every action by name"
 
@@ -53,12 +54,19 @@ def key_lines() -> list[tuple[str, str]]:
 
 def panel_lines() -> list[tuple[str, str]]:
     """(tab, its keys) per side-panel tab, made from the panels' bindings."""
+    from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
     lines = []
-    for tab, panel in (("Tune", SettingsPanel), ("Processes", ProcessPanel), ("Probe", ProbePanel)):
+    tabs = (
+        ("Tune", SettingsPanel),
+        ("Processes", ProcessPanel),
+        ("Cgroups", CgroupPanel),
+        ("Probe", ProbePanel),
+    )
+    for tab, panel in tabs:
         keys = [
             f"{key_display(b.key.split(',')[0])} {b.description}"
             for b in own_bindings_of(panel)
@@ -80,6 +88,7 @@ def help_text() -> str:
     lines += ["", "[b]Processes columns[/b] (per process; rates over the measured interval)"]
     lines += [f"  [b]{name:<{NAME_WIDTH}}[/b] {means}." for name, means in MEANINGS]
     lines += ["", THRESHOLDS]
+    lines += ["", PRESSURE_HELP]
     return "\n".join(lines)
 
 

@@ -55,6 +55,7 @@ from iotop_plus.tui.widgets.filter_input import FilterInput
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
 from iotop_plus.tui.widgets.latency_view import LatencyView
+from iotop_plus.tui.widgets.pressure import PressureGauge
 from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ if TYPE_CHECKING:
     from iotop_plus.tui.widgets.process_panel import ProcessFeed, ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
-DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-probe")
+DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-probe")
 """Side-panel tabs whose panel is built and mounted on first use."""
 
 INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
@@ -149,7 +150,9 @@ class MainScreen(HistoryActions, Screen[None]):
     # ---- layout --------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield HostHeader(self.host, self.interval, id="header")
+        with Horizontal(id="header-row"):
+            yield HostHeader(self.host, self.interval, id="header")
+            yield PressureGauge(id="pressure")
         yield Tabs(
             Tab("1 Devices", id="view-table"),
             Tab("2 Charts", id="view-charts"),
@@ -169,6 +172,7 @@ class MainScreen(HistoryActions, Screen[None]):
                 yield TabPane("Device", DevicePanel(id="device-panel"), id="tab-device")
                 yield TabPane("Tune", id="tab-tune")
                 yield TabPane("Processes", id="tab-processes")
+                yield TabPane("Cgroups", id="tab-cgroups")
                 yield TabPane("Probe", id="tab-probe")
         yield KeyHints()
 
@@ -222,6 +226,7 @@ class MainScreen(HistoryActions, Screen[None]):
         header = self.query_one(HostHeader)
         start = self._start_monotonic if self._start_monotonic is not None else frame.monotonic
         header.show(wall_time=frame.wall_time)
+        self.query_one(PressureGauge).show(frame.pressure, self.size.width)
         if self.host.uptime_s is not None:
             header.show(uptime_s=self.host.uptime_s + tick.sample.monotonic - start)
         problems = tick.sample.problems
@@ -253,6 +258,9 @@ class MainScreen(HistoryActions, Screen[None]):
             panel = self.process_panel
             if panel.is_mounted and panel.sampling:
                 panel.show_processes(frame.processes, frame.process_error)
+        cgroups = self._panels.get("tab-cgroups")
+        if cgroups is not None and cgroups.is_mounted and getattr(cgroups, "sampling", False):
+            cgroups.show_cgroups(frame.cgroups)  # type: ignore[attr-defined]
 
     def show_problem(self, text: str) -> None:
         """Show a one-line problem (a failed tick) in the header for a few seconds."""
@@ -360,6 +368,10 @@ class MainScreen(HistoryActions, Screen[None]):
             from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
             return ProcessPanel(self.roots, cast("ProcessFeed", self.app), id="process-panel")
+        if tab_id == "tab-cgroups":
+            from iotop_plus.tui.widgets.cgroup_panel import CgroupFeed, CgroupPanel
+
+            return CgroupPanel(cast(CgroupFeed, self.app), id="cgroup-panel")
         if tab_id == "tab-probe":
             from iotop_plus.tui.widgets.probe_panel import ProbePanel
 
@@ -450,7 +462,13 @@ class MainScreen(HistoryActions, Screen[None]):
         """Show one side-panel tab (on narrow screens, the panel view too)."""
         if self.narrow:
             self.action_view("view-panel")
-        self.query_one("#side-panel", TabbedContent).active = tab_id
+        side = self.query_one("#side-panel", TabbedContent)
+        focused = self.focused
+        if side.active != tab_id and focused is not None and side in focused.ancestors:
+            # Else Textual moves the focus to a widget of the tab being hidden (an open filter
+            # box), and focusing it switches that tab back.
+            self.set_focus(None)
+        side.active = tab_id
 
     async def action_tune(self, setting: str) -> None:
         """Edit a queue setting of the selected device from anywhere (R, S)."""

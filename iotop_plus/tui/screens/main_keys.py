@@ -201,6 +201,14 @@ MAIN_KEYS: tuple[Command, ...] = (
         show=False,
     ),
     Command(
+        "C",
+        "panel_tab('tab-cgroups')",
+        "Cgroups",
+        "Cgroups",
+        "side panel: Cgroups (which service, container or pod does the I/O, with io.pressure)",
+        show=False,
+    ),
+    Command(
         "P",
         "panel_tab('tab-probe')",
         "Probe",

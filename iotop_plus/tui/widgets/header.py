@@ -101,6 +101,17 @@ class HostHeader(Static):
         return self._compose_text().plain
 
     def _compose_text(self) -> Text:
+        full = self._full_text(compact=False)
+        # Narrow (80 columns beside the pressure gauge): the kernel and uptime give way, so
+        # the time, LIVE/PAUSED and root stay on screen.
+        if 0 < self.size.width < len(full.plain):
+            return self._full_text(compact=True)
+        return full
+
+    def on_resize(self) -> None:
+        self._paint()
+
+    def _full_text(self, compact: bool) -> Text:
         host = self.host
         clock = ""
         if self.wall_time is not None:
@@ -115,8 +126,8 @@ class HostHeader(Static):
             ("iotop-plus ", "bold"),
             (printable(host.hostname), "bold"),
             "  ",
-            printable(host.kernel),
-            f"  up {format_uptime(self.uptime_s)}  ",
+            "" if compact else printable(host.kernel),
+            "" if compact else f"  up {format_uptime(self.uptime_s)}  ",
             (f"{clock}  " if clock and live else ""),
             f"every {self.interval:g}s  ",
             state,

@@ -10,7 +10,7 @@ Keys (active while the panel has focus; none clashes with the main screen's
 
 * ``o`` only processes doing I/O now (``iotop -o``); ``t`` totals since start (``iotop -a``)
 * ``left``/``right`` sort column (as in iotop), ``i`` invert the order
-* ``f`` filter by command or user (``/`` stays the device filter), ``escape`` closes it
+* ``f`` filter by command, user or cgroup (``/`` stays the device filter), ``escape`` closes it
 * ``enter`` threads and open files on block devices of the selected process
 * ``D`` switch delay accounting (root; capital, as it changes a kernel setting)
 """
@@ -132,7 +132,7 @@ class ProcessList(CursorList[ProcessRow]):
     def _columns(self, width: int) -> list[Column]:
         # Drop the least important columns until the fixed ones leave 12 for the command.
         cols = list(COLUMNS)
-        for priority in (5, 4, 2):
+        for priority in (5, 3, 4, 2):  # RCHAR/WCHAR, then CGROUP, USER, IO%
             if sum(c.width + 1 for c in cols) + 12 <= width:
                 break
             cols = [c for c in cols if c.priority != priority]
@@ -153,6 +153,7 @@ class ProcessList(CursorList[ProcessRow]):
             "rchar": compact_bytes(row.rchar),
             "wchar": compact_bytes(row.wchar),
             "io": io,
+            "cgroup": printable(row.cgroup) or "-",
             "command": printable(row.command),
         }
 
@@ -310,7 +311,9 @@ class ProcessPanel(Vertical, can_focus=False):
         yield Static(
             "Processes: waiting for the first sample...", id="process-status", markup=False
         )
-        yield Input(placeholder="filter by command or user (Esc clears)", id="process-filter")
+        yield Input(
+            placeholder="filter by command, user or cgroup (Esc clears)", id="process-filter"
+        )
         yield ProcessList(id="process-list")
         yield Static("", id="process-detail", markup=False)
 
@@ -355,7 +358,7 @@ class ProcessPanel(Vertical, can_focus=False):
     @work(thread=True, exclusive=True, group="process-rows", exit_on_error=False)
     def _arrange(self, processes: ProcessFrame, view: View) -> None:
         # Sorting and filtering 5,000 rows takes ~40 ms: off the UI thread.
-        rows = build_rows(processes.rates, processes.totals, view)
+        rows = build_rows(processes.rates, processes.totals, view, processes.cgroups)
         self.post_message(self.SampleReady(processes, rows, view))
 
     def on_process_panel_sample_ready(self, message: SampleReady) -> None:
@@ -386,7 +389,7 @@ class ProcessPanel(Vertical, can_focus=False):
             plist.set_rows(msg.rows)
         else:
             # A key changed the view since the worker arranged the rows: redo them now.
-            plist.set_rows(build_rows(msg.rates, msg.totals, view))
+            plist.set_rows(build_rows(msg.rates, msg.totals, view, msg.processes.cgroups))
 
     def status_text(self) -> str:
         """The status line: counts, modes, delay accounting and visibility notes."""
@@ -495,7 +498,7 @@ class ProcessPanel(Vertical, can_focus=False):
         index = SORT_KEYS.index(plist.sort)
         plist.sort = SORT_KEYS[(index + step) % len(SORT_KEYS)]
         # Names sort A-Z first; figures biggest first.
-        plist.descending = plist.sort not in ("user", "command", "pid")
+        plist.descending = plist.sort not in ("user", "command", "pid", "cgroup")
         self._rerender()
 
     def action_invert_sort(self) -> None:

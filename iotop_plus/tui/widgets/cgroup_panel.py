@@ -1,0 +1,372 @@
+"""The Cgroups tab: which service, container or pod does the I/O, as a tree with roll-up.
+
+Like the Processes tab, the panel never reads /sys: while it is shown it asks its
+:class:`CgroupFeed` (the app) for cgroups, and the app's frames then carry them
+(:meth:`CgroupPanel.show_cgroups`).
+
+Keys (active while the panel has focus; none clashes with the main screen's):
+
+* ``left``/``right`` sort column, ``i`` invert the order; ``o`` only cgroups doing I/O
+* ``f`` filter by path or name (``/`` stays the device filter), ``escape`` closes it
+* ``enter`` the processes in the selected cgroup (again: hide them)
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from rich.segment import Segment
+from rich.style import Style
+from textual import events
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.strip import Strip
+from textual.widgets import Input, Static
+
+from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.frame import CgroupFrame
+from iotop_plus.tui.cgroup_rows import (
+    CGROUP_COLUMNS,
+    CGROUP_SORT_KEYS,
+    CgroupColumn,
+    CgroupRow,
+    CgroupView,
+    build_cgroup_rows,
+    members_text,
+)
+from iotop_plus.tui.process_rows import compact_bytes, printable_lines
+from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
+
+
+class CgroupFeed(Protocol):
+    """What gives the panel its cgroups: the app, which owns the one clock."""
+
+    def want_cgroups(self, on: bool) -> None:
+        """Frames carry cgroups from now on (or no longer)."""
+        ...
+
+    def set_detail_cgroup(self, path: str | None) -> None:
+        """Frames list the processes of cgroup ``path``."""
+        ...
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _iops(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0f}"
+
+
+class CgroupList(CursorList[CgroupRow]):
+    """The virtualised cgroup tree: a header line, then one line per cgroup."""
+
+    COMPONENT_CLASSES = {"cgroup-list--header", "cgroup-list--cursor"}
+    DEFAULT_CSS = """
+    CgroupList { height: 1fr; }
+    CgroupList > .cgroup-list--cursor { background: $accent 40%; }
+    """
+    BINDINGS = [
+        *cursor_bindings(),
+        Binding("left", "sort(-1)", "Sort <", show=False),
+        Binding("right", "sort(1)", "Sort >", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.selected: str | None = None
+        """Path of the cgroup under the cursor."""
+        self.sort = "total"
+        self.descending = True
+
+    def set_rows(self, rows: list[CgroupRow]) -> None:
+        """Show ``rows``; the cursor follows the selected cgroup while it is there."""
+        self.rows = rows
+        index = next((i for i, r in enumerate(rows) if r.path == self.selected), None)
+        if index is None:
+            self.cursor = min(self.cursor, max(len(rows) - 1, 0))
+            self.selected = rows[self.cursor].path if rows else None
+        else:
+            self.cursor = index
+        self.fit_virtual_size()
+        self.scroll_cursor_into_view()
+        self.refresh()
+
+    @property
+    def current(self) -> CgroupRow | None:
+        """The row under the cursor."""
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def columns(self, width: int) -> list[CgroupColumn]:
+        """The columns that fit ``width``, leaving the name at least 16 characters."""
+        cols = list(CGROUP_COLUMNS)
+        for priority in (6, 5, 4, 3, 2):
+            if sum(c.width + 1 for c in cols) + 16 <= width:
+                break
+            cols = [c for c in cols if c.priority != priority]
+        return cols
+
+    def _cells(self, row: CgroupRow) -> dict[str, str]:
+        return {
+            "name": "  " * min(row.depth, 8) + printable(row.name),
+            "read": compact_bytes(row.read),
+            "write": compact_bytes(row.write),
+            "rios": _iops(row.rios),
+            "wios": _iops(row.wios),
+            "discard": compact_bytes(row.discard),
+            "some": _pct(row.some),
+            "full": _pct(row.full),
+            "limits": printable(row.limits),
+        }
+
+    def line(self, cells: dict[str, str], width: int) -> str:
+        """One line: the name takes what the figures leave."""
+        cols = self.columns(width)
+        fixed = sum(c.width + 1 for c in cols if c.width)
+        parts = []
+        for col in cols:
+            text = cells[col.key]
+            if col.width == 0:
+                room = max(width - fixed, 8)
+                parts.append(text[:room].ljust(room))
+            elif col.key == "limits":
+                parts.append(text[: col.width].ljust(col.width))
+            else:
+                parts.append(text[: col.width].rjust(col.width))
+        return " ".join(parts)[:width]
+
+    def header_text(self, width: int) -> str:
+        """Column titles with an arrow on the sorted one(s)."""
+        arrow = "▼" if self.descending else "▲"
+        titles = {}
+        for col in CGROUP_COLUMNS:
+            here = self.sort == col.key or (self.sort == "total" and col.key in ("read", "write"))
+            titles[col.key] = f"{col.title}{arrow}" if here else col.title
+        return self.line(titles, width)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y == 0:
+            style = self.get_component_rich_style("cgroup-list--header")
+            return Strip([Segment(self.header_text(width), style)]).crop_extend(0, width, style)
+        index = y - 1 + self.scroll_offset.y
+        if index >= len(self.rows):
+            return Strip.blank(width)
+        row = self.rows[index]
+        style = (
+            self.get_component_rich_style("cgroup-list--cursor")
+            if index == self.cursor
+            else Style()
+        )
+        return Strip([Segment(self.line(self._cells(row), width), style)]).crop_extend(
+            0, width, style
+        )
+
+    def cursor_moved(self, old: int) -> None:
+        self.selected = self.rows[self.cursor].path
+        self.refresh()
+        panel = next((a for a in self.ancestors if isinstance(a, CgroupPanel)), None)
+        if panel is not None:
+            panel.selection_moved()
+
+    def action_sort(self, step: int) -> None:
+        panel = next((a for a in self.ancestors if isinstance(a, CgroupPanel)), None)
+        if panel is not None:
+            panel.action_sort(step)
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.fit_virtual_size()
+
+
+class CgroupPanel(Vertical, can_focus=False):
+    """Per-cgroup I/O and pressure as a tree, with sort, filter and the selected one's processes."""
+
+    DEFAULT_CSS = """
+    CgroupPanel { height: 1fr; }
+    CgroupPanel > #cgroup-filter { display: none; }
+    CgroupPanel > #cgroup-filter.shown { display: block; }
+    CgroupPanel > #cgroup-members { display: none; height: auto; }
+    CgroupPanel > #cgroup-members.shown { display: block; }
+    """
+    BINDINGS = [
+        Binding("o", "toggle_only_active", "Only I/O"),
+        Binding("left", "sort(-1)", "Sort <", show=False),
+        Binding("right", "sort(1)", "Sort >", show=False),
+        Binding("i", "invert_sort", "Invert", show=False),
+        Binding("f", "filter", "Find cgroup"),
+        Binding("enter", "members", "Processes"),
+        Binding("escape", "close", "Close", show=False),
+    ]
+
+    def __init__(self, feed: CgroupFeed | None = None, *, id: str | None = None) -> None:
+        """Args:
+        feed: What supplies frames with cgroups (the app); None shows nothing.
+        """
+        super().__init__(id=id)
+        self.feed = feed
+        self.only_active = False
+        self.filter_text = ""
+        self.detail: str | None = None
+        """The cgroup whose processes are listed."""
+        self.last: CgroupFrame | None = None
+        """The latest frame's cgroups."""
+        self._wanted = False
+
+    def compose(self) -> ComposeResult:
+        yield Static("Cgroups: waiting for the first sample...", id="cgroup-status", markup=False)
+        yield Input(placeholder="filter by cgroup path or name (Esc clears)", id="cgroup-filter")
+        yield CgroupList(id="cgroup-list")
+        yield Static("", id="cgroup-members", markup=False)
+
+    @property
+    def cgroup_list(self) -> CgroupList:
+        """The list widget."""
+        return self.query_one(CgroupList)
+
+    # -- frames from the feed ----------------------------------------------------------------
+
+    def on_show(self) -> None:
+        self._want(True)
+
+    def on_hide(self) -> None:
+        self._want(False)
+
+    def on_unmount(self) -> None:
+        self._want(False)
+
+    @property
+    def sampling(self) -> bool:
+        """True while the panel asks the feed for cgroups (it is shown)."""
+        return self._wanted
+
+    def _want(self, on: bool) -> None:
+        if on == self._wanted or self.feed is None:
+            return
+        self._wanted = on
+        self.feed.want_cgroups(on)
+        if on:
+            self.feed.set_detail_cgroup(self.detail)
+
+    def show_cgroups(self, cgroups: CgroupFrame | None) -> None:
+        """A frame's cgroups arrived."""
+        if cgroups is None:
+            return
+        self.last = cgroups
+        self._rerender()
+        self._render_members()
+
+    @property
+    def view(self) -> CgroupView:
+        """The current sort, filter and mode."""
+        plist = self.cgroup_list
+        return CgroupView(plist.sort, plist.descending, self.only_active, self.filter_text)
+
+    def _rerender(self) -> None:
+        if self.last is not None:
+            self.cgroup_list.set_rows(build_cgroup_rows(self.last, self.view))
+        self.query_one("#cgroup-status", Static).update(printable_lines(self.status_text()))
+
+    def status_text(self) -> str:
+        """Counts, the cgroup version and root, and what could not be read."""
+        frame = self.last
+        if frame is None:
+            return "Cgroups: waiting for the first sample..."
+        sample = frame.sample
+        parts = [f"{len(self.cgroup_list.rows)} of {len(sample.cgroups)} cgroups"]
+        if sample.version is not None:
+            parts.append(f"cgroup {sample.version}")
+        if all(r is None for r in frame.rates.values()):
+            parts.append("rates from the next sample")
+        if self.only_active:
+            parts.append("only doing I/O")
+        if self.filter_text:
+            parts.append(f"filter {self.filter_text!r}")
+        parts.append(f"{sample.duration_s * 1000:.0f} ms/sample")
+        lines = [" · ".join(parts), "Figures include each cgroup's children."]
+        if sample.notice:
+            lines.append(sample.notice)
+        if sample.problems:
+            more = f" (+{len(sample.problems) - 1} more)" if len(sample.problems) > 1 else ""
+            lines.append(f"skipped: {sample.problems[0]}{more}")
+        return "\n".join(lines)
+
+    def _render_members(self) -> None:
+        text = members_text(self.last, self.detail)
+        self.query_one("#cgroup-members", Static).update(printable_lines(text))
+
+    def selection_moved(self) -> None:
+        """The cursor moved: the processes follow it while they are shown."""
+        row = self.cgroup_list.current
+        if self.detail is not None and row is not None and row.path != self.detail:
+            self._set_detail(row.path)
+            self._render_members()
+
+    # -- actions -----------------------------------------------------------------------------
+
+    def action_toggle_only_active(self) -> None:
+        """Only cgroups doing I/O now (with their ancestors), or all."""
+        self.only_active = not self.only_active
+        self._rerender()
+
+    def action_sort(self, step: int) -> None:
+        """Sort siblings by the next (1) or previous (-1) column."""
+        plist = self.cgroup_list
+        index = CGROUP_SORT_KEYS.index(plist.sort)
+        plist.sort = CGROUP_SORT_KEYS[(index + step) % len(CGROUP_SORT_KEYS)]
+        plist.descending = plist.sort != "name"
+        self._rerender()
+
+    def action_invert_sort(self) -> None:
+        """Reverse the sort order."""
+        self.cgroup_list.descending = not self.cgroup_list.descending
+        self._rerender()
+
+    def action_filter(self) -> None:
+        """Open the filter box."""
+        box = self.query_one("#cgroup-filter", Input)
+        box.add_class("shown")
+        box.focus()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "cgroup-filter":
+            event.stop()
+            self.filter_text = event.value.strip()
+            self._rerender()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "cgroup-filter":
+            event.stop()
+            self.cgroup_list.focus()
+
+    def action_members(self) -> None:
+        """List the processes of the selected cgroup (again: hide them)."""
+        row = self.cgroup_list.current
+        box = self.query_one("#cgroup-members", Static)
+        if row is None or (self.detail == row.path and box.has_class("shown")):
+            self._set_detail(None)
+            box.remove_class("shown")
+            return
+        self._set_detail(row.path)
+        box.add_class("shown")
+        self._render_members()
+
+    def action_close(self) -> None:
+        """Clear the filter while typing in it, else hide the processes, else the filter."""
+        box = self.query_one("#cgroup-filter", Input)
+        members = self.query_one("#cgroup-members", Static)
+        if members.has_class("shown") and not box.has_focus:
+            self._set_detail(None)
+            members.remove_class("shown")
+            return
+        if box.has_class("shown"):
+            box.value = ""
+            box.remove_class("shown")
+            self.filter_text = ""
+            self.cgroup_list.focus()
+            self._rerender()
+
+    def _set_detail(self, path: str | None) -> None:
+        self.detail = path
+        if self.feed is not None:
+            self.feed.set_detail_cgroup(path)
