@@ -10,8 +10,8 @@ import argparse
 import csv
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone, tzinfo
 from typing import Any, TextIO
 
 from iotop_plus import __version__
@@ -22,7 +22,7 @@ from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.frame import Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.sampler import Sample, select_devices
+from iotop_plus.sampling.sampler import HostInfo, Sample, select_devices
 
 #: (iostat JSON key, DeviceRates attribute), in iostat -x column order.
 IOSTAT_COLUMNS: tuple[tuple[str, str], ...] = tuple((f.json_key, f.key) for f in IOSTAT_FIGURES)
@@ -59,12 +59,30 @@ def add_parser(sub: Any) -> None:
         help="every device, including never-used ones and partitions",
     )
     p.add_argument("--partitions", "-p", action="store_true", help="add partitions of used devices")
-    p.set_defaults(run=run)
+    p.add_argument(
+        "--from",
+        dest="from_path",
+        metavar="PATH",
+        help="report from a recording (file, bundle or directory) instead of the live host: "
+        "every recorded interval, or --interval S aggregated from the raw counters",
+    )
+    p.add_argument("--start", metavar="T", help="with --from: 14:05, '10m ago' or ISO 8601")
+    p.add_argument("--end", metavar="T", help="with --from: end of the window (default: its end)")
+    # None tells "not given" (--from then reports every recorded interval); live uses 1 and 1.
+    p.set_defaults(run=run, interval=None, count=None)
 
 
 def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
+    if args.from_path:
+        from iotop_plus.commands.snapshot_recorded import run_recorded
+
+        return run_recorded(args, out)
+    if args.start or args.end:
+        raise UsageError("--start and --end need --from RECORDING")
+    args.interval = args.interval or 1.0
+    args.count = args.count or 1
     source = LiveSource(roots)
     first_frame = source.next_frame()
     first = first_frame.sample
@@ -76,13 +94,31 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     _warn(first_frame)
 
     reports = _intervals(source, first_frame, args.interval, args.count)
+    return emit(args, out, host, inventory, explicit, reports, args.interval)
+
+
+def emit(
+    args: argparse.Namespace,
+    out: TextIO,
+    host: HostInfo,
+    inventory: Inventory,
+    explicit: list[str] | None,
+    reports: Iterable[tuple[Sample, Sample, Mapping[str, DeviceRates | None]]],
+    interval: float,
+    tz: tzinfo | None = None,
+) -> int:
+    """Print the reports as a table, JSON or CSV (live, or from a recording in its zone)."""
+
+    def _iso(wall: float) -> str:
+        return iso_time(wall, tz)
+
     if args.format == "json":
-        doc = {
+        doc: dict[str, Any] = {
             "tool": "iotop-plus",
             "version": __version__,
             "host": host.hostname,
             "kernel": host.kernel,
-            "interval_s": args.interval,
+            "interval_s": interval,
             "statistics": [],
         }
         stats: list[dict[str, Any]] = doc["statistics"]
@@ -134,7 +170,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         )
         for prev, cur, rates in reports:
             names = _names(explicit, cur, inventory, args)
-            out.write(render_table(cur, prev, names, rates, inventory))
+            out.write(render_table(cur, prev, names, rates, inventory, tz))
             out.flush()
     return EXIT_OK
 
@@ -205,6 +241,7 @@ def render_table(
     names: Sequence[str],
     rates: Mapping[str, DeviceRates | None],
     inventory: Inventory,
+    tz: tzinfo | None = None,
 ) -> str:
     """iostat -x style text for one interval."""
     elapsed = cur.monotonic - prev.monotonic
@@ -224,7 +261,7 @@ def render_table(
         max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
         for i, h in enumerate(headers)
     ]
-    lines = [f"\n{_iso(cur.wall_time)}  interval {elapsed:.3f} s"]
+    lines = [f"\n{iso_time(cur.wall_time, tz)}  interval {elapsed:.3f} s"]
     lines.append(
         " ".join(
             h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(headers)
@@ -241,5 +278,7 @@ def render_table(
     return "\n".join(lines) + "\n"
 
 
-def _iso(wall: float) -> str:
-    return datetime.fromtimestamp(wall, timezone.utc).astimezone().isoformat(timespec="seconds")
+def iso_time(wall: float, tz: tzinfo | None = None) -> str:
+    """ISO 8601 to the second, in ``tz`` (the recorded host's zone) or this host's zone."""
+    at = datetime.fromtimestamp(wall, timezone.utc)
+    return (at.astimezone(tz) if tz is not None else at.astimezone()).isoformat(timespec="seconds")
