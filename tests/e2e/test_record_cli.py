@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -144,3 +144,47 @@ def test_record_options_are_checked(tmp_path: Path) -> None:
     assert got.returncode == 2 and "not a duration" in got.stderr
     got = run(tmp_path, "record", "--max-size", "lots")
     assert got.returncode == 2 and "not a size" in got.stderr
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a file system needs root")
+def test_a_full_file_system_is_reported_once_and_the_recorder_keeps_running(
+    tmp_path: Path, make_loop: Callable[..., str], procs: list[subprocess.Popen[str]]
+) -> None:
+    dev = make_loop(size_mb=4)
+    subprocess.run(["mkfs.ext2", "-q", "-F", "-m", "0", f"/dev/{dev}"], check=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", f"/dev/{dev}", str(mnt)], check=True)
+    try:
+        filler = mnt / "filler"
+        with open(filler, "wb") as fh:  # fill the file system, then leave ~24 KiB free
+            try:
+                while True:
+                    fh.write(b"\0" * 65536)
+                    fh.flush()
+            except OSError:
+                pass
+        os.truncate(filler, max(0, filler.stat().st_size - 24 * 1024))
+        rec_dir = mnt / "rec"
+        recorder = start(tmp_path, "--dir", str(rec_dir), "--interval", "0.1", "--processes", "20")
+        procs.append(recorder)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and os.statvfs(mnt).f_bavail > 1:
+            time.sleep(0.2)
+        time.sleep(1.0)  # several more samples against the full disk
+        assert recorder.poll() is None, "the recorder must keep running"
+        recorder.send_signal(signal.SIGTERM)
+        assert recorder.wait(timeout=20) == 0
+        stderr = recorder.stderr.read() if recorder.stderr else ""
+        full = [line for line in stderr.splitlines() if "the disk is full" in line]
+        assert len(full) == 1, stderr
+        assert "Traceback" not in stderr
+        [path] = recording_files(rec_dir)
+        warnings: list[str] = []
+        rec = RecordingFile(path, warnings.append)
+        kept = sum(c.n for c in rec.chunks)
+        assert kept >= 1
+        assert len(warnings) <= 1
+        rec.close()
+    finally:
+        subprocess.run(["umount", str(mnt)], check=False)
