@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from iotop_plus import __version__
-from iotop_plus.commands import ab, probe, record, restore, snapshot, sweep, top
+from iotop_plus.commands import ab, bundle, probe, record, restore, snapshot, sweep, top
 from iotop_plus.commands import set as set_command
 from iotop_plus.commands.common import (
     EXIT_FAILURE,
@@ -29,7 +29,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.sampler import SourceError
 
 #: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
-COMMANDS = [snapshot, probe, set_command, top, sweep, ab, restore, record]
+COMMANDS = [snapshot, probe, set_command, top, sweep, ab, restore, record, bundle]
 
 
 class _Parser(argparse.ArgumentParser):

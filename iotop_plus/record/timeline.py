@@ -171,6 +171,15 @@ class RecordingTimeline:
             return None  # another file: the recorder was down in between
         return (e - 1, before.n - 1)
 
+    def inventory_doc(self, wall: float) -> dict[str, Any]:
+        """The recorded inventory document (devices and queue settings) in force at ``wall``."""
+        pos = self._pos_at(wall)
+        if pos is None:
+            return {}
+        entry = self._entries[pos[0]]
+        rec = self.files[entry.file]
+        return rec.inventory_doc(rec.chunks[entry.chunk])
+
     def recorded(self, wall: float) -> RecordedSample | None:
         """The recorded sample at ``wall`` or just before (processes, pressure, events raw)."""
         pos = self._pos_at(wall)

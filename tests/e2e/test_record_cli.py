@@ -188,3 +188,36 @@ def test_a_full_file_system_is_reported_once_and_the_recorder_keeps_running(
         rec.close()
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_bundle_writes_one_private_file_that_replays_and_never_overwrites(
+    tmp_path: Path, procs: list[subprocess.Popen[str]]
+) -> None:
+    state = tmp_path / "state"
+    recorder = start(tmp_path, "--interval", "0.3")
+    procs.append(recorder)
+    wait_samples(state / "recordings", 8)
+    (state / "changes.jsonl").write_text('{"device": "sda", "setting": "read_ahead_kb"}\n')
+    out = tmp_path / "incident.iprec"
+    got = run(tmp_path, "bundle", "--last", "2s", "-o", str(out))
+    assert got.returncode == 0, got.stderr
+    assert os.stat(out).st_mode & 0o777 == 0o600
+    timeline = open_timeline(out)
+    span = timeline.span()
+    assert span is not None and 1.0 <= span[1] - span[0] <= 2.0
+    assert timeline.header["journal"] == [{"device": "sda", "setting": "read_ahead_kb"}]
+    assert timeline.header["inventory"]
+    again = run(tmp_path, "bundle", "--last", "2s", "-o", str(out))
+    assert again.returncode == 1 and "not overwriting it without --force" in again.stderr
+    (tmp_path / "victim").write_text("keep me")
+    link = tmp_path / "link.iprec"
+    link.symlink_to(tmp_path / "victim")
+    refused = run(tmp_path, "bundle", "-o", str(link))
+    assert refused.returncode == 1
+    forced = run(tmp_path, "bundle", "-o", str(link), "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert (tmp_path / "victim").read_text() == "keep me" and not link.is_symlink()
+    snap = run(tmp_path, "snapshot", "--from", str(out), "-f", "json")
+    assert snap.returncode == 0 and '"statistics"' in snap.stdout
+    recorder.send_signal(signal.SIGTERM)
+    assert recorder.wait(timeout=20) == 0
