@@ -14,7 +14,19 @@ from collections.abc import Iterable, Sequence
 from typing import NoReturn
 
 from iotop_plus import __version__
-from iotop_plus.commands import ab, fleet, probe, restore, serve, snapshot, sweep, top
+from iotop_plus.commands import (
+    ab,
+    bundle,
+    fleet,
+    probe,
+    record,
+    replay,
+    restore,
+    serve,
+    snapshot,
+    sweep,
+    top,
+)
 from iotop_plus.commands import set as set_command
 from iotop_plus.commands.common import (
     EXIT_FAILURE,
@@ -30,7 +42,20 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.sampler import SourceError
 
 #: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
-COMMANDS = [snapshot, probe, set_command, top, sweep, ab, restore, serve, fleet]
+COMMANDS = [
+    snapshot,
+    probe,
+    set_command,
+    top,
+    sweep,
+    ab,
+    restore,
+    record,
+    replay,
+    bundle,
+    serve,
+    fleet,
+]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -89,7 +114,7 @@ def build_parser() -> _Parser:
         "Without a subcommand: iotop-plus [--all] [--interval S] [DEV...] starts the TUI; "
         "DEV (kernel name, dm name or /dev path) shows only those devices, the first selected."
     )
-    parser.set_defaults(fleet_tui=_run_fleet_tui)
+    parser.set_defaults(fleet_tui=_run_fleet_tui, replay_tui=_run_replay_tui)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module in COMMANDS:
         module.add_parser(sub)
@@ -207,6 +232,19 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
         )
         return EXIT_FAILURE
     return run_tui(args, roots, source=source)
+
+
+def _run_replay_tui(args: argparse.Namespace, roots: Roots, timeline: object, at: object) -> int:
+    """``replay``'s TUI, loaded only when asked for (commands never import Textual)."""
+    try:
+        from iotop_plus.tui.replay import run_replay
+    except ImportError as exc:
+        print(
+            f"iotop-plus: the TUI is not available ({exc}); try `snapshot --from`",
+            file=sys.stderr,
+        )
+        return EXIT_FAILURE
+    return run_replay(args, roots, timeline, at)  # type: ignore[arg-type]
 
 
 def _run_fleet_tui(client: object, refresh_s: float, window: str) -> int:

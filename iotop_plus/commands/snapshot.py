@@ -10,8 +10,8 @@ import argparse
 import csv
 import json
 import sys
-from collections.abc import Iterator, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import datetime, timezone, tzinfo
 from typing import Any, TextIO
 
 from iotop_plus import __version__
@@ -29,7 +29,7 @@ from iotop_plus.sampling.latency_hist import (
 )
 from iotop_plus.sampling.pressure import Pressure
 from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.sampler import Sample, select_devices
+from iotop_plus.sampling.sampler import HostInfo, Sample, select_devices
 
 #: (iostat JSON key, DeviceRates attribute), in iostat -x column order.
 IOSTAT_COLUMNS: tuple[tuple[str, str], ...] = tuple((f.json_key, f.key) for f in IOSTAT_FIGURES)
@@ -72,7 +72,17 @@ def add_parser(sub: Any) -> None:
         help="add per-device latency percentiles and the queue/device split (root; traces "
         "the block layer with bpftrace)",
     )
-    p.set_defaults(run=run)
+    p.add_argument(
+        "--from",
+        dest="from_path",
+        metavar="PATH",
+        help="report from a recording (file, bundle or directory) instead of the live host: "
+        "every recorded interval, or --interval S aggregated from the raw counters",
+    )
+    p.add_argument("--start", metavar="T", help="with --from: 14:05, '10m ago' or ISO 8601")
+    p.add_argument("--end", metavar="T", help="with --from: end of the window (default: its end)")
+    # None tells "not given" (--from then reports every recorded interval); live uses 1 and 1.
+    p.set_defaults(run=run, interval=None, count=None)
 
 
 #: How long ``--latency`` waits for the tracer's probes before the baseline sample.
@@ -82,6 +92,14 @@ LATENCY_START_TIMEOUT_S = 10.0
 def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
+    if args.from_path:
+        from iotop_plus.commands.snapshot_recorded import run_recorded
+
+        return run_recorded(args, out)
+    if args.start or args.end:
+        raise UsageError("--start and --end need --from RECORDING")
+    args.interval = args.interval or 1.0
+    args.count = args.count or 1
     source = LiveSource(roots)
     try:
         return _run(args, source, out)
@@ -105,20 +123,44 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         print(f"iotop-plus: note: {printable(first.notice)}", file=sys.stderr)
     _warn(first_frame)
 
-    latest: list[Frame] = []  # the frame each report comes from (its pressure, for JSON)
-    reports = _intervals(source, first_frame, args.interval, args.count, latest)
+    reports = _intervals(source, first_frame, args.interval, args.count)
+    return emit(args, out, host, inventory, explicit, reports, args.interval)
+
+
+Report = tuple[
+    Sample, Sample, Mapping[str, DeviceRates | None], LatencyFrame | None, Pressure | None
+]
+"""One interval: the two samples, the rates, the latency histograms and the pressure."""
+
+
+def emit(
+    args: argparse.Namespace,
+    out: TextIO,
+    host: HostInfo,
+    inventory: Inventory,
+    explicit: list[str] | None,
+    reports: Iterable[Report],
+    interval: float,
+    tz: tzinfo | None = None,
+) -> int:
+    """Print the reports as a table, JSON or CSV (live, or from a recording in its zone)."""
+    latency = bool(getattr(args, "latency", False))
+
+    def _iso(wall: float) -> str:
+        return iso_time(wall, tz)
+
     if args.format == "json":
-        doc = {
+        doc: dict[str, Any] = {
             "tool": "iotop-plus",
             "version": __version__,
             "host": host.hostname,
             "kernel": host.kernel,
-            "interval_s": args.interval,
+            "interval_s": interval,
             "statistics": [],
         }
         stats: list[dict[str, Any]] = doc["statistics"]
         pressure_note = PressureNote()
-        for prev, cur, rates, lat in reports:
+        for prev, cur, rates, lat, pressure in reports:
             names = _names(explicit, cur, inventory, args)
             disks = [disk_json(n, rates[n], inventory) for n in names if rates.get(n)]
             if latency:
@@ -131,7 +173,7 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
                     "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
                     "disk": disks,
                     "no_rates": [n for n in names if rates.get(n) is None],
-                    "pressure": pressure_note.json(latest[-1].pressure),
+                    "pressure": pressure_note.json(pressure),
                 }
             )
         json.dump(doc, out, indent=2)
@@ -149,7 +191,7 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
                 *(LATENCY_CSV_COLUMNS if latency else ()),
             ]
         )
-        for prev, cur, rates, lat in reports:
+        for prev, cur, rates, lat, _pressure in reports:
             for name in _names(explicit, cur, inventory, args):
                 r = rates.get(name)
                 if r is None:
@@ -172,9 +214,9 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
             f"{printable(host.hostname)}  Linux {printable(host.kernel)}  iotop-plus {__version__}",
             file=out,
         )
-        for prev, cur, rates, lat in reports:
+        for prev, cur, rates, lat, _pressure in reports:
             names = _names(explicit, cur, inventory, args)
-            out.write(render_table(cur, prev, names, rates, inventory))
+            out.write(render_table(cur, prev, names, rates, inventory, tz))
             if latency:
                 out.write(render_latency(names, lat))
             out.flush()
@@ -214,12 +256,9 @@ def _warn(frame: Frame) -> None:
 _said: set[str] = set()  # latency problems already printed (one line each)
 
 
-def _intervals(
-    source: LiveSource, first: Frame, interval: float, count: int, latest: list[Frame]
-) -> Iterator[tuple[Sample, Sample, Mapping[str, DeviceRates | None], LatencyFrame | None]]:
+def _intervals(source: LiveSource, first: Frame, interval: float, count: int) -> Iterator[Report]:
     for prev, cur in frames_on_schedule(source, interval, count, first=first, on_frame=_warn):
-        latest[:] = [cur]
-        yield prev.sample, cur.sample, cur.rates, cur.latency
+        yield prev.sample, cur.sample, cur.rates, cur.latency, cur.pressure
 
 
 def _device_latency(lat: LatencyFrame | None, name: str) -> DeviceLatency | None:
@@ -314,6 +353,7 @@ def render_table(
     names: Sequence[str],
     rates: Mapping[str, DeviceRates | None],
     inventory: Inventory,
+    tz: tzinfo | None = None,
 ) -> str:
     """iostat -x style text for one interval."""
     elapsed = cur.monotonic - prev.monotonic
@@ -333,7 +373,7 @@ def render_table(
         max(len(h), *(len(row[i]) for row in rows)) if rows else len(h)
         for i, h in enumerate(headers)
     ]
-    lines = [f"\n{_iso(cur.wall_time)}  interval {elapsed:.3f} s"]
+    lines = [f"\n{iso_time(cur.wall_time, tz)}  interval {elapsed:.3f} s"]
     lines.append(
         " ".join(
             h.ljust(widths[0]) if i == 0 else h.rjust(widths[i]) for i, h in enumerate(headers)
@@ -350,5 +390,7 @@ def render_table(
     return "\n".join(lines) + "\n"
 
 
-def _iso(wall: float) -> str:
-    return datetime.fromtimestamp(wall, timezone.utc).astimezone().isoformat(timespec="seconds")
+def iso_time(wall: float, tz: tzinfo | None = None) -> str:
+    """ISO 8601 to the second, in ``tz`` (the recorded host's zone) or this host's zone."""
+    at = datetime.fromtimestamp(wall, timezone.utc)
+    return (at.astimezone(tz) if tz is not None else at.astimezone()).isoformat(timespec="seconds")

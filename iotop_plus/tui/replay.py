@@ -57,6 +57,12 @@ class TimelineSource:
         """Nothing to release here (the timeline's owner closes it)."""
 
 
+def _first_with_rates(timeline: Timeline) -> float | None:
+    span = timeline.span()
+    second = timeline.step(span[0], 1) if span is not None else None
+    return second.wall_time if second is not None else None
+
+
 def recorded_interval(timeline: Timeline) -> float:
     """Seconds between frames: the timeline's own figure, else the first two frames' gap."""
     own = getattr(timeline, "interval", None)
@@ -67,7 +73,8 @@ def recorded_interval(timeline: Timeline) -> float:
         first = timeline.frame_at(span[0])
         second = timeline.step(span[0], 1)
         if first is not None and second is not None and second.wall_time > first.wall_time:
-            return clamp_interval(second.wall_time - first.wall_time)
+            # Measured gaps are 0.498766 s: the header shows what was asked for, 0.5 s.
+            return clamp_interval(round(second.wall_time - first.wall_time, 2))
     return 1.0
 
 
@@ -78,6 +85,8 @@ def make_replay_app(
     source = TimelineSource(roots, timeline)
     host = source.host_info()
     zone = getattr(timeline, "zone", None)
+    if callable(zone):  # a recording's RecordingTimeline.zone()
+        zone = zone()
     return IotopPlusApp(
         source,
         config or Config(),
@@ -85,7 +94,9 @@ def make_replay_app(
         interval=recorded_interval(timeline),
         tuner=Tuner(roots, None, is_root=False),
         replay=timeline,
-        replay_at=at,
+        # The first frame of a recording has no rates (no frame before it): start on the
+        # second, the first with figures.
+        replay_at=at if at is not None else _first_with_rates(timeline),
         zone=zone if isinstance(zone, tzinfo) else None,
     )
 

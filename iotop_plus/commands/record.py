@@ -1,0 +1,139 @@
+"""``iotop-plus record``: the always-on recorder, in the foreground (systemd runs it).
+
+Each interval stores every device's raw counters, PSI totals, the top processes and events
+(devices that came or went, new settings-journal and probe-journal lines). SIGTERM and SIGINT
+close the open chunk cleanly; SIGHUP is ignored (a closed SSH session must not stop it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+from typing import Any
+
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_float
+from iotop_plus.record.collect import (
+    JournalTail,
+    header_doc,
+    inventory_doc,
+    recorded_sample,
+)
+from iotop_plus.record.recorder import Recorder, RecorderError, recording_dir
+from iotop_plus.record.times import parse_duration, parse_size
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.frame import PROCESSES, LiveSource
+from iotop_plus.state import CHANGES, PROBES, chosen_state_dir
+
+
+def add_parser(sub: Any) -> None:
+    """Register the subcommand."""
+    p = sub.add_parser(
+        "record",
+        help="record every interval's counters to daily files (for replay and bundles)",
+        description="Record raw disk counters, pressure, top processes and events every "
+        "interval, into daily files under <state dir>/recordings (see docs/recording-format.md). "
+        "Runs in the foreground; SIGTERM closes the open chunk cleanly.",
+    )
+    p.add_argument(
+        "--interval", "-i", type=positive_float, default=1.0, metavar="S",
+        help="seconds between samples (default 1)",
+    )  # fmt: skip
+    p.add_argument("--dir", metavar="DIR", help="recording directory (default <state>/recordings)")
+    p.add_argument(
+        "--retain", default="7d", metavar="AGE",
+        help="delete files older than AGE (default 7d; 0 keeps everything)",
+    )  # fmt: skip
+    p.add_argument(
+        "--max-size", default="2G", metavar="SIZE",
+        help="delete the oldest files while the directory holds more (default 2G; 0: no limit)",
+    )  # fmt: skip
+    p.add_argument(
+        "--processes", type=int, default=20, metavar="N",
+        help="top N processes by I/O per sample (default 20; 0: none)",
+    )  # fmt: skip
+    p.add_argument("--count", type=int, default=0, help=argparse.SUPPRESS)  # tests: stop after N
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, roots: Roots) -> int:
+    """Run the recorder until SIGTERM or SIGINT; returns the exit code."""
+    try:
+        retain = parse_duration(args.retain)
+        max_size = parse_size(args.max_size)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    if args.interval < 0.1:
+        raise UsageError("--interval must be at least 0.1 s")
+    if args.processes < 0:
+        raise UsageError("--processes must be 0 or more")
+    state_dir = chosen_state_dir(getattr(args, "state_dir", None))
+    source = LiveSource(roots)
+    if args.processes:
+        source.want(PROCESSES, True)
+
+    def warn(line: str) -> None:
+        print(f"iotop-plus record: {printable(line)}", file=sys.stderr, flush=True)
+
+    first = source.next_frame()
+    current_inventory = inventory_doc(first.inventory, roots, first.nr_requests)
+    host = source.host_info()
+    try:
+        directory = recording_dir(state_dir, args.dir)
+        recorder = Recorder(
+            directory,
+            lambda: header_doc(host, args.interval, current_inventory),
+            retain_s=retain or None,
+            max_bytes=max_size or None,
+            warn=warn,
+        )
+    except RecorderError as exc:
+        source.close()
+        print(f"iotop-plus: error: {printable(str(exc))}", file=sys.stderr)
+        return EXIT_FAILURE
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        stop.set()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    tails = [JournalTail(state_dir / CHANGES, "changes"), JournalTail(state_dir / PROBES, "probes")]
+    print(
+        f"iotop-plus record: recording every {args.interval:g} s into {directory}",
+        file=sys.stderr,
+        flush=True,
+    )
+    written = 0
+    try:
+        frame = first
+        deadline = frame.monotonic
+        while True:
+            journal = [e for tail in tails for e in tail.poll()]
+            rs = recorded_sample(frame, roots, args.processes, journal)
+            changed = None
+            if frame.inventory_changed and frame.seq > 1:
+                current_inventory = inventory_doc(frame.inventory, roots, frame.nr_requests)
+                changed = current_inventory
+            recorder.write(rs, changed)
+            written += 1
+            if args.count and written >= args.count:
+                break
+            deadline += args.interval
+            now = time.monotonic()
+            if deadline < now:  # fell behind (a stalled disk): no burst of catch-up samples
+                deadline = now
+            if stop.wait(max(0.0, deadline - now)):
+                break
+            frame = source.next_frame()
+    finally:
+        recorder.close()
+        source.close()
+        for s, handler in old.items():
+            signal.signal(s, handler)
+        signal.signal(signal.SIGHUP, old_hup)
+    return EXIT_OK

@@ -1,0 +1,336 @@
+"""Writing one recording file: the header, then chunks of samples, each closed by a trailer.
+
+:class:`ChunkWriter` writes to a descriptor it is given. Every sample leaves the process with
+one ``os.write`` (its stream bytes, ended by ``Z_SYNC_FLUSH``), so a ``kill -9`` loses at most
+the sample being written; each chunk ends with a trailer and ``fdatasync``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from iotop_plus.record.format import (
+    TIMES,
+    DiskCodec,
+    Layout,
+    counters_columns,
+    crc,
+    file_prefix,
+    frame,
+    json_blob,
+    record,
+    trailer_payload,
+)
+from iotop_plus.sampling.diskstats import (
+    IO_TICKS,
+    READ_MS,
+    READS,
+    SECTORS_READ,
+    SECTORS_WRITTEN,
+    TIME_IN_QUEUE,
+    WRITE_MS,
+    WRITES,
+)
+from iotop_plus.sampling.sampler import Sample
+
+CHUNK_SECONDS = 60
+"""Chunks end at wall-clock minute boundaries, so seeking to a minute finds a keyframe."""
+
+
+@dataclass(frozen=True)
+class RecordedSample:
+    """One sample as a recording holds it: the raw counters and what came with them."""
+
+    sample: Sample
+    """Raw counters of every device, with the measured monotonic and wall time."""
+    processes: tuple[Mapping[str, Any], ...] | None = None
+    """Top processes by I/O (``pid comm cgroup read_bytes write_bytes delay_ticks ...``)."""
+    pressure: Mapping[str, Any] | None = None
+    """PSI totals as ``Pressure.as_json()`` gives them; None when not read."""
+    events: tuple[Mapping[str, Any], ...] = ()
+    """Device and journal events since the previous sample."""
+
+
+def float_bits(value: float) -> int:
+    """The IEEE 754 bits of a float as a signed 64-bit integer (exact round trip)."""
+    return int(struct.unpack("<q", struct.pack("<d", value))[0])
+
+
+def bits_float(bits: int) -> float:
+    """The inverse of :func:`float_bits`."""
+    return float(struct.unpack("<d", struct.pack("<q", bits))[0])
+
+
+def wall_ns(wall: float) -> int:
+    """Wall time in integer UTC nanoseconds."""
+    return round(wall * 1e9)
+
+
+class Rollup:
+    """Per-device min, max and mean of IOPS, MB/s, await, %util and aqu-sz over one chunk."""
+
+    METRICS = ("iops", "mbps", "await", "util", "aqu")
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        self.names = names
+        n = len(names)
+        inf = float("inf")
+        self.mins = {m: [inf] * n for m in self.METRICS}
+        self.maxs = {m: [-inf] * n for m in self.METRICS}
+        sums = ("ios", "sectors", "ms", "ticks", "tiq")
+        self.sums: dict[str, list[float]] = {k: [0.0] * n for k in sums}
+        self.seconds = 0.0
+
+    def add(self, cur: list[list[int]], prev: list[list[int]], dt: float) -> None:
+        """Fold in one interval of ``dt`` seconds between two samples of the same layout."""
+        if dt <= 0:
+            return
+
+        def delta(k: int) -> list[int]:
+            return [max(0, a - b) for a, b in zip(cur[k], prev[k], strict=False)]
+
+        ios: list[float] = [a + b for a, b in zip(delta(READS), delta(WRITES), strict=False)]
+        sectors = [a + b for a, b in zip(delta(SECTORS_READ), delta(SECTORS_WRITTEN), strict=False)]
+        ms = [a + b for a, b in zip(delta(READ_MS), delta(WRITE_MS), strict=False)]
+        ticks, tiq = delta(IO_TICKS), delta(TIME_IN_QUEUE)
+        figures = {
+            "iops": [x / dt for x in ios],
+            "mbps": [x * 512 / 1e6 / dt for x in sectors],
+            "await": [m / i if i else 0.0 for m, i in zip(ms, ios, strict=False)],
+            "util": [x / dt / 10 for x in ticks],
+            "aqu": [x / dt / 1000 for x in tiq],
+        }
+        for m, values in figures.items():
+            self.mins[m] = [min(a, b) for a, b in zip(self.mins[m], values, strict=False)]
+            self.maxs[m] = [max(a, b) for a, b in zip(self.maxs[m], values, strict=False)]
+        for key, counts in (
+            ("ios", ios),
+            ("sectors", sectors),
+            ("ms", ms),
+            ("ticks", ticks),
+            ("tiq", tiq),
+        ):
+            self.sums[key] = [a + b for a, b in zip(self.sums[key], counts, strict=False)]
+        self.seconds += dt
+
+    def as_json(self) -> dict[str, Any]:
+        """``{"devices": [...], "seconds": S, "iops": [[min, max, mean], ...], ...}``."""
+        if self.seconds <= 0:
+            return {"devices": list(self.names), "seconds": 0}
+        s, sums = self.seconds, self.sums
+        means = {
+            "iops": [x / s for x in sums["ios"]],
+            "mbps": [x * 512 / 1e6 / s for x in sums["sectors"]],
+            "await": [m / i if i else 0.0 for m, i in zip(sums["ms"], sums["ios"], strict=False)],
+            "util": [x / s / 10 for x in sums["ticks"]],
+            "aqu": [x / s / 1000 for x in sums["tiq"]],
+        }
+        doc: dict[str, Any] = {"devices": list(self.names), "seconds": round(s, 3)}
+        for m in self.METRICS:
+            doc[m] = [
+                [_short(a), _short(b), _short(c)]
+                for a, b, c in zip(self.mins[m], self.maxs[m], means[m], strict=False)
+            ]
+        return doc
+
+
+def _short(x: float) -> float:
+    return float(f"{x:.4g}")
+
+
+@dataclass
+class WriteStats:
+    """Bytes written, by what they hold (for the benchmark's separate figures)."""
+
+    disks: int = 0
+    """``S`` frames: the disk records."""
+    extras: int = 0
+    """``X`` frames: processes, pressure and events."""
+    trailers: int = 0
+    """``T`` frames: index facts and roll-ups."""
+    headers: int = 0
+    """The file prefix, ``H`` and ``I`` frames."""
+    samples: int = 0
+    """Samples written."""
+    by_record: dict[str, int] = field(default_factory=dict)
+    """Uncompressed record bytes by record type."""
+
+    @property
+    def total(self) -> int:
+        """Every byte written."""
+        return self.disks + self.extras + self.trailers + self.headers
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """``os.write`` until every byte is out (raises OSError, e.g. ENOSPC)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+class ChunkWriter:
+    """Writes a header and then samples in chunks to ``fd`` (positioned at its end).
+
+    Args:
+        fd: An empty file open for writing; not closed here.
+        header: The header document (version, host, zone, inventory ...).
+        sync: ``fdatasync`` at each chunk end (the recorder); off for bundles until close.
+    """
+
+    def __init__(self, fd: int, header: Mapping[str, Any], *, sync: bool = True) -> None:
+        self.fd = fd
+        self.sync = sync
+        self.stats = WriteStats()
+        self.offset = 0
+        self.inv_offset = 0
+        self._comp: Any = None
+        self._codec: DiskCodec | None = None
+        self._chunk_start = 0
+        self._chunk_minute = 0
+        self._first_ns = self._last_ns = 0
+        self._n = 0
+        self._stream_crc = 0
+        self._rollup: Rollup | None = None
+        self._prev_ns = 0
+        self._prev_mono_bits = 0
+        self._last_cols: list[list[int]] | None = None
+        self._last_layout: Layout | None = None
+        self._last_mono = 0.0
+        prefix = file_prefix()
+        self._put(prefix, "headers")
+        self.inv_offset = self.offset
+        self._put(frame(b"H", json_blob(dict(header))), "headers")
+
+    @property
+    def chunk_open(self) -> bool:
+        """Whether a chunk has samples not yet closed by a trailer."""
+        return self._comp is not None
+
+    def _put(self, data: bytes, kind: str) -> None:
+        write_all(self.fd, data)
+        self.offset += len(data)
+        setattr(self.stats, kind, getattr(self.stats, kind) + len(data))
+
+    def inventory(self, doc: Mapping[str, Any]) -> None:
+        """The device inventory changed: close the chunk and write the new one."""
+        self.close_chunk()
+        self.inv_offset = self.offset
+        self._put(frame(b"I", json_blob(dict(doc))), "headers")
+
+    def append(self, rs: RecordedSample) -> None:
+        """Write one sample now (raises OSError when the file system refuses it)."""
+        sample = rs.sample
+        counters = list(sample.counters.values())
+        layout = Layout.of(counters)
+        cols = counters_columns(counters)
+        ns = wall_ns(sample.wall_time)
+        mono_bits = float_bits(sample.monotonic)
+        minute = ns // (CHUNK_SECONDS * 10**9)
+        if self._codec is not None and (
+            self._codec.layout != layout or minute != self._chunk_minute
+        ):
+            self.close_chunk()
+        if self._last_layout == layout and self._last_cols is not None:
+            if self._rollup is None:
+                self._rollup = Rollup(layout.names)
+            self._rollup.add(cols, self._last_cols, sample.monotonic - self._last_mono)
+        if self._codec is None:
+            self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
+            self._codec = DiskCodec(layout)
+            self._chunk_start = self.offset
+            self._chunk_minute = minute
+            self._first_ns = ns
+            self._n = 0
+            self._stream_crc = 0
+            if self._rollup is None or self._rollup.names != layout.names:
+                self._rollup = Rollup(layout.names)
+            head = json.dumps(
+                {
+                    "wall_ns": ns,
+                    "mono_bits": mono_bits,
+                    "layout": layout.as_json(),
+                    "source": sample.source,
+                    "notice": sample.notice,
+                },
+                separators=(",", ":"),
+            ).encode()
+            body = struct.pack("<I", len(head)) + head + self._codec.keyframe(cols)
+            disk = record(b"K", body)
+        else:
+            times = TIMES.pack(ns - self._prev_ns, mono_bits - self._prev_mono_bits)
+            disk = record(b"D", times + self._codec.encode(cols))
+        self._count(disk)
+        comp = self._comp
+        out = frame(b"S", piece := comp.compress(disk) + comp.flush(zlib.Z_SYNC_FLUSH))
+        self._stream_crc = zlib.crc32(piece, self._stream_crc)
+        extras = b"".join(self._extras(rs))
+        disk_len = len(out)
+        if extras:
+            self._count(extras)
+            piece = comp.compress(extras) + comp.flush(zlib.Z_SYNC_FLUSH)
+            self._stream_crc = zlib.crc32(piece, self._stream_crc)
+            out += frame(b"X", piece)
+        # One write per sample: it reaches the kernel before the next interval starts.
+        write_all(self.fd, out)
+        self.offset += len(out)
+        self.stats.disks += disk_len
+        self.stats.extras += len(out) - disk_len
+        self.stats.samples += 1
+        self._n += 1
+        self._last_ns = ns
+        self._prev_ns, self._prev_mono_bits = ns, mono_bits
+        self._last_cols, self._last_layout, self._last_mono = cols, layout, sample.monotonic
+
+    def _count(self, records: bytes) -> None:
+        kind = chr(records[4])
+        self.stats.by_record[kind] = self.stats.by_record.get(kind, 0) + len(records)
+
+    @staticmethod
+    def _extras(rs: RecordedSample) -> list[bytes]:
+        out = []
+        if rs.processes is not None:
+            out.append(record(b"P", _json([dict(p) for p in rs.processes])))
+        if rs.pressure is not None:
+            out.append(record(b"R", _json(rs.pressure)))
+        if rs.events:
+            out.append(record(b"E", _json([dict(e) for e in rs.events])))
+        return out
+
+    def close_chunk(self) -> None:
+        """End the open chunk with its trailer and ``fdatasync`` (nothing if none is open)."""
+        if self._codec is None:
+            return
+        rollup = self._rollup.as_json() if self._rollup is not None else {}
+        payload = trailer_payload(
+            self._chunk_start,
+            self.inv_offset,
+            self._first_ns,
+            self._last_ns,
+            self._n,
+            self._stream_crc & 0xFFFFFFFF,
+            json_blob(rollup),
+        )
+        self._codec = None
+        self._comp = None
+        self._rollup = None
+        self._put(frame(b"T", payload), "trailers")
+        if self.sync:
+            os.fdatasync(self.fd)
+
+    def abandon(self) -> None:
+        """Forget the open chunk without writing (after a failed write: the file is done)."""
+        self._codec = None
+        self._comp = None
+
+
+def _json(doc: Any) -> bytes:
+    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+__all__ = ["CHUNK_SECONDS", "ChunkWriter", "RecordedSample", "WriteStats", "crc"]

@@ -1,0 +1,218 @@
+"""What the recorder takes from each live frame: header facts, the inventory, top processes,
+pressure and events (device changes and new lines of the settings and probe journals)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from iotop_plus import __version__
+from iotop_plus.record.chunks import RecordedSample
+from iotop_plus.record.format import VERSION
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.inventory import BlockDevice, Inventory
+from iotop_plus.sampling.sampler import HostInfo
+
+MAX_JOURNAL_READ = 256 * 1024
+"""New journal bytes read per sample at most (the rest waits for the next sample)."""
+
+
+def zone() -> tuple[str, int]:
+    """The host's zone name (``Europe/Paris``, else the abbreviation) and UTC offset in seconds."""
+    offset = time.localtime().tm_gmtoff
+    name = os.environ.get("TZ", "").lstrip(":")
+    if not name:
+        try:
+            target = os.readlink("/etc/localtime")
+            name = target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else ""
+        except OSError:
+            name = ""
+    if not name:
+        try:
+            name = Path("/etc/timezone").read_text().strip()
+        except OSError:
+            name = ""
+    return name or time.strftime("%Z"), int(offset)
+
+
+def inventory_doc(inventory: Inventory, roots: Roots, nr_requests: Mapping[str, int]) -> dict:
+    """The inventory as a recording stores it, with each whole device's queue settings."""
+    devices = []
+    queue: dict[str, dict[str, Any]] = {}
+    for name, dev in inventory.devices.items():
+        devices.append(dataclasses.asdict(dev))
+        if dev.is_partition:
+            continue
+        facts: dict[str, Any] = {"nr_requests": nr_requests.get(name)}
+        for attr in ("scheduler", "read_ahead_kb"):
+            try:
+                text = read_bounded(roots.sys_block / name / "queue" / attr, MAX_ATTRIBUTE_BYTES)
+            except OSError:
+                continue
+            text = text.strip()
+            if attr == "scheduler" and "[" in text:
+                text = text.split("[", 1)[1].split("]", 1)[0]
+            facts[attr] = int(text) if attr == "read_ahead_kb" and text.isdigit() else text
+        queue[name] = facts
+    return {"inventory": devices, "queue": queue}
+
+
+_FIELDS = {f.name for f in dataclasses.fields(BlockDevice)}
+
+
+def inventory_from_doc(doc: Mapping[str, Any]) -> tuple[Inventory, dict[str, int]]:
+    """The :class:`Inventory` and ``nr_requests`` a recorded inventory document describes."""
+    devices: dict[str, BlockDevice] = {}
+    for row in doc.get("inventory") or ():
+        if not isinstance(row, dict):
+            continue
+        kwargs: dict[str, Any] = {
+            k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in _FIELDS
+        }
+        try:
+            dev = BlockDevice(**kwargs)
+        except TypeError:
+            continue
+        devices[dev.name] = dev
+    nr: dict[str, int] = {}
+    for name, facts in (doc.get("queue") or {}).items():
+        if isinstance(facts, dict) and isinstance(facts.get("nr_requests"), int):
+            nr[name] = facts["nr_requests"]
+    return Inventory(devices), nr
+
+
+def header_doc(host: HostInfo, interval: float, inventory: Mapping[str, Any]) -> dict[str, Any]:
+    """The header of a new recording file."""
+    name, offset = zone()
+    return {
+        "format": "iotop-plus recording",
+        "version": VERSION,
+        "tool_version": __version__,
+        "host": host.hostname,
+        "kernel": host.kernel,
+        "zone": name,
+        "utc_offset_s": offset,
+        "started_ns": time.time_ns(),
+        "interval_s": interval,
+        "pid": os.getpid(),
+        **inventory,
+    }
+
+
+def _cgroup(roots: Roots, pid: int) -> str | None:
+    try:
+        text = read_bounded(roots.proc / str(pid) / "cgroup", MAX_ATTRIBUTE_BYTES)
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("0::"):
+            return line[3:]
+    return text.splitlines()[0].split(":", 2)[-1] if text.strip() else None
+
+
+def top_processes(frame: Frame, roots: Roots, n: int) -> tuple[dict[str, Any], ...] | None:
+    """The ``n`` processes that did the most disk I/O in the frame's interval."""
+    part = frame.processes
+    if part is None or n <= 0:
+        return None
+    ranked = []
+    for rates in part.rates.values():
+        if rates is None:
+            continue
+        total = (rates.read_bps or 0.0) + (rates.write_bps or 0.0)
+        if total > 0:
+            ranked.append((total, rates))
+    ranked.sort(key=lambda t: -t[0])
+    out = []
+    for _, rates in ranked[:n]:
+        task = rates.task
+        io = task.io
+        out.append(
+            {
+                "pid": task.pid,
+                "comm": task.comm,
+                "cgroup": _cgroup(roots, task.pid),
+                "read_bytes": io.read_bytes if io else None,
+                "write_bytes": io.disk_write_bytes if io else None,
+                "delay_ticks": task.blkio_ticks,
+                "read_bps": rates.read_bps,
+                "write_bps": rates.write_bps,
+            }
+        )
+    return tuple(out)
+
+
+class JournalTail:
+    """New complete lines of a JSON-lines journal in the state directory, from now on."""
+
+    def __init__(self, path: Path, source: str) -> None:
+        self.path = path
+        self.source = source
+        self._ino: int | None = None
+        self._pos = 0
+        self._partial = b""
+        st = self._stat()
+        if st is not None:  # only what is written after the recorder starts
+            self._ino, self._pos = st.st_ino, st.st_size
+
+    def _stat(self) -> os.stat_result | None:
+        try:
+            return os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return None
+
+    def poll(self) -> list[dict[str, Any]]:
+        """Records appended since the last poll, as events."""
+        st = self._stat()
+        if st is None:
+            return []
+        if st.st_ino != self._ino or st.st_size < self._pos:
+            self._ino, self._pos, self._partial = st.st_ino, 0, b""
+        if st.st_size == self._pos:
+            return []
+        try:
+            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        except OSError:
+            return []
+        try:
+            data = os.pread(fd, MAX_JOURNAL_READ, self._pos)
+        except OSError:
+            return []
+        finally:
+            os.close(fd)
+        self._pos += len(data)
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        out = []
+        for raw in lines:
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(doc, dict):
+                out.append({"source": self.source, "record": doc})
+        return out
+
+
+def recorded_sample(
+    frame: Frame, roots: Roots, n_processes: int, journal: list[dict[str, Any]]
+) -> RecordedSample:
+    """What the recorder stores of one live frame."""
+    events = [
+        {"source": "device", "kind": e.kind, "text": e.text, "device": e.device}
+        for e in frame.events
+    ]
+    pressure = frame.pressure.as_json() if frame.pressure is not None else None
+    return RecordedSample(
+        frame.sample,
+        top_processes(frame, roots, n_processes),
+        pressure or None,
+        tuple(events + journal),
+    )

@@ -1,0 +1,375 @@
+"""The recording format, version 1: frames, chunks, records and the column codec.
+
+The byte layout is documented in ``docs/recording-format.md``; this module is its one
+implementation. A file is::
+
+    MAGIC (8 bytes) | u16 version | u16 flags | u32 reserved
+    frame*                      each: type (1 byte) | u32 payload length | u32 CRC32 | payload
+
+Frame types: ``H`` header (zlib JSON), ``I`` inventory change (zlib JSON), ``S`` the disk part
+of one sample and ``X`` the rest of it (processes, pressure, events), both pieces of the
+chunk's one raw-deflate stream, each ended by ``Z_SYNC_FLUSH``; ``T`` the chunk trailer (index
+facts, the stream's CRC32, the per-minute roll-ups), which ends with its own length and
+:data:`TRAILER_MAGIC` so the index can be read backwards from the end of the file.
+
+Inside the stream, records are ``u32 length | type (1 byte) | body``: ``K`` keyframe (absolute
+counters), ``D`` delta (predicted residuals), ``P`` processes, ``R`` pressure, ``E`` events
+(the last three JSON, belonging to the sample before them).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import sys
+import zlib
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from iotop_plus.sampling.diskstats import (
+    DISCARD_MS,
+    DISCARDS,
+    DISCARDS_MERGED,
+    FLUSH_MS,
+    FLUSHES,
+    IN_FLIGHT,
+    IO_TICKS,
+    N_COUNTERS,
+    READ_MS,
+    READS,
+    READS_MERGED,
+    SECTORS_DISCARDED,
+    SECTORS_READ,
+    SECTORS_WRITTEN,
+    TIME_IN_QUEUE,
+    WRITE_MS,
+    WRITES,
+    WRITES_MERGED,
+    DiskCounters,
+)
+
+MAGIC = b"IOTPLREC"
+"""The first 8 bytes of every recording and bundle."""
+VERSION = 1
+"""The format version this code writes and the newest it reads."""
+FILE_PREFIX = struct.Struct("<8sHHI")
+FRAME = struct.Struct("<cII")
+"""Frame header: type, payload length, CRC32 of the payload."""
+TRAILER = struct.Struct("<QQqqII")
+"""Trailer fixed part: chunk start, inventory offset, first/last wall ns, samples, stream CRC."""
+TRAILER_END = struct.Struct("<I4s")
+"""The last 8 bytes of a trailer frame: the frame's whole length and :data:`TRAILER_MAGIC`."""
+TRAILER_MAGIC = b"IPT1"
+RECORD = struct.Struct("<Ic")
+TIMES = struct.Struct("<qq")
+MAX_FRAME = 64 * 1024 * 1024
+"""A frame longer than this is corruption, not data."""
+
+_LITTLE = sys.byteorder == "little"
+_WIDTHS: tuple[tuple[int, str, int, int], ...] = (
+    (1, "b", -(2**7), 2**7 - 1),
+    (2, "h", -(2**15), 2**15 - 1),
+    (4, "i", -(2**31), 2**31 - 1),
+    (8, "q", -(2**63), 2**63 - 1),
+)
+_TYPECODES = {code: tc for code, tc, _, _ in _WIDTHS}
+
+#: Counters predicted from another counter of the same sample: (counter, base counter).
+#: The prediction is ``delta(base) * previous delta(counter) // previous delta(base)``.
+RATIO_PREDICTED = (
+    (READS_MERGED, READS),
+    (SECTORS_READ, READS),
+    (READ_MS, READS),
+    (WRITES_MERGED, WRITES),
+    (SECTORS_WRITTEN, WRITES),
+    (WRITE_MS, WRITES),
+    (DISCARDS_MERGED, DISCARDS),
+    (SECTORS_DISCARDED, DISCARDS),
+    (DISCARD_MS, DISCARDS),
+    (FLUSH_MS, FLUSHES),
+)
+#: Counters predicted by their previous delta (second-order delta).
+DELTA_PREDICTED = (READS, WRITES, DISCARDS, FLUSHES, IO_TICKS)
+_MS = (READ_MS, WRITE_MS, DISCARD_MS, FLUSH_MS)
+
+
+class FormatError(Exception):
+    """A file that is not a recording, or one this version cannot read; one line."""
+
+
+def crc(data: bytes) -> int:
+    """CRC32 as every frame and stream uses it."""
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def frame(kind: bytes, payload: bytes) -> bytes:
+    """One frame: header and payload."""
+    return FRAME.pack(kind, len(payload), crc(payload)) + payload
+
+
+def file_prefix() -> bytes:
+    """The 16 bytes that start a file."""
+    return FILE_PREFIX.pack(MAGIC, VERSION, 0, 0)
+
+
+def check_prefix(data: bytes, name: str) -> int:
+    """The version of a file from its first 16 bytes.
+
+    Raises:
+        FormatError: not a recording, or a newer version than this code reads.
+    """
+    if len(data) < FILE_PREFIX.size or data[:8] != MAGIC:
+        raise FormatError(f"{name}: not an iotop-plus recording")
+    _, version, _, _ = FILE_PREFIX.unpack_from(data)
+    if version > VERSION:
+        raise FormatError(
+            f"{name}: recording format version {version} is newer than this iotop-plus "
+            f"reads (version {VERSION}); upgrade iotop-plus to read it"
+        )
+    if version < 1:
+        raise FormatError(f"{name}: bad recording format version {version}")
+    return int(version)
+
+
+def json_blob(doc: Any) -> bytes:
+    """zlib-compressed compact JSON (headers, inventories, roll-ups)."""
+    return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 6)
+
+
+def load_blob(data: bytes) -> Any:
+    """The inverse of :func:`json_blob`."""
+    return json.loads(zlib.decompress(data))
+
+
+def trailer_payload(
+    start: int, inv_offset: int, first_ns: int, last_ns: int, n: int, stream_crc: int, rollup: bytes
+) -> bytes:
+    """A trailer frame's payload, whose last 8 bytes let a reader find the frame from the end."""
+    body = TRAILER.pack(start, inv_offset, first_ns, last_ns, n, stream_crc) + rollup
+    total = FRAME.size + len(body) + TRAILER_END.size
+    return body + TRAILER_END.pack(total, TRAILER_MAGIC)
+
+
+# --- the column codec -------------------------------------------------------------------------
+
+
+def pack_column(values: Sequence[int]) -> bytes:
+    """Signed integers in the narrowest little-endian width that holds them all.
+
+    One code byte (1, 2, 4 or 8: bytes per value; 0: JSON text for values beyond 64 bits)
+    followed by the values. Fixed widths decode in C (``array``); zlib squeezes the high bytes.
+    """
+    if not values:
+        return b"\x01"
+    lo, hi = min(values), max(values)
+    for code, typecode, low, high in _WIDTHS:
+        if low <= lo and hi <= high:
+            arr = array(typecode, values)
+            if not _LITTLE:
+                arr.byteswap()
+            return bytes((code,)) + arr.tobytes()
+    text = json.dumps(list(values)).encode()
+    return b"\x00" + struct.pack("<I", len(text)) + text
+
+
+def unpack_column(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
+    """``n`` values packed by :func:`pack_column` at ``pos``; returns them and the new position.
+
+    Raises:
+        ValueError: the bytes do not hold such a column.
+    """
+    code = data[pos]
+    pos += 1
+    if code == 0:
+        (length,) = struct.unpack_from("<I", data, pos)
+        pos += 4
+        values = json.loads(bytes(data[pos : pos + length]))
+        if not isinstance(values, list) or len(values) != n:
+            raise ValueError("bad wide column")
+        return [int(v) for v in values], pos + length
+    typecode = _TYPECODES.get(code)
+    if typecode is None:
+        raise ValueError(f"bad column width code {code}")
+    if n == 0:
+        return [], pos
+    end = pos + code * n
+    if end > len(data):
+        raise ValueError("column runs past the record")
+    arr = array(typecode)
+    arr.frombytes(bytes(data[pos:end]))
+    if not _LITTLE:
+        arr.byteswap()
+    return arr.tolist(), end
+
+
+# --- disk records ----------------------------------------------------------------------------
+
+
+@dataclass
+class Layout:
+    """The devices of a run of records, in record order."""
+
+    names: tuple[str, ...]
+    majors: tuple[int, ...]
+    minors: tuple[int, ...]
+    n_fields: tuple[int, ...]
+
+    @classmethod
+    def of(cls, counters: Sequence[DiskCounters]) -> Layout:
+        """The layout of a sample's counters."""
+        return cls(
+            tuple(c.name for c in counters),
+            tuple(c.major for c in counters),
+            tuple(c.minor for c in counters),
+            tuple(c.n_fields for c in counters),
+        )
+
+    def as_json(self) -> list[list[Any]]:
+        """``[[name, major, minor, n_fields], ...]``."""
+        return [
+            list(t) for t in zip(self.names, self.majors, self.minors, self.n_fields, strict=False)
+        ]
+
+    @classmethod
+    def from_json(cls, rows: Any) -> Layout:
+        """The inverse of :meth:`as_json`; raises ValueError on a malformed list."""
+        if not isinstance(rows, list):
+            raise ValueError("bad device layout")
+        names, majors, minors, fields = [], [], [], []
+        for row in rows:
+            name, major, minor, n = row
+            names.append(str(name))
+            majors.append(int(major))
+            minors.append(int(minor))
+            fields.append(int(n))
+        return cls(tuple(names), tuple(majors), tuple(minors), tuple(fields))
+
+
+@dataclass
+class DiskCodec:
+    """Encoder or decoder state of one run of disk records (a keyframe and its deltas).
+
+    Both sides keep the same state (previous columns and previous deltas), so the prediction
+    the encoder subtracts is the one the decoder adds back.
+    """
+
+    layout: Layout
+    prev: list[list[int]] = field(default_factory=list)
+    """The previous sample's 17 columns of absolute values."""
+    deltas: list[list[int]] = field(default_factory=list)
+    """The previous sample's 17 columns of deltas (zeros after a keyframe)."""
+
+    def keyframe(self, columns: list[list[int]]) -> bytes:
+        """Body of a ``K`` record (after its JSON part) and the new state."""
+        self.prev = columns
+        zero = [0] * len(self.layout.names)
+        self.deltas = [zero] * N_COUNTERS
+        return b"".join(pack_column(col) for col in columns)
+
+    def encode(self, columns: list[list[int]]) -> bytes:
+        """Body of a ``D`` record: the residuals of every column, and the new state."""
+        deltas = [
+            [c - p for c, p in zip(cur, old, strict=False)]
+            for cur, old in zip(columns, self.prev, strict=False)
+        ]
+        residuals = self._residuals(deltas, encode=True)
+        self.prev = columns
+        self.deltas = deltas
+        return b"".join(pack_column(col) for col in residuals)
+
+    def decode(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
+        """The absolute columns of a ``D`` record's body at ``pos``; updates the state."""
+        n = len(self.layout.names)
+        residuals = []
+        for _ in range(N_COUNTERS):
+            col, pos = unpack_column(body, pos, n)
+            residuals.append(col)
+        deltas = self._residuals(residuals, encode=False)
+        columns = [
+            [p + d for p, d in zip(old, dl, strict=False)]
+            for old, dl in zip(self.prev, deltas, strict=False)
+        ]
+        self.prev = columns
+        self.deltas = deltas
+        return columns
+
+    def decode_keyframe(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
+        """The absolute columns of a ``K`` record's body at ``pos``."""
+        n = len(self.layout.names)
+        columns = []
+        for _ in range(N_COUNTERS):
+            col, pos = unpack_column(body, pos, n)
+            columns.append(col)
+        self.keyframe(columns)
+        return columns
+
+    def _residuals(self, given: list[list[int]], *, encode: bool) -> list[list[int]]:
+        """Deltas to residuals (``encode``) or residuals back to deltas.
+
+        Base counters first (second-order deltas), then the ones predicted from them, then
+        ``time_in_queue`` from the sum of the ms counters; ``in_flight`` is a gauge, kept as
+        its first-order delta.
+        """
+        prev = self.deltas
+        out: list[list[int]] = [[]] * N_COUNTERS
+        deltas: list[list[int]] = [[]] * N_COUNTERS  # the true deltas, as both sides know them
+        sign = -1 if encode else 1
+        for k in DELTA_PREDICTED:
+            out[k] = [g + sign * p for g, p in zip(given[k], prev[k], strict=False)]
+            deltas[k] = given[k] if encode else out[k]
+        for k, base in RATIO_PREDICTED:
+            db, pk, pb = deltas[base], prev[k], prev[base]
+            pred = [(b * q) // r if r > 0 else q for b, q, r in zip(db, pk, pb, strict=False)]
+            out[k] = [g + sign * p for g, p in zip(given[k], pred, strict=False)]
+            deltas[k] = given[k] if encode else out[k]
+        ms_now = [a + b + c + d for a, b, c, d in zip(*(deltas[k] for k in _MS), strict=False)]
+        ms_prev = [a + b + c + d for a, b, c, d in zip(*(prev[k] for k in _MS), strict=False)]
+        pk = prev[TIME_IN_QUEUE]
+        pred = [(b * q) // r if r > 0 else q for b, q, r in zip(ms_now, pk, ms_prev, strict=False)]
+        out[TIME_IN_QUEUE] = [
+            g + sign * p for g, p in zip(given[TIME_IN_QUEUE], pred, strict=False)
+        ]
+        out[IN_FLIGHT] = given[IN_FLIGHT]
+        return out
+
+
+def counters_columns(counters: Sequence[DiskCounters]) -> list[list[int]]:
+    """The 17 columns (one list per counter) of a sample's counters, in record order."""
+    if not counters:
+        return [[] for _ in range(N_COUNTERS)]
+    return [list(col) for col in zip(*(c.values for c in counters), strict=False)]
+
+
+def columns_counters(layout: Layout, columns: list[list[int]]) -> dict[str, DiskCounters]:
+    """The counters of a decoded sample, by name."""
+    if not layout.names:
+        return {}
+    rows = zip(*columns, strict=False)
+    return {
+        name: DiskCounters(major, minor, name, values, n)
+        for name, major, minor, n, values in zip(
+            layout.names, layout.majors, layout.minors, layout.n_fields, rows, strict=False
+        )
+    }
+
+
+def record(kind: bytes, body: bytes) -> bytes:
+    """One record inside the chunk stream."""
+    return RECORD.pack(len(body), kind) + body
+
+
+def split_records(data: bytes) -> list[tuple[bytes, memoryview]]:
+    """The complete records in decompressed stream bytes (a torn last one is left out)."""
+    out = []
+    view = memoryview(data)
+    pos, end = 0, len(data)
+    while pos + RECORD.size <= end:
+        length, kind = RECORD.unpack_from(data, pos)
+        start = pos + RECORD.size
+        if start + length > end:
+            break
+        out.append((kind, view[start : start + length]))
+        pos = start + length
+    return out

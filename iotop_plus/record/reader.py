@@ -1,0 +1,369 @@
+"""Reading one recording file: its index of chunks, and the samples of any chunk.
+
+Opening reads the header and walks the chunk trailers backwards from the end (one small read
+per minute of recording), so a 24-hour file opens without decoding it. Where the end is not a
+trailer (the recorder is still writing, or was killed), the chunk in progress is read frame by
+frame up to its last complete sample. A torn or corrupt tail is skipped with one warning; a
+corrupt chunk in the middle is skipped the same way and the chunks after it are still read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from iotop_plus.record.chunks import RecordedSample, bits_float
+from iotop_plus.record.format import (
+    FILE_PREFIX,
+    FRAME,
+    MAX_FRAME,
+    TIMES,
+    TRAILER,
+    TRAILER_END,
+    TRAILER_MAGIC,
+    DiskCodec,
+    FormatError,
+    Layout,
+    check_prefix,
+    columns_counters,
+    crc,
+    load_blob,
+    split_records,
+)
+from iotop_plus.sampling.sampler import Sample
+
+_TAIL_SCAN = 8 * 1024 * 1024
+"""How far back from the end a reader looks for the last trailer before reading every frame."""
+
+
+@dataclass
+class Chunk:
+    """One chunk of the index."""
+
+    start: int
+    """Offset of its first frame."""
+    end: int
+    """Offset just past its last frame (its trailer, when closed)."""
+    inv_offset: int
+    """Offset of the ``H`` or ``I`` frame whose inventory applies."""
+    first_ns: int
+    """Wall time of its first sample (UTC ns)."""
+    last_ns: int
+    """Wall time of its last sample (UTC ns)."""
+    n: int
+    """Samples in it."""
+    trailer: int | None = None
+    """Offset of its trailer; None for the chunk still being written (or cut short)."""
+    samples: list[RecordedSample] | None = field(default=None, repr=False)
+    """The decoded samples of an open chunk (closed ones are decoded on demand)."""
+
+
+class RecordingFile:
+    """One recording (or bundle) file, opened for reading.
+
+    Args:
+        path: The file.
+        warn: Receives each one-line warning (a torn tail, a corrupt chunk).
+
+    Raises:
+        FormatError: not a recording, or a newer format version.
+        OSError: the file cannot be opened.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        warn: Callable[[str], object] | None = None,
+        *,
+        follow: bool = False,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.follow = follow
+        """A recorder may still be writing: a cut-short last frame is expected, not warned."""
+        self.warn = warn or (lambda line: None)
+        self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+        try:
+            prefix = os.pread(self._fd, FILE_PREFIX.size, 0)
+            self.version = check_prefix(prefix, self.path)
+            pos = FILE_PREFIX.size
+            got = self._frame_at(pos, os.fstat(self._fd).st_size)
+            if got is None or got[0] != b"H":
+                raise FormatError(f"{self.path}: the recording's header is missing or corrupt")
+            self.header: dict[str, Any] = load_blob(got[1])
+            self.header_end = pos + FRAME.size + len(got[1])
+        except BaseException:
+            os.close(self._fd)
+            raise
+        self.chunks: list[Chunk] = []
+        self._inventories: dict[int, dict[str, Any]] = {FILE_PREFIX.size: self.header}
+        self._scanned_to = self.header_end
+        self._warned_tail = False
+        self._cache: dict[int, list[RecordedSample]] = {}
+        self._index()
+
+    def close(self) -> None:
+        """Close the file."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    # --- frames ----------------------------------------------------------------------------------
+
+    def _frame_at(self, pos: int, size: int) -> tuple[bytes, bytes] | None:
+        """``(type, payload)`` of a whole, intact frame at ``pos``; None if torn or corrupt."""
+        if pos + FRAME.size > size:
+            return None
+        kind, length, want = FRAME.unpack(os.pread(self._fd, FRAME.size, pos))
+        if length > MAX_FRAME or pos + FRAME.size + length > size:
+            return None
+        payload = os.pread(self._fd, length, pos + FRAME.size)
+        if len(payload) != length or crc(payload) != want:
+            return None
+        return kind, payload
+
+    def _trailer_before(self, end: int, size: int) -> tuple[int, bytes] | None:
+        """The trailer frame that ends at ``end``: its offset and payload, when intact."""
+        if end - TRAILER_END.size < self.header_end:
+            return None
+        total, magic = TRAILER_END.unpack(
+            os.pread(self._fd, TRAILER_END.size, end - TRAILER_END.size)
+        )
+        if magic != TRAILER_MAGIC or total > MAX_FRAME or end - total < self.header_end:
+            return None
+        got = self._frame_at(end - total, size)
+        if got is None or got[0] != b"T" or end - total + FRAME.size + len(got[1]) != end:
+            return None
+        return end - total, got[1]
+
+    @staticmethod
+    def _chunk_of(offset: int, payload: bytes) -> Chunk:
+        start, inv, first, last, n, _ = TRAILER.unpack_from(payload)
+        return Chunk(start, offset + FRAME.size + len(payload), inv, first, last, n, offset)
+
+    # --- the index ------------------------------------------------------------------------------
+
+    def _index(self) -> None:
+        size = os.fstat(self._fd).st_size
+        closed_end = self._find_last_trailer(size)
+        chain: list[Chunk] = []
+        end = closed_end
+        while end > self.header_end:
+            got = self._trailer_before(end, size)
+            if got is None:
+                chain = []
+                break
+            chunk = self._chunk_of(*got)
+            chain.append(chunk)
+            end = chunk.start
+            if self._inventory_frame_ends_at(chunk.inv_offset, end):
+                end = chunk.inv_offset
+        if chain or closed_end == self.header_end:
+            self.chunks = chain[::-1]
+            self._scanned_to = closed_end
+        else:  # the backward walk broke: read every frame from the header on
+            self.chunks = []
+            self._scanned_to = self.header_end
+        self.refresh()
+
+    def _inventory_frame_ends_at(self, offset: int, end: int) -> bool:
+        """Whether an ``I`` frame at ``offset`` ends exactly at ``end`` (before its chunk)."""
+        if not self.header_end <= offset < end:
+            return False
+        kind, length, _ = FRAME.unpack(os.pread(self._fd, FRAME.size, offset))
+        return bool(kind == b"I" and offset + FRAME.size + length == end)
+
+    def _find_last_trailer(self, size: int) -> int:
+        """Offset just past the last intact trailer near the end (the header's end if none)."""
+        if self._trailer_before(size, size) is not None:
+            return size
+        lo = max(self.header_end, size - _TAIL_SCAN)
+        tail = os.pread(self._fd, size - lo, lo)
+        pos = len(tail)
+        while True:
+            pos = tail.rfind(TRAILER_MAGIC, 0, pos)
+            if pos < 0:
+                return self.header_end
+            end = lo + pos + len(TRAILER_MAGIC)
+            if self._trailer_before(end, size) is not None:
+                return end
+
+    def refresh(self) -> bool:
+        """Read what was appended since the last look (follow mode); True if samples came."""
+        size = os.fstat(self._fd).st_size
+        if self.chunks and self.chunks[-1].trailer is None:
+            open_chunk = self.chunks.pop()  # re-read the chunk in progress from its start
+            self._scanned_to = open_chunk.start
+        before = sum(c.n for c in self.chunks)
+        pos = self._scanned_to
+        start = pos
+        inv = self.chunks[-1].inv_offset if self.chunks else FILE_PREFIX.size
+        pieces: list[bytes] = []
+        torn = False
+        while pos < size:
+            got = self._frame_at(pos, size)
+            if got is None:
+                torn = True
+                break
+            kind, payload = got
+            nxt = pos + FRAME.size + len(payload)
+            if kind == b"T":
+                self.chunks.append(self._chunk_of(pos, payload))
+                pieces, start = [], nxt
+            elif kind == b"I":
+                inv, start = pos, nxt
+                self._inventories[pos] = load_blob(payload)
+            elif kind in (b"S", b"X"):
+                pieces.append(payload)
+            pos = nxt
+        self._scanned_to = start
+        if torn and pos < size:
+            resync = self._resync(pos, size)
+            if resync is not None:
+                self.warn(f"{self.path}: corrupt data at byte {pos:,}; skipped to byte {resync:,}")
+                self._scanned_to = resync
+                return self.refresh() or sum(c.n for c in self.chunks) > before
+            if not self._warned_tail and not self.follow:
+                self._warned_tail = True
+                self.warn(
+                    f"{self.path}: the last {size - pos:,} bytes are cut short or corrupt; "
+                    "read everything before them"
+                )
+        if pieces:
+            samples = decode_stream(b"".join(pieces), self.path, self.warn)
+            if samples:
+                first, last = samples[0].sample.wall_time, samples[-1].sample.wall_time
+                chunk = Chunk(start, pos, inv, round(first * 1e9), round(last * 1e9), len(samples))
+                chunk.samples = samples
+                self.chunks.append(chunk)
+        return sum(c.n for c in self.chunks) > before
+
+    def _resync(self, pos: int, size: int) -> int | None:
+        """Offset just past the next intact trailer after ``pos`` (skipping a corrupt chunk)."""
+        at = pos
+        while True:
+            data = os.pread(self._fd, min(_TAIL_SCAN, size - at), at)
+            hit = data.find(TRAILER_MAGIC)
+            if hit < 0:
+                if at + len(data) >= size:
+                    return None
+                at += len(data) - len(TRAILER_MAGIC)
+                continue
+            end = at + hit + len(TRAILER_MAGIC)
+            if self._trailer_before(end, size) is not None:
+                return end
+            at = at + hit + 1
+
+    # --- samples --------------------------------------------------------------------------------
+
+    def inventory_doc(self, chunk: Chunk) -> dict[str, Any]:
+        """The inventory document (header or ``I`` frame) that applies to ``chunk``."""
+        doc = self._inventories.get(chunk.inv_offset)
+        if doc is None:
+            got = self._frame_at(chunk.inv_offset, os.fstat(self._fd).st_size)
+            doc = load_blob(got[1]) if got is not None and got[0] in (b"I", b"H") else {}
+            self._inventories[chunk.inv_offset] = doc
+        return doc
+
+    def samples(self, i: int) -> list[RecordedSample]:
+        """The samples of chunk ``i``, decoded (kept for the last few chunks asked for)."""
+        chunk = self.chunks[i]
+        if chunk.samples is not None:
+            return chunk.samples
+        cached = self._cache.get(chunk.start)
+        if cached is not None:
+            return cached
+        size = os.fstat(self._fd).st_size
+        pieces: list[bytes] = []
+        pos = chunk.start
+        end = chunk.trailer if chunk.trailer is not None else chunk.end
+        while pos < end:
+            got = self._frame_at(pos, size)
+            if got is None:
+                self.warn(f"{self.path}: a corrupt chunk at byte {pos:,} was skipped")
+                pieces = []
+                break
+            if got[0] in (b"S", b"X"):
+                pieces.append(got[1])
+            pos += FRAME.size + len(got[1])
+        samples = decode_stream(b"".join(pieces), self.path, self.warn) if pieces else []
+        if len(self._cache) >= 16:
+            self._cache.pop(next(iter(self._cache)))
+        self._cache[chunk.start] = samples
+        return samples
+
+    def rollup(self, i: int) -> dict[str, Any]:
+        """The per-minute roll-up stored with chunk ``i`` (empty for an open chunk)."""
+        chunk = self.chunks[i]
+        if chunk.trailer is None:
+            return {}
+        got = self._frame_at(chunk.trailer, os.fstat(self._fd).st_size)
+        if got is None:
+            return {}
+        return dict(load_blob(got[1][TRAILER.size : -TRAILER_END.size]))
+
+
+def decode_stream(data: bytes, name: str, warn: Callable[[str], object]) -> list[RecordedSample]:
+    """The samples in one chunk's stream bytes (a torn last record is left out)."""
+    try:
+        raw = zlib.decompressobj(-15).decompress(data)
+    except zlib.error:
+        warn(f"{name}: a chunk does not decompress; skipped it")
+        return []
+    out: list[RecordedSample] = []
+    codec: DiskCodec | None = None
+    head: dict[str, Any] = {}
+    ns = mono_bits = 0
+    current: dict[str, Any] | None = None
+    try:
+        for kind, body in split_records(raw):
+            if kind == b"K":
+                (length,) = struct.unpack_from("<I", body)
+                head = json.loads(bytes(body[4 : 4 + length]))
+                codec = DiskCodec(Layout.from_json(head["layout"]))
+                cols = codec.decode_keyframe(body, 4 + length)
+                ns, mono_bits = int(head["wall_ns"]), int(head["mono_bits"])
+            elif kind == b"D" and codec is not None:
+                dns, dmono = TIMES.unpack_from(body)
+                ns, mono_bits = ns + dns, mono_bits + dmono
+                cols = codec.decode(body, TIMES.size)
+            elif current is not None and kind in (b"P", b"R", b"E"):
+                current[kind.decode()] = json.loads(bytes(body))
+                continue
+            else:
+                continue
+            if current is not None:
+                out.append(_finish(current))
+            current = {
+                "sample": Sample(
+                    bits_float(mono_bits),
+                    ns / 1e9,
+                    MappingProxyType(columns_counters(codec.layout, cols)),
+                    source=str(head.get("source") or "/proc/diskstats"),
+                    notice=head.get("notice"),
+                )
+            }
+    except (ValueError, KeyError, TypeError, struct.error) as exc:
+        warn(f"{name}: a malformed record ({exc}); read the samples before it")
+    if current is not None:
+        out.append(_finish(current))
+    return out
+
+
+def _finish(parts: dict[str, Any]) -> RecordedSample:
+    procs = parts.get("P")
+    events = parts.get("E")
+    return RecordedSample(
+        parts["sample"],
+        tuple(procs) if isinstance(procs, list) else None,
+        parts.get("R") if isinstance(parts.get("R"), dict) else None,
+        tuple(events) if isinstance(events, list) else (),
+    )
+
+
+__all__ = ["Chunk", "FormatError", "RecordingFile", "decode_stream"]

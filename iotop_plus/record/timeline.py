@@ -1,0 +1,411 @@
+"""A recording as a :class:`~iotop_plus.sampling.timeline.Timeline`: real frames by time.
+
+Frames are built from the recorded raw counters with the live code (``rates_between``), so
+every figure is what a live view would have shown for the same pair of samples. Recordings
+of several files (daily files, restarts) join in time order; a frame whose previous sample is
+in another file has no rates, so a gap (the recorder was down) shows as a gap.
+
+With ``interval=S`` the timeline aggregates: frames fall every S seconds from the first
+sample, each with rates over the raw counter pair S seconds apart.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import math
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from iotop_plus.record.chunks import RecordedSample
+from iotop_plus.record.collect import inventory_from_doc
+from iotop_plus.record.format import FormatError
+from iotop_plus.record.reader import RecordingFile
+from iotop_plus.record.recorder import recording_files
+from iotop_plus.record.times import zone_of
+from iotop_plus.sampling.frame import Frame, FrameEvent
+from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.pressure import Pressure, PressureLine, ResourcePressure
+from iotop_plus.sampling.sampler import HostInfo, rates_between
+
+Pos = tuple[int, int]
+"""(entry, sample index in that entry's chunk)."""
+
+
+@dataclass
+class _Entry:
+    file: int
+    chunk: int
+    first: float
+    last: float
+    n: int
+
+
+class RecordingTimeline:
+    """Frames of one or more recording files, looked up by wall time.
+
+    Args:
+        files: Opened files (kept open; :meth:`close` closes them).
+        interval: Aggregate to one frame every this many seconds (None: every sample).
+        directory: Where to look for new files on :meth:`refresh` (follow mode).
+        warn: Receives one-line warnings.
+    """
+
+    def __init__(
+        self,
+        files: list[RecordingFile],
+        *,
+        interval: float | None = None,
+        directory: Path | None = None,
+        warn: Callable[[str], object] | None = None,
+    ) -> None:
+        self.files = files
+        self.interval = interval
+        self.directory = directory
+        self.warn = warn or (lambda line: None)
+        self._inventories: dict[tuple[int, int], tuple[Inventory, dict[str, int]]] = {}
+        self._build()
+
+    # --- index -------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        entries = []
+        for fi, rec in enumerate(self.files):
+            for ci, chunk in enumerate(rec.chunks):
+                if chunk.n:
+                    entries.append(
+                        _Entry(fi, ci, chunk.first_ns / 1e9, chunk.last_ns / 1e9, chunk.n)
+                    )
+        entries.sort(key=lambda e: (e.first, e.file))
+        self._entries = entries
+        self._firsts = [e.first for e in entries]
+        self._cum = [0]
+        for e in entries:
+            self._cum.append(self._cum[-1] + e.n)
+
+    def refresh(self) -> bool:
+        """Read what recorders appended since (and new files); True if anything came."""
+        grew = False
+        for rec in self.files:
+            grew = rec.refresh() or grew
+        if self.directory is not None:
+            known = {os.path.realpath(f.path) for f in self.files}
+            for path in recording_files(self.directory):
+                if os.path.realpath(path) not in known:
+                    try:
+                        self.files.append(RecordingFile(path, self.warn, follow=True))
+                        grew = True
+                    except (FormatError, OSError) as exc:
+                        self.warn(str(exc))
+        if grew:
+            self._build()
+        return grew
+
+    def close(self) -> None:
+        """Close every file."""
+        for rec in self.files:
+            rec.close()
+
+    @property
+    def header(self) -> dict[str, Any]:
+        """The header of the newest file (host, kernel, zone...)."""
+        return self.files[-1].header if self.files else {}
+
+    def host_info(self) -> HostInfo:
+        """Header facts of the recorded host."""
+        head = self.header
+        return HostInfo(str(head.get("host", "?")), str(head.get("kernel", "?")), None, False)
+
+    def zone(self) -> Any:
+        """The recorded host's zone (a ``tzinfo``)."""
+        return zone_of(self.header.get("zone"), self.header.get("utc_offset_s"))
+
+    def __len__(self) -> int:
+        return self._cum[-1]
+
+    # --- positions ---------------------------------------------------------------------------
+
+    def _samples(self, e: int) -> list[RecordedSample]:
+        entry = self._entries[e]
+        return self.files[entry.file].samples(entry.chunk)
+
+    def _pos_at(self, wall: float) -> Pos | None:
+        if not self._entries:
+            return None
+        e = bisect.bisect_right(self._firsts, wall) - 1
+        if e < 0:
+            return (0, 0)
+        samples = self._samples(e)
+        while not samples and e > 0:  # a chunk found corrupt when decoded
+            e -= 1
+            samples = self._samples(e)
+        if not samples:
+            return None
+        i = bisect.bisect_right([s.sample.wall_time for s in samples], wall) - 1
+        return (e, max(0, i))
+
+    def _index(self, pos: Pos) -> int:
+        return self._cum[pos[0]] + pos[1]
+
+    def _pos(self, index: int) -> Pos:
+        index = max(0, min(index, len(self) - 1))
+        e = bisect.bisect_right(self._cum, index) - 1
+        return (e, index - self._cum[e])
+
+    def _get(self, pos: Pos) -> RecordedSample | None:
+        samples = self._samples(pos[0])
+        return samples[pos[1]] if pos[1] < len(samples) else None
+
+    def _prev(self, pos: Pos) -> Pos | None:
+        e, i = pos
+        if i > 0:
+            return (e, i - 1)
+        if e == 0:
+            return None
+        before, entry = self._entries[e - 1], self._entries[e]
+        if before.file != entry.file or before.chunk != entry.chunk - 1:
+            return None  # another file: the recorder was down in between
+        return (e - 1, before.n - 1)
+
+    def inventory_doc(self, wall: float) -> dict[str, Any]:
+        """The recorded inventory document (devices and queue settings) in force at ``wall``."""
+        pos = self._pos_at(wall)
+        if pos is None:
+            return {}
+        entry = self._entries[pos[0]]
+        rec = self.files[entry.file]
+        return rec.inventory_doc(rec.chunks[entry.chunk])
+
+    def recorded(self, wall: float) -> RecordedSample | None:
+        """The recorded sample at ``wall`` or just before (processes, pressure, events raw)."""
+        pos = self._pos_at(wall)
+        return self._get(pos) if pos is not None else None
+
+    # --- frames ------------------------------------------------------------------------------
+
+    def _inventory(self, e: int) -> tuple[Inventory, dict[str, int]]:
+        entry = self._entries[e]
+        rec = self.files[entry.file]
+        chunk = rec.chunks[entry.chunk]
+        key = (entry.file, chunk.inv_offset)
+        got = self._inventories.get(key)
+        if got is None:
+            got = inventory_from_doc(rec.inventory_doc(chunk))
+            self._inventories[key] = got
+        return got
+
+    def frame_between(self, prev: Pos | None, cur: Pos) -> Frame | None:
+        """The frame of sample ``cur`` with rates since sample ``prev`` (None: no rates)."""
+        now = self._get(cur)
+        if now is None:
+            return None
+        before = None
+        if prev is not None and self._entries[prev[0]].file == self._entries[cur[0]].file:
+            before = self._get(prev)  # another file: the recorder was down in between
+        inventory, nr = self._inventory(cur[0])
+        changed = prev is None or (self._inventory(prev[0])[0] is not inventory)
+        sample = now.sample
+        if before is not None and before.sample.monotonic < sample.monotonic:
+            rates: Mapping[str, Any] = rates_between(before.sample, sample)
+            elapsed: float | None = sample.monotonic - before.sample.monotonic
+        else:
+            rates, elapsed = dict.fromkeys(sample.counters), None
+        return Frame(
+            sample=sample,
+            rates=MappingProxyType(dict(rates)),
+            inventory=inventory,
+            inventory_changed=changed,
+            nr_requests=MappingProxyType(nr),
+            elapsed_s=elapsed,
+            ever_used=frozenset(n for n, c in sample.counters.items() if c.ever_used),
+            seq=self._index(cur) + 1,
+            events=tuple(frame_events(now.events)),
+            pressure=pressure_of(now.pressure),
+        )
+
+    def _frame(self, pos: Pos) -> Frame | None:
+        return self.frame_between(self._prev(pos), pos)
+
+    # --- the Timeline protocol ---------------------------------------------------------------
+
+    def span(self) -> tuple[float, float] | None:
+        """Wall times of the first and last sample, or None while empty."""
+        if not self._entries:
+            return None
+        return self._entries[0].first, max(e.last for e in self._entries[-3:])
+
+    def _mark(self, wall: float) -> float | None:
+        span = self.span()
+        if span is None or self.interval is None:
+            return None
+        k = max(0, math.floor((min(wall, span[1]) - span[0]) / self.interval + 1e-9))
+        return span[0] + k * self.interval
+
+    def frame_at(self, wall: float) -> Frame | None:
+        """The frame at ``wall`` or the last one before it (the first if ``wall`` is earlier)."""
+        if self.interval is not None:
+            mark = self._mark(wall)
+            if mark is None:
+                return None
+            cur = self._pos_at(mark)
+            if cur is None:
+                return None
+            span = self.span()
+            prev = self._pos_at(mark - self.interval) if span and mark > span[0] else None
+            if prev is not None and not self._contiguous(prev, cur):
+                prev = None
+            return self.frame_between(prev, cur)
+        pos = self._pos_at(wall)
+        return self._frame(pos) if pos is not None else None
+
+    def _contiguous(self, a: Pos, b: Pos) -> bool:
+        """Whether every sample from ``a`` to ``b`` is in one file (no restart between)."""
+        return self._entries[a[0]].file == self._entries[b[0]].file and a != b
+
+    def step(self, wall: float, n: int) -> Frame | None:
+        """The frame ``n`` samples (or aggregation steps) after or before the one at ``wall``."""
+        if self.interval is not None:
+            mark = self._mark(wall)
+            return None if mark is None else self.frame_at(mark + n * self.interval)
+        pos = self._pos_at(wall)
+        if pos is None:
+            return None
+        return self._frame(self._pos(self._index(pos) + n))
+
+    def window(self, end: float, seconds: float) -> list[Frame]:
+        """Frames with ``end - seconds < wall_time <= end``, oldest first."""
+        if self.interval is not None:
+            out: list[Frame] = []
+            mark = self._mark(end)
+            while mark is not None and mark > end - seconds:
+                frame = self.frame_at(mark)
+                if frame is not None and (not out or frame.seq != out[-1].seq):
+                    out.append(frame)
+                if mark - self.interval < (self.span() or (0.0, 0.0))[0] - 1e-9:
+                    break
+                mark -= self.interval
+            return out[::-1]
+        return [f for _, f in self.frames(end - seconds, end, inclusive_start=False)]
+
+    def frames(
+        self, start: float, end: float, *, inclusive_start: bool = True
+    ) -> Iterator[tuple[RecordedSample, Frame]]:
+        """Every recorded sample from ``start`` to ``end`` and its frame, oldest first."""
+        first = max(0, bisect.bisect_right(self._firsts, start) - 1)
+        for e in range(first, len(self._entries)):
+            entry = self._entries[e]
+            if entry.first > end:
+                break
+            if entry.last < start:
+                continue
+            for i, rs in enumerate(self._samples(e)):
+                wall = rs.sample.wall_time
+                if wall < start or (wall == start and not inclusive_start) or wall > end:
+                    continue
+                frame = self._frame((e, i))
+                if frame is not None:
+                    yield rs, frame
+
+    def pairs(
+        self, start: float, end: float, interval: float | None
+    ) -> Iterator[tuple[RecordedSample, RecordedSample, Frame]]:
+        """(previous, current, frame) for every interval from ``start`` to ``end``.
+
+        Without ``interval``: every recorded pair of consecutive samples of one file. With
+        it: the samples at or before ``start``, ``start + S``, ... and the rates between them.
+        A pair across a restart (two files) is left out.
+        """
+        if interval is None:
+            prev: tuple[RecordedSample, Frame] | None = None
+            for rs, frame in self.frames(start, end):
+                if prev is not None and frame.elapsed_s is not None:
+                    yield prev[0], rs, frame
+                prev = (rs, frame)
+            return
+        a = self._pos_at(start)
+        mark = start
+        while a is not None and mark + interval <= end + 1e-9:
+            mark += interval
+            b = self._pos_at(mark)
+            if b is None or b == a:
+                continue
+            pair = self.frame_between(a, b) if self._contiguous(a, b) else None
+            first, second = self._get(a), self._get(b)
+            if pair is not None and pair.elapsed_s and first is not None and second is not None:
+                yield first, second, pair
+            a = b
+
+
+def pressure_of(doc: Any) -> Pressure | None:
+    """A :class:`Pressure` from its recorded JSON (``Pressure.as_json()``)."""
+    if not isinstance(doc, dict):
+        return None
+    resources = {}
+    for name, res in doc.items():
+        if not isinstance(res, dict):
+            continue
+        lines = []
+        for kind in ("some", "full"):
+            line = res.get(kind)
+            try:
+                lines.append(PressureLine(**line) if isinstance(line, dict) else None)
+            except TypeError:
+                lines.append(None)
+        resources[str(name)] = ResourcePressure(lines[0], lines[1])
+    return Pressure(resources)
+
+
+def frame_events(events: Any) -> Iterator[FrameEvent]:
+    """Recorded events as :class:`FrameEvent` (kinds ``device-*``, ``setting``, ``probe``)."""
+    for event in events or ():
+        if not isinstance(event, dict):
+            continue
+        source = event.get("source")
+        if source == "device":
+            yield FrameEvent(str(event.get("kind")), str(event.get("text")), event.get("device"))
+            continue
+        doc = event.get("record")
+        if not isinstance(doc, dict):
+            continue
+        device = doc.get("device") if isinstance(doc.get("device"), str) else None
+        kind = "setting" if source == "changes" else "probe"
+        if kind == "setting" and "setting" in doc:
+            text = f"{device or '?'} {doc.get('setting')}: {doc.get('old')} -> {doc.get('new')}"
+            if doc.get("kind") or doc.get("type"):
+                text = f"{doc.get('kind') or doc.get('type')}: {text}"
+        else:
+            text = json.dumps(doc, separators=(",", ":"))[:200]
+        yield FrameEvent(kind, text, device)
+
+
+def open_timeline(
+    path: str | os.PathLike[str],
+    *,
+    interval: float | None = None,
+    follow: bool = False,
+    warn: Callable[[str], object] | None = None,
+) -> RecordingTimeline:
+    """A timeline over one recording file, a bundle, or a directory of daily files.
+
+    Raises:
+        FormatError: not a recording, a newer format version, or an empty directory.
+        OSError: the path cannot be read.
+    """
+    warn = warn or (lambda line: None)
+    target = Path(path)
+    if target.is_dir():
+        files = []
+        for name in recording_files(target):
+            try:
+                files.append(RecordingFile(name, warn, follow=follow))
+            except FormatError as exc:
+                warn(str(exc))
+        if not files:
+            raise FormatError(f"{target}: no readable recordings in this directory")
+        return RecordingTimeline(files, interval=interval, directory=target, warn=warn)
+    rec = RecordingFile(target, warn, follow=follow)
+    return RecordingTimeline([rec], interval=interval, warn=warn)

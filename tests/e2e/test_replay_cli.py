@@ -1,0 +1,57 @@
+"""``iotop-plus replay``: the real recorder writes, the real TUI replays it in tmux."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.test_tui_tmux import console_script
+from tests.support.tmux import TmuxSession, tmux_available
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def iotop_plus(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "iotop_plus", "--state-dir", str(state), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+
+
+def test_replay_opens_a_real_recording_and_refuses_tuning(tmp_path: Path) -> None:
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    state = tmp_path / "state"
+    done = iotop_plus(state, "record", "--interval", "0.25", "--count", "8")
+    assert done.returncode == 0, done.stderr
+    with TmuxSession(120, 36) as tmux:
+        launched = tmux.launch([console_script(), "--state-dir", str(state), "replay"])
+        screen = tmux.wait_for("REPLAY at ", timeout=20)
+        assert "every 0.25s" in screen  # the recorded interval, not a measured 0.2487...
+        vda = next((line for line in screen.splitlines() if line.startswith("vda ")), None)
+        assert vda is not None and vda.split()[1] != "-", screen  # figures, not dashes
+        tmux.send_keys("R")  # read-ahead: refused in a replay, with the reason
+        tmux.wait_for("tuning and probes are off", timeout=10)
+        tmux.send_keys("q")
+        assert tmux.wait_exit(launched, timeout=15) == 0
+
+
+def test_replay_errors_are_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir(mode=0o700)
+    done = iotop_plus(tmp_path / "state", "replay", str(empty))
+    assert done.returncode == 1 and done.stderr.count("\n") == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    missing = iotop_plus(tmp_path / "state", "replay", str(tmp_path / "nope.rec"))
+    assert missing.returncode == 1 and "nope.rec" in missing.stderr, missing.stderr
+    state = tmp_path / "state2"
+    assert iotop_plus(state, "record", "--interval", "0.25", "--count", "3").returncode == 0
+    bad = iotop_plus(state, "replay", "--at", "tea time")
+    assert bad.returncode == 2 and bad.stderr.startswith("iotop-plus: error: --at: "), bad.stderr
