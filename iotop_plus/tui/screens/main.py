@@ -48,6 +48,7 @@ from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.main_history import REFUSED_TABS, HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
+from iotop_plus.tui.screens.main_table import TableActions
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import DeviceTable
@@ -56,7 +57,6 @@ from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
 from iotop_plus.tui.widgets.latency_view import LatencyView
 from iotop_plus.tui.widgets.pressure import PressureGauge
-from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
     from iotop_plus.probe.runner import ProbeRunner
@@ -87,7 +87,7 @@ PROBLEM_SHOWN_S = 5.0
 VIEWS = ("view-table", "view-charts", "view-panel")
 
 
-class MainScreen(HistoryActions, Screen[None]):
+class MainScreen(HistoryActions, TableActions, Screen[None]):
     """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
 
     KEYS = MAIN_KEYS
@@ -536,77 +536,9 @@ class MainScreen(HistoryActions, Screen[None]):
             return False
         return self.check_history_action(action)
 
-    def action_filter(self) -> None:
-        """Show the name filter and focus it."""
-        if self.narrow:
-            self.action_view("view-table")
-        box = self.query_one("#filter", Input)
-        box.add_class("shown")
-        # At once, not box.focus() (which waits a turn of the message queue): the name typed
-        # right after "/" may already be queued, and would go to the table's keys.
-        self.set_focus(box)
-
-    def action_clear_filter(self) -> None:
-        """Drop the filter."""
-        box = self.query_one("#filter", Input)
-        box.value = ""
-        box.remove_class("shown")
-        self.query_one(DeviceTable).set_filter("")
-        self.query_one(DeviceTable).focus()
-
     @on(Input.Changed, "#filter")
     def on_filter_changed(self, event: Input.Changed) -> None:
         self.query_one(DeviceTable).set_filter(event.value)
-
-    def finish_filter(self, value: str) -> None:
-        """Enter in the filter (a priority key: runs before the next key is forwarded)."""
-        box = self.query_one("#filter", Input)
-        text = value.strip()
-        if not text:
-            box.remove_class("shown")
-        table = self.query_one(DeviceTable)
-        # Enter on a filter picks the device named exactly, else the first match.
-        if text and not table.select_name(text):
-            table.move_cursor(0)
-        self.set_focus(table)  # at once: the key typed next is the table's
-
-    def action_toggle_all(self) -> None:
-        """Switch between the default device selection and all devices."""
-        table = self.query_one(DeviceTable)
-        table.toggle_all()
-        self.notify(
-            "showing all devices" if table.show_all else "showing used whole disks",
-            timeout=2,
-        )
-
-    def action_cycle_columns(self) -> None:
-        """Next column set."""
-        name = self.query_one(DeviceTable).cycle_columns()
-        self.notify(f"columns: {name}", timeout=2)
-        self.show_latency_view(name == LATENCY_SET)
-
-    def show_latency_view(self, on: bool) -> None:
-        """Show (or hide) the latency view; the tracer runs only while it is shown."""
-        view = self.query_one(LatencyView)
-        if view.display == on:
-            return
-        view.display = on
-        want = getattr(self.app, "want_latency", None)
-        if want is not None:
-            want(on)
-        if on:
-            view.show_latency(
-                None if self.last_tick is None else self.last_tick.latency, self.selected_device
-            )
-
-    def action_sort(self, step: int) -> None:
-        """Sort by the previous or next column."""
-        title = self.query_one(DeviceTable).move_sort(step)
-        self.notify(f"sorted by {title}", timeout=2)
-
-    def action_reverse_sort(self) -> None:
-        """Reverse the sort order."""
-        self.query_one(DeviceTable).reverse_sort()
 
     def action_help(self) -> None:
         """Open the help screen."""
