@@ -68,6 +68,10 @@ def recorded_interval(timeline: Timeline) -> float:
     own = getattr(timeline, "interval", None)
     if isinstance(own, (int, float)) and own > 0:
         return clamp_interval(float(own))
+    # A recording's header says what the recorder was asked for (its first gaps vary).
+    asked = getattr(timeline, "header", {}).get("interval_s")
+    if isinstance(asked, (int, float)) and asked > 0:
+        return clamp_interval(float(asked))
     span = timeline.span()
     if span is not None:
         first = timeline.frame_at(span[0])

@@ -51,8 +51,13 @@ def writer(tmp_path: Path) -> Iterator[int]:
 
 
 def panel_text(screen: str) -> str:
-    """The right-hand side panel (the Processes tab), from every line of the screen."""
-    return "\n".join(line[118:] for line in screen.split("\n")[1:-1])
+    """The right-hand side panel (the Processes tab), from every line of the screen.
+
+    The panel's left border is found on its tab line: from 150 columns the panel takes a
+    share of the width, so it does not start at a fixed column."""
+    lines = screen.split("\n")
+    border = next((line.rfind("│") for line in lines if "Processes" in line and "│" in line), 118)
+    return "\n".join(line[border + 1 :] for line in lines[1:-1])
 
 
 def processes_shown(screen: str) -> bool:
