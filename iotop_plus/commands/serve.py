@@ -65,6 +65,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="export every device (default: as the TUI, no partitions, loop, ram, zram or "
         "never-used devices)",
     )
+    p.add_argument(
+        "--latency",
+        action="store_true",
+        help="export latency histograms (iotop_plus_disk_request_duration_seconds) and queue "
+        "time; needs root and bpftrace, and costs tracing every block request (off by "
+        "default; without them, one line on stderr and everything else is exported)",
+    )
     p.set_defaults(run=run)
 
 
@@ -73,7 +80,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     from iotop_plus.export.server import ListenError, MetricsServer, is_loopback, parse_listen
     from iotop_plus.export.view import ExportSampler
     from iotop_plus.export.webconfig import WebConfig, WebConfigError, load_web_config
-    from iotop_plus.sampling.frame import LiveSource
+    from iotop_plus.sampling.frame import LATENCY_QUEUE, LiveSource
     from iotop_plus.state import StateDir, chosen_state_dir
 
     web = WebConfig()
@@ -105,7 +112,10 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         signal.signal(signum, on_signal)
 
     state = StateDir(chosen_state_dir(args.state_dir))
-    sampler = ExportSampler(LiveSource(roots), args.interval, state=state, show_all=args.all)
+    source = LiveSource(roots)
+    if args.latency:
+        source.want(LATENCY_QUEUE, True)
+    sampler = ExportSampler(source, args.interval, state=state, show_all=args.all, warn=_warn)
     collector = FrameCollector(sampler.view)
     if textfile is not None:
         return _textfile_loop(sampler, collector, textfile, args.interval, stop)
@@ -160,6 +170,10 @@ def _textfile_loop(
         if stop.wait(interval):
             sampler.stop()
             return EXIT_OK
+
+
+def _warn(message: str) -> None:
+    print(f"iotop-plus: warning: {printable(message)}", file=sys.stderr, flush=True)
 
 
 def _usage(message: str) -> int:

@@ -28,6 +28,7 @@ from prometheus_client.exposition import choose_encoder
 
 from iotop_plus import __version__
 from iotop_plus.export.counters import DISK_COUNTERS
+from iotop_plus.export.latency import latency_families
 from iotop_plus.export.queue import QUEUE_GAUGES
 from iotop_plus.export.view import ExportView
 from iotop_plus.sampling.diskstats import IN_FLIGHT
@@ -86,6 +87,11 @@ def pressure_families(view: ExportView) -> Iterator[Metric]:
             stalled.add_metric((resource,), lines.full.total_us / 1e6)
     yield waiting
     yield stalled
+
+
+def latency_export(view: ExportView) -> Iterator[Metric]:
+    """Latency histograms and queue time of the exported devices (``serve --latency``)."""
+    yield from latency_families(view.latency, frozenset(view.devices))
 
 
 def health_families(view: ExportView) -> Iterator[Metric]:
@@ -202,7 +208,12 @@ def event_families(view: ExportView) -> Iterator[Metric]:
     yield from (iops, bandwidth, p99, stamp)
 
 
-FRAME_FAMILIES: tuple[Families, ...] = (disk_families, pressure_families, health_families)
+FRAME_FAMILIES: tuple[Families, ...] = (
+    disk_families,
+    pressure_families,
+    latency_export,
+    health_families,
+)
 """Families that change every frame (latency histograms and cgroups go here)."""
 STATIC_FAMILIES: tuple[Families, ...] = (identity_families, queue_families, event_families)
 """Families that change rarely."""

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.events import ProbeFigures, StateEvents
+from iotop_plus.export.latency import LatencyTotals, OpTotals
 from iotop_plus.export.queue import QUEUE_REFRESH_S, QueueSettings, read_queues
 from iotop_plus.sampling.frame import Frame, FrameSource
+from iotop_plus.sampling.latency_hist import FAILED
 from iotop_plus.sampling.sampler import select_devices
 from iotop_plus.state import StateDir
 
@@ -38,6 +40,8 @@ class ExportView:
     """Journaled setting changes by (device, setting)."""
     probes: Mapping[tuple[str, str], ProbeFigures] = field(default_factory=lambda: _EMPTY)
     """The last probe result by (target, preset)."""
+    latency: Mapping[tuple[str, str], OpTotals] = field(default_factory=lambda: _EMPTY)
+    """Latency histograms by (device, op), accumulated since serve started (``--latency``)."""
     frame_errors: int = 0
     """Frames that could not be read, or carried lines that did not parse."""
     static_version: int = 0
@@ -59,6 +63,7 @@ class ExportSampler:
         state: StateDir | None = None,
         show_all: bool = False,
         queue_refresh_s: float = QUEUE_REFRESH_S,
+        warn: Callable[[str], object] | None = None,
     ) -> None:
         self.source = source
         self.interval = interval
@@ -67,6 +72,11 @@ class ExportSampler:
         self.events = StateEvents(state)
         self.problem: str | None = None
         """The last frame's read error, one line; None when it was read."""
+        self.warn = warn
+        """Called (on the sampler thread) with each new one-line status of the tracer."""
+        self._latency = LatencyTotals()
+        self._latency_view: Mapping[tuple[str, str], OpTotals] = _EMPTY
+        self._latency_said: str | None = None
         self._view = ExportView()
         self._disks = MonotonicDisks()
         self._errors = 0
@@ -124,6 +134,9 @@ class ExportSampler:
             self._queues, self._queue_names, self._queues_at = MappingProxyType(queues), whole, now
         if events_changed or frame.inventory_changed:
             self._static += 1
+        if self._latency.add(frame.latency):
+            self._latency_view = MappingProxyType(self._latency.snapshot())
+        self._say_latency(frame)
         self._view = ExportView(
             frame=frame,
             devices=devices,
@@ -131,10 +144,20 @@ class ExportSampler:
             queues=self._queues,
             changes=MappingProxyType(dict(self.events.changes)),
             probes=MappingProxyType(dict(self.events.probes)),
+            latency=self._latency_view,
             frame_errors=self._errors,
             static_version=self._static,
         )
         return self._view
+
+    def _say_latency(self, frame: Frame) -> None:
+        latency = frame.latency
+        if latency is None or self.warn is None:
+            return
+        status = latency.status if latency.state == FAILED else None
+        if status is not None and status != self._latency_said:
+            self.warn(f"latency not exported: {status}")
+        self._latency_said = status
 
     def start(self) -> None:
         """Read the first frame now, then one per interval on a daemon thread."""

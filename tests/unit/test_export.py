@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -9,19 +10,32 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
 from iotop_plus import cli
 from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.counters import MS_WRAP, MonotonicDisks
+from iotop_plus.export.latency import BUCKET_BOUNDS_S, HIGH_EXP, LOW_EXP, slot_of
 from iotop_plus.export.textfile import write_textfile
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.export.webconfig import WebConfigError, load_web_config
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.frame import LiveSource
+from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.latency_hist import (
+    FAILED,
+    RUNNING,
+    STARTING,
+    DeviceLatency,
+    Histogram,
+    LatencyFrame,
+    OpLatency,
+    bucket_bounds,
+    bucket_of,
+)
 from iotop_plus.state import StateDir
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -178,3 +192,93 @@ def test_probe_lines_that_do_not_parse_are_skipped(tmp_path: Path) -> None:
     os.close(fd)
     _, collector = nvme_collector(state)
     assert "iotop_plus_probe_iops{" not in collector.render(None)[0].decode()
+
+
+class CannedLatency:
+    """The nvme fixture's frames, each carrying the next canned :class:`LatencyFrame`."""
+
+    def __init__(self, latencies: list[LatencyFrame]) -> None:
+        nvme = FIXTURES / "nvme"
+        self.live = LiveSource(Roots(proc=nvme / "proc", sys=nvme / "sys"))
+        self.roots = self.live.roots
+        self.latencies = latencies
+
+    def next_frame(self, early: object = None) -> Frame:
+        return dataclasses.replace(self.live.next_frame(), latency=self.latencies.pop(0))
+
+    def want(self, part: str, on: bool) -> None:
+        self.live.want(part, on)
+
+    def close(self) -> None:
+        self.live.close()
+
+
+def running(reads_ns: list[int], writes_ns: list[int], queue_ns: int = 0) -> LatencyFrame:
+    ops = {
+        "read": OpLatency(Histogram.of(reads_ns), queue_ns, len(reads_ns)),
+        "write": OpLatency(Histogram.of(writes_ns)),
+        "flush": OpLatency(Histogram.of([5000])),
+    }
+    device = DeviceLatency(MappingProxyType(ops))
+    return LatencyFrame(RUNNING, MappingProxyType({"nvme0n1": device}), span_s=1.0)
+
+
+def test_powers_of_two_of_nanoseconds_are_exact_edges_of_the_tracer_buckets() -> None:
+    for k in range(LOW_EXP, HIGH_EXP + 1):
+        edge = 1 << k
+        below, at = bucket_of(edge - 1), bucket_of(edge)
+        assert bucket_bounds(below)[1] == edge and bucket_bounds(at)[0] == edge
+        assert slot_of(below) == k - LOW_EXP and slot_of(at) == min(k + 1, HIGH_EXP + 1) - LOW_EXP
+    assert BUCKET_BOUNDS_S[0] == pytest.approx(16.384e-6) and BUCKET_BOUNDS_S[-1] > 1.0
+
+
+def test_latency_histograms_accumulate_each_frames_delta(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    frames = [
+        LatencyFrame(STARTING, status="starting tracer…"),
+        running([1_000, 20_000, 20_000, 3_000_000], [2_000_000_000], queue_ns=500_000),
+        LatencyFrame(RUNNING, span_s=1.0),  # a quiet interval: the series stay
+        running([20_000], [], queue_ns=250_000),
+    ]
+    sampler = ExportSampler(CannedLatency(frames), 1.0, show_all=True, warn=warnings.append)
+    collector = FrameCollector(sampler.view)
+    sampler.step()
+    assert b"request_duration" not in collector.render(None)[0]
+    for _ in range(3):
+        sampler.step()
+    body = collector.render(None)[0]
+    promtool = find_program("promtool")
+    if promtool is not None:
+        done = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    text = body.decode()
+    name = "iotop_plus_disk_request_duration_seconds"
+    read = 'device="nvme0n1",le="{}",op="read"'
+    assert f"# TYPE {name} histogram" in text
+    assert f"{name}_bucket{{{read.format('1.6384e-05')}}} 1.0" in text  # the 1 µs request
+    assert f"{name}_bucket{{{read.format('3.2768e-05')}}} 4.0" in text  # and three of 20 µs
+    assert f"{name}_bucket{{{read.format('0.004194304')}}} 5.0" in text  # and 3 ms
+    assert f"{name}_bucket{{{read.format('+Inf')}}} 5.0" in text
+    assert f'{name}_count{{device="nvme0n1",op="read"}} 5.0' in text
+    assert f'{name}_sum{{device="nvme0n1",op="read"}} 0.00306' in text
+    write = 'device="nvme0n1",le="{}",op="write"'
+    assert f"{name}_bucket{{{write.format('1.073741824')}}} 0.0" in text  # 2 s: above 2**30 ns
+    assert f"{name}_bucket{{{write.format('+Inf')}}} 1.0" in text
+    assert 'op="flush"' not in text  # read and write only
+    queue = 'iotop_plus_disk_queue_time_seconds_total{device="nvme0n1",op="read"} 0.00075'
+    assert queue in text
+    assert warnings == []
+    om = collector.render(OPENMETRICS)[0].decode()
+    assert f"# TYPE {name} histogram" in om and "# UNIT iotop_plus_disk_queue_time_seconds" in om
+
+
+def test_a_tracer_that_cannot_run_is_one_warning_and_the_rest_is_exported() -> None:
+    failed = LatencyFrame(FAILED, status="latency needs root (it runs bpftrace)")
+    warnings: list[str] = []
+    sampler = ExportSampler(CannedLatency([failed] * 3), 1.0, show_all=True, warn=warnings.append)
+    collector = FrameCollector(sampler.view)
+    for _ in range(3):
+        sampler.step()
+    assert warnings == ["latency not exported: latency needs root (it runs bpftrace)"]
+    text = collector.render(None)[0].decode()
+    assert "iotop_plus_disk_reads_completed_total" in text and "request_duration" not in text
