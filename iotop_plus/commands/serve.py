@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # loaded only when serve runs
 
 DEFAULT_INTERVAL = 5.0
 """Seconds between frames: fresh enough for a 15 s scrape interval, cheap at 200 devices."""
+DEFAULT_CGROUP_DEPTH = 4
+"""Cgroups up to this many levels below the root are exported (the rulings)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "serve",
-        help="Prometheus exporter: disk counters, queue settings, pressure, probes",
+        help="Prometheus exporter: disk counters, queue settings, pressure, cgroups, probes",
         description="Serve Prometheus metrics on GET /metrics (loopback only by default), or "
         "write them to a file for node_exporter's textfile collector with --textfile.",
     )
@@ -72,7 +74,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "time; needs root and bpftrace, and costs tracing every block request (off by "
         "default; without them, one line on stderr and everything else is exported)",
     )
+    p.add_argument(
+        "--cgroup-depth",
+        type=_depth,
+        default=DEFAULT_CGROUP_DEPTH,
+        metavar="N",
+        help="export per-cgroup I/O for cgroups up to N levels below the root "
+        f"(default {DEFAULT_CGROUP_DEPTH})",
+    )
+    p.add_argument(
+        "--no-cgroups",
+        action="store_true",
+        help="do not read or export per-cgroup I/O (each frame then skips the cgroup tree)",
+    )
     p.set_defaults(run=run)
+
+
+def _depth(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"want a whole number of levels, not {text!r}")
+    return int(text)
 
 
 def run(args: argparse.Namespace, roots: Roots) -> int:
@@ -115,7 +136,14 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     source = LiveSource(roots)
     if args.latency:
         source.want(LATENCY_QUEUE, True)
-    sampler = ExportSampler(source, args.interval, state=state, show_all=args.all, warn=_warn)
+    sampler = ExportSampler(
+        source,
+        args.interval,
+        state=state,
+        show_all=args.all,
+        warn=_warn,
+        cgroup_depth=None if args.no_cgroups else args.cgroup_depth,
+    )
     collector = FrameCollector(sampler.view)
     if textfile is not None:
         return _textfile_loop(sampler, collector, textfile, args.interval, stop)

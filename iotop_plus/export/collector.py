@@ -27,6 +27,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import choose_encoder
 
 from iotop_plus import __version__
+from iotop_plus.export.cgroups import cgroup_families
 from iotop_plus.export.counters import DISK_COUNTERS
 from iotop_plus.export.latency import latency_families
 from iotop_plus.export.queue import QUEUE_GAUGES
@@ -92,6 +93,11 @@ def pressure_families(view: ExportView) -> Iterator[Metric]:
 def latency_export(view: ExportView) -> Iterator[Metric]:
     """Latency histograms and queue time of the exported devices (``serve --latency``)."""
     yield from latency_families(view.latency, frozenset(view.devices))
+
+
+def cgroup_export(view: ExportView) -> Iterator[Metric]:
+    """Per-cgroup I/O counters and io.pressure (unless ``--no-cgroups``)."""
+    yield from cgroup_families(view.cgroups)
 
 
 def health_families(view: ExportView) -> Iterator[Metric]:
@@ -212,6 +218,7 @@ FRAME_FAMILIES: tuple[Families, ...] = (
     disk_families,
     pressure_families,
     latency_export,
+    cgroup_export,
     health_families,
 )
 """Families that change every frame (latency histograms and cgroups go here)."""

@@ -12,11 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from iotop_plus.export.cgroups import CgroupSelection, CgroupSeries
 from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.events import ProbeFigures, StateEvents
 from iotop_plus.export.latency import LatencyTotals, OpTotals
 from iotop_plus.export.queue import QUEUE_REFRESH_S, QueueSettings, read_queues
-from iotop_plus.sampling.frame import Frame, FrameSource
+from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
 from iotop_plus.sampling.latency_hist import FAILED
 from iotop_plus.sampling.sampler import select_devices
 from iotop_plus.state import StateDir
@@ -42,6 +43,8 @@ class ExportView:
     """The last probe result by (target, preset)."""
     latency: Mapping[tuple[str, str], OpTotals] = field(default_factory=lambda: _EMPTY)
     """Latency histograms by (device, op), accumulated since serve started (``--latency``)."""
+    cgroups: tuple[CgroupSeries, ...] = ()
+    """The exported cgroups (with I/O, no deeper than ``--cgroup-depth``), by path."""
     frame_errors: int = 0
     """Frames that could not be read, or carried lines that did not parse."""
     static_version: int = 0
@@ -64,7 +67,17 @@ class ExportSampler:
         show_all: bool = False,
         queue_refresh_s: float = QUEUE_REFRESH_S,
         warn: Callable[[str], object] | None = None,
+        cgroup_depth: int | None = None,
     ) -> None:
+        """Args:
+        source: Where frames come from (asked for cgroups when ``cgroup_depth`` is set).
+        interval: Seconds between frames on the thread.
+        state: The state directory whose journal and probe history are tailed.
+        show_all: Export every device, not the TUI's default selection.
+        queue_refresh_s: How often queue settings are re-read when nothing else changed.
+        warn: Called with one line when the latency tracer cannot run (once per reason).
+        cgroup_depth: Export cgroups up to this many levels below the root; None: none.
+        """
         self.source = source
         self.interval = interval
         self.show_all = show_all
@@ -77,6 +90,9 @@ class ExportSampler:
         self._latency = LatencyTotals()
         self._latency_view: Mapping[tuple[str, str], OpTotals] = _EMPTY
         self._latency_said: str | None = None
+        self._cgroups = CgroupSelection(cgroup_depth) if cgroup_depth is not None else None
+        if cgroup_depth is not None:
+            source.want(CGROUPS, True)
         self._view = ExportView()
         self._disks = MonotonicDisks()
         self._errors = 0
@@ -145,6 +161,7 @@ class ExportSampler:
             changes=MappingProxyType(dict(self.events.changes)),
             probes=MappingProxyType(dict(self.events.probes)),
             latency=self._latency_view,
+            cgroups=self._cgroups.select(frame.cgroups) if self._cgroups is not None else (),
             frame_errors=self._errors,
             static_version=self._static,
         )

@@ -8,6 +8,7 @@ import os
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import MappingProxyType
@@ -282,3 +283,62 @@ def test_a_tracer_that_cannot_run_is_one_warning_and_the_rest_is_exported() -> N
     assert warnings == ["latency not exported: latency needs root (it runs bpftrace)"]
     text = collector.render(None)[0].decode()
     assert "iotop_plus_disk_reads_completed_total" in text and "request_duration" not in text
+
+
+def serve_textfile(tmp_path: Path, tree: Path, *options: str) -> str:
+    """``serve --textfile`` on a fixture tree: the first file it writes."""
+    out = Path(tempfile.mkdtemp(dir=tmp_path)) / "m.prom"
+    argv = ["--proc-root", str(tree / "proc"), "--sys-root", str(tree / "sys")]
+    argv += ["--state-dir", str(tmp_path / "state"), "serve", "--textfile", str(out), *options]
+    proc = subprocess.Popen([sys.executable, "-m", "iotop_plus", *argv], stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            if out.exists():
+                break
+            time.sleep(0.05)
+        body = out.read_bytes()
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+    assert proc.stderr is not None and proc.stderr.read() == b""
+    promtool = find_program("promtool")
+    if promtool is not None:
+        done = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return body.decode()
+
+
+def test_cgroups_with_io_are_exported_down_to_the_depth_asked(tmp_path: Path) -> None:
+    tree = FIXTURES / "cgroups" / "v2-systemd"
+    text = serve_textfile(tmp_path, tree)  # default depth 4
+    pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+    pod += "1f2e3d4c_1234_5678_9abc_def012345678.slice"
+    container = (
+        pod
+        + "/cri-containerd-9b1e7c3d5f2a4e6c8b0d1f3a5c7e9b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e.scope"
+    )
+    name = "containerd 9b1e7c3d5f2a in pod 1f2e3d4c-1234-5678-9abc-def012345678"
+    labels = f'{{cgroup="{container}",device="sda",name="{name}"}}'
+    assert f"iotop_plus_cgroup_read_bytes_total{labels} 8.192e+06" in text
+    assert f"iotop_plus_cgroup_reads_completed_total{labels} 2000.0" in text
+    nginx = '{cgroup="/system.slice/nginx.service",device="sda",name="nginx.service"}'
+    assert f"iotop_plus_cgroup_write_bytes_total{nginx} " in text
+    assert f"iotop_plus_cgroup_writes_completed_total{nginx} " in text
+    root = '{cgroup="/",device="sdb",name="/"}'
+    assert f"iotop_plus_cgroup_read_bytes_total{root} 409600.0" in text
+    cgroup_lines = [line for line in text.splitlines() if line.startswith("iotop_plus_cgroup_")]
+    assert not [line for line in cgroup_lines if 'device="dm-0"' in line]  # no I/O there
+    assert 'iotop_plus_cgroup_pressure_waiting_seconds_total{cgroup="/system.slice",' in text
+    shallow = serve_textfile(tmp_path, tree, "--cgroup-depth", "1")
+    assert 'cgroup="/system.slice"' in shallow and "nginx.service" not in shallow
+    assert "iotop_plus_cgroup_" not in serve_textfile(tmp_path, tree, "--no-cgroups")
+
+
+def test_cgroups_v1_blkio_are_exported(tmp_path: Path) -> None:
+    text = serve_textfile(tmp_path, FIXTURES / "cgroups" / "v1-hybrid")
+    cron = '{cgroup="/system.slice/cron.service",device="sda",name="cron.service"}'
+    assert f"iotop_plus_cgroup_read_bytes_total{cron} 40960.0" in text
+    assert (
+        'iotop_plus_cgroup_pressure_waiting_seconds_total{cgroup="/system.slice/cron.service"'
+        in text
+    )
