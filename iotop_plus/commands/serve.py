@@ -145,6 +145,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         cgroup_depth=None if args.no_cgroups else args.cgroup_depth,
     )
     collector = FrameCollector(sampler.view)
+    sampler.on_view = collector.prerender  # every scrape of a known format is a cache hit
     if textfile is not None:
         return _textfile_loop(sampler, collector, textfile, args.interval, stop)
 

@@ -102,6 +102,8 @@ class ExportSampler:
         self._queue_names: tuple[str, ...] = ()
         self._devices: tuple[str, ...] = ()
         self._device_key: tuple[object, frozenset[str]] | None = None
+        self.on_view: Callable[[ExportView], object] | None = None
+        """Called on the sampler thread with each new view (the collector renders it ahead)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -117,6 +119,8 @@ class ExportSampler:
             self._errors += 1
             self.problem = f"cannot read a frame: {exc}"
             self._view = _replace(self._view, frame_errors=self._errors)
+            if self.on_view is not None:
+                self.on_view(self._view)
             return self._view
         self.problem = None
         if frame.sample.problems:
@@ -165,6 +169,8 @@ class ExportSampler:
             frame_errors=self._errors,
             static_version=self._static,
         )
+        if self.on_view is not None:
+            self.on_view(self._view)
         return self._view
 
     def _say_latency(self, frame: Frame) -> None:

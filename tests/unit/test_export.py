@@ -342,3 +342,34 @@ def test_cgroups_v1_blkio_are_exported(tmp_path: Path) -> None:
         'iotop_plus_cgroup_pressure_waiting_seconds_total{cgroup="/system.slice/cron.service"'
         in text
     )
+
+
+def test_each_frame_is_rendered_ahead_in_the_formats_scrapers_ask_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sampler, collector = nvme_collector()
+    sampler.on_view = collector.prerender
+    registry = collector._frame_part
+    collected: list[int] = []
+    real = registry.collect
+
+    def counting() -> object:
+        collected.append(1)
+        return real()
+
+    monkeypatch.setattr(registry, "collect", counting)
+    sampler.step()  # 0.0.4 is rendered on the sampler thread: the scrape is a cache hit
+    assert len(collected) == 1
+    classic = collector.render(None)[0]
+    assert len(collected) == 1 and b"iotop_plus_disk_reads_completed_total" in classic
+    collector.render(OPENMETRICS)  # the first OpenMetrics scrape renders it
+    assert len(collected) == 2
+    sampler.step()  # from now on both formats are rendered ahead
+    assert len(collected) == 4
+    om, content_type = collector.render(OPENMETRICS)
+    assert content_type.startswith("application/openmetrics-text") and om.endswith(b"# EOF\n")
+    collector.render("text/plain")
+    assert len(collected) == 4
+    monkeypatch.setattr("iotop_plus.export.collector.EAGER_FOR_S", -1.0)
+    sampler.step()  # a format nobody scraped for EAGER_FOR_S is no longer rendered ahead
+    assert len(collected) == 4
