@@ -240,9 +240,10 @@ class _Part:
             yield from build(view)
 
 
-EAGER_FOR_S = 600.0
+EAGER_FOR_S = 150.0
 """A format scraped within this long is rendered right after each frame (on the sampler
-thread), so the next scrape of it is a cache hit."""
+thread), so the next scrape of it is a cache hit: 2.5 times Prometheus' default 1 min scrape
+interval, so a format nobody asks for any more stops costing CPU soon."""
 
 
 class FrameCollector:
