@@ -23,6 +23,7 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.fleet import PrometheusClient, fleet_round
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.sampling.frame import LiveSource
+from tests.support.cgroup_trees import bump_io_stat, synthetic_tree
 from tests.support.synthetic import SyntheticTree
 
 
@@ -32,28 +33,84 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def scrape_times(n: int, base: Path, rounds: int = 5) -> tuple[float, float, float]:
-    """(fresh frame ms, cached ms, OpenMetrics fresh ms): median of ``rounds``."""
+OPENMETRICS = "application/openmetrics-text; version=1.0.0"
+
+
+def med(xs: list[float]) -> float:
+    """Median, in ms."""
+    return sorted(xs)[len(xs) // 2] * 1000
+
+
+def scrape_times(n: int, base: Path, rounds: int = 5) -> dict[str, float]:
+    """Scrape right after a new frame, before (rendered by the scrape) and after (rendered
+    ahead on the sampler thread), and what rendering ahead costs per frame: medians in ms."""
     tree = SyntheticTree(base, n)
     sampler = ExportSampler(LiveSource(tree.roots), 1.0, show_all=True)
     collector = FrameCollector(sampler.view)
     sampler.step()
     collector.render(None)
-    fresh, cached, om = [], [], []
+    collector.render(OPENMETRICS)
+    out: dict[str, list[float]] = {
+        k: [] for k in ("lazy", "lazy_om", "cached", "hit", "hit_om", "ahead", "ahead_om")
+    }
     for _ in range(rounds):
+        # Before: the scrape that follows a new frame renders it.
         tree.advance(1.0)
         sampler.step()
         t = time.perf_counter()
         collector.render(None)
-        fresh.append(time.perf_counter() - t)
+        out["lazy"].append(time.perf_counter() - t)
         t = time.perf_counter()
         collector.render(None)
-        cached.append(time.perf_counter() - t)
+        out["cached"].append(time.perf_counter() - t)
+        tree.advance(1.0)
+        sampler.step()
         t = time.perf_counter()
-        collector.render("application/openmetrics-text; version=1.0.0")
-        om.append(time.perf_counter() - t)
-    med = lambda xs: sorted(xs)[len(xs) // 2] * 1000  # noqa: E731
-    return med(fresh), med(cached), med(om)
+        collector.render(OPENMETRICS)
+        out["lazy_om"].append(time.perf_counter() - t)
+        # After: prerender on the frame (CPU of this thread), then the scrape is a hit.
+        for formats, key in (((None,), "ahead"), ((None, OPENMETRICS), "ahead_om")):
+            fresh = FrameCollector(sampler.view)
+            for accept in formats:
+                fresh.render(accept)  # a scraper asked for these formats before
+            tree.advance(1.0)
+            sampler.step()
+            t = time.thread_time()
+            fresh.prerender()
+            out[key].append(time.thread_time() - t)
+            if key == "ahead_om":
+                t = time.perf_counter()
+                fresh.render(None)
+                out["hit"].append(time.perf_counter() - t)
+                t = time.perf_counter()
+                fresh.render(OPENMETRICS)
+                out["hit_om"].append(time.perf_counter() - t)
+    return {k: med(v) for k, v in out.items()}
+
+
+def cgroup_cost(base: Path, devices: int, cgroups: int, rounds: int = 7) -> str:
+    """CPU of one serve frame with and without cgroups (1,000 cgroups with I/O, depth 4)."""
+    tree = SyntheticTree(base, devices)
+    paths = synthetic_tree(base, cgroups)
+    figures = {}
+    for depth in (None, 4):
+        sampler = ExportSampler(LiveSource(tree.roots), 1.0, show_all=True, cgroup_depth=depth)
+        collector = FrameCollector(sampler.view)
+        sampler.on_view = collector.prerender
+        sampler.step()
+        steps = []
+        for tick in range(rounds):
+            tree.advance(1.0)
+            bump_io_stat(base, paths, tick + 1)
+            t = time.thread_time()
+            sampler.step()
+            steps.append(time.thread_time() - t)
+        figures[depth] = (med(steps), len(sampler.view().cgroups))
+    off, on = figures[None][0], figures[4][0]
+    return (
+        f"{on:.1f} ms per frame with cgroups ({figures[4][1]} exported), {off:.1f} ms without:"
+        f" +{on - off:.1f} ms, {100 * (on - off) / 1000 / 5:.2f} % of a core at --interval 5"
+    )
 
 
 def node_exporter_scrape(n: int, base: Path) -> str:
@@ -211,12 +268,23 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="iotop-plus-bench-") as tmp:
         base = Path(tmp)
         for n in (200, 5000):
-            fresh, cached, om = scrape_times(n, base / f"s{n}", rounds=3 if quick else 5)
+            f = scrape_times(n, base / f"s{n}", rounds=3 if quick else 5)
             print(
-                f"scrape at {n} devices: {fresh:.1f} ms on a new frame (0.0.4), "
-                f"{om:.1f} ms OpenMetrics, {cached:.2f} ms between frames (cached)"
+                f"scrape at {n} devices right after a new frame, rendered by the scrape (before):"
+                f" {f['lazy']:.1f} ms 0.0.4, {f['lazy_om']:.1f} ms OpenMetrics;"
+                f" between frames {f['cached']:.2f} ms"
+            )
+            print(
+                f"scrape at {n} devices right after a new frame, rendered ahead (after):"
+                f" {f['hit']:.2f} ms 0.0.4, {f['hit_om']:.2f} ms OpenMetrics; rendering ahead"
+                f" costs {f['ahead']:.1f} ms CPU per frame (0.0.4 only),"
+                f" {f['ahead_om']:.1f} ms (both formats)"
             )
             print(f"node_exporter at {n} devices: {node_exporter_scrape(n, base / f'n{n}')}")
+        print(
+            "cgroups at 200 devices, 1,000 cgroups: "
+            + cgroup_cost(base / "cg", 200, 1000, rounds=3 if quick else 7)
+        )
         seconds = 30 if quick else 120
         for interval in ("1", "5"):
             print(

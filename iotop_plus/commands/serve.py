@@ -24,6 +24,8 @@ if TYPE_CHECKING:  # loaded only when serve runs
 
 DEFAULT_INTERVAL = 5.0
 """Seconds between frames: fresh enough for a 15 s scrape interval, cheap at 200 devices."""
+DEFAULT_CGROUP_DEPTH = 4
+"""Cgroups up to this many levels below the root are exported (the rulings)."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +33,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser(
         "serve",
-        help="Prometheus exporter: disk counters, queue settings, pressure, probes",
+        help="Prometheus exporter: disk counters, queue settings, pressure, cgroups, probes",
         description="Serve Prometheus metrics on GET /metrics (loopback only by default), or "
         "write them to a file for node_exporter's textfile collector with --textfile.",
     )
@@ -65,7 +67,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="export every device (default: as the TUI, no partitions, loop, ram, zram or "
         "never-used devices)",
     )
+    p.add_argument(
+        "--latency",
+        action="store_true",
+        help="export latency histograms (iotop_plus_disk_request_duration_seconds) and queue "
+        "time; needs root and bpftrace, and costs tracing every block request (off by "
+        "default; without them, one line on stderr and everything else is exported)",
+    )
+    p.add_argument(
+        "--cgroup-depth",
+        type=_depth,
+        default=DEFAULT_CGROUP_DEPTH,
+        metavar="N",
+        help="export per-cgroup I/O for cgroups up to N levels below the root "
+        f"(default {DEFAULT_CGROUP_DEPTH})",
+    )
+    p.add_argument(
+        "--no-cgroups",
+        action="store_true",
+        help="do not read or export per-cgroup I/O (each frame then skips the cgroup tree)",
+    )
     p.set_defaults(run=run)
+
+
+def _depth(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"want a whole number of levels, not {text!r}")
+    return int(text)
 
 
 def run(args: argparse.Namespace, roots: Roots) -> int:
@@ -73,7 +101,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     from iotop_plus.export.server import ListenError, MetricsServer, is_loopback, parse_listen
     from iotop_plus.export.view import ExportSampler
     from iotop_plus.export.webconfig import WebConfig, WebConfigError, load_web_config
-    from iotop_plus.sampling.frame import LiveSource
+    from iotop_plus.sampling.frame import LATENCY_QUEUE, LiveSource
     from iotop_plus.state import StateDir, chosen_state_dir
 
     web = WebConfig()
@@ -105,8 +133,19 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         signal.signal(signum, on_signal)
 
     state = StateDir(chosen_state_dir(args.state_dir))
-    sampler = ExportSampler(LiveSource(roots), args.interval, state=state, show_all=args.all)
+    source = LiveSource(roots)
+    if args.latency:
+        source.want(LATENCY_QUEUE, True)
+    sampler = ExportSampler(
+        source,
+        args.interval,
+        state=state,
+        show_all=args.all,
+        warn=_warn,
+        cgroup_depth=None if args.no_cgroups else args.cgroup_depth,
+    )
     collector = FrameCollector(sampler.view)
+    sampler.on_view = collector.prerender  # every scrape of a known format is a cache hit
     if textfile is not None:
         return _textfile_loop(sampler, collector, textfile, args.interval, stop)
 
@@ -160,6 +199,10 @@ def _textfile_loop(
         if stop.wait(interval):
             sampler.stop()
             return EXIT_OK
+
+
+def _warn(message: str) -> None:
+    print(f"iotop-plus: warning: {printable(message)}", file=sys.stderr, flush=True)
 
 
 def _usage(message: str) -> int:

@@ -13,6 +13,7 @@ per :attr:`ExportView.static_version` and format; a scrape between two frames co
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -27,7 +28,9 @@ from prometheus_client.core import (
 from prometheus_client.exposition import choose_encoder
 
 from iotop_plus import __version__
+from iotop_plus.export.cgroups import cgroup_families
 from iotop_plus.export.counters import DISK_COUNTERS
+from iotop_plus.export.latency import latency_families
 from iotop_plus.export.queue import QUEUE_GAUGES
 from iotop_plus.export.view import ExportView
 from iotop_plus.sampling.diskstats import IN_FLIGHT
@@ -86,6 +89,16 @@ def pressure_families(view: ExportView) -> Iterator[Metric]:
             stalled.add_metric((resource,), lines.full.total_us / 1e6)
     yield waiting
     yield stalled
+
+
+def latency_export(view: ExportView) -> Iterator[Metric]:
+    """Latency histograms and queue time of the exported devices (``serve --latency``)."""
+    yield from latency_families(view.latency, frozenset(view.devices))
+
+
+def cgroup_export(view: ExportView) -> Iterator[Metric]:
+    """Per-cgroup I/O counters and io.pressure (unless ``--no-cgroups``)."""
+    yield from cgroup_families(view.cgroups)
 
 
 def health_families(view: ExportView) -> Iterator[Metric]:
@@ -202,7 +215,13 @@ def event_families(view: ExportView) -> Iterator[Metric]:
     yield from (iops, bandwidth, p99, stamp)
 
 
-FRAME_FAMILIES: tuple[Families, ...] = (disk_families, pressure_families, health_families)
+FRAME_FAMILIES: tuple[Families, ...] = (
+    disk_families,
+    pressure_families,
+    latency_export,
+    cgroup_export,
+    health_families,
+)
 """Families that change every frame (latency histograms and cgroups go here)."""
 STATIC_FAMILIES: tuple[Families, ...] = (identity_families, queue_families, event_families)
 """Families that change rarely."""
@@ -221,10 +240,16 @@ class _Part:
             yield from build(view)
 
 
+EAGER_FOR_S = 150.0
+"""A format scraped within this long is rendered right after each frame (on the sampler
+thread), so the next scrape of it is a cache hit: 2.5 times Prometheus' default 1 min scrape
+interval, so a format nobody asks for any more stops costing CPU soon."""
+
+
 class FrameCollector:
     """The custom collector: every family of the latest view. Register it on a private
     :class:`CollectorRegistry` (no process metrics leak in); :meth:`render` is the fast path
-    the HTTP server and the textfile writer use."""
+    the HTTP server and the textfile writer use, :meth:`prerender` fills its cache ahead."""
 
     def __init__(self, view: Callable[[], ExportView]) -> None:
         self.view = view
@@ -232,6 +257,9 @@ class FrameCollector:
         self._static_part = _registry(_Part(view, STATIC_FAMILIES))
         self._cache: dict[tuple[str, str], tuple[Any, bytes]] = {}
         self._lock = threading.Lock()
+        encoder, classic = choose_encoder("")  # 0.0.4: what a scrape without Accept gets
+        self._asked: dict[str, tuple[Any, float]] = {classic: (encoder, time.monotonic())}
+        """Content type -> (encoder, when last scraped): the formats :meth:`prerender` makes."""
 
     def collect(self) -> Iterator[Metric]:
         """Every family, from one view."""
@@ -242,14 +270,29 @@ class FrameCollector:
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
         """(body, content type) for an ``Accept`` header: OpenMetrics when asked, else 0.0.4."""
         encoder, content_type = choose_encoder(accept or "")
+        with self._lock:  # two scrapers at once render once
+            self._asked[content_type] = (encoder, time.monotonic())
+            return self._render(encoder, content_type), content_type
+
+    def prerender(self, _view: object = None) -> None:
+        """Render every format scraped in the last :data:`EAGER_FOR_S` (0.0.4 until the first
+        scrape) for the latest view: called on the sampler thread after each frame."""
+        now = time.monotonic()
+        with self._lock:
+            for content_type, (encoder, at) in list(self._asked.items()):
+                if now - at > EAGER_FOR_S:
+                    del self._asked[content_type]  # nobody scrapes it any more
+                else:
+                    self._render(encoder, content_type)
+
+    def _render(self, encoder: Any, content_type: str) -> bytes:
         view = self.view()
         frame_key = view.frame.seq if view.frame is not None else -1
-        with self._lock:  # two scrapers at once render once
-            head = self._cached("frame", content_type, (frame_key, view.frame_errors), encoder)
-            tail = self._cached("static", content_type, view.static_version, encoder)
+        head = self._cached("frame", content_type, (frame_key, view.frame_errors), encoder)
+        tail = self._cached("static", content_type, view.static_version, encoder)
         if head.endswith(OPENMETRICS_EOF):
             head = head[: -len(OPENMETRICS_EOF)]
-        return head + tail, content_type
+        return head + tail
 
     def _cached(self, part: str, content_type: str, key: Any, encoder: Any) -> bytes:
         hit = self._cache.get((part, content_type))

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from iotop_plus.export.cgroups import CgroupSelection, CgroupSeries
 from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.events import ProbeFigures, StateEvents
+from iotop_plus.export.latency import LatencyTotals, OpTotals
 from iotop_plus.export.queue import QUEUE_REFRESH_S, QueueSettings, read_queues
-from iotop_plus.sampling.frame import Frame, FrameSource
+from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
+from iotop_plus.sampling.latency_hist import FAILED
 from iotop_plus.sampling.sampler import select_devices
 from iotop_plus.state import StateDir
 
@@ -38,6 +41,10 @@ class ExportView:
     """Journaled setting changes by (device, setting)."""
     probes: Mapping[tuple[str, str], ProbeFigures] = field(default_factory=lambda: _EMPTY)
     """The last probe result by (target, preset)."""
+    latency: Mapping[tuple[str, str], OpTotals] = field(default_factory=lambda: _EMPTY)
+    """Latency histograms by (device, op), accumulated since serve started (``--latency``)."""
+    cgroups: tuple[CgroupSeries, ...] = ()
+    """The exported cgroups (with I/O, no deeper than ``--cgroup-depth``), by path."""
     frame_errors: int = 0
     """Frames that could not be read, or carried lines that did not parse."""
     static_version: int = 0
@@ -59,7 +66,18 @@ class ExportSampler:
         state: StateDir | None = None,
         show_all: bool = False,
         queue_refresh_s: float = QUEUE_REFRESH_S,
+        warn: Callable[[str], object] | None = None,
+        cgroup_depth: int | None = None,
     ) -> None:
+        """Args:
+        source: Where frames come from (asked for cgroups when ``cgroup_depth`` is set).
+        interval: Seconds between frames on the thread.
+        state: The state directory whose journal and probe history are tailed.
+        show_all: Export every device, not the TUI's default selection.
+        queue_refresh_s: How often queue settings are re-read when nothing else changed.
+        warn: Called with one line when the latency tracer cannot run (once per reason).
+        cgroup_depth: Export cgroups up to this many levels below the root; None: none.
+        """
         self.source = source
         self.interval = interval
         self.show_all = show_all
@@ -67,6 +85,14 @@ class ExportSampler:
         self.events = StateEvents(state)
         self.problem: str | None = None
         """The last frame's read error, one line; None when it was read."""
+        self.warn = warn
+        """Called (on the sampler thread) with each new one-line status of the tracer."""
+        self._latency = LatencyTotals()
+        self._latency_view: Mapping[tuple[str, str], OpTotals] = _EMPTY
+        self._latency_said: str | None = None
+        self._cgroups = CgroupSelection(cgroup_depth) if cgroup_depth is not None else None
+        if cgroup_depth is not None:
+            source.want(CGROUPS, True)
         self._view = ExportView()
         self._disks = MonotonicDisks()
         self._errors = 0
@@ -76,6 +102,8 @@ class ExportSampler:
         self._queue_names: tuple[str, ...] = ()
         self._devices: tuple[str, ...] = ()
         self._device_key: tuple[object, frozenset[str]] | None = None
+        self.on_view: Callable[[ExportView], object] | None = None
+        """Called on the sampler thread with each new view (the collector renders it ahead)."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -91,6 +119,8 @@ class ExportSampler:
             self._errors += 1
             self.problem = f"cannot read a frame: {exc}"
             self._view = _replace(self._view, frame_errors=self._errors)
+            if self.on_view is not None:
+                self.on_view(self._view)
             return self._view
         self.problem = None
         if frame.sample.problems:
@@ -124,6 +154,9 @@ class ExportSampler:
             self._queues, self._queue_names, self._queues_at = MappingProxyType(queues), whole, now
         if events_changed or frame.inventory_changed:
             self._static += 1
+        if self._latency.add(frame.latency):
+            self._latency_view = MappingProxyType(self._latency.snapshot())
+        self._say_latency(frame)
         self._view = ExportView(
             frame=frame,
             devices=devices,
@@ -131,10 +164,23 @@ class ExportSampler:
             queues=self._queues,
             changes=MappingProxyType(dict(self.events.changes)),
             probes=MappingProxyType(dict(self.events.probes)),
+            latency=self._latency_view,
+            cgroups=self._cgroups.select(frame.cgroups) if self._cgroups is not None else (),
             frame_errors=self._errors,
             static_version=self._static,
         )
+        if self.on_view is not None:
+            self.on_view(self._view)
         return self._view
+
+    def _say_latency(self, frame: Frame) -> None:
+        latency = frame.latency
+        if latency is None or self.warn is None:
+            return
+        status = latency.status if latency.state == FAILED else None
+        if status is not None and status != self._latency_said:
+            self.warn(f"latency not exported: {status}")
+        self._latency_said = status
 
     def start(self) -> None:
         """Read the first frame now, then one per interval on a daemon thread."""

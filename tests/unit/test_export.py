@@ -2,26 +2,41 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
 from iotop_plus import cli
 from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.counters import MS_WRAP, MonotonicDisks
+from iotop_plus.export.latency import BUCKET_BOUNDS_S, HIGH_EXP, LOW_EXP, slot_of
 from iotop_plus.export.textfile import write_textfile
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.export.webconfig import WebConfigError, load_web_config
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.frame import LiveSource
+from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.latency_hist import (
+    FAILED,
+    RUNNING,
+    STARTING,
+    DeviceLatency,
+    Histogram,
+    LatencyFrame,
+    OpLatency,
+    bucket_bounds,
+    bucket_of,
+)
 from iotop_plus.state import StateDir
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -178,3 +193,183 @@ def test_probe_lines_that_do_not_parse_are_skipped(tmp_path: Path) -> None:
     os.close(fd)
     _, collector = nvme_collector(state)
     assert "iotop_plus_probe_iops{" not in collector.render(None)[0].decode()
+
+
+class CannedLatency:
+    """The nvme fixture's frames, each carrying the next canned :class:`LatencyFrame`."""
+
+    def __init__(self, latencies: list[LatencyFrame]) -> None:
+        nvme = FIXTURES / "nvme"
+        self.live = LiveSource(Roots(proc=nvme / "proc", sys=nvme / "sys"))
+        self.roots = self.live.roots
+        self.latencies = latencies
+
+    def next_frame(self, early: object = None) -> Frame:
+        return dataclasses.replace(self.live.next_frame(), latency=self.latencies.pop(0))
+
+    def want(self, part: str, on: bool) -> None:
+        self.live.want(part, on)
+
+    def close(self) -> None:
+        self.live.close()
+
+
+def running(reads_ns: list[int], writes_ns: list[int], queue_ns: int = 0) -> LatencyFrame:
+    ops = {
+        "read": OpLatency(Histogram.of(reads_ns), queue_ns, len(reads_ns)),
+        "write": OpLatency(Histogram.of(writes_ns)),
+        "flush": OpLatency(Histogram.of([5000])),
+    }
+    device = DeviceLatency(MappingProxyType(ops))
+    return LatencyFrame(RUNNING, MappingProxyType({"nvme0n1": device}), span_s=1.0)
+
+
+def test_powers_of_two_of_nanoseconds_are_exact_edges_of_the_tracer_buckets() -> None:
+    for k in range(LOW_EXP, HIGH_EXP + 1):
+        edge = 1 << k
+        below, at = bucket_of(edge - 1), bucket_of(edge)
+        assert bucket_bounds(below)[1] == edge and bucket_bounds(at)[0] == edge
+        assert slot_of(below) == k - LOW_EXP and slot_of(at) == min(k + 1, HIGH_EXP + 1) - LOW_EXP
+    assert BUCKET_BOUNDS_S[0] == pytest.approx(16.384e-6) and BUCKET_BOUNDS_S[-1] > 1.0
+
+
+def test_latency_histograms_accumulate_each_frames_delta(tmp_path: Path) -> None:
+    warnings: list[str] = []
+    frames = [
+        LatencyFrame(STARTING, status="starting tracer…"),
+        running([1_000, 20_000, 20_000, 3_000_000], [2_000_000_000], queue_ns=500_000),
+        LatencyFrame(RUNNING, span_s=1.0),  # a quiet interval: the series stay
+        running([20_000], [], queue_ns=250_000),
+    ]
+    sampler = ExportSampler(CannedLatency(frames), 1.0, show_all=True, warn=warnings.append)
+    collector = FrameCollector(sampler.view)
+    sampler.step()
+    assert b"request_duration" not in collector.render(None)[0]
+    for _ in range(3):
+        sampler.step()
+    body = collector.render(None)[0]
+    promtool = find_program("promtool")
+    if promtool is not None:
+        done = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    text = body.decode()
+    name = "iotop_plus_disk_request_duration_seconds"
+    read = 'device="nvme0n1",le="{}",op="read"'
+    assert f"# TYPE {name} histogram" in text
+    assert f"{name}_bucket{{{read.format('1.6384e-05')}}} 1.0" in text  # the 1 µs request
+    assert f"{name}_bucket{{{read.format('3.2768e-05')}}} 4.0" in text  # and three of 20 µs
+    assert f"{name}_bucket{{{read.format('0.004194304')}}} 5.0" in text  # and 3 ms
+    assert f"{name}_bucket{{{read.format('+Inf')}}} 5.0" in text
+    assert f'{name}_count{{device="nvme0n1",op="read"}} 5.0' in text
+    assert f'{name}_sum{{device="nvme0n1",op="read"}} 0.00306' in text
+    write = 'device="nvme0n1",le="{}",op="write"'
+    assert f"{name}_bucket{{{write.format('1.073741824')}}} 0.0" in text  # 2 s: above 2**30 ns
+    assert f"{name}_bucket{{{write.format('+Inf')}}} 1.0" in text
+    assert 'op="flush"' not in text  # read and write only
+    queue = 'iotop_plus_disk_queue_time_seconds_total{device="nvme0n1",op="read"} 0.00075'
+    assert queue in text
+    assert warnings == []
+    om = collector.render(OPENMETRICS)[0].decode()
+    assert f"# TYPE {name} histogram" in om and "# UNIT iotop_plus_disk_queue_time_seconds" in om
+
+
+def test_a_tracer_that_cannot_run_is_one_warning_and_the_rest_is_exported() -> None:
+    failed = LatencyFrame(FAILED, status="latency needs root (it runs bpftrace)")
+    warnings: list[str] = []
+    sampler = ExportSampler(CannedLatency([failed] * 3), 1.0, show_all=True, warn=warnings.append)
+    collector = FrameCollector(sampler.view)
+    for _ in range(3):
+        sampler.step()
+    assert warnings == ["latency not exported: latency needs root (it runs bpftrace)"]
+    text = collector.render(None)[0].decode()
+    assert "iotop_plus_disk_reads_completed_total" in text and "request_duration" not in text
+
+
+def serve_textfile(tmp_path: Path, tree: Path, *options: str) -> str:
+    """``serve --textfile`` on a fixture tree: the first file it writes."""
+    out = Path(tempfile.mkdtemp(dir=tmp_path)) / "m.prom"
+    argv = ["--proc-root", str(tree / "proc"), "--sys-root", str(tree / "sys")]
+    argv += ["--state-dir", str(tmp_path / "state"), "serve", "--textfile", str(out), *options]
+    proc = subprocess.Popen([sys.executable, "-m", "iotop_plus", *argv], stderr=subprocess.PIPE)
+    try:
+        for _ in range(200):
+            if out.exists():
+                break
+            time.sleep(0.05)
+        body = out.read_bytes()
+    finally:
+        proc.terminate()
+        assert proc.wait(10) == 0
+    assert proc.stderr is not None and proc.stderr.read() == b""
+    promtool = find_program("promtool")
+    if promtool is not None:
+        done = subprocess.run([promtool, "check", "metrics"], input=body, capture_output=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+    return body.decode()
+
+
+def test_cgroups_with_io_are_exported_down_to_the_depth_asked(tmp_path: Path) -> None:
+    tree = FIXTURES / "cgroups" / "v2-systemd"
+    text = serve_textfile(tmp_path, tree)  # default depth 4
+    pod = "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+    pod += "1f2e3d4c_1234_5678_9abc_def012345678.slice"
+    container = (
+        pod
+        + "/cri-containerd-9b1e7c3d5f2a4e6c8b0d1f3a5c7e9b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e.scope"
+    )
+    name = "containerd 9b1e7c3d5f2a in pod 1f2e3d4c-1234-5678-9abc-def012345678"
+    labels = f'{{cgroup="{container}",device="sda",name="{name}"}}'
+    assert f"iotop_plus_cgroup_read_bytes_total{labels} 8.192e+06" in text
+    assert f"iotop_plus_cgroup_reads_completed_total{labels} 2000.0" in text
+    nginx = '{cgroup="/system.slice/nginx.service",device="sda",name="nginx.service"}'
+    assert f"iotop_plus_cgroup_write_bytes_total{nginx} " in text
+    assert f"iotop_plus_cgroup_writes_completed_total{nginx} " in text
+    root = '{cgroup="/",device="sdb",name="/"}'
+    assert f"iotop_plus_cgroup_read_bytes_total{root} 409600.0" in text
+    cgroup_lines = [line for line in text.splitlines() if line.startswith("iotop_plus_cgroup_")]
+    assert not [line for line in cgroup_lines if 'device="dm-0"' in line]  # no I/O there
+    assert 'iotop_plus_cgroup_pressure_waiting_seconds_total{cgroup="/system.slice",' in text
+    shallow = serve_textfile(tmp_path, tree, "--cgroup-depth", "1")
+    assert 'cgroup="/system.slice"' in shallow and "nginx.service" not in shallow
+    assert "iotop_plus_cgroup_" not in serve_textfile(tmp_path, tree, "--no-cgroups")
+
+
+def test_cgroups_v1_blkio_are_exported(tmp_path: Path) -> None:
+    text = serve_textfile(tmp_path, FIXTURES / "cgroups" / "v1-hybrid")
+    cron = '{cgroup="/system.slice/cron.service",device="sda",name="cron.service"}'
+    assert f"iotop_plus_cgroup_read_bytes_total{cron} 40960.0" in text
+    assert (
+        'iotop_plus_cgroup_pressure_waiting_seconds_total{cgroup="/system.slice/cron.service"'
+        in text
+    )
+
+
+def test_each_frame_is_rendered_ahead_in_the_formats_scrapers_ask_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sampler, collector = nvme_collector()
+    sampler.on_view = collector.prerender
+    registry = collector._frame_part
+    collected: list[int] = []
+    real = registry.collect
+
+    def counting() -> object:
+        collected.append(1)
+        return real()
+
+    monkeypatch.setattr(registry, "collect", counting)
+    sampler.step()  # 0.0.4 is rendered on the sampler thread: the scrape is a cache hit
+    assert len(collected) == 1
+    classic = collector.render(None)[0]
+    assert len(collected) == 1 and b"iotop_plus_disk_reads_completed_total" in classic
+    collector.render(OPENMETRICS)  # the first OpenMetrics scrape renders it
+    assert len(collected) == 2
+    sampler.step()  # from now on both formats are rendered ahead
+    assert len(collected) == 4
+    om, content_type = collector.render(OPENMETRICS)
+    assert content_type.startswith("application/openmetrics-text") and om.endswith(b"# EOF\n")
+    collector.render("text/plain")
+    assert len(collected) == 4
+    monkeypatch.setattr("iotop_plus.export.collector.EAGER_FOR_S", -1.0)
+    sampler.step()  # a format nobody scraped for EAGER_FOR_S is no longer rendered ahead
+    assert len(collected) == 4
