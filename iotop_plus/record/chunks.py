@@ -17,6 +17,7 @@ from typing import Any
 
 from iotop_plus.record.format import (
     TIMES,
+    VERSION,
     DiskCodec,
     Layout,
     counters_columns,
@@ -27,6 +28,7 @@ from iotop_plus.record.format import (
     record,
     trailer_payload,
 )
+from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
 from iotop_plus.sampling.diskstats import (
     IO_TICKS,
     READ_MS,
@@ -181,16 +183,20 @@ class ChunkWriter:
         fd: An empty file open for writing; not closed here.
         header: The header document (version, host, zone, inventory ...).
         sync: ``fdatasync`` at each chunk end (the recorder); off for bundles until close.
+        version: The format version to write (1 only for tests of reading old files).
     """
 
-    def __init__(self, fd: int, header: Mapping[str, Any], *, sync: bool = True) -> None:
+    def __init__(
+        self, fd: int, header: Mapping[str, Any], *, sync: bool = True, version: int = VERSION
+    ) -> None:
         self.fd = fd
         self.sync = sync
+        self.version = version
         self.stats = WriteStats()
         self.offset = 0
         self.inv_offset = 0
         self._comp: Any = None
-        self._codec: DiskCodec | None = None
+        self._codec: DiskCodec | DiskCodecV2 | None = None
         self._chunk_start = 0
         self._chunk_minute = 0
         self._first_ns = self._last_ns = 0
@@ -202,7 +208,7 @@ class ChunkWriter:
         self._last_cols: list[list[int]] | None = None
         self._last_layout: Layout | None = None
         self._last_mono = 0.0
-        prefix = file_prefix()
+        prefix = file_prefix(version)
         self._put(prefix, "headers")
         self.inv_offset = self.offset
         self._put(frame(b"H", json_blob(dict(header))), "headers")
@@ -241,8 +247,12 @@ class ChunkWriter:
                 self._rollup = Rollup(layout.names)
             self._rollup.add(cols, self._last_cols, sample.monotonic - self._last_mono)
         if self._codec is None:
-            self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
-            self._codec = DiskCodec(layout)
+            if self.version == 1:
+                self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
+                self._codec = DiskCodec(layout)
+            else:  # Z_FILTERED suits the small residual bytes better than string matching
+                self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_FILTERED)
+                self._codec = DiskCodecV2(layout)
             self._chunk_start = self.offset
             self._chunk_minute = minute
             self._first_ns = ns
@@ -264,7 +274,11 @@ class ChunkWriter:
             disk = record(b"K", body)
         else:
             times = TIMES.pack(ns - self._prev_ns, mono_bits - self._prev_mono_bits)
-            disk = record(b"D", times + self._codec.encode(cols))
+            if isinstance(self._codec, DiskCodecV2):
+                ms = elapsed_ms_of(sample.monotonic, self._last_mono)
+                disk = record(b"D", times + self._codec.encode(cols, ms))
+            else:
+                disk = record(b"D", times + self._codec.encode(cols))
         self._count(disk)
         comp = self._comp
         out = frame(b"S", piece := comp.compress(disk) + comp.flush(zlib.Z_SYNC_FLUSH))

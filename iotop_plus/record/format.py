@@ -1,4 +1,4 @@
-"""The recording format, version 1: frames, chunks, records and the column codec.
+"""The recording format, versions 1 and 2: frames, chunks, records and the column codec.
 
 The byte layout is documented in ``docs/recording-format.md``; this module is its one
 implementation. A file is::
@@ -52,8 +52,8 @@ from iotop_plus.sampling.diskstats import (
 
 MAGIC = b"IOTPLREC"
 """The first 8 bytes of every recording and bundle."""
-VERSION = 1
-"""The format version this code writes and the newest it reads."""
+VERSION = 2
+"""The format version this code writes and the newest it reads (it reads 1 too)."""
 FILE_PREFIX = struct.Struct("<8sHHI")
 FRAME = struct.Struct("<cII")
 """Frame header: type, payload length, CRC32 of the payload."""
@@ -109,9 +109,9 @@ def frame(kind: bytes, payload: bytes) -> bytes:
     return FRAME.pack(kind, len(payload), crc(payload)) + payload
 
 
-def file_prefix() -> bytes:
+def file_prefix(version: int = VERSION) -> bytes:
     """The 16 bytes that start a file."""
-    return FILE_PREFIX.pack(MAGIC, VERSION, 0, 0)
+    return FILE_PREFIX.pack(MAGIC, version, 0, 0)
 
 
 def check_prefix(data: bytes, name: str) -> int:

@@ -36,6 +36,7 @@ from iotop_plus.record.format import (
     load_blob,
     split_records,
 )
+from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
 from iotop_plus.sampling.sampler import Sample
 
 _TAIL_SCAN = 8 * 1024 * 1024
@@ -235,7 +236,7 @@ class RecordingFile:
                     "read everything before them"
                 )
         if pieces:
-            samples = decode_stream(b"".join(pieces), self.path, self.warn)
+            samples = decode_stream(b"".join(pieces), self.path, self.warn, self.version)
             if samples:
                 first, last = samples[0].sample.wall_time, samples[-1].sample.wall_time
                 chunk = Chunk(start, pos, inv, round(first * 1e9), round(last * 1e9), len(samples))
@@ -291,7 +292,9 @@ class RecordingFile:
             if got[0] in (b"S", b"X"):
                 pieces.append(got[1])
             pos += FRAME.size + len(got[1])
-        samples = decode_stream(b"".join(pieces), self.path, self.warn) if pieces else []
+        samples = (
+            decode_stream(b"".join(pieces), self.path, self.warn, self.version) if pieces else []
+        )
         if len(self._cache) >= 16:
             self._cache.pop(next(iter(self._cache)))
         self._cache[chunk.start] = samples
@@ -308,7 +311,9 @@ class RecordingFile:
         return dict(load_blob(got[1][TRAILER.size : -TRAILER_END.size]))
 
 
-def decode_stream(data: bytes, name: str, warn: Callable[[str], object]) -> list[RecordedSample]:
+def decode_stream(
+    data: bytes, name: str, warn: Callable[[str], object], version: int = 2
+) -> list[RecordedSample]:
     """The samples in one chunk's stream bytes (a torn last record is left out)."""
     try:
         raw = zlib.decompressobj(-15).decompress(data)
@@ -316,7 +321,7 @@ def decode_stream(data: bytes, name: str, warn: Callable[[str], object]) -> list
         warn(f"{name}: a chunk does not decompress; skipped it")
         return []
     out: list[RecordedSample] = []
-    codec: DiskCodec | None = None
+    codec: DiskCodec | DiskCodecV2 | None = None
     head: dict[str, Any] = {}
     ns = mono_bits = 0
     current: dict[str, Any] | None = None
@@ -325,13 +330,19 @@ def decode_stream(data: bytes, name: str, warn: Callable[[str], object]) -> list
             if kind == b"K":
                 (length,) = struct.unpack_from("<I", body)
                 head = json.loads(bytes(body[4 : 4 + length]))
-                codec = DiskCodec(Layout.from_json(head["layout"]))
+                layout = Layout.from_json(head["layout"])
+                codec = DiskCodec(layout) if version == 1 else DiskCodecV2(layout)
                 cols = codec.decode_keyframe(body, 4 + length)
                 ns, mono_bits = int(head["wall_ns"]), int(head["mono_bits"])
             elif kind == b"D" and codec is not None:
                 dns, dmono = TIMES.unpack_from(body)
+                before = bits_float(mono_bits)
                 ns, mono_bits = ns + dns, mono_bits + dmono
-                cols = codec.decode(body, TIMES.size)
+                if isinstance(codec, DiskCodecV2):
+                    ms = elapsed_ms_of(bits_float(mono_bits), before)
+                    cols = codec.decode(body, TIMES.size, ms)
+                else:
+                    cols = codec.decode(body, TIMES.size)
             elif current is not None and kind in (b"P", b"R", b"E"):
                 current[kind.decode()] = json.loads(bytes(body))
                 continue

@@ -25,6 +25,7 @@ from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.collect import inventory_from_doc
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
+from iotop_plus.record.recorded_processes import process_frame
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.times import zone_of
 from iotop_plus.sampling.frame import Frame, FrameEvent
@@ -225,6 +226,7 @@ class RecordingTimeline:
             seq=self._index(cur) + 1,
             events=tuple(frame_events(now.events)),
             pressure=pressure_of(now.pressure),
+            processes=process_frame(now, before),
         )
 
     def _frame(self, pos: Pos) -> Frame | None:

@@ -177,8 +177,14 @@ class IotopPlusApp(App[int]):
             self.main_screen.show_frame(frame)
 
     def want_processes(self, on: bool) -> None:
-        """A view shows processes (or no longer does); the next frames carry them or not."""
+        """A view shows processes (or no longer does); the next frames carry them or not.
+
+        In replay or history no next frame comes until a scrub: the frame on screen shows its
+        (recorded) processes at once."""
         self.feed.want_processes(on)
+        shown = self.main_screen.last_tick if self.main_screen.is_mounted else None
+        if on and shown is not None and (self.scrubber.replay or self.scrubber.scrubbed):
+            self.call_later(self.main_screen.show_frame, shown)
 
     def want_latency(self, on: bool) -> None:
         """The latency columns are shown (or no longer): the tracer runs only meanwhile."""

@@ -1,0 +1,321 @@
+"""The disk-record codec of format version 2: a predictor chosen per column, zigzag packing.
+
+Version 1 (:class:`iotop_plus.record.format.DiskCodec`) predicted every counter the same way
+and stored signed fixed-width columns. Version 2 codes the 17 counters in :data:`ORDER`, and
+for each column of each sample the encoder picks, from that column's :data:`CANDIDATES`, the
+predictor whose residuals are smallest, and writes its id before the column. A predictor uses
+only what the decoder already has: the previous sample's deltas and the deltas of columns
+earlier in :data:`ORDER`. Residuals are zigzag-mapped (``0, -1, 1, -2 ...`` to ``0, 1, 2,
+3 ...``) and packed four to a byte, two to a byte, or as byte planes (every value's low byte,
+then every value's next byte ...), which suits deflate's byte-wise Huffman codes.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from array import array
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from iotop_plus.record.format import Layout
+from iotop_plus.sampling.diskstats import (
+    DISCARD_MS,
+    DISCARDS,
+    DISCARDS_MERGED,
+    FLUSH_MS,
+    FLUSHES,
+    IN_FLIGHT,
+    IO_TICKS,
+    N_COUNTERS,
+    READ_MS,
+    READS,
+    READS_MERGED,
+    SECTORS_DISCARDED,
+    SECTORS_READ,
+    SECTORS_WRITTEN,
+    TIME_IN_QUEUE,
+    WRITE_MS,
+    WRITES,
+    WRITES_MERGED,
+)
+
+ZERO = 0
+"""Predictor: nothing (the residual is the delta; for in-flight, the value)."""
+SECOND = 1
+"""Predictor: the previous sample's delta (a second-order delta)."""
+MS_SUM = 2
+"""Predictor (time in queue): the sum of the four ms deltas times the previous ratio."""
+LITTLE = 3
+"""Predictor (in flight): time-in-queue delta over the elapsed ms (Little's law)."""
+GAUGE = 4
+"""Predictor (in flight): the previous sample's value."""
+RATIO = 16
+"""Predictor ``RATIO + b``: this sample's delta of column ``b`` times the previous ratio."""
+
+ORDER: tuple[int, ...] = (
+    READS,
+    WRITES,
+    SECTORS_READ,
+    SECTORS_WRITTEN,
+    READS_MERGED,
+    WRITES_MERGED,
+    READ_MS,
+    WRITE_MS,
+    FLUSHES,
+    FLUSH_MS,
+    DISCARDS,
+    DISCARDS_MERGED,
+    SECTORS_DISCARDED,
+    DISCARD_MS,
+    TIME_IN_QUEUE,
+    IN_FLIGHT,
+    IO_TICKS,
+)
+"""The order columns are coded in; a ratio predictor's base comes earlier."""
+
+CANDIDATES: dict[int, tuple[int, ...]] = {
+    READS: (SECOND, ZERO),
+    WRITES: (SECOND, RATIO + READS),
+    SECTORS_READ: (SECOND, RATIO + READS),
+    SECTORS_WRITTEN: (SECOND, RATIO + WRITES),
+    READS_MERGED: (SECOND, RATIO + READS, RATIO + SECTORS_READ),
+    WRITES_MERGED: (SECOND, RATIO + WRITES, RATIO + SECTORS_WRITTEN),
+    READ_MS: (SECOND, RATIO + READS, RATIO + SECTORS_READ),
+    WRITE_MS: (SECOND, RATIO + WRITES, RATIO + SECTORS_WRITTEN),
+    TIME_IN_QUEUE: (SECOND, MS_SUM, RATIO + READS, RATIO + WRITES),
+    IN_FLIGHT: (GAUGE, ZERO, LITTLE),
+    IO_TICKS: (SECOND, RATIO + TIME_IN_QUEUE),
+    FLUSHES: (SECOND, RATIO + WRITES, RATIO + SECTORS_WRITTEN),
+    FLUSH_MS: (SECOND, RATIO + FLUSHES, RATIO + WRITES),
+    DISCARDS: (SECOND, RATIO + WRITES, RATIO + FLUSHES),
+    DISCARDS_MERGED: (SECOND, RATIO + DISCARDS),
+    SECTORS_DISCARDED: (SECOND, RATIO + DISCARDS),
+    DISCARD_MS: (SECOND, RATIO + DISCARDS, RATIO + SECTORS_DISCARDED),
+}
+"""The predictors each column may use (the encoder tries them all, in this order)."""
+_MS = (READ_MS, WRITE_MS, DISCARD_MS, FLUSH_MS)
+
+
+def _check_order() -> None:
+    """Every predictor uses only columns coded before its own (the decoder has no others)."""
+    seen: set[int] = set()
+    for k in ORDER:
+        for how in CANDIDATES[k]:
+            needs = {how - RATIO} if how >= RATIO else set(_MS) if how == MS_SUM else set()
+            if how == LITTLE:
+                needs = {TIME_IN_QUEUE}
+            if not needs <= seen:
+                raise AssertionError(f"predictor {how} of column {k} uses a later column")
+        seen.add(k)
+
+
+_check_order()
+
+CRUMBS, NIBBLES = 0x10, 0x11
+"""Packing codes: 2-bit values four to a byte, 4-bit values two to a byte (low bits first)."""
+WIDE = 0
+"""Packing code: ``u32 n | JSON list`` of the signed values (beyond 64 bits)."""
+_PLANES = ((1, "B"), (2, "H"), (4, "I"), (8, "Q"))
+_LIMIT = 2**63
+RETRY = 8
+"""The encoder tries every predictor of a column once in this many samples."""
+
+
+def pack(values: Sequence[int]) -> bytes:
+    """Signed integers, zigzag-mapped and packed as tightly as their largest allows."""
+    if not values:
+        return bytes((CRUMBS,))
+    if min(values) < -_LIMIT or max(values) >= _LIMIT:
+        text = json.dumps(list(values)).encode()
+        return bytes((WIDE,)) + struct.pack("<I", len(text)) + text
+    z = [(v << 1) ^ (v >> 63) for v in values]
+    top = max(z)
+    if top < 4:
+        z += [0] * (-len(z) % 4)
+        quads = zip(z[0::4], z[1::4], z[2::4], z[3::4], strict=True)
+        return bytes((CRUMBS,)) + bytes(a | b << 2 | c << 4 | d << 6 for a, b, c, d in quads)
+    if top < 16:
+        z += [0] * (-len(z) % 2)
+        return bytes((NIBBLES,)) + bytes(a | b << 4 for a, b in zip(z[0::2], z[1::2], strict=True))
+    for width, typecode in _PLANES:
+        if top < 1 << (8 * width):
+            raw = array(typecode, z)
+            if raw.itemsize != width:  # pragma: no cover - C types differ from the usual
+                raise ValueError("unexpected array item size")
+            if struct.pack("=H", 1) != b"\x01\x00":  # pragma: no cover - big-endian host
+                raw.byteswap()
+            data = raw.tobytes()
+            return bytes((width,)) + b"".join(data[i::width] for i in range(width))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
+    """``n`` values packed by :func:`pack` at ``pos``; returns them and the new position.
+
+    Raises:
+        ValueError: the bytes do not hold such a column.
+    """
+    if pos >= len(data):
+        raise ValueError("column runs past the record")
+    code = data[pos]
+    pos += 1
+    if code == WIDE:
+        (length,) = struct.unpack_from("<I", data, pos)
+        values = json.loads(bytes(data[pos + 4 : pos + 4 + length]))
+        if not isinstance(values, list) or len(values) != n:
+            raise ValueError("bad wide column")
+        return [int(v) for v in values], pos + 4 + length
+    if code == CRUMBS:
+        end = pos + (n + 3) // 4
+        z = [b >> s & 3 for b in bytes(data[pos:end]) for s in (0, 2, 4, 6)][:n]
+    elif code == NIBBLES:
+        end = pos + (n + 1) // 2
+        z = [b >> s & 15 for b in bytes(data[pos:end]) for s in (0, 4)][:n]
+    else:
+        typecode = dict(_PLANES).get(code)
+        if typecode is None:
+            raise ValueError(f"bad column packing code {code}")
+        end = pos + code * n
+        planes = bytes(data[pos:end])
+        inter = bytearray(code * n)
+        for i in range(code):
+            inter[i::code] = planes[i * n : (i + 1) * n]
+        arr = array(typecode)
+        arr.frombytes(bytes(inter))
+        if struct.pack("=H", 1) != b"\x01\x00":  # pragma: no cover - big-endian host
+            arr.byteswap()
+        z = arr.tolist()
+    if end > len(data) or len(z) != n:
+        raise ValueError("column runs past the record")
+    return [(v >> 1) ^ -(v & 1) for v in z], end
+
+
+def _minus(a: list[int], b: list[int]) -> list[int]:
+    return [x - y for x, y in zip(a, b, strict=False)]
+
+
+def _ratio(now: list[int], prev_k: list[int], prev_base: list[int]) -> list[int]:
+    """``now * prev_k // prev_base`` per device, or ``prev_k`` where ``prev_base <= 0``."""
+    return [(b * q) // r if r > 0 else q for b, q, r in zip(now, prev_k, prev_base, strict=False)]
+
+
+@dataclass
+class DiskCodecV2:
+    """Encoder or decoder state of one run of version-2 disk records (a keyframe, its deltas).
+
+    Both sides keep the same state, so the prediction the encoder subtracts is the one the
+    decoder adds back.
+    """
+
+    layout: Layout
+    prev: list[list[int]] = field(default_factory=list)
+    """The previous sample's 17 columns of absolute values."""
+    deltas: list[list[int]] = field(default_factory=list)
+    """The previous sample's 17 columns of deltas (zeros after a keyframe)."""
+    _choice: dict[int, int] = field(default_factory=dict)
+    """The encoder's last predictor per column."""
+    _encoded: int = 0
+    """``D`` records encoded since the keyframe."""
+
+    def keyframe(self, columns: list[list[int]]) -> bytes:
+        """Body of a ``K`` record (after its JSON part), and the new state."""
+        self.prev = columns
+        self.deltas = [[0] * len(self.layout.names)] * N_COUNTERS
+        self._choice, self._encoded = {}, 0
+        return b"".join(pack(col) for col in columns)
+
+    def decode_keyframe(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
+        """The absolute columns of a ``K`` record's body at ``pos``."""
+        n = len(self.layout.names)
+        columns = []
+        for _ in range(N_COUNTERS):
+            col, pos = unpack(body, pos, n)
+            columns.append(col)
+        self.keyframe(columns)
+        return columns
+
+    def _predict(self, k: int, how: int, now: list[list[int]], elapsed_ms: int) -> list[int]:
+        """Column ``k``'s prediction by predictor ``how`` (``now``: deltas known so far)."""
+        prev = self.deltas
+        if how == ZERO:
+            return [0] * len(prev[k])
+        if how == SECOND:
+            return prev[k]
+        if how == GAUGE:
+            return self.prev[k]
+        if how == LITTLE:
+            return [t // elapsed_ms for t in now[TIME_IN_QUEUE]]
+        if how == MS_SUM:
+            sum_now = [a + b + c + d for a, b, c, d in zip(*(now[m] for m in _MS), strict=False)]
+            sum_prev = [a + b + c + d for a, b, c, d in zip(*(prev[m] for m in _MS), strict=False)]
+            return _ratio(sum_now, prev[k], sum_prev)
+        base = how - RATIO
+        return _ratio(now[base], prev[k], prev[base])
+
+    def encode(self, columns: list[list[int]], elapsed_ms: int) -> bytes:
+        """Body of a ``D`` record (after its times), and the new state."""
+        elapsed_ms = max(1, elapsed_ms)
+        now: list[list[int]] = [[]] * N_COUNTERS
+        for k in range(N_COUNTERS):
+            if k != IN_FLIGHT:
+                now[k] = [c - p for c, p in zip(columns[k], self.prev[k], strict=False)]
+        out = []
+        # Every predictor is tried on the first samples and every RETRY-th one after; in
+        # between, each column keeps its last choice (trying them all doubles the CPU).
+        retry = self._encoded < 2 or self._encoded % RETRY == 0
+        self._encoded += 1
+        for k in ORDER:
+            given = columns[k] if k == IN_FLIGHT else now[k]
+            best: tuple[int, int, list[int]] | None = None
+            tries = CANDIDATES[k] if retry or k not in self._choice else (self._choice[k],)
+            for how in tries:
+                pred = self._predict(k, how, now, elapsed_ms)
+                res = [g - p for g, p in zip(given, pred, strict=False)]
+                cost = sum(map(abs, res))
+                if best is None or cost < best[0]:
+                    best = (cost, how, res)
+                    if cost == 0:
+                        break
+            assert best is not None
+            self._choice[k] = best[1]
+            out.append(bytes((best[1],)) + pack(best[2]))
+        now[IN_FLIGHT] = [
+            c - p for c, p in zip(columns[IN_FLIGHT], self.prev[IN_FLIGHT], strict=False)
+        ]
+        self.prev, self.deltas = columns, now
+        return b"".join(out)
+
+    def decode(self, body: bytes | memoryview, pos: int, elapsed_ms: int) -> list[list[int]]:
+        """The absolute columns of a ``D`` record's body at ``pos``; updates the state."""
+        elapsed_ms = max(1, elapsed_ms)
+        n = len(self.layout.names)
+        now: list[list[int]] = [[]] * N_COUNTERS
+        columns: list[list[int]] = [[]] * N_COUNTERS
+        for k in ORDER:
+            if pos >= len(body):
+                raise ValueError("record cut short")
+            how = body[pos]
+            if how not in CANDIDATES[k]:
+                raise ValueError(f"bad predictor {how} for column {k}")
+            res, pos = unpack(body, pos + 1, n)
+            pred = self._predict(k, how, now, elapsed_ms)
+            given = [r + p for r, p in zip(res, pred, strict=False)]
+            if k == IN_FLIGHT:
+                columns[k] = given
+            else:
+                now[k] = given
+                columns[k] = [p + d for p, d in zip(self.prev[k], given, strict=False)]
+        now[IN_FLIGHT] = [
+            c - p for c, p in zip(columns[IN_FLIGHT], self.prev[IN_FLIGHT], strict=False)
+        ]
+        self.prev, self.deltas = columns, now
+        return columns
+
+
+def elapsed_ms_of(mono_now: float, mono_prev: float) -> int:
+    """The interval in whole ms as both encoder and decoder compute it (at least 1)."""
+    return max(1, round((mono_now - mono_prev) * 1000))
+
+
+__all__ = ["CANDIDATES", "ORDER", "DiskCodecV2", "elapsed_ms_of", "pack", "unpack"]
