@@ -48,6 +48,7 @@ from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.main_history import REFUSED_TABS, HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
+from iotop_plus.tui.screens.main_panels import PANEL_KEYS, PANEL_PALETTE, PanelActions
 from iotop_plus.tui.screens.main_table import TableActions
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -87,11 +88,12 @@ PROBLEM_SHOWN_S = 5.0
 VIEWS = ("view-table", "view-charts", "view-panel")
 
 
-class MainScreen(HistoryActions, TableActions, Screen[None]):
+class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
     """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
 
-    KEYS = MAIN_KEYS
-    """Every key of the screen; the bindings, the palette and the help are made from these."""
+    KEYS = (*PANEL_KEYS, *MAIN_KEYS)
+    """Every key of the screen (the shown tab's first, for the footer); the bindings, the
+    palette and the help are made from these."""
 
     BINDINGS = bindings(KEYS)
 
@@ -409,6 +411,7 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
 
     @on(TabbedContent.TabActivated, "#side-panel")
     async def on_side_tab(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()  # the footer lists the shown tab's keys
         if event.pane.id is not None:
             await self.panel_ready(event.pane.id)
 
@@ -534,6 +537,8 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
         # "/" is text in a focused text box (the filter itself, a probe's target path).
         if action == "filter" and isinstance(self.focused, Input):
             return False
+        if action.startswith("panel_"):
+            return self.check_panel_action(action, parameters)
         return self.check_history_action(action)
 
     @on(Input.Changed, "#filter")
@@ -566,7 +571,7 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
 
     def commands(self) -> Iterable[tuple[str, str, str]]:
         """(title, help, action) of every screen action, for the command palette."""
-        return palette_entries(self.KEYS)
+        return palette_entries((*self.KEYS, *PANEL_PALETTE))
 
 
 def _default_runner_factory(roots: Roots) -> Callable[[], ProbeRunner]:

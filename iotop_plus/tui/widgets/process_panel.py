@@ -51,6 +51,7 @@ from iotop_plus.sampling.processes import (
     TaskRates,
     TaskTotals,
 )
+from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import (
     COLUMNS,
     SORT_KEYS,
@@ -231,14 +232,23 @@ class ProcessPanel(Vertical, can_focus=False):
     ProcessPanel > #process-detail.shown { display: block; }
     """
     BINDINGS = [
-        Binding("o", "toggle_only_active", "Only I/O"),
-        Binding("t", "toggle_totals", "Totals"),
+        Binding(
+            "o",
+            "toggle_only_active",
+            "Only I/O",
+            id=panel_id("tab-processes", "toggle_only_active"),
+        ),
+        Binding("t", "toggle_totals", "Totals", id=panel_id("tab-processes", "toggle_totals")),
         Binding("left", "sort(-1)", "Sort <", show=False),
         Binding("right", "sort(1)", "Sort >", show=False),
-        Binding("i", "invert_sort", "Invert", show=False),
-        Binding("f", "filter", "Find process"),
+        Binding(
+            "i", "invert_sort", "Invert", show=False, id=panel_id("tab-processes", "invert_sort")
+        ),
+        Binding("f", "filter", "Find process", id=panel_id("tab-processes", "filter")),
         Binding("enter", "details", "Threads/files"),
-        Binding("D", "toggle_delayacct", "Delay acct"),
+        Binding(
+            "D", "toggle_delayacct", "Delay acct", id=panel_id("tab-processes", "toggle_delayacct")
+        ),
         Binding("escape", "close", "Close", show=False),
     ]
 
