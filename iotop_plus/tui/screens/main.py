@@ -153,7 +153,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="header-row"):
-            yield HostHeader(self.host, self.interval, id="header")
+            yield HostHeader(self.host, self.interval, id="header", read_only=self.config.read_only)
             yield PressureGauge(id="pressure")
         yield Tabs(
             Tab("1 Devices", id="view-table"),
@@ -358,10 +358,10 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
     def _build_panel(self, tab_id: str) -> Widget:
         # Imported here: with their probe, process and tuning modules they cost ~80 ms of
         # start-up, before the first frame, for tabs that may never be opened.
-        if tab_id in REFUSED_TABS and self.replay_reason is not None:
+        if tab_id in REFUSED_TABS and self.refusal_reason is not None:
             from textual.widgets import Static
 
-            return Static(self.replay_reason, id=f"{tab_id}-refused", markup=False)
+            return Static(self.refusal_reason, id=f"{tab_id}-refused", markup=False)
         if tab_id == "tab-tune":
             from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
@@ -369,7 +369,8 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         if tab_id == "tab-processes":
             from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
-            return ProcessPanel(self.roots, cast("ProcessFeed", self.app), id="process-panel")
+            feed = cast("ProcessFeed", self.app)
+            return ProcessPanel(self.roots, feed, id="process-panel", refuse=self.refused)
         if tab_id == "tab-cgroups":
             from iotop_plus.tui.widgets.cgroup_panel import CgroupFeed, CgroupPanel
 
@@ -441,7 +442,8 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             return  # read just before shutdown, or the cursor has moved on since
         self.settings = (name, settings)
         self._show_device_panel()
-        if "tab-tune" in self._panels and self.settings_panel.is_mounted and not self.replay_reason:
+        tune = self._panels.get("tab-tune")
+        if tune is not None and tune.is_mounted and not self.refusal_reason:
             self.settings_panel.show_settings(name, settings)
 
     # ---- actions -------------------------------------------------------------------------

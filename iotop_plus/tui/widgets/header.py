@@ -48,9 +48,17 @@ class HostHeader(Static):
     """
 
     def __init__(
-        self, host: HostInfo, interval: float, *, zone: tzinfo | None = None, id: str | None = None
+        self,
+        host: HostInfo,
+        interval: float,
+        *,
+        zone: tzinfo | None = None,
+        id: str | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__(id=id)
+        self.read_only = read_only
+        """Started with ``--read-only``: no tuning, probes or experiments."""
         self.host = host
         """Host facts read at start."""
         self.interval = interval
@@ -122,6 +130,8 @@ class HostHeader(Static):
         words = MODES.get(self.mode, "LIVE")
         state = (words if live or not clock else f"{words} {clock}", MODE_STYLES[self.mode])
         who = ("root", "green") if host.is_root else ("not root: settings read-only", "yellow")
+        if self.read_only:
+            who = ("root, read-only" if host.is_root else "read-only", "bold yellow")
         parts: list[tuple[str, str] | str] = [
             ("iotop-plus ", "bold"),
             (printable(host.hostname), "bold"),

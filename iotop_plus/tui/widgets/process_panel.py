@@ -18,7 +18,7 @@ Keys (active while the panel has focus; none clashes with the main screen's
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -299,14 +299,18 @@ class ProcessPanel(Vertical, can_focus=False):
         *,
         id: str | None = None,
         classes: str | None = None,
+        refuse: Callable[[str], bool] | None = None,
     ) -> None:
         """Args:
         roots: Where /proc is (for the delay-accounting switch).
         feed: What supplies frames with processes (the app); None shows nothing.
+        refuse: Asked before a change to the system (``"tab-processes:toggle_delayacct"``);
+            True when refused (``--read-only``), having said why.
         """
         super().__init__(id=id, classes=classes)
         self.roots = roots or Roots()
         self.feed = feed
+        self.refuse = refuse
         self.only_active = False
         self.totals_mode = False
         self.filter_text = ""
@@ -570,6 +574,8 @@ class ProcessPanel(Vertical, can_focus=False):
 
     def action_toggle_delayacct(self) -> None:
         """Turn delay accounting on (or off) as root; explain why not otherwise."""
+        if self.refuse is not None and self.refuse("tab-processes:toggle_delayacct"):
+            return
         reason = can_switch(self.roots)
         if reason:
             self.notify(f"Cannot switch delay accounting: {reason}", severity="warning")
