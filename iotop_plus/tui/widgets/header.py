@@ -129,9 +129,10 @@ class HostHeader(Static):
         live = self.mode == "live"
         words = MODES.get(self.mode, "LIVE")
         state = (words if live or not clock else f"{words} {clock}", MODE_STYLES[self.mode])
-        who = ("root", "green") if host.is_root else ("not root: settings read-only", "yellow")
+        # Gold, not the ANSI "yellow" (an orange that shows as red in 16 colours).
+        who = ("root", "green") if host.is_root else ("not root: settings read-only", "#ffd000")
         if self.read_only:
-            who = ("root, read-only" if host.is_root else "read-only", "bold yellow")
+            who = ("root, read-only" if host.is_root else "read-only", "bold #ffd000")
         parts: list[tuple[str, str] | str] = [
             ("iotop-plus ", "bold"),
             (printable(host.hostname), "bold"),
