@@ -34,6 +34,8 @@ def canned_script(tmp_path: Path) -> Iterator[Path]:
     script.write_text(
         f"import sys\nsys.path.insert(0, {str(REPO)!r})\n"
         "from tests.tui.canned import canned_app\ncanned_app().run()\n"
+        # The canned sampler's thread can outlive run(); this script only needs the screen.
+        "import os\nos._exit(0)\n"
     )
     yield script
 
@@ -61,7 +63,7 @@ def run_canned(term: str, script: Path) -> str:
         tmux.wait_for(re.compile(r"sdb\s+150\.00"), timeout=30)
         screen = tmux.capture(escapes=True)
         tmux.send_keys("q")
-        tmux.wait_for("$", timeout=10)
+        tmux.wait_gone("palette", timeout=15)  # the app has exited: its footer is gone
     return screen
 
 
