@@ -106,12 +106,18 @@ def build_parser() -> _Parser:
         help="TUI: start with every device shown (partitions, loop/ram/zram, never used)",
     )
     parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="TUI: change nothing (no tuning, probes or experiments); config: read_only = true",
+    )
+    parser.add_argument(
         "--revert-on-exit",
         action="store_true",
         help="TUI: undo every setting changed in this run when quitting, without asking",
     )
     parser.epilog = (
-        "Without a subcommand: iotop-plus [--all] [--interval S] [DEV...] starts the TUI; "
+        "Without a subcommand: iotop-plus [--all] [--interval S] [--read-only] [DEV...] starts "
+        "the TUI; "
         "DEV (kernel name, dm name or /dev path) shows only those devices, the first selected."
     )
     parser.set_defaults(fleet_tui=_run_fleet_tui, replay_tui=_run_replay_tui)

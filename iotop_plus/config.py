@@ -53,6 +53,8 @@ class Config:
     """%util at or above this on a spinning disk is marked (it means saturation there)."""
     history_minutes: float = 15.0
     """Minutes of frames the TUI keeps in memory to scrub back through (``[`` ``]`` ``g``)."""
+    read_only: bool = False
+    """The TUI changes nothing: no tuning, probes or experiments (``--read-only``)."""
 
 
 BOUNDS: dict[str, tuple[type, float, float]] = {

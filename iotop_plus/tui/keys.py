@@ -6,6 +6,10 @@ in the binding's tooltip). :func:`find_clashes` checks a screen's keys against i
 keys, by the project's rule: a key clashes when, on one screen, it can run two different
 commands depending on which visible widget has focus, or when a widget's key is shadowed by
 a priority key of the screen or app. Navigation keys inside a focused list are exempt.
+
+A side-panel tab's letter keys are bound twice: by its panel (when it has focus) and by the
+screen, limited to while that tab is shown (:func:`panel_key`), so they work from anywhere.
+Both bindings carry one id (:func:`panel_id`): one command, no clash.
 """
 
 from __future__ import annotations
@@ -64,6 +68,16 @@ class Command:
     """Handled before the focused widget sees the key."""
     id: str | None = None
     """Names the command when a widget binds the same key to the same command."""
+    tab: str | None = None
+    """The side-panel tab whose panel the command acts on (None: the screen's own). The key
+    works only while that tab is shown; the palette shows the tab first."""
+
+    @property
+    def palette_action(self) -> str:
+        """The action the palette runs: a panel command switches to its tab first."""
+        if self.tab is None:
+            return self.action
+        return self.action.replace("panel_key(", "panel_command(", 1)
 
     def binding(self) -> Binding:
         """The Textual binding."""
@@ -76,6 +90,41 @@ class Command:
             tooltip=self.explain,
             id=self.id,
         )
+
+
+def panel_id(tab: str, action: str) -> str:
+    """The binding id of a panel's command that the screen also binds (while ``tab`` shows)."""
+    return f"{tab}:{action}"
+
+
+def tab_of(binding: Binding) -> str | None:
+    """The side-panel tab a screen binding is limited to (made by :func:`panel_id`), or None."""
+    if binding.id is None or ":" not in binding.id:
+        return None
+    return binding.id.split(":", 1)[0]
+
+
+def panel_key(
+    keys: str,
+    tab: str,
+    action: str,
+    label: str,
+    title: str,
+    explain: str,
+    show: bool = True,
+) -> Command:
+    """A key of a side-panel tab's panel that the screen binds too, so that it works from
+    anywhere while the tab is shown (not only once the panel has focus)."""
+    return Command(
+        keys,
+        f"panel_key({tab!r}, {action!r})",
+        label,
+        title,
+        explain,
+        show=show,
+        id=panel_id(tab, action),
+        tab=tab,
+    )
 
 
 def bindings(commands: Iterable[Command]) -> list[BindingType]:
@@ -120,7 +169,8 @@ def help_lines(items: Iterable[BindingType]) -> list[tuple[str, str]]:
 def palette_entries(commands: Iterable[Command]) -> list[tuple[str, str, str]]:
     """(title, help, action) per command, for the command palette."""
     return [
-        (c.title, f"{c.explain} ({key_display(c.keys.split(',')[0])})", c.action) for c in commands
+        (c.title, f"{c.explain} ({key_display(c.keys.split(',')[0])})", c.palette_action)
+        for c in commands
     ]
 
 
@@ -177,9 +227,13 @@ def find_clashes(
         for key, binding in keys:
             if key in NAVIGATION_KEYS:
                 continue
+            where = (tabs or {}).get(name)
             for owner, up_key, up in upper_keys:
                 if up_key != key or _same_command(binding, up):
                     continue
+                scope = tab_of(up)
+                if scope is not None and where is not None and where[1] != scope:
+                    continue  # the screen's key for another tab's panel: never both shown
                 if up.priority:
                     problems.append(
                         f"{key_display(key)}: {name}'s {binding.action!r} is shadowed by "

@@ -72,6 +72,15 @@ class SettingsLifecycle:
             return
         if not leftovers:
             return
+        if getattr(getattr(app, "config", None), "read_only", False):
+            n = len(leftovers)
+            app.notify(
+                f"read-only: {n} setting change(s) left by a run that died are not restored "
+                "here (iotop-plus restore does it)",
+                severity="warning",
+                markup=False,
+            )
+            return
 
         def answered(choice: str | None) -> None:
             if choice != "restore":

@@ -31,6 +31,8 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         return 2
     if getattr(args, "tui_all", False):
         config = dataclasses.replace(config, show_all=True)
+    if getattr(args, "read_only", False):
+        config = dataclasses.replace(config, read_only=True)
     is_root = os.geteuid() == 0
     journal = Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None)))
     tuner = Tuner(roots, journal, is_root=is_root)

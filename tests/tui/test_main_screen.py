@@ -12,6 +12,7 @@ from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import NOT_SATURATION_MARK
 from iotop_plus.tui.widgets.header import HostHeader
+from iotop_plus.tui.widgets.table_columns import BAD, WARN
 from tests.tui.canned import canned_app
 from tests.tui.helpers import burst, row_line, started, table, table_lines, wait_for
 
@@ -57,7 +58,7 @@ async def test_trouble_is_coloured_and_ssd_util_is_marked() -> None:
         # sdb: spinning, 93 ms reads, aqu-sz 60 of nr_requests 64, 100 %util: all red.
         for key in ("r_await", "aqu_sz", "util"):
             text, style = cell("sdb", key)
-            assert style.color is not None and style.color.name == "red", (key, text)
+            assert style.color is not None and style.color == BAD.color, (key, text)
         # nvme0n1: 0.17 ms is fine; its %util carries the "not saturation" mark, dimmed.
         text, style = cell("nvme0n1", "r_await")
         assert style.color is None
@@ -66,7 +67,7 @@ async def test_trouble_is_coloured_and_ssd_util_is_marked() -> None:
         assert NOT_SATURATION_MARK in row_line(app, "nvme0n1")
         # sda (spinning) at 30 ms writes: high for a disk, not bad.
         text, style = cell("sda", "w_await")
-        assert style.color is not None and style.color.name == "yellow"
+        assert style.color is not None and style.color == WARN.color
 
 
 async def test_a_shows_all_devices_with_partitions_folded_under_their_disk() -> None:

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from iotop_plus.sampling.figures import notes
-from iotop_plus.tui.keys import help_lines, key_display, own_bindings_of
+from iotop_plus.tui.keys import as_binding, help_lines, key_display, own_bindings_of, tab_of
 from iotop_plus.tui.process_rows import MEANINGS
 from iotop_plus.tui.screens.modal import Modal
 from iotop_plus.tui.widgets.pressure import HELP as PRESSURE_HELP
@@ -47,7 +47,9 @@ def key_lines() -> list[tuple[str, str]]:
     from iotop_plus.tui.screens.main import MainScreen
     from iotop_plus.tui.widgets.device_table import DeviceTable
 
-    lines = help_lines([*IotopPlusApp.BINDINGS, *MainScreen.BINDINGS, *DeviceTable.BINDINGS])
+    # The screen's bindings of panel keys are listed with their tab, under panel_lines.
+    screen = [b for b in map(as_binding, MainScreen.BINDINGS) if tab_of(b) is None]
+    lines = help_lines([*IotopPlusApp.BINDINGS, *screen, *DeviceTable.BINDINGS])
     lines.append((key_display(IotopPlusApp.COMMAND_PALETTE_BINDING), PALETTE_HELP))
     return lines
 
@@ -80,7 +82,7 @@ def help_text() -> str:
     """The help as plain text (Rich markup for bold)."""
     lines = ["[b]Keys[/b]"]
     lines += [f"  [b]{k:<{NAME_WIDTH}}[/b] {v}" for k, v in key_lines()]
-    lines += ["", "[b]Side panel keys[/b] (while the tab has focus)"]
+    lines += ["", "[b]Side panel keys[/b] (while the tab is shown)"]
     lines += [f"  [b]{k:<{NAME_WIDTH}}[/b] {v}" for k, v in panel_lines()]
     lines += ["", "[b]Columns[/b] (iostat -x; rates per second of the measured interval)"]
     for name, means, misleads in column_lines():

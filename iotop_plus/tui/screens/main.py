@@ -48,6 +48,7 @@ from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.main_history import REFUSED_TABS, HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
+from iotop_plus.tui.screens.main_panels import PANEL_KEYS, PANEL_PALETTE, PanelActions
 from iotop_plus.tui.screens.main_table import TableActions
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -87,11 +88,12 @@ PROBLEM_SHOWN_S = 5.0
 VIEWS = ("view-table", "view-charts", "view-panel")
 
 
-class MainScreen(HistoryActions, TableActions, Screen[None]):
+class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
     """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
 
-    KEYS = MAIN_KEYS
-    """Every key of the screen; the bindings, the palette and the help are made from these."""
+    KEYS = (*PANEL_KEYS, *MAIN_KEYS)
+    """Every key of the screen (the shown tab's first, for the footer); the bindings, the
+    palette and the help are made from these."""
 
     BINDINGS = bindings(KEYS)
 
@@ -151,7 +153,7 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="header-row"):
-            yield HostHeader(self.host, self.interval, id="header")
+            yield HostHeader(self.host, self.interval, id="header", read_only=self.config.read_only)
             yield PressureGauge(id="pressure")
         yield Tabs(
             Tab("1 Devices", id="view-table"),
@@ -356,10 +358,10 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
     def _build_panel(self, tab_id: str) -> Widget:
         # Imported here: with their probe, process and tuning modules they cost ~80 ms of
         # start-up, before the first frame, for tabs that may never be opened.
-        if tab_id in REFUSED_TABS and self.replay_reason is not None:
+        if tab_id in REFUSED_TABS and self.refusal_reason is not None:
             from textual.widgets import Static
 
-            return Static(self.replay_reason, id=f"{tab_id}-refused", markup=False)
+            return Static(self.refusal_reason, id=f"{tab_id}-refused", markup=False)
         if tab_id == "tab-tune":
             from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
@@ -367,7 +369,8 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
         if tab_id == "tab-processes":
             from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
-            return ProcessPanel(self.roots, cast("ProcessFeed", self.app), id="process-panel")
+            feed = cast("ProcessFeed", self.app)
+            return ProcessPanel(self.roots, feed, id="process-panel", refuse=self.refused)
         if tab_id == "tab-cgroups":
             from iotop_plus.tui.widgets.cgroup_panel import CgroupFeed, CgroupPanel
 
@@ -409,6 +412,7 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
 
     @on(TabbedContent.TabActivated, "#side-panel")
     async def on_side_tab(self, event: TabbedContent.TabActivated) -> None:
+        self.refresh_bindings()  # the footer lists the shown tab's keys
         if event.pane.id is not None:
             await self.panel_ready(event.pane.id)
 
@@ -438,7 +442,8 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
             return  # read just before shutdown, or the cursor has moved on since
         self.settings = (name, settings)
         self._show_device_panel()
-        if "tab-tune" in self._panels and self.settings_panel.is_mounted and not self.replay_reason:
+        tune = self._panels.get("tab-tune")
+        if tune is not None and tune.is_mounted and not self.refusal_reason:
             self.settings_panel.show_settings(name, settings)
 
     # ---- actions -------------------------------------------------------------------------
@@ -534,6 +539,8 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
         # "/" is text in a focused text box (the filter itself, a probe's target path).
         if action == "filter" and isinstance(self.focused, Input):
             return False
+        if action.startswith("panel_"):
+            return self.check_panel_action(action, parameters)
         return self.check_history_action(action)
 
     @on(Input.Changed, "#filter")
@@ -566,7 +573,7 @@ class MainScreen(HistoryActions, TableActions, Screen[None]):
 
     def commands(self) -> Iterable[tuple[str, str, str]]:
         """(title, help, action) of every screen action, for the command palette."""
-        return palette_entries(self.KEYS)
+        return palette_entries((*self.KEYS, *PANEL_PALETTE))
 
 
 def _default_runner_factory(roots: Roots) -> Callable[[], ProbeRunner]:

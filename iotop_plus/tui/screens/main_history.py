@@ -21,11 +21,18 @@ if TYPE_CHECKING:
 REPLAY_REFUSAL = "replay: tuning and probes are off (these are recorded frames, not this host now)"
 """The one line said when a key would tune or probe during a replay."""
 
+READ_ONLY_REFUSAL = "read-only: no tuning, probes or experiments (started with --read-only)"
+"""The one line said when a key would tune, probe or experiment under ``--read-only``."""
+
 TUNING_ACTIONS = frozenset({"tune", "undo_setting", "revert_settings", "experiment"})
-"""Main-screen actions a replay refuses."""
+"""Main-screen actions a replay and read-only refuse."""
+
+SYSTEM_ACTIONS = frozenset({"tab-processes:toggle_delayacct"})
+"""Panel actions that change the system (a sysctl): read-only refuses them; in a replay they
+act on this host, as they say."""
 
 REFUSED_TABS = frozenset({"tab-tune", "tab-probe"})
-"""Side-panel tabs a replay shows only the refusal on."""
+"""Side-panel tabs a replay and read-only show only the refusal on."""
 
 
 class HistoryActions:
@@ -46,12 +53,26 @@ class HistoryActions:
         scrub = self.scrubber
         return REPLAY_REFUSAL if scrub is not None and scrub.replay else None
 
+    @property
+    def refusal_reason(self) -> str | None:
+        """Why tuning, probes and experiments are off (a replay, ``--read-only``), or None."""
+        if self.replay_reason is not None:
+            return self.replay_reason
+        return READ_ONLY_REFUSAL if getattr(self._main.config, "read_only", False) else None
+
     def refused(self, action: str) -> bool:
-        """Whether ``action`` is refused (a replay); says why in one line when it is."""
-        reason = self.replay_reason
-        if reason is None or action not in TUNING_ACTIONS:
+        """Whether ``action`` is refused (a replay, read-only); says why in one line if so.
+
+        ``action`` is a screen action or ``tab:action`` for a side-panel tab's command.
+        """
+        reason = self.refusal_reason
+        if reason is None:
             return False
-        self._main.notify(reason, severity="warning", timeout=5)
+        tab = action.split(":", 1)[0] if ":" in action else None
+        system = action in SYSTEM_ACTIONS and self.replay_reason is None
+        if action not in TUNING_ACTIONS and tab not in REFUSED_TABS and not system:
+            return False
+        self._main.notify(reason, severity="warning", timeout=5, markup=False)
         return True
 
     def show_mode(self, mode: str, wall_time: float | None) -> None:

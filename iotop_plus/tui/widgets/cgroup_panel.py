@@ -35,6 +35,7 @@ from iotop_plus.tui.cgroup_rows import (
     build_cgroup_rows,
     members_text,
 )
+from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import compact_bytes, printable_lines
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 
@@ -190,11 +191,15 @@ class CgroupPanel(Vertical, can_focus=False):
     CgroupPanel > #cgroup-members.shown { display: block; }
     """
     BINDINGS = [
-        Binding("o", "toggle_only_active", "Only I/O"),
+        Binding(
+            "o", "toggle_only_active", "Only I/O", id=panel_id("tab-cgroups", "toggle_only_active")
+        ),
         Binding("left", "sort(-1)", "Sort <", show=False),
         Binding("right", "sort(1)", "Sort >", show=False),
-        Binding("i", "invert_sort", "Invert", show=False),
-        Binding("f", "filter", "Find cgroup"),
+        Binding(
+            "i", "invert_sort", "Invert", show=False, id=panel_id("tab-cgroups", "invert_sort")
+        ),
+        Binding("f", "filter", "Find cgroup", id=panel_id("tab-cgroups", "filter")),
         Binding("enter", "members", "Processes"),
         Binding("escape", "close", "Close", show=False),
     ]

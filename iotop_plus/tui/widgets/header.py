@@ -48,9 +48,17 @@ class HostHeader(Static):
     """
 
     def __init__(
-        self, host: HostInfo, interval: float, *, zone: tzinfo | None = None, id: str | None = None
+        self,
+        host: HostInfo,
+        interval: float,
+        *,
+        zone: tzinfo | None = None,
+        id: str | None = None,
+        read_only: bool = False,
     ) -> None:
         super().__init__(id=id)
+        self.read_only = read_only
+        """Started with ``--read-only``: no tuning, probes or experiments."""
         self.host = host
         """Host facts read at start."""
         self.interval = interval
@@ -121,7 +129,10 @@ class HostHeader(Static):
         live = self.mode == "live"
         words = MODES.get(self.mode, "LIVE")
         state = (words if live or not clock else f"{words} {clock}", MODE_STYLES[self.mode])
-        who = ("root", "green") if host.is_root else ("not root: settings read-only", "yellow")
+        # Gold, not the ANSI "yellow" (an orange that shows as red in 16 colours).
+        who = ("root", "green") if host.is_root else ("not root: settings read-only", "#ffd000")
+        if self.read_only:
+            who = ("root, read-only" if host.is_root else "read-only", "bold #ffd000")
         parts: list[tuple[str, str] | str] = [
             ("iotop-plus ", "bold"),
             (printable(host.hostname), "bold"),

@@ -53,6 +53,7 @@ from iotop_plus.probe.target import ConfirmationNeeded, ProbeTarget
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.state import StateDir
+from iotop_plus.tui.keys import panel_id
 
 #: Parameter inputs in display order: (key in EDITABLE, label).
 PARAM_FIELDS: tuple[tuple[str, str], ...] = (
@@ -183,8 +184,8 @@ class ProbePanel(VerticalScroll):
         # `s` was one Shift away from the screen's `S` (scheduler). The list and the inputs
         # handle Enter themselves; this binding names it in the help.
         Binding("enter", "start", "Start probe"),
-        Binding("x", "cancel", "Cancel probe"),
-        Binding("d", "use_device", "Probe device"),
+        Binding("x", "cancel", "Cancel probe", id=panel_id("tab-probe", "cancel")),
+        Binding("d", "use_device", "Probe device", id=panel_id("tab-probe", "use_device")),
     ]
 
     @dataclass

@@ -18,7 +18,7 @@ Keys (active while the panel has focus; none clashes with the main screen's
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,6 +51,7 @@ from iotop_plus.sampling.processes import (
     TaskRates,
     TaskTotals,
 )
+from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import (
     COLUMNS,
     SORT_KEYS,
@@ -231,14 +232,23 @@ class ProcessPanel(Vertical, can_focus=False):
     ProcessPanel > #process-detail.shown { display: block; }
     """
     BINDINGS = [
-        Binding("o", "toggle_only_active", "Only I/O"),
-        Binding("t", "toggle_totals", "Totals"),
+        Binding(
+            "o",
+            "toggle_only_active",
+            "Only I/O",
+            id=panel_id("tab-processes", "toggle_only_active"),
+        ),
+        Binding("t", "toggle_totals", "Totals", id=panel_id("tab-processes", "toggle_totals")),
         Binding("left", "sort(-1)", "Sort <", show=False),
         Binding("right", "sort(1)", "Sort >", show=False),
-        Binding("i", "invert_sort", "Invert", show=False),
-        Binding("f", "filter", "Find process"),
+        Binding(
+            "i", "invert_sort", "Invert", show=False, id=panel_id("tab-processes", "invert_sort")
+        ),
+        Binding("f", "filter", "Find process", id=panel_id("tab-processes", "filter")),
         Binding("enter", "details", "Threads/files"),
-        Binding("D", "toggle_delayacct", "Delay acct"),
+        Binding(
+            "D", "toggle_delayacct", "Delay acct", id=panel_id("tab-processes", "toggle_delayacct")
+        ),
         Binding("escape", "close", "Close", show=False),
     ]
 
@@ -289,14 +299,18 @@ class ProcessPanel(Vertical, can_focus=False):
         *,
         id: str | None = None,
         classes: str | None = None,
+        refuse: Callable[[str], bool] | None = None,
     ) -> None:
         """Args:
         roots: Where /proc is (for the delay-accounting switch).
         feed: What supplies frames with processes (the app); None shows nothing.
+        refuse: Asked before a change to the system (``"tab-processes:toggle_delayacct"``);
+            True when refused (``--read-only``), having said why.
         """
         super().__init__(id=id, classes=classes)
         self.roots = roots or Roots()
         self.feed = feed
+        self.refuse = refuse
         self.only_active = False
         self.totals_mode = False
         self.filter_text = ""
@@ -560,6 +574,8 @@ class ProcessPanel(Vertical, can_focus=False):
 
     def action_toggle_delayacct(self) -> None:
         """Turn delay accounting on (or off) as root; explain why not otherwise."""
+        if self.refuse is not None and self.refuse("tab-processes:toggle_delayacct"):
+            return
         reason = can_switch(self.roots)
         if reason:
             self.notify(f"Cannot switch delay accounting: {reason}", severity="warning")

@@ -42,7 +42,13 @@ from iotop_plus.devices.settings import SETTINGS, SettingError, SettingValue, va
 from iotop_plus.devices.tuner import Change, Tuner, TuningError, default_journal_path
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.tui.keys import TUNE_READ_AHEAD, TUNE_REVERT_ALL, TUNE_SCHEDULER, TUNE_UNDO
+from iotop_plus.tui.keys import (
+    TUNE_READ_AHEAD,
+    TUNE_REVERT_ALL,
+    TUNE_SCHEDULER,
+    TUNE_UNDO,
+    panel_id,
+)
 from iotop_plus.tui.screens.settings_modals import setting_picker
 
 #: Shown without asking for the advanced section.
@@ -64,10 +70,10 @@ class SettingsPanel(VerticalScroll, can_focus=False):
         # The same commands as the screen's R, S, u, U (same ids): not a key clash.
         Binding("R", "edit('read_ahead_kb')", "Read-ahead", id=TUNE_READ_AHEAD),
         Binding("S", "edit('scheduler')", "Scheduler", id=TUNE_SCHEDULER),
-        Binding("A", "toggle_advanced", "Advanced"),
+        Binding("A", "toggle_advanced", "Advanced", id=panel_id("tab-tune", "toggle_advanced")),
         Binding("u", "undo", "Undo", id=TUNE_UNDO),
         Binding("U", "revert_all", "Revert all", id=TUNE_REVERT_ALL),
-        Binding("E", "export", "Export"),
+        Binding("E", "export", "Export", id=panel_id("tab-tune", "export")),
     ]
 
     @dataclass

@@ -130,8 +130,15 @@ is about), then the figures the basic set does not show."""
 NOT_SATURATION_MARK = "~"
 """Appended to %util where 100% does not mean saturated (parallel devices)."""
 
-WARN = Style(color="yellow", bold=True)
-BAD = Style(color="red", bold=True)
+# Explicit colours, not the ANSI names: Textual maps "yellow" through its terminal theme to an
+# orange that a 16-colour terminal (TERM=screen, no COLORTERM, over SSH) shows as bright red,
+# so "high" looked "bad". These stay yellow (93 / 220) and red (91 / 203) in 16 and 256 colours.
+SEVERITY_WARN = "#ffd000"
+"""The colour of a high figure (yellow in 16, 256 and true colour)."""
+SEVERITY_BAD = "#ff3030"
+"""The colour of a bad figure (red in 16, 256 and true colour)."""
+WARN = Style(color=SEVERITY_WARN, bold=True)
+BAD = Style(color=SEVERITY_BAD, bold=True)
 DIM = Style(dim=True)
 PLAIN = Style()
 
