@@ -53,6 +53,9 @@ from tests.support.tmux import Launched, TmuxError, TmuxSession, descendants  # 
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 WIDTH, HEIGHT = 120, 36
+#: ``--charts hidden``: a terminal this size puts iotop-plus in narrow mode, where only the
+#: table is on screen (charts and side panel are tabs of their own), so no chart is drawn.
+HIDDEN_CHARTS_SIZE = (100, 36)
 #: Above this many devices the benchmark uses a synthetic tree instead of loop devices.
 MAX_LOOP_DEVICES = 256
 
@@ -223,7 +226,7 @@ def measure(
     notes: list[str] = []
     firsts: list[float] = []
     figures: list[float] = []
-    with TmuxSession(WIDTH, HEIGHT) as tmux:
+    with TmuxSession(*SIZE) as tmux:
         for _ in range(runs):
             try:
                 launched, took, with_figures = start(tmux, app, extra)
@@ -511,6 +514,10 @@ TEXTUAL_IMPORT_MS: float | None = None
 """Set by :func:`baselines`: the reference the first-figures time is a ratio to."""
 
 
+SIZE = (WIDTH, HEIGHT)
+"""The terminal size every app is measured in (see ``--charts``)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short smoke run")
@@ -522,7 +529,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="iotop-plus,glances,bpytop,btop",
         help="comma-separated apps to measure",
     )
+    parser.add_argument(
+        "--charts",
+        choices=("shown", "hidden"),
+        default="shown",
+        help="hidden: measure in a 100x36 terminal, where iotop-plus shows only the table",
+    )
     args = parser.parse_args(argv)
+    global SIZE
+    SIZE = HIDDEN_CHARTS_SIZE if args.charts == "hidden" else (WIDTH, HEIGHT)
+    print(f"terminal {SIZE[0]}x{SIZE[1]} (charts {args.charts})")
     # Measure the app as installed: with .pyc files (an editable install has none, and
     # PYTHONDONTWRITEBYTECODE may stop Python writing them), as `make run` prepares it.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "iotop_plus")], check=True)

@@ -62,6 +62,10 @@ class Ring:
     def __len__(self) -> int:
         return len(self._data)
 
+    def first(self) -> float | None:
+        """The oldest value kept, or None when empty."""
+        return self._data[self._start] if self._data else None
+
     def __iter__(self) -> Iterator[float]:
         start = self._start
         return itertools.chain(self._data[start:], self._data[:start])
@@ -119,6 +123,12 @@ class History:
     def mark(self, mark: Mark) -> None:
         """Remember an event to draw on the charts."""
         self.marks.append(mark)
+
+    def oldest(self) -> float | None:
+        """The timestamp of the oldest sample any device still keeps (where the charts'
+        window starts), or None when nothing was recorded."""
+        firsts = [t for h in self.devices.values() if (t := h.timestamps.first()) is not None]
+        return min(firsts) if firsts else None
 
     def get(self, name: str) -> DeviceHistory | None:
         """History of one device, or None."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from rich.text import Text
-
 from iotop_plus.config import Config
 from iotop_plus.sampling.history import Mark
 from iotop_plus.tui.messages import SampleReady
@@ -261,7 +259,7 @@ async def test_charts_draw_the_selected_device_and_setting_marks() -> None:
         await pilot.press("end")
         await wait_for(pilot, lambda: charts.device == "sdb")
         plot = charts.query_one("#chart-iops")
-        drawn = Text.from_ansi(plot.plt.build()).plain
+        drawn = "\n".join(s.text for s in plot.render_lines(plot.region.reset_offset))
         assert "ra→16" in drawn
         assert "IOPS" in drawn
 

@@ -46,6 +46,7 @@ from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
+from iotop_plus.tui.screens.main_charts import ChartActions
 from iotop_plus.tui.screens.main_history import REFUSED_TABS, HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
 from iotop_plus.tui.screens.main_panels import PANEL_KEYS, PANEL_PALETTE, PanelActions
@@ -88,7 +89,7 @@ PROBLEM_SHOWN_S = 5.0
 VIEWS = ("view-table", "view-charts", "view-panel")
 
 
-class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
+class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Screen[None]):
     """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
 
     KEYS = (*PANEL_KEYS, *MAIN_KEYS)
@@ -268,22 +269,6 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         """Show a one-line problem (a failed tick) in the header for a few seconds."""
         self._problem_at = time.monotonic()
         self.query_one(HostHeader).show(note=text)
-
-    def _draw_charts(self, now: float, force: bool) -> None:
-        charts = self.query_one(DeviceCharts)
-        if not charts.is_on_screen and not force:
-            return
-        scrub = self.scrubber
-        if scrub is not None and scrub.scrubbed:  # the window of frames ending at the one shown
-            span = self.history.capacity * self.interval
-            hist, marks, end = scrub.chart_window(self.selected_device, self.history, span)
-            if force or charts.due(self.selected_device, end):
-                charts.draw(self.selected_device, hist, marks, end, at=scrub.clock(end))
-            return
-        if not force and not charts.due(self.selected_device, now):
-            return
-        hist = self.history.get(self.selected_device) if self.selected_device else None
-        charts.draw(self.selected_device, hist, self.history.marks, now)
 
     def _now(self) -> float:
         return self.last_tick.sample.monotonic if self.last_tick else time.monotonic()

@@ -1,25 +1,46 @@
-"""Charts of the selected device's recent history, drawn with textual-plotext.
+"""Charts of the selected device's recent history, as braille line charts.
 
-Drawing a plot is the costliest thing the app does per tick (~6 ms for a small one), so the
-charts draw only the selected device, only when on screen, only when a new point arrived (at
-the pace of the table), and with the history bucketed down to the plot's width.
+The charts draw only the selected device, only when on screen and only when a new point
+arrived (at the pace of the table). They draw the points the history holds and nothing
+else: the x axis is the window the history covers (at least ``MIN_SPAN_INTERVALS`` sampling
+intervals), a device that appeared later starts where its data starts, and samples that are
+missing are not bridged by a line.
 
-Setting changes and probes are marked with a vertical line and a short label, live and in
-history (where the window ends at the frame shown, and its time is in the caption).
+Setting changes and probes are marked with a vertical line and a short label above the plot,
+live and in history (where the window ends at the frame shown, and its time is in the
+caption).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
+from rich.style import Style
 from textual.containers import Grid
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import figure
 from iotop_plus.sampling.history import DeviceHistory, Mark
+from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+
+SHORT = {"r_s": "r", "w_s": "w", "rkb_s": "read", "wkb_s": "write", "r_await": "r", "w_await": "w"}
+"""Legend text for narrow charts."""
+LEGEND = {"rkb_s": "read", "wkb_s": "write"}
+"""Legend text where the iostat title would name another unit than the axis (rkB/s on a
+MiB/s axis)."""
+READ_STYLE = Style(color="#5fafff")
+"""The first series of a chart (reads, aqu-sz, %util)."""
+WRITE_STYLE = Style(color="#ffaf00")
+"""The second series (writes, in-flight)."""
+MIN_SPAN_INTERVALS = 30
+"""The x axis covers at least this many sampling intervals: the first points of a start
+appear at the right, with the empty time before them left empty."""
+GAP = 2.5
+"""Two points further apart than this many times their neighbours' spacing are not joined
+(the device had no rates in between)."""
 
 
 @dataclass(frozen=True)
@@ -32,6 +53,8 @@ class ChartSpec:
     """Plot title, with the unit."""
     metrics: tuple[str, ...]
     """DeviceRates attributes drawn; the legend shows their iostat titles."""
+    kind: str = ""
+    """Axis kind (units and tick labels): iops, kib, ms, req or pct."""
 
     @property
     def series(self) -> tuple[tuple[str, str], ...]:
@@ -40,11 +63,11 @@ class ChartSpec:
 
 
 CHARTS: tuple[ChartSpec, ...] = (
-    ChartSpec("chart-iops", "IOPS", ("r_s", "w_s")),
-    ChartSpec("chart-throughput", "KiB/s", ("rkb_s", "wkb_s")),
-    ChartSpec("chart-await", "await ms", ("r_await", "w_await")),
-    ChartSpec("chart-queue", "queue", ("aqu_sz", "in_flight")),
-    ChartSpec("chart-util", "%util", ("util",)),
+    ChartSpec("chart-iops", "IOPS", ("r_s", "w_s"), "iops"),
+    ChartSpec("chart-throughput", "", ("rkb_s", "wkb_s"), "kib"),
+    ChartSpec("chart-await", "await", ("r_await", "w_await"), "ms"),
+    ChartSpec("chart-queue", "queue", ("aqu_sz", "in_flight"), "req"),
+    ChartSpec("chart-util", "%util", ("util",), "pct"),
 )
 
 
@@ -65,8 +88,23 @@ def bucket_max(
     return out_x, out_y
 
 
+def joins(times: Sequence[float]) -> list[bool]:
+    """Whether each point is joined to the one before it: not across a gap in the samples
+    (a spacing over ``GAP`` times the larger of its neighbours' spacings)."""
+    n = len(times)
+    if n < 3:
+        return [False, True][:n]
+    dts = [b - a for a, b in pairwise(times)]
+    # Spacing i (before point i+1) against its neighbours i-1 and i+1.
+    before = [0.0, *dts[:-1]]
+    after = [*dts[1:], 0.0]
+    return [False] + [
+        dt <= GAP * (b if b > a else a) for dt, b, a in zip(dts, before, after, strict=True)
+    ]
+
+
 class DeviceCharts(Grid):
-    """Five small plots of the selected device, seconds before now on the x axis."""
+    """Five small charts of the selected device, seconds before now on the x axis."""
 
     DEFAULT_CSS = """
     DeviceCharts { grid-size: 3 2; height: 1fr; }
@@ -78,18 +116,14 @@ class DeviceCharts(Grid):
         self.device: str | None = None
         """The device drawn."""
         self.draws = 0
-        """How many times the plots were drawn (tests and benchmarks read it)."""
+        """How many times the charts were drawn (tests and benchmarks read it)."""
         self._last_draw = float("-inf")
         self.marks_drawn: list[Mark] = []
-        """The marks on the plots at the last draw (tests read it)."""
+        """The marks on the charts at the last draw (tests read it)."""
 
-    def compose(self) -> Iterable[PlotextPlot | Static]:
+    def compose(self) -> Iterable[BrailleChart | Static]:
         for spec in CHARTS:
-            plot = PlotextPlot(id=spec.id)
-            # The "clear" theme paints no background per character: half the build cost
-            # and a tenth of the ANSI decoding of the app-coloured theme.
-            plot.theme = "clear"
-            yield plot
+            yield BrailleChart(spec.kind, spec.title, id=spec.id)
         yield Static("", id="chart-caption", markup=False)
 
     def due(self, device: str | None, now: float) -> bool:
@@ -105,6 +139,8 @@ class DeviceCharts(Grid):
         now: float,
         *,
         at: str | None = None,
+        start: float | None = None,
+        min_span: float = 0.0,
     ) -> None:
         """Draw ``device``'s history; x is seconds relative to ``now``.
 
@@ -115,6 +151,9 @@ class DeviceCharts(Grid):
             now: The end of the window: live, the monotonic now; scrubbed, the wall time of
                 the frame shown.
             at: That frame's time for the caption, when scrubbed (None: live).
+            start: Where the window starts (the oldest sample of any device), so a device
+                that appeared later starts mid-chart; None: at this device's first sample.
+            min_span: The window is at least this long (seconds).
         """
         self.device = device
         self._last_draw = now
@@ -128,40 +167,35 @@ class DeviceCharts(Grid):
                 f"{printable(device)}: {len(history)} samples\n"
                 f"x axis: {before}\nmarks: settings, probes"
             )
-        times = [t - now for t in history.timestamps] if history is not None else []
+        stamps = list(history.timestamps) if history is not None else []
+        first = stamps[0] if stamps else now
+        begin = min(first, start) if start is not None else first
+        span = max(now - begin, min_span, 1e-9)
+        times = [t - now for t in stamps]
         self.marks_drawn = [
             m
             for m in marks
             if (m.device is None or m.device == device)
             and times
-            and now + times[0] <= m.timestamp
+            and now - span <= m.timestamp
             and (at is None or m.timestamp <= now)  # scrubbed: nothing after the frame shown
         ]
-        device_marks = self.marks_drawn
+        placed = [(m.timestamp - now, printable(m.label)) for m in self.marks_drawn]
+        connect = joins(times)
+        styles = (READ_STYLE, WRITE_STYLE)
         for spec in CHARTS:
-            plot = self.query_one(f"#{spec.id}", PlotextPlot)
-            plt = plot.plt
-            plt.clear_figure()
-            plt.title(spec.title)
-            width = max(plot.size.width - 8, 10)
-            if history is not None and times:
-                top = 0.0
-                for metric, label in spec.series:
-                    xs, ys = bucket_max(times, list(history.series[metric]), width)
-                    plt.plot(xs, ys, label=label, marker="braille")
-                    top = max(top, *ys)
-                # Rates are never negative; an idle device gets 0..1, not -1..1.
-                plt.ylim(0, top * 1.05 if top > 0 else 1)
-                for mark in device_marks:
-                    plt.vline(mark.timestamp - now, "magenta")
-                    x = mark.timestamp - now
-                    # Labels run leftwards from marks in the right half, so they stay inside.
-                    if x > times[0] / 2:
-                        plt.text(
-                            printable(mark.label), x=x, y=top, color="magenta", alignment="right"
-                        )
-                    else:
-                        plt.text(
-                            printable(mark.label), x=x, y=top, color="magenta", alignment="left"
-                        )
-            plot.refresh()
+            chart = self.query_one(f"#{spec.id}", BrailleChart)
+            lines = (
+                [
+                    Line(
+                        LEGEND.get(metric, label),
+                        styles[i],
+                        list(history.series[metric]),
+                        SHORT.get(metric, ""),
+                    )
+                    for i, (metric, label) in enumerate(spec.series)
+                ]
+                if history is not None and times
+                else []
+            )
+            chart.plot(times, connect, lines, span, placed, "0" if at else "now")

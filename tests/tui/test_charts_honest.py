@@ -1,0 +1,194 @@
+"""The charts tell the truth and stay readable (#17 item 6): no invented points, round y
+ticks with units, mark labels and lines inside their chart with the legend readable, and
+the history drawn at once then every tick.
+
+The charts are read as the screen shows them: the text of each chart widget's lines.
+"""
+
+from __future__ import annotations
+
+import re
+from itertools import pairwise
+
+import pytest
+from textual.geometry import Region
+from textual.widget import Widget
+
+from iotop_plus.config import Config
+from iotop_plus.sampling.history import History, Mark
+from iotop_plus.sampling.rates import compute_rates
+from iotop_plus.tui.app import IotopPlusApp, make_app
+from iotop_plus.tui.widgets.charts import DeviceCharts
+from tests.tui.canned import HOST_ROOTS, START, CannedSampler, canned_app
+from tests.tui.helpers import started, wait_for
+
+CHART_IDS = ("chart-iops", "chart-throughput", "chart-await", "chart-queue", "chart-util")
+DOT = re.compile("[\u2801-\u28ff]")  # a braille cell with at least one dot
+
+
+def chart(app: IotopPlusApp, chart_id: str) -> Widget:
+    return app.main_screen.query_one(DeviceCharts).query_one(f"#{chart_id}")
+
+
+def chart_lines(app: IotopPlusApp, chart_id: str) -> list[str]:
+    """What one chart shows, line by line."""
+    widget = chart(app, chart_id)
+    w, h = widget.size
+    return [s.text for s in widget.render_lines(Region(0, 0, w, h))]
+
+
+def plot_dots(lines: list[str]) -> list[tuple[int, float]]:
+    """(line, position across the plot 0..1) of every dotted braille cell right of the y
+    axis."""
+    out = []
+    for y, line in enumerate(lines):
+        axis = min((i for i in (line.find("┤"), line.find("│")) if i >= 0), default=-1)
+        if axis < 0:
+            continue
+        width = len(line) - axis - 1
+        for m in DOT.finditer(line, axis + 1):
+            out.append((y, (m.start() - axis - 1) / max(width - 1, 1)))
+    return out
+
+
+def app_with_late_device() -> IotopPlusApp:
+    """sdb has 60 s of history; dm-0 appeared 10 s ago. Rates are constant."""
+    sampler = CannedSampler()
+    a, b = sampler.counters_at(0), sampler.counters_at(1)
+    rates = {name: compute_rates(a[name], b[name], 1.0) for name in a}
+    history = History(600)
+    for k in range(60):
+        t = START - 60 + k
+        history.record(t, rates, only=[n for n in rates if n != "dm-0" or k >= 50])
+    return make_app(
+        HOST_ROOTS,
+        Config(interval=10.0),
+        sampler=sampler,
+        history=history,
+        host=sampler.host_info(),
+    )
+
+
+async def test_charts_never_invent_points_before_the_first_sample() -> None:
+    app = app_with_late_device()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        charts = app.main_screen.query_one(DeviceCharts)
+        await wait_for(pilot, lambda: charts.device == "dm-0" and charts.draws > 0)
+        await pilot.pause()
+        dots = plot_dots(chart_lines(app, "chart-util"))
+        assert dots
+        # dm-0's first sample is 50 s into a 61 s window: nothing left of it, and its
+        # constant %util is one flat line, not a ramp up from 0.
+        assert min(x for _, x in dots) >= 0.7, sorted(dots)[:5]
+        assert len({y for y, _ in dots}) == 1, dots
+
+
+async def test_a_fresh_start_draws_its_few_points_at_the_right_not_stretched() -> None:
+    app = canned_app(Config(interval=0.25), with_history=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await wait_for(pilot, lambda: len(app.history.get("dm-0") or ()) >= 3)
+        await pilot.pause()
+        dots = plot_dots(chart_lines(app, "chart-util"))
+        assert dots
+        # A few seconds of a window of at least 30 intervals: the left is empty.
+        assert min(x for _, x in dots) >= 0.5, sorted(dots)[:5]
+
+
+def tick_values(lines: list[str]) -> list[float]:
+    """The y tick labels of a chart (bottom up), as numbers."""
+    scale = {"": 1.0, "k": 1e3, "M": 1e6, "G": 1e9}
+    out = []
+    for line in lines:
+        m = re.match(r"^\s*(\d+(?:\.\d+)?)([kMG]?)\s?┤", line)
+        if m:
+            out.append(float(m.group(1)) * scale[m.group(2)])
+    return sorted(out)
+
+
+def is_125(step: float) -> bool:
+    mantissa = step / 10 ** int(f"{step:e}".split("e")[1])
+    return any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5))
+
+
+UNITS = {
+    "chart-iops": "IOPS",
+    "chart-throughput": r"[KMG]iB/s",
+    "chart-await": "ms",
+    "chart-queue": "queue",
+    "chart-util": "%",
+}
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)])
+async def test_y_ticks_are_round_1_2_5_steps_with_units(size: tuple[int, int]) -> None:
+    app = canned_app(Config(interval=10.0))
+    async with app.run_test(size=size) as pilot:
+        await started(pilot, app)
+        if app.main_screen.narrow:
+            await pilot.press("2")
+        charts = app.main_screen.query_one(DeviceCharts)
+        await wait_for(pilot, lambda: charts.draws > 0)
+        await pilot.pause()
+        for chart_id in CHART_IDS:
+            lines = chart_lines(app, chart_id)
+            ticks = tick_values(lines)
+            assert len(ticks) >= 2 and ticks[0] == 0, (chart_id, lines)
+            steps = {round(b - a, 9) for a, b in pairwise(ticks)}
+            assert len(steps) == 1 and is_125(steps.pop()), (chart_id, ticks)
+            assert re.search(UNITS[chart_id], lines[0]), (chart_id, lines[0])
+
+
+async def test_mark_labels_and_lines_stay_inside_their_charts_and_legends_stay_readable() -> None:
+    app = canned_app(Config(interval=0.25))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        charts = app.main_screen.query_one(DeviceCharts)
+        # Marks at the left edge, in the middle and at the newest point.
+        for t in (START - 119, START - 60, START):
+            app.history.mark(Mark(t, "read_ahead_kb 128→16", None))
+        draws = charts.draws
+        await wait_for(pilot, lambda: charts.draws >= draws + 2)
+        await pilot.pause()
+        legends = {
+            "chart-iops": ("r/s", "w/s"),
+            "chart-await": ("r(_await)?", "w(_await)?"),
+            "chart-queue": ("aqu-sz",),
+            "chart-util": ("%util",),
+        }
+        problems = []
+        for chart_id in CHART_IDS:
+            widget = chart(app, chart_id)
+            w, h = widget.size
+            strips = widget.render_lines(Region(0, 0, w, h))
+            text = [s.text for s in strips]
+            # Nothing is drawn past the chart's own width (into the next chart or the panel).
+            if any(s.cell_length > w for s in strips):
+                problems.append((chart_id, "wider than the chart", text))
+            for word in legends.get(chart_id, ()):
+                # The legend entry is there, whole, and no mark label shares its line.
+                line = next((t for t in text if re.search(rf"(^|\s|━){word}(\s|$)", t)), None)
+                if line is None or "read_ahead" in line:
+                    problems.append((chart_id, f"legend {word!r} covered", text))
+            if not any("read_ahead_kb" in t for t in text):
+                problems.append((chart_id, "no mark label", text))
+        assert not problems, problems
+
+
+async def test_charts_draw_the_history_at_once_and_every_tick_with_the_table() -> None:
+    app = canned_app(Config(interval=0.25))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app, ticks=1)
+        charts = app.main_screen.query_one(DeviceCharts)
+        # The 120 s of history before the start are drawn with the first frame.
+        await wait_for(pilot, lambda: charts.draws > 0, timeout=5)
+        dots = plot_dots(chart_lines(app, "chart-iops"))
+        assert min(x for _, x in dots) <= 0.05 and max(x for _, x in dots) >= 0.95
+        for _ in range(4):
+            ticks, draws = app.ticks, charts.draws
+            await wait_for(pilot, lambda t=ticks: app.ticks > t, timeout=5)
+            await pilot.pause()
+            # Every frame shown in the table is a point on the charts, drawn with it.
+            assert charts.draws >= draws + 1
+            assert app.main_screen.last_tick is not None
