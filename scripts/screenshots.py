@@ -113,6 +113,12 @@ async def press(pilot: Pilot[int], *keys: str) -> None:
     await pilot.pause(0.3)
 
 
+async def scrub_back(pilot: Pilot[int]) -> None:
+    """Let the in-memory history gather some frames, then step back one (``[``)."""
+    await pilot.pause(6.0)
+    await press(pilot, "down", "left_square_bracket")
+
+
 SCENES: list[tuple[str, tuple[int, int], Scene | None]] = [
     ("main-120x36", (120, 36), lambda p: press(p, "down", "down")),
     ("main-80x24", (80, 24), lambda p: press(p, "down")),
@@ -120,6 +126,8 @@ SCENES: list[tuple[str, tuple[int, int], Scene | None]] = [
     ("extended-columns-120x36", (120, 36), lambda p: press(p, "c")),
     ("paused-120x36", (120, 36), lambda p: press(p, "space")),
     ("help-120x36", (120, 36), lambda p: press(p, "question_mark")),
+    ("history-120x36", (120, 36), lambda p: scrub_back(p)),
+    ("main-200x50", (200, 50), lambda p: press(p, "down")),
 ]
 
 
