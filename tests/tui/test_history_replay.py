@@ -80,9 +80,12 @@ async def test_replay_opens_at_the_time_given_and_scrubs_without_a_sampler() -> 
 
 
 def shows_frame_in_zone(app, frame) -> bool:  # type: ignore[no-untyped-def]
-    from iotop_plus.tui.widgets.table_columns import format_value
+    from iotop_plus.tui.widgets.table_columns import column_scale, format_value
+    from tests.tui.helpers import table
 
-    r_s = format_value(frame.rates["sdb"].r_s)
+    shown = table(app).visible_names()
+    top = max(frame.rates[n].r_s for n in shown if frame.rates.get(n) is not None)
+    r_s = format_value(frame.rates["sdb"].r_s, column_scale(top))
     return r_s in row_line(app, "sdb").split() and clock_text(frame.wall_time, KOLKATA) in header(
         app
     )

@@ -17,9 +17,9 @@ from iotop_plus.tui.screens.jump import JumpScreen
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
-from iotop_plus.tui.widgets.table_columns import format_value
+from iotop_plus.tui.widgets.table_columns import column_scale, format_value
 from tests.tui.canned import canned_app
-from tests.tui.helpers import row_line, started, wait_for
+from tests.tui.helpers import row_line, started, table, wait_for
 from tests.tui.history_frames import before_live
 
 EARLIER = 300
@@ -40,7 +40,10 @@ def header(app: IotopPlusApp) -> str:
 
 def shows_frame(app: IotopPlusApp, frame) -> bool:  # type: ignore[no-untyped-def]
     """The table's sdb row shows this frame's r/s, and the header its time."""
-    r_s = format_value(frame.rates["sdb"].r_s)
+    # Formatted as the table does: one format per column, fitted to the column's largest.
+    shown = table(app).visible_names()
+    top = max(frame.rates[n].r_s for n in shown if frame.rates.get(n) is not None)
+    r_s = format_value(frame.rates["sdb"].r_s, column_scale(top))
     return r_s in row_line(app, "sdb").split() and clock_text(frame.wall_time, None) in header(app)
 
 

@@ -13,6 +13,7 @@ from iotop_plus.tui.widgets.table_columns import (
     PLAIN,
     WARN,
     cell,
+    column_scale,
     format_value,
 )
 
@@ -103,3 +104,23 @@ def test_device_tab_says_a_virtio_disk_is_virtual_not_spinning() -> None:
     loop = BlockDevice("loop1", 7, 1, "loop", rotational=False, device_class="loop")
     assert "backing file" in dict(device_facts(loop, None))["type"]
     assert "NVMe" not in " ".join(dict(device_facts(loop, None)).values())
+
+
+async def test_one_number_format_per_column() -> None:
+    """#17 item 14: "Use one number format per column": nvme0n1's rkB/s read 41600 in the
+    column where the other disks read 3840.00."""
+    from tests.tui.canned import canned_app
+    from tests.tui.helpers import row_line, started, table
+
+    app = canned_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        t = table(app)
+        index = 1 + [c.key for c in t.columns].index("rkb_s")
+        cells = [row_line(app, name).split()[index] for name in t.visible_names()]
+        decimals = {len(c.partition(".")[2]) for c in cells if c not in ("-",)}
+        assert decimals == {1}, cells  # the largest, 41600, fits one decimal: all get one
+    assert format_value(41_600.0, column_scale(41_600.0)) == "41600.0"
+    assert format_value(3_840.0, column_scale(41_600.0)) == "3840.0"
+    assert format_value(5.0, column_scale(2_000_000.0)) == "5"
+    assert format_value(123_456_789.0, column_scale(123_456_789.0)) == "123457k"

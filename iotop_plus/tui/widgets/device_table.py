@@ -34,6 +34,7 @@ from iotop_plus.tui.widgets.table_columns import (
     PLAIN,
     Column,
     cell,
+    column_scale,
     latency_cell,
 )
 
@@ -149,6 +150,8 @@ class DeviceTable(CursorList[TableRow]):
         self._latency: LatencyFrame | None = None
         self._inventory = Inventory({})
         self._counters_names: list[str] = []
+        self._scales: dict[str, int] = {}
+        """Each value column's number format for this frame (see ``column_scale``)."""
         self._ever_used: frozenset[str] = frozenset()
         self._nr_requests: Mapping[str, int] = {}
         self._columns: tuple[Column, ...] = ()
@@ -170,6 +173,7 @@ class DeviceTable(CursorList[TableRow]):
         """Show a new tick; repaint only the visible lines whose content changed."""
         self._rates = rates
         self._nr_requests = nr_requests
+        self._scales = {}  # refitted below, once the rows are known
         if devices_changed or inventory is not self._inventory or ever_used != self._ever_used:
             self._inventory = inventory
             self._counters_names = list(rates)
@@ -301,6 +305,7 @@ class DeviceTable(CursorList[TableRow]):
             rows.append(self._make_row(name, 0))
             for child in sorted(children.get(name, ()), key=natural_key):
                 rows.append(self._make_row(child, 1))
+        self._scales = {}
         self.rows = rows
         self._row_order_dirty = False
         width = max((len(r.label) for r in rows), default=8)
@@ -382,6 +387,15 @@ class DeviceTable(CursorList[TableRow]):
         self._fit_columns()
         self.fit_virtual_size()
 
+    def _scale_of(self, col: Column) -> int | None:
+        """The column's one number format, fitted to its largest figure among the rows."""
+        scale = self._scales.get(col.key)
+        if scale is None and not col.figure.integer and col.key not in LATENCY_KEYS:
+            names = (row.name for row in self.rows)
+            values = (getattr(r, col.key) for r in map(self._rates.get, names) if r)
+            scale = self._scales[col.key] = column_scale(max(values, default=0.0))
+        return scale
+
     def _row_content(self, row: TableRow, selected: bool) -> RowContent:
         """What a row shows: (text, style) per cell. Also the cache key."""
         rates = self._rates.get(row.name)
@@ -393,7 +407,8 @@ class DeviceTable(CursorList[TableRow]):
                 cells.append(("-", DIM))
             else:
                 value = getattr(rates, col.key)
-                cells.append(cell(col, value, row.rotational, row.nr_requests, self.config))
+                scale = self._scale_of(col)
+                cells.append(cell(col, value, row.rotational, row.nr_requests, self.config, scale))
         return (selected, tuple(cells))
 
     def _render_row(self, content: RowContent, width: int) -> Strip:

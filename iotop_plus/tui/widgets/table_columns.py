@@ -146,15 +146,33 @@ _AWAITS = frozenset({"r_await", "w_await", "d_await", "f_await"})
 _QUEUES = frozenset({"aqu_sz", "in_flight"})
 
 
-def format_value(value: float) -> str:
-    """A figure in at most 7 characters, with 2 decimals while that fits."""
-    if value >= 9_999_500:
-        return f"{value / 1e6:.0f}M"
-    if value >= 99_999.5:
-        return f"{value / 1e3:.0f}k"
-    if value >= 9_999.995:
-        return f"{value:.0f}"
-    return f"{value:.2f}"
+def column_scale(top: float) -> int:
+    """How a column whose largest figure is ``top`` writes all its figures, in 7 characters:
+    2 or 1 decimals, 0 (whole numbers), or -3 (thousands, ``k``).
+
+    One format per column (#17): "41600" under "3840.00" read as two different units.
+    """
+    if top < 9_999.995:
+        return 2
+    if top < 99_999.95:
+        return 1
+    if top < 9_999_999.5:
+        return 0
+    return -3
+
+
+def format_value(value: float, scale: int | None = None) -> str:
+    """A figure in at most 7 characters; ``scale`` (from :func:`column_scale`) makes every
+    figure of a column alike, else the value alone decides."""
+    if scale is None:
+        if value >= 9_999_500:
+            return f"{value / 1e6:.0f}M"
+        if value >= 99_999.5:
+            return f"{value / 1e3:.0f}k"
+        scale = 0 if value >= 9_999.995 else 2
+    if scale < 0:
+        return f"{value / 1e3:.0f}k" if value < 9_999_999_500 else f"{value / 1e6:.0f}M"
+    return f"{value:.{scale}f}"
 
 
 def cell(
@@ -163,6 +181,7 @@ def cell(
     rotational: bool | None,
     nr_requests: int | None,
     config: Config,
+    scale: int | None = None,
 ) -> tuple[str, Style]:
     """The text of one figure and its colour, from the thresholds in ``config``.
 
@@ -174,8 +193,9 @@ def cell(
             the backing file decides, so a seek-time allowance would hide trouble) or unknown.
         nr_requests: The queue's capacity, for the aqu-sz and inflight warning.
         config: Where the thresholds are.
+        scale: The column's format (:func:`column_scale`); None: the value's own.
     """
-    text = str(value) if column.figure.integer else format_value(value)
+    text = str(value) if column.figure.integer else format_value(value, scale)
     key = column.key
     if key in _AWAITS:
         warn, bad = (
