@@ -34,6 +34,7 @@ from iotop_plus.probe.experiment_plans import (
     parse_ab_spec,
 )
 from iotop_plus.probe.experiments import ExperimentError, run_ab
+from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files
@@ -139,6 +140,8 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             f"{args.rounds} rounds of {preset.name} on {args.target}...",
             file=sys.stderr,
         )
+    # Each run is a probe result in the state directory's probes.jsonl, and the A/B too.
+    history = ProbeHistory.load(chosen_state_dir(getattr(args, "state_dir", None)), keep=0)
     coro = run_ab(
         tuner,
         runner,
@@ -151,6 +154,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         rounds=args.rounds,
         on_run=on_run,
         on_progress=on_progress,
+        history=history,
     )
     result: AbResult | None
     try:
@@ -168,6 +172,9 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         print(f"iotop-plus: A/B stopped by {signal.Signals(signum).name}", file=sys.stderr)
         _say_restored(tuner, args.device, setting)
         return 128 + signum
+    history.add_experiment("ab", result)
+    for note in history.notes:
+        print(f"iotop-plus: note: {note}", file=sys.stderr)
     if args.format == "json":
         doc = {"tool": "iotop-plus", "experiment": "ab", **asdict(result)}
         json.dump(doc, out, indent=2)

@@ -32,6 +32,7 @@ from iotop_plus.probe.experiment_plans import (
     sweep_table,
 )
 from iotop_plus.probe.experiments import ExperimentError, run_sweep
+from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files
@@ -145,6 +146,8 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             f", {args.step_runtime} s per step...",
             file=sys.stderr,
         )
+    # Each step is a probe result in the state directory's probes.jsonl, and the sweep too.
+    history = ProbeHistory.load(chosen_state_dir(getattr(args, "state_dir", None)), keep=0)
     coro = run_sweep(
         runner,
         args.target,
@@ -155,6 +158,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         on_step=on_step,
         on_progress=on_progress,
         journal=Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None))),
+        history=history,
     )
     try:
         result, signum = asyncio.run(run_cancellable(coro))
@@ -179,8 +183,12 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                 analyze_sweep(steps),
                 complete=False,
             )
+            history.add_experiment("sweep", result)
             _print(result, args.format, out)
         return 128 + signum
+    history.add_experiment("sweep", result)
+    for note in history.notes:
+        print(f"iotop-plus: note: {note}", file=sys.stderr)
     _print(result, args.format, out)
     return EXIT_OK
 

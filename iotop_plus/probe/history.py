@@ -23,6 +23,9 @@ from iotop_plus.state import PROBES, StateDir, StateError
 KEEP = 200
 #: The ``record`` value of a probe result line in ``probes.jsonl``.
 RESULT_RECORD = "probe-result"
+EXPERIMENT_RECORD = "experiment-result"
+"""A sweep's or an A/B's whole result (``kind``: ``sweep`` or ``ab``); its single fio runs
+are ``probe-result`` lines of their own."""
 
 #: The queue settings recorded with each probe (those that change probe numbers most).
 RECORDED_SETTINGS = ("scheduler", "read_ahead_kb", "nr_requests", "max_sectors_kb", "nomerges")
@@ -149,6 +152,24 @@ class ProbeHistory:
             except StateError as exc:
                 self.notes.append(f"probe result not saved: {exc}")
         return record
+
+    def add_experiment(self, kind: str, result: object) -> None:
+        """Append a finished sweep's or A/B's result (a dataclass) to the state directory's
+        file, so the recorder, the exporter and a later run see it. A failed save is a note."""
+        if self.state is None:
+            return
+        try:
+            self.state.append(
+                PROBES,
+                {
+                    "record": EXPERIMENT_RECORD,
+                    "kind": kind,
+                    "time": time.time(),
+                    "result": asdict(result),  # type: ignore[call-overload]
+                },
+            )
+        except StateError as exc:
+            self.notes.append(f"{kind} result not saved: {exc}")
 
     def get(self, number: int) -> ProbeRecord | None:
         """The record numbered ``number``, or None."""

@@ -102,6 +102,12 @@ def test_a_sweep_from_the_cli_prints_a_monotone_table(loop: str, tmp_path: Path)
         best = max(best, iops)
     assert "90% of peak IOPS" in done.stdout
     assert queue_values(loop) == before  # a sweep changes nothing
+    # #17 item 15: the steps and the sweep are in the state directory's probes.jsonl.
+    probes = (tmp_path / "iotop-plus" / "probes.jsonl").read_text().splitlines()
+    lines = [json.loads(x) for x in probes]
+    kinds = [(d["record"], d.get("kind")) for d in lines]
+    assert kinds.count(("probe-result", None)) == 5 and kinds[-1] == ("experiment-result", "sweep")
+    assert [s["qd"] for s in lines[-1]["result"]["steps"]] == [1, 2, 4, 8, 16]
 
 
 def test_a_sweep_while_another_reader_hits_the_device_says_so(loop: str, tmp_path: Path) -> None:

@@ -391,6 +391,9 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
         self.result = message.result
         self.query_one("#exp-live", Static).update(message.text + "  (escape closes)")
         result = message.result
+        if result is not None and self.history is not None:  # for the recorder and exporter
+            kind = "sweep" if isinstance(result, SweepResult) else "ab"
+            self.history.add_experiment(kind, result)
         if isinstance(result, SweepResult):
             self.query_one("#exp-table", Static).update(sweep_table(result.steps))
             self.query_one("#exp-verdict", Static).update("\n".join(result.analysis.summary()))
