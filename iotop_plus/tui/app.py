@@ -22,6 +22,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
 from iotop_plus.sampling.frame import Frame, FrameSource, LiveSource
 from iotop_plus.sampling.history import History
+from iotop_plus.sampling.joined_timeline import JoinedTimeline
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from iotop_plus.sampling.timeline import Timeline
@@ -71,9 +72,11 @@ class IotopPlusApp(App[int]):
         replay: Timeline | None = None,
         replay_at: float | None = None,
         zone: tzinfo | None = None,
+        older_history: Callable[[], Timeline | None] | None = None,
     ) -> None:
         """``replay``: show this timeline's frames instead of sampling (no sampler thread),
-        starting at ``replay_at`` (default its first frame); ``zone`` is the recorded host's."""
+        starting at ``replay_at`` (default its first frame); ``zone`` is the recorded host's.
+        ``older_history`` opens this host's recordings, so scrubbing reaches past the ring."""
         super().__init__()
         self.source = source
         """Where frames come from; injected so tests can pass fixture roots or canned samples."""
@@ -110,7 +113,15 @@ class IotopPlusApp(App[int]):
         self.feed = FrameFeed(source, self.history, self.main_screen, self.timeline)
         self.replay_at = replay_at
         """Where a replay starts (wall time); None for its first frame."""
-        timeline = replay if replay is not None else self.timeline
+        timeline: Timeline = self.timeline
+        if replay is not None:
+            timeline = replay
+        elif older_history is not None:  # the ring, preceded by this host's recordings
+            timeline = JoinedTimeline(
+                self.timeline,
+                older_history,
+                warn=lambda line: self.notify(line, severity="warning", markup=False),
+            )
         self.scrubber = Scrubber(self, timeline, replay=replay is not None, zone=zone)
         """The frame on screen when it is not the live one: ``[ ] { } g l``."""
         """The sampler thread and what comes of its frames."""
@@ -230,6 +241,7 @@ def make_app(
     notes: Iterable[str] = (),
     runner_factory: Callable[[], ProbeRunner] | None = None,
     devices: Sequence[str] = (),
+    older_history: Callable[[], Timeline | None] | None = None,
 ) -> IotopPlusApp:
     """Build the app with its collaborators: the frame source (or a sampler for the live
     one), the tuner and the probe runner factory. Tests pass fixture roots, a canned sampler,
@@ -246,4 +258,5 @@ def make_app(
         notes=notes,
         runner_factory=runner_factory,
         devices=devices,
+        older_history=older_history,
     )

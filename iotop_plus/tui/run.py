@@ -5,12 +5,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import socket
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, load_config
 from iotop_plus.devices.tuner import Journal, Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import FrameSource
+from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.state import chosen_state_dir
 from iotop_plus.tui.app import make_app
 
@@ -34,7 +38,8 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
     if getattr(args, "read_only", False):
         config = dataclasses.replace(config, read_only=True)
     is_root = os.geteuid() == 0
-    journal = Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None)))
+    state_dir = chosen_state_dir(getattr(args, "state_dir", None))
+    journal = Journal.in_dir(state_dir)
     tuner = Tuner(roots, journal, is_root=is_root)
     app = make_app(
         roots,
@@ -45,9 +50,34 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         revert_on_exit=bool(getattr(args, "revert_on_exit", False)),
         notes=problems,
         devices=getattr(args, "tui_devices", ()) or (),
+        older_history=_recordings(state_dir) if roots.is_live else None,
     )
     try:
         result = app.run()
     finally:
         journal.close()
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)
+
+
+def _recordings(state_dir: Path) -> Callable[[], Timeline | None]:
+    """Opens this host's recordings (``<state dir>/recordings``) for the TUI's history, the
+    first time a scrub goes past what the TUI itself kept; None when there are none."""
+
+    def open_older() -> Timeline | None:
+        from iotop_plus.record.format import FormatError
+        from iotop_plus.record.recorder import RecorderError, recording_dir
+        from iotop_plus.record.timeline import open_timeline
+
+        try:
+            directory = recording_dir(state_dir, None)
+            if not directory.is_dir():
+                return None
+            timeline = open_timeline(directory, follow=True)
+        except (RecorderError, FormatError, OSError):
+            return None  # no recordings (or none readable): the ring alone
+        if timeline.host_info().hostname != socket.gethostname():
+            timeline.close()  # a copied directory of another host: not this host's history
+            return None
+        return timeline
+
+    return open_older

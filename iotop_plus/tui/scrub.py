@@ -126,6 +126,7 @@ class Scrubber:
         except TimeParseError as exc:
             return str(exc)
         frame = self.show(self.timeline.frame_at(wall))
+        span = self.timeline.span() or span  # it may reach further back now (recordings)
         if wall < span[0]:
             self.app.notify(
                 f"history starts at {self.clock(span[0])}: showing its first frame",

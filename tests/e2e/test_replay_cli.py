@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,29 @@ def test_replay_errors_are_one_line(tmp_path: Path) -> None:
     assert iotop_plus(state, "record", "--interval", "0.25", "--count", "3").returncode == 0
     bad = iotop_plus(state, "replay", "--at", "tea time")
     assert bad.returncode == 2 and bad.stderr.startswith("iotop-plus: error: --at: "), bad.stderr
+
+
+def test_the_live_tuis_history_reaches_back_into_this_hosts_recordings(tmp_path: Path) -> None:
+    """The rulings: "When a recorder writes to this host's recording directory, the TUI's
+    history reaches back into those files: started at 03:10, it can scrub to 02:55"."""
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    state = tmp_path / "state"
+    done = iotop_plus(state, "record", "--interval", "0.25", "--count", "8")
+    assert done.returncode == 0, done.stderr
+    time.sleep(2.0)  # the TUI starts well after the recording ended
+    started = time.time()
+    with TmuxSession(120, 36) as tmux:
+        launched = tmux.launch([console_script(), "--state-dir", str(state)])
+        tmux.wait_for("LIVE", timeout=20)
+        tmux.send_keys("{")  # a minute back: before the TUI's own first frame
+        screen = tmux.wait_for("HISTORY at ", timeout=10)
+        shown = re.search(r"HISTORY at (\d\d:\d\d:\d\d)", screen)
+        assert shown is not None, screen
+        h, m, s = (int(x) for x in shown.group(1).split(":"))
+        local = time.localtime(started)
+        at = time.mktime((*local[:3], h, m, s, 0, 0, local.tm_isdst))
+        assert at < started - 1.0, (shown.group(1), screen)  # a recorded frame, not the ring's
+        tmux.send_keys("q")
+        assert tmux.wait_exit(launched, timeout=15) == 0

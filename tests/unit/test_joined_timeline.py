@@ -1,0 +1,82 @@
+"""The TUI's history reaching back into recordings: older frames, then the ring, as one
+Timeline (the rulings' "started at 03:10, it can scrub to 02:55")."""
+
+from __future__ import annotations
+
+from iotop_plus.sampling.joined_timeline import JoinedTimeline
+from iotop_plus.sampling.ring_timeline import RingTimeline
+from tests.tui.history_frames import varying_frames
+
+T0 = 1_700_000_000.0
+
+
+def _joined(opened: list[int], with_older: bool = True) -> tuple[JoinedTimeline, list, list]:  # type: ignore[type-arg]
+    frames = varying_frames(40, T0)
+    recorded, live = frames[:30], frames[25:]  # the recorder overlaps the ring's start
+    older = RingTimeline(60.0, 1.0)
+    ring = RingTimeline(60.0, 1.0)
+    for f in recorded:
+        older.append(f)
+    for f in live:
+        ring.append(f)
+
+    def open_older() -> RingTimeline | None:
+        opened.append(1)
+        return older if with_older else None
+
+    return JoinedTimeline(ring, open_older), recorded, live
+
+
+def test_recordings_are_opened_only_when_a_scrub_passes_the_rings_start() -> None:
+    opened: list[int] = []
+    joined, _, live = _joined(opened)
+    assert joined.span() == (live[0].wall_time, live[-1].wall_time)
+    assert joined.frame_at(live[3].wall_time) is live[3]
+    assert joined.step(live[5].wall_time, -2) is live[3]
+    assert opened == []  # still inside the ring
+    assert joined.frame_at(T0 + 10).wall_time == T0 + 10  # before the ring: recorded
+    assert opened == [1]
+    assert joined.span() == (T0, live[-1].wall_time)
+
+
+def test_stepping_crosses_the_join_both_ways_without_repeating_a_moment() -> None:
+    joined, recorded, live = _joined([])
+    back = joined.step(live[0].wall_time, -1)
+    assert back is not None and back.wall_time == live[0].wall_time - 1  # recorded frame 24
+    assert joined.step(live[1].wall_time, -3).wall_time == live[0].wall_time - 2
+    forward = joined.step(recorded[20].wall_time, 10)  # 20 -> 24 recorded, then the ring
+    assert forward is not None and forward.wall_time == recorded[20].wall_time + 10
+    assert forward is joined.frame_at(forward.wall_time)
+    walls = [joined.step(T0, n).wall_time for n in range(40)]  # type: ignore[union-attr]
+    assert walls == sorted(set(walls)) and len(walls) == 40
+
+
+def test_the_chart_window_joins_recorded_and_ring_frames() -> None:
+    joined, _, live = _joined([])
+    window = joined.window(live[4].wall_time, 10.0)
+    walls = [f.wall_time for f in window]
+    assert walls == [live[4].wall_time - k for k in range(9, -1, -1)]
+    assert window[-1] is live[4]
+
+
+def test_no_recordings_is_the_ring_alone() -> None:
+    opened: list[int] = []
+    joined, _, live = _joined(opened, with_older=False)
+    assert joined.frame_at(T0) is live[0]
+    assert joined.step(live[0].wall_time, -5) is live[0]
+    assert joined.span() == (live[0].wall_time, live[-1].wall_time) and opened == [1]
+
+
+def test_a_recording_that_cannot_be_read_is_one_warning_and_the_ring_keeps_working() -> None:
+    warned: list[str] = []
+    ring = RingTimeline(60.0, 1.0)
+    frames = varying_frames(3, T0)
+    for f in frames:
+        ring.append(f)
+
+    def broken() -> None:
+        raise OSError("Permission denied")
+
+    joined = JoinedTimeline(ring, broken, warn=warned.append)
+    assert joined.step(frames[0].wall_time, -1) is frames[0]
+    assert warned == ["recordings not used for history: Permission denied"]
