@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_tui_tmux import console_script
-from tests.support.tmux import TmuxSession, tmux_available
+from tests.support.tmux import TmuxError, TmuxSession, tmux_available
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,8 +73,15 @@ def test_the_live_tuis_history_reaches_back_into_this_hosts_recordings(tmp_path:
     with TmuxSession(120, 36) as tmux:
         launched = tmux.launch([console_script(), "--state-dir", str(state)])
         tmux.wait_for("LIVE", timeout=20)
-        tmux.send_keys("{")  # a minute back: before the TUI's own first frame
-        screen = tmux.wait_for("HISTORY at ", timeout=10)
+        tmux.wait_for(re.compile(r"^vda +\d", re.M), timeout=20)  # figures: the app is up
+        screen = ""
+        for _ in range(3):  # a key sent while the app still loads can be lost under load
+            tmux.send_keys("{")  # a minute back: before the TUI's own first frame
+            try:
+                screen = tmux.wait_for("HISTORY at ", timeout=5)
+                break
+            except TmuxError:
+                continue
         shown = re.search(r"HISTORY at (\d\d:\d\d:\d\d)", screen)
         assert shown is not None, screen
         h, m, s = (int(x) for x in shown.group(1).split(":"))

@@ -10,18 +10,31 @@ import pytest
 
 from tests.e2e.test_tui_tmux import console_script, tmux, wait_for_table  # noqa: F401 - fixture
 from tests.support.queue_guard import queue_values, restored_queue
-from tests.support.tmux import TmuxSession
+from tests.support.tmux import TmuxError, TmuxSession
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
 def type_read_ahead(session: TmuxSession, value: str) -> None:
-    """R opens the read-ahead picker; typing digits goes to its input; Enter confirms."""
-    session.send_keys("R")
-    session.wait_for("or type a value")
-    time.sleep(0.5)  # let the picker take focus before typing
-    session.send_text(value)
-    session.wait_for(f"▊  {value} ")
+    """R opens the read-ahead picker; typing digits goes to its input; Enter confirms.
+
+    On a loaded machine the digits once arrived before the picker had taken focus (a fresh
+    clone's full run): the picker is then closed and opened again, waiting longer.
+    """
+    for attempt in range(3):
+        session.send_keys("R")
+        session.wait_for("or type a value")
+        time.sleep(0.5 + attempt)  # let the picker take focus before typing
+        session.send_text(value)
+        try:
+            session.wait_for(f"▊  {value} ", timeout=5)
+            break
+        except TmuxError:
+            if attempt == 2:
+                raise
+            if "or type a value" in session.capture():
+                session.send_keys("Escape")  # close the picker, then try again
+                session.wait_gone("or type a value")
     session.send_keys("Enter")
 
 
