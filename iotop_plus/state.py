@@ -293,3 +293,82 @@ __all__ = [
     "default_state_dir",
     "new_run_id",
 ]
+
+
+MAX_LINE_BYTES = 1 << 20
+"""A journal line longer than this is skipped (a corrupt or hostile file must not fill memory)."""
+
+
+class JsonlTail:
+    """New JSON lines of one file in the state directory, from where the last call stopped."""
+
+    def __init__(self, state: StateDir, name: str, *, from_end: bool = False) -> None:
+        """Args:
+        state: The state directory.
+        name: The file in it (``CHANGES``, ``PROBES``).
+        from_end: Skip what the file holds now: only lines written from here on (the
+            recorder); otherwise the whole file first (``serve`` counts it all).
+        """
+        self.state = state
+        self.name = name
+        self.offset = 0
+        self._identity: tuple[int, int] | None = None
+        self._partial = b""
+        self._skip_existing = from_end
+        self.problem: str | None = None
+        """Why the file could not be read on the last call, or None."""
+        if from_end:
+            self.read()
+
+    def read(self) -> tuple[bool, list[dict[str, Any]]]:
+        """(restarted, new records): ``restarted`` when the file was replaced or shortened,
+        so what was counted from it before must be dropped."""
+        self.problem = None
+        if not os.path.lexists(self.state.path / self.name):
+            restarted = self.offset > 0
+            self.offset, self._identity, self._partial = 0, None, b""
+            self._skip_existing = False  # whatever appears from now on is new
+            return restarted, []
+        try:
+            fd = self.state.open_file(self.name, os.O_RDONLY)
+        except (StateError, OSError) as exc:
+            self.problem = str(exc)
+            return False, []
+        try:
+            st = os.fstat(fd)
+            identity = (st.st_dev, st.st_ino)
+            restarted = False
+            if identity != self._identity or st.st_size < self.offset:
+                restarted = self._identity is not None
+                self.offset, self._identity, self._partial = 0, identity, b""
+                if self._skip_existing:
+                    self.offset = st.st_size
+            self._skip_existing = False
+            chunks = []
+            while True:
+                chunk = os.pread(fd, 1 << 20, self.offset)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                self.offset += len(chunk)
+        except OSError as exc:
+            self.problem = f"cannot read {self.state.path / self.name}: {exc.strerror or exc}"
+            return False, []
+        finally:
+            os.close(fd)
+        return restarted, list(self._records(b"".join(chunks)))
+
+    def _records(self, data: bytes) -> Iterator[dict[str, Any]]:
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        if len(self._partial) > MAX_LINE_BYTES:
+            self._partial = b""
+        for raw in lines:
+            if not raw.strip() or len(raw) > MAX_LINE_BYTES:
+                continue
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(doc, dict):
+                yield doc

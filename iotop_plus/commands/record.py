@@ -17,7 +17,6 @@ from typing import Any
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_float
 from iotop_plus.record.collect import (
-    JournalTail,
     header_doc,
     inventory_doc,
     recorded_sample,
@@ -27,7 +26,7 @@ from iotop_plus.record.times import parse_duration, parse_size
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, LiveSource
-from iotop_plus.state import CHANGES, PROBES, chosen_state_dir
+from iotop_plus.state import CHANGES, PROBES, JsonlTail, StateDir, chosen_state_dir
 
 
 def add_parser(sub: Any) -> None:
@@ -102,7 +101,10 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    tails = [JournalTail(state_dir / CHANGES, "changes"), JournalTail(state_dir / PROBES, "probes")]
+    # Only what other runs write from now on (tuning, probes): iotop_plus.state.JsonlTail.
+    state = StateDir(state_dir)
+    tails = {"changes": JsonlTail(state, CHANGES, from_end=True)}
+    tails["probes"] = JsonlTail(state, PROBES, from_end=True)
     print(
         f"iotop-plus record: recording every {args.interval:g} s into {directory}",
         file=sys.stderr,
@@ -113,7 +115,11 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         frame = first
         deadline = frame.monotonic
         while True:
-            journal = [e for tail in tails for e in tail.poll()]
+            journal = [
+                {"source": source, "record": doc}
+                for source, tail in tails.items()
+                for doc in tail.read()[1]
+            ]
             rs = recorded_sample(frame, roots, args.processes, journal)
             changed = None
             if frame.inventory_changed and frame.seq > 1:
@@ -132,6 +138,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
             frame = source.next_frame()
     finally:
         recorder.close()
+        state.close()
         source.close()
         for s, handler in old.items():
             signal.signal(s, handler)

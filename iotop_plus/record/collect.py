@@ -4,7 +4,6 @@ pressure and events (device changes and new lines of the settings and probe jour
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -20,7 +19,6 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
 from iotop_plus.sampling.sampler import HostInfo
 
-MAX_JOURNAL_READ = 256 * 1024
 """New journal bytes read per sample at most (the rest waits for the next sample)."""
 
 
@@ -147,58 +145,6 @@ def top_processes(frame: Frame, roots: Roots, n: int) -> tuple[dict[str, Any], .
             }
         )
     return tuple(out)
-
-
-class JournalTail:
-    """New complete lines of a JSON-lines journal in the state directory, from now on."""
-
-    def __init__(self, path: Path, source: str) -> None:
-        self.path = path
-        self.source = source
-        self._ino: int | None = None
-        self._pos = 0
-        self._partial = b""
-        st = self._stat()
-        if st is not None:  # only what is written after the recorder starts
-            self._ino, self._pos = st.st_ino, st.st_size
-
-    def _stat(self) -> os.stat_result | None:
-        try:
-            return os.stat(self.path, follow_symlinks=False)
-        except OSError:
-            return None
-
-    def poll(self) -> list[dict[str, Any]]:
-        """Records appended since the last poll, as events."""
-        st = self._stat()
-        if st is None:
-            return []
-        if st.st_ino != self._ino or st.st_size < self._pos:
-            self._ino, self._pos, self._partial = st.st_ino, 0, b""
-        if st.st_size == self._pos:
-            return []
-        try:
-            fd = os.open(self.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-        except OSError:
-            return []
-        try:
-            data = os.pread(fd, MAX_JOURNAL_READ, self._pos)
-        except OSError:
-            return []
-        finally:
-            os.close(fd)
-        self._pos += len(data)
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        out = []
-        for raw in lines:
-            try:
-                doc = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(doc, dict):
-                out.append({"source": self.source, "record": doc})
-        return out
 
 
 def recorded_sample(

@@ -341,3 +341,22 @@ def test_an_unreadable_journal_is_an_error_not_no_leftovers(tmp_path: Path, root
     (state / "changes.jsonl").symlink_to("/etc/hostname")
     with pytest.raises(JournalError, match="symbolic link"):
         Journal.in_dir(state).leftovers(roots)
+
+
+def test_a_tail_from_the_end_reads_only_what_is_written_after_it_starts(tmp_path: Path) -> None:
+    """The recorder's tail (``from_end``): the journal's past is not an event of this
+    recording; what other runs append, and a journal that appears later, are."""
+    from iotop_plus.state import CHANGES, PROBES, JsonlTail, StateDir
+
+    state = StateDir(tmp_path / "state")
+    state.append(CHANGES, {"record": "change", "n": 1})
+    changes = JsonlTail(state, CHANGES, from_end=True)
+    probes = JsonlTail(state, PROBES, from_end=True)  # no file yet
+    state.append(CHANGES, {"record": "change", "n": 2})
+    state.append(PROBES, {"record": "probe-result", "n": 3})
+    assert [d["n"] for d in changes.read()[1]] == [2]
+    assert [d["n"] for d in probes.read()[1]] == [3]
+    assert changes.read() == (False, [])
+    everything = JsonlTail(state, CHANGES)  # serve's tail: the whole file
+    assert [d["n"] for d in everything.read()[1]] == [1, 2]
+    state.close()
