@@ -16,8 +16,8 @@ from iotop_plus.commands.common import EXIT_FAILURE, UsageError
 from iotop_plus.commands.snapshot import emit, resolve_devices
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import open_timeline
-from iotop_plus.record.times import parse_time
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.timeparse import parse_time
 
 
 def run_recorded(args: argparse.Namespace, out: TextIO) -> int:

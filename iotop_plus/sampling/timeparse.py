@@ -5,7 +5,10 @@ Accepted (the zone is the recorded host's unless the text carries an offset):
 * ``14:05`` or ``14:05:30``: the latest such time at or before ``now``;
 * ``14:05:30+01:00`` (or ``Z``): the same, at that offset;
 * ``10m ago``, ``90s ago``, ``2h ago`` (also ``10 min ago``), and ``now``;
-* ISO 8601: ``2026-11-23T14:05:00``, ``2026-11-23 14:05``, ``2026-11-23T14:05:00+01:00``.
+* ISO 8601: ``2026-11-23T14:05:00``, ``2026-11-23 14:05``, ``2026-11-23T14:05:00+01:00``;
+* ``@1700000000``: seconds since the epoch.
+
+The TUI's ``g`` and the commands (``replay --at``, ``snapshot --start/--end``) read times here.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from datetime import datetime, timedelta, timezone, tzinfo
 MAX_TIME_TEXT = 64
 """Longer input is refused before any parsing."""
 
-FORMS = "14:05, 14:05:30, 10m ago, 2026-11-23T14:05:00, or with an offset: 14:05+01:00"
+FORMS = "14:05, 14:05:30, 10m ago, 2026-11-23T14:05:00, @EPOCH, or with an offset: 14:05+01:00"
 """The accepted forms, for error messages and the jump dialog."""
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -68,6 +71,11 @@ def parse_time(text: str, now: float, zone: tzinfo | None = None) -> float:
         raise TimeParseError(f"no time given; use {FORMS}")
     if cleaned.lower() == "now":
         return now
+    if cleaned.startswith("@"):
+        try:
+            return float(cleaned[1:])
+        except ValueError:
+            raise TimeParseError(f"not seconds since the epoch: {shown}") from None
     if m := _AGO.fullmatch(cleaned):
         return now - float(m.group(1)) * _UNITS[m.group(2)[0].lower()]
     if m := _CLOCK.fullmatch(cleaned):

@@ -87,3 +87,10 @@ def test_zone_label_only_when_it_differs_from_the_viewers() -> None:
 def test_clock_text_adds_the_date_on_another_day() -> None:
     assert clock_text(at(2026, 11, 23, 14, 5, 3), PARIS, NOW) == "14:05:03"
     assert clock_text(at(2026, 11, 22, 14, 5, 3), PARIS, NOW) == "2026-11-22 14:05:03"
+
+
+def test_seconds_since_the_epoch_are_one_of_the_forms() -> None:
+    """``@EPOCH`` was read only by the commands' own second parser; now the one parser has it."""
+    assert parse_time("@1700000000", 1_800_000_000.0) == 1_700_000_000.0
+    with pytest.raises(TimeParseError, match="not seconds since the epoch"):
+        parse_time("@soon", 1_800_000_000.0)
