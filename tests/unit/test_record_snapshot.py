@@ -81,5 +81,5 @@ def test_typed_times_are_in_the_recorded_zone() -> None:
     assert parse_time("10m ago", now, tz) == now - 600
     assert parse_time("2023-11-14T22:00:00Z", now, tz) == now - 13 * 60 - 20
     assert parse_time("2023-11-15T07:00", now, tz) == now - 13 * 60 - 20
-    with pytest.raises(ValueError, match="cannot read .* as a time"):  # the shared parser
+    with pytest.raises(ValueError, match=r"cannot read .* as a time"):  # the shared parser
         parse_time("yesterday-ish", now, tz)
