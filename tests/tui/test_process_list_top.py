@@ -73,3 +73,34 @@ async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_mo
                 for title in ("USER", "IO%", "CGROUP", "COMMAND"):
                     assert title in header, header
     assert widths[200] > widths[120] + 20
+
+
+class _CgroupHost(App[None]):
+    def compose(self) -> ComposeResult:
+        from iotop_plus.tui.widgets.cgroup_panel import CgroupList
+
+        yield CgroupList(id="cgroups")
+
+
+async def test_the_cgroup_list_keeps_the_top_too_and_follows_only_a_chosen_cgroup() -> None:
+    """The Cgroups list had the same drift as the process list: its cursor stuck to the
+    cgroup it first landed on wherever that sorted. Both lists now share one rule."""
+    from iotop_plus.tui.cgroup_rows import CgroupRow
+    from iotop_plus.tui.widgets.cgroup_panel import CgroupList
+
+    def rows(*paths: str) -> list[CgroupRow]:
+        return [
+            CgroupRow(p, p, 1, 1000.0 * (9 - i), 0.0, 1.0, 0.0, 0.0, None, None, "")
+            for i, p in enumerate(paths)
+        ]
+
+    app = _CgroupHost()
+    async with app.run_test(size=(60, 12)) as pilot:
+        clist = app.query_one(CgroupList)
+        clist.focus()
+        clist.set_rows(rows("/a", "/b", "/c"))
+        clist.set_rows(rows("/c", "/b", "/a"))
+        assert clist.current is not None and clist.current.path == "/c"  # the top, not /a
+        await pilot.press("down")  # onto /b
+        clist.set_rows(rows("/a", "/c", "/b"))
+        assert clist.current is not None and clist.current.path == "/b"  # chosen: followed

@@ -15,13 +15,9 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from rich.segment import Segment
-from rich.style import Style
-from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from iotop_plus.sampling.diskstats import printable
@@ -37,7 +33,7 @@ from iotop_plus.tui.cgroup_rows import (
 )
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import compact_bytes, printable_lines
-from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
+from iotop_plus.tui.widgets.cursor_list import SortedList
 
 
 class CgroupFeed(Protocol):
@@ -60,44 +56,22 @@ def _iops(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
-class CgroupList(CursorList[CgroupRow]):
+class CgroupList(SortedList[CgroupRow]):
     """The virtualised cgroup tree: a header line, then one line per cgroup."""
 
     COMPONENT_CLASSES = {"cgroup-list--header", "cgroup-list--cursor"}
+    HEADER_COMPONENT = "cgroup-list--header"
+    CURSOR_COMPONENT = "cgroup-list--cursor"
     DEFAULT_CSS = """
     CgroupList { height: 1fr; }
     CgroupList > .cgroup-list--cursor { background: $accent 40%; }
     """
-    BINDINGS = [
-        *cursor_bindings(),
-        Binding("left", "sort(-1)", "Sort <", show=False),
-        Binding("right", "sort(1)", "Sort >", show=False),
-    ]
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
-        self.selected: str | None = None
-        """Path of the cgroup under the cursor."""
-        self.sort = "total"
-        self.descending = True
+    def row_key(self, row: CgroupRow) -> str:
+        return row.path
 
-    def set_rows(self, rows: list[CgroupRow]) -> None:
-        """Show ``rows``; the cursor follows the selected cgroup while it is there."""
-        self.rows = rows
-        index = next((i for i, r in enumerate(rows) if r.path == self.selected), None)
-        if index is None:
-            self.cursor = min(self.cursor, max(len(rows) - 1, 0))
-            self.selected = rows[self.cursor].path if rows else None
-        else:
-            self.cursor = index
-        self.fit_virtual_size()
-        self.scroll_cursor_into_view()
-        self.refresh()
-
-    @property
-    def current(self) -> CgroupRow | None:
-        """The row under the cursor."""
-        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+    def row_text(self, row: CgroupRow, width: int) -> str:
+        return self.line(self._cells(row), width)
 
     def columns(self, width: int) -> list[CgroupColumn]:
         """The columns that fit ``width``, leaving the name at least 16 characters."""
@@ -146,38 +120,11 @@ class CgroupList(CursorList[CgroupRow]):
             titles[col.key] = f"{col.title}{arrow}" if here else col.title
         return self.line(titles, width)
 
-    def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        if y == 0:
-            style = self.get_component_rich_style("cgroup-list--header")
-            return Strip([Segment(self.header_text(width), style)]).crop_extend(0, width, style)
-        index = y - 1 + self.scroll_offset.y
-        if index >= len(self.rows):
-            return Strip.blank(width)
-        row = self.rows[index]
-        style = (
-            self.get_component_rich_style("cgroup-list--cursor")
-            if index == self.cursor
-            else Style()
-        )
-        return Strip([Segment(self.line(self._cells(row), width), style)]).crop_extend(
-            0, width, style
-        )
-
     def cursor_moved(self, old: int) -> None:
-        self.selected = self.rows[self.cursor].path
-        self.refresh()
+        super().cursor_moved(old)
         panel = next((a for a in self.ancestors if isinstance(a, CgroupPanel)), None)
         if panel is not None:
             panel.selection_moved()
-
-    def action_sort(self, step: int) -> None:
-        panel = next((a for a in self.ancestors if isinstance(a, CgroupPanel)), None)
-        if panel is not None:
-            panel.action_sort(step)
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.fit_virtual_size()
 
 
 class CgroupPanel(Vertical, can_focus=False):

@@ -1,4 +1,4 @@
-"""The cursor and paging shared by the virtualised lists (the device table, the process list).
+"""The cursor and paging shared by the virtualised lists (device table, processes, cgroups).
 
 A :class:`CursorList` is a Line-API ``ScrollView``: a few fixed header lines, then one line per
 row. It owns the cursor (the row index), the keys that move it (up/down, page, home/end, a
@@ -8,11 +8,15 @@ cursor position means (:meth:`CursorList.cursor_moved`).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import ClassVar, Generic, TypeVar
 
+from rich.segment import Segment
+from rich.style import Style
 from textual.binding import Binding, BindingType
 from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
+from textual.strip import Strip
 
 RowT = TypeVar("RowT")
 
@@ -96,3 +100,99 @@ class CursorList(ScrollView, Generic[RowT], can_focus=True):
 
     def action_edge(self, step: int) -> None:
         self.move_cursor(0 if step < 0 else len(self.rows) - 1)
+
+
+class SortedList(CursorList[RowT]):
+    """A cursor list of rows sorted by a figure, busiest first, under one header line: the
+    Processes and Cgroups lists.
+
+    Each tick brings new rows in their sort order. The cursor stays on the top row, whoever
+    is busiest now, unless the user moved it onto another row: then it follows that row (by
+    :meth:`row_key`) wherever it sorts, until it is gone or the user goes back to the top.
+    A subclass says how a row is keyed and written (:meth:`row_key`, :meth:`row_text`,
+    :meth:`header_text`) and names its component classes.
+    """
+
+    CURSOR_COMPONENT: ClassVar[str]
+    """The component class of the cursor's line (listed in the subclass's COMPONENT_CLASSES)."""
+    HEADER_COMPONENT: ClassVar[str]
+    """The component class of the header line."""
+
+    BINDINGS = [
+        *cursor_bindings(),
+        # ScrollView binds left/right to horizontal scrolling; here they change the sort.
+        Binding("left", "sort(-1)", "Sort <", show=False),
+        Binding("right", "sort(1)", "Sort >", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.selected: Hashable | None = None
+        """Key of the row under the cursor."""
+        self.following = False
+        """The user moved the cursor off the top row: it follows that row."""
+        self.sort = "total"
+        self.descending = True
+
+    def row_key(self, row: RowT) -> Hashable:
+        """What identifies a row from one tick to the next."""
+        raise NotImplementedError
+
+    def row_text(self, row: RowT, width: int) -> str:
+        """One row's line, ``width`` characters at most."""
+        raise NotImplementedError
+
+    def header_text(self, width: int) -> str:
+        """The column titles, with an arrow on the sorted one(s)."""
+        raise NotImplementedError
+
+    def set_rows(self, rows: list[RowT]) -> None:
+        """Show ``rows`` in their sort order (see the class docstring for the cursor)."""
+        self.rows = rows
+        index = None
+        if self.following:
+            index = next((i for i, r in enumerate(rows) if self.row_key(r) == self.selected), None)
+        if index is None:
+            self.following = False
+            self.cursor = 0
+            self.selected = self.row_key(rows[0]) if rows else None
+        else:
+            self.cursor = index
+        self.fit_virtual_size()
+        self.scroll_cursor_into_view()
+        self.refresh()
+
+    @property
+    def current(self) -> RowT | None:
+        """The row under the cursor."""
+        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        if y == 0:
+            style = self.get_component_rich_style(self.HEADER_COMPONENT)
+            return Strip([Segment(self.header_text(width), style)]).crop_extend(0, width, style)
+        index = y - 1 + self.scroll_offset.y
+        if index >= len(self.rows):
+            return Strip.blank(width)
+        style = (
+            self.get_component_rich_style(self.CURSOR_COMPONENT)
+            if index == self.cursor
+            else Style()
+        )
+        text = self.row_text(self.rows[index], width)
+        return Strip([Segment(text, style)]).crop_extend(0, width, style)
+
+    def cursor_moved(self, old: int) -> None:
+        self.selected = self.row_key(self.rows[self.cursor])
+        self.following = self.cursor != 0  # back on the top row: stay on top again
+        self.refresh()
+
+    def action_sort(self, step: int) -> None:
+        """The panel around the list owns the sort (it re-arranges the rows)."""
+        owner = next((a for a in self.ancestors if hasattr(a, "action_sort")), None)
+        if owner is not None:
+            owner.action_sort(step)
+
+    def on_resize(self) -> None:
+        self.fit_virtual_size()

@@ -22,14 +22,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from rich.segment import Segment
-from rich.style import Style
-from textual import events, work
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.message import Message
-from textual.strip import Strip
 from textual.widgets import Input, Static
 
 from iotop_plus.roots import Roots
@@ -63,7 +60,7 @@ from iotop_plus.tui.process_rows import (
     pct,
     printable_lines,
 )
-from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
+from iotop_plus.tui.widgets.cursor_list import SortedList
 
 
 class ProcessFeed(Protocol):
@@ -78,57 +75,27 @@ class ProcessFeed(Protocol):
         ...
 
 
-class ProcessList(CursorList[ProcessRow]):
+class ProcessList(SortedList[ProcessRow]):
     """The virtualised process list: a header line, then one line per process."""
 
     COMPONENT_CLASSES = {"process-list--header", "process-list--cursor"}
+    HEADER_COMPONENT = "process-list--header"
+    CURSOR_COMPONENT = "process-list--cursor"
     DEFAULT_CSS = """
     ProcessList { height: 1fr; }
     ProcessList > .process-list--cursor { background: $accent 40%; }
     """
-    BINDINGS = [
-        *cursor_bindings(),
-        # ScrollView binds left/right to horizontal scrolling; here they change the sort.
-        Binding("left", "sort(-1)", "Sort <", show=False),
-        Binding("right", "sort(1)", "Sort >", show=False),
-    ]
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
-        self.selected: TaskKey | None = None
-        self.following = False
-        """The user moved the cursor onto a process below the top: it follows that process.
-        Otherwise the cursor stays on the top row, whoever is busiest this tick."""
-        self.sort = "total"
-        self.descending = True
         self.totals_mode = False
         self.io_off = False
 
-    def set_rows(self, rows: list[ProcessRow]) -> None:
-        """Show ``rows`` in their sort order.
+    def row_key(self, row: ProcessRow) -> TaskKey:
+        return row.key
 
-        The cursor follows the selected process only when the user moved to it (and it is
-        still listed); otherwise it stays on the top row, so the list keeps showing the top
-        consumers instead of drifting after a process that went idle.
-        """
-        self.rows = rows
-        index = None
-        if self.following:
-            index = next((i for i, r in enumerate(rows) if r.key == self.selected), None)
-        if index is None:
-            self.following = False
-            self.cursor = 0
-            self.selected = rows[0].key if rows else None
-        else:
-            self.cursor = index
-        self.fit_virtual_size()
-        self.scroll_cursor_into_view()
-        self.refresh()
-
-    @property
-    def current(self) -> ProcessRow | None:
-        """The row under the cursor."""
-        return self.rows[self.cursor] if 0 <= self.cursor < len(self.rows) else None
+    def row_text(self, row: ProcessRow, width: int) -> str:
+        return self._line(self._cells(row), width)
 
     def _columns(self, width: int) -> list[Column]:
         # Drop the least important columns until the fixed ones leave 12 for the command.
@@ -183,37 +150,6 @@ class ProcessList(CursorList[ProcessRow]):
             )
             titles[col.key] = f"{title}{arrow}" if sorted_here else title
         return self._line(titles, width)
-
-    def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        if y == 0:
-            style = self.get_component_rich_style("process-list--header")
-            return Strip([Segment(self.header_text(width), style)]).crop_extend(0, width, style)
-        index = y - 1 + self.scroll_offset.y
-        if index >= len(self.rows):
-            return Strip.blank(width)
-        row = self.rows[index]
-        style = (
-            self.get_component_rich_style("process-list--cursor")
-            if index == self.cursor
-            else Style()
-        )
-        text = self._line(self._cells(row), width)
-        return Strip([Segment(text, style)]).crop_extend(0, width, style)
-
-    def cursor_moved(self, old: int) -> None:
-        self.selected = self.rows[self.cursor].key
-        self.following = self.cursor != 0  # back on the top row: stay on top again
-        self.refresh()
-
-    def action_sort(self, step: int) -> None:
-        for ancestor in self.ancestors:
-            if isinstance(ancestor, ProcessPanel):
-                ancestor.action_sort(step)
-                return
-
-    def on_resize(self, event: events.Resize) -> None:
-        self.fit_virtual_size()
 
 
 class ProcessPanel(Vertical, can_focus=False):
