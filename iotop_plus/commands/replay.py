@@ -74,7 +74,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         at = None
         if args.at:
             try:
-                at = parse_time(args.at, span[1], timeline.zone())
+                at = parse_time(args.at, span[1], timeline.zone)
             except ValueError as exc:
                 raise UsageError(f"--at: {exc}") from None
         return int(args.replay_tui(args, roots, timeline, at))

@@ -37,7 +37,7 @@ def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
         if span is None:
             print(f"iotop-plus: error: {printable(args.from_path)}: no samples", file=sys.stderr)
             return EXIT_FAILURE
-        tz = timeline.zone()
+        tz = timeline.zone
         try:
             start = parse_time(args.start, span[1], tz) if args.start else span[0]
             end = parse_time(args.end, span[1], tz) if args.end else span[1]

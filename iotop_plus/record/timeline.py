@@ -17,6 +17,7 @@ import math
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from datetime import tzinfo
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -121,8 +122,9 @@ class RecordingTimeline:
         head = self.header
         return HostInfo(str(head.get("host", "?")), str(head.get("kernel", "?")), None, False)
 
-    def zone(self) -> Any:
-        """The recorded host's zone (a ``tzinfo``)."""
+    @property
+    def zone(self) -> tzinfo:
+        """The recorded host's zone (what the replay TUI reads times in and shows)."""
         return zone_of(self.header.get("zone"), self.header.get("utc_offset_s"))
 
     def __len__(self) -> int:

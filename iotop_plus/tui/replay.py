@@ -89,8 +89,6 @@ def make_replay_app(
     source = TimelineSource(roots, timeline)
     host = source.host_info()
     zone = getattr(timeline, "zone", None)
-    if callable(zone):  # a recording's RecordingTimeline.zone()
-        zone = zone()
     return IotopPlusApp(
         source,
         config or Config(),
