@@ -62,6 +62,8 @@ def blkio_child(tmp_path: Path) -> Iterator[tuple[str, str]]:
 
 
 def _dd_in(cgroup: str, target: Path) -> None:
+    # dd's own pages are read once outside the cgroup, so its exec adds no reads inside it.
+    subprocess.run(["dd", "--version"], check=True, capture_output=True, timeout=60)
     script = (
         f"echo $$ > {BLKIO}{cgroup}/cgroup.procs && "
         f"dd if=/dev/zero of={target} bs=64k count=64 oflag=direct status=none && "
@@ -83,9 +85,12 @@ def test_a_v1_child_cgroup_doing_direct_io_gets_rates(
     rates = cgroup_rates_between(before, after)[cgroup]
     assert rates is not None
     elapsed = after.monotonic - before.monotonic
-    # 4 MiB written and 4 MiB read with O_DIRECT, 64 requests each.
+    # 4 MiB written and 4 MiB read with O_DIRECT, 64 requests each. Reads may add a little:
+    # page-cache misses of the shell, dd's libraries or the file's metadata are charged to the
+    # cgroup too (a clean CI clone once saw 80 KiB more), so reads get 256 KiB of slack upward.
     assert rates.devices[disk].write_bps * elapsed == pytest.approx(4 << 20, rel=0.01)
-    assert rates.devices[disk].read_bps * elapsed == pytest.approx(4 << 20, rel=0.01)
+    read = rates.devices[disk].read_bps * elapsed
+    assert (4 << 20) * 0.99 <= read <= (4 << 20) + (256 << 10)
     assert rates.total.write_iops * elapsed == pytest.approx(64, abs=2)
     # The root rolls its children up.
     root = cgroup_rates_between(before, after)["/"]
