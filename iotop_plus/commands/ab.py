@@ -20,6 +20,7 @@ from iotop_plus.commands.common import (
     EXIT_FAILURE,
     EXIT_OK,
     UsageError,
+    add_trace_option,
     positive_int,
     run_cancellable,
 )
@@ -92,6 +93,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    add_trace_option(p)
     p.set_defaults(run=run)
 
 
@@ -112,7 +114,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     if not tuner.is_root:
         raise UsageError("an A/B changes queue settings: run it as root")
     atexit.register(stop_all_probes)
-    runner = ProbeRunner(roots)
+    runner = ProbeRunner(roots, trace=args.trace)
 
     def on_run(r: AbRun) -> None:
         if not args.quiet:

@@ -130,3 +130,14 @@ def add_interval_count(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="number of intervals to report (default 1)",
     )
+
+
+def add_trace_option(parser: argparse.ArgumentParser) -> None:
+    """``--no-trace``: fio runs without the block tracer timing the device side."""
+    parser.add_argument(
+        "--no-trace",
+        dest="trace",
+        action="store_false",
+        help="do not time the device side with the block tracer (bpftrace, as root) while "
+        "fio runs; by default results show device-side percentiles next to fio's",
+    )

@@ -17,7 +17,14 @@ import sys
 from dataclasses import asdict
 from typing import Any, TextIO
 
-from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, run_cancellable
+from iotop_plus.commands.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    UsageError,
+    add_trace_option,
+    run_cancellable,
+)
+from iotop_plus.probe.block_latency import block_line
 from iotop_plus.probe.history import ProbeHistory, settings_in_force
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.results import ProbeResult
@@ -71,6 +78,7 @@ def add_parser(sub: Any) -> None:
         help="for a write preset on an unused raw device: its name, to confirm destroying it",
     )
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    add_trace_option(p)
     p.set_defaults(run=run)
 
 
@@ -104,7 +112,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     else:
         keep = None
     atexit.register(stop_all_probes)
-    runner = ProbeRunner(roots)
+    runner = ProbeRunner(roots, trace=args.trace)
     outcome: ProbeOutcome | None = None
     try:
         outcome, signum = asyncio.run(_probe(runner, request, quiet=args.quiet))
@@ -206,6 +214,8 @@ def render_result(r: ProbeResult) -> str:
         )
         pcts = "  ".join(f"{label} {v:,.1f}" for label, v in d.clat.percentiles_us)
         lines.append(f"    clat µs: mean {d.clat.mean_us:,.1f}  {pcts}")
+        if d.block is not None:
+            lines.append(f"    device µs: {block_line(d.block)}")
     if r.fsync is not None:
         pcts = "  ".join(f"{label} {v:,.1f}" for label, v in r.fsync.percentiles_us)
         lines.append(f"  fsync µs: mean {r.fsync.mean_us:,.1f}  {pcts}")

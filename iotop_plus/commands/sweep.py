@@ -19,6 +19,7 @@ from iotop_plus.commands.common import (
     EXIT_FAILURE,
     EXIT_OK,
     UsageError,
+    add_trace_option,
     positive_int,
     run_cancellable,
 )
@@ -99,6 +100,7 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    add_trace_option(p)
     p.set_defaults(run=run)
 
 
@@ -117,7 +119,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     atexit.register(stop_all_probes)
-    runner = ProbeRunner(roots)
+    runner = ProbeRunner(roots, trace=args.trace)
     steps: list[SweepStep] = []
 
     def on_step(step: SweepStep) -> None:

@@ -59,6 +59,8 @@ class SweepStep:
     """I/Os fio issued at this step."""
     device_ios: int | None = None
     """I/Os the device served meanwhile (its own counters, via fio's ``disk_util``)."""
+    device_p99_us: float | None = None
+    """99th percentile device-side read latency (the block tracer), when it ran."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ def _plateau_starts(prev: SweepStep, cur: SweepStep, later: Sequence[SweepStep])
 def step_from_result(qd: int, result: ProbeResult, device: str | None) -> SweepStep:
     """The sweep figures of one probe result at queue depth ``qd``."""
     p99 = result.read.clat.percentile("p99") if result.read else None
+    block = result.read.block if result.read else None
     util = _device_util(result, device)
     return SweepStep(
         qd=qd,
@@ -221,18 +224,24 @@ def step_from_result(qd: int, result: ProbeResult, device: str | None) -> SweepS
         util_pct=util.util_pct if util else None,
         fio_ios=sum(d.total_ios for d in result.directions),
         device_ios=(util.read_ios + util.write_ios) if util else None,
+        device_p99_us=block.percentile("p99") if block else None,
     )
 
 
 def sweep_table(steps: Sequence[SweepStep]) -> str:
-    """The sweep's table: QD, IOPS, avg lat, p99, bandwidth, device util."""
-    lines = [f"{'QD':>5} {'IOPS':>11} {'avg lat µs':>11} {'p99 µs':>10} {'MiB/s':>9} {'util %':>7}"]
+    """The sweep's table: QD, IOPS, avg lat, p99 (and the device-side p99 when traced),
+    bandwidth, device util."""
+    traced = any(s.device_p99_us is not None for s in steps)
+    head = f"{'QD':>5} {'IOPS':>11} {'avg lat µs':>11} {'p99 µs':>10}"
+    lines = [head + (f" {'dev p99':>8}" if traced else "") + f" {'MiB/s':>9} {'util %':>7}"]
     for s in steps:
         p99 = f"{s.p99_us:,.0f}" if s.p99_us is not None else "-"
         util = f"{s.util_pct:.1f}" if s.util_pct is not None else "-"
+        dev = f"{s.device_p99_us:,.0f}" if s.device_p99_us is not None else "-"
         lines.append(
-            f"{s.qd:>5} {s.iops:>11,.0f} {s.mean_lat_us:>11,.1f} {p99:>10} "
-            f"{s.bw_kib_s / 1024:>9,.1f} {util:>7}"
+            f"{s.qd:>5} {s.iops:>11,.0f} {s.mean_lat_us:>11,.1f} {p99:>10}"
+            + (f" {dev:>8}" if traced else "")
+            + f" {s.bw_kib_s / 1024:>9,.1f} {util:>7}"
         )
     return "\n".join(lines) + "\n"
 
@@ -262,6 +271,8 @@ class AbRun:
     """I/Os fio issued."""
     device_ios: int | None
     """I/Os the device served (fio's ``disk_util``), when fio could tell."""
+    device_p99_us: float | None = None
+    """99th percentile device-side latency (the block tracer), when it ran."""
 
 
 @dataclass(frozen=True)
@@ -455,6 +466,7 @@ def ab_run_from_result(
     """The A/B figures of one probe result, run with ``value`` in force on ``device``."""
     util = _device_util(result, device)
     direction = result.read or result.write
+    block = direction.block if direction else None
     return AbRun(
         round=round_no,
         value=value,
@@ -465,6 +477,7 @@ def ab_run_from_result(
         p99_us=direction.clat.percentile("p99") if direction else None,
         fio_ios=sum(d.total_ios for d in result.directions),
         device_ios=(util.read_ios + util.write_ios) if util else None,
+        device_p99_us=block.percentile("p99") if block else None,
     )
 
 

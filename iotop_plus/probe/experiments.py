@@ -97,24 +97,25 @@ async def run_sweep(
     refuse_leftovers(journal, runner.roots, planned.device)
     steps: list[SweepStep] = []
     label, device = target, None
-    for qd in depths:
-        request = ProbeRequest(preset, replace(base, iodepth=qd), target)
+    with runner.tracing():  # one tracer for every step
+        for qd in depths:
+            request = ProbeRequest(preset, replace(base, iodepth=qd), target)
 
-        def progress(p: ProbeProgress, qd: int = qd) -> None:
-            if on_progress is not None:
-                on_progress(qd, p)
+            def progress(p: ProbeProgress, qd: int = qd) -> None:
+                if on_progress is not None:
+                    on_progress(qd, p)
 
-        try:
-            outcome = await runner.run(request, on_progress=progress)
-        except ProbeError as exc:
-            raise ExperimentError(f"QD {qd}: {exc}") from None
-        label, device = outcome.target.label, outcome.target.device
-        if history is not None:
-            history.add(outcome.result, settings_in_force(runner.roots, device))
-        step = step_from_result(qd, outcome.result, device)
-        steps.append(step)
-        if on_step is not None:
-            on_step(step)
+            try:
+                outcome = await runner.run(request, on_progress=progress)
+            except ProbeError as exc:
+                raise ExperimentError(f"QD {qd}: {exc}") from None
+            label, device = outcome.target.label, outcome.target.device
+            if history is not None:
+                history.add(outcome.result, settings_in_force(runner.roots, device))
+            step = step_from_result(qd, outcome.result, device)
+            steps.append(step)
+            if on_step is not None:
+                on_step(step)
     return SweepResult(
         label, device, preset.name, base.bs, step_runtime_s, tuple(steps), analyze_sweep(steps)
     )
@@ -194,52 +195,53 @@ async def run_ab(
     request = ProbeRequest(run_preset, run_params, target)
     complete = False
     change: Change | None = None
-    try:
-        for round_no, value in ab_order(list(checked), rounds):
-            try:
-                change = tuner.apply(device, setting, value)
-            except SettingError as exc:
-                raise ExperimentError(f"round {round_no}: {exc}") from None
+    with runner.tracing():  # one tracer for every run
+        try:
+            for round_no, value in ab_order(list(checked), rounds):
+                try:
+                    change = tuner.apply(device, setting, value)
+                except SettingError as exc:
+                    raise ExperimentError(f"round {round_no}: {exc}") from None
 
-            def started(t: ProbeTarget) -> None:
-                if setting == "read_ahead_kb":
-                    _drop_target_cache(t)
+                def started(t: ProbeTarget) -> None:
+                    if setting == "read_ahead_kb":
+                        _drop_target_cache(t)
 
-            def progress(p: ProbeProgress, r: int = round_no, v: str = value) -> None:
-                if on_progress is not None:
-                    on_progress(r, v, p)
+                def progress(p: ProbeProgress, r: int = round_no, v: str = value) -> None:
+                    if on_progress is not None:
+                        on_progress(r, v, p)
 
-            try:
-                outcome = await runner.run(request, on_progress=progress, on_start=started)
-            except ProbeError as exc:
-                raise ExperimentError(f"{setting}={value} (round {round_no}): {exc}") from None
-            label = outcome.target.label
-            if not runs:  # the first run: say if the setting cannot matter here
-                note = _elsewhere_note(runner.roots, device, outcome.target.device)
-                if note:
-                    notes.append(note)
-            if history is not None:
-                history.add(outcome.result, settings_in_force(runner.roots, device))
-            run = ab_run_from_result(
-                round_no, value, change.effective, outcome.result, outcome.target.device
-            )
-            busy = other_io_note(
-                f"round {round_no} ({setting}={value})",
-                run.fio_ios,
-                run.device_ios,
-                direct=run_params.direct,
-            )
-            if busy:
-                notes.append(busy)
-            _undo(tuner, change)
-            change = None
-            runs.append(run)
-            if on_run is not None:
-                on_run(run)
-        complete = True
-    finally:
-        if change is not None:
-            _undo(tuner, change)
+                try:
+                    outcome = await runner.run(request, on_progress=progress, on_start=started)
+                except ProbeError as exc:
+                    raise ExperimentError(f"{setting}={value} (round {round_no}): {exc}") from None
+                label = outcome.target.label
+                if not runs:  # the first run: say if the setting cannot matter here
+                    note = _elsewhere_note(runner.roots, device, outcome.target.device)
+                    if note:
+                        notes.append(note)
+                if history is not None:
+                    history.add(outcome.result, settings_in_force(runner.roots, device))
+                run = ab_run_from_result(
+                    round_no, value, change.effective, outcome.result, outcome.target.device
+                )
+                busy = other_io_note(
+                    f"round {round_no} ({setting}={value})",
+                    run.fio_ios,
+                    run.device_ios,
+                    direct=run_params.direct,
+                )
+                if busy:
+                    notes.append(busy)
+                _undo(tuner, change)
+                change = None
+                runs.append(run)
+                if on_run is not None:
+                    on_run(run)
+            complete = True
+        finally:
+            if change is not None:
+                _undo(tuner, change)
     now = tuner.read_one(device, setting).value
     summaries, comparisons = analyze_ab(list(checked), runs, metric)
     return AbResult(

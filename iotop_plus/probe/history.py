@@ -15,7 +15,14 @@ from typing import Any
 
 from iotop_plus.devices.settings import read_settings
 from iotop_plus.probe.presets import ProbeParams
-from iotop_plus.probe.results import DirectionResult, DiskUtil, Hint, Latency, ProbeResult
+from iotop_plus.probe.results import (
+    BlockLatency,
+    DirectionResult,
+    DiskUtil,
+    Hint,
+    Latency,
+    ProbeResult,
+)
 from iotop_plus.roots import Roots
 from iotop_plus.state import PROBES, StateDir, StateError
 
@@ -190,10 +197,19 @@ def _latency(doc: Any) -> Latency:
     )
 
 
+def _block(doc: Any) -> BlockLatency | None:
+    if doc is None:
+        return None
+    pcts = tuple((str(k), float(v)) for k, v in doc.get("percentiles_us", []))
+    return BlockLatency(**{**doc, "percentiles_us": pcts})
+
+
 def _direction(doc: Any) -> DirectionResult | None:
     if doc is None:
         return None
-    return DirectionResult(**{**doc, "clat": _latency(doc["clat"])})
+    return DirectionResult(
+        **{**doc, "clat": _latency(doc["clat"]), "block": _block(doc.get("block"))}
+    )
 
 
 def result_from_json(doc: Any) -> ProbeResult:
@@ -229,6 +245,8 @@ def _figures(r: ProbeResult) -> list[tuple[str, float | None, bool]]:
         for label in ("p50", "p99", "p99.99"):
             value = d.clat.percentile(label) if d else None
             rows.append((f"{name} clat {label} µs", value, False))
+        block = d.block.percentile("p99") if d and d.block else None
+        rows.append((f"{name} device p99 µs", block, False))
     rows.append(("fsync mean µs", r.fsync.mean_us if r.fsync else None, False))
     rows.append(("sys CPU %", r.sys_cpu_pct, False))
     util = max((u.util_pct for u in r.disk_util), default=None)

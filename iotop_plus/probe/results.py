@@ -49,6 +49,26 @@ class Latency:
 
 
 @dataclass(frozen=True)
+class BlockLatency:
+    """Device-side latency of one direction while the probe ran: block-layer issue to
+    completion, from the latency tracer, in microseconds (it excludes the syscall, the
+    filesystem and CPU waits that fio's ``clat`` includes)."""
+
+    count: int
+    """Requests the device completed."""
+    mean_us: float
+    """Mean device time."""
+    max_us: float
+    """Longest device time (exact)."""
+    percentiles_us: tuple[tuple[str, float], ...] = ()
+    """(label, value) for p50, p99 and p99.9."""
+
+    def percentile(self, label: str) -> float | None:
+        """The percentile called ``label`` (``p99``), or None."""
+        return dict(self.percentiles_us).get(label)
+
+
+@dataclass(frozen=True)
 class DirectionResult:
     """The figures for reads or for writes."""
 
@@ -80,6 +100,8 @@ class DirectionResult:
     """Mean of the bandwidth samples."""
     bw_samples: int
     """How many bandwidth samples there were."""
+    block: BlockLatency | None = None
+    """The device-side latency of these requests, when the block tracer ran."""
 
 
 @dataclass(frozen=True)

@@ -20,11 +20,12 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from iotop_plus.probe.block_latency import ProbeTracer, with_block_latency
 from iotop_plus.probe.fioproc import FioProcess
 from iotop_plus.probe.presets import DEFAULT_ENGINE, FALLBACK_ENGINE, Preset, ProbeParams
 from iotop_plus.probe.results import FioOutputError, ProbeResult, job_errors, parse_result
@@ -274,16 +275,58 @@ class ProbeRunner:
 
     Cancel a probe by cancelling the task awaiting :meth:`run`: fio's process group is
     killed and the probe directory removed before the cancellation propagates.
+
+    While fio runs, the block tracer (:class:`~iotop_plus.probe.block_latency.ProbeTracer`)
+    times the target device's requests, so results carry the device-side percentiles next
+    to fio's; it is started per run, or once for the runs inside :meth:`tracing`.
     """
 
-    def __init__(self, roots: Roots, fio: str | None = None) -> None:
+    def __init__(
+        self,
+        roots: Roots,
+        fio: str | None = None,
+        *,
+        trace: bool = True,
+        make_tracer: Callable[[], ProbeTracer] | None = None,
+    ) -> None:
         """Args:
         roots: where to read sysfs/procfs (target checks, io_uring sysctl).
         fio: fio's path; default: looked up when a probe starts (:mod:`iotop_plus.programs`:
             as root only system directories, PATH otherwise).
+        trace: Time the device side of each probe with the block tracer (root, bpftrace).
+        make_tracer: Builds the tracer (tests).
         """
         self.roots = roots
         self.fio = fio
+        self.trace = trace
+        self._make_tracer = make_tracer or (lambda: ProbeTracer(roots))
+        self._tracer: ProbeTracer | None = None
+        self._kept = 0
+
+    @contextlib.contextmanager
+    def tracing(self) -> Iterator[None]:
+        """Keep one block tracer over the runs inside (a sweep's steps, an A/B's rounds):
+        it attaches once instead of before every run."""
+        self._kept += 1
+        try:
+            yield
+        finally:
+            self._kept -= 1
+            if not self._kept:
+                self.close_tracer()
+
+    def close_tracer(self) -> None:
+        """Kill the block tracer, if one runs."""
+        tracer, self._tracer = self._tracer, None
+        if tracer is not None:
+            tracer.close()
+
+    async def _begin_trace(self, target: ProbeTarget) -> bool:
+        if not self.trace or target.device is None:
+            return False
+        if self._tracer is None:
+            self._tracer = self._make_tracer()
+        return await asyncio.to_thread(self._tracer.begin, target.device)
 
     def find_fio(self) -> str:
         """fio's path.
@@ -315,48 +358,68 @@ class ProbeRunner:
             asyncio.CancelledError: when cancelled, after cleaning up.
         """
         checked = await _open_in_thread(request, self.roots)
-        with checked:
-            fio = self.find_fio()
-            target = checked.target
-            if on_start is not None:
-                on_start(target)
-            params = request.params
-            notes: list[str] = [target.note] if target.note else []
-            if params.ioengine == DEFAULT_ENGINE and io_uring_disabled(self.roots):
-                params = replace(params, ioengine=FALLBACK_ENGINE)
-                notes.append("io_uring is disabled (sysctl kernel.io_uring_disabled): used libaio")
-            prefix = _pdeathsig_prefix()
-            if not prefix:
-                notes.append("setpriv not found: fio would outlive a killed iotop-plus")
+        try:
+            with checked:
+                return await self._run_checked(request, checked, on_progress, on_start)
+        finally:
+            if not self._kept:
+                self.close_tracer()
+
+    async def _run_checked(
+        self,
+        request: ProbeRequest,
+        checked: CheckedTarget,
+        on_progress: Callable[[ProbeProgress], object] | None,
+        on_start: Callable[[ProbeTarget], object] | None,
+    ) -> ProbeOutcome:
+        fio = self.find_fio()
+        target = checked.target
+        if on_start is not None:
+            on_start(target)
+        params = request.params
+        notes: list[str] = [target.note] if target.note else []
+        if params.ioengine == DEFAULT_ENGINE and io_uring_disabled(self.roots):
+            params = replace(params, ioengine=FALLBACK_ENGINE)
+            notes.append("io_uring is disabled (sysctl kernel.io_uring_disabled): used libaio")
+        prefix = _pdeathsig_prefix()
+        if not prefix:
+            notes.append("setpriv not found: fio would outlive a killed iotop-plus")
+        argv = prefix + build_argv(fio, request.preset, params, target, checked.fio_filename)
+        traced = await self._begin_trace(target)
+        before = _disk_counters(self.roots, target)
+        run = await self._run_fio(argv, params, on_progress, checked)
+        if params.ioengine == DEFAULT_ENGINE and _io_uring_unavailable(run):
+            params = replace(params, ioengine=FALLBACK_ENGINE)
+            notes.append("io_uring is unavailable here: fell back to libaio")
             argv = prefix + build_argv(fio, request.preset, params, target, checked.fio_filename)
+            traced = await self._begin_trace(target)
             before = _disk_counters(self.roots, target)
             run = await self._run_fio(argv, params, on_progress, checked)
-            if params.ioengine == DEFAULT_ENGINE and _io_uring_unavailable(run):
-                params = replace(params, ioengine=FALLBACK_ENGINE)
-                notes.append("io_uring is unavailable here: fell back to libaio")
-                argv = prefix + build_argv(
-                    fio, request.preset, params, target, checked.fio_filename
-                )
-                before = _disk_counters(self.roots, target)
-                run = await self._run_fio(argv, params, on_progress, checked)
-            raw, doc = _final_document(run, params)
-            raw, doc = _with_disk_util(raw, doc, target, before, _disk_counters(self.roots, target))
-            rotational = _rotational(self.roots, target.device)
-            device_class = _device_class(self.roots, target.device)
-            try:
-                result = parse_result(
-                    doc,
-                    request.preset,
-                    params,
-                    target=target.label,
-                    device=target.device,
-                    rotational=rotational,
-                    notes=tuple(notes),
-                    device_class=device_class,
-                )
-            except FioOutputError as exc:
-                raise ProbeError(str(exc)) from exc
-            return ProbeOutcome(result, raw, tuple(argv), target)
+        tracer = self._tracer
+        block = None
+        if traced and tracer is not None and target.device is not None:
+            block = await asyncio.to_thread(tracer.end, target.device)
+        raw, doc = _final_document(run, params)
+        raw, doc = _with_disk_util(raw, doc, target, before, _disk_counters(self.roots, target))
+        rotational = _rotational(self.roots, target.device)
+        device_class = _device_class(self.roots, target.device)
+        try:
+            result = parse_result(
+                doc,
+                request.preset,
+                params,
+                target=target.label,
+                device=target.device,
+                rotational=rotational,
+                notes=tuple(notes),
+                device_class=device_class,
+            )
+        except FioOutputError as exc:
+            raise ProbeError(str(exc)) from exc
+        if self.trace and target.device is not None:
+            problem = tracer.problem if tracer is not None else None
+            result = with_block_latency(result, block, problem)
+        return ProbeOutcome(result, raw, tuple(argv), target)
 
     async def _run_fio(
         self,

@@ -48,6 +48,12 @@ ALIGN_SLACK_NS = 20_000_000
 """A tick this recent (20 ms) ends the interval; otherwise a frame waits for the next one."""
 MAP_KEYS_MAX = 16384
 """``BPFTRACE_MAP_KEYS_MAX``: requests in flight and buckets the child can hold."""
+BLIND_RATIO = 0.7
+"""A tracer that counts fewer than this share of the completions the disks report..."""
+BLIND_MIN_IOS = 500
+"""...over a frame with at least this many completions..."""
+BLIND_FRAMES = 2
+"""...this many frames in a row has a full stamp map (see :class:`BlindWatch`): restart it."""
 TRACEFS = "/sys/kernel/tracing"
 """Where tracefs is mounted when it is missing."""
 _EVENT_DIRS = (f"{TRACEFS}/events/block", "/sys/kernel/debug/tracing/events/block")
@@ -266,17 +272,20 @@ class Tracer:
         tick_ms: int = TICK_MS,
         tag: str = "",
         argv_prefix: tuple[str, ...] | None = None,
+        map_keys: int = MAP_KEYS_MAX,
     ) -> None:
         """Args:
         queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
         tick_ms: How often the child prints.
         tag: Text added to the program's first line (tests find their child by it).
         argv_prefix: ``[setpriv, --pdeathsig, KILL, --, bpftrace]`` override (tests).
+        map_keys: Keys each map of the child holds (tests make it small).
         """
         self.queue = queue
         self.tick_ms = tick_ms
         self.tag = tag
         self._argv_prefix = argv_prefix
+        self.map_keys = map_keys
         self._batches: collections.deque[TracerBatch] = collections.deque(
             maxlen=MAX_PENDING_BATCHES
         )
@@ -330,7 +339,7 @@ class Tracer:
         env = {
             "PATH": "/usr/sbin:/usr/bin:/sbin:/bin",
             "LANG": "C",
-            "BPFTRACE_MAP_KEYS_MAX": str(MAP_KEYS_MAX),
+            "BPFTRACE_MAP_KEYS_MAX": str(self.map_keys),
         }
         try:
             proc = subprocess.Popen(
@@ -453,6 +462,46 @@ def _names_by_dev(counters: Mapping[str, object]) -> dict[int, str]:
     return out
 
 
+class BlindWatch:
+    """Notices a tracer gone blind because its map of request stamps is full.
+
+    The kernel skips a tracepoint's BPF program when it fires in an interrupt while another
+    BPF program runs on the same CPU, so a few completions are never seen (about 0.1 % of
+    them on a busy loop device over a virtio disk here) and their issue stamps stay in the
+    map. On a large disk their sectors rarely come back, so after minutes of heavy random I/O
+    the map is full and new requests go unstamped: the figures would quietly cover fewer and
+    fewer requests. bpftrace 0.17 cannot clear a map that probes delete from (it aborts), so
+    the cure is a new tracer, and this watch says when: when the devices that were traced
+    report many more completions (``/proc/diskstats``) than the tracer saw, frame after
+    frame. Devices never traced (bio-based dm and md, partitions) do not count.
+    """
+
+    def __init__(self) -> None:
+        self._prev: dict[str, int] = {}
+        self._traced: set[str] = set()
+        self._strikes = 0
+
+    def blind(self, counters: Mapping[str, object], seen: Mapping[str, int]) -> bool:
+        """Take one frame: ``counters`` (cumulative disk counters by name) and ``seen`` (reads
+        and writes the tracer counted per name); True when the tracer should be restarted."""
+        completed = traced = 0
+        for name, c in counters.items():
+            reads, writes = getattr(c, "reads", None), getattr(c, "writes", None)
+            if not isinstance(reads, int) or not isinstance(writes, int):
+                continue
+            now, before = reads + writes, self._prev.get(name)
+            self._prev[name] = now
+            got = seen.get(name, 0)
+            if got:
+                self._traced.add(name)
+            if before is not None and name in self._traced and now >= before:
+                completed += now - before
+                traced += got
+        short = completed >= BLIND_MIN_IOS and traced < BLIND_RATIO * completed
+        self._strikes = self._strikes + 1 if short else 0
+        return self._strikes >= BLIND_FRAMES
+
+
 class LatencyPart:
     """The latency part of :class:`~iotop_plus.sampling.frame.LiveSource`'s frames."""
 
@@ -476,6 +525,7 @@ class LatencyPart:
         self._notice: str | None = None
         self._last_end_ns: int | None = None
         self._started = False
+        self._watch = BlindWatch()
 
     def start(self) -> None:
         """Check and start the tracer (once; :meth:`close` then a new part restarts)."""
@@ -547,6 +597,13 @@ class LatencyPart:
         span = (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0
         devices = {n: DeviceLatency(MappingProxyType(o)) for n, o in merged.items()}
         status = tracer.error  # died after this frame's batches: say so now
+        seen = {n: d.op("read").count + d.op("write").count for n, d in devices.items()}
+        if status is None and self._watch.blind(counters, seen):
+            self._restart()
+            notice = (
+                "latency tracer restarted: its map of requests in flight had filled up with "
+                "completions the kernel did not report"
+            )
         return LatencyFrame(
             FAILED if status else RUNNING,
             MappingProxyType(devices),
@@ -554,6 +611,14 @@ class LatencyPart:
             span_s=span,
             notice=notice,
         )
+
+    def _restart(self) -> None:
+        if self.tracer is not None:
+            self.tracer.close()
+        self._watch = BlindWatch()
+        self._last_end_ns = None
+        self.tracer = self._make_tracer()
+        self.tracer.start()
 
     def close(self) -> None:
         """Kill the tracer."""

@@ -135,6 +135,13 @@ def result_card(result: ProbeResult) -> Table:
             "  clat µs",
             " ".join(f"{label} {v:,.0f}" for label, v in d.clat.percentiles_us),
         )
+        if d.block is not None:
+            _row(
+                grid,
+                "  device µs",
+                " ".join(f"{label} {v:,.0f}" for label, v in d.block.percentiles_us)
+                + f" max {d.block.max_us:,.0f}",
+            )
         _row(grid, "  slat", f"{d.slat_mean_us:,.1f} µs")
     if result.fsync is not None:
         _row(

@@ -1,0 +1,165 @@
+"""Device-side latency of a probe: the block layer's issue-to-completion time while fio ran.
+
+fio's ``clat`` is measured from user space: it includes the syscall, the filesystem and the
+wait for a CPU. The block tracer (:mod:`iotop_plus.sampling.latency`) times only what the
+device did. Shown side by side they say where a slow probe lost its time: a device p99 far
+below fio's points at the host (CPU, filesystem, page cache), a device p99 close to it at
+the device.
+
+One :class:`ProbeTracer` serves a probe or a whole sweep: :meth:`ProbeTracer.begin` starts the
+tracer (once) and drops what it saw so far, :meth:`ProbeTracer.end` merges what the target
+device did since. Requests of other processes on that device count too; the probe result's
+other-I/O note says when there were any.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from iotop_plus.probe.results import BlockLatency, ProbeResult
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.latency import LatencyPart
+from iotop_plus.sampling.latency_hist import FAILED, DeviceLatency, Histogram
+
+READY_TIMEOUT_S = 5.0
+"""How long a probe waits for the tracer to attach before running untraced."""
+BLOCK_PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p99", 99.0), ("p99.9", 99.9))
+"""The device-side percentiles shown, labelled as fio's are."""
+
+
+@dataclass(frozen=True)
+class _DevNumbers:
+    """What :meth:`LatencyPart.frame` needs to know of a device: its numbers."""
+
+    major: int
+    minor: int
+
+
+def block_line(block: BlockLatency) -> str:
+    """``mean 41.2  p50 38.0  p99 77.1  p99.9 120.5  max 240.0  (90,112 requests)``: µs."""
+    pcts = "  ".join(f"{label} {v:,.1f}" for label, v in block.percentiles_us)
+    return f"mean {block.mean_us:,.1f}  {pcts}  max {block.max_us:,.1f}  ({block.count:,} requests)"
+
+
+def block_latency(hist: Histogram) -> BlockLatency | None:
+    """The shown figures of one direction's histogram; None when it saw no request."""
+    if not hist.count:
+        return None
+    pcts = tuple(
+        (label, round(value / 1000.0, 3))
+        for label, rank in BLOCK_PERCENTILES
+        if (value := hist.percentile(rank)) is not None
+    )
+    mean = hist.mean_ns or 0.0
+    return BlockLatency(
+        count=hist.count,
+        mean_us=round(mean / 1000.0, 3),
+        max_us=round(hist.max_ns / 1000.0, 3),
+        percentiles_us=pcts,
+    )
+
+
+class ProbeTracer:
+    """The block tracer of one probe or sweep: started at the first :meth:`begin`, killed by
+    :meth:`close`, after which it stays off. Blocking calls: run them in a worker thread;
+    :meth:`close` may come from any thread."""
+
+    def __init__(self, roots: Roots, make_part: Callable[[], LatencyPart] | None = None) -> None:
+        """Args:
+        roots: Where the target device's numbers are read.
+        make_part: Builds the latency part (tests); default one without the queue split.
+        """
+        self.roots = roots
+        self._make_part = make_part or (lambda: LatencyPart(queue=False))
+        self._part: LatencyPart | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+        self.problem: str | None = None
+        """Why the device-side latency is not traced, once known (one line)."""
+
+    def _numbers(self, device: str) -> dict[str, _DevNumbers]:
+        try:
+            text = (self.roots.sys_class_block / device / "dev").read_text()
+            major, minor = (int(x) for x in text.strip().split(":"))
+        except (OSError, ValueError):
+            return {}
+        return {device: _DevNumbers(major, minor)}
+
+    def _started(self) -> LatencyPart | None:
+        with self._lock:  # close() waits for a start under way, so no child escapes it
+            if self._closed:
+                return None
+            if self._part is None:
+                self._part = self._make_part()
+                self._part.start()
+            return self._part
+
+    def begin(self, device: str) -> bool:
+        """Start the tracer when it is not running and forget what it saw so far.
+
+        Returns True when the probe about to start is traced; otherwise :attr:`problem`
+        says why (None after :meth:`close`).
+        """
+        if self.problem is not None:
+            return False
+        part = self._started()
+        if part is None:
+            return False
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not part.wait_ready(0.1):
+            if self._closed:
+                return False
+            first = part.frame({}, time.monotonic())
+            if first.state == FAILED or time.monotonic() >= deadline:
+                failed = first.state == FAILED and first.status
+                self.problem = (
+                    first.status
+                    if failed
+                    else (f"the tracer did not attach within {READY_TIMEOUT_S:.0f} s")
+                )
+                self.close()
+                return False
+        part.frame(self._numbers(device), time.monotonic())
+        return True
+
+    def end(self, device: str) -> DeviceLatency | None:
+        """What ``device`` did since :meth:`begin` (after the tracer's next tick), or None
+        when the tracer failed meanwhile (:attr:`problem` says why)."""
+        part = self._part
+        if part is None or self.problem is not None:
+            return None
+        tracer = part.tracer
+        if tracer is not None:  # a tick after now: the run's last requests are in it
+            tracer.wait_tick(time.monotonic_ns(), tracer.tick_ms / 1000 + 0.5)
+        frame = part.frame(self._numbers(device), time.monotonic())
+        if frame.state == FAILED:
+            self.problem = frame.status or "the latency tracer stopped"
+            return None
+        return frame.devices.get(device, DeviceLatency({}))
+
+    def close(self) -> None:
+        """Kill the tracer; it stays off."""
+        with self._lock:
+            self._closed = True
+            part, self._part = self._part, None
+        if part is not None:
+            part.close()
+
+
+def with_block_latency(
+    result: ProbeResult, latency: DeviceLatency | None, problem: str | None
+) -> ProbeResult:
+    """``result`` with each direction's device-side latency, or with a note saying why it
+    has none."""
+    if latency is None:
+        note = f"device-side latency not traced: {problem or 'the tracer gave nothing'}"
+        return replace(result, notes=(*result.notes, note))
+    read, write = result.read, result.write
+    return replace(
+        result,
+        read=replace(read, block=block_latency(latency.op("read"))) if read else None,
+        write=replace(write, block=block_latency(latency.op("write"))) if write else None,
+    )
