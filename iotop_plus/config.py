@@ -156,7 +156,7 @@ def config_from_mapping(raw: dict[str, Any], problems: list[str], source: str = 
             continue
         changes[key] = value
     cfg = replace(defaults, **changes)
-    if cfg.column_set not in ("basic", "extended"):
-        problems.append(f"{source}: column_set must be basic or extended; using basic")
+    if cfg.column_set not in ("basic", "extended", "latency"):
+        problems.append(f"{source}: column_set must be basic, extended or latency; using basic")
         cfg = replace(cfg, column_set="basic")
     return cfg

@@ -26,6 +26,9 @@ def test_values_are_read_and_the_interval_is_clamped(tmp_path: Path) -> None:
     cfg = load_config(path)
     assert cfg.interval == 10.0
     assert cfg.column_set == "extended" and cfg.show_all
+    path.write_text('column_set = "latency"\n')
+    problems: list[str] = []
+    assert load_config(path, problems).column_set == "latency" and problems == []
 
 
 @needs_tomllib

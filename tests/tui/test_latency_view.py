@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 
 import pytest
 from rich.text import Text
@@ -97,3 +98,19 @@ def test_view_text_shows_starting_failure_and_split() -> None:
     text: Text = view.render_text(lat, "sda")
     assert "time in queue 80 %, in device 20 %" in text.plain
     assert "■" in text.plain and "10" in text.plain
+
+
+async def test_config_column_set_latency_starts_with_the_view_and_tracer() -> None:
+    if os.geteuid() != 0 or shutil.which("bpftrace") is None:
+        pytest.skip("needs root and bpftrace")
+    app = make_app(Roots(), Config(column_set="latency"), interval=0.5)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await started(pilot, app)
+        assert table(app).column_set == "latency"
+        assert app.main_screen.query_one(LatencyView).display
+        await wait_for(pilot, lambda: len(tracers()) == 1, timeout=15)
+    for _ in range(100):  # quitting kills it
+        if not tracers():
+            break
+        time.sleep(0.05)
+    assert tracers() == []

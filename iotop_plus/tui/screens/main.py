@@ -59,6 +59,7 @@ from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
 from iotop_plus.tui.widgets.latency_view import LatencyView
 from iotop_plus.tui.widgets.pressure import PressureGauge
+from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
     from iotop_plus.probe.runner import ProbeRunner
@@ -183,7 +184,10 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         self.add_class("view-table")
         self.query_one(LatencyView).display = False
         self._apply_size(self.size.width, self.size.height)
-        self.query_one(DeviceTable).focus()
+        table = self.query_one(DeviceTable)
+        table.focus()
+        if table.column_set == LATENCY_SET:  # column_set = "latency" in the config
+            self.show_latency_view(True)
 
     def on_resize(self, event: object) -> None:
         size = getattr(event, "size", self.size)
