@@ -3,6 +3,7 @@ dies (missing program, not root, killed mid-run, a vanished device, signals to t
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -436,3 +437,59 @@ def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin) ->
     assert plain.returncode == 0, plain.stderr
     assert "device µs" not in plain.stdout and "not traced" not in plain.stdout
     assert subprocess.run(["pgrep", "-f", MARKER], capture_output=True, check=False).stdout == b""
+
+
+_HOLDER = """
+import sys, time
+from iotop_plus.sampling.latency import Tracer
+prefix = None if sys.argv[1] == "pdeathsig" else (sys.argv[2],)
+t = Tracer(queue=False, tag="pdeathsig-test", argv_prefix=prefix)
+t.start()
+t.ready.wait(15)
+print(t.pid, t._proc.stdout.fileno(), t._proc.stderr.fileno(), flush=True)
+time.sleep(600)
+"""
+
+
+def _tracer_after_parent_sigkill(mode: str) -> tuple[int, bool]:
+    """Start a tracer in a child Python, hold the tracer's output pipes open ourselves (so
+    bpftrace cannot die of SIGPIPE), SIGKILL that parent; (tracer pid, tracer gone in 3 s)."""
+    parent = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, mode, str(shutil.which("bpftrace"))], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+    held: list[int] = []
+    try:
+        assert parent.stdout is not None
+        pid, out_fd, err_fd = (int(x) for x in parent.stdout.readline().split())
+        held = [os.open(f"/proc/{parent.pid}/fd/{fd}", os.O_RDONLY) for fd in (out_fd, err_fd)]
+        parent.kill()
+        parent.wait()
+        gone = wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), 3)
+        return pid, gone
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for fd in held:
+            os.close(fd)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def test_the_parent_death_signal_alone_kills_the_tracer() -> None:
+    """With its pipes still open elsewhere, only PR_SET_PDEATHSIG can kill bpftrace when its
+    parent is SIGKILLed; without setpriv's --pdeathsig the same tracer lives on."""
+    need_tracer()
+    pid, gone = _tracer_after_parent_sigkill("pdeathsig")
+    assert gone, f"bpftrace {pid} outlived its SIGKILLed parent"
+    pid, gone = _tracer_after_parent_sigkill("plain")
+    try:
+        assert not gone, "the control tracer died too: the test would not see a missing pdeathsig"
+    finally:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
