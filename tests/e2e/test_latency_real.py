@@ -455,7 +455,10 @@ def _tracer_after_parent_sigkill(mode: str) -> tuple[int, bool]:
     """Start a tracer in a child Python, hold the tracer's output pipes open ourselves (so
     bpftrace cannot die of SIGPIPE), SIGKILL that parent; (tracer pid, tracer gone in 3 s)."""
     parent = subprocess.Popen(
-        [sys.executable, "-c", _HOLDER, mode, str(shutil.which("bpftrace"))], stdout=subprocess.PIPE, text=True, cwd=REPO
+        [sys.executable, "-c", _HOLDER, mode, str(shutil.which("bpftrace"))],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
     )
     held: list[int] = []
     try:
