@@ -91,7 +91,18 @@ def help_text() -> str:
     lines += [f"  [b]{name:<{NAME_WIDTH}}[/b] {means}." for name, means in MEANINGS]
     lines += ["", THRESHOLDS]
     lines += ["", PRESSURE_HELP]
+    lines += ["", PROBE_HELP]
     return "\n".join(lines)
+
+
+PROBE_HELP = (
+    "[b]Probe results[/b]: [b]clat µs[/b] is fio's completion latency, seen from the program: "
+    "it includes the syscall, the filesystem and waits for a CPU. [b]device µs[/b] (as root "
+    "with bpftrace) is the block layer's issue-to-completion time of the device's requests "
+    "while fio ran. A device p99 far below fio's points at the host; close to it, at the "
+    "device. [i]Misleads:[/i] other I/O on the device is counted too (a note says when there "
+    "was any); on a loop device it measures the backing file."
+)
 
 
 class HelpScreen(Modal[None]):
