@@ -407,13 +407,14 @@ def test_a_tracer_whose_stamp_map_is_full_is_restarted(make_loop, fio_bin) -> No
     assert wait_for(lambda: tracers_of(os.getpid()) == [], 5)
 
 
-def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
+def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The probe command traces the device while fio runs: device p50/p99 are at most fio's
     clat (block time excludes the syscall), counts match fio's, and no tracer is left."""
     need_tracer()
     dev = make_loop(32, direct_io=True, filled=True)
     done = subprocess.run(
-        [sys.executable, "-m", "iotop_plus", "probe", "randread", "-t", f"/dev/{dev}",
+        [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
+         "probe", "randread", "-t", f"/dev/{dev}",
          "-r", "2", "-q", "-f", "json", "-s", "iodepth=1"],
         capture_output=True, text=True, timeout=120, cwd=REPO, check=False,
     )  # fmt: skip
@@ -430,7 +431,8 @@ def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin) ->
     assert abs(block["count"] - read["total_ios"]) <= 0.02 * read["total_ios"] + 5
     assert doc["write"] is None
     plain = subprocess.run(
-        [sys.executable, "-m", "iotop_plus", "probe", "randread", "-t", f"/dev/{dev}",
+        [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
+         "probe", "randread", "-t", f"/dev/{dev}",
          "-r", "1", "-q", "--no-trace"],
         capture_output=True, text=True, timeout=120, cwd=REPO, check=False,
     )  # fmt: skip
