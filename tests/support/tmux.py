@@ -304,16 +304,22 @@ class TmuxSession:
         n = int(time.monotonic_ns() % 9000) + 1000
         self.send_text(f"echo MARK-$(({n}*7))")
         self.send_keys("Enter")
+        mark = f"MARK-{n * 7}"
+
+        def prompt_after_mark(screen: str) -> bool:
+            rows = screen.split("\n")
+            marker_rows = [i for i, row in enumerate(rows) if mark in row]
+            prompt_rows = [i for i, row in enumerate(rows) if row.startswith(PROMPT.strip())]
+            return bool(marker_rows and prompt_rows) and max(prompt_rows) > marker_rows[-1]
+
         try:
-            screen = self.wait_for(f"MARK-{n * 7}", timeout=5)
+            self.wait_for(mark, timeout=5)
         except TmuxError:
             problems.append("the shell did not answer an echo (input or output broken)")
         else:
-            marker_rows = [i for i, row in enumerate(screen.split("\n")) if f"MARK-{n * 7}" in row]
-            prompt_rows = [
-                i for i, row in enumerate(screen.split("\n")) if row.startswith(PROMPT.strip())
-            ]
-            if not prompt_rows or max(prompt_rows) <= marker_rows[-1]:
+            try:  # the shell prints its prompt a moment after the echo's output
+                self.wait_until(prompt_after_mark, timeout=5, what="a prompt after the echo")
+            except TmuxError:
                 problems.append("no fresh prompt after the echo")
         try:
             after = self.terminal_state()
