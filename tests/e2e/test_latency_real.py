@@ -21,7 +21,13 @@ from iotop_plus.programs import search_path_override
 from iotop_plus.sampling.diskstats import parse_diskstats
 from iotop_plus.sampling.frame import LATENCY, LATENCY_QUEUE, Frame, LiveSource
 from iotop_plus.sampling.latency import MAP_KEYS_MAX, MARKER, LatencyPart, Tracer
-from iotop_plus.sampling.latency_hist import FAILED, RUNNING, DeviceLatency
+from iotop_plus.sampling.latency_hist import (
+    FAILED,
+    RUNNING,
+    DeviceLatency,
+    bucket_bounds,
+    bucket_of,
+)
 from tests.support.nobody import nobody_env, nobody_python
 
 REPO = Path(__file__).resolve().parents[2]
@@ -407,15 +413,26 @@ def test_a_tracer_whose_stamp_map_is_full_is_restarted(make_loop, fio_bin) -> No
     assert wait_for(lambda: tracers_of(os.getpid()) == [], 5)
 
 
+def _bucket_low_us(value_us: float) -> float:
+    """Where the histogram bucket holding ``value_us`` starts, in µs (a value at a bucket's
+    top edge counts in the bucket below it)."""
+    return bucket_bounds(bucket_of(max(round(value_us * 1000) - 1, 1)))[0] / 1000
+
+
 def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The probe command traces the device while fio runs: device p50/p99 are at most fio's
-    clat (block time excludes the syscall), counts match fio's, and no tracer is left."""
+    clat, counts match fio's, and no tracer is left.
+
+    psync, because its clat covers the whole pread, so each request's block time lies inside
+    it. io_uring (the default) starts clat when io_uring_enter returns, after the request
+    was issued: on a busy CPU its device p50 came out above fio's clat p50 (71 vs 62 µs),
+    and a CI run saw device p99 464 µs over clat p99 408 µs."""
     need_tracer()
     dev = make_loop(32, direct_io=True, filled=True)
     done = subprocess.run(
         [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
          "probe", "randread", "-t", f"/dev/{dev}",
-         "-r", "2", "-q", "-f", "json", "-s", "iodepth=1"],
+         "-r", "2", "-q", "-f", "json", "-s", "iodepth=1", "-s", "ioengine=psync"],
         capture_output=True, text=True, timeout=120, cwd=REPO, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
@@ -426,7 +443,10 @@ def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tm
     fio_pcts, ours = dict(read["clat"]["percentiles_us"]), dict(block["percentiles_us"])
     assert set(ours) == {"p50", "p99", "p99.9"}
     assert 0 < ours["p50"] <= ours["p99"] <= ours["p99.9"] <= block["max_us"]
-    assert ours["p50"] <= fio_pcts["p50"] and ours["p99"] <= fio_pcts["p99"] * 1.1
+    # ours are interpolated inside a bucket 1/8 wide, fio's are its bucket's middle (1/64
+    # wide): the bucket holding our percentile must start at or below fio's
+    for rank in ("p50", "p99"):
+        assert _bucket_low_us(ours[rank]) <= fio_pcts[rank] * (1 + 1 / 128), (rank, ours, fio_pcts)
     # a few completions are not reported to BPF under load (see BlindWatch): 2 %
     assert abs(block["count"] - read["total_ios"]) <= 0.02 * read["total_ios"] + 5
     assert doc["write"] is None

@@ -100,8 +100,10 @@ PROBE_HELP = (
     "it includes the syscall, the filesystem and waits for a CPU. [b]device µs[/b] (as root "
     "with bpftrace) is the block layer's issue-to-completion time of the device's requests "
     "while fio ran. A device p99 far below fio's points at the host; close to it, at the "
-    "device. [i]Misleads:[/i] other I/O on the device is counted too (a note says when there "
-    "was any); on a loop device it measures the backing file."
+    "device. [i]Misleads:[/i] with io_uring and libaio, clat starts when the submit call "
+    "returns, after the device has the request, so on a busy CPU device µs can exceed clat "
+    "(ioengine=psync times the whole call); other I/O on the device is counted too (a note "
+    "says when there was any); on a loop device it measures the backing file."
 )
 
 
