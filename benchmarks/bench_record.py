@@ -24,6 +24,7 @@ from types import MappingProxyType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from iotop_plus.commands.snapshot_overview import minutes
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.timeline import open_timeline
@@ -174,6 +175,12 @@ def main() -> None:
             assert frame is not None
         seeks.sort()
         print(f"seek to a minute: median {seeks[10] * 1000:.1f} ms, max {seeks[-1] * 1000:.1f} ms")
+        t = time.perf_counter()
+        rows = sum(1 for _ in minutes(timeline.files, T0, T0 + args.day))
+        took = time.perf_counter() - t
+        print(
+            f"overview (roll-ups only, no sample decoded): {rows} minutes in {took * 1000:.0f} ms"
+        )
         if args.atop:
             atop(tmp, args.atop)
     finally:
@@ -181,6 +188,9 @@ def main() -> None:
 
 
 def atop(tmp: Path, seconds: float) -> None:
+    if shutil.which("atop") is None:
+        print("atop -w: not compared, atop is not installed (apt-get install atop)")
+        return
     path = tmp / "atop.raw"
     n = max(2, int(seconds))
     t = time.monotonic()

@@ -81,6 +81,13 @@ def add_parser(sub: Any) -> None:
     )
     p.add_argument("--start", metavar="T", help="with --from: 14:05, '10m ago' or ISO 8601")
     p.add_argument("--end", metavar="T", help="with --from: end of the window (default: its end)")
+    p.add_argument(
+        "--overview",
+        action="store_true",
+        help="with --from: the per-minute roll-ups stored in the recording (mean and max of "
+        "IOPS, MB/s, await, %%util, aqu-sz per device) without decoding the samples: a day in "
+        "about a second",
+    )
     # None tells "not given" (--from then reports every recorded interval); live uses 1 and 1.
     p.set_defaults(run=run, interval=None, count=None)
 
@@ -96,8 +103,8 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         from iotop_plus.commands.snapshot_recorded import run_recorded
 
         return run_recorded(args, out)
-    if args.start or args.end:
-        raise UsageError("--start and --end need --from RECORDING")
+    if args.start or args.end or args.overview:
+        raise UsageError("--start, --end and --overview need --from RECORDING")
     args.interval = args.interval or 1.0
     args.count = args.count or 1
     source = LiveSource(roots)

@@ -14,6 +14,7 @@ from typing import TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
 from iotop_plus.commands.snapshot import emit, resolve_devices
+from iotop_plus.commands.snapshot_overview import run_overview
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.sampling.diskstats import printable
@@ -45,6 +46,8 @@ def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
             raise UsageError(str(exc)) from None
         if end < start:
             raise UsageError("--end is before --start")
+        if args.overview:
+            return run_overview(args, out, timeline, start, end)
         pairs = timeline.pairs(start, end, args.interval)
         first = next(pairs, None)
         if first is None:

@@ -1,4 +1,4 @@
-"""The recording format, versions 1 and 2: frames, chunks, records and the column codec.
+"""The recording format, versions 1 to 3: frames, chunks, records and the column codec.
 
 The byte layout is documented in ``docs/recording-format.md``; this module is its one
 implementation. A file is::
@@ -52,8 +52,8 @@ from iotop_plus.sampling.diskstats import (
 
 MAGIC = b"IOTPLREC"
 """The first 8 bytes of every recording and bundle."""
-VERSION = 2
-"""The format version this code writes and the newest it reads (it reads 1 too)."""
+VERSION = 3
+"""The format version this code writes and the newest it reads (it reads 1 and 2 too)."""
 FILE_PREFIX = struct.Struct("<8sHHI")
 FRAME = struct.Struct("<cII")
 """Frame header: type, payload length, CRC32 of the payload."""

@@ -301,14 +301,21 @@ class RecordingFile:
         return samples
 
     def rollup(self, i: int) -> dict[str, Any]:
-        """The per-minute roll-up stored with chunk ``i`` (empty for an open chunk)."""
+        """The per-minute roll-up stored with chunk ``i``: ``{"devices": [...], "seconds": S,
+        METRIC: {"min": [...], "max": [...], "mean": [...]}}`` for each of
+        :data:`ROLLUP_METRICS`, whatever the file's version; empty for an open chunk, or one
+        whose trailer cannot be read.
+        """
         chunk = self.chunks[i]
         if chunk.trailer is None:
             return {}
         got = self._frame_at(chunk.trailer, os.fstat(self._fd).st_size)
         if got is None:
             return {}
-        return dict(load_blob(got[1][TRAILER.size : -TRAILER_END.size]))
+        try:
+            return normalized_rollup(load_blob(got[1][TRAILER.size : -TRAILER_END.size]))
+        except (zlib.error, ValueError, TypeError):  # not numbers: CRC-valid but not ours
+            return {}
 
 
 def decode_stream(
@@ -331,7 +338,7 @@ def decode_stream(
                 (length,) = struct.unpack_from("<I", body)
                 head = json.loads(bytes(body[4 : 4 + length]))
                 layout = Layout.from_json(head["layout"])
-                codec = DiskCodec(layout) if version == 1 else DiskCodecV2(layout)
+                codec = DiskCodec(layout) if version == 1 else DiskCodecV2(layout, version)
                 cols = codec.decode_keyframe(body, 4 + length)
                 ns, mono_bits = int(head["wall_ns"]), int(head["mono_bits"])
             elif kind == b"D" and codec is not None:
@@ -378,3 +385,32 @@ def _finish(parts: dict[str, Any]) -> RecordedSample:
 
 
 __all__ = ["Chunk", "FormatError", "RecordingFile", "decode_stream"]
+
+
+ROLLUP_METRICS = ("iops", "mbps", "await", "util", "aqu")
+"""The roll-up's figures: IOPS, MB/s (10^6 B), await (ms), %util and aqu-sz."""
+
+
+def normalized_rollup(doc: object) -> dict[str, Any]:
+    """A stored roll-up in version 3's shape (versions 1 and 2 stored ``[min, max, mean]`` per
+    device); empty when it is not a roll-up of its device list."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("devices"), list):
+        return {}
+    n = len(doc["devices"])
+    out: dict[str, Any] = {"devices": [str(d) for d in doc["devices"]]}
+    out["seconds"] = float(doc.get("seconds") or 0)
+    for m in ROLLUP_METRICS:
+        got = doc.get(m)
+        if isinstance(got, list):  # versions 1 and 2
+            if len(got) != n or not all(isinstance(t, list) and len(t) == 3 for t in got):
+                return {}
+            got = {key: [t[j] for t in got] for j, key in enumerate(("min", "max", "mean"))}
+        if got is None and not out["seconds"]:
+            continue  # a chunk of one sample has no intervals to roll up
+        if not isinstance(got, dict) or any(
+            not isinstance(got.get(key), list) or len(got[key]) != n
+            for key in ("min", "max", "mean")
+        ):
+            return {}
+        out[m] = {key: [float(x) for x in got[key]] for key in ("min", "max", "mean")}
+    return out
