@@ -136,10 +136,71 @@ def test_percentiles_agree_with_fio_randread_qd1(make_loop, fio_bin) -> None:  #
     p50, p99 = ours.percentile(50), ours.percentile(99)
     print(f"p50 ours {p50:.0f} ns fio {fio_p50} ns; p99 ours {p99:.0f} ns fio {fio_p99} ns")
     assert p50 is not None and p99 is not None
-    assert fio_p50 / 2 <= p50 <= fio_p50
-    assert fio_p99 / 2 <= p99 <= fio_p99
+    # at most fio's: the bucket holding ours starts at or below fio's (see _bucket_low_us)
+    assert fio_p50 / 2 <= p50 and _bucket_low_us(p50 / 1000) <= fio_p50 / 1000 * (1 + 1 / 128)
+    assert fio_p99 / 2 <= p99 and _bucket_low_us(p99 / 1000) <= fio_p99 / 1000 * (1 + 1 / 128)
     # every request fio completed was seen once (fio's count is per job, ours per device)
     assert abs(ours.count - job["total_ios"]) <= 0.01 * job["total_ios"] + 5
+
+
+CAPTURE = """
+tracepoint:block:block_rq_issue { @s[args->dev, args->sector] = nsecs; }
+tracepoint:block:block_rq_complete {
+  $t = @s[args->dev, args->sector];
+  if ($t) { delete(@s[args->dev, args->sector]); printf("req %d %d\\n", args->dev, nsecs - $t); }
+}
+END { clear(@s); }
+"""
+"""One line per request: the exact block time our histograms are checked against."""
+
+
+def exact_percentile(values: list[int], rank: float) -> float:
+    """The nearest-rank percentile (the value below which ``rank`` % of the requests are)."""
+    ordered = sorted(values)
+    return float(ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * rank // 100) - 1))])
+
+
+def test_percentiles_are_within_15_percent_of_a_per_request_capture(
+    make_loop, fio_bin, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    """A second bpftrace prints every request's block time; at 400 IOPS the tracer's p50, p90
+    and p99 of the same requests are within 15 % of the exact ones (the issue's bound;
+    a bucket is 1/8 of its lower edge wide)."""
+    need_tracer()
+    dev = make_loop(32, direct_io=True, filled=True)
+    minor = int(Path(f"/sys/class/block/{dev}/dev").read_text().split(":")[1])
+    dev_t = (7 << 20) | minor  # the tracepoints' dev_t: MKDEV(major, minor)
+    log = tmp_path / "capture.txt"  # a file, not a pipe: a full pipe would stall bpftrace
+    with open(log, "w") as sink:
+        capture = subprocess.Popen(["bpftrace", "-e", CAPTURE], stdout=sink, stderr=sink)
+    source = None
+    try:
+        assert wait_for(lambda: "Attaching" in log.read_text(), 30), log.read_text()
+        source = traced_source()
+        source.next_frame()
+        fio = fio_randread(dev, 4, "--rate_iops=400")
+        _, err = fio.communicate(timeout=60)
+        frame = source.next_frame()
+    finally:
+        if source is not None:
+            source.close()
+        capture.send_signal(signal.SIGINT)  # flushes its output; SIGKILL would not
+        try:
+            capture.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            capture.kill()
+            capture.wait()
+    assert fio.returncode == 0, err
+    lines = log.read_text().splitlines()
+    assert not [line for line in lines if "Lost" in line], "the capture lost events"
+    exact = [int(w[2]) for w in (line.split() for line in lines) if w[:2] == ["req", str(dev_t)]]
+    assert frame.latency is not None
+    ours = frame.latency.devices[dev].op("read")
+    assert len(exact) > 1000 and abs(ours.count - len(exact)) <= 0.01 * len(exact) + 2
+    for rank in (50, 90, 99):
+        got, want = ours.percentile(rank), exact_percentile(exact, rank)
+        assert got is not None and abs(got - want) <= 0.15 * want, (rank, got, want)
+    # (not the max: it is one request, and either tracer can miss it, see BlindWatch)
 
 
 def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
