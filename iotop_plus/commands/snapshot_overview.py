@@ -34,6 +34,8 @@ class Minute:
 
     start: float
     """Wall time of the sample before the chunk's first interval."""
+    first: float
+    """Wall time of the chunk's first sample (its minute names the row)."""
     end: float
     """Wall time of the chunk's last sample."""
     seconds: float
@@ -62,7 +64,7 @@ def minutes(files: Sequence[RecordingFile], start: float, end: float) -> Iterato
                 }
                 for j, name in enumerate(names)
             }
-            yield Minute(first, chunk.last_ns / 1e9, seconds, devices)
+            yield Minute(first, chunk.first_ns / 1e9, chunk.last_ns / 1e9, seconds, devices)
 
 
 def run_overview(
@@ -155,33 +157,40 @@ def _csv(out: TextIO, rows: list[Minute], names: list[str], tz: tzinfo) -> None:
 
 
 def _table(out: TextIO, host: str, rows: list[Minute], names: list[str], tz: tzinfo) -> None:
+    """Mean and max per metric, five characters a figure: 73 columns with a 7-letter device."""
     width = max([len(n) for n in names] + [6])
-    out.write(f"{host}: per-minute roll-ups, mean and max over each minute's intervals\n")
-    head = f"{'time':<8}  {'device':<{width}}" + "".join(
-        f"  {LABELS[m]:>15}" for m in ROLLUP_METRICS
+    out.write(f"{printable(host)}: per-minute roll-ups (mean and max of the minute's intervals)\n")
+    head = f"{'time':<5} {'device':<{width}}" + "".join(
+        f"  {LABELS[m]:<11}" for m in ROLLUP_METRICS
     )
-    sub = f"{'':<8}  {'':<{width}}" + "".join(f"  {'mean':>7} {'max':>7}" for _ in ROLLUP_METRICS)
-    out.write(head + "\n" + sub + "\n")
+    sub = f"{'':<5} {'':<{width}}" + "".join(f"  {'mean':>5} {'max':>5}" for _ in ROLLUP_METRICS)
+    out.write(head.rstrip() + "\n" + sub + "\n")
     for row in rows:
-        clock = iso_time(row.start, tz)[11:19]
+        clock = iso_time(row.first, tz)[11:16]
         for name in names:
             figures = row.devices.get(name)
             if figures is None:
                 continue
             cells = "".join(
-                f"  {_num(figures[m]['mean']):>7} {_num(figures[m]['max']):>7}"
+                f"  {_num(figures[m]['mean']):>5} {_num(figures[m]['max']):>5}"
                 for m in ROLLUP_METRICS
             )
-            out.write(f"{clock:<8}  {printable(name):<{width}}{cells}\n")
+            out.write(f"{clock:<5} {printable(name):<{width}}{cells}\n")
             clock = ""
 
 
 def _num(x: float) -> str:
-    """At most 7 characters: 0.42, 12.3, 452, 1.23M (roll-ups keep 3 significant digits)."""
-    if abs(x) >= 1e6:
-        return f"{x / 1e6:.2f}M"
-    if abs(x) >= 100:
+    """At most 5 characters: 0.42, 12.3, 452, 4521, 45.2k, 452k, 1.2M (3 digits are kept)."""
+    if x >= 1e8:
+        return f"{x / 1e6:.0f}M"
+    if x >= 1e6:
+        return f"{x / 1e6:.1f}M"
+    if x >= 1e5:
+        return f"{x / 1e3:.0f}k"
+    if x >= 1e4:
+        return f"{x / 1e3:.1f}k"
+    if x >= 100:
         return f"{x:.0f}"
-    if abs(x) >= 10:
+    if x >= 10:
         return f"{x:.1f}"
     return f"{x:.2f}"

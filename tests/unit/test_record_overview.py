@@ -151,6 +151,8 @@ def test_overview_prints_each_closed_minute_without_decoding_a_sample(
     assert len(lines) == 1 + 4 * len(rec.chunks)
     code, text = run("--from", str(tmp_path / "r.rec"), "--overview")
     assert code == 0 and "IOPS" in text and "aqu-sz" in text and "sd3" in text
+    assert max(map(len, text.splitlines())) <= 80  # an SSH session at 80x24
+    assert text.splitlines()[3].startswith("22:13 sd0 ")  # rows named by their minute
 
 
 def test_overview_refusals_are_one_line(tmp_path: Path) -> None:
