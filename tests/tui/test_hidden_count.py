@@ -23,6 +23,17 @@ async def test_the_table_counts_what_it_hides() -> None:
         assert not any("hidden" in line for line in table_lines(app))
 
 
+async def test_at_80_columns_the_count_under_device_is_never_a_cut_word() -> None:
+    """With short names the Device column is 7 wide: "4 hidden" was shown as "4 hidd"."""
+    app = canned_app(devices=("sda",))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(pilot, app)
+        t = table(app)
+        assert t._device_width == 7 and t.hidden >= 2
+        cell = table_lines(app)[1][: t._device_width].strip()
+        assert cell in (f"{t.hidden} hidden", f"{t.hidden} hid.", f"+{t.hidden}"), cell
+
+
 async def test_devices_named_on_the_command_line_are_shown_alone_and_the_first_is_selected() -> (
     None
 ):

@@ -444,8 +444,12 @@ class DeviceTable(CursorList[TableRow]):
                     sorted_style if self.sort_column == 0 else style,
                 )
             ]
-            count = f"{self.hidden} hidden" if self.hidden else ""
-            units = [Segment(count[: self._device_width - 1].ljust(self._device_width), DIM)]
+            room = self._device_width - 1
+            count = ""
+            if self.hidden:  # "4 hidden", or "4 hid." in a narrow column, never a cut word
+                forms = (f"{self.hidden} hidden", f"{self.hidden} hid.", f"+{self.hidden}")
+                count = next((f for f in forms if len(f) <= room), forms[-1][:room])
+            units = [Segment(count.ljust(self._device_width), DIM)]
             for i, col in enumerate(self._columns, start=1):
                 title = col.title + (arrow if self.sort_column == i else "")
                 names.append(
