@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
 from iotop_plus.commands.snapshot import iso_time
-from iotop_plus.record.reader import ROLLUP_METRICS, RecordingFile
+from iotop_plus.record.reader import ROLLUP_METRICS, ROLLUP_STATS, RecordingFile
 from iotop_plus.record.timeline import RecordingTimeline
 from iotop_plus.sampling.diskstats import printable
 
@@ -58,10 +58,7 @@ def minutes(files: Sequence[RecordingFile], start: float, end: float) -> Iterato
                 return
             names = doc["devices"]
             devices = {
-                name: {
-                    m: {key: doc[m][key][j] for key in ("min", "max", "mean")}
-                    for m in ROLLUP_METRICS
-                }
+                name: {m: {key: doc[m][key][j] for key in ROLLUP_STATS} for m in ROLLUP_METRICS}
                 for j, name in enumerate(names)
             }
             yield Minute(first, chunk.first_ns / 1e9, chunk.last_ns / 1e9, seconds, devices)
@@ -143,8 +140,7 @@ def _json(out: TextIO, host: str, rows: list[Minute], names: list[str], tz: tzin
 def _csv(out: TextIO, rows: list[Minute], names: list[str], tz: tzinfo) -> None:
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(
-        ["start", "end", "device"]
-        + [f"{m}_{key}" for m in ROLLUP_METRICS for key in ("min", "max", "mean")]
+        ["start", "end", "device"] + [f"{m}_{key}" for m in ROLLUP_METRICS for key in ROLLUP_STATS]
     )
     for row in rows:
         for name in names:
@@ -152,7 +148,7 @@ def _csv(out: TextIO, rows: list[Minute], names: list[str], tz: tzinfo) -> None:
             if figures is not None:
                 writer.writerow(
                     [iso_time(row.start, tz), iso_time(row.end, tz), name]
-                    + [figures[m][key] for m in ROLLUP_METRICS for key in ("min", "max", "mean")]
+                    + [figures[m][key] for m in ROLLUP_METRICS for key in ROLLUP_STATS]
                 )
 
 

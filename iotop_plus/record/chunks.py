@@ -74,10 +74,16 @@ def wall_ns(wall: float) -> int:
     return round(wall * 1e9)
 
 
+ROLLUP_METRICS = ("iops", "mbps", "await", "util", "aqu")
+"""The roll-up's figures: IOPS, MB/s (10^6 B), await (ms), %util and aqu-sz."""
+ROLLUP_STATS = ("min", "max", "mean")
+"""What the roll-up keeps of each figure over a chunk."""
+
+
 class Rollup:
     """Per-device min, max and mean of IOPS, MB/s, await, %util and aqu-sz over one chunk."""
 
-    METRICS = ("iops", "mbps", "await", "util", "aqu")
+    METRICS = ROLLUP_METRICS
 
     def __init__(self, names: tuple[str, ...]) -> None:
         self.names = names
@@ -145,10 +151,8 @@ class Rollup:
             else:
                 doc[m] = {
                     key: [_short(x, 3) for x in values]
-                    for key, values in (
-                        ("min", self.mins[m]),
-                        ("max", self.maxs[m]),
-                        ("mean", means[m]),
+                    for key, values in zip(
+                        ROLLUP_STATS, (self.mins[m], self.maxs[m], means[m]), strict=True
                     )
                 }
         return doc

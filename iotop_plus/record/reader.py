@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from iotop_plus.record.chunks import RecordedSample, bits_float
+from iotop_plus.record.chunks import ROLLUP_METRICS, ROLLUP_STATS, RecordedSample, bits_float
 from iotop_plus.record.format import (
     FILE_PREFIX,
     FRAME,
@@ -384,13 +384,6 @@ def _finish(parts: dict[str, Any]) -> RecordedSample:
     )
 
 
-__all__ = ["Chunk", "FormatError", "RecordingFile", "decode_stream"]
-
-
-ROLLUP_METRICS = ("iops", "mbps", "await", "util", "aqu")
-"""The roll-up's figures: IOPS, MB/s (10^6 B), await (ms), %util and aqu-sz."""
-
-
 def normalized_rollup(doc: object) -> dict[str, Any]:
     """A stored roll-up in version 3's shape (versions 1 and 2 stored ``[min, max, mean]`` per
     device); empty when it is not a roll-up of its device list."""
@@ -404,13 +397,23 @@ def normalized_rollup(doc: object) -> dict[str, Any]:
         if isinstance(got, list):  # versions 1 and 2
             if len(got) != n or not all(isinstance(t, list) and len(t) == 3 for t in got):
                 return {}
-            got = {key: [t[j] for t in got] for j, key in enumerate(("min", "max", "mean"))}
+            got = {key: [t[j] for t in got] for j, key in enumerate(ROLLUP_STATS)}
         if got is None and not out["seconds"]:
             continue  # a chunk of one sample has no intervals to roll up
         if not isinstance(got, dict) or any(
-            not isinstance(got.get(key), list) or len(got[key]) != n
-            for key in ("min", "max", "mean")
+            not isinstance(got.get(key), list) or len(got[key]) != n for key in ROLLUP_STATS
         ):
             return {}
-        out[m] = {key: [float(x) for x in got[key]] for key in ("min", "max", "mean")}
+        out[m] = {key: [float(x) for x in got[key]] for key in ROLLUP_STATS}
     return out
+
+
+__all__ = [
+    "ROLLUP_METRICS",
+    "ROLLUP_STATS",
+    "Chunk",
+    "FormatError",
+    "RecordingFile",
+    "decode_stream",
+    "normalized_rollup",
+]
