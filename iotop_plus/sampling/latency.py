@@ -559,8 +559,12 @@ class LatencyPart:
         tracer = self.tracer
         if tracer is not None and tracer.ready.is_set() and tracer.error is None:
             # A tick that ended a moment ago counts (the reader may not have seen it yet):
-            # waiting for the one after would stretch every interval by a tick.
+            # waiting for the one after would stretch every interval by a tick. But not the
+            # tick the previous frame already ended at: a frame asked for within the slack
+            # would cover no time at all.
             after = time.monotonic_ns() - ALIGN_SLACK_NS
+            if self._last_end_ns is not None:
+                after = max(after, self._last_end_ns + 1)
             tracer.wait_tick(after, tracer.tick_ms / 1000 + 0.5)
 
     def frame(self, counters: Mapping[str, object], monotonic: float) -> LatencyFrame:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -159,6 +160,27 @@ def test_frames_carry_the_delta_and_drop_vanished_devices() -> None:
     tracer.error = "latency tracer (bpftrace) killed by SIGKILL"
     f3 = part.frame(devs, 2.0)
     assert f3.state == FAILED and "SIGKILL" in (f3.status or "")
+
+
+def test_a_frame_asked_right_after_another_waits_for_a_new_tick() -> None:
+    """align() accepts a tick that ended up to 20 ms ago, but never the one the previous
+    frame ended at: back-to-back frames used to reuse it and cover no time at all."""
+    waited: list[int] = []
+
+    class Recording(CannedTracer):
+        def wait_tick(self, after_ns: int, timeout: float) -> bool:
+            waited.append(after_ns)
+            return True
+
+    tracer = Recording()
+    part = LatencyPart(make_tracer=lambda: tracer, check=lambda: (None, None))
+    part.start()
+    now = time.monotonic_ns()
+    tracer.push(TracerBatch(now - 10**9, {}))  # the first tick is dropped: it starts the span
+    tracer.push(TracerBatch(now - 5_000_000, {}))
+    part.frame({}, now / 1e9)  # ends at the tick 5 ms ago
+    part.align()
+    assert waited[-1] == now - 5_000_000 + 1  # not now - 20 ms: that tick is used up
 
 
 def test_missing_prerequisite_is_one_line_and_no_tracer() -> None:
