@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 PROC_ENV = "IOTOP_PLUS_PROC"
 SYS_ENV = "IOTOP_PLUS_SYS"
@@ -47,3 +51,54 @@ class Roots:
     def sys_class_block(self) -> Path:
         """``/sys/class/block`` under this root (disks and partitions alike)."""
         return self.sys / "class" / "block"
+
+
+_FILE_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words: "a FIFO", "a directory"..."""
+    return next((name for test, name in _FILE_KINDS if test(mode)), "a special file")
+
+
+def open_regular(
+    path: str | os.PathLike[str],
+    flags: int = os.O_RDONLY,
+    mode: int = 0o600,
+    *,
+    dir_fd: int | None = None,
+) -> int:
+    """Open ``path`` without ever blocking, and refuse anything but a regular file.
+
+    ``open()`` of a FIFO with no writer waits forever, so the file is opened ``O_NONBLOCK``
+    and checked with ``fstat`` on that same descriptor; the flag is cleared before it is
+    returned, so reads and writes block as usual. Use it for every file opened by a path
+    that someone else may control: recordings, journals, web-config, certificates, config.
+
+    Raises:
+        OSError: the open failed; ``EINVAL`` "not a regular file (a FIFO)" for anything
+            but a regular file (the descriptor is closed).
+    """
+    fd = os.open(path, flags | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC, mode, dir_fd=dir_fd)
+    try:
+        st_mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(st_mode):
+            raise OSError(
+                errno.EINVAL, f"not a regular file ({file_kind(st_mode)})", os.fspath(path)
+            )
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def open_regular_binary(path: str | os.PathLike[str]) -> BinaryIO:
+    """``open(path, "rb")`` through :func:`open_regular`: a FIFO or device is an ``OSError``."""
+    return os.fdopen(open_regular(path), "rb")

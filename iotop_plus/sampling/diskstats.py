@@ -38,6 +38,8 @@ from operator import add, itemgetter, not_
 from pathlib import Path
 from typing import NamedTuple, cast
 
+from iotop_plus.roots import file_kind
+
 # Index of each counter inside DiskCounters.values (always 17 long; absent ones are 0).
 READS, READS_MERGED, SECTORS_READ, READ_MS = 0, 1, 2, 3
 WRITES, WRITES_MERGED, SECTORS_WRITTEN, WRITE_MS = 4, 5, 6, 7
@@ -60,14 +62,6 @@ second instead of memory without bound."""
 MAX_ATTRIBUTE_BYTES = 64 * 1024
 """Cap on one sysfs attribute. The kernel gives a sysfs ``show()`` one page (4 KiB; 64 KiB on
 some arm64 and ppc64 kernels), so no real attribute is longer."""
-
-_FILE_KINDS = (
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISDIR, "a directory"),
-)
 
 
 _CONTROL_TO_QUESTION = dict.fromkeys([*range(32), 127, *range(128, 160)], "?")
@@ -95,8 +89,7 @@ def read_bounded(path: str | os.PathLike[str], limit: int = MAX_SOURCE_BYTES) ->
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _FILE_KINDS if test(mode)), "special")
-            raise OSError(errno.EINVAL, f"not a regular file ({kind})", os.fspath(path))
+            raise OSError(errno.EINVAL, f"not a regular file ({file_kind(mode)})", os.fspath(path))
         chunks: list[bytes] = []
         total = 0
         while True:
