@@ -48,8 +48,9 @@ def add_parser(sub: Any) -> None:
         "probe",
         help="run a safe fio probe (a preset) on a directory or a device",
         description="Run a named fio probe. A directory target gets a probe file that is "
-        "removed afterwards; a block device target runs read presets only, read-only. "
-        f"Presets: {presets}.",
+        "removed afterwards; a block device target is only read, unless a write preset is "
+        "confirmed on an unused device with --confirm: the device is then held exclusively "
+        f"(O_EXCL) until fio exits. Presets: {presets}.",
     )
     p.add_argument("preset", choices=sorted(PRESETS), metavar="PRESET", help="preset name")
     p.add_argument(

@@ -9,7 +9,8 @@
 * A block device target runs read-only presets, and fio always gets ``--readonly``.
 * A write preset on a raw device is refused while anything uses the device or its partitions
   (mount, swap, holder, an opener, a filesystem or partition-table signature); otherwise the
-  user must type the device's name to confirm.
+  user must type the device's name to confirm. A confirmed write probe holds the device
+  with ``O_EXCL`` until fio has exited: a ``mount`` or ``mkfs`` meanwhile gets EBUSY.
 
 :func:`plan_target` and :func:`open_target` block (blkid, a scan of every process's fds):
 call them from a worker thread, never from a UI loop. They assume no event loop.
@@ -313,18 +314,20 @@ def open_device(name: str, rdev: int, flags: int = os.O_RDONLY) -> int:
     """Open the canonical ``/dev/NAME`` and check it is the block device ``rdev``.
 
     Raises:
-        TargetError: it cannot be opened (EACCES says so plainly) or is another device.
+        TargetError: it cannot be opened (a refusal says whose it is to lift) or is another
+            device; with ``O_EXCL``, EBUSY says the device is busy.
     """
     dev_path = f"/dev/{name}"
     try:
         fd = os.open(dev_path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
     except PermissionError:
-        how = "writing" if flags & (os.O_RDWR | os.O_WRONLY) else "reading"
-        raise TargetError(
-            f"cannot open {dev_path} for {how}: permission denied (run as root, or as a user "
-            "with access to the device)"
-        ) from None
+        raise TargetError(_refused_open(dev_path, flags)) from None
     except OSError as exc:
+        if exc.errno == errno.EBUSY and flags & os.O_EXCL:
+            raise TargetError(
+                f"refusing to write to {dev_path}: it is busy (mounted, or claimed by the "
+                "kernel or another program)"
+            ) from None
         raise TargetError(f"cannot open {dev_path}: {exc.strerror}") from None
     st = os.fstat(fd)
     if not stat.S_ISBLK(st.st_mode) or st.st_rdev != rdev:
@@ -335,6 +338,24 @@ def open_device(name: str, rdev: int, flags: int = os.O_RDONLY) -> int:
     return fd
 
 
+def _refused_open(dev_path: str, flags: int) -> str:
+    """Why opening ``dev_path`` failed with EPERM or EACCES, and what can be done about it.
+
+    Root is refused only by something above file permissions (a container's device cgroup, a
+    seccomp filter, a security module): "run as root" would be wrong advice there.
+    """
+    if os.geteuid() == 0:
+        return (
+            f"the kernel refused to open {dev_path} (a sandbox or security module, not a "
+            "permission you can grant)"
+        )
+    how = "writing" if flags & (os.O_RDWR | os.O_WRONLY) else "reading"
+    return (
+        f"cannot open {dev_path} for {how}: permission denied (run as root, or as a user "
+        "with access to the device)"
+    )
+
+
 def _open_device(
     path: Path,
     st: os.stat_result,
@@ -343,6 +364,14 @@ def _open_device(
     roots: Roots,
     confirm: str | None,
 ) -> CheckedTarget:
+    """Check a device target in the order of the rulings and hold it for fio.
+
+    Refusals that need no descriptor come first (mounts, swaps, holders, partitions,
+    read-only), so a mounted device is named as such even where the kernel would not let us
+    open it. Then signatures and openers are read through a plain descriptor. A write probe
+    finally claims the device with ``O_RDWR|O_EXCL`` and holds that claim until fio has
+    exited: a ``mount`` or ``mkfs`` meanwhile gets EBUSY.
+    """
     name = device_of_dev_t(roots, st.st_rdev)
     if name is None:
         raise TargetError(f"{path} is not a block device known to sysfs")
@@ -356,61 +385,77 @@ def _open_device(
     span -= span % params.bs_bytes
     if span < params.bs_bytes:
         raise TargetError(f"{path} is smaller than one block of {params.bs}")
-    fd = open_device(name, st.st_rdev, os.O_RDWR if preset.writes else os.O_RDONLY)
     dev_path = Path("/dev") / name
+    if preset.writes:
+        _refuse(dev_path, in_use_without_descriptor(roots, name))
+    fd = open_device(name, st.st_rdev)
+    if not preset.writes:
+        return CheckedTarget(ProbeTarget("device", None, dev_path, name, span, readonly=True), fd)
     try:
-        if not preset.writes:
-            return CheckedTarget(
-                ProbeTarget("device", None, dev_path, name, span, readonly=True), fd
-            )
-        reasons = device_in_use(roots, name, fd)
-        if reasons:
-            raise TargetError(
-                f"refusing to write to {dev_path}: "
-                + "; ".join(reasons)
-                + " (pick a directory instead)"
-            )
+        _refuse(dev_path, device_in_use(roots, name, fd))
+    finally:
+        os.close(fd)  # our own plain descriptor must not stand in the way of the claim
+    claim = open_device(name, st.st_rdev, os.O_RDWR | os.O_EXCL)
+    try:
+        # Whatever was written between the checks and the claim: read it again, held.
+        _refuse(dev_path, [f"{name} holds {sig}" for sig in signatures(claim)])
         if confirm != name:
             raise ConfirmationNeeded(name)
-        return CheckedTarget(ProbeTarget("device", None, dev_path, name, span, readonly=False), fd)
+        return CheckedTarget(
+            ProbeTarget("device", None, dev_path, name, span, readonly=False), claim
+        )
     except BaseException:
-        os.close(fd)
+        os.close(claim)
         raise
 
 
-def device_in_use(roots: Roots, name: str, fd: int) -> list[str]:
-    """Every reason writing to the device open on ``fd`` (or its partitions) would hurt."""
+def _refuse(dev_path: Path, reasons: list[str]) -> None:
+    if reasons:
+        raise TargetError(
+            f"refusing to write to {dev_path}: "
+            + "; ".join(reasons)
+            + " (pick a directory instead)"
+        )
+
+
+def in_use_without_descriptor(roots: Roots, name: str) -> list[str]:
+    """What sysfs and the mount and swap tables say uses the device or its partitions:
+    mounts, swap, holders, partitions, read-only. Needs no descriptor of the device."""
     inventory = read_inventory(roots, use_udev=False)
     reasons = list(inventory.in_use_reasons(name))
     dev = inventory.get(name)
-    reasons += _member_reasons(roots, name, fd)
     if dev is not None:
         if dev.partitions:
             reasons.append(f"{name} has partitions ({', '.join(dev.partitions)})")
         if dev.read_only:
             reasons.append(f"{name} is read-only")
-        for part in dev.partitions:
-            rdev = _sysfs_dev(roots, part)
-            if rdev is None:
-                continue
-            try:
-                part_fd = open_device(part, rdev)
-            except TargetError as exc:
-                reasons.append(str(exc))
-                continue
-            try:
-                reasons += _member_reasons(roots, part, part_fd)
-            finally:
-                os.close(part_fd)
     return reasons
+
+
+def device_in_use(roots: Roots, name: str, fd: int) -> list[str]:
+    """Signatures and openers of the device open on ``fd`` and of its partitions
+    (partitions first), read through plain descriptors."""
+    dev = read_inventory(roots, use_udev=False).get(name)
+    reasons: list[str] = []
+    for part in dev.partitions if dev is not None else ():
+        rdev = _sysfs_dev(roots, part)
+        if rdev is None:
+            continue
+        try:
+            part_fd = open_device(part, rdev)
+        except TargetError as exc:
+            reasons.append(str(exc))
+            continue
+        try:
+            reasons += _member_reasons(roots, part, part_fd)
+        finally:
+            os.close(part_fd)
+    return reasons + _member_reasons(roots, name, fd)
 
 
 def _member_reasons(roots: Roots, name: str, fd: int) -> list[str]:
     reasons = [f"{name} holds {sig}" for sig in signatures(fd)]
-    reasons += openers(roots, fd, f"/dev/{name}")
-    if _exclusively_busy(fd):
-        reasons.append(f"{name} is busy (held exclusively by the kernel or a program)")
-    return reasons
+    return reasons + openers(roots, fd, f"/dev/{name}")
 
 
 def _sysfs_dev(roots: Roots, name: str) -> int | None:
@@ -447,18 +492,6 @@ def openers(roots: Roots, fd: int, shown: str) -> list[str]:
                 found.append(f"pid {pid} ({comm}) has {shown} open")
                 break
     return found
-
-
-def _exclusively_busy(fd: int) -> bool:
-    # On a block device, O_EXCL fails with EBUSY while it is mounted or claimed by md, dm,
-    # swap or another exclusive opener; it reads nothing and writes nothing. Reopening our
-    # descriptor reaches the same device, whatever names changed meanwhile.
-    try:
-        excl = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_EXCL | os.O_CLOEXEC)
-    except OSError as exc:
-        return exc.errno == errno.EBUSY
-    os.close(excl)
-    return False
 
 
 def signatures(fd: int) -> list[str]:
