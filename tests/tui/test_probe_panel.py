@@ -12,7 +12,8 @@ import psutil
 import pytest
 from rich.console import Console
 from textual.app import App, ComposeResult
-from textual.widgets import Input, OptionList, Static
+from textual.binding import Binding
+from textual.widgets import Button, Input, OptionList, Static
 
 from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
@@ -227,3 +228,28 @@ def test_a_cancelled_device_probe_does_not_claim_a_probe_file() -> None:
     directory = ProbeTarget("file", Path("/tmp"), None, None, 1 << 20, False)
     assert "probe file" not in cancelled_text(device)
     assert cancelled_text(directory) == "fio stopped, probe file removed"
+
+
+#: The key a button's label names, as Textual spells it.
+_KEY_OF_LABEL = {"⏎": "enter"}
+#: What each button does when pressed (its Button.Pressed handler).
+_BUTTON_ACTIONS = {
+    "probe-start": "start",
+    "probe-cancel": "cancel",
+    "probe-use-device": "use_device",
+}
+
+
+async def test_each_probe_button_names_the_key_that_does_the_same() -> None:
+    # #22 item 12: the "Start s" button had no s key (Enter starts, by the rulings).
+    app = ProbeHost("fio")
+    async with app.run_test(size=(60, 80)) as pilot:
+        await pilot.pause()
+        panel = app.query_one(ProbePanel)
+        keys = {b.key: b.action for b in panel.BINDINGS if isinstance(b, Binding)}
+        for button in app.query("#probe-buttons Button").results(Button):
+            assert button.id is not None
+            named = str(button.label).split()[-1]
+            key = _KEY_OF_LABEL.get(named, named)
+            assert keys.get(key) == _BUTTON_ACTIONS[button.id], (str(button.label), keys)
+        assert "s" not in keys

@@ -14,8 +14,9 @@ Interface for the screen (:class:`~iotop_plus.tui.screens.main.MainScreen`):
 * Messages posted up: :class:`ProbePanel.Started`, :class:`ProbePanel.Progress`,
   :class:`ProbePanel.Finished`, :class:`ProbePanel.Failed`.
 
-Keys (active when focus is in the panel, outside a text input): ``s`` start, ``x`` cancel,
-``d`` use the selected device as target; ``enter`` in any field starts the probe.
+Keys (active when focus is in the panel, outside a text input): ``enter`` start (on the
+preset list or in any field), ``x`` cancel, ``d`` use the selected device as target. The
+buttons name these keys.
 ``enter`` on a history line adds it to the comparison (the last two picked are compared; a
 new result is compared with the one before).
 :func:`~iotop_plus.tui.keys.find_clashes` checks them against the main screen's and the other
@@ -275,7 +276,7 @@ class ProbePanel(VerticalScroll):
         )
         yield Input(placeholder="type the device name to confirm", id="probe-confirm", compact=True)
         with Horizontal(id="probe-buttons"):
-            yield Button("Start s", id="probe-start", variant="primary", compact=True)
+            yield Button("Start ⏎", id="probe-start", variant="primary", compact=True)
             yield Button("Cancel x", id="probe-cancel", disabled=True, compact=True)
             yield Button("Device d", id="probe-use-device", compact=True)
         yield ProgressBar(total=100, show_eta=False, id="probe-bar")
