@@ -1,11 +1,14 @@
-"""``iotop-plus restore [--dry-run]``: put back what a run that died left changed.
+"""``iotop-plus restore [--keep] [--dry-run]``: put back (or keep) what a run that died left.
 
 A leftover is a change in the journal that was neither undone nor kept, whose run no longer
-holds its lock (kill -9, a crash, a power cut mid-A/B). One line per leftover:
-``DEVICE SETTING: current -> original, restored|stale|skipped (...)``. A leftover whose device
-name now belongs to another device (another ``diskseq``) is stale: reported, closed, never
-written. Exit 0 when everything was restored or stale, 1 when anything was skipped or failed,
-2 for a usage error (a captured tree).
+holds its lock (kill -9, a crash, a power cut mid-A/B, a hangup: an SSH link that dropped).
+One line per leftover: ``DEVICE SETTING: current -> original, restored|kept|stale|skipped
+(...)`` (``host`` for a host setting such as ``kernel.task_delayacct``). ``--keep`` writes
+nothing: it closes each leftover as kept (journal reason ``kept``), so the values stay and
+nothing refuses or offers them any more. A leftover whose device name now belongs to another
+device (another ``diskseq``), or a host setting from another boot, is stale: reported, closed,
+never written. Exit 0 when everything was restored, kept or stale, 1 when anything was skipped
+or failed, 2 for a usage error (a captured tree).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import sys
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError
-from iotop_plus.devices.journal import JournalError, Leftover
+from iotop_plus.devices.journal import HOST_SCOPE, JournalError, Leftover
 from iotop_plus.devices.settings import read_setting
 from iotop_plus.devices.tuner import Journal, Tuner, TuningError
 from iotop_plus.devices.writers import not_live_reason
@@ -29,24 +32,34 @@ def add_parser(sub: Any) -> None:
         "restore",
         help="put back queue settings that a run which died left changed (from the journal)",
         description="Find the setting changes of runs that ended without undoing or keeping "
-        "them (kill -9, a crash) and write the original values back. A device whose name now "
-        "belongs to another device (another diskseq) is reported as stale and never touched. "
-        "Needs root.",
+        "them (kill -9, a crash, a hangup when the SSH link dropped) and write the original "
+        "values back, or with --keep keep them as they are. A device whose name now belongs to "
+        "another device (another diskseq), or a host setting from another boot, is reported as "
+        "stale and never touched. Needs root.",
     )
     p.add_argument("--dry-run", "-n", action="store_true", help="list them, write nothing")
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the values the dead run left (journaled as kept; nothing is written)",
+    )
     p.set_defaults(run=run)
 
 
-def _current(roots: Roots, left: Leftover) -> str:
+def _current(tuner: Tuner, left: Leftover) -> str:
     if left.stale:
         return left.left
-    value = read_setting(roots, left.queue_device, left.setting).value
+    if left.scope == HOST_SCOPE:
+        value = tuner.read_host(left.setting)
+    else:
+        value = read_setting(tuner.roots, str(left.queue_device), left.setting).value
     return value if value is not None else "?"
 
 
 def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
+    keep = bool(getattr(args, "keep", False))
     if not args.dry_run and not_live_reason(roots):
         raise UsageError(f"restore: {not_live_reason(roots)}")
     journal = Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None)))
@@ -62,7 +75,8 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     status = EXIT_OK
     try:
         for left in leftovers:
-            head = f"{left.device} {left.setting}: {_current(roots, left)} -> {left.original}"
+            current = _current(tuner, left)
+            head = f"{left.where} {left.setting}: {current} -> {left.original}"
             if left.stale:
                 detail = left.identity.removeprefix("stale: ")
                 if args.dry_run:
@@ -70,6 +84,15 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                     continue
                 journal.close_leftover(left, "stale")
                 print(f"{head}, stale ({detail}; closed, not written)", file=out)
+                continue
+            if keep:
+                # Nothing is written, so an unidentified device may be kept too.
+                kept = f"{left.where} {left.setting}: {current} (original {left.original})"
+                if args.dry_run:
+                    print(f"{kept}, would keep (dry run)", file=out)
+                    continue
+                journal.close_leftover(left, "kept")
+                print(f"{kept}, kept", file=out)
                 continue
             if not left.known:
                 status = EXIT_FAILURE

@@ -14,13 +14,25 @@ Lines (one JSON object each, ``record`` says which):
   ``serial``, ``wwid`` (each None where unknown);
 * ``change``: :meth:`Change.to_json` plus ``run``;
 * ``failed``: ``run``, ``sequence``, ``error`` (nothing was changed);
-* ``keep``: ``run``, ``sequence``, ``reason`` (``set``, ``quit``, ``hangup``...);
-* ``closed``: ``run``, ``sequence``, ``reason`` (``restored`` or ``stale``), ``by`` (the run).
+* ``keep``: ``run``, ``sequence``, ``reason`` (``set``, ``quit``...);
+* ``closed``: ``run``, ``sequence``, ``reason`` (``restored``, ``kept`` or ``stale``), ``by``
+  (the run that closed it).
+
+A hangup (SIGHUP: the SSH link dropped) writes no ``keep``: nobody chose to keep the changes,
+so they stay in force as leftovers of a dead run, for ``restore`` (or ``restore --keep``).
+
+**Host settings** (``kernel.task_delayacct``, the ``D`` key) are journaled the same way with
+``scope: "host"``, ``device`` and ``queue_device`` null, and the boot id
+(``/proc/sys/kernel/random/boot_id``) as their identity: a leftover from another boot is
+stale (the kernel reset it at boot). Their ``change`` lines add ``boottime_s``, the
+``CLOCK_BOOTTIME`` of the write, which the Processes tab compares with tasks' start times.
+Host leftovers never refuse a device command.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -29,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from iotop_plus.devices.settings import SETTINGS, queue_device, read_setting
-from iotop_plus.roots import Roots
+from iotop_plus.roots import Roots, open_regular
+from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
 from iotop_plus.state import CHANGES, StateDir, StateError, default_state_dir, new_run_id
 
 #: Actions in the journal: a user's change, its undo, a revert-all step, a failed set rolled
@@ -37,8 +50,17 @@ from iotop_plus.state import CHANGES, StateDir, StateError, default_state_dir, n
 ACTIONS = ("set", "undo", "revert", "rollback", "restore")
 #: Actions that put back the change named by ``undoes``: they close it.
 UNDO_ACTIONS = ("undo", "revert", "rollback")
-#: Identity fields of a device, as journaled with each intent.
-IDENTITY = ("dev", "diskseq", "backing_file", "serial", "wwid")
+#: Identity fields of a device (and, for host settings, of the boot), journaled with intents.
+IDENTITY = ("dev", "diskseq", "backing_file", "serial", "wwid", "boot_id")
+#: The ``scope`` of a change to one device's queue, and of a change to the whole host.
+DEVICE_SCOPE, HOST_SCOPE = "device", "host"
+#: Host-wide settings that are journaled, undone and restored like queue settings.
+HOST_SETTINGS = (DELAYACCT,)
+#: What a refusal or a hangup says to do about leftovers.
+RESTORE_HINT = (
+    "`iotop-plus restore` (puts the originals back) or `iotop-plus restore --keep` (keeps "
+    "the values)"
+)
 
 
 class JournalError(Exception):
@@ -89,6 +111,17 @@ class Change:
     """``time.monotonic()`` of the write, to place a chart mark against the samples."""
     run: str = ""
     """The run that made it (sequence numbers restart in every run)."""
+    scope: str = DEVICE_SCOPE
+    """``device`` (a queue setting) or ``host`` (a sysctl; ``device`` is then empty)."""
+    boot_id: str | None = None
+    """Host settings: the boot it was made in (the kernel resets sysctls at boot)."""
+    boottime: float | None = None
+    """Host settings: ``CLOCK_BOOTTIME`` of the write, in seconds (tasks' start times use it)."""
+
+    @property
+    def where(self) -> str:
+        """``host`` for a host setting, else the device named."""
+        return HOST_SCOPE if self.scope == HOST_SCOPE else self.device
 
     @property
     def mark_label(self) -> str:
@@ -100,7 +133,7 @@ class Change:
     def summary(self) -> str:
         """One line for people: ``loop3 read-ahead: 128 -> 4 (asked 7: rounded ...)``."""
         label = SETTINGS[self.setting].label if self.setting in SETTINGS else self.setting
-        text = f"{self.device} {label}: {self.old} -> {self.effective}"
+        text = f"{self.where} {label}: {self.old} -> {self.effective}"
         if self.effective != self.new:
             text += f" (asked {self.new}: {self.note or 'adjusted by the kernel'})"
         for effect in self.side_effects:
@@ -111,13 +144,15 @@ class Change:
 
     def to_json(self) -> dict[str, object]:
         """The journal line for this change."""
-        return {
+        host = self.scope == HOST_SCOPE
+        doc: dict[str, object] = {
             "time": datetime.fromtimestamp(self.time, timezone.utc).isoformat(),
             "run": self.run,
             "sequence": self.sequence,
             "action": self.action,
-            "device": self.device,
-            "queue_device": self.queue_device,
+            "scope": self.scope,
+            "device": None if host else self.device,
+            "queue_device": None if host else self.queue_device,
             "setting": self.setting,
             "old": self.old,
             "new": self.new,
@@ -129,6 +164,10 @@ class Change:
             ],
             "undoes": self.undoes,
         }
+        if host:
+            doc["boot_id"] = self.boot_id
+            doc["boottime_s"] = self.boottime
+        return doc
 
 
 def default_journal_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -137,11 +176,31 @@ def default_journal_path(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def _read(path: Path) -> str | None:
+    # A captured tree may hold a FIFO where sysfs has a file: never wait on it.
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(4096).strip() or None
+        fd = open_regular(path)
     except OSError:
         return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            return fh.read(4096).decode("utf-8", "replace").strip() or None
+        except OSError:
+            return None
+
+
+def boot_id(roots: Roots) -> str | None:
+    """This boot's id (``/proc/sys/kernel/random/boot_id``), or None where unreadable."""
+    return _read(roots.proc / "sys" / "kernel" / "random" / "boot_id")
+
+
+def same_boot(recorded: Mapping[str, Any], now: str | None) -> str:
+    """``same``, ``stale`` (set in another boot: the kernel reset it) or ``unknown``."""
+    was = recorded.get("boot_id")
+    if not was or not now:
+        return "unknown: the boot id is not known, so whether the kernel reset it is not either"
+    if was != now:
+        return "stale: set in an earlier boot (the kernel reset it at boot)"
+    return "same"
 
 
 def device_identity(roots: Roots, queue_device: str) -> dict[str, str | None]:
@@ -180,12 +239,12 @@ def same_device(recorded: Mapping[str, Any], now: Mapping[str, str | None]) -> s
 class Leftover:
     """A setting that a run which died left changed, on one device."""
 
-    device: str
-    """The device named in the change."""
-    queue_device: str
-    """The device whose ``queue/`` was written."""
+    device: str | None
+    """The device named in the change (None for a host setting)."""
+    queue_device: str | None
+    """The device whose ``queue/`` was written (None for a host setting)."""
     setting: str
-    """The setting's sysfs name."""
+    """The setting's sysfs name, or the sysctl's name for a host setting."""
     original: str
     """The value before the first of these changes: what restore writes back."""
     left: str
@@ -196,6 +255,13 @@ class Leftover:
     """``same``, or ``stale: ...``/``unknown: ...`` with the reason."""
     side_effects: tuple[SideEffect, ...] = ()
     """Other settings the first change moved, to put back as well."""
+    scope: str = DEVICE_SCOPE
+    """``device`` or ``host`` (a sysctl such as ``kernel.task_delayacct``)."""
+
+    @property
+    def where(self) -> str:
+        """``host`` for a host setting, else the device named."""
+        return HOST_SCOPE if self.scope == HOST_SCOPE else str(self.device)
 
     @property
     def stale(self) -> bool:
@@ -211,8 +277,8 @@ class Leftover:
         """One line naming the setting, its value and the original."""
         now = current if current is not None else self.left
         return (
-            f"{self.device} {self.setting} is {now}, left by a run that ended without undoing "
-            f"it (original {self.original})"
+            f"{self.where} {self.setting} is {now}, left by a run that ended without undoing "
+            f"or keeping it (original {self.original})"
         )
 
 
@@ -283,7 +349,8 @@ class Journal:
             )
 
     def close_leftover(self, leftover: Leftover, reason: str) -> None:
-        """Close a leftover's changes: ``restored``, or ``stale`` (another device now)."""
+        """Close a leftover's changes: ``restored``, ``kept`` (left in force on purpose), or
+        ``stale`` (another device now, or another boot)."""
         for run, sequence in leftover.changes:
             self._after(
                 {"record": "closed", "run": run, "sequence": sequence, "time": _now()}
@@ -318,11 +385,12 @@ class Journal:
         return find_leftovers(records, roots, self.state.run_alive, self.run_id)
 
     def leftovers_on(self, roots: Roots, queue_device: str) -> list[Leftover]:
-        """The leftovers that still apply to ``queue_device`` (stale ones left out)."""
+        """The leftovers that still apply to ``queue_device`` (stale and host ones left out:
+        a host setting never refuses a device command)."""
         return [
             left
             for left in self.leftovers(roots)
-            if left.queue_device == queue_device and not left.stale
+            if left.scope == DEVICE_SCOPE and left.queue_device == queue_device and not left.stale
         ]
 
     def leftover_refusal(self, roots: Roots, device: str) -> str | None:
@@ -335,14 +403,55 @@ class Journal:
         if not lefts:
             return None
         parts = [
-            left.refusal(read_setting(roots, left.queue_device, left.setting).value)
+            left.refusal(read_setting(roots, str(left.queue_device), left.setting).value)
             for left in lefts
         ]
-        return "; ".join(parts) + "; run `iotop-plus restore` first"
+        return "; ".join(parts) + f"; first run {RESTORE_HINT}"
+
+    def delayacct_switched_on(self, roots: Roots) -> float | None:
+        """``CLOCK_BOOTTIME`` seconds of the last off->on switch of delay accounting in this
+        boot known to the journal; None when unknown (or the journal says it is off since).
+
+        Raises:
+            JournalError: the journal cannot be read safely.
+        """
+        if self.state is None:
+            records: Iterable[Mapping[str, Any]] = [
+                {"record": "change", **c.to_json()} for c in self._entries
+            ]
+        else:
+            try:
+                records = list(self.state.records(CHANGES))
+            except StateError as exc:
+                raise JournalError(f"cannot read the journal: {exc}") from None
+        return last_switch_on(records, boot_id(roots))
 
 
 def _now() -> str:
     return datetime.fromtimestamp(time.time(), timezone.utc).isoformat()
+
+
+def last_switch_on(records: Iterable[Mapping[str, Any]], boot: str | None) -> float | None:
+    """When delay accounting was last switched from off to on in boot ``boot``, as
+    ``CLOCK_BOOTTIME`` seconds, from the journal's ``change`` lines; None when no such switch
+    is known, or a later line switched it off again (then the last switch on is unknown)."""
+    since: float | None = None
+    if not boot:
+        return None
+    for rec in records:
+        if (
+            rec.get("record") != "change"
+            or rec.get("scope") != HOST_SCOPE
+            or rec.get("setting") != DELAYACCT
+            or rec.get("boot_id") != boot
+        ):
+            continue
+        effective, when = rec.get("effective"), rec.get("boottime_s")
+        if effective == "0":
+            since = None
+        elif effective == "1" and rec.get("old") == "0":
+            since = float(when) if isinstance(when, (int, float)) else None
+    return since
 
 
 def find_leftovers(
@@ -390,10 +499,32 @@ def find_leftovers(
         group = (str(intent.get("queue_device")), str(intent.get("setting")), ident)
         groups.setdefault(group, []).append(key)
     result = []
+    boot: list[str | None] = []  # read once, and only when a host leftover needs it
     for (qdev, setting, _), keys in groups.items():
         first, last = intents[keys[0]], intents[keys[-1]]
         outcome = outcomes.get(keys[-1])
         left = str(outcome.get("effective") if outcome else last.get("new"))
+        if first.get("scope") == HOST_SCOPE:
+            if not boot:
+                boot.append(boot_id(roots))
+            identity = (
+                same_boot(first, boot[0])
+                if setting in HOST_SETTINGS
+                else "stale: not a known host setting"
+            )
+            result.append(
+                Leftover(
+                    device=None,
+                    queue_device=None,
+                    setting=setting,
+                    original=str(first.get("old")),
+                    left=left,
+                    changes=tuple(keys),
+                    identity=identity,
+                    scope=HOST_SCOPE,
+                )
+            )
+            continue
         first_out = outcomes.get(keys[0])
         effects = tuple(
             SideEffect(str(e.get("setting")), str(e.get("old")), str(e.get("effective")))
@@ -423,15 +554,22 @@ def _plain_name(name: str) -> bool:
 
 __all__ = [
     "ACTIONS",
+    "DEVICE_SCOPE",
+    "HOST_SCOPE",
+    "HOST_SETTINGS",
     "IDENTITY",
+    "RESTORE_HINT",
     "UNDO_ACTIONS",
     "Change",
     "Journal",
     "JournalError",
     "Leftover",
     "SideEffect",
+    "boot_id",
     "default_journal_path",
     "device_identity",
     "find_leftovers",
+    "last_switch_on",
+    "same_boot",
     "same_device",
 ]

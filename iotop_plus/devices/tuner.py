@@ -5,6 +5,10 @@ read back after). Some writes move other settings too: switching the scheduler r
 ``nr_requests``, writing ``max_sectors_kb`` resets ``read_ahead_kb``. So each change records
 the other settings of the same queue that moved with it, and undo puts those back as well:
 undo and revert-all restore the exact values read before.
+
+One host setting goes through here too: ``kernel.task_delayacct`` (the Processes tab's ``D``),
+journaled with ``scope: "host"`` and the boot id, undone by ``u``/``U``, offered on quit and
+restored by ``restore`` like a queue setting (see :mod:`iotop_plus.devices.journal`).
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from pathlib import Path
 from iotop_plus import __version__
 from iotop_plus.devices.journal import (
     ACTIONS,
+    HOST_SCOPE,
     Change,
     Journal,
     JournalError,
     Leftover,
     SideEffect,
+    boot_id,
     default_journal_path,
     device_identity,
 )
@@ -44,7 +50,18 @@ from iotop_plus.devices.settings import (
 )
 from iotop_plus.devices.writers import Writer, not_live_reason
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
+from iotop_plus.sampling.delayacct import DelayAcct, DelayAcctError, read_delayacct, set_delayacct
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, read_inventory
+
+#: ``kernel.task_delayacct``'s value for each state read (UNKNOWN: no sysctl to switch).
+_DELAYACCT_VALUE = {DelayAcct.ON: "1", DelayAcct.OFF: "0"}
+
+
+def boottime() -> float:
+    """Seconds since boot on ``CLOCK_BOOTTIME``, the clock of tasks' start times."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
 
 #: Characters that make a udev match value unsafe to quote (globs, quotes, escapes).
 _UDEV_UNSAFE = set('"\\*?[]|\n')
@@ -124,6 +141,7 @@ class Tuner:
         self._lock = threading.RLock()
         self._active: list[Change] = []
         self._sequence = 0
+        self._switched_on: list[float | None] = []  # cached: [] until the journal was read
 
     # --- reading and validating ---------------------------------------------------------------
 
@@ -134,6 +152,12 @@ class Tuner:
     def read_one(self, device: str, setting: str) -> SettingValue:
         """One setting of ``device`` as it is now."""
         return read_setting(self.roots, device, setting, is_root=self.is_root)
+
+    def read_host(self, setting: str) -> str | None:
+        """A host setting's value now (``kernel.task_delayacct``: ``0``/``1``), None if unknown."""
+        if setting != DELAYACCT:
+            return None
+        return _DELAYACCT_VALUE.get(read_delayacct(self.roots))
 
     def validate(self, device: str, setting: str, text: str) -> str:
         """The value that would be written for ``text``; raises SettingError when refused."""
@@ -239,7 +263,92 @@ class Tuner:
                 raise TuningError("; ".join(failures))
             return tuple(done)
 
+    def switch_delayacct(self, enabled: bool) -> Change:
+        """Switch ``kernel.task_delayacct`` on or off; journaled (scope ``host``) and undoable.
+
+        Raises:
+            SettingError: in plain words, with nothing changed.
+        """
+        with self._lock:
+            change = self._write_host(DELAYACCT, "1" if enabled else "0", "set", None)
+            self._active.append(change)
+            return change
+
+    def delayacct_switched_on(self) -> float | None:
+        """``CLOCK_BOOTTIME`` seconds of the last off->on switch of delay accounting in this
+        boot, as far as the journal knows; None when unknown. Tasks started before it have no
+        delay record (the kernel gives one only to tasks forked while it is on)."""
+        with self._lock:
+            if not self._switched_on:
+                try:
+                    self._switched_on.append(self.journal.delayacct_switched_on(self.roots))
+                except JournalError:
+                    self._switched_on.append(None)
+            return self._switched_on[0]
+
     # --- internals -----------------------------------------------------------------------------
+
+    def _write_host(self, setting: str, value: str, action: str, undoes: int | None) -> Change:
+        """Write a host setting (only ``kernel.task_delayacct``), journaled first."""
+        where = HOST_SCOPE
+        if setting != DELAYACCT:
+            raise SettingError(where, setting, "not a host setting iotop-plus changes", "invalid")
+        refused = self.change_refused
+        if refused:
+            raise SettingError(where, setting, refused, "failed")
+        if not self.is_root:
+            raise SettingError(where, setting, f"switching {DELAYACCT} needs root", "permission")
+        old = _DELAYACCT_VALUE.get(read_delayacct(self.roots))
+        if old is None:
+            raise SettingError(
+                where, setting, f"this kernel has no {DELAYACCT} sysctl (it predates 5.14)"
+            )
+        sequence = self._sequence + 1
+        boot = boot_id(self.roots)
+        record = {
+            "sequence": sequence,
+            "action": action,
+            "scope": HOST_SCOPE,
+            "device": None,
+            "queue_device": None,
+            "setting": setting,
+            "old": old,
+            "new": value,
+            "boot_id": boot,
+        }
+        try:
+            self.journal.intend(record)
+        except JournalError as exc:
+            raise SettingError(where, setting, str(exc), "failed") from None
+        self._sequence = sequence
+        try:
+            state = set_delayacct(self.roots, value == "1", writer=self.writer)
+        except DelayAcctError as exc:
+            self.journal.failed(sequence, str(exc))
+            raise SettingError(where, setting, str(exc), "failed") from None
+        change = Change(
+            sequence=sequence,
+            time=self._clock(),
+            action=action,
+            device="",
+            queue_device="",
+            setting=setting,
+            old=old,
+            new=value,
+            effective=_DELAYACCT_VALUE.get(state, value),
+            undoes=undoes,
+            monotonic=time.monotonic(),
+            run=self.journal.run_id,
+            scope=HOST_SCOPE,
+            boot_id=boot,
+            boottime=boottime(),
+        )
+        self.journal.record(change)
+        if change.effective == "0":
+            self._switched_on[:] = [None]
+        elif old == "0":
+            self._switched_on[:] = [change.boottime]
+        return change
 
     def _checked(self, device: str, setting: str) -> SettingValue:
         if setting not in SETTINGS:
@@ -319,11 +428,17 @@ class Tuner:
 
     def _restore(self, change: Change, action: str) -> Change:
         try:
-            undo = self._write(change.device, change.setting, change.old, action, change.sequence)
+            if change.scope == HOST_SCOPE:
+                undo = self._write_host(change.setting, change.old, action, change.sequence)
+            else:
+                undo = self._write(
+                    change.device, change.setting, change.old, action, change.sequence
+                )
             if undo.effective != change.old:
                 raise TuningError(
-                    f"{change.device} {change.setting}: wrote {change.old} back "
-                    f"but the device kept {undo.effective}"
+                    f"{change.where} {change.setting}: wrote {change.old} back "
+                    f"but the {'kernel' if change.scope == HOST_SCOPE else 'device'} kept "
+                    f"{undo.effective}"
                 )
             for effect in change.side_effects:
                 now = self.read_one(change.device, effect.setting).value
@@ -334,7 +449,7 @@ class Tuner:
         return undo
 
     def keep(self, reason: str) -> tuple[Change, ...]:
-        """Close this run's changes in effect as meant to last (``set``, ``quit``, ``hangup``).
+        """Close this run's changes in effect as meant to last (``set``, ``quit``).
 
         They are no longer undoable here, and never leftovers. Returns the changes kept.
         """
@@ -353,23 +468,27 @@ class Tuner:
         """
         if not leftover.known:
             raise TuningError(
-                f"{leftover.device} {leftover.setting}: not restored ({leftover.identity})"
+                f"{leftover.where} {leftover.setting}: not restored ({leftover.identity})"
             )
         with self._lock:
             try:
-                change = self._write(
-                    leftover.device, leftover.setting, leftover.original, "restore", None
-                )
-                for effect in leftover.side_effects:
-                    now = self.read_one(leftover.device, effect.setting).value
-                    if now == effect.effective and now != effect.old:
-                        self._write(leftover.device, effect.setting, effect.old, "restore", None)
+                if leftover.scope == HOST_SCOPE:
+                    change = self._write_host(leftover.setting, leftover.original, "restore", None)
+                else:
+                    device = str(leftover.device)
+                    change = self._write(
+                        device, leftover.setting, leftover.original, "restore", None
+                    )
+                    for effect in leftover.side_effects:
+                        now = self.read_one(device, effect.setting).value
+                        if now == effect.effective and now != effect.old:
+                            self._write(device, effect.setting, effect.old, "restore", None)
             except SettingError as exc:
                 raise TuningError(f"cannot restore {exc}") from None
             if change.effective != leftover.original:
                 raise TuningError(
-                    f"{leftover.device} {leftover.setting}: wrote {leftover.original} back "
-                    f"but the device kept {change.effective}"
+                    f"{leftover.where} {leftover.setting}: wrote {leftover.original} back "
+                    f"but it kept {change.effective}"
                 )
             self.journal.close_leftover(leftover, "restored")
             return change
@@ -395,6 +514,8 @@ class Tuner:
             first_old: dict[tuple[str, str], str] = {}
             last: dict[tuple[str, str], str] = {}
             for change in self._active:
+                if change.scope == HOST_SCOPE:
+                    continue  # a sysctl, not a queue setting: no udev rule sets it
                 key = (change.queue_device, change.setting)
                 first_old.setdefault(key, change.old)
                 last[key] = change.effective

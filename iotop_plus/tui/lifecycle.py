@@ -1,11 +1,13 @@
 """What happens to this run's queue-setting changes at start, on quit and on a signal.
 
-* At start: offer to restore what a run that died left changed.
+* At start: offer to restore (or keep) what a run that died left changed.
 * On quit with changes in effect: ask keep or revert (or revert at once with
   ``--revert-on-exit``), journaling ``keep`` for kept changes.
 * On SIGTERM, SIGHUP or SIGINT: nobody can be asked. Probes are stopped, ``--revert-on-exit``
-  is applied, a hangup keeps the changes (journaled, and said on stderr), and the app leaves
-  through its normal exit (so the terminal is restored), with a watchdog in case that hangs.
+  is applied, and the app leaves through its normal exit (so the terminal is restored), with
+  a watchdog in case that hangs. A hangup leaves the changes in force but does *not* keep
+  them: nobody chose to, so they are leftovers of a dead run, offered at the next start and
+  by ``iotop-plus restore`` (``restore --keep`` keeps them); stderr says so.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import threading
 
 from textual.app import App
 
-from iotop_plus.devices.journal import JournalError
+from iotop_plus.devices.journal import RESTORE_HINT, JournalError
 from iotop_plus.devices.tuner import Tuner, TuningError
 from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
 
@@ -61,7 +63,7 @@ class SettingsLifecycle:
             pass
 
     def offer_restore(self) -> None:
-        """At start: offer to put back what a run that died left changed."""
+        """At start: offer to put back (or keep) what a run that died left changed."""
         tuner, app = self.tuner, self.app
         if tuner.change_refused or not tuner.is_root:
             return
@@ -83,6 +85,15 @@ class SettingsLifecycle:
             return
 
         def answered(choice: str | None) -> None:
+            if choice == "keep":
+                for left in leftovers:
+                    tuner.journal.close_leftover(left, "kept")
+                if tuner.journal.problem:
+                    app.notify(tuner.journal.problem, severity="error", markup=False)
+                    return
+                n = len(leftovers)
+                app.notify(f"kept {n} setting{'s' if n != 1 else ''} as they are", markup=False)
+                return
             if choice != "restore":
                 return
             for left in leftovers:
@@ -104,11 +115,15 @@ class SettingsLifecycle:
             with contextlib.suppress(TuningError):
                 self.tuner.revert_all()
         if sig == signal.SIGHUP and self.tuner.active:
-            # The session is gone and nobody can answer the quit dialog: the changes stay,
-            # journaled as kept (reason hangup), so they are not restored as leftovers.
-            count = len(self.tuner.keep("hangup"))
+            # The session is gone and nobody answered the quit dialog: the changes stay in
+            # force but are not kept. No keep record, so once this run's lock is gone they are
+            # leftovers, offered at the next start and by `iotop-plus restore`.
+            count = len(self.tuner.active)
             plural = "s" if count != 1 else ""
-            line = f"iotop-plus: hangup: kept {count} setting change{plural} (reason hangup)\n"
+            line = (
+                f"iotop-plus: hangup: {count} setting change{plural} left in force, not kept; "
+                f"{RESTORE_HINT}\n"
+            )
             with contextlib.suppress(OSError):
                 os.write(2, line.encode())
         watchdog = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(128 + sig,))

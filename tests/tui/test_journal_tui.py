@@ -1,4 +1,5 @@
-"""The app and the journal (#11): the restore offer at start, keep on quit, keep on hangup.
+"""The app and the journal (#11, #22): the restore offer at start (restore, keep or later),
+keep on quit, and a hangup that leaves changes in force without keeping them.
 
 The tuner works on a temporary sysfs tree through an injected writer; the app runs on the
 canned host. A "run that died" is a real child process killed with SIGKILL.
@@ -11,6 +12,7 @@ import signal
 from pathlib import Path
 
 import pytest
+from textual.containers import Vertical
 
 from iotop_plus.config import Config
 from iotop_plus.devices.journal import Journal
@@ -49,9 +51,12 @@ def app_with(tree: Roots, state: Path) -> IotopPlusApp:
     )
 
 
+def records(state: Path) -> list[dict[str, object]]:
+    return [json.loads(x) for x in (state / "changes.jsonl").read_text().splitlines()]
+
+
 def kinds(state: Path) -> list[tuple[str, str | None]]:
-    lines = [json.loads(x) for x in (state / "changes.jsonl").read_text().splitlines()]
-    return [(x["record"], x.get("reason")) for x in lines]
+    return [(str(x["record"]), x.get("reason")) for x in records(state)]  # type: ignore[misc]
 
 
 async def test_the_app_offers_to_restore_what_a_dead_run_left(tree: Roots, tmp_path: Path) -> None:
@@ -91,11 +96,13 @@ async def test_no_offer_without_leftovers_and_keep_on_quit_is_journaled(
     assert Journal.in_dir(state).leftovers(tree) == []
 
 
-async def test_a_hangup_keeps_the_changes_and_says_so(
+async def test_a_hangup_leaves_the_changes_in_force_but_not_kept(
     tree: Roots, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    # The exit watchdog would end the test process: keep it far away.
-    monkeypatch.setattr(lifecycle_module, "EXIT_WATCHDOG_S", 1e6)
+    # #22 item 3 (the SIGHUP ruling replaces "a hangup keeps"): an SSH drop must not keep an
+    # experiment silently. The change stays in force, no keep record is written, and once the
+    # run is gone it is a leftover that restore offers.
+    monkeypatch.setattr(lifecycle_module, "EXIT_WATCHDOG_S", 1e6)  # it would end pytest
     state = tmp_path / "state"
     app = app_with(tree, state)
     async with app.run_test(size=(100, 30)) as pilot:
@@ -103,7 +110,85 @@ async def test_a_hangup_keeps_the_changes_and_says_so(
         app.tuner.apply("sda", "read_ahead_kb", "64")
         app.lifecycle.exit_on_signal(signal.SIGHUP)
         await pilot.pause()
+    app.tuner.journal.close()  # what run_tui does when the app has exited: the run is over
     assert read_ahead(tree) == "64"
-    assert kinds(state)[-1] == ("keep", "hangup")
-    assert "iotop-plus: hangup: kept 1 setting change (reason hangup)" in capfd.readouterr().err
+    assert ("keep", "hangup") not in kinds(state)
+    assert kinds(state)[-1] == ("change", None)
+    err = capfd.readouterr().err
+    assert "iotop-plus: hangup: 1 setting change left in force, not kept;" in err
+    assert "`iotop-plus restore`" in err and "`iotop-plus restore --keep`" in err
+    (left,) = Journal.in_dir(state).leftovers(tree)
+    assert (left.device, left.setting, left.left, left.original) == (
+        "sda", "read_ahead_kb", "64", "128",
+    )  # fmt: skip
+
+
+async def test_quit_with_keep_still_keeps_after_the_hangup_ruling(
+    tree: Roots, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    app = app_with(tree, state)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.tuner.apply("sda", "read_ahead_kb", "64")
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("k")
+        await pilot.pause()
+    app.tuner.journal.close()
+    assert kinds(state)[-1] == ("keep", "quit")
     assert Journal.in_dir(state).leftovers(tree) == []
+
+
+async def test_the_start_dialog_keeps_a_dead_runs_values_with_k(
+    tree: Roots, tmp_path: Path
+) -> None:
+    state = tmp_path / "state"
+    assert child(tree, state, "16", "kill").wait() == -signal.SIGKILL
+    app = app_with(tree, state)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, RestoreLeftoversScreen)
+        await pilot.press("k")
+        await pilot.pause()
+        assert not isinstance(app.screen, RestoreLeftoversScreen)
+    assert read_ahead(tree) == "32"  # kept: nothing written
+    closed = [x for x in records(state) if x["record"] == "closed"]
+    assert {x["reason"] for x in closed} == {"kept"} and len(closed) == 2
+    assert Journal.in_dir(state).leftovers(tree) == []
+
+
+def screen_text(app: IotopPlusApp) -> list[str]:
+    """Every line the top screen shows now, as plain text."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])
+async def test_the_restore_prompt_is_never_cut(
+    tree: Roots, tmp_path: Path, size: tuple[int, int]
+) -> None:
+    # #22 item 12: at 80x24 the title read "...without undoing t".
+    state = tmp_path / "state"
+    assert child(tree, state, "16", "kill").wait() == -signal.SIGKILL
+    app = app_with(tree, state)
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause()
+        assert isinstance(app.screen, RestoreLeftoversScreen)
+        for _ in range(50):  # until the dialog is drawn
+            lines = screen_text(app)
+            if any("(original 128)" in line for line in lines):
+                break
+            await pilot.pause(0.05)
+        # Inside the box's border, line after line: wrapped text reads on, cut text does not.
+        box = app.screen.query_one(Vertical).region
+        inside = [x[box.x + 1 : box.right - 1] for x in lines[box.y + 1 : box.bottom - 1]]
+        text = " ".join(" ".join(inside).split())
+        for part in (
+            "1 setting left changed by a run that ended without undoing or keeping it",
+            "sda read_ahead_kb: 32 (original 128)",
+            "r restores the originals, k keeps these values, escape decides later",
+            "Restore (r)",
+            "Keep (k)",
+            "Later (esc)",
+        ):
+            assert part in text, f"{part!r} is cut or missing at {size}:\n" + "\n".join(inside)

@@ -287,8 +287,9 @@ def test_a_killed_runs_changes_are_leftovers_a_live_runs_are_not(
     assert len(lefts[0].changes) == 4
     refusal = journal.leftover_refusal(roots, "sda1")
     assert refusal == (
-        "sda read_ahead_kb is 128, left by a run that ended without undoing it "
-        "(original 128); run `iotop-plus restore` first"
+        "sda read_ahead_kb is 128, left by a run that ended without undoing or keeping it "
+        "(original 128); first run `iotop-plus restore` (puts the originals back) or "
+        "`iotop-plus restore --keep` (keeps the values)"
     )
 
 

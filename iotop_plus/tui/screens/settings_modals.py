@@ -9,7 +9,7 @@
 * :class:`KeepOrRevertScreen` lists this run's changes and returns ``"keep"``, ``"revert"``,
   or None (escape: do not quit after all).
 * :class:`RestoreLeftoversScreen` lists what a run that died left changed, at start, and
-  returns ``"restore"`` or None (leave them for now).
+  returns ``"restore"``, ``"keep"`` or None (leave them for now).
 """
 
 from __future__ import annotations
@@ -226,12 +226,17 @@ class KeepOrRevertScreen(Modal[str | None]):
 
 
 class RestoreLeftoversScreen(Modal[str | None]):
-    """Asked at start when a run that died left settings changed: restore them now?"""
+    """Asked at start when a run that died left settings changed: restore them, keep them, or
+    decide later. Every line wraps inside the box, so nothing is cut at 80x24."""
 
     BINDINGS = [
         Binding("r", "choose('restore')", "Restore"),
+        Binding("k", "choose('keep')", "Keep"),
         Binding("escape", "choose(None)", "Later"),
     ]
+
+    #: Leftovers listed one per line; the rest are counted.
+    SHOWN = 8
 
     def __init__(self, leftovers: Sequence[Leftover]) -> None:
         """Args: leftovers: The leftovers of the journal that can be restored."""
@@ -241,29 +246,39 @@ class RestoreLeftoversScreen(Modal[str | None]):
     def compose(self) -> ComposeResult:
         with Vertical():
             count = len(self.leftovers)
-            yield Label(
+            yield Static(
                 f"{count} setting{'s' if count != 1 else ''} left changed by a run that "
-                "ended without undoing them",
+                "ended without undoing or keeping "
+                f"{'them' if count != 1 else 'it'} (a crash, kill -9, a dropped SSH link)",
                 classes="title",
+                id="leftover-title",
+                markup=False,
             )
             lines = [
-                f"{left.device} {left.setting}: {left.left} (original {left.original})"
-                for left in self.leftovers[:12]
+                f"{left.where} {left.setting}: {left.left} (original {left.original})"
+                for left in self.leftovers[: self.SHOWN]
             ]
+            if count > self.SHOWN:
+                more = count - self.SHOWN
+                lines.append(f"... and {more} more (iotop-plus restore -n lists them all)")
             yield Static("\n".join(lines), id="leftover-list", markup=False)
             yield Static(
-                "r restores the originals, escape leaves them (`iotop-plus restore` later).",
+                "r restores the originals, k keeps these values, escape decides later "
+                "(iotop-plus restore, or restore --keep).",
                 classes="hint",
+                id="leftover-hint",
+                markup=False,
             )
             with Horizontal():
                 yield Button("Restore (r)", id="restore", variant="primary")
+                yield Button("Keep (k)", id="keep")
                 yield Button("Later (esc)", id="later")
 
     @on(Button.Pressed)
     def _pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss("restore" if event.button.id == "restore" else None)
+        self.dismiss({"restore": "restore", "keep": "keep"}.get(event.button.id or ""))
 
     def action_choose(self, choice: str | None) -> None:
-        """Close with ``restore`` or None."""
+        """Close with ``restore``, ``keep`` or None (later)."""
         self.dismiss(choice)
