@@ -260,5 +260,6 @@ def _run_fleet_tui(client: object, refresh_s: float, window: str) -> int:
     except ImportError as exc:
         print(f"iotop-plus: the TUI is not available ({exc}); try --once", file=sys.stderr)
         return EXIT_FAILURE
-    FleetApp(client, refresh_s=refresh_s, window=window).run()  # type: ignore[arg-type]
-    return EXIT_OK
+    app = FleetApp(client, refresh_s=refresh_s, window=window)  # type: ignore[arg-type]
+    app.run()
+    return EXIT_FAILURE if app.return_code else EXIT_OK  # a crash is 1, never 0

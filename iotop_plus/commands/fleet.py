@@ -24,7 +24,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "fleet",
         help="many hosts through Prometheus: hosts x devices, worst first",
         description="A TUI over the Prometheus HTTP API: every host (instance label) and "
-        "device that `iotop-plus serve` exports, ranked by latency, %%util and I/O pressure.",
+        "device that `iotop-plus serve` exports, ranked by latency, %util and I/O pressure "
+        "(rank 1 is the worst).",
     )
     p.add_argument("--prometheus", required=True, metavar="URL", help="e.g. http://prom:9090")
     p.add_argument(
@@ -40,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=positive_float,
         default=10.0,
         metavar="S",
-        help="HTTP timeout (default 10)",
+        help="seconds a whole query round may take, however slowly the server answers (default 10)",
     )
     p.add_argument(
         "--once", action="store_true", help="print one query round as JSON and exit (no TUI)"

@@ -220,7 +220,10 @@ def render_result(r: ProbeResult) -> str:
     if r.fsync is not None:
         pcts = "  ".join(f"{label} {v:,.1f}" for label, v in r.fsync.percentiles_us)
         lines.append(f"  fsync µs: mean {r.fsync.mean_us:,.1f}  {pcts}")
-    lines.append(f"  CPU: usr {r.usr_cpu_pct:.1f}%  sys {r.sys_cpu_pct:.1f}%")
+    host = (
+        f"  host CPU pressure {r.host_cpu_some_pct:.0f}%" if r.host_cpu_some_pct is not None else ""
+    )
+    lines.append(f"  CPU: usr {r.usr_cpu_pct:.1f}%  sys {r.sys_cpu_pct:.1f}%{host}")
     for u in r.disk_util:
         lines.append(
             f"  device {u.name}: {u.read_ios:,} reads {u.write_ios:,} writes served, "

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 from iotop_plus.devices.settings import SETTINGS
 from iotop_plus.probe.presets import PRESETS, Preset, ProbeParams
-from iotop_plus.probe.results import DiskUtil, ProbeResult, other_io_note
+from iotop_plus.probe.results import DiskUtil, Issuers, ProbeResult, other_io_note
 
 #: The default deepest queue of a sweep.
 DEFAULT_MAX_QD = 128
@@ -61,6 +61,8 @@ class SweepStep:
     """I/Os the device served meanwhile (its own counters, via fio's ``disk_util``)."""
     device_p99_us: float | None = None
     """99th percentile device-side read latency (the block tracer), when it ran."""
+    issuers: Issuers | None = None
+    """Who issued the device's requests during the step (the block tracer), when it ran."""
 
 
 @dataclass(frozen=True)
@@ -189,7 +191,11 @@ def analyze_sweep(steps: Sequence[SweepStep]) -> SweepAnalysis:
     other = (
         note
         for s in ordered
-        if (note := other_io_note(f"QD {s.qd}", s.fio_ios, s.device_ios, direct=True))
+        if (
+            note := other_io_note(
+                f"QD {s.qd}", s.fio_ios, s.device_ios, direct=True, issuers=s.issuers
+            )
+        )
     )
     return SweepAnalysis(
         linear_until, full, qd90, peak.iops, peak.qd, rising, tuple(efficiencies), tuple(other)
@@ -225,6 +231,7 @@ def step_from_result(qd: int, result: ProbeResult, device: str | None) -> SweepS
         fio_ios=sum(d.total_ios for d in result.directions),
         device_ios=(util.read_ios + util.write_ios) if util else None,
         device_p99_us=block.percentile("p99") if block else None,
+        issuers=result.issuers,
     )
 
 
@@ -273,6 +280,8 @@ class AbRun:
     """I/Os the device served (fio's ``disk_util``), when fio could tell."""
     device_p99_us: float | None = None
     """99th percentile device-side latency (the block tracer), when it ran."""
+    issuers: Issuers | None = None
+    """Who issued the device's requests during the run (the block tracer), when it ran."""
 
 
 @dataclass(frozen=True)
@@ -478,6 +487,7 @@ def ab_run_from_result(
         fio_ios=sum(d.total_ios for d in result.directions),
         device_ios=(util.read_ios + util.write_ios) if util else None,
         device_p99_us=block.percentile("p99") if block else None,
+        issuers=result.issuers,
     )
 
 

@@ -230,6 +230,8 @@ async def run_ab(
                     run.fio_ios,
                     run.device_ios,
                     direct=run_params.direct,
+                    fsync=bool(run_preset.fsync),
+                    issuers=run.issuers,
                 )
                 if busy:
                     notes.append(busy)

@@ -20,6 +20,7 @@ from iotop_plus.probe.results import (
     DirectionResult,
     DiskUtil,
     Hint,
+    Issuers,
     Latency,
     ProbeResult,
 )
@@ -230,8 +231,17 @@ def result_from_json(doc: Any) -> ProbeResult:
             "disk_util": tuple(DiskUtil(**u) for u in doc.get("disk_util", [])),
             "hints": tuple(Hint(**h) for h in doc.get("hints", [])),
             "notes": tuple(str(n) for n in doc.get("notes", [])),
+            "issuers": _issuers(doc.get("issuers")),
+            "flush_write": _block(doc.get("flush_write")),
         }
     )
+
+
+def _issuers(doc: Any) -> Issuers | None:
+    if doc is None:
+        return None
+    others = tuple((str(name), int(n)) for name, n in doc.get("others", []))
+    return Issuers(fio=int(doc["fio"]), journal=int(doc["journal"]), others=others)
 
 
 def _figures(r: ProbeResult) -> list[tuple[str, float | None, bool]]:

@@ -119,6 +119,25 @@ class DiskUtil:
 
 
 @dataclass(frozen=True)
+class Issuers:
+    """Who issued the requests on the probed device while fio ran, from the block tracer
+    (``block_io_start``, in the submitting task's context)."""
+
+    fio: int
+    """Requests issued by fio (its threads and io_uring workers share its pid)."""
+    journal: int
+    """Requests issued by the target filesystem's journal thread (``jbd2/DEV-N``): the
+    commits a probe's own fsyncs cause."""
+    others: tuple[tuple[str, int], ...] = ()
+    """``("comm (pid N)", requests)`` of every other issuer, most first."""
+
+    @property
+    def other_requests(self) -> int:
+        """Requests issued by neither fio nor the journal thread."""
+        return sum(n for _, n in self.others)
+
+
+@dataclass(frozen=True)
 class Hint:
     """One interpretation rule that fired on the numbers."""
 
@@ -219,6 +238,15 @@ class ProbeResult:
     """Where the result sits among :data:`DEVICE_CLASSES`."""
     notes: tuple[str, ...] = ()
     """Facts about the run itself (engine fallback, size capped...)."""
+    issuers: Issuers | None = None
+    """Who issued the device's requests during the run, when the block tracer ran."""
+    flush_write: BlockLatency | None = None
+    """Device-side latency of the writes that carried a preflush or FUA (a filesystem's
+    journal commits, fio's fsyncs on some devices), from submission to the end of the whole
+    flush sequence; kept apart from :attr:`write`'s plain writes. Block tracer only."""
+    host_cpu_some_pct: float | None = None
+    """CPU pressure (``/proc/pressure/cpu`` some, the share of the run's wall time in which
+    some task waited for a CPU), when the kernel reports it."""
 
     @property
     def directions(self) -> tuple[DirectionResult, ...]:
@@ -310,8 +338,14 @@ def parse_result(
     rotational: bool | None = None,
     notes: tuple[str, ...] = (),
     device_class: str | None = None,
+    issuers: Issuers | None = None,
+    flush_write: BlockLatency | None = None,
+    host_cpu_some_pct: float | None = None,
 ) -> ProbeResult:
     """Turn fio's final JSON document into a :class:`ProbeResult` with hints and placement.
+
+    ``issuers`` and ``flush_write`` come from the block tracer, ``host_cpu_some_pct`` from
+    the CPU pressure over the run (:func:`cpu_pressure_pct`); each is None when unknown.
 
     Raises:
         FioOutputError: the document has no jobs, a job failed, or a field is missing.
@@ -350,6 +384,9 @@ def parse_result(
             sys_cpu_pct=float(job["sys_cpu"]),
             disk_util=disks,
             notes=notes,
+            issuers=issuers,
+            flush_write=flush_write,
+            host_cpu_some_pct=host_cpu_some_pct,
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise FioOutputError(f"fio's JSON lacks an expected field ({exc})") from None
@@ -372,8 +409,19 @@ def hints_for(result: ProbeResult, preset: Preset, rotational: bool | None = Non
     """The interpretation rules, applied to the numbers."""
     out: list[Hint] = []
     p = result.params
+    starved = cpu_starved(result)
+    if starved:
+        out.append(
+            Hint(
+                "cpu-starved",
+                f"the host was short of CPU during the probe (CPU pressure: some task waited "
+                f"for a CPU {result.host_cpu_some_pct:.0f}% of the time): fio's latency and "
+                "stalls include those waits, so they say little about the device; probe again "
+                "when the host is quieter",
+            )
+        )
     for d, label in ((result.read, "read"), (result.write, "write")):
-        if d is None:
+        if d is None or starved:  # a starved CPU explains jitter and stalls: blame nobody else
             continue
         p99 = d.clat.percentile("p99")
         p9999 = d.clat.percentile("p99.99")
@@ -425,6 +473,8 @@ def hints_for(result: ProbeResult, preset: Preset, rotational: bool | None = Non
         sum(d.total_ios for d in result.directions),
         sum(u.read_ios + u.write_ios for u in result.disk_util) if result.disk_util else None,
         direct=p.direct,
+        fsync=bool(preset.fsync),
+        issuers=result.issuers,
     )
     if busy:
         out.append(Hint("other-io", busy))
@@ -439,7 +489,7 @@ def hints_for(result: ProbeResult, preset: Preset, rotational: bool | None = Non
             )
         )
     util = max((u.util_pct for u in result.disk_util), default=None)
-    if util is not None and util < 50 and p.direct and preset.name not in ("wal",):
+    if util is not None and util < 50 and p.direct and preset.name not in ("wal",) and not starved:
         out.append(
             Hint(
                 "idle-device",
@@ -493,7 +543,8 @@ def place(result: ProbeResult, preset: Preset, device_class: str | None = None) 
     below = [c for c in DEVICE_CLASSES if span(c)[1] < value]
     above = [c for c in DEVICE_CLASSES if span(c)[0] > value]
     if not below:
-        return f"{shown} is below every reference class (a throttled or busy device?)"
+        why = _STARVED_WHY if cpu_starved(result) else "(a throttled or busy device?)"
+        return f"{shown} is below every reference class {why}"
     low = max(below, key=lambda c: span(c)[1])
     high = min(above, key=lambda c: span(c)[0])
     return f"{shown} is between {low.name} and {high.name}"
@@ -520,8 +571,38 @@ def _place_latency(result: ProbeResult) -> str:
     if value < min(c.latency_us[0] for c in DEVICE_CLASSES):
         return f"{shown} is faster than every reference class (a write cache acknowledges it)"
     if value > max(c.latency_us[1] for c in DEVICE_CLASSES):
-        return f"{shown} is slower than every reference class (a busy or throttled device?)"
+        why = _STARVED_WHY if cpu_starved(result) else "(a busy or throttled device?)"
+        return f"{shown} is slower than every reference class {why}"
     return f"{shown} falls between reference classes"
+
+
+CPU_STARVED_PCT = 30.0
+"""CPU pressure (``some``, percent of the run) from which a probe's figures are the host's:
+fio waited for a CPU, not for the device."""
+_STARVED_WHY = "(the host was short of CPU during the probe, not necessarily the device)"
+
+
+def cpu_starved(result: ProbeResult) -> bool:
+    """Whether the host was short of CPU while the probe ran (:data:`CPU_STARVED_PCT`)."""
+    pct = result.host_cpu_some_pct
+    return pct is not None and pct >= CPU_STARVED_PCT
+
+
+def cpu_pressure_pct(
+    before: tuple[float, int] | None, after: tuple[float, int] | None
+) -> float | None:
+    """CPU ``some`` pressure over an interval, in percent of its wall time.
+
+    Args:
+        before: (monotonic seconds, ``/proc/pressure/cpu`` some ``total`` µs) at the start.
+        after: The same at the end.
+    """
+    if before is None or after is None:
+        return None
+    (t0, us0), (t1, us1) = before, after
+    if t1 <= t0 or us1 < us0:
+        return None
+    return min(100.0, (us1 - us0) / ((t1 - t0) * 1e6) * 100)
 
 
 def _us(value: float) -> str:
@@ -536,16 +617,39 @@ OTHER_IO_MIN = 100
 
 
 def other_io_note(
-    what: str, fio_ios: int | float, device_ios: int | float | None, *, direct: bool
+    what: str,
+    fio_ios: int | float,
+    device_ios: int | float | None,
+    *,
+    direct: bool,
+    fsync: bool = False,
+    issuers: Issuers | None = None,
 ) -> str | None:
     """A line saying that other I/O hit the device during ``what`` (a step, a run), or None.
 
-    The device's own counters (fio's ``disk_util``) against the I/Os fio issued: with direct
-    I/O every fio I/O is at most one device request (merges only lower the count), so a clear
-    excess is someone else's load, and the figures include it. Buffered runs (read-ahead,
-    write-back) change the count by design and are not judged.
+    With the block tracer (``issuers``): the requests issued by processes other than fio and
+    the target filesystem's journal thread, against fio's own requests.
+
+    Without it, the device's own counters (fio's ``disk_util``) against the I/Os fio issued:
+    with direct I/O every fio I/O is at most one device request (merges only lower the
+    count), so a clear excess is someone else's load, and the figures include it. Buffered
+    runs (read-ahead, write-back) change the count by design and are not judged, and neither
+    are runs with fsync: each fsync is a flush request that the kernel counts in the write
+    fields as well as the flush fields, and a filesystem adds its journal commits.
     """
-    if not direct or device_ios is None or fio_ios <= 0:
+    if issuers is not None:
+        others = issuers.other_requests
+        own = max(issuers.fio, 1)
+        if others <= OTHER_IO_MIN or others <= OTHER_IO_SHARE * own:
+            return None
+        who = ", ".join(f"{name}: {n:,}" for name, n in issuers.others[:3])
+        more = f" and {len(issuers.others) - 3} more" if len(issuers.others) > 3 else ""
+        return (
+            f"other I/O hit the device during {what}: other processes issued {others:,} "
+            f"requests ({who}{more}) against fio's {issuers.fio:,} (+{others / own:.0%}); "
+            "these figures include that load"
+        )
+    if not direct or fsync or device_ios is None or fio_ios <= 0:
         return None
     extra = device_ios - fio_ios
     if extra <= OTHER_IO_MIN or extra <= OTHER_IO_SHARE * fio_ios:

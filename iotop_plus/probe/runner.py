@@ -28,7 +28,13 @@ from typing import Any
 from iotop_plus.probe.block_latency import ProbeTracer, with_block_latency
 from iotop_plus.probe.fioproc import FioProcess
 from iotop_plus.probe.presets import DEFAULT_ENGINE, FALLBACK_ENGINE, Preset, ProbeParams
-from iotop_plus.probe.results import FioOutputError, ProbeResult, job_errors, parse_result
+from iotop_plus.probe.results import (
+    FioOutputError,
+    ProbeResult,
+    cpu_pressure_pct,
+    job_errors,
+    parse_result,
+)
 from iotop_plus.probe.target import (
     CheckedTarget,
     ProbeTarget,
@@ -38,6 +44,7 @@ from iotop_plus.probe.target import (
 )
 from iotop_plus.programs import lookup_program
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.pressure import read_pressure_file
 
 INSTALL_HINT = "install it with `apt-get install fio` (Debian/Ubuntu) or `dnf install fio`"
 
@@ -387,6 +394,7 @@ class ProbeRunner:
         argv = prefix + build_argv(fio, request.preset, params, target, checked.fio_filename)
         traced = await self._begin_trace(target)
         before = _disk_counters(self.roots, target)
+        cpu_before = _cpu_pressure(self.roots)
         run = await self._run_fio(argv, params, on_progress, checked)
         if params.ioengine == DEFAULT_ENGINE and _io_uring_unavailable(run):
             params = replace(params, ioengine=FALLBACK_ENGINE)
@@ -394,7 +402,9 @@ class ProbeRunner:
             argv = prefix + build_argv(fio, request.preset, params, target, checked.fio_filename)
             traced = await self._begin_trace(target)
             before = _disk_counters(self.roots, target)
+            cpu_before = _cpu_pressure(self.roots)
             run = await self._run_fio(argv, params, on_progress, checked)
+        cpu_after = _cpu_pressure(self.roots)
         tracer = self._tracer
         block = None
         if traced and tracer is not None and target.device is not None:
@@ -413,6 +423,7 @@ class ProbeRunner:
                 rotational=rotational,
                 notes=tuple(notes),
                 device_class=device_class,
+                host_cpu_some_pct=cpu_pressure_pct(cpu_before, cpu_after),
             )
         except FioOutputError as exc:
             raise ProbeError(str(exc)) from exc
@@ -522,6 +533,15 @@ def _with_disk_util(
     }
     doc = {**doc, "disk_util": [util]}
     return json.dumps(doc, indent=2), doc
+
+
+def _cpu_pressure(roots: Roots) -> tuple[float, int] | None:
+    """(monotonic now, ``/proc/pressure/cpu`` some total µs), or None without PSI."""
+    try:
+        some = read_pressure_file(roots.proc / "pressure" / "cpu").some
+    except (OSError, ValueError):
+        return None
+    return (time.monotonic(), some.total_us) if some is not None else None
 
 
 def _verify(checked: CheckedTarget) -> None:

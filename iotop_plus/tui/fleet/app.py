@@ -8,10 +8,12 @@ never parsed as markup.
 from __future__ import annotations
 
 import contextlib
+import json
 import time
 from collections.abc import Iterable
 from datetime import datetime
 
+from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -51,12 +53,12 @@ def _num(value: float | None, scale: float = 1.0) -> str:
     return "-" if value is None else f"{value / scale:,.2f}"
 
 
-def row_cells(row: FleetRow) -> tuple[str, ...]:
-    """The table cells of one row."""
-    return (
+def row_cells(row: FleetRow) -> tuple[Text, ...]:
+    """The table cells of one row: plain text, never markup (labels come from the server)."""
+    cells = (
         printable(row.instance),
         printable(row.device),
-        "",
+        str(row.rank) if row.rank else "-",
         _num(row.await_ms),
         _num(row.p99_ms),
         _num(row.util_pct),
@@ -65,6 +67,12 @@ def row_cells(row: FleetRow) -> tuple[str, ...]:
         _num(row.iops),
         _num(row.bytes_s, 1e6),
     )
+    return tuple(Text(cell) for cell in cells)
+
+
+def row_key(instance: str, device: str) -> str:
+    """The table's key of a row: any two label values, told apart and read back exactly."""
+    return json.dumps([instance, device])
 
 
 class RoundDone(Message):
@@ -118,8 +126,8 @@ class FleetApp(App[None]):
         self.window = window
         self.result: FleetRound | None = None
         """The last query round."""
-        self.sort_column = 2  # rank: what matters now
-        self.sort_reverse = True
+        self.sort_column = 2  # rank: what matters now, 1 (the worst) first
+        self.sort_reverse = False
         self.filter_text = ""
         self.selected: tuple[str, str] | None = None
         """(instance, device) whose history is charted."""
@@ -190,7 +198,7 @@ class FleetApp(App[None]):
         key = event.row_key.value
         if key is None:
             return
-        instance, _, device = key.rpartition("\0")
+        instance, device = json.loads(key)
         if (instance, device) != self.selected:
             self.selected = (instance, device)
             self.query_one("#fleet-caption", Static).update(
@@ -244,7 +252,7 @@ class FleetApp(App[None]):
 
         def sort_key(row: FleetRow) -> tuple:
             if key == "rank":
-                return row.rank
+                return (row.rank,)
             value = getattr(row, key)
             if isinstance(value, str):
                 return (1, value)
@@ -257,11 +265,11 @@ class FleetApp(App[None]):
         cursor_key = self.selected
         table.clear()
         for row in self.visible_rows():
-            table.add_row(*row_cells(row), key=f"{row.instance}\0{row.device}")
+            table.add_row(*row_cells(row), key=row_key(row.instance, row.device))
         if cursor_key is not None:
             # The row may be gone or filtered out: then the cursor stays where it is.
             with contextlib.suppress(Exception):
-                table.move_cursor(row=table.get_row_index(f"{cursor_key[0]}\0{cursor_key[1]}"))
+                table.move_cursor(row=table.get_row_index(row_key(*cursor_key)))
 
     def _show_header(self) -> None:
         r = self.result
