@@ -154,6 +154,24 @@ def _thread_tick_delta(
     return sum(max(0, ticks - before.get(tid, 0)) for tid, ticks in cur)
 
 
+def started_before_delayacct(task: TaskCounters, switched_on_ticks: int | None) -> bool:
+    """Whether ``task`` started before delay accounting was last switched on.
+
+    The kernel gives a task its delay record only when it is forked while delay accounting
+    is on, so such a task's IO% reads 0 forever: it is not measurable ("n/a"), not idle.
+
+    Args:
+        switched_on_ticks: Clock ticks since boot (``starttime``'s clock) of the last off->on
+            switch; None when unknown (then nothing is known to be unmeasured).
+    """
+    return switched_on_ticks is not None and task.starttime < switched_on_ticks
+
+
+def switch_ticks(boottime_s: float | None) -> int | None:
+    """``CLOCK_BOOTTIME`` seconds as clock ticks since boot (``starttime``'s unit)."""
+    return None if boottime_s is None else int(boottime_s * USER_HZ)
+
+
 def _zero_io() -> IoCounters:
     return IoCounters(0, 0, 0, 0, 0, 0, 0)
 

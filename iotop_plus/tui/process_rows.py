@@ -12,7 +12,12 @@ from functools import lru_cache
 
 from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.processes import TaskKey, TaskRates, TaskTotals
+from iotop_plus.sampling.processes import (
+    TaskKey,
+    TaskRates,
+    TaskTotals,
+    started_before_delayacct,
+)
 
 
 def compact_bytes(value: float | None) -> str:
@@ -64,7 +69,8 @@ MEANINGS: tuple[tuple[str, str], ...] = (
         "share of the interval spent waiting on block I/O (delay accounting). Each thread is "
         "capped at 100 %; a process sums its threads, so 4 threads all waiting read 400 % "
         "(iotop shows threads, hence its 99.99 % ceiling). Enter on a process splits it "
-        "by thread",
+        "by thread. n/a: the process started before delay accounting was switched on, so the "
+        "kernel keeps no delays for it",
     ),
 )
 """(column, what it means) for the help screen."""
@@ -99,6 +105,8 @@ class ProcessRow:
     """Doing I/O in the last interval."""
     cgroup: str = ""
     """The cgroup's name for people (unit, container, pod); empty when unknown."""
+    io_unmeasured: bool = False
+    """IO% cannot be measured: the task started before delay accounting was switched on."""
 
     @property
     def total(self) -> float:
@@ -106,22 +114,34 @@ class ProcessRow:
         return (self.read or 0.0) + (self.write or 0.0)
 
 
-def row_from(key: TaskKey, rates: TaskRates | None, totals: TaskTotals | None) -> ProcessRow:
-    """One row, from the interval's rates or (when given) the totals since start."""
+def row_from(
+    key: TaskKey,
+    rates: TaskRates | None,
+    totals: TaskTotals | None,
+    delay_since: int | None = None,
+) -> ProcessRow:
+    """One row, from the interval's rates or (when given) the totals since start.
+
+    ``delay_since``: clock ticks since boot of the last switch of delay accounting to on;
+    a task started before it gets no IO% (``io_unmeasured``), not a misleading 0.0.
+    """
     source = totals if totals is not None else rates
     if source is None:
         raise ValueError(f"no rates or totals for {key}")
     task = source.task
     active = rates is not None and rates.active
+    unmeasured = started_before_delayacct(task, delay_since)
     if totals is not None:
+        io = None if unmeasured else totals.io_wait_s
         return ProcessRow(
             key, task.tid, task.user, task.name, totals.read_bytes, totals.write_bytes,
-            totals.rchar, totals.wchar, totals.io_wait_s, active,
+            totals.rchar, totals.wchar, io, active, io_unmeasured=unmeasured,
         )  # fmt: skip
     assert rates is not None
+    io = None if unmeasured else rates.io_wait_pct
     return ProcessRow(
         key, task.tid, task.user, task.name, rates.read_bps, rates.write_bps,
-        rates.rchar_bps, rates.wchar_bps, rates.io_wait_pct, active,
+        rates.rchar_bps, rates.wchar_bps, io, active, io_unmeasured=unmeasured,
     )  # fmt: skip
 
 
@@ -160,18 +180,21 @@ def build_rows(
     totals: Mapping[TaskKey, TaskTotals],
     view: View,
     cgroups: Mapping[TaskKey, str] | None = None,
+    delay_since: int | None = None,
 ) -> list[ProcessRow]:
     """Filtered, sorted rows for ``view`` (run in the worker: 5,000 rows cost ~40 ms).
 
-    ``cgroups`` maps tasks to their cgroup paths, for the CGROUP column.
+    ``cgroups`` maps tasks to their cgroup paths, for the CGROUP column. ``delay_since``:
+    clock ticks since boot of the last switch of delay accounting to on, or None (unknown).
     """
+    since = delay_since
     if view.totals_mode:
-        rows = [row_from(k, rates.get(k), t) for k, t in totals.items()]
+        rows = [row_from(k, rates.get(k), t, since) for k, t in totals.items()]
     elif view.only_active:
         # Most processes are idle: skip building rows that would be dropped at once.
-        rows = [row_from(k, r, None) for k, r in rates.items() if r is not None and r.active]
+        rows = [row_from(k, r, None, since) for k, r in rates.items() if r is not None and r.active]
     else:
-        rows = [row_from(k, r, None) for k, r in rates.items() if r is not None]
+        rows = [row_from(k, r, None, since) for k, r in rates.items() if r is not None]
     if cgroups:
         rows = [
             replace(r, cgroup=_cgroup_name(cgroups[r.key])) if r.key in cgroups else r for r in rows
@@ -202,7 +225,10 @@ def _cgroup_name(path: str) -> str:
     return cgroup_name(path)
 
 
-def pct(rates: TaskRates | None) -> str:
+def pct(rates: TaskRates | None, delay_since: int | None = None) -> str:
+    """IO% of one task: ``n/a`` when it started before delay accounting was switched on."""
+    if rates is not None and started_before_delayacct(rates.task, delay_since):
+        return "n/a"
     if rates is None or rates.io_wait_pct is None:
         return "-"
     return f"{rates.io_wait_pct:.1f}"

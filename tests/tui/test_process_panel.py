@@ -206,14 +206,14 @@ async def test_delayacct_off_is_explained_and_D_turns_it_on_as_root() -> None:
             assert panel.process_list.io_off
             line = panel.process_list.render_line(1).text
             assert " off " in line  # the IO% cell says off, not 0.0
-            await pilot.press("D")
-            assert path.read_text().strip() == "1"
+            await pilot.press("D")  # through the tuner, in a worker (#22 item 4)
+            await wait_for(pilot, lambda: path.read_text().strip() == "1", "the switch on")
             await wait_for(
                 pilot, lambda: "IO% off" not in panel.status_text(), "the explanation to go"
             )
             assert not panel.process_list.io_off
             await pilot.press("D")
-            assert read_delayacct(Roots()).value == "off"
+            await wait_for(pilot, lambda: read_delayacct(Roots()).value == "off", "the switch off")
     finally:
         path.write_text(before)
 

@@ -359,7 +359,9 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
             from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
             feed = cast("ProcessFeed", self.app)
-            return ProcessPanel(self.roots, feed, id="process-panel", refuse=self.refused)
+            return ProcessPanel(
+                self.roots, feed, id="process-panel", refuse=self.refused, tuner=self.tuner
+            )
         if tab_id == "tab-cgroups":
             from iotop_plus.tui.widgets.cgroup_panel import CgroupFeed, CgroupPanel
 

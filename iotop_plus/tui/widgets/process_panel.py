@@ -12,7 +12,10 @@ Keys (active while the panel has focus; none clashes with the main screen's
 * ``left``/``right`` sort column (as in iotop), ``i`` invert the order
 * ``f`` filter by command, user or cgroup (``/`` stays the device filter), ``escape`` closes it
 * ``enter`` threads and open files on block devices of the selected process
-* ``D`` switch delay accounting (root; capital, as it changes a kernel setting)
+* ``D`` switch delay accounting (root; capital, as it changes a kernel setting). It is a host
+  setting: the write goes through the tuner in a worker, journaled (scope ``host``), undone by
+  ``u``/``U``, offered on quit and by ``restore``. Processes started before the last switch to
+  on read IO% ``n/a``: the kernel keeps no delays for them.
 """
 
 from __future__ import annotations
@@ -29,15 +32,15 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from iotop_plus.devices.settings import SettingError
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.blockdev import OpenBlockFile
 from iotop_plus.sampling.delayacct import (
     NOTE,
     DelayAcct,
-    DelayAcctError,
     can_switch,
     read_delayacct,
-    set_delayacct,
 )
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import ProcessFrame
@@ -47,6 +50,8 @@ from iotop_plus.sampling.processes import (
     TaskKey,
     TaskRates,
     TaskTotals,
+    started_before_delayacct,
+    switch_ticks,
 )
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import (
@@ -111,6 +116,8 @@ class ProcessList(SortedList[ProcessRow]):
             io = "-" if row.io is None else f"{row.io:.1f}s"
         else:
             io = "-" if row.io is None else f"{row.io:.1f}"
+        if row.io_unmeasured:
+            io = "n/a"
         if self.io_off:
             io = "off"
         return {
@@ -198,6 +205,9 @@ class ProcessPanel(Vertical, can_focus=False):
         """Rows already arranged for ``view`` by the worker (not to be mutated)."""
         view: View
         """The sort, filter and modes the rows were arranged for."""
+        delay_since: int | None = None
+        """Clock ticks since boot of the last switch of delay accounting to on (None:
+        unknown): tasks started before it read IO% n/a."""
 
         @property
         def sample(self) -> ProcessSample:
@@ -236,17 +246,22 @@ class ProcessPanel(Vertical, can_focus=False):
         id: str | None = None,
         classes: str | None = None,
         refuse: Callable[[str], bool] | None = None,
+        tuner: Tuner | None = None,
     ) -> None:
         """Args:
         roots: Where /proc is (for the delay-accounting switch).
         feed: What supplies frames with processes (the app); None shows nothing.
         refuse: Asked before a change to the system (``"tab-processes:toggle_delayacct"``);
             True when refused (``--read-only``), having said why.
+        tuner: Switches delay accounting, journaled and undoable (the app's; default: one
+            with an in-memory journal, for tests).
         """
         super().__init__(id=id, classes=classes)
         self.roots = roots or Roots()
         self.feed = feed
         self.refuse = refuse
+        self.tuner = tuner if tuner is not None else Tuner(self.roots, None)
+        """Writes ``kernel.task_delayacct`` (journaled) and knows when it was switched on."""
         self.only_active = False
         self.totals_mode = False
         self.filter_text = ""
@@ -307,9 +322,11 @@ class ProcessPanel(Vertical, can_focus=False):
 
     @work(thread=True, exclusive=True, group="process-rows", exit_on_error=False)
     def _arrange(self, processes: ProcessFrame, view: View) -> None:
-        # Sorting and filtering 5,000 rows takes ~40 ms: off the UI thread.
-        rows = build_rows(processes.rates, processes.totals, view, processes.cgroups)
-        self.post_message(self.SampleReady(processes, rows, view))
+        # Sorting and filtering 5,000 rows takes ~40 ms: off the UI thread. The switch time
+        # is read from the journal once (then cached by the tuner), also off the UI thread.
+        since = switch_ticks(self.tuner.delayacct_switched_on())
+        rows = build_rows(processes.rates, processes.totals, view, processes.cgroups, since)
+        self.post_message(self.SampleReady(processes, rows, view, since))
 
     def on_process_panel_sample_ready(self, message: SampleReady) -> None:
         message.stop()
@@ -339,7 +356,9 @@ class ProcessPanel(Vertical, can_focus=False):
             plist.set_rows(msg.rows)
         else:
             # A key changed the view since the worker arranged the rows: redo them now.
-            plist.set_rows(build_rows(msg.rates, msg.totals, view, msg.processes.cgroups))
+            plist.set_rows(
+                build_rows(msg.rates, msg.totals, view, msg.processes.cgroups, msg.delay_since)
+            )
 
     def status_text(self) -> str:
         """The status line: counts, modes, delay accounting and visibility notes."""
@@ -372,6 +391,11 @@ class ProcessPanel(Vertical, can_focus=False):
                 else "root can turn it on: sysctl -w kernel.task_delayacct=1"
             )
             lines.append(f"IO% off: delay accounting is off (kernel.task_delayacct=0); {how}")
+        elif any(row.io_unmeasured for row in self.process_list.rows):
+            lines.append(
+                "IO% n/a: started before delay accounting was switched on "
+                "(the kernel keeps no delays for them)"
+            )
         message = sample.unreadable_message
         if message:
             lines.append(message)
@@ -403,7 +427,12 @@ class ProcessPanel(Vertical, can_focus=False):
         lines = [f"PID {pid}  {head}", f"{'TID':>7} {'READ':>7} {'WRITE':>7} {'IO%':>6} NAME"]
         for t in threads[:12]:
             r = msg.detail_rates.get(t.key)
-            io = "off" if msg.sample.delayacct is DelayAcct.OFF else pct(r)
+            if msg.sample.delayacct is DelayAcct.OFF:
+                io = "off"
+            elif started_before_delayacct(t, msg.delay_since):
+                io = "n/a"
+            else:
+                io = pct(r)
             lines.append(
                 f"{t.tid:>7} {compact_bytes(r.read_bps if r else None):>7} "
                 f"{compact_bytes(r.write_bps if r else None):>7} {io:>6} {t.comm}"
@@ -512,20 +541,34 @@ class ProcessPanel(Vertical, can_focus=False):
         """Turn delay accounting on (or off) as root; explain why not otherwise."""
         if self.refuse is not None and self.refuse("tab-processes:toggle_delayacct"):
             return
-        reason = can_switch(self.roots)
-        if reason:
-            self.notify(f"Cannot switch delay accounting: {reason}", severity="warning")
-            return
-        turn_on = read_delayacct(self.roots) is not DelayAcct.ON
+        self._switch_delayacct(read_delayacct(self.roots) is not DelayAcct.ON)
+
+    @work(thread=True, group="tuning", exit_on_error=False)
+    def _switch_delayacct(self, turn_on: bool) -> None:
+        # A host setting: journaled first (no journal, no change), written, read back.
         try:
-            set_delayacct(self.roots, turn_on)
-        except DelayAcctError as exc:
-            self.notify(str(exc), severity="error", markup=False)
+            change = self.tuner.switch_delayacct(turn_on)
+        except SettingError as exc:
+            self.app.call_from_thread(
+                self.notify,
+                f"Cannot switch delay accounting: {exc.message}",
+                severity="error" if exc.kind == "failed" else "warning",
+                markup=False,
+            )
             return
-        if turn_on:
-            self.notify(f"Delay accounting on: IO% from the next interval. {NOTE}")
+        self.app.call_from_thread(self._switched, change.effective == "1")
+
+    def _switched(self, on: bool) -> None:
+        if on:
+            self.notify(
+                "Delay accounting on (u undoes it): IO% from the next interval; processes "
+                f"started before now read n/a. {NOTE}",
+                markup=False,
+            )
         else:
-            self.notify("Delay accounting off: IO% is no longer measured.")
+            self.notify("Delay accounting off (u undoes it): IO% is no longer measured.")
+        if self.tuner.journal.problem:
+            self.notify(self.tuner.journal.problem, severity="warning", markup=False)
 
     def _rerender(self) -> None:
         self._view_snapshot = self.view
