@@ -228,6 +228,9 @@ async def test_cursor_keys_select_a_device_and_the_panel_follows() -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
         screen = app.main_screen
+        # The busiest device starts selected (the ruling "The starting device"), not dm-0.
+        assert screen.selected_device == "nvme0n1"
+        await pilot.press("home")
         assert screen.selected_device == "dm-0"
         await pilot.press("down")
         assert screen.selected_device == "nvme0n1"
@@ -290,8 +293,8 @@ async def test_narrow_terminal_shows_table_charts_and_panel_as_tabs() -> None:
         assert not screen.query_one("#left").display
         await pilot.press("1")
         assert table(app).display and table(app).has_focus
-        await pilot.press("down")
-        assert screen.selected_device == "nvme0n1"
+        await pilot.press("down")  # from the busiest, nvme0n1, which starts selected
+        assert screen.selected_device == "sda"
 
 
 async def test_every_action_is_in_the_command_palette() -> None:

@@ -75,7 +75,7 @@ async def test_setting_the_selected_device_updates_the_panel_and_the_cursor(
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
         screen = app.main_screen
-        assert screen.selected_device == "dm-0"
+        assert screen.selected_device == "nvme0n1"  # the busiest starts selected
         screen.selected_device = "sdb"  # a reactive: its watcher does the rest
         panel = screen.query_one(DevicePanel)
         assert "device: /dev/sdb" in panel.text  # at once

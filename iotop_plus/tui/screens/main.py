@@ -249,6 +249,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         table = self.query_one(DeviceTable)
         table.update_latency(frame.latency)
         table.update_devices(tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, changed)
+        header.show(hidden=(table.hidden, table.busy_hidden))
         latency_view = self.query_one(LatencyView)
         if latency_view.display:
             latency_view.show_latency(frame.latency, self.selected_device)
@@ -289,6 +290,25 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
     def select_device(self, name: str | None) -> None:
         """Make ``name`` the device the charts and panels are about."""
         self.selected_device = name
+
+    def device_to_act_on(self) -> str | None:
+        """The device under the table's cursor, for R, S, d and X.
+
+        The table tells the screen with a message, which a key typed in the same burst can
+        overtake (Down then R): the table's own selection is the one shown, so catch up first.
+        """
+        table = self.query_one(DeviceTable)
+        if table.selected != self.selected_device:
+            self.select_device(table.selected)
+        return self.selected_device
+
+    def _device_or_say(self) -> str | None:
+        """The device to act on; None, and "no device selected" said, when there is none
+        (a filter that matches nothing)."""
+        name = self.device_to_act_on()
+        if name is None:
+            self.notify("no device selected", severity="warning", timeout=4)
+        return name
 
     def watch_selected_device(self, name: str | None) -> None:
         if not self.is_mounted:
@@ -468,7 +488,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     async def action_tune(self, setting: str) -> None:
         """Edit a queue setting of the selected device from anywhere (R, S)."""
-        if self.refused("tune"):
+        if self.refused("tune") or self._device_or_say() is None:
             return
         self.action_panel_tab("tab-tune")
         await self.panel_ready("tab-tune")
@@ -490,10 +510,8 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     def action_experiment(self) -> None:
         """Queue-depth sweep or A/B of a setting on the selected device (X)."""
-        if self.refused("experiment"):
-            return
-        if self.selected_device is None:
-            self.notify("Select a device first", severity="warning")
+        device = None if self.refused("experiment") else self._device_or_say()
+        if device is None:
             return
         from iotop_plus.tui.screens.experiments import open_experiment
 
@@ -502,9 +520,15 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
             self.app,
             self.tuner,
             self.runner_factory(),
-            self.selected_device,
+            device,
             history=probe.history,
         )
+
+    async def action_panel_key(self, tab: str, action: str) -> None:
+        """A panel's key pressed anywhere (``d`` probes the selected device): the panels
+        first learn of a selection the table has not yet reported (see device_to_act_on)."""
+        self.device_to_act_on()
+        await super().action_panel_key(tab, action)
 
     def on_settings_panel_changed(self, message: SettingsPanel.Changed) -> None:
         """Mark every setting change on the charts, so before/after is visible."""
@@ -536,7 +560,9 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     @on(Input.Changed, "#filter")
     def on_filter_changed(self, event: Input.Changed) -> None:
-        self.query_one(DeviceTable).set_filter(event.value)
+        # The box's text now, not the event's: in a burst the Changed of "l", "lo"... arrive
+        # after Enter has applied "loop2", and must not put an older text back.
+        self.query_one(DeviceTable).set_filter(event.input.value)
 
     def action_help(self) -> None:
         """Open the help screen."""

@@ -44,15 +44,18 @@ class TableActions:
         self._main.query_one(DeviceTable).focus()
 
     def finish_filter(self, value: str) -> None:
-        """Enter in the filter (a priority key: runs before the next key is forwarded)."""
+        """Enter in the filter, handled in turn with the keys typed before it (see
+        :class:`FilterInput`): apply the box's text, then select the device named exactly,
+        else the first match in the current sort order, else nothing."""
         box = self._main.query_one("#filter", Input)
         text = value.strip()
         if not text:
             box.remove_class("shown")
         table = self._main.query_one(DeviceTable)
-        # Enter on a filter picks the device named exactly, else the first match.
-        if text and not table.select_name(text):
-            table.move_cursor(0)
+        table.pick(text)
+        # At once, not when the table's DeviceSelected arrives: a key typed right after
+        # Enter (R, S, d, X in the same burst) must act on this device.
+        self._main.select_device(table.selected)
         self._main.set_focus(table)  # at once: the key typed next is the table's
 
     def action_toggle_all(self) -> None:

@@ -55,6 +55,12 @@ RowContent = tuple[bool, tuple[tuple[str, Style], ...]]
 
 NO_MATCH = Style(color="yellow", italic=True)
 """The line an empty filtered table shows."""
+BUSY = Style(color="#ffd000", bold=True)
+"""The line naming a busy hidden device (gold: ANSI yellow reads as red in 16 colours)."""
+
+BUSY_IOPS = 50.0
+"""A hidden device doing at least this many r/s + w/s (and as many as the busiest shown one)
+is named: "9 hidden, loop2 busy (a: show all)"."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,16 @@ def device_label(dev: BlockDevice | None, name: str, depth: int) -> str:
     return indent + printable(text)  # names from a captured tree may hold terminal escapes
 
 
+def hidden_note(count: int, busy: str | None, room: int) -> str:
+    """What the hidden devices are, in ``room`` cells: "9 hidden, loop2 busy (a: show all)",
+    "9 hidden (a: show all)", or at 80 columns "9 hidden (a)"."""
+    if busy is not None:
+        forms = (f"{count} hidden, {printable(busy)} busy (a: show all)", f"{count} hidden (a)")
+    else:
+        forms = (f"{count} hidden (a: show all)", f"{count} hidden (a)")
+    return next((f for f in forms if len(f) <= room), forms[-1])
+
+
 class DeviceTable(CursorList[TableRow]):
     """Live iostat -x table of the block devices; the cursor selects a device.
 
@@ -140,12 +156,21 @@ class DeviceTable(CursorList[TableRow]):
         self.only = frozenset(only)
         """Devices named on the command line: shown even if hidden by default, and no others
         (until ``a`` shows all)."""
-        self._first = only[0] if only else None
-        """Where the cursor starts: the first device named on the command line."""
+        self.chosen: str | None = only[0] if only else None
+        """The device the user chose (the cursor keys, a click, Enter in the filter), or the
+        starting device: the first named on the command line, else the busiest shown one when
+        the first rates arrive. The cursor follows this *name* across re-filtering and
+        re-sorting; while the filter (or ``a``) hides it, the first row is under the cursor,
+        and it comes back when it is shown again."""
         self.selected: str | None = None
+        """Kernel name under the cursor: what R, S, d and X act on (None: no row, no device)."""
         self.hidden = 0
         """Devices the default selection hides now (partitions, loop/ram/zram, never used)."""
-        """Kernel name under the cursor."""
+        self.busy_hidden: str | None = None
+        """A hidden device doing at least BUSY_IOPS and as much as the busiest shown one."""
+        self._hidden_names: list[str] = []
+        self._rates_seen = False
+        """A frame with rates has arrived (the starting device is picked from the first)."""
         self._rates: Mapping[str, DeviceRates | None] = {}
         self._latency: LatencyFrame | None = None
         self._inventory = Inventory({})
@@ -179,11 +204,48 @@ class DeviceTable(CursorList[TableRow]):
             self._counters_names = list(rates)
             self._ever_used = ever_used
             self._row_order_dirty = True
-        if self._row_order_dirty or self.sort_column != 0:
+        first_rates = not self._rates_seen and any(r is not None for r in rates.values())
+        if first_rates:
+            self._rates_seen = True
+        if self._row_order_dirty or self.sort_column != 0 or first_rates:
             self._rebuild_rows()
+            if first_rates and self.chosen is None:
+                self._choose_busiest()
+            self._find_busy_hidden()
             self.refresh()
             return
+        self._find_busy_hidden()
         self._refresh_changed_lines()
+
+    def _iops(self, name: str) -> float:
+        rates = self._rates.get(name)
+        return rates.r_s + rates.w_s if rates is not None else -1.0
+
+    def _is_partition(self, name: str) -> bool:
+        dev = self._inventory.get(name)
+        return dev.is_partition if dev is not None else False
+
+    def _choose_busiest(self) -> None:
+        """The starting device, unless one was named or the user moved the cursor: the shown
+        device with the most r/s + w/s in the first frame with rates (ties by name)."""
+        if self.rows:
+            busiest = min(self.rows, key=lambda r: (-self._iops(r.name), natural_key(r.name)))
+            self.chosen = busiest.name
+            self._place_cursor()
+
+    def _find_busy_hidden(self) -> None:
+        """Name the busiest hidden device when it is busy: >= BUSY_IOPS and >= every shown one."""
+        busy = None
+        # A partition's I/O is its disk's too: hidden, it hides nothing.
+        candidates = [n for n in self._hidden_names if not self._is_partition(n)]
+        if candidates:
+            top = min(candidates, key=lambda n: (-self._iops(n), natural_key(n)))
+            shown = max((self._iops(r.name) for r in self.rows), default=-1.0)
+            if self._iops(top) >= BUSY_IOPS and self._iops(top) >= shown:
+                busy = top
+        if busy != self.busy_hidden:
+            self.busy_hidden = busy
+            self.refresh()
 
     def update_latency(self, latency: LatencyFrame | None) -> None:
         """The latency columns' figures for the next :meth:`update_devices`."""
@@ -284,7 +346,12 @@ class DeviceTable(CursorList[TableRow]):
     def _rebuild_rows(self) -> None:
         inv = self._inventory
         names = [n for n in self._counters_names if self._wanted(n, inv.get(n))]
-        hidden = 0 if self.name_filter or self.show_all else len(self._counters_names) - len(names)
+        if self.name_filter or self.show_all:
+            self._hidden_names = []
+        else:
+            wanted = set(names)
+            self._hidden_names = [n for n in self._counters_names if n not in wanted]
+        hidden = len(self._hidden_names)
         if hidden != self.hidden:
             self.hidden = hidden
             self._header_strips = None
@@ -366,13 +433,17 @@ class DeviceTable(CursorList[TableRow]):
             self.set_reactive(DeviceTable.sort_column, min(self.sort_column, len(columns)))
 
     def _place_cursor(self) -> None:
+        """Put the cursor on the chosen device by name; while it is not shown, on the first
+        row (the first match of a filter); with no rows, nowhere: nothing is selected."""
         names = [r.name for r in self.rows]
-        wanted = self.selected if self.selected is not None else self._first
-        if wanted in names:
-            self.cursor = names.index(wanted)
+        old = self.cursor
+        if self.chosen in names:
+            self.cursor = names.index(self.chosen)
         else:
-            self.cursor = min(self.cursor, max(len(names) - 1, 0))
-        self._select(self.rows[self.cursor].name if self.rows else None)
+            self.cursor = 0 if names else -1
+        if self.cursor != old and self.cursor >= 0:
+            self.scroll_cursor_into_view()
+        self._select(names[self.cursor] if self.cursor >= 0 else None)
 
     def _select(self, name: str | None) -> None:
         if name != self.selected:
@@ -476,8 +547,9 @@ class DeviceTable(CursorList[TableRow]):
                 text = f" no device matches {printable(self.name_filter)!r} (Esc clears)"
                 return Strip([Segment(text[:width].ljust(width), NO_MATCH)], width)
             if index == len(self.rows) and self.hidden:
-                text = f" {self.hidden} hidden (a: show all)"
-                return Strip([Segment(text[:width].ljust(width), DIM)], width)
+                text = " " + hidden_note(self.hidden, self.busy_hidden, width - 1)
+                style = BUSY if self.busy_hidden else DIM
+                return Strip([Segment(text[:width].ljust(width), style)], width)
             return Strip.blank(width)
         return self._strip_for(index, width)
 
@@ -510,7 +582,8 @@ class DeviceTable(CursorList[TableRow]):
 
     def cursor_moved(self, old: int) -> None:
         super().cursor_moved(old)
-        self._select(self.rows[self.cursor].name)
+        self.chosen = self.rows[self.cursor].name  # the user's choice, followed by name
+        self._select(self.chosen)
 
     def select_name(self, name: str) -> bool:
         """Move the cursor to the device ``name``; False when it is not shown."""
@@ -519,6 +592,27 @@ class DeviceTable(CursorList[TableRow]):
                 self.move_cursor(i)
                 return True
         return False
+
+    def pick(self, text: str) -> str | None:
+        """Enter in the filter: apply ``text`` now, then select the device named exactly,
+        else the first match in the current sort order; returns it (None: nothing matches,
+        nothing is selected, and the earlier choice comes back when the filter is cleared)."""
+        self.set_filter(text)
+        needle = self.name_filter.lower()
+        if not needle:
+            return self.selected
+        for i, row in enumerate(self.rows):
+            dev = self._inventory.get(row.name)
+            dm_name = dev.dm_name.lower() if dev is not None and dev.dm_name else ""
+            if needle in (row.name.lower(), dm_name):
+                self.move_cursor(i)
+                return self.selected
+        if self.rows:
+            self.move_cursor(0)
+        else:
+            self.cursor = -1
+            self._select(None)
+        return self.selected
 
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         super().watch_scroll_y(old_value, new_value)

@@ -1,30 +1,48 @@
-"""The device name filter's text box: Enter hands the keyboard back at once."""
+"""The device name filter's text box: Enter and Esc are handled in turn with the typing."""
 
 from __future__ import annotations
 
-from typing import ClassVar
-
-from textual.binding import Binding, BindingType
+from textual import events
 from textual.widgets import Input
 
 
 class FilterInput(Input):
-    """An Input whose Enter is a priority binding.
+    """An Input whose Enter and Esc take effect in order with the keys typed around them.
 
-    Input's own Enter posts ``Submitted``, handled a turn later: a key typed right after
-    Enter (a fast typist over SSH, a paste) was by then already forwarded to the box and
-    typed into the filter. A priority binding runs as the App receives the key, before the
-    next key is forwarded, so the screen moves the focus in time.
+    Textual types a printable key into the box when the box takes it from its queue, but runs
+    a binding (Enter, Esc) only once the key has bubbled up to the app. In a burst (a paste,
+    a fast typist over SSH: ``/loop2`` Enter in one go) a priority Enter ran before the
+    queued ``loop2`` was typed, and a plain Enter after the key typed next. Here both are
+    handled as the box takes them from its queue; keys queued behind Enter were meant for
+    the table, so they are sent back to the app, which hands them to whatever has focus now.
     """
 
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter", "done", "Keep filter", show=False, priority=True),
-    ]
+    async def _on_key(self, event: events.Key) -> None:
+        if self.screen.focused is not self:
+            # Forwarded while the box had focus, queued behind Enter or Esc: not filter text.
+            event.stop()
+            event.prevent_default()
+            self.app.post_message(events.Key(event.key, event.character))
+            return
+        if event.key in ("enter", "escape"):
+            event.stop()
+            event.prevent_default()
+            if event.key == "enter":
+                self._done()
+            else:
+                self._clear()
+            return
+        await super()._on_key(event)
 
-    def action_done(self) -> None:
+    def _done(self) -> None:
         """Keep the filter and give the keyboard back to the table (see the screen)."""
         finish = getattr(self.screen, "finish_filter", None)
         if finish is not None:
             finish(self.value)
         else:  # not on the main screen: behave as a plain Input
             self.post_message(self.Submitted(self, self.value))
+
+    def _clear(self) -> None:
+        clear = getattr(self.screen, "action_clear_filter", None)
+        if clear is not None:
+            clear()

@@ -13,6 +13,7 @@ from textual.widgets import Static
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeparse import clock_text, zone_label
+from iotop_plus.tui.widgets.device_table import hidden_note
 
 MODES = {
     "live": "LIVE",
@@ -73,6 +74,8 @@ class HostHeader(Static):
         """A short status (e.g. the last problem), shown at the right."""
         self.wall_time: float | None = None
         """Wall-clock time of the frame on screen."""
+        self.hidden: tuple[int, str | None] = (0, None)
+        """Devices the table hides by default, and the busy one among them (named here)."""
         self._shown = ""
 
     def on_mount(self) -> None:
@@ -87,8 +90,11 @@ class HostHeader(Static):
         uptime_s: float | None = None,
         note: str | None = None,
         wall_time: float | None = None,
+        hidden: tuple[int, str | None] | None = None,
     ) -> None:
         """Change what the header says; repaints only when the text changes."""
+        if hidden is not None:
+            self.hidden = hidden
         if interval is not None:
             self.interval = interval
         if paused is not None:
@@ -145,6 +151,10 @@ class HostHeader(Static):
             "  ",
             who,
         ]
+        count, busy = self.hidden
+        if count and busy is not None:  # the incident may be on a device the table hides
+            text = f"{count} hidden (a)" if compact else hidden_note(count, busy, 80)
+            parts += ["  ", (text, "bold #ffd000")]
         if self.note:
             parts += ["  ", (printable(self.note), "yellow")]
         return Text.assemble(*parts, no_wrap=True, overflow="ellipsis")
