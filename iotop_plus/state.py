@@ -144,8 +144,12 @@ class StateDir:
         base = self.fd() if dir_fd is None else dir_fd
         where = self.path / name
         try:
+            # O_NONBLOCK: opening a FIFO planted here must not wait for a writer (#22 item 10).
             fd = os.open(
-                name, flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY, _FILE_MODE, dir_fd=base
+                name,
+                flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK,
+                _FILE_MODE,
+                dir_fd=base,
             )
         except OSError as exc:
             if exc.errno == errno.ELOOP:
@@ -159,6 +163,7 @@ class StateDir:
                 raise StateError(f"{where} is owned by uid {st.st_uid}, not by this user")
             if stat.S_IMODE(st.st_mode) != _FILE_MODE and flags & (os.O_WRONLY | os.O_RDWR):
                 os.fchmod(fd, _FILE_MODE)
+            os.set_blocking(fd, True)
         except StateError:
             os.close(fd)
             raise
