@@ -249,7 +249,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         table = self.query_one(DeviceTable)
         table.update_latency(frame.latency)
         table.update_devices(tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, changed)
-        header.show(hidden=(table.hidden, table.busy_hidden))
+        self.on_device_table_hidden_changed()
         latency_view = self.query_one(LatencyView)
         if latency_view.display:
             latency_view.show_latency(frame.latency, self.selected_device)
@@ -286,6 +286,11 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         if message.name != self.query_one(DeviceTable).selected:
             return  # the cursor has moved on (a held key): a newer message is queued
         self.select_device(message.name)
+
+    def on_device_table_hidden_changed(self, _: object = None) -> None:
+        """The header names a busy device the table hides (or no longer does)."""
+        table = self.query_one(DeviceTable)
+        self.query_one(HostHeader).show(hidden=(table.hidden, table.busy_hidden))
 
     def select_device(self, name: str | None) -> None:
         """Make ``name`` the device the charts and panels are about."""

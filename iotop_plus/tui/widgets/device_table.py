@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Region
+from textual.message import Message
 from textual.reactive import reactive
 from textual.strip import Strip
 
@@ -126,6 +127,9 @@ class DeviceTable(CursorList[TableRow]):
 
     HEADER_LINES = HEADER_LINES
     BINDINGS = cursor_bindings(SELECT_HELP)
+
+    class HiddenChanged(Message):
+        """The filter, ``a`` or the column set re-laid the table out: what it hides may differ."""
 
     COMPONENT_CLASSES = {"device-table--header", "device-table--cursor", "device-table--sorted"}
 
@@ -324,7 +328,9 @@ class DeviceTable(CursorList[TableRow]):
         self._header_strips = None
         self._cache.clear()
         self._rebuild_rows()
+        self._find_busy_hidden()
         self.refresh()
+        self.post_message(self.HiddenChanged())
 
     # ---- building rows -------------------------------------------------------------------
 

@@ -115,17 +115,21 @@ class HostHeader(Static):
         return self._compose_text().plain
 
     def _compose_text(self) -> Text:
-        full = self._full_text(compact=False)
-        # Narrow (80 columns beside the pressure gauge): the kernel and uptime give way, so
-        # the time, LIVE/PAUSED and root stay on screen.
-        if 0 < self.size.width < len(full.plain):
-            return self._full_text(compact=True)
-        return full
+        # Narrow (80 columns beside the pressure gauge): the kernel and uptime give way, then
+        # the busy hidden device's name ("9 hidden (a)"), then the program's name, so the
+        # time, LIVE/PAUSED, root and the hidden note stay on screen.
+        width = self.size.width
+        text = self._full_text(compact=False)
+        for level in (1, 2, 3):
+            if not 0 < width < len(text.plain):
+                break
+            text = self._full_text(compact=True, level=level)
+        return text
 
     def on_resize(self) -> None:
         self._paint()
 
-    def _full_text(self, compact: bool) -> Text:
+    def _full_text(self, compact: bool, level: int = 1) -> Text:
         host = self.host
         clock = ""
         if self.wall_time is not None:
@@ -140,7 +144,7 @@ class HostHeader(Static):
         if self.read_only:
             who = ("root, read-only" if host.is_root else "read-only", "bold #ffd000")
         parts: list[tuple[str, str] | str] = [
-            ("iotop-plus ", "bold"),
+            ("" if level >= 3 else "iotop-plus ", "bold"),
             (printable(host.hostname), "bold"),
             "  ",
             "" if compact else printable(host.kernel),
@@ -153,7 +157,7 @@ class HostHeader(Static):
         ]
         count, busy = self.hidden
         if count and busy is not None:  # the incident may be on a device the table hides
-            text = f"{count} hidden (a)" if compact else hidden_note(count, busy, 80)
+            text = f"{count} hidden (a)" if level >= 2 else hidden_note(count, busy, 80)
             parts += ["  ", (text, "bold #ffd000")]
         if self.note:
             parts += ["  ", (printable(self.note), "yellow")]
