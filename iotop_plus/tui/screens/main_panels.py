@@ -84,7 +84,8 @@ PANEL_KEYS: tuple[Command, ...] = (
         "toggle_delayacct",
         "Delay acct",
         "Processes: delay accounting",
-        "Processes: switch kernel delay accounting (IO%) on or off (root)",
+        "Processes: switch kernel delay accounting (IO%) on or off (root; a host setting, "
+        "journaled: u undoes it, quit and restore offer it)",
     ),
     panel_key(
         "o",
