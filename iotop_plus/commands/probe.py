@@ -36,7 +36,7 @@ from iotop_plus.probe.runner import (
     ProbeRunner,
     stop_all_probes,
 )
-from iotop_plus.probe.target import ProbeTarget, remove_all_probe_files
+from iotop_plus.probe.target import ProbeTarget, device_busy_note, remove_all_probe_files
 from iotop_plus.roots import Roots
 from iotop_plus.state import StateDir, chosen_state_dir
 
@@ -112,6 +112,10 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             raise UsageError(f"--keep-json {args.keep_json}: {exc.strerror}") from None
     else:
         keep = None
+    if not request.preset.writes:  # a write probe refuses a device in use; a read one says so
+        busy = device_busy_note(request.target, roots)
+        if busy:
+            print(f"iotop-plus: note: {busy}", file=sys.stderr)
     atexit.register(stop_all_probes)
     runner = ProbeRunner(roots, trace=args.trace)
     outcome: ProbeOutcome | None = None

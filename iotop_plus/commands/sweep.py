@@ -36,7 +36,7 @@ from iotop_plus.probe.experiments import ExperimentError, run_sweep
 from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
-from iotop_plus.probe.target import remove_all_probe_files
+from iotop_plus.probe.target import device_busy_note, remove_all_probe_files
 from iotop_plus.roots import Roots
 from iotop_plus.state import chosen_state_dir
 
@@ -118,6 +118,9 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         params = with_overrides(preset.params, overrides)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    busy = device_busy_note(args.target, roots)  # a sweep only reads: it says so, and runs
+    if busy:
+        print(f"iotop-plus: note: {busy}", file=sys.stderr)
     atexit.register(stop_all_probes)
     runner = ProbeRunner(roots, trace=args.trace)
     steps: list[SweepStep] = []

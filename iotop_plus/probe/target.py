@@ -23,6 +23,7 @@ import errno
 import os
 import stat
 import subprocess
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -556,6 +557,64 @@ _BLKID_NOT_CONTENT = frozenset({"DEVNAME", "USAGE", "VERSION", "UUID", "UUID_SUB
 
 def _is_part_entry(key: str) -> bool:
     return key.startswith("PART_ENTRY_")
+
+
+BUSY_IOPS = 50.0
+"""Reads and writes per second from which a device counts as in use for a read probe."""
+BUSY_SAMPLE_S = 1.0
+"""How long a headless start measures the device's IOPS before saying it is in use (the
+TUI would take its last 5 s of frames; a command has none and should not wait 5 s)."""
+
+
+def device_busy_note(text: str, roots: Roots, sample_s: float = BUSY_SAMPLE_S) -> str | None:
+    """A line saying the device target ``text`` is in use (mounted, or at least
+    :data:`BUSY_IOPS` now), for read probes and sweeps; None for a directory or an idle
+    device. Blocks ``sample_s`` for a device: call it from a worker thread.
+    """
+    try:
+        st = os.stat(_typed_path(text))
+    except (OSError, TargetError):
+        return None
+    if not stat.S_ISBLK(st.st_mode):
+        return None
+    name = device_of_dev_t(roots, st.st_rdev)
+    if name is None:
+        return None
+    inventory = read_inventory(roots, use_udev=False)
+    dev = inventory.get(name)
+    mounts: list[str] = []
+    if dev is not None:
+        for member in (dev, *(inventory.get(p) for p in dev.partitions)):
+            if member is not None:
+                mounts += [str(m) for m in member.mounts]
+    iops = _iops(roots, name, sample_s)
+    if not mounts and (iops is None or iops < BUSY_IOPS):
+        return None
+    said = [f"mounted on {', '.join(mounts)}"] if mounts else []
+    if iops is not None:
+        said.append(f"{iops:,.0f} IOPS now")
+    return (
+        f"/dev/{name} is in use ({'; '.join(said)}): the probe adds its reads to that load, "
+        "and its figures include the other I/O"
+    )
+
+
+def _iops(roots: Roots, name: str, seconds: float) -> float | None:
+    """Reads plus writes completed per second by ``name`` over the next ``seconds``."""
+
+    def completed() -> int | None:
+        try:
+            fields = (roots.sys_class_block / name / "stat").read_text().split()
+            return int(fields[0]) + int(fields[4])
+        except (OSError, ValueError, IndexError):
+            return None
+
+    start, first = time.monotonic(), completed()
+    time.sleep(seconds)
+    last = completed()
+    if first is None or last is None or last < first:
+        return None
+    return (last - first) / max(time.monotonic() - start, 1e-3)
 
 
 def live_probe_files() -> tuple[Path, ...]:

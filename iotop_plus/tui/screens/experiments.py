@@ -44,6 +44,7 @@ from iotop_plus.probe.presets import PRESETS, ProbeParams
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
 from iotop_plus.tui.screens.modal import Modal
 from iotop_plus.tui.widgets.key_hints import KeyHints
+from iotop_plus.tui.widgets.probe_panel import ask_if_busy
 
 
 @dataclass(frozen=True)
@@ -303,6 +304,9 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
         params: ProbeParams = preset.params
         if plan.size_mb is not None:
             params = replace(params, size_mb=plan.size_mb)
+        if plan.kind == "sweep" and not await ask_if_busy(self.app, plan.target, self.runner.roots):
+            self.post_message(self.Done(None, "not started: the device is in use"))
+            return
         try:
             result: SweepResult | AbResult
             if plan.kind == "sweep":

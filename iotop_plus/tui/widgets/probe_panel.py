@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from rich.table import Table
 from rich.text import Text
 from textual import on
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Static
 from textual.widgets.option_list import Option
@@ -50,11 +50,12 @@ from iotop_plus.probe.runner import (
     ProbeRequest,
     ProbeRunner,
 )
-from iotop_plus.probe.target import ConfirmationNeeded, ProbeTarget
+from iotop_plus.probe.target import ConfirmationNeeded, ProbeTarget, device_busy_note
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.state import StateDir
 from iotop_plus.tui.keys import panel_id
+from iotop_plus.tui.screens.modal import Modal
 
 #: Parameter inputs in display order: (key in EDITABLE, label).
 PARAM_FIELDS: tuple[tuple[str, str], ...] = (
@@ -389,6 +390,10 @@ class ProbePanel(VerticalScroll):
             )
 
     async def _run(self, request: ProbeRequest) -> None:
+        reads = not request.preset.writes
+        if reads and not await ask_if_busy(self.app, request.target, self.roots):
+            self.post_message(self.Failed("probe not started: the device is in use"))
+            return
         runner = self.runner_factory()
         try:
             outcome = await runner.run(
@@ -525,6 +530,40 @@ class ProbePanel(VerticalScroll):
         error.update(Text(text))
         # A refusal or failure below the fold must not look as if nothing happened.
         self.call_after_refresh(error.scroll_visible)
+
+
+class BusyDeviceScreen(Modal[bool]):
+    """Asks once before a read probe or sweep on a device in use: dismissed True for y."""
+
+    BINDINGS = [
+        Binding("y", "answer(True)", "Probe anyway"),
+        Binding("n", "answer(False)", "Do not probe"),
+        Binding("escape", "answer(False)", "Do not probe", show=False),
+    ]
+
+    def __init__(self, note: str) -> None:
+        super().__init__()
+        self.note = note
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Device in use", classes="title")
+            yield Static(self.note, id="busy-note", markup=False)
+            yield Static("Probe anyway? y / n", classes="hint", markup=False)
+
+    def action_answer(self, yes: bool) -> None:
+        """Close with the answer."""
+        self.dismiss(yes)
+
+
+async def ask_if_busy(app: App[object], target: str, roots: Roots) -> bool:
+    """Whether to go on with a read probe or sweep on ``target``: True at once for a
+    directory or an idle device; for a device in use (mounted, or at least 50 IOPS) the user
+    is asked once, naming the mount and the IOPS. Call it from a worker."""
+    note = await asyncio.to_thread(device_busy_note, target, roots)
+    if note is None:
+        return True
+    return bool(await app.push_screen_wait(BusyDeviceScreen(note)))
 
 
 def cancelled_text(target: ProbeTarget | None) -> str:
