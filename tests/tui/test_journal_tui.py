@@ -192,3 +192,46 @@ async def test_the_restore_prompt_is_never_cut(
             "Later (esc)",
         ):
             assert part in text, f"{part!r} is cut or missing at {size}:\n" + "\n".join(inside)
+
+
+def with_delayacct(tree: Roots) -> Path:
+    kernel = tree.proc / "sys" / "kernel"
+    (kernel / "random").mkdir(parents=True)
+    (kernel / "random" / "boot_id").write_text("5b1c0f7e-0000-4000-8000-000000000001\n")
+    (kernel / "task_delayacct").write_text("0\n")
+    return kernel / "task_delayacct"
+
+
+async def test_u_undoes_D_like_any_setting_change(tree: Roots, tmp_path: Path) -> None:
+    # #22 item 4: D is a host setting, undone by u.
+    sysctl = with_delayacct(tree)
+    app = app_with(tree, tmp_path / "state")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.tuner.switch_delayacct(True)
+        assert sysctl.read_text().strip() == "1"
+        await pilot.press("u")
+        for _ in range(100):
+            if sysctl.read_text().strip() == "0":
+                break
+            await pilot.pause(0.05)
+        assert sysctl.read_text().strip() == "0"
+        assert app.tuner.active == ()
+
+
+async def test_quit_offers_to_revert_D(tree: Roots, tmp_path: Path) -> None:
+    sysctl = with_delayacct(tree)
+    state = tmp_path / "state"
+    app = app_with(tree, state)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.tuner.switch_delayacct(True)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, KeepOrRevertScreen)
+        listed = str(app.screen.query_one("#keep-changes").render())
+        assert "host kernel.task_delayacct: 0 -> 1" in listed
+        await pilot.press("v")
+        await pilot.pause()
+    assert sysctl.read_text().strip() == "0"
+    assert [x.get("scope") for x in records(state) if x["record"] == "change"] == ["host"] * 2
