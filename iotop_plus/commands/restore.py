@@ -97,7 +97,8 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             if not left.known:
                 status = EXIT_FAILURE
                 detail = left.identity.removeprefix("unknown: ")
-                print(f"{head}, skipped ({detail}; check it, then use `set`)", file=out)
+                then = "sysctl -w" if left.scope == HOST_SCOPE else "`set`"
+                print(f"{head}, skipped ({detail}; check it, then use {then})", file=out)
                 continue
             if args.dry_run:
                 print(f"{head}, would restore (dry run)", file=out)

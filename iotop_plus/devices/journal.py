@@ -341,7 +341,7 @@ class Journal:
         self._after({"record": "failed", "run": self.run_id, "sequence": sequence, "error": error})
 
     def keep(self, changes: Iterable[Change], reason: str) -> None:
-        """Close ``changes``: they are meant to last (``set``, ``quit``, ``hangup``)."""
+        """Close ``changes``: they are meant to last (``set``, ``quit``; never a hangup)."""
         for change in changes:
             self._after(
                 {"record": "keep", "run": change.run or self.run_id, "sequence": change.sequence}
