@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from rich.table import Table
 from rich.text import Text
@@ -556,14 +557,15 @@ class BusyDeviceScreen(Modal[bool]):
         self.dismiss(yes)
 
 
-async def ask_if_busy(app: App[object], target: str, roots: Roots) -> bool:
+async def ask_if_busy(app: App[Any], target: str, roots: Roots) -> bool:
     """Whether to go on with a read probe or sweep on ``target``: True at once for a
     directory or an idle device; for a device in use (mounted, or at least 50 IOPS) the user
     is asked once, naming the mount and the IOPS. Call it from a worker."""
     note = await asyncio.to_thread(device_busy_note, target, roots)
     if note is None:
         return True
-    return bool(await app.push_screen_wait(BusyDeviceScreen(note)))
+    answer: bool = await app.push_screen(BusyDeviceScreen(note), wait_for_dismiss=True)
+    return answer
 
 
 def cancelled_text(target: ProbeTarget | None) -> str:
