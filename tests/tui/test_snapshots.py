@@ -58,7 +58,7 @@ def test_all_devices_80x24(snap_compare) -> None:
 def test_panel_tab_80x24(snap_compare) -> None:
     async def run_before(pilot: Pilot[int]) -> None:
         await _ready(pilot)
-        await pilot.press("down", "3")
+        await pilot.press("home", "down", "3")  # dm-0, then nvme0n1 (which starts selected)
         await wait_for(
             pilot, lambda: "Samsung" in pilot.app.main_screen.query_one("#device-panel").text
         )  # type: ignore[attr-defined]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from rich.console import Console
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -78,21 +80,71 @@ def panel_lines() -> list[tuple[str, str]]:
     return lines
 
 
+def _named(name: str, text: str) -> tuple[str, int]:
+    """A line of a name and its explanation; wrapped lines continue under the explanation."""
+    return f"  [b]{name:<{NAME_WIDTH}}[/b] {text}", 2 + max(len(name), NAME_WIDTH) + 1
+
+
+def help_entries() -> list[tuple[str, int]]:
+    """The help's lines (Rich markup for bold), each with the column its wrapped lines start
+    at: under the explanation for a key or a column, at the margin for a paragraph."""
+    lines = [("[b]Keys[/b]", 0)]
+    lines += [_named(k, v) for k, v in key_lines()]
+    lines += [("", 0), ("[b]Side panel keys[/b] (while the tab is shown)", 0)]
+    lines += [_named(k, v) for k, v in panel_lines()]
+    lines += [("", 0), ("[b]Columns[/b] (iostat -x; rates per second of the measured interval)", 0)]
+    for name, means, misleads in column_lines():
+        lines.append(_named(name, f"{means}. [i]Misleads:[/i] {misleads}."))
+    lines += [
+        ("", 0),
+        ("[b]Processes columns[/b] (per process; rates over the measured interval)", 0),
+    ]
+    lines += [_named(name, f"{means}.") for name, means in MEANINGS]
+    for paragraph in (THRESHOLDS, PRESSURE_HELP, PROBE_HELP):
+        lines += [("", 0), (paragraph, 0)]
+    return lines
+
+
 def help_text() -> str:
     """The help as plain text (Rich markup for bold)."""
-    lines = ["[b]Keys[/b]"]
-    lines += [f"  [b]{k:<{NAME_WIDTH}}[/b] {v}" for k, v in key_lines()]
-    lines += ["", "[b]Side panel keys[/b] (while the tab is shown)"]
-    lines += [f"  [b]{k:<{NAME_WIDTH}}[/b] {v}" for k, v in panel_lines()]
-    lines += ["", "[b]Columns[/b] (iostat -x; rates per second of the measured interval)"]
-    for name, means, misleads in column_lines():
-        lines.append(f"  [b]{name:<{NAME_WIDTH}}[/b] {means}. [i]Misleads:[/i] {misleads}.")
-    lines += ["", "[b]Processes columns[/b] (per process; rates over the measured interval)"]
-    lines += [f"  [b]{name:<{NAME_WIDTH}}[/b] {means}." for name, means in MEANINGS]
-    lines += ["", THRESHOLDS]
-    lines += ["", PRESSURE_HELP]
-    lines += ["", PROBE_HELP]
-    return "\n".join(lines)
+    return "\n".join(line for line, _ in help_entries())
+
+
+MIN_TEXT_WIDTH = 24
+"""Below this many cells beside the names, wrapped lines start at the margin instead."""
+
+
+def wrapped_help(width: int) -> Text:
+    """The help wrapped to ``width`` cells, each wrapped line indented under its text."""
+    console = Console(width=max(width, 1), no_color=True)
+    out = Text()
+    for markup, indent in help_entries():
+        line = Text.from_markup(markup)
+        if width - indent < MIN_TEXT_WIDTH:
+            indent = 0
+        head, body = line[:indent], line[indent:]
+        pieces = body.wrap(console, max(width - indent, 1)) if body.plain else [Text()]
+        for i, piece in enumerate(pieces):
+            piece.rstrip()
+            out.append_text(head if i == 0 else Text(" " * indent))
+            out.append_text(piece)
+            out.append("\n")
+    out.rstrip()
+    return out
+
+
+class HelpText(Static):
+    """The help, re-wrapped to its width so that a wrapped line stays under its text."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(help_text(), id=id)
+        self._wrapped_for = 0
+
+    def on_resize(self) -> None:
+        width = self.content_region.width
+        if width > 0 and width != self._wrapped_for:
+            self._wrapped_for = width
+            self.update(wrapped_help(width))
 
 
 PROBE_HELP = (
@@ -116,7 +168,7 @@ class HelpScreen(Modal[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help-body"):
-            yield Static(help_text(), id="help-text")
+            yield HelpText(id="help-text")
 
     def on_mount(self) -> None:
         self.query_one("#help-body").focus()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from iotop_plus.sampling.figures import figure
 from iotop_plus.tui.keys import (
     TUNE_READ_AHEAD,
     TUNE_REVERT_ALL,
@@ -9,6 +10,20 @@ from iotop_plus.tui.keys import (
     TUNE_UNDO,
     Command,
 )
+from iotop_plus.tui.widgets.table_columns import COLUMN_SETS, EXTENDED_PRIORITY, LATENCY_SET
+
+
+def column_sets_help() -> str:
+    """What ``c`` cycles through: each set's columns, from the sets themselves."""
+    basic = " ".join(c.title for c in COLUMN_SETS["basic"])
+    extended = " ".join(figure(key).title for key in EXTENDED_PRIORITY)
+    latency = " ".join(c.title for c in COLUMN_SETS[LATENCY_SET])
+    return (
+        f"cycle column sets: basic ({basic}); extended (every iostat -x column, as many as "
+        f"fit the width, kept in this order: {extended}); latency ({latency}: read and write "
+        "percentiles from the block tracer, with the latency view under the table)"
+    )
+
 
 MAIN_KEYS: tuple[Command, ...] = (
     Command(
@@ -63,7 +78,7 @@ MAIN_KEYS: tuple[Command, ...] = (
         "cycle_columns",
         "Columns",
         "Column set",
-        "cycle column sets: basic, extended (all iostat -x columns)",
+        column_sets_help(),
     ),
     Command(
         "left_square_bracket",
@@ -197,7 +212,7 @@ MAIN_KEYS: tuple[Command, ...] = (
         "panel_tab('tab-processes')",
         "Processes",
         "Processes",
-        "side panel: Processes (who does the I/O) / Probe (quick fio run)",
+        "side panel: Processes, who does the I/O (iotop: per process read/write rates, IO%)",
         show=False,
     ),
     Command(
@@ -213,7 +228,7 @@ MAIN_KEYS: tuple[Command, ...] = (
         "panel_tab('tab-probe')",
         "Probe",
         "Probe",
-        "side panel: Processes (who does the I/O) / Probe (quick fio run)",
+        "side panel: Probe, a quick fio run on a directory's file or the selected device",
         show=False,
     ),
     Command(

@@ -22,6 +22,8 @@ MODES = {
     "replay": "REPLAY at",
 }
 """What the header says in each mode (the frame's time follows all but LIVE)."""
+REPLAY_WHO = "settings not changed in replay"
+"""What the header says about settings in a replay, in place of root / not root."""
 MODE_STYLES = {
     "live": "bold green",
     "paused": "bold black on yellow",
@@ -143,6 +145,10 @@ class HostHeader(Static):
         who = ("root", "green") if host.is_root else ("not root: settings read-only", "#ffd000")
         if self.read_only:
             who = ("root, read-only" if host.is_root else "read-only", "bold #ffd000")
+        if self.mode == "replay":
+            # The recorded frames are not this host now: whoever runs the replay, root or
+            # not, changes no setting (the recording's host facts say nothing about the viewer).
+            who = (REPLAY_WHO, "#ffd000")
         parts: list[tuple[str, str] | str] = [
             ("" if level >= 3 else "iotop-plus ", "bold"),
             (printable(host.hostname), "bold"),

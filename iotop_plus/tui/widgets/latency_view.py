@@ -36,7 +36,35 @@ def rows_of(hist: Histogram) -> list[int]:
 
 
 def _label(us: float) -> str:
-    return f"{us / 1000:g}ms" if us >= 1000 else f"{us:g}us"
+    """A row's lower edge in whole units: 16us, 1ms, 66ms (65.536 ms read "65.536ms" and
+    pushed its row's bars out of line)."""
+    return f"{us / 1000:.0f}ms" if us >= 1000 else f"{us:.0f}us"
+
+
+LABELS = tuple("≥" + _label(edge) for edge in ROW_EDGES_US)
+LABEL_WIDTH = max(map(len, LABELS))
+"""Every row label is right-aligned to this width, so the heatmap and bars line up."""
+BAR_CELLS = 16
+"""The busiest bucket's bar, where the width allows."""
+MIN_HEAT_COLUMNS = 12
+MIN_BAR_CELLS = 4
+DEFAULT_WIDTH = 100
+"""Cells to fit when the view has not been laid out yet (tests, before the first resize)."""
+
+
+def fit(width: int, count_width: int) -> tuple[int, int]:
+    """(heatmap columns, bar cells) that fit ``width`` beside the labels and a count of
+    ``count_width`` characters: the heatmap gives way first, then the bars."""
+    fixed = LABEL_WIDTH + 1 + 2 + 1 + count_width  # label, space, " │", space, count
+    room = max(width - fixed, 0)
+    bar = BAR_CELLS
+    heat = min(HEAT_COLUMNS, room - bar)
+    if heat < MIN_HEAT_COLUMNS:
+        heat = MIN_HEAT_COLUMNS
+        bar = max(MIN_BAR_CELLS, room - heat)
+        if heat + bar > room:
+            heat = max(room - bar, 0)
+    return heat, bar
 
 
 class LatencyView(Static):
@@ -49,11 +77,20 @@ class LatencyView(Static):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
         self._heat: dict[str, deque[list[int]]] = {}
+        self._shown: tuple[LatencyFrame | None, str | None] = (None, None)
 
     def show_latency(self, latency: LatencyFrame | None, device: str | None) -> None:
         """Take a frame's latency part (every device's history) and draw ``device``."""
         self.record(latency)
+        self._shown = (latency, device)
         self.update(self.render_text(latency, device))
+
+    def redraw(self) -> None:
+        """Draw the last frame shown again (fitted to the width now)."""
+        self.update(self.render_text(*self._shown))
+
+    def on_resize(self) -> None:
+        self.redraw()
 
     def record(self, latency: LatencyFrame | None) -> None:
         """Add a frame's latency to every device's heatmap history (bounded)."""
@@ -67,8 +104,14 @@ class LatencyView(Static):
             for name in [n for n, h in self._heat.items() if not any(map(any, h))]:
                 del self._heat[name]  # idle for a whole heatmap (or vanished): forget it
 
-    def render_text(self, latency: LatencyFrame | None, device: str | None) -> Text:
-        """What the view shows (pure: tests read it)."""
+    def render_text(
+        self, latency: LatencyFrame | None, device: str | None, width: int | None = None
+    ) -> Text:
+        """What the view shows in ``width`` cells (default: its own), for tests to read.
+
+        The heatmap and the bars are fitted so that each row, with its count, is one line."""
+        if width is None:
+            width = self.content_region.width or DEFAULT_WIDTH
         text = Text()
         name = printable(device or "-")
         if latency is None:
@@ -85,17 +128,19 @@ class LatencyView(Static):
             )
         else:
             text.append("   time in queue -, in device -")
-        heat = list(self._heat.get(device or "", ()))
         now = rows_of(dev.op("read").merged(dev.op("write"))) if dev is not None else []
-        top = max((max(col) for col in heat), default=0) or 1
         now_top = max(now, default=0) or 1
+        columns, bar_cells = fit(width, len(str(max(now, default=0))))
+        heat = list(self._heat.get(device or "", ()))[-columns:] if columns else []
+        top = max((max(col) for col in heat), default=0) or 1
         for r in reversed(range(len(ROW_EDGES_US))):
             text.append("\n")
-            text.append(f"{'≥' + _label(ROW_EDGES_US[r]):>8} ", style="dim")
+            text.append(f"{LABELS[r]:>{LABEL_WIDTH}} ", style="dim")
             cells = "".join(
                 SHADES[min(len(SHADES) - 1, -(-col[r] * (len(SHADES) - 1) // top))] for col in heat
             )
-            text.append(cells.rjust(HEAT_COLUMNS), style="cyan")
+            text.append(cells.rjust(columns), style="cyan")
             count = now[r] if now else 0
-            text.append(" │" + "■" * round(count * 16 / now_top) + (f" {count}" if count else ""))
+            bar = "■" * round(count * bar_cells / now_top)
+            text.append(" │" + bar + (f" {count}" if count else ""))
         return text
