@@ -9,15 +9,19 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import sys
+import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
+from pathlib import Path
 from typing import Any, TextIO
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.diskstats import printable, read_bounded
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.frame import LATENCY_QUEUE, Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.inventory import Inventory
@@ -131,7 +135,8 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
     _warn(first_frame)
 
     reports = _intervals(source, first_frame, args.interval, args.count)
-    return emit(args, out, host, inventory, explicit, reports, args.interval)
+    platform = read_platform(source.roots) if args.format == "json" else None
+    return emit(args, out, host, inventory, explicit, reports, args.interval, platform=platform)
 
 
 Report = tuple[
@@ -149,25 +154,25 @@ def emit(
     reports: Iterable[Report],
     interval: float,
     tz: tzinfo | None = None,
+    platform: Platform | None = None,
 ) -> int:
-    """Print the reports as a table, JSON or CSV (live, or from a recording in its zone)."""
+    """Print the reports as a table, JSON or CSV (live, or from a recording in its zone).
+
+    JSON is iostat's document (``sysstat.hosts[0]``); ``platform`` gives its ``sysname``,
+    ``machine`` and ``number-of-cpus`` (null where unknown).
+    """
     latency = bool(getattr(args, "latency", False))
 
     def _iso(wall: float) -> str:
         return iso_time(wall, tz)
 
     if args.format == "json":
-        doc: dict[str, Any] = {
-            "tool": "iotop-plus",
-            "version": __version__,
-            "host": host.hostname,
-            "kernel": host.kernel,
-            "interval_s": interval,
-            "statistics": [],
-        }
-        stats: list[dict[str, Any]] = doc["statistics"]
+        stats: list[dict[str, Any]] = []
+        started: float | None = None  # the baseline's wall time: iostat's "date"
         pressure_note = PressureNote()
         for prev, cur, rates, lat, pressure in reports:
+            if started is None:
+                started = prev.wall_time
             names = _names(explicit, cur, inventory, args)
             disks = [disk_json(n, rates[n], inventory) for n in names if rates.get(n)]
             if latency:
@@ -183,6 +188,7 @@ def emit(
                     "pressure": pressure_note.json(pressure),
                 }
             )
+        doc = sysstat_json(host, platform or Platform(), started, tz, interval, stats)
         json.dump(doc, out, indent=2)
         out.write("\n")
     elif args.format == "csv":
@@ -228,6 +234,95 @@ def emit(
                 out.write(render_latency(names, lat))
             out.flush()
     return EXIT_OK
+
+
+@dataclass(frozen=True)
+class Platform:
+    """The host facts iostat's JSON names beside the node name and kernel release."""
+
+    sysname: str = "Linux"
+    """``uname -s``."""
+    machine: str | None = None
+    """``uname -m``; None when unknown (a captured tree without it, an older recording)."""
+    cpus: int | None = None
+    """iostat's ``number-of-cpus``; None when unknown."""
+
+
+def read_platform(roots: Roots) -> Platform:
+    """The platform of the host ``roots`` describe (captured trees: only what they hold)."""
+    uname = os.uname() if roots.is_live else None
+    sysname = _read_fact(roots.proc / "sys" / "kernel" / "ostype") or (
+        uname.sysname if uname else "Linux"
+    )
+    machine = _read_fact(roots.proc / "sys" / "kernel" / "arch") or (
+        uname.machine if uname else None
+    )
+    return Platform(sysname, machine, _cpu_count(roots))
+
+
+def _read_fact(path: Path) -> str | None:
+    try:
+        return read_bounded(path, 256).strip() or None
+    except (OSError, ValueError):
+        return None
+
+
+def _cpu_count(roots: Roots) -> int | None:
+    """CPUs as iostat counts them: sysfs ``cpuN`` directories that are online, else the
+    ``cpuN`` lines of /proc/stat."""
+    try:
+        entries = [e for e in os.scandir(roots.sys / "devices" / "system" / "cpu")]
+    except OSError:
+        entries = []
+    online = 0
+    for entry in entries:
+        if not (entry.name.startswith("cpu") and entry.name[3:].isdigit()):
+            continue
+        state = _read_fact(Path(entry.path) / "online")
+        online += state is None or state == "1"
+    if online:
+        return online
+    try:
+        text = read_bounded(roots.proc / "stat")
+    except (OSError, ValueError):
+        return None
+    count = sum(1 for line in text.splitlines() if line[:3] == "cpu" and line[3:4].isdigit())
+    return count or None
+
+
+def sysstat_json(
+    host: HostInfo,
+    platform: Platform,
+    started: float | None,
+    tz: tzinfo | None,
+    interval: float,
+    statistics: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """iostat's JSON document around our statistics: ``{"sysstat": {"hosts": [{...}]}}``.
+
+    ``date`` is the day the first interval started, as ``S_TIME_FORMAT=ISO iostat`` prints
+    it, in ``tz`` (the recorded host's zone) or this host's zone.
+    """
+    at = datetime.fromtimestamp(time.time() if started is None else started, timezone.utc)
+    day = (at.astimezone(tz) if tz is not None else at.astimezone()).date().isoformat()
+    return {
+        "sysstat": {
+            "hosts": [
+                {
+                    "nodename": host.hostname,
+                    "sysname": platform.sysname,
+                    "release": host.kernel,
+                    "machine": platform.machine,
+                    "number-of-cpus": platform.cpus,
+                    "date": day,
+                    "tool": "iotop-plus",
+                    "version": __version__,
+                    "interval_s": interval,
+                    "statistics": statistics,
+                }
+            ]
+        }
+    }
 
 
 class PressureNote:

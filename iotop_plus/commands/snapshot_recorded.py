@@ -9,16 +9,28 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from itertools import chain
-from typing import TextIO
+from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
-from iotop_plus.commands.snapshot import emit, resolve_devices
+from iotop_plus.commands.snapshot import Platform, emit, resolve_devices
 from iotop_plus.commands.snapshot_overview import run_overview
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.timeparse import parse_time
+
+
+def recorded_platform(header: Mapping[str, Any]) -> Platform:
+    """The recorded host's platform, from header keys a recorder may store (``sysname``,
+    ``machine``, ``cpus``); null where the header has no such key or a wrong type."""
+    sysname, machine, cpus = (header.get(k) for k in ("sysname", "machine", "cpus"))
+    return Platform(
+        sysname if isinstance(sysname, str) else "Linux",
+        machine if isinstance(machine, str) else None,
+        cpus if isinstance(cpus, int) and not isinstance(cpus, bool) and cpus > 0 else None,
+    )
 
 
 def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
@@ -68,6 +80,8 @@ def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
         )
 
         interval = args.interval or float(timeline.header.get("interval_s") or 1.0)
-        return emit(args, out, timeline.host_info(), inventory, explicit, reports, interval, tz)
+        platform = recorded_platform(timeline.header)
+        host = timeline.host_info()
+        return emit(args, out, host, inventory, explicit, reports, interval, tz, platform)
     finally:
         timeline.close()

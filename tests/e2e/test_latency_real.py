@@ -235,7 +235,7 @@ def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin
         fio.wait()
     assert done.returncode == 0, done.stderr
     doc = json.loads(done.stdout)
-    for stat in doc["statistics"]:
+    for stat in doc["sysstat"]["hosts"][0]["statistics"]:
         (disk,) = stat["disk"]
         lat = disk["latency"]
         assert set(lat) >= {"read", "write", "queue_ms_mean", "device_ms_mean"}
@@ -294,7 +294,7 @@ def test_not_root_snapshot_says_so_and_reports_the_rest(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = [line for line in done.stderr.splitlines() if "latency" in line]
     assert len(lines) == 1 and "needs root" in lines[0], done.stderr
-    disks = json.loads(done.stdout)["statistics"][0]["disk"]
+    disks = json.loads(done.stdout)["sysstat"]["hosts"][0]["statistics"][0]["disk"]
     assert disks and all(d["latency"] is None for d in disks)
     assert all("r/s" in d for d in disks)
 

@@ -24,7 +24,7 @@ def test_snapshot_json_has_the_hosts_pressure_in_every_statistic() -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert "pressure" not in proc.stderr
-    stats = json.loads(proc.stdout)["statistics"]
+    stats = json.loads(proc.stdout)["sysstat"]["hosts"][0]["statistics"]
     assert len(stats) == 2
     for stat in stats:
         io = stat["pressure"]["io"]

@@ -93,7 +93,8 @@ def test_snapshot_json_pressure_is_null_with_one_line_where_psi_is_missing(
     )
     out, err = capsys.readouterr()
     assert code == 0
-    assert [s["pressure"] for s in json.loads(out)["statistics"]] == [None, None]
+    stats = json.loads(out)["sysstat"]["hosts"][0]["statistics"]
+    assert [s["pressure"] for s in stats] == [None, None]
     assert err.splitlines() == [
         f"iotop-plus: note: no pressure (PSI) figures: {roots.proc}/pressure/io is missing "
         "(kernel without CONFIG_PSI, or booted with psi=0; add psi=1 to the kernel command line)"
@@ -116,5 +117,5 @@ def test_snapshot_json_pressure_comes_from_the_tree(
     )
     out, err = capsys.readouterr()
     assert code == 0 and err == ""
-    pressure = json.loads(out)["statistics"][0]["pressure"]
+    pressure = json.loads(out)["sysstat"]["hosts"][0]["statistics"][0]["pressure"]
     assert pressure == {"io": parse_pressure(IO).as_json()}

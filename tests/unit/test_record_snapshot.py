@@ -83,3 +83,39 @@ def test_typed_times_are_in_the_recorded_zone() -> None:
     assert parse_time("2023-11-15T07:00", now, tz) == now - 13 * 60 - 20
     with pytest.raises(ValueError, match=r"cannot read .* as a time"):  # the shared parser
         parse_time("yesterday-ish", now, tz)
+
+
+@pytest.mark.parametrize(
+    ("extra", "shown"),
+    [
+        ({}, ("Linux", None, None)),
+        ({"sysname": "Linux", "machine": "aarch64", "cpus": 64}, ("Linux", "aarch64", 64)),
+        ({"machine": ["x"], "cpus": "64"}, ("Linux", None, None)),  # wrong types: unknown
+    ],
+)
+def test_recorded_snapshot_json_is_iostats_document(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: dict[str, object], shown: tuple
+) -> None:
+    import json
+
+    monkeypatch.setenv("TZ", "UTC")
+    tree = SyntheticTree(tmp_path / "tree", 3)
+    canned = CannedSampler(tree, 3)
+    inventory = Sampler(tree.roots).inventory()
+    path = tmp_path / "r.rec"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    header = {"host": "db1", "kernel": "6.1.0-synthetic", "zone": "UTC", "interval_s": 1.0}
+    writer = ChunkWriter(fd, {**header, **extra, **inventory_doc(inventory, tree.roots, {})})
+    for s in canned.samples:
+        writer.append(RecordedSample(s))
+    writer.close_chunk()
+    os.close(fd)
+    out = io.StringIO()
+    assert snapshot.run(args_for("-f", "json", "--from", str(path)), tree.roots, out) == 0
+    doc = json.loads(out.getvalue())
+    (host,) = doc["sysstat"]["hosts"]
+    assert (host["nodename"], host["release"]) == ("db1", "6.1.0-synthetic")
+    assert (host["sysname"], host["machine"], host["number-of-cpus"]) == shown
+    # The first recorded sample was taken at 1_700_000_000.5: 2023-11-14 in UTC.
+    assert host["date"] == "2023-11-14"
+    assert [s["timestamp"][:10] for s in host["statistics"]] == ["2023-11-14"] * 2

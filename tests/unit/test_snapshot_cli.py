@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,14 @@ def run_json(capsys: pytest.CaptureFixture[str], scenario: str | Path, *argv: st
         capsys, *_roots_args(scenario), "snapshot", "-i", "0.01", "--format", "json", *argv
     )
     assert code == 0, err
-    return json.loads(out)
+    return iostat_host(json.loads(out))
+
+
+def iostat_host(doc: Any) -> Any:
+    """The one host of iostat's document, ``doc["sysstat"]["hosts"][0]``."""
+    assert list(doc) == ["sysstat"] and list(doc["sysstat"]) == ["hosts"], list(doc)
+    (host,) = doc["sysstat"]["hosts"]
+    return host
 
 
 def _disks(doc: Any, index: int = 0) -> list[str]:
@@ -66,9 +74,19 @@ def test_default_table_is_iostat_like(capsys: pytest.CaptureFixture[str]) -> Non
     assert rows[0][1:-1] == ["0.00"] * len(IOSTAT_KEYS) and rows[0][-1] == "2"
 
 
-def test_json_has_host_kernel_and_iostat_keys(capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_is_iostats_document_with_nodename_release_and_iostat_keys(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     doc = run_json(capsys, "nvme", "-c", "3")
-    assert (doc["tool"], doc["host"], doc["kernel"]) == ("iotop-plus", "db-nvme", "6.1.0-18-amd64")
+    assert (doc["tool"], doc["nodename"], doc["release"]) == (
+        "iotop-plus",
+        "db-nvme",
+        "6.1.0-18-amd64",
+    )
+    # The fixture tree holds no ostype, arch or cpu list: unknown, never this host's.
+    assert (doc["sysname"], doc["machine"], doc["number-of-cpus"]) == ("Linux", None, None)
+    assert doc["date"] == doc["statistics"][0]["timestamp"][:10]
+    assert "host" not in doc and "kernel" not in doc
     assert doc["interval_s"] == 0.01
     assert len(doc["statistics"]) == 3
     entry = doc["statistics"][0]["disk"][0]
@@ -172,12 +190,12 @@ def test_environment_variables_point_at_a_tree(
     monkeypatch.setenv(SYS_ENV, str(FIXTURES / "md" / "sys"))
     code, out, _ = run_cli(capsys, "snapshot", "-i", "0.01", "--format", "json")
     assert code == 0
-    doc = json.loads(out)
-    assert doc["host"] == "nas-md"
+    doc = iostat_host(json.loads(out))
+    assert doc["nodename"] == "nas-md"
     assert _disks(doc) == ["sdb", "sdc", "md0"]
     # Explicit flags win over the environment.
     code, out, _ = run_cli(capsys, *_roots_args("dm"), "snapshot", "-i", "0.01", "-f", "json")
-    assert json.loads(out)["host"] == "app-lvm"
+    assert iostat_host(json.loads(out))["nodename"] == "app-lvm"
 
 
 def test_fractional_interval_is_measured(capsys: pytest.CaptureFixture[str]) -> None:
@@ -185,7 +203,7 @@ def test_fractional_interval_is_measured(capsys: pytest.CaptureFixture[str]) -> 
         capsys, *_roots_args("md"), "snapshot", "-i", "0.25", "-c", "2", "--format", "json"
     )
     assert code == 0
-    doc = json.loads(out)
+    doc = iostat_host(json.loads(out))
     assert doc["interval_s"] == 0.25
     # Reports keep to a fixed schedule like iostat's: an interval that ran late makes the
     # next one shorter, but report k never comes before k * 0.25 s after the baseline.
@@ -248,7 +266,7 @@ def test_malformed_line_is_a_warning_and_the_rest_is_reported(
         capsys, *_roots_args(tmp_path / "k"), "snapshot", "-i", "0.01", "-f", "json"
     )
     assert code == 0
-    assert _disks(json.loads(out)) == ["sda", "sda1", "dm-0"]
+    assert _disks(iostat_host(json.loads(out))) == ["sda", "sda1", "dm-0"]
     # (a 4.14 tree has no PSI: JSON says so in one note line of its own; the hidden count is
     # a line of its own too)
     warnings = [
@@ -270,7 +288,7 @@ def test_every_fixture_tree_in_every_format(
         assert code == 0 and out
         if fmt == "json":  # these trees have no /proc/pressure: null, and one line why
             assert err.count("\n") == 1 and "no pressure (PSI) figures" in err, err
-            assert json.loads(out)["statistics"][0]["pressure"] is None
+            assert iostat_host(json.loads(out))["statistics"][0]["pressure"] is None
         else:
             assert err == ""
 
@@ -287,8 +305,10 @@ def test_console_script_against_the_live_host() -> None:
         timeout=30,
         check=True,
     )
-    doc = json.loads(out.stdout)
-    assert doc["kernel"] == Roots().proc.joinpath("sys/kernel/osrelease").read_text().strip()
+    doc = iostat_host(json.loads(out.stdout))
+    assert doc["release"] == Roots().proc.joinpath("sys/kernel/osrelease").read_text().strip()
+    assert (doc["sysname"], doc["machine"]) == (os.uname().sysname, os.uname().machine)
+    assert doc["number-of-cpus"] == os.cpu_count()
     disks = _disks(doc)
     assert disks and all(not d[-1:].isdigit() or d.startswith(("loop", "zram")) for d in disks)
 
@@ -328,14 +348,15 @@ def test_snapshot_hides_what_the_tui_hides_and_says_how_many_on_stderr(
     code, out, err = run_cli(
         capsys, *_roots_args("tui_host"), "snapshot", "-i", "0.01", "-f", "json"
     )
-    shown = _disks(json.loads(out))
+    shown = _disks(iostat_host(json.loads(out)))
     assert code == 0 and shown and not any(n.startswith(("loop", "ram", "zram")) for n in shown)
     hidden_lines = [line for line in err.splitlines() if " hidden (" in line]
     assert len(hidden_lines) == 1 and "--all" in hidden_lines[0]
     code, out, err = run_cli(
         capsys, *_roots_args("tui_host"), "snapshot", "-i", "0.01", "-a", "-f", "json"
     )
-    assert any(n.startswith("loop") for n in _disks(json.loads(out))) and " hidden (" not in err
+    shown = _disks(iostat_host(json.loads(out)))
+    assert any(n.startswith("loop") for n in shown) and " hidden (" not in err
 
 
 def test_a_bare_word_that_is_no_subcommand_is_a_device_and_an_unknown_one_exits_2(
