@@ -221,6 +221,8 @@ def render_result(r: ProbeResult) -> str:
         lines.append(f"    clat µs: mean {d.clat.mean_us:,.1f}  {pcts}")
         if d.block is not None:
             lines.append(f"    device µs: {block_line(d.block)}")
+    if r.flush_write is not None:  # writes with a preflush or FUA, kept out of the line above
+        lines.append(f"  flush+write device µs: {block_line(r.flush_write)}")
     if r.fsync is not None:
         pcts = "  ".join(f"{label} {v:,.1f}" for label, v in r.fsync.percentiles_us)
         lines.append(f"  fsync µs: mean {r.fsync.mean_us:,.1f}  {pcts}")

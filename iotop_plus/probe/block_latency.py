@@ -9,7 +9,9 @@ the device.
 One :class:`ProbeTracer` serves a probe or a whole sweep: :meth:`ProbeTracer.begin` starts the
 tracer (once) and drops what it saw so far, :meth:`ProbeTracer.end` merges what the target
 device did since. Requests of other processes on that device count too; the probe result's
-other-I/O note says when there were any.
+other-I/O note says when there were any: the tracer counts the device's requests by issuer
+(:func:`issuers_of`), and times the writes that carry a preflush or FUA apart
+(:data:`~iotop_plus.sampling.latency.FLUSH_WRITE`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from iotop_plus.probe.results import BlockLatency, ProbeResult
+from iotop_plus.probe.results import BlockLatency, Issuers, ProbeResult
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.latency import LatencyPart
+from iotop_plus.sampling.latency import FLUSH_WRITE, LatencyPart
 from iotop_plus.sampling.latency_hist import FAILED, DeviceLatency, Histogram
 
 READY_TIMEOUT_S = 5.0
@@ -73,7 +75,7 @@ class ProbeTracer:
         make_part: Builds the latency part (tests); default one without the queue split.
         """
         self.roots = roots
-        self._make_part = make_part or (lambda: LatencyPart(queue=False))
+        self._make_part = make_part or (lambda: LatencyPart(queue=False, issuers=True))
         self._part: LatencyPart | None = None
         self._lock = threading.Lock()
         self._closed = False
@@ -147,6 +149,51 @@ class ProbeTracer:
             part, self._part = self._part, None
         if part is not None:
             part.close()
+
+
+WRITEBACK_COMM = "kworker/"
+"""Kernel workers: in a buffered run they write fio's own dirty pages back."""
+
+
+def journal_thread(comm: str, fs_device: str) -> bool:
+    """Whether ``comm`` is the journal thread of the filesystem on ``fs_device``
+    (``jbd2/loop0-8``; a comm is cut at 15 characters: ``jbd2/nvme0n1p12``)."""
+    name = f"jbd2/{fs_device}-"
+    return comm.startswith(name) or (len(comm) == 15 and name.startswith(comm))
+
+
+def issuers_of(
+    latency: DeviceLatency, fio_pid: int | None, fs_device: str | None, *, buffered: bool
+) -> Issuers | None:
+    """Who submitted the device's requests during a run, or None when the tracer saw none
+    of fio's (it cannot tell then, e.g. on a device without requests).
+
+    Args:
+        latency: What the probe's tracer saw on the device.
+        fio_pid: fio's pid (its threads and io_uring workers share it).
+        fs_device: The device holding the target's filesystem, whose journal thread's
+            commits the probe's own fsyncs cause.
+        buffered: A run through the page cache: kernel workers write fio's pages back, so
+            their requests count as fio's.
+    """
+    fio = journal = 0
+    others: dict[str, int] = {}
+    for (pid, comm), n in latency.issuers.items():
+        if pid == fio_pid or (buffered and comm.startswith(WRITEBACK_COMM)):
+            fio += n
+        elif fs_device is not None and journal_thread(comm, fs_device):
+            journal += n
+        else:
+            others[f"{comm}[{pid}]"] = others.get(f"{comm}[{pid}]", 0) + n
+    if not fio:
+        return None
+    ranked = tuple(sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
+    return Issuers(fio=fio, journal=journal, others=ranked)
+
+
+def flush_write_of(latency: DeviceLatency | None) -> BlockLatency | None:
+    """The device-side latency of the writes that carried a preflush or FUA, or None."""
+    return block_latency(latency.op(FLUSH_WRITE)) if latency is not None else None
 
 
 def with_block_latency(

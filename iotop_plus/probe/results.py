@@ -124,12 +124,13 @@ class Issuers:
     (``block_io_start``, in the submitting task's context)."""
 
     fio: int
-    """Requests issued by fio (its threads and io_uring workers share its pid)."""
+    """Requests issued by fio (its threads and io_uring workers share its pid; in a buffered
+    run, kernel workers writing its pages back count as fio)."""
     journal: int
     """Requests issued by the target filesystem's journal thread (``jbd2/DEV-N``): the
     commits a probe's own fsyncs cause."""
     others: tuple[tuple[str, int], ...] = ()
-    """``("comm (pid N)", requests)`` of every other issuer, most first."""
+    """``("comm[pid]", requests)`` of every other issuer, most first."""
 
     @property
     def other_requests(self) -> int:
@@ -642,12 +643,17 @@ def other_io_note(
         own = max(issuers.fio, 1)
         if others <= OTHER_IO_MIN or others <= OTHER_IO_SHARE * own:
             return None
-        who = ", ".join(f"{name}: {n:,}" for name, n in issuers.others[:3])
+        named = issuers.others[:3]
+        who = (
+            named[0][0]
+            if len(issuers.others) == 1
+            else ", ".join(f"{name} ({n:,})" for name, n in named)
+        )
         more = f" and {len(issuers.others) - 3} more" if len(issuers.others) > 3 else ""
         return (
-            f"other I/O hit the device during {what}: other processes issued {others:,} "
-            f"requests ({who}{more}) against fio's {issuers.fio:,} (+{others / own:.0%}); "
-            "these figures include that load"
+            f"other I/O hit the device during {what}: {others:,} requests from {who}{more}, "
+            f"against fio's {issuers.fio:,} (+{others / own:.0%}); these figures include "
+            "that load"
         )
     if not direct or fsync or device_ios is None or fio_ios <= 0:
         return None

@@ -25,7 +25,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from iotop_plus.probe.block_latency import ProbeTracer, with_block_latency
+from iotop_plus.probe.block_latency import (
+    ProbeTracer,
+    flush_write_of,
+    issuers_of,
+    with_block_latency,
+)
 from iotop_plus.probe.fioproc import FioProcess
 from iotop_plus.probe.presets import DEFAULT_ENGINE, FALLBACK_ENGINE, Preset, ProbeParams
 from iotop_plus.probe.results import (
@@ -275,6 +280,8 @@ class _FioRun:
     text: tuple[str, ...]
     stderr: str
     garbage: str
+    pid: int | None = None
+    """fio's pid (setpriv execs it): the issuer of its requests."""
 
 
 class ProbeRunner:
@@ -413,6 +420,9 @@ class ProbeRunner:
         raw, doc = _with_disk_util(raw, doc, target, before, _disk_counters(self.roots, target))
         rotational = _rotational(self.roots, target.device)
         device_class = _device_class(self.roots, target.device)
+        issuers = None
+        if block is not None:
+            issuers = issuers_of(block, run.pid, target.device, buffered=not params.direct)
         try:
             result = parse_result(
                 doc,
@@ -423,6 +433,8 @@ class ProbeRunner:
                 rotational=rotational,
                 notes=tuple(notes),
                 device_class=device_class,
+                issuers=issuers,
+                flush_write=flush_write_of(block),
                 host_cpu_some_pct=cpu_pressure_pct(cpu_before, cpu_after),
             )
         except FioOutputError as exc:
@@ -474,7 +486,8 @@ class ProbeRunner:
             returncode = await fio.wait()
             if returncode == 0:
                 _verify(checked)
-            return _FioRun(returncode, tuple(docs), tuple(stream.text), stderr, garbage)
+            pid = fio.popen.pid if fio.popen is not None else None
+            return _FioRun(returncode, tuple(docs), tuple(stream.text), stderr, garbage, pid)
         finally:
             fio.kill()
             with contextlib.suppress(asyncio.CancelledError):

@@ -9,6 +9,9 @@ of ``time.monotonic``). :class:`TracerParser` turns those lines into :class:`Tra
 :class:`LatencyPart` hands each frame the batches that ended before it (the delta since the
 previous frame), keyed by device name.
 
+A probe's tracer (``issuers=True``) also says who issued the requests and keeps writes that
+carry a preflush or FUA apart (:func:`tracer_program`).
+
 Safety: the tracer runs only as root, from the system directories (:mod:`iotop_plus.programs`),
 under ``setpriv --pdeathsig KILL`` started from a thread that lives as long as the child, so
 the child dies with us (REFERENCE.md, "Parent-death signal"); :meth:`Tracer.close` kills it.
@@ -72,13 +75,56 @@ _BUCKET = """    $e = 0; $x = $v;
 """
 
 
-def tracer_program(*, queue: bool, tick_ms: int = TICK_MS, tag: str = "") -> str:
-    """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``)."""
+FLUSH_WRITE = "flush+write"
+"""The operation of writes that carry a preflush or FUA (a filesystem's journal commits, the
+empty write each fsync of a raw device sends), timed from submission to the end of the
+kernel's whole flush sequence; only a tracer with ``issuers`` keeps them apart."""
+ISSUE_TRACEPOINTS = ("block_io_start", "block_bio_queue")
+"""Tracepoints that run in the submitting task's context, newest kernels' first: bpftrace's
+``pid`` and ``comm`` name the issuer (``block_io_start`` since Linux 6.5)."""
+
+
+def tracer_program(
+    *,
+    queue: bool,
+    tick_ms: int = TICK_MS,
+    tag: str = "",
+    issuers: bool = False,
+    submit: str = ISSUE_TRACEPOINTS[0],
+) -> str:
+    """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
+
+    With ``issuers`` (a probe's tracer) it also counts requests by issuer at ``submit`` (one
+    of :data:`ISSUE_TRACEPOINTS`) into ``@who[dev, pid, comm]``, and times writes that carry
+    a preflush or FUA apart (:data:`FLUSH_WRITE`: ``@fh``, ``@fs``, ``@fm``). Seen on Linux
+    6.18: rwbs at submission still has the flags (``FWS`` is an fsync's empty preflush write,
+    ``FWFSM`` a journal commit; ``WF...`` is FUA alone), while at issue and completion the
+    kernel has stripped what it sends as separate flushes (``FF``, whose completion reports
+    sector -1). Such a write completes once with its data and once more, with no sectors, at
+    the end of its flush sequence; a FUA-only write on a device that honours FUA completes
+    once, FUA still set. Those completions end the timing; every completion of such a write
+    is kept out of the plain writes. Flushes are not stamped at issue (no sectors): their
+    stamp at sector 0 would time the empty write that completes there.
+    """
     lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip()]
     if queue:
         lines.append("tracepoint:block:block_rq_insert { @iq[args->dev, args->sector] = nsecs; }")
+    if issuers:
+        lines += [
+            f"tracepoint:block:{submit} {{",
+            "  @who[args->dev, pid, comm] = count();",
+            '  if (strncmp(args->rwbs, "FW", 2) == 0) {',
+            "    @fw[args->dev, args->sector] = (nsecs << 1) | 1;",
+            '  } else if (strncmp(args->rwbs, "WF", 2) == 0) {',
+            "    @fw[args->dev, args->sector] = nsecs << 1;",
+            "  }",
+            "}",
+        ]
     lines.append("tracepoint:block:block_rq_issue {")
-    lines.append("  @is[args->dev, args->sector] = nsecs;")
+    if issuers:
+        lines.append("  if (args->nr_sector) { @is[args->dev, args->sector] = nsecs; }")
+    else:
+        lines.append("  @is[args->dev, args->sector] = nsecs;")
     if queue:
         lines += [
             "  $t = @iq[args->dev, args->sector];",
@@ -88,11 +134,26 @@ def tracer_program(*, queue: bool, tick_ms: int = TICK_MS, tag: str = "") -> str
             "    @qn[args->dev, args->rwbs] = count();",
             "  }",
         ]
+    lines += ["}", "tracepoint:block:block_rq_complete {", "  $t = @is[args->dev, args->sector];"]
+    plain = "  if ($t) {"
+    if issuers:
+        lines += [
+            "  $w = @fw[args->dev, args->sector];",
+            "  if ($w) {",
+            "    if ($t) { delete(@is[args->dev, args->sector]); }",
+            "    if (args->nr_sector == 0 ||",
+            '        (($w & 1) == 0 && strncmp(args->rwbs, "WF", 2) == 0)) {',
+            "      delete(@fw[args->dev, args->sector]);",
+            "      $v = nsecs - ($w >> 1);",
+            _BUCKET.rstrip("\n"),
+            "      @fh[args->dev, $e, $s] = count();",
+            "      @fs[args->dev] = sum($v);",
+            "      @fm[args->dev] = max($v);",
+            "    }",
+        ]
+        plain = "  } else if ($t) {"
     lines += [
-        "}",
-        "tracepoint:block:block_rq_complete {",
-        "  $t = @is[args->dev, args->sector];",
-        "  if ($t) {",
+        plain,
         "    delete(@is[args->dev, args->sector]);",
         "    $v = nsecs - $t;",
         _BUCKET.rstrip("\n"),
@@ -103,7 +164,13 @@ def tracer_program(*, queue: bool, tick_ms: int = TICK_MS, tag: str = "") -> str
         "}",
         f"interval:ms:{int(tick_ms)} {{",
     ]
-    maps = ["@h", "@ds", "@dm", *(["@qs", "@qn"] if queue else [])]
+    maps = [
+        "@h",
+        "@ds",
+        "@dm",
+        *(["@qs", "@qn"] if queue else []),
+        *(["@who", "@fh", "@fs", "@fm"] if issuers else []),
+    ]
     lines += [f"  print({m}); clear({m});" for m in maps]
     lines += ['  printf("tick %llu\\n", nsecs);', "}"]
     # At exit bpftrace prints every map; the parser ignores anything after the last tick.
@@ -148,6 +215,10 @@ class TracerBatch:
     """CLOCK_MONOTONIC ns when the tick's maps were printed (the end of what it covers)."""
     ops: Mapping[tuple[int, str], OpLatency]
     """Per (kernel dev_t, operation)."""
+    issuers: Mapping[tuple[int, int, str], int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Requests submitted per (kernel dev_t, pid, comm): a probe's tracer only."""
 
 
 class TracerParser:
@@ -156,13 +227,17 @@ class TracerParser:
     Accepted lines: blank lines (bpftrace prints several), ``{"type": "attached_probes"}``,
     ``{"type": "map", "data": {"@name": {"k1,k2,...": value}}}``, ``{"type": "hist", ...}``
     (ignored), ``{"type": "printf", "data": "tick N\\n"}`` (ends a batch); anything else that
-    is JSON is ignored, and a line that is not JSON raises ``ValueError`` quoting it.
+    is JSON is ignored, and a line that is not JSON raises ``ValueError`` quoting it. Keys:
+    ``dev,rwbs,exp,sub`` (``@h``), ``dev,rwbs`` (``@ds``, ``@dm``, ``@qs``, ``@qn``),
+    ``dev,exp,sub`` (``@fh``), ``dev`` (``@fs``, ``@fm``) and ``dev,pid,comm`` (``@who``;
+    a comm may itself hold commas).
     """
 
     def __init__(self) -> None:
         self.attached = False
         """True once bpftrace said its probes are attached."""
         self._acc: dict[tuple[int, str], _OpAcc] = {}
+        self._who: dict[tuple[int, int, str], int] = {}
 
     def feed(self, line: str) -> TracerBatch | None:
         """Take one line; returns a batch when the line ended a tick."""
@@ -189,10 +264,18 @@ class TracerParser:
             except (IndexError, ValueError):
                 raise ValueError(f"bad tick line from the tracer: {data[:80]!r}") from None
             acc, self._acc = self._acc, {}
-            return TracerBatch(end_ns, MappingProxyType({k: a.frozen() for k, a in acc.items()}))
+            who, self._who = self._who, {}
+            return TracerBatch(
+                end_ns,
+                MappingProxyType({k: a.frozen() for k, a in acc.items()}),
+                MappingProxyType(who),
+            )
         return None
 
     def _map(self, name: str, values: Mapping[str, object]) -> None:
+        if name in ("@who", "@fh", "@fs", "@fm"):
+            self._probe_map(name, values)
+            return
         if name not in ("@h", "@ds", "@dm", "@qs", "@qn"):
             return
         for key, value in values.items():
@@ -219,6 +302,29 @@ class TracerParser:
             except (IndexError, ValueError):
                 raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
 
+    def _probe_map(self, name: str, values: Mapping[str, object]) -> None:
+        """The maps of a probe's tracer: issuers and the flush+write timings."""
+        for key, value in values.items():
+            if not isinstance(value, int):
+                continue
+            try:
+                if name == "@who":
+                    dev, pid, comm = key.split(",", 2)
+                    who = (int(dev), int(pid), comm)
+                    self._who[who] = self._who.get(who, 0) + value
+                    continue
+                parts = key.split(",")
+                acc = self._acc.setdefault((int(parts[0]), FLUSH_WRITE), _OpAcc())
+                if name == "@fh":
+                    idx = bucket_index(int(parts[1]), int(parts[2]))
+                    acc.buckets[idx] = acc.buckets.get(idx, 0) + value
+                elif name == "@fs":
+                    acc.sum_ns += value
+                else:
+                    acc.max_ns = max(acc.max_ns, value)
+            except (IndexError, ValueError):
+                raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
+
 
 def dev_t(major: int, minor: int) -> int:
     """The kernel's internal dev_t, as tracepoints report it: ``(major << 20) | minor``."""
@@ -227,6 +333,15 @@ def dev_t(major: int, minor: int) -> int:
 
 def _tracepoints_present() -> bool:
     return any(os.path.isdir(os.path.join(d, "block_rq_issue")) for d in _EVENT_DIRS)
+
+
+def submit_tracepoint() -> str:
+    """The first of :data:`ISSUE_TRACEPOINTS` this kernel has (``block_bio_queue`` when it
+    cannot tell: every kernel bpftrace runs on has that one)."""
+    for name in ISSUE_TRACEPOINTS:
+        if any(os.path.isdir(os.path.join(d, name)) for d in _EVENT_DIRS):
+            return name
+    return ISSUE_TRACEPOINTS[-1]
 
 
 def tracer_problem() -> tuple[str | None, str | None]:
@@ -273,15 +388,19 @@ class Tracer:
         tag: str = "",
         argv_prefix: tuple[str, ...] | None = None,
         map_keys: int = MAP_KEYS_MAX,
+        issuers: bool = False,
     ) -> None:
         """Args:
         queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
+        issuers: Count requests by issuer and time flush+writes apart (a probe's tracer);
+            costs one more probe (see :func:`tracer_program`).
         tick_ms: How often the child prints.
         tag: Text added to the program's first line (tests find their child by it).
         argv_prefix: ``[setpriv, --pdeathsig, KILL, --, bpftrace]`` override (tests).
         map_keys: Keys each map of the child holds (tests make it small).
         """
         self.queue = queue
+        self.issuers = issuers
         self.tick_ms = tick_ms
         self.tag = tag
         self._argv_prefix = argv_prefix
@@ -332,7 +451,13 @@ class Tracer:
             setpriv = lookup_program("setpriv").path or "setpriv"
             bpftrace = lookup_program("bpftrace").path or "bpftrace"
             prefix = (setpriv, "--pdeathsig", "KILL", "--", bpftrace)
-        program = tracer_program(queue=self.queue, tick_ms=self.tick_ms, tag=self.tag)
+        program = tracer_program(
+            queue=self.queue,
+            tick_ms=self.tick_ms,
+            tag=self.tag,
+            issuers=self.issuers,
+            submit=submit_tracepoint() if self.issuers else ISSUE_TRACEPOINTS[0],
+        )
         return [*prefix, "-f", "json", "-e", program]
 
     def _run(self, started: threading.Event) -> None:
@@ -511,14 +636,16 @@ class LatencyPart:
         queue: bool = True,
         make_tracer: Callable[[], Tracer] | None = None,
         check: Callable[[], tuple[str | None, str | None]] = tracer_problem,
+        issuers: bool = False,
     ) -> None:
         """Args:
         queue: Trace the queue split too (``block_rq_insert``).
         make_tracer: Builds the tracer (tests); default a :class:`Tracer`.
         check: The preflight (root, bpftrace, tracepoints); tests inject one.
+        issuers: A probe's tracer: devices' latency carries their issuers and flush+writes.
         """
         self.queue = queue
-        self._make_tracer = make_tracer or (lambda: Tracer(queue=queue))
+        self._make_tracer = make_tracer or (lambda: Tracer(queue=queue, issuers=issuers))
         self._check = check
         self.tracer: Tracer | None = None
         self._problem: str | None = None
@@ -582,6 +709,7 @@ class LatencyPart:
                 return LatencyFrame(STARTING, status="starting tracer…", notice=notice)
         names = _names_by_dev(counters)
         merged: dict[str, dict[str, OpLatency]] = {}
+        who: dict[str, dict[tuple[int, str], int]] = {}
         for batch in batches:
             for (dev, op), lat in batch.ops.items():
                 name = names.get(dev)
@@ -589,6 +717,11 @@ class LatencyPart:
                     continue
                 ops = merged.setdefault(name, {})
                 ops[op] = ops[op].merged(lat) if op in ops else lat
+            for (dev, pid, comm), n in batch.issuers.items():
+                name = names.get(dev)
+                if name is not None:
+                    mine = who.setdefault(name, {})
+                    mine[(pid, comm)] = mine.get((pid, comm), 0) + n
         start_ns = self._last_end_ns
         if start_ns is None:  # traced whole from the first (dropped) tick on
             start_ns = tracer.first_tick_ns
@@ -599,9 +732,15 @@ class LatencyPart:
             self._last_end_ns = batches[-1].end_ns
         end_ns = self._last_end_ns
         span = (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0
-        devices = {n: DeviceLatency(MappingProxyType(o)) for n, o in merged.items()}
+        devices = {
+            n: DeviceLatency(MappingProxyType(merged.get(n, {})), MappingProxyType(who.get(n, {})))
+            for n in merged.keys() | who.keys()
+        }
         status = tracer.error  # died after this frame's batches: say so now
-        seen = {n: d.op("read").count + d.op("write").count for n, d in devices.items()}
+        seen = {
+            n: d.op("read").count + d.op("write").count + d.op(FLUSH_WRITE).count
+            for n, d in devices.items()
+        }
         if status is None and self._watch.blind(counters, seen):
             self._restart()
             notice = (

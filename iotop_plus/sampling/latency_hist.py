@@ -167,7 +167,10 @@ class DeviceLatency:
     """One device's latency over one interval, per operation."""
 
     ops: Mapping[str, OpLatency]
-    """Keyed by the names in :data:`OPS`; an operation not seen is absent."""
+    """Keyed by the names in :data:`OPS` (a probe's tracer adds ``flush+write``); an
+    operation not seen is absent."""
+    issuers: Mapping[tuple[int, str], int] = field(default_factory=lambda: MappingProxyType({}))
+    """Requests submitted, by issuer ``(pid, comm)``: only from a probe's tracer."""
 
     def op(self, name: str) -> Histogram:
         """The device-time histogram of ``name`` (empty when not seen)."""
@@ -204,7 +207,10 @@ class DeviceLatency:
         out = dict(self.ops)
         for name, op in other.ops.items():
             out[name] = out[name].merged(op) if name in out else op
-        return DeviceLatency(MappingProxyType(out))
+        who = dict(self.issuers)
+        for key, n in other.issuers.items():
+            who[key] = who.get(key, 0) + n
+        return DeviceLatency(MappingProxyType(out), MappingProxyType(who))
 
     def to_json(self) -> dict[str, object]:
         """The ``latency`` object of ``snapshot`` JSON (read and write always; flush and

@@ -46,10 +46,14 @@ def test_with_the_tracer_other_io_is_what_other_processes_issued() -> None:
     fio = _wal_result().write.total_ios  # type: ignore[union-attr]
     own = Issuers(fio=2 * fio, journal=900)
     assert _hint(_wal_result(issuers=own), "other-io") is None
-    busy = Issuers(fio=2 * fio, journal=900, others=(("dd (pid 4242)", fio), ("cp (pid 7)", 40)))
+    busy = Issuers(fio=2 * fio, journal=900, others=(("dd[4242]", fio), ("cp[7]", 40)))
     text = _hint(_wal_result(issuers=busy), "other-io")
     assert text is not None
-    assert f"other processes issued {fio + 40:,} requests (dd (pid 4242): {fio:,}" in text
+    assert f"{fio + 40:,} requests from dd[4242] ({fio:,}), cp[7] (40)," in text
+    alone = Issuers(fio=2 * fio, journal=900, others=(("dd[4242]", fio),))
+    assert f"{fio:,} requests from dd[4242], against" in (
+        _hint(_wal_result(issuers=alone), "other-io") or ""
+    )
     assert f"against fio's {2 * fio:,}" in text
     # A read probe, traced: its own requests are all fio's, the device counters say nothing.
     quiet = _result(issuers=Issuers(fio=3_000_000, journal=0))
@@ -58,7 +62,7 @@ def test_with_the_tracer_other_io_is_what_other_processes_issued() -> None:
 
 def test_a_sweep_step_with_other_issuers_says_so_and_one_without_does_not() -> None:
     step = SweepStep(1, 10_000, 100, 150, 40_000, 90.0, fio_ios=30_000, device_ios=30_000)
-    busy = replace(step, qd=2, issuers=Issuers(30_000, 0, (("dd (pid 9)", 9_000),)))
+    busy = replace(step, qd=2, issuers=Issuers(30_000, 0, (("dd[9]", 9_000),)))
     lines = analyze_sweep([step, busy]).other_io
     assert len(lines) == 1 and lines[0].startswith("other I/O hit the device during QD 2")
 

@@ -146,6 +146,14 @@ def result_card(result: ProbeResult) -> Table:
                 + f" max {d.block.max_us:,.0f}",
             )
         _row(grid, "  slat", f"{d.slat_mean_us:,.1f} µs")
+    fw = result.flush_write
+    if fw is not None:  # writes with a preflush or FUA: journal commits, fsyncs' flushes
+        _row(
+            grid,
+            "flush+write µs",
+            " ".join(f"{label} {v:,.0f}" for label, v in fw.percentiles_us)
+            + f" max {fw.max_us:,.0f} ({fw.count:,} requests)",
+        )
     if result.fsync is not None:
         _row(
             grid,
