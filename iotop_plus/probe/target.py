@@ -24,6 +24,7 @@ import os
 import stat
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -563,13 +564,26 @@ BUSY_IOPS = 50.0
 """Reads and writes per second from which a device counts as in use for a read probe."""
 BUSY_SAMPLE_S = 1.0
 """How long a headless start measures the device's IOPS before saying it is in use (the
-TUI would take its last 5 s of frames; a command has none and should not wait 5 s)."""
+TUI takes its last :data:`BUSY_RECENT_S` of frames instead; a command has none and should
+not wait 5 s)."""
+BUSY_RECENT_S = 5.0
+"""The span of recent frames the TUI judges a device's IOPS by (the rulings' last 5 s)."""
+
+RecentIops = Callable[[str], tuple[float, float] | None]
+"""``(IOPS, seconds covered)`` of a device from frames already taken, or None."""
 
 
-def device_busy_note(text: str, roots: Roots, sample_s: float = BUSY_SAMPLE_S) -> str | None:
+def device_busy_note(
+    text: str,
+    roots: Roots,
+    sample_s: float = BUSY_SAMPLE_S,
+    recent: RecentIops | None = None,
+) -> str | None:
     """A line saying the device target ``text`` is in use (mounted, or at least
-    :data:`BUSY_IOPS` now), for read probes and sweeps; None for a directory or an idle
-    device. Blocks ``sample_s`` for a device: call it from a worker thread.
+    :data:`BUSY_IOPS`), for read probes and sweeps; None for a directory or an idle device.
+
+    The IOPS come from ``recent`` (the TUI's frames: no wait) when it knows the device;
+    otherwise they are measured over ``sample_s``, which blocks: call it from a worker.
     """
     try:
         st = os.stat(_typed_path(text))
@@ -587,12 +601,18 @@ def device_busy_note(text: str, roots: Roots, sample_s: float = BUSY_SAMPLE_S) -
         for member in (dev, *(inventory.get(p) for p in dev.partitions)):
             if member is not None:
                 mounts += [str(m) for m in member.mounts]
-    iops = _iops(roots, name, sample_s)
+    known = recent(name) if recent is not None else None
+    iops: float | None
+    if known is not None:
+        iops, span = known
+        over = f"over the last {span:.0f} s" if span >= 1 else "in the last frame"
+    else:
+        iops, over = _iops(roots, name, sample_s), f"measured over {sample_s:g} s"
     if not mounts and (iops is None or iops < BUSY_IOPS):
         return None
     said = [f"mounted on {', '.join(mounts)}"] if mounts else []
     if iops is not None:
-        said.append(f"{iops:,.0f} IOPS now")
+        said.append(f"{iops:,.0f} IOPS {over}")
     return (
         f"/dev/{name} is in use ({'; '.join(said)}): the probe adds its reads to that load, "
         "and its figures include the other I/O"

@@ -52,7 +52,7 @@ def test_a_read_probe_and_a_sweep_on_a_mounted_device_say_so_in_one_line_and_run
         assert len(notes) == 1, proc.stderr
         assert (
             notes[0].startswith(f"iotop-plus: note: /dev/{dev} is in use (mounted on {mnt}; ")
-            and " IOPS now): the probe adds its reads to that load" in notes[0]
+            and " IOPS measured over 1 s): the probe adds its reads to that load" in notes[0]
         )
 
 

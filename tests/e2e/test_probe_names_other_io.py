@@ -10,8 +10,11 @@ writes carrying a preflush or FUA are timed apart as ``flush+write``.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -19,7 +22,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+from rich.table import Table
 
+from iotop_plus.probe.history import ProbeHistory
+from iotop_plus.tui.widgets.probe_panel import result_card
 from tests.e2e.test_latency_real import need_tracer
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
@@ -63,13 +70,14 @@ def _probe(argv: list[str], other_io: list[str] | None = None) -> tuple[str, str
         else:
             raise AssertionError(f"the probe never reported progress: {''.join(seen)!r}")
         if other_io is not None:
-            other = subprocess.Popen(other_io)
+            other = subprocess.Popen(other_io, start_new_session=True)
         out, err = probe.communicate(timeout=120)
     finally:
-        for proc in (other, probe):
-            if proc is not None:
-                proc.kill()
-                proc.wait()
+        if other is not None:  # the shell and its dd: nothing may keep the mount busy
+            os.killpg(other.pid, signal.SIGKILL)
+            other.wait()
+        probe.kill()
+        probe.wait()
     assert probe.returncode == 0, "".join(seen) + err
     return out, "".join(seen) + err
 
@@ -80,6 +88,12 @@ def _reader(path: str) -> list[str]:
         "sh", "-c",
         f"while :; do dd if={path} of=/dev/null bs=4k count=1000 iflag=direct status=none; done",
     ]  # fmt: skip
+
+
+def _card(table: Table) -> str:
+    console = Console(width=160, record=True, file=io.StringIO())
+    console.print(table)
+    return console.export_text()
 
 
 def _other_io(doc: dict) -> str | None:
@@ -107,6 +121,12 @@ def test_a_traced_wal_probe_on_an_idle_raw_device_reports_flush_writes_apart_and
     assert issuers["fio"] >= 1.8 * fio_writes  # its writes and its fsyncs' empty writes
     assert issuers["others"] == [] and issuers["journal"] == 0
     assert _other_io(doc) is None
+    # The Probe tab's card, from the result as the history kept it, has its own line.
+    kept = ProbeHistory.load(tmp_path / "state").records[-1].result
+    assert kept.flush_write is not None and kept.issuers is not None
+    card = _card(result_card(kept))
+    line = r"^flush\+write µs +p50 [\d,]+ p99 [\d,]+ .*max [\d,]+ \([\d,]+ requests\)"
+    assert re.search(line, card, re.M), card
 
 
 def test_a_traced_wal_probe_on_an_idle_ext4_names_neither_fio_nor_the_journal(

@@ -36,7 +36,7 @@ async def test_a_read_probe_on_a_mounted_device_asks_once_naming_the_mount_and_i
             await _wait_for(pilot, lambda: isinstance(app.screen, BusyDeviceScreen))
             note = str(app.screen.query_one("#busy-note", Static).content)
             assert note.startswith(f"/dev/{dev} is in use (mounted on {mnt}; ")
-            assert " IOPS now)" in note
+            assert " IOPS measured over 1 s)" in note  # no frames here: 1 s measured
             await pilot.press("n")
             await _wait_for(pilot, lambda: "not started" in _text(app, "#probe-error"))
             assert len(panel.history) == 0 and not panel.running

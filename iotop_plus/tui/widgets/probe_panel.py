@@ -26,6 +26,7 @@ panels' keys (tests/tui/test_keys.py).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -51,8 +52,14 @@ from iotop_plus.probe.runner import (
     ProbeRequest,
     ProbeRunner,
 )
-from iotop_plus.probe.target import ConfirmationNeeded, ProbeTarget, device_busy_note
+from iotop_plus.probe.target import (
+    BUSY_RECENT_S,
+    ConfirmationNeeded,
+    ProbeTarget,
+    device_busy_note,
+)
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.history import History
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.state import StateDir
 from iotop_plus.tui.keys import panel_id
@@ -565,11 +572,44 @@ class BusyDeviceScreen(Modal[bool]):
         self.dismiss(yes)
 
 
+def recent_iops(
+    history: History, name: str, window_s: float = BUSY_RECENT_S, now: float | None = None
+) -> tuple[float, float] | None:
+    """``(r/s + w/s, seconds covered)`` of ``name`` over the frames of the last ``window_s``
+    (each frame's rates weighted by its interval), or None when no frame of it is that recent.
+    """
+    device = history.get(name)
+    if device is None:
+        return None
+    now = time.monotonic() if now is None else now
+    stamps = list(device.timestamps)
+    iops = [r + w for r, w in zip(device.series["r_s"], device.series["w_s"], strict=True)]
+    picked = [i for i, t in enumerate(stamps) if t >= now - window_s]
+    if not picked:
+        return None
+    ios = span = 0.0
+    for i in picked:
+        # A frame's rates cover the time since the frame before it; the first one kept has
+        # no frame before it in the window (or at all): the next frame's interval stands in.
+        before = stamps[i - 1] if i > 0 else None
+        step = stamps[i] - before if before is not None else None
+        if step is None or step <= 0:
+            step = stamps[i + 1] - stamps[i] if i + 1 < len(stamps) else 1.0
+        step = min(step, window_s)
+        ios += iops[i] * step
+        span += step
+    return (ios / span, span) if span > 0 else None
+
+
 async def ask_if_busy(app: App[Any], target: str, roots: Roots) -> bool:
     """Whether to go on with a read probe or sweep on ``target``: True at once for a
     directory or an idle device; for a device in use (mounted, or at least 50 IOPS) the user
-    is asked once, naming the mount and the IOPS. Call it from a worker."""
-    note = await asyncio.to_thread(device_busy_note, target, roots)
+    is asked once, naming the mount and the IOPS. The IOPS are the app's last 5 s of frames
+    (its ``history``), so the question comes without a wait; an app without frames of the
+    device measures 1 s. Call it from a worker."""
+    history = getattr(app, "history", None)
+    recent = (lambda name: recent_iops(history, name)) if isinstance(history, History) else None
+    note = await asyncio.to_thread(device_busy_note, target, roots, recent=recent)
     if note is None:
         return True
     answer: bool = await app.push_screen(BusyDeviceScreen(note), wait_for_dismiss=True)

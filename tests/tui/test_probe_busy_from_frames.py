@@ -1,0 +1,88 @@
+"""In the TUI, "device in use" is judged by the frames the app already has (#22 item 11): the
+last 5 s of the device's r/s + w/s from the history ring, so the question comes at once.
+
+Before, the Probe tab measured the device for 1 s after Enter, like the headless command: a
+device that the frames showed busy a moment ago but that paused for that second was probed
+without a word (and every start waited a second).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+
+import pytest
+from textual.widgets import Input, OptionList, Static
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.history import History
+from iotop_plus.sampling.sampler import Sampler, rates_between
+from iotop_plus.tui.widgets.probe_panel import BusyDeviceScreen, ProbePanel, recent_iops
+from tests.tui.test_probe_panel import ProbeHost, _fill, _text, _wait_for
+
+pytestmark = [pytest.mark.slow, pytest.mark.root]
+
+
+class FramesHost(ProbeHost):
+    """The panel in an app that keeps a history of frames, as the real app does."""
+
+    def __init__(self, fio: str, history: History) -> None:
+        super().__init__(fio)
+        self.history = history
+
+
+def _frames_while(history: History, work: subprocess.Popen[bytes], seconds: float) -> None:
+    """Real samples of every device every 0.5 s into ``history``, as the app's feed does."""
+    sampler = Sampler(Roots())
+    prev = sampler.sample()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        cur = sampler.sample()
+        history.record(cur.monotonic, rates_between(prev, cur))
+        prev = cur
+    os.killpg(work.pid, signal.SIGKILL)
+    work.wait()
+
+
+async def test_a_device_busy_in_the_last_5_s_of_frames_is_asked_about_and_an_idle_one_is_not(
+    make_loop: Callable[..., str], fio_bin: str
+) -> None:
+    dev = make_loop(size_mb=64)
+    reader = subprocess.Popen(
+        ["sh", "-c", f"while :; do dd if=/dev/{dev} of=/dev/null bs=4k count=2000 "
+         "iflag=direct status=none; done"],
+        start_new_session=True,
+    )  # fmt: skip
+    history = History()
+    _frames_while(history, reader, 2.5)  # the reader has stopped: the device is idle now
+    known = recent_iops(history, dev)
+    assert known is not None and known[0] >= 50
+    app = FramesHost(fio_bin, history)
+    async with app.run_test(size=(80, 60)) as pilot:
+        panel = app.query_one(ProbePanel)
+        await _fill(pilot, app, "#probe-param-runtime", "1")
+        await _fill(pilot, app, "#probe-target", f"/dev/{dev}")
+        app.query_one("#probe-presets", OptionList).focus()
+        await pilot.press("enter")
+        await _wait_for(pilot, lambda: isinstance(app.screen, BusyDeviceScreen), limit_s=10)
+        note = str(app.screen.query_one("#busy-note", Static).content)
+        assert note.startswith(f"/dev/{dev} is in use (")
+        assert " IOPS over the last " in note and "measured" not in note, note
+        iops = float(note.split("(")[1].split(" IOPS")[0].replace(",", ""))
+        assert iops >= 50
+        await pilot.press("n")
+        await _wait_for(pilot, lambda: "not started" in _text(app, "#probe-error"))
+        assert len(panel.history) == 0
+        # Frames of the device idle: the probe starts without a question.
+        idle = History()
+        _frames_while(idle, subprocess.Popen(["sleep", "30"], start_new_session=True), 1.5)
+        assert recent_iops(idle, dev) is not None
+        app.history = idle
+        app.query_one("#probe-target", Input).focus()
+        await pilot.press("enter")
+        await _wait_for(pilot, lambda: len(panel.history) == 1)
+        assert not isinstance(app.screen, BusyDeviceScreen)
