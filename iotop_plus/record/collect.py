@@ -63,16 +63,36 @@ def inventory_doc(inventory: Inventory, roots: Roots, nr_requests: Mapping[str, 
 
 
 _FIELDS = {f.name for f in dataclasses.fields(BlockDevice)}
+_TEXT_TUPLES = {"partitions", "slaves", "holders", "mounts", "fstypes"}
+_INTS = {"major", "minor", "size_bytes", "logical_block_size", "physical_block_size"}
+_BOOLS = {"rotational", "read_only", "swap"}
+_REQUIRED_TEXT = {"name", "kind", "identity_source", "device_class"}
+
+
+def _field_ok(key: str, value: Any) -> bool:
+    """Whether a recorded inventory value has the type its ``BlockDevice`` field needs."""
+    if key in _TEXT_TUPLES:
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if key in _INTS:
+        optional = key.endswith("_block_size")
+        return (value is None and optional) or (type(value) is int and 0 <= value < 2**64)
+    if key in _BOOLS:
+        return isinstance(value, bool) or (value is None and key == "rotational")
+    return isinstance(value, str) or (value is None and key not in _REQUIRED_TEXT)
 
 
 def inventory_from_doc(doc: Mapping[str, Any]) -> tuple[Inventory, dict[str, int]]:
-    """The :class:`Inventory` and ``nr_requests`` a recorded inventory document describes."""
+    """The :class:`Inventory` and ``nr_requests`` a recorded inventory document describes
+    (rows or values of the wrong type, from a corrupt or hostile file, are left out)."""
     devices: dict[str, BlockDevice] = {}
-    for row in doc.get("inventory") or ():
-        if not isinstance(row, dict):
+    rows = doc.get("inventory") if isinstance(doc, Mapping) else None
+    for row in rows if isinstance(rows, list) else ():
+        if not isinstance(row, dict) or not isinstance(row.get("name"), str):
             continue
         kwargs: dict[str, Any] = {
-            k: tuple(v) if isinstance(v, list) else v for k, v in row.items() if k in _FIELDS
+            k: tuple(v) if isinstance(v, list) else v
+            for k, v in row.items()
+            if k in _FIELDS and _field_ok(k, v)
         }
         try:
             dev = BlockDevice(**kwargs)
@@ -80,8 +100,9 @@ def inventory_from_doc(doc: Mapping[str, Any]) -> tuple[Inventory, dict[str, int
             continue
         devices[dev.name] = dev
     nr: dict[str, int] = {}
-    for name, facts in (doc.get("queue") or {}).items():
-        if isinstance(facts, dict) and isinstance(facts.get("nr_requests"), int):
+    queue = doc.get("queue") if isinstance(doc, Mapping) else None
+    for name, facts in (queue if isinstance(queue, dict) else {}).items():
+        if isinstance(facts, dict) and type(facts.get("nr_requests")) is int:
             nr[name] = facts["nr_requests"]
     return Inventory(devices), nr
 

@@ -20,6 +20,7 @@ counters), ``D`` delta (predicted residuals), ``P`` processes, ``R`` pressure, `
 from __future__ import annotations
 
 import json
+import re
 import struct
 import sys
 import zlib
@@ -64,8 +65,19 @@ TRAILER_END = struct.Struct("<I4s")
 TRAILER_MAGIC = b"IPT1"
 RECORD = struct.Struct("<Ic")
 TIMES = struct.Struct("<qq")
-MAX_FRAME = 64 * 1024 * 1024
-"""A frame longer than this is corruption, not data."""
+MAX_INFLATED_FRAME = 16 * 1024 * 1024
+"""A frame's payload decompresses to at most this (a header, an inventory, one sample)."""
+MAX_INFLATED_CHUNK = 256 * 1024 * 1024
+"""A chunk's stream decompresses to at most this, all its frames together."""
+MAX_FRAME = MAX_INFLATED_FRAME + 64 * 1024
+"""A frame's payload is never longer than what it decompresses to (plus deflate's few bytes
+of framing): a longer one is corruption or hostile, not data."""
+MAX_JSON_DEPTH = 64
+"""JSON nested deeper than this is refused (Python's parser and printers recurse)."""
+MAX_DEVICES = 100_000
+"""A disk record of more devices than this is refused (each costs 17 counters in memory)."""
+MAX_WALL_NS = 7_258_118_400 * 10**9
+"""2200-01-01 UTC: a recorded wall time past it (or before 1970) is corruption."""
 
 _LITTLE = sys.byteorder == "little"
 _WIDTHS: tuple[tuple[int, str, int, int], ...] = (
@@ -138,9 +150,55 @@ def json_blob(doc: Any) -> bytes:
     return zlib.compress(json.dumps(doc, separators=(",", ":")).encode(), 6)
 
 
+def inflate(data: bytes, limit: int = MAX_INFLATED_FRAME, wbits: int = zlib.MAX_WBITS) -> bytes:
+    """``zlib.decompress`` that never makes more than ``limit`` bytes (a bomb stops there).
+
+    Raises:
+        ValueError: not zlib data, cut short, or more than ``limit`` bytes.
+    """
+    d = zlib.decompressobj(wbits)
+    try:
+        out = d.decompress(data, limit + 1)
+    except zlib.error as exc:
+        raise ValueError(f"does not decompress ({exc})") from None
+    if len(out) > limit:
+        raise ValueError(f"decompresses to more than {limit >> 20} MiB")
+    if not d.eof:
+        raise ValueError("compressed data cut short")
+    return out
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.S)
+_JSON_NOT_BRACKET = re.compile(rb"[^\[\]{}]+")
+
+
+def load_json(data: bytes) -> Any:
+    """``json.loads`` of untrusted bytes, refusing nesting deeper than :data:`MAX_JSON_DEPTH`.
+
+    Raises:
+        ValueError: not JSON, or nested too deep.
+    """
+    if data.count(b"[") + data.count(b"{") > MAX_JSON_DEPTH:
+        depth = deepest = 0
+        for ch in _JSON_NOT_BRACKET.sub(b"", _JSON_STRING.sub(b"", data)):
+            depth += 1 if ch in b"[{" else -1
+            deepest = max(deepest, depth)
+        if deepest > MAX_JSON_DEPTH:
+            raise ValueError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(data)
+    except RecursionError:  # pragma: no cover - the depth check comes first
+        raise ValueError("JSON nested too deep") from None
+
+
 def load_blob(data: bytes) -> Any:
-    """The inverse of :func:`json_blob`."""
-    return json.loads(zlib.decompress(data))
+    """The inverse of :func:`json_blob`, bounded: at most :data:`MAX_INFLATED_FRAME` bytes of
+    JSON at most :data:`MAX_JSON_DEPTH` deep.
+
+    Raises:
+        ValueError: not zlib JSON, too big, or too deep (one line).
+    """
+    return load_json(inflate(data))
 
 
 def trailer_payload(
@@ -185,10 +243,12 @@ def unpack_column(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int]
     if code == 0:
         (length,) = struct.unpack_from("<I", data, pos)
         pos += 4
-        values = json.loads(bytes(data[pos : pos + length]))
+        values = load_json(bytes(data[pos : pos + length]))
         if not isinstance(values, list) or len(values) != n:
             raise ValueError("bad wide column")
-        return [int(v) for v in values], pos + length
+        if not all(type(v) is int for v in values):
+            raise ValueError("a wide column holds something other than integers")
+        return values, pos + length
     typecode = _TYPECODES.get(code)
     if typecode is None:
         raise ValueError(f"bad column width code {code}")
@@ -235,15 +295,21 @@ class Layout:
     @classmethod
     def from_json(cls, rows: Any) -> Layout:
         """The inverse of :meth:`as_json`; raises ValueError on a malformed list."""
-        if not isinstance(rows, list):
+        if not isinstance(rows, list) or len(rows) > MAX_DEVICES:
             raise ValueError("bad device layout")
         names, majors, minors, fields = [], [], [], []
         for row in rows:
+            if not isinstance(row, list) or len(row) != 4:
+                raise ValueError("bad device layout")
             name, major, minor, n = row
-            names.append(str(name))
-            majors.append(int(major))
-            minors.append(int(minor))
-            fields.append(int(n))
+            if not isinstance(name, str) or not all(
+                type(v) is int and 0 <= v < 2**32 for v in (major, minor, n)
+            ):
+                raise ValueError("bad device layout")
+            names.append(name)
+            majors.append(major)
+            minors.append(minor)
+            fields.append(n)
         return cls(tuple(names), tuple(majors), tuple(minors), tuple(fields))
 
 

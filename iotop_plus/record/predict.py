@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from iotop_plus.record.format import Layout
+from iotop_plus.record.format import Layout, load_json
 from iotop_plus.sampling.diskstats import (
     DISCARD_MS,
     DISCARDS,
@@ -175,10 +175,12 @@ def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
     pos += 1
     if code == WIDE:
         (length,) = struct.unpack_from("<I", data, pos)
-        values = json.loads(bytes(data[pos + 4 : pos + 4 + length]))
+        values = load_json(bytes(data[pos + 4 : pos + 4 + length]))
         if not isinstance(values, list) or len(values) != n:
             raise ValueError("bad wide column")
-        return [int(v) for v in values], pos + 4 + length
+        if not all(type(v) is int for v in values):
+            raise ValueError("a wide column holds something other than integers")
+        return values, pos + 4 + length
     if code == CRUMBS:
         end = pos + (n + 3) // 4
         z = [b >> s & 3 for b in bytes(data[pos:end]) for s in (0, 2, 4, 6)][:n]
@@ -190,6 +192,8 @@ def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
         if typecode is None:
             raise ValueError(f"bad column packing code {code}")
         end = pos + code * n
+        if end > len(data):  # before allocating code * n bytes
+            raise ValueError("column runs past the record")
         planes = bytes(data[pos:end])
         inter = bytearray(code * n)
         for i in range(code):

@@ -9,7 +9,8 @@ corrupt chunk in the middle is skipped the same way and the chunks after it are 
 
 from __future__ import annotations
 
-import json
+import errno
+import math
 import os
 import struct
 import zlib
@@ -23,6 +24,9 @@ from iotop_plus.record.format import (
     FILE_PREFIX,
     FRAME,
     MAX_FRAME,
+    MAX_INFLATED_CHUNK,
+    MAX_INFLATED_FRAME,
+    MAX_WALL_NS,
     TIMES,
     TRAILER,
     TRAILER_END,
@@ -34,13 +38,97 @@ from iotop_plus.record.format import (
     columns_counters,
     crc,
     load_blob,
+    load_json,
     split_records,
 )
 from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
+from iotop_plus.roots import open_regular
 from iotop_plus.sampling.sampler import Sample
 
 _TAIL_SCAN = 8 * 1024 * 1024
 """How far back from the end a reader looks for the last trailer before reading every frame."""
+
+_TEXT = (str,)
+_INT = (int,)
+_NUMBER = (int, float)
+#: Header keys and the JSON types their values must have (others are ignored, as documented).
+HEADER_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "format": (_TEXT, "text"),
+    "tool_version": (_TEXT, "text"),
+    "host": (_TEXT, "text"),
+    "kernel": (_TEXT, "text"),
+    "zone": (_TEXT, "text"),
+    "utc_offset_s": (_INT, "a whole number of seconds"),
+    "started_ns": (_INT, "a whole number of nanoseconds"),
+    "interval_s": (_NUMBER, "a number of seconds"),
+    "pid": (_INT, "a whole number"),
+    "seq": (_INT, "a whole number"),
+    "version": (_INT, "a whole number"),
+    "inventory": ((list,), "a list"),
+    "queue": ((dict,), "an object"),
+    "bundle": ((dict,), "an object"),
+    "journal": ((list,), "a list"),
+    "probes": ((list,), "a list"),
+}
+_LIMITS: dict[str, tuple[float, float]] = {
+    "utc_offset_s": (-86_400, 86_400),
+    "started_ns": (0, MAX_WALL_NS),
+    "interval_s": (1e-3, 86_400 * 366),
+    "pid": (0, 2**32),
+    "seq": (0, 10**12),
+    "version": (0, 2**16),
+}
+
+
+def _json_kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "text"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def check_header(doc: object, name: str) -> dict[str, Any]:
+    """The header document, once every value the readers use has its documented type.
+
+    Raises:
+        FormatError: one line naming the key, what it holds and what it should hold.
+    """
+    if not isinstance(doc, dict):
+        raise FormatError(f"{name}: the recording's header is {_json_kind(doc)}, not an object")
+    for key, (types, want) in HEADER_TYPES.items():
+        if key not in doc or (doc[key] is None and key not in ("interval_s", "seq", "version")):
+            continue
+        value = doc[key]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise FormatError(
+                f"{name}: the header's {key!r} is {_json_kind(value)}, not {want}; "
+                "the file is corrupt or not from iotop-plus"
+            )
+        low, high = _LIMITS.get(key, (-math.inf, math.inf))
+        if isinstance(value, (int, float)) and not low <= value <= high:
+            raise FormatError(
+                f"{name}: the header's {key!r} is out of range ({str(value)[:30]}); "
+                "the file is corrupt or not from iotop-plus"
+            )
+    return doc
+
+
+def checked_inventory(doc: object) -> dict[str, Any]:
+    """An inventory document (``inventory`` list, ``queue`` object) with anything of the
+    wrong shape left out."""
+    if not isinstance(doc, dict):
+        return {}
+    out = dict(doc)
+    if not isinstance(out.get("inventory"), list):
+        out.pop("inventory", None)
+    if not isinstance(out.get("queue"), dict):
+        out.pop("queue", None)
+    return out
 
 
 @dataclass
@@ -88,7 +176,12 @@ class RecordingFile:
         self.follow = follow
         """A recorder may still be writing: a cut-short last frame is expected, not warned."""
         self.warn = warn or (lambda line: None)
-        self._fd = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOCTTY)
+        try:
+            self._fd = open_regular(self.path)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a socket or a FIFO that refused O_NONBLOCK
+                raise FormatError(f"{self.path}: not a regular file") from None
+            raise
         try:
             prefix = os.pread(self._fd, FILE_PREFIX.size, 0)
             self.version = check_prefix(prefix, self.path)
@@ -96,7 +189,11 @@ class RecordingFile:
             got = self._frame_at(pos, os.fstat(self._fd).st_size)
             if got is None or got[0] != b"H":
                 raise FormatError(f"{self.path}: the recording's header is missing or corrupt")
-            self.header: dict[str, Any] = load_blob(got[1])
+            try:
+                doc = load_blob(got[1])
+            except ValueError as exc:
+                raise FormatError(f"{self.path}: the recording's header {exc}") from None
+            self.header: dict[str, Any] = check_header(doc, self.path)
             self.header_end = pos + FRAME.size + len(got[1])
         except BaseException:
             os.close(self._fd)
@@ -120,7 +217,10 @@ class RecordingFile:
         """``(type, payload)`` of a whole, intact frame at ``pos``; None if torn or corrupt."""
         if pos + FRAME.size > size:
             return None
-        kind, length, want = FRAME.unpack(os.pread(self._fd, FRAME.size, pos))
+        head = os.pread(self._fd, FRAME.size, pos)
+        if len(head) < FRAME.size:  # the file shrank under us
+            return None
+        kind, length, want = FRAME.unpack(head)
         if length > MAX_FRAME or pos + FRAME.size + length > size:
             return None
         payload = os.pread(self._fd, length, pos + FRAME.size)
@@ -132,19 +232,32 @@ class RecordingFile:
         """The trailer frame that ends at ``end``: its offset and payload, when intact."""
         if end - TRAILER_END.size < self.header_end:
             return None
-        total, magic = TRAILER_END.unpack(
-            os.pread(self._fd, TRAILER_END.size, end - TRAILER_END.size)
-        )
+        tail = os.pread(self._fd, TRAILER_END.size, end - TRAILER_END.size)
+        if len(tail) < TRAILER_END.size:
+            return None
+        total, magic = TRAILER_END.unpack(tail)
         if magic != TRAILER_MAGIC or total > MAX_FRAME or end - total < self.header_end:
             return None
         got = self._frame_at(end - total, size)
         if got is None or got[0] != b"T" or end - total + FRAME.size + len(got[1]) != end:
             return None
+        if self._chunk_of(end - total, got[1]) is None:
+            return None
         return end - total, got[1]
 
-    @staticmethod
-    def _chunk_of(offset: int, payload: bytes) -> Chunk:
+    def _chunk_of(self, offset: int, payload: bytes) -> Chunk | None:
+        """The chunk a trailer at ``offset`` describes; None when its facts cannot be true
+        (offsets outside the file or not before the trailer, times out of range)."""
+        if len(payload) < TRAILER.size + TRAILER_END.size:
+            return None
         start, inv, first, last, n, _ = TRAILER.unpack_from(payload)
+        if not (
+            self.header_end <= start < offset
+            and FILE_PREFIX.size <= inv <= start
+            and 0 <= first <= last <= MAX_WALL_NS
+            and n > 0
+        ):
+            return None
         return Chunk(start, offset + FRAME.size + len(payload), inv, first, last, n, offset)
 
     # --- the index ------------------------------------------------------------------------------
@@ -160,6 +273,7 @@ class RecordingFile:
                 chain = []
                 break
             chunk = self._chunk_of(*got)
+            assert chunk is not None  # _trailer_before checked it
             chain.append(chunk)
             end = chunk.start
             if self._inventory_frame_ends_at(chunk.inv_offset, end):
@@ -176,7 +290,10 @@ class RecordingFile:
         """Whether an ``I`` frame at ``offset`` ends exactly at ``end`` (before its chunk)."""
         if not self.header_end <= offset < end:
             return False
-        kind, length, _ = FRAME.unpack(os.pread(self._fd, FRAME.size, offset))
+        head = os.pread(self._fd, FRAME.size, offset)
+        if len(head) < FRAME.size:
+            return False
+        kind, length, _ = FRAME.unpack(head)
         return bool(kind == b"I" and offset + FRAME.size + length == end)
 
     def _find_last_trailer(self, size: int) -> int:
@@ -201,6 +318,13 @@ class RecordingFile:
             open_chunk = self.chunks.pop()  # re-read the chunk in progress from its start
             self._scanned_to = open_chunk.start
         before = sum(c.n for c in self.chunks)
+        while self._scan(size):  # a corrupt chunk was skipped: read on from past it
+            pass
+        return sum(c.n for c in self.chunks) > before
+
+    def _scan(self, size: int) -> bool:
+        """Read frames from where the last scan stopped; True if it skipped a corrupt chunk
+        and there is more to read."""
         pos = self._scanned_to
         start = pos
         inv = self.chunks[-1].inv_offset if self.chunks else FILE_PREFIX.size
@@ -208,17 +332,23 @@ class RecordingFile:
         torn = False
         while pos < size:
             got = self._frame_at(pos, size)
+            chunk = None
+            if got is not None and got[0] == b"T":
+                chunk = self._chunk_of(pos, got[1])
+                if chunk is None or chunk.start != start:
+                    got = None  # a trailer whose facts are false: corrupt
             if got is None:
                 torn = True
                 break
             kind, payload = got
             nxt = pos + FRAME.size + len(payload)
             if kind == b"T":
-                self.chunks.append(self._chunk_of(pos, payload))
+                assert chunk is not None
+                self.chunks.append(chunk)
                 pieces, start = [], nxt
             elif kind == b"I":
                 inv, start = pos, nxt
-                self._inventories[pos] = load_blob(payload)
+                self._inventories[pos] = self._inventory_of(pos, payload)
             elif kind in (b"S", b"X"):
                 pieces.append(payload)
             pos = nxt
@@ -228,7 +358,7 @@ class RecordingFile:
             if resync is not None:
                 self.warn(f"{self.path}: corrupt data at byte {pos:,}; skipped to byte {resync:,}")
                 self._scanned_to = resync
-                return self.refresh() or sum(c.n for c in self.chunks) > before
+                return True
             if not self._warned_tail and not self.follow:
                 self._warned_tail = True
                 self.warn(
@@ -236,13 +366,13 @@ class RecordingFile:
                     "read everything before them"
                 )
         if pieces:
-            samples = decode_stream(b"".join(pieces), self.path, self.warn, self.version)
+            samples = decode_stream(pieces, self.path, self.warn, self.version)
             if samples:
                 first, last = samples[0].sample.wall_time, samples[-1].sample.wall_time
                 chunk = Chunk(start, pos, inv, round(first * 1e9), round(last * 1e9), len(samples))
                 chunk.samples = samples
                 self.chunks.append(chunk)
-        return sum(c.n for c in self.chunks) > before
+        return False
 
     def _resync(self, pos: int, size: int) -> int | None:
         """Offset just past the next intact trailer after ``pos`` (skipping a corrupt chunk)."""
@@ -251,7 +381,7 @@ class RecordingFile:
             data = os.pread(self._fd, min(_TAIL_SCAN, size - at), at)
             hit = data.find(TRAILER_MAGIC)
             if hit < 0:
-                if at + len(data) >= size:
+                if at + len(data) >= size or len(data) <= len(TRAILER_MAGIC):
                     return None
                 at += len(data) - len(TRAILER_MAGIC)
                 continue
@@ -262,12 +392,20 @@ class RecordingFile:
 
     # --- samples --------------------------------------------------------------------------------
 
+    def _inventory_of(self, offset: int, payload: bytes) -> dict[str, Any]:
+        try:
+            return checked_inventory(load_blob(payload))
+        except ValueError as exc:
+            self.warn(f"{self.path}: the device inventory at byte {offset:,} {exc}; not used")
+            return {}
+
     def inventory_doc(self, chunk: Chunk) -> dict[str, Any]:
         """The inventory document (header or ``I`` frame) that applies to ``chunk``."""
         doc = self._inventories.get(chunk.inv_offset)
         if doc is None:
             got = self._frame_at(chunk.inv_offset, os.fstat(self._fd).st_size)
-            doc = load_blob(got[1]) if got is not None and got[0] in (b"I", b"H") else {}
+            ok = got is not None and got[0] in (b"I", b"H")
+            doc = self._inventory_of(chunk.inv_offset, got[1]) if got is not None and ok else {}
             self._inventories[chunk.inv_offset] = doc
         return doc
 
@@ -292,9 +430,7 @@ class RecordingFile:
             if got[0] in (b"S", b"X"):
                 pieces.append(got[1])
             pos += FRAME.size + len(got[1])
-        samples = (
-            decode_stream(b"".join(pieces), self.path, self.warn, self.version) if pieces else []
-        )
+        samples = decode_stream(pieces, self.path, self.warn, self.version) if pieces else []
         if len(self._cache) >= 16:
             self._cache.pop(next(iter(self._cache)))
         self._cache[chunk.start] = samples
@@ -314,18 +450,43 @@ class RecordingFile:
             return {}
         try:
             return normalized_rollup(load_blob(got[1][TRAILER.size : -TRAILER_END.size]))
-        except (zlib.error, ValueError, TypeError):  # not numbers: CRC-valid but not ours
+        except (ValueError, TypeError, OverflowError):  # CRC-valid but not ours
             return {}
 
 
-def decode_stream(
-    data: bytes, name: str, warn: Callable[[str], object], version: int = 2
-) -> list[RecordedSample]:
-    """The samples in one chunk's stream bytes (a torn last record is left out)."""
+def inflate_stream(pieces: list[bytes]) -> bytes:
+    """A chunk's stream bytes from its frames' pieces: each piece at most
+    :data:`MAX_INFLATED_FRAME` once decompressed, all of them at most
+    :data:`MAX_INFLATED_CHUNK` (a bomb stops there, having made no more).
+
+    Raises:
+        ValueError: one line saying which limit, or that it does not decompress.
+    """
+    d = zlib.decompressobj(-15)
+    raw = bytearray()
     try:
-        raw = zlib.decompressobj(-15).decompress(data)
+        for piece in pieces:
+            got = d.decompress(piece, MAX_INFLATED_FRAME + 1)
+            if len(got) > MAX_INFLATED_FRAME:
+                raise ValueError(
+                    f"a frame decompresses to more than {MAX_INFLATED_FRAME >> 20} MiB"
+                )
+            raw += got
+            if len(raw) > MAX_INFLATED_CHUNK:
+                raise ValueError(f"decompresses to more than {MAX_INFLATED_CHUNK >> 20} MiB")
     except zlib.error:
-        warn(f"{name}: a chunk does not decompress; skipped it")
+        raise ValueError("does not decompress") from None
+    return bytes(raw)
+
+
+def decode_stream(
+    pieces: list[bytes], name: str, warn: Callable[[str], object], version: int = 2
+) -> list[RecordedSample]:
+    """The samples in one chunk's stream pieces (a torn last record is left out)."""
+    try:
+        raw = inflate_stream(pieces)
+    except ValueError as exc:
+        warn(f"{name}: a chunk {exc}; skipped it")
         return []
     out: list[RecordedSample] = []
     codec: DiskCodec | DiskCodecV2 | None = None
@@ -336,11 +497,15 @@ def decode_stream(
         for kind, body in split_records(raw):
             if kind == b"K":
                 (length,) = struct.unpack_from("<I", body)
-                head = json.loads(bytes(body[4 : 4 + length]))
+                head = load_json(bytes(body[4 : 4 + length]))
+                if not isinstance(head, dict):
+                    raise ValueError("a keyframe's head is not an object")
                 layout = Layout.from_json(head["layout"])
                 codec = DiskCodec(layout) if version == 1 else DiskCodecV2(layout, version)
                 cols = codec.decode_keyframe(body, 4 + length)
-                ns, mono_bits = int(head["wall_ns"]), int(head["mono_bits"])
+                ns, mono_bits = head["wall_ns"], head["mono_bits"]
+                if type(ns) is not int or type(mono_bits) is not int:
+                    raise ValueError("a keyframe's times are not integers")
             elif kind == b"D" and codec is not None:
                 dns, dmono = TIMES.unpack_from(body)
                 before = bits_float(mono_bits)
@@ -351,23 +516,27 @@ def decode_stream(
                 else:
                     cols = codec.decode(body, TIMES.size)
             elif current is not None and kind in (b"P", b"R", b"E"):
-                current[kind.decode()] = json.loads(bytes(body))
+                current[kind.decode()] = load_json(bytes(body))
                 continue
             else:
                 continue
+            mono = bits_float(mono_bits)
+            if not (0 <= ns <= MAX_WALL_NS and math.isfinite(mono)):
+                raise ValueError("a sample's time is out of range")
             if current is not None:
                 out.append(_finish(current))
+            source, notice = head.get("source"), head.get("notice")
             current = {
                 "sample": Sample(
-                    bits_float(mono_bits),
+                    mono,
                     ns / 1e9,
                     MappingProxyType(columns_counters(codec.layout, cols)),
-                    source=str(head.get("source") or "/proc/diskstats"),
-                    notice=head.get("notice"),
+                    source=source if isinstance(source, str) and source else "/proc/diskstats",
+                    notice=notice if isinstance(notice, str) else None,
                 )
             }
-    except (ValueError, KeyError, TypeError, struct.error) as exc:
-        warn(f"{name}: a malformed record ({exc}); read the samples before it")
+    except (ValueError, KeyError, TypeError, IndexError, OverflowError, struct.error) as exc:
+        warn(f"{name}: a malformed record ({str(exc)[:120]}); read the samples before it")
     if current is not None:
         out.append(_finish(current))
     return out
@@ -378,9 +547,9 @@ def _finish(parts: dict[str, Any]) -> RecordedSample:
     events = parts.get("E")
     return RecordedSample(
         parts["sample"],
-        tuple(procs) if isinstance(procs, list) else None,
+        tuple(p for p in procs if isinstance(p, dict)) if isinstance(procs, list) else None,
         parts.get("R") if isinstance(parts.get("R"), dict) else None,
-        tuple(events) if isinstance(events, list) else (),
+        tuple(e for e in events if isinstance(e, dict)) if isinstance(events, list) else (),
     )
 
 
@@ -390,8 +559,12 @@ def normalized_rollup(doc: object) -> dict[str, Any]:
     if not isinstance(doc, dict) or not isinstance(doc.get("devices"), list):
         return {}
     n = len(doc["devices"])
-    out: dict[str, Any] = {"devices": [str(d) for d in doc["devices"]]}
+    if not all(isinstance(d, str) for d in doc["devices"]):
+        return {}
+    out: dict[str, Any] = {"devices": list(doc["devices"])}
     out["seconds"] = float(doc.get("seconds") or 0)
+    if not math.isfinite(out["seconds"]) or out["seconds"] < 0:
+        return {}
     for m in ROLLUP_METRICS:
         got = doc.get(m)
         if isinstance(got, list):  # versions 1 and 2
@@ -404,7 +577,10 @@ def normalized_rollup(doc: object) -> dict[str, Any]:
             not isinstance(got.get(key), list) or len(got[key]) != n for key in ROLLUP_STATS
         ):
             return {}
-        out[m] = {key: [float(x) for x in got[key]] for key in ROLLUP_STATS}
+        figures = {key: [float(x) for x in got[key]] for key in ROLLUP_STATS}
+        if not all(math.isfinite(x) for values in figures.values() for x in values):
+            return {}
+        out[m] = figures
     return out
 
 

@@ -70,6 +70,9 @@ class RecordingTimeline:
         self.directory = directory
         self.warn = warn or (lambda line: None)
         self._inventories: dict[tuple[int, int], tuple[Inventory, dict[str, int]]] = {}
+        self._skipped: dict[str, int] = {}
+        """Files of the directory that could not be read, and their size then (warned once;
+        tried again when the size changes: a recorder may not have written its header yet)."""
         self._build()
 
     # --- index -------------------------------------------------------------------------------
@@ -98,11 +101,10 @@ class RecordingTimeline:
             known = {os.path.realpath(f.path) for f in self.files}
             for path in recording_files(self.directory):
                 if os.path.realpath(path) not in known:
-                    try:
-                        self.files.append(RecordingFile(path, self.warn, follow=True))
+                    opened = open_skipping(path, self.warn, self._skipped, follow=True)
+                    if opened is not None:
+                        self.files.append(opened)
                         grew = True
-                    except (FormatError, OSError) as exc:
-                        self.warn(str(exc))
         if grew:
             self._build()
         return grew
@@ -335,7 +337,17 @@ class RecordingTimeline:
         while a is not None and mark + interval <= end + 1e-9:
             mark += interval
             b = self._pos_at(mark)
-            if b is None or b == a:
+            if b is None:
+                continue
+            if b == a:  # no sample in this interval: skip to the mark that reaches the next
+                nxt = self._pos(self._index(a) + 1)
+                got = self._get(nxt) if nxt != a else None
+                if got is None:
+                    break
+                if got.sample.wall_time <= mark:  # files that overlap in time
+                    continue
+                k = math.ceil((got.sample.wall_time - start) / interval - 1e-9)
+                mark = max(mark, start + (k - 1) * interval)
                 continue
             pair = self.frame_between(a, b) if self._contiguous(a, b) else None
             first, second = self._get(a), self._get(b)
@@ -403,13 +415,39 @@ def open_timeline(
     target = Path(path)
     if target.is_dir():
         files = []
+        skipped: dict[str, int] = {}
         for name in recording_files(target):
-            try:
-                files.append(RecordingFile(name, warn, follow=follow))
-            except FormatError as exc:
-                warn(str(exc))
+            rec = open_skipping(name, warn, skipped, follow=follow)
+            if rec is not None:
+                files.append(rec)
         if not files:
             raise FormatError(f"{target}: no readable recordings in this directory")
-        return RecordingTimeline(files, interval=interval, directory=target, warn=warn)
+        timeline = RecordingTimeline(files, interval=interval, directory=target, warn=warn)
+        timeline._skipped = skipped
+        return timeline
     rec = RecordingFile(target, warn, follow=follow)
     return RecordingTimeline([rec], interval=interval, warn=warn)
+
+
+def open_skipping(
+    path: Path, warn: Callable[[str], object], skipped: dict[str, int], *, follow: bool
+) -> RecordingFile | None:
+    """One file of a directory, or None with one warning naming it (the rest is still read).
+
+    A file already skipped is tried again only when its size changed, and warned about once.
+    """
+    key = os.fspath(path)
+    try:
+        size = os.lstat(path).st_size
+    except OSError:
+        size = -1
+    if skipped.get(key) == size:
+        return None
+    try:
+        return RecordingFile(path, warn, follow=follow)
+    except (FormatError, OSError) as exc:
+        if key not in skipped:
+            text = str(exc) if isinstance(exc, FormatError) else f"{key}: {exc.strerror or exc}"
+            warn(f"{text}; skipped it, read the other files")
+        skipped[key] = size
+        return None

@@ -1,0 +1,138 @@
+"""Decompression bombs in bundles and recordings stay small (issue #22 item 5).
+
+A bundle comes from an incident ticket, written by someone else. A real bundle is made with
+the real ``bundle`` command, then a frame is swapped for about 1 MB that inflates to 1 GiB;
+the real console script reads it in a child whose peak memory (``ru_maxrss`` from ``wait4``)
+is measured. Children run under a 3 GiB address-space limit, so a reader without the bounds
+fails with MemoryError instead of exhausting the machine.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.record.format import FRAME
+from tests.support.hostile_recordings import (
+    build,
+    parse,
+    raw_deflate_zeros,
+    with_frame,
+    write_small_recording,
+    zlib_zeros,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+GIB = 1 << 30
+MIB = 1 << 20
+NAME = "iotop-plus-000001-20231114-221330.rec"
+
+
+def _limit() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (3 * GIB, 3 * GIB))
+
+
+def child(tmp: Path, *args: str) -> tuple[int, str, float]:
+    """Run the console script; its exit code, stderr, and peak resident memory in MiB."""
+    err_path = tmp / "stderr.txt"
+    with open(err_path, "w") as err, open(os.devnull, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp / "state"), *args],
+            stdout=out, stderr=err, preexec_fn=_limit,
+            env={**os.environ, "PYTHONPATH": str(REPO), "TZ": "UTC"},
+        )  # fmt: skip
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, err_path.read_text(), usage.ru_maxrss / 1024
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> bytes:
+    """A real bundle, written by the real ``bundle`` command from a recording."""
+    rec_dir = tmp_path / "rec"
+    rec_dir.mkdir(mode=0o700)
+    write_small_recording(rec_dir / NAME, 100)
+    out = tmp_path / "real-bundle.rec"
+    code, err, _ = child(tmp_path, "bundle", "--dir", str(rec_dir), "--last", "1h", "-o", str(out))
+    assert code == 0, err
+    return out.read_bytes()
+
+
+def test_a_one_megabyte_bundle_bomb_does_not_inflate_to_a_gibibyte(
+    tmp_path: Path, bundle: bytes
+) -> None:
+    bomb = raw_deflate_zeros(GIB)  # one sample's frame: 1 MB that inflates to 1 GiB
+    path = tmp_path / "ticket-4711.rec"
+    path.write_bytes(with_frame(bundle, b"S", bomb))
+    assert path.stat().st_size < 2 * MIB
+    code, err, peak = child(tmp_path, "snapshot", "--from", str(path), "-f", "json")
+    assert "Traceback" not in err and code == 0, err  # the other chunks still read
+    assert err.count("\n") == 1 and "more than 16 MiB" in err, err
+    assert peak < 200, f"peak {peak:.0f} MiB"
+    directory = tmp_path / "from-ticket"
+    directory.mkdir(mode=0o700)
+    os.rename(path, directory / NAME)
+    code, err, peak = child(
+        tmp_path, "bundle", "--dir", str(directory), "--last", "1h", "-o", str(tmp_path / "b.rec")
+    )
+    assert code == 0 and "Traceback" not in err and "more than 16 MiB" in err, err
+    assert peak < 200, f"peak {peak:.0f} MiB"
+
+
+def test_a_bomb_spread_over_many_frames_stops_at_the_chunk_limit(
+    tmp_path: Path, bundle: bytes
+) -> None:
+    data = bundle
+    prefix, frames, tail = parse(data)
+    first_chunk = []
+    for f in frames:
+        if f.kind == b"T":
+            break
+        if f.kind in (b"S", b"X"):
+            first_chunk.append(f)
+    piece = raw_deflate_zeros(15 * MIB)  # each frame under the 16 MiB frame limit
+    for f in first_chunk:
+        f.payload = piece
+    path = tmp_path / "ticket-4712.rec"
+    path.write_bytes(build(prefix, frames, tail))
+    assert len(first_chunk) * 15 > 256 and path.stat().st_size < 2 * MIB
+    code, err, peak = child(tmp_path, "snapshot", "--from", str(path), "--overview")
+    assert code in (0, 1) and "Traceback" not in err, err
+    code, err, peak = child(tmp_path, "snapshot", "--from", str(path))
+    assert code == 0 and "Traceback" not in err, err
+    assert err.count("\n") == 1 and "more than 256 MiB" in err, err
+    assert peak < 400, f"peak {peak:.0f} MiB"
+
+
+def test_a_header_bomb_is_one_line(tmp_path: Path, bundle: bytes) -> None:
+    path = tmp_path / "ticket-4713.rec"
+    path.write_bytes(with_frame(bundle, b"H", zlib_zeros(GIB)))
+    code, err, peak = child(tmp_path, "snapshot", "--from", str(path))
+    assert code == 1 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert "header" in err and "more than 16 MiB" in err, err
+    assert peak < 200, f"peak {peak:.0f} MiB"
+
+
+def test_a_frame_that_asks_for_64_gib_is_refused_by_its_length(
+    tmp_path: Path, bundle: bytes
+) -> None:
+    # 63 MiB of compressed zeros inflate to 63 GiB: refused from the length field alone.
+    path = tmp_path / "ticket-4714.rec"
+    path.write_bytes(with_frame(bundle, b"S", raw_deflate_zeros(63 * GIB)))
+    code, err, peak = child(tmp_path, "snapshot", "--from", str(path), "-f", "json")
+    assert code == 0 and "Traceback" not in err and err.count("\n") == 1, err
+    assert peak < 200, f"peak {peak:.0f} MiB"
+    # A length field of 4 GiB in a small file: checked against what is left of the file.
+    _, frames, _ = parse(bundle)
+    at = next(f for f in frames if f.kind == b"S").offset
+    data = bytearray(bundle)
+    data[at : at + FRAME.size] = FRAME.pack(b"S", 2**32 - 1, 0)
+    path.write_bytes(bytes(data))
+    code, err, peak = child(tmp_path, "snapshot", "--from", str(path), "-f", "json")
+    assert code == 0 and "Traceback" not in err and err.count("\n") == 1, err
+    assert peak < 200, f"peak {peak:.0f} MiB"
