@@ -23,6 +23,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from iotop_plus.roots import open_regular
+
 #: The state directory of root, whatever the environment says.
 ROOT_STATE_DIR = Path("/var/lib/iotop-plus")
 #: The settings journal, inside the state directory.
@@ -275,7 +277,7 @@ class StateDir:
             return False
         lock = self.path / RUNS / f"{run_id}.lock"
         try:
-            fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            fd = open_regular(lock, os.O_RDONLY | os.O_NOFOLLOW)  # a FIFO here must not hang
         except OSError:
             return False
         try:

@@ -105,6 +105,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     state = StateDir(state_dir)
     tails = {"changes": JsonlTail(state, CHANGES, from_end=True)}
     tails["probes"] = JsonlTail(state, PROBES, from_end=True)
+    problems: dict[str, str | None] = {}
     print(
         f"iotop-plus record: recording every {args.interval:g} s into {directory}",
         file=sys.stderr,
@@ -115,11 +116,14 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         frame = first
         deadline = frame.monotonic
         while True:
-            journal = [
-                {"source": source, "record": doc}
-                for source, tail in tails.items()
-                for doc in tail.read()[1]
-            ]
+            journal = []
+            for name, tail in tails.items():
+                journal += [{"source": name, "record": doc} for doc in tail.read()[1]]
+                if tail.problem and tail.problem != problems.get(name):
+                    warn(
+                        f"{tail.problem}; its events are not recorded"
+                    )  # once, not a line a sample
+                problems[name] = tail.problem
             rs = recorded_sample(frame, roots, args.processes, journal)
             changed = None
             if frame.inventory_changed and frame.seq > 1:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
+from iotop_plus.roots import open_regular
 from iotop_plus.state import StateDir, StateError
 
 RECORDINGS = "recordings"
@@ -84,8 +85,13 @@ def recording_dir(state_dir: Path, override: str | None) -> Path:
     return state_dir / RECORDINGS
 
 
-def recording_files(directory: Path) -> list[Path]:
-    """The recording files of a directory, oldest first (regular files only)."""
+def recording_files(directory: Path, *, every_kind: bool = False) -> list[Path]:
+    """The recording files of a directory, oldest first (regular files only).
+
+    Args:
+        every_kind: Also what only has a recording's name (a FIFO, a symlink...): readers
+            try those and warn about the ones they cannot read; retention never sees them.
+    """
     try:
         names = os.listdir(directory)
     except OSError:
@@ -94,7 +100,7 @@ def recording_files(directory: Path) -> list[Path]:
     for name in sorted(names):
         if name.startswith(FILE_GLOB[0]) and name.endswith(FILE_GLOB[1]):
             try:
-                if stat.S_ISREG(os.lstat(directory / name).st_mode):
+                if every_kind or stat.S_ISREG(os.lstat(directory / name).st_mode):
                     out.append(directory / name)
             except OSError:
                 continue
@@ -139,11 +145,8 @@ class Recorder:
 
     def _lock(self) -> int:
         try:
-            fd = os.open(
-                LOCK,
-                os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600,
-                dir_fd=self.dir_fd,
+            fd = open_regular(
+                LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600, dir_fd=self.dir_fd
             )
         except OSError as exc:
             os.close(self.dir_fd)

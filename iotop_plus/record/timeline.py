@@ -99,7 +99,7 @@ class RecordingTimeline:
             grew = rec.refresh() or grew
         if self.directory is not None:
             known = {os.path.realpath(f.path) for f in self.files}
-            for path in recording_files(self.directory):
+            for path in recording_files(self.directory, every_kind=True):
                 if os.path.realpath(path) not in known:
                     opened = open_skipping(path, self.warn, self._skipped, follow=True)
                     if opened is not None:
@@ -416,7 +416,7 @@ def open_timeline(
     if target.is_dir():
         files = []
         skipped: dict[str, int] = {}
-        for name in recording_files(target):
+        for name in recording_files(target, every_kind=True):
             rec = open_skipping(name, warn, skipped, follow=follow)
             if rec is not None:
                 files.append(rec)
