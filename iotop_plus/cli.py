@@ -6,12 +6,13 @@ The TUI is imported lazily, so the headless commands never load Textual.
 from __future__ import annotations
 
 import argparse
+import difflib
 import errno
 import itertools
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from iotop_plus import __version__
 from iotop_plus.commands import (
@@ -38,6 +39,7 @@ from iotop_plus.commands.common import (
     positive_float,
 )
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.sampler import SourceError
 
@@ -58,14 +60,75 @@ COMMANDS = [
 ]
 
 
+#: A subcommand's ``--interval`` default while parsing: "not given" (see ``_Parser``).
+_NOT_GIVEN: Any = object()
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse with a one-line error and exit code 2."""
 
     commands: Iterable[str] = ()
     """The subcommand names (set on the top-level parser)."""
+    intervals: dict[str, tuple[argparse.Action, Any]] | None = None
+    """Top-level parser only: each subcommand's own ``--interval`` action and its default."""
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if self.intervals is not None:
+            self._place_interval(parsed)
+        return parsed, extras
+
+    def _place_interval(self, args: argparse.Namespace) -> None:
+        """Give ``--interval S`` typed before the subcommand to the one that samples.
+
+        Without a subcommand it is the TUI's (``args.interval``, 0.25 to 10 s). A subcommand
+        with an interval of its own takes it, checked by that subcommand's own type; one
+        without an interval refuses it, and so does one given a different value after it.
+        """
+        text = args.global_interval
+        command = getattr(args, "command", None)
+        if command is None:
+            args.interval = None if text is None else self._tui_interval(text)
+            return
+        assert self.intervals is not None
+        if command not in self.intervals:
+            if text is not None:
+                takers = ", ".join(self.intervals)
+                self.error(
+                    f"--interval {text} before {command!r}: {command} takes no interval "
+                    f"(the TUI and {takers} do)"
+                )
+            return
+        action, default = self.intervals[command]
+        own = getattr(args, action.dest)
+        if text is None:
+            if own is _NOT_GIVEN:
+                setattr(args, action.dest, default)
+            return
+        try:
+            value = action.type(text) if callable(action.type) else text
+        except (argparse.ArgumentTypeError, TypeError, ValueError) as exc:
+            self.error(f"argument --interval/-i: {exc}")
+        if own is not _NOT_GIVEN and own != value:
+            self.error(f"--interval given twice: {text} before {command!r}, {own:g} after it")
+        setattr(args, action.dest, value)
+
+    def _tui_interval(self, text: str) -> float:
+        try:
+            value = positive_float(text)
+        except argparse.ArgumentTypeError as exc:
+            self.error(f"argument --interval/-i: {exc}")
+        if not MIN_INTERVAL <= value <= MAX_INTERVAL:
+            self.error(
+                f"argument --interval/-i: the TUI refreshes every {MIN_INTERVAL:g} to "
+                f"{MAX_INTERVAL:g} seconds: {text!r}"
+            )
+        return value
 
 
 def build_parser() -> _Parser:
@@ -93,10 +156,10 @@ def build_parser() -> _Parser:
     parser.add_argument(
         "--interval",
         "-i",
-        type=positive_float,
-        default=None,
+        dest="global_interval",
         metavar="S",
-        help="TUI refresh interval in seconds (0.25 to 10; default: the config file's, else 1)",
+        help="TUI refresh interval in seconds (0.25 to 10; default: the config file's, else 1); "
+        "before snapshot, top, record, serve or replay it is that subcommand's --interval",
     )
     parser.add_argument(
         "--all",
@@ -125,6 +188,13 @@ def build_parser() -> _Parser:
     for module in COMMANDS:
         module.add_parser(sub)
     parser.commands = tuple(sub.choices)
+    parser.intervals = {}
+    for name, subparser in sub.choices.items():
+        for action in subparser._actions:
+            if "--interval" in action.option_strings:
+                # "Not given" while parsing, so a top-level --interval can take its place.
+                parser.intervals[name] = (action, action.default)
+                action.default = _NOT_GIVEN
     return parser
 
 
@@ -163,6 +233,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv, devices = split_devices(sys.argv[1:] if argv is None else argv, parser.commands)
     args = parser.parse_args(argv)
     args.tui_devices = devices
+    args.command_names = tuple(parser.commands)
     stdout = sys.stdout
     try:
         roots = Roots.resolve(args.proc_root, args.sys_root)
@@ -227,6 +298,18 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
         from iotop_plus.commands.snapshot import resolve_devices
 
         first = source.next_frame()
+        for word in args.tui_devices:
+            try:
+                resolve_devices([word], first.sample, first.inventory)
+            except UsageError:
+                # `iotop-plus snapshto`: a mistyped subcommand, not a device to look for.
+                close = difflib.get_close_matches(word, getattr(args, "command_names", ()), 1)
+                if close:
+                    shown = word if len(word) <= 80 else f"{word[:60]}..."
+                    raise UsageError(
+                        f"unknown device or command {shown!r} (did you mean {close[0]!r}?)"
+                    ) from None
+                raise
         args.tui_devices = resolve_devices(args.tui_devices, first.sample, first.inventory)
     source.prime()
     try:
