@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -43,8 +44,8 @@ class Minute:
     """Device name to metric to ``{"min", "max", "mean"}``."""
 
 
-def minutes(files: Sequence[RecordingFile], start: float, end: float) -> Iterator[Minute]:
-    """The roll-ups of the closed chunks whose window overlaps ``[start, end]``, in order."""
+def chunk_minutes(files: Sequence[RecordingFile], start: float, end: float) -> Iterator[Minute]:
+    """The roll-up of each closed chunk whose window overlaps ``[start, end]``, file by file."""
     for rec in files:
         for i, chunk in enumerate(rec.chunks):
             if chunk.trailer is None or chunk.last_ns / 1e9 < start:
@@ -55,13 +56,66 @@ def minutes(files: Sequence[RecordingFile], start: float, end: float) -> Iterato
                 continue  # unreadable, or a chunk of one sample
             first = chunk.last_ns / 1e9 - seconds
             if first > end:
-                return
+                break
             names = doc["devices"]
             devices = {
                 name: {m: {key: doc[m][key][j] for key in ROLLUP_STATS} for m in ROLLUP_METRICS}
                 for j, name in enumerate(names)
             }
             yield Minute(first, chunk.first_ns / 1e9, chunk.last_ns / 1e9, seconds, devices)
+
+
+def minutes(files: Sequence[RecordingFile], start: float, end: float) -> list[Minute]:
+    """One roll-up a wall-clock minute, in time order.
+
+    A chunk ends at each minute and also when devices come or go, so a minute can hold
+    several chunks: they are merged (min of the mins, max of the maxes, means weighted by
+    seconds, await's by I/Os). Where two files hold the same minute (the clock stepped back),
+    the later file's wins.
+    """
+    by_minute: dict[int, list[Minute]] = {}
+    owner: dict[int, int] = {}
+    for index, rec in enumerate(files):
+        for row in chunk_minutes([rec], start, end):
+            key = math.floor(row.first / 60)
+            if owner.get(key, index) != index:
+                by_minute[key] = []  # a later file holds this minute too: it wins
+            owner[key] = index
+            by_minute.setdefault(key, []).append(row)
+    return [_merged(by_minute[key]) for key in sorted(by_minute)]
+
+
+def _merged(rows: list[Minute]) -> Minute:
+    if len(rows) == 1:
+        return rows[0]
+    devices: dict[str, dict[str, dict[str, float]]] = {}
+    names = list(dict.fromkeys(name for row in rows for name in row.devices))
+    for name in names:
+        parts = [(row.seconds, row.devices[name]) for row in rows if name in row.devices]
+        figures: dict[str, dict[str, float]] = {}
+        for m in ROLLUP_METRICS:
+            weights = [
+                s * f["iops"]["mean"] if m == "await" else s for s, f in parts
+            ]  # await is per I/O
+            if sum(weights) <= 0:
+                weights = [s for s, _ in parts]
+            total = sum(weights)
+            figures[m] = {
+                "min": min(f[m]["min"] for _, f in parts),
+                "max": max(f[m]["max"] for _, f in parts),
+                "mean": sum(w * f[m]["mean"] for w, (_, f) in zip(weights, parts, strict=True))
+                / total
+                if total > 0
+                else 0.0,
+            }
+        devices[name] = figures
+    return Minute(
+        min(r.start for r in rows),
+        min(r.first for r in rows),
+        max(r.end for r in rows),
+        sum(r.seconds for r in rows),
+        devices,
+    )
 
 
 def run_overview(
@@ -74,7 +128,7 @@ def run_overview(
     """Print the roll-ups of ``[start, end]``; returns the exit code."""
     if args.interval is not None:
         raise UsageError("--overview prints the stored per-minute roll-ups: drop --interval")
-    rows = list(minutes(timeline.files, start, end))
+    rows = minutes(timeline.files, start, end)
     if not rows:
         print(
             "iotop-plus: error: no closed chunk (minute) of the recording falls in that window "
