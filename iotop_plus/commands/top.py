@@ -12,6 +12,7 @@ import json
 import sys
 import textwrap
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
@@ -22,7 +23,7 @@ from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
-from iotop_plus.sampling.sampler import read_host_info
+from iotop_plus.sampling.sampler import read_host_info, select_devices
 
 
 def add_parser(sub: Any) -> None:
@@ -65,11 +66,14 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
 
         return top_cgroup.run(args, roots, out)
     host = read_host_info(roots)
-    source = LiveSource(roots, devices=False)  # processes only: no disk reads per tick
+    # Disks too (one diskstats read per tick): the host's totals, which a user who may not
+    # read other users' /proc/PID/io sees nowhere else. A captured tree may have none.
+    source = LiveSource(roots, devices=roots.diskstats.is_file())
     source.per_thread = args.threads
     source.want(PROCESSES, True)
+    notes = Notes()
     try:
-        reports = _intervals(source, args.interval, args.count)
+        reports = _intervals(source, args.interval, args.count, notes)
         if args.format == "json":
             doc: dict[str, Any] = {
                 "tool": "iotop-plus",
@@ -82,16 +86,16 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
             }
             stream = JsonStream(doc, out)
             try:
-                for prev, cur, rates in reports:
-                    stream.add(interval_json(prev, cur, rates, args.show_all))
+                for prev, cur, rates, disk in reports:
+                    stream.add(interval_json(prev, cur, rates, args.show_all, disk))
             except KeyboardInterrupt:
                 with contextlib.suppress(OSError):
                     stream.close()  # Ctrl-C: the intervals so far, as a whole document
                 raise
             stream.close()
         else:
-            for prev, cur, rates in reports:
-                out.write(render_table(prev, cur, rates, args.show_all))
+            for prev, cur, rates, disk in reports:
+                out.write(render_table(prev, cur, rates, args.show_all, disk))
                 out.flush()
     except ProcessesUnreadable as exc:
         print(f"iotop-plus: error: {exc}", file=sys.stderr)
@@ -134,14 +138,69 @@ class JsonStream:
             self.out.flush()
 
 
-def _intervals(
-    source: LiveSource, interval: float, count: int
-) -> Iterator[tuple[ProcessSample, ProcessSample, Mapping[TaskKey, TaskRates | None]]]:
+def _intervals(source: LiveSource, interval: float, count: int, notes: Notes) -> Iterator[Report]:
     for prev, cur in frames_on_schedule(source, interval, count, on_frame=_check):
         assert prev.processes is not None and cur.processes is not None
         for problem in cur.processes.sample.problems:
             print(f"iotop-plus: warning: skipped {problem}", file=sys.stderr)
-        yield prev.processes.sample, cur.processes.sample, cur.processes.rates
+        notes.say(cur.processes.sample)
+        disk = host_disk(cur) if source.devices else None
+        yield prev.processes.sample, cur.processes.sample, cur.processes.rates, disk
+
+
+@dataclass(frozen=True)
+class HostDisk:
+    """The host's disk throughput over one interval, from diskstats (every process's I/O,
+    whoever may read it)."""
+
+    read_bps: float
+    """Bytes per second read from the devices below."""
+    write_bps: float
+    """Bytes per second written to them."""
+    devices: tuple[str, ...]
+    """The devices summed: whole disks the TUI shows by default, without dm or md volumes
+    built on others (their I/O is already counted on the disks below them)."""
+
+
+Report = tuple[ProcessSample, ProcessSample, Mapping[TaskKey, TaskRates | None], HostDisk | None]
+"""One interval: the two process samples, the rates, and the host's disk totals."""
+
+
+def host_disk(frame: Frame) -> HostDisk | None:
+    """The host's totals from a frame's disk rates; None before there are rates."""
+    names = []
+    for name in select_devices(frame.sample.counters, frame.inventory, hide_virtual=True):
+        dev = frame.inventory.get(name)
+        if dev is None or not dev.slaves:
+            names.append(name)
+    rates = [r for r in (frame.rates.get(n) for n in names) if r is not None]
+    if not rates:
+        return None
+    return HostDisk(
+        sum(r.rkb_s for r in rates) * 1024,
+        sum(r.wkb_s for r in rates) * 1024,
+        tuple(n for n in names if frame.rates.get(n) is not None),
+    )
+
+
+def totals_unknown(cur: ProcessSample) -> bool:
+    """Whether the sum over processes is not the host's: others' I/O could not be read."""
+    return bool(cur.unreadable) and not cur.as_root
+
+
+class Notes:
+    """What the figures cannot say, on stderr, one line each the first time (not per
+    interval: the unreadable count changes every interval)."""
+
+    def __init__(self) -> None:
+        self.said: set[str] = set()
+
+    def say(self, cur: ProcessSample) -> None:
+        """Print the notes of ``cur`` not printed yet."""
+        for kind, text in _notes_by_kind(cur):
+            if kind not in self.said:
+                self.said.add(kind)
+                print(f"iotop-plus: note: {text}", file=sys.stderr)
 
 
 def _check(frame: Frame) -> None:
@@ -176,12 +235,21 @@ def _totals(rates: Mapping[TaskKey, TaskRates | None]) -> tuple[float, float]:
 
 
 def _notes(cur: ProcessSample) -> list[str]:
+    return [text for _, text in _notes_by_kind(cur)]
+
+
+def _notes_by_kind(cur: ProcessSample) -> list[tuple[str, str]]:
     notes = []
     if cur.delayacct is DelayAcct.OFF:
-        notes.append(OFF_EXPLANATION)
+        notes.append(("delayacct", OFF_EXPLANATION))
     message = cur.unreadable_message
     if message:
-        notes.append(message)
+        if totals_unknown(cur):
+            message += (
+                "; the Total DISK figures are unknown (only the processes you can read are "
+                "listed), the Host DISK figures come from diskstats"
+            )
+        notes.append(("unreadable", message))
     return notes
 
 
@@ -190,9 +258,15 @@ def interval_json(
     cur: ProcessSample,
     rates: Mapping[TaskKey, TaskRates | None],
     show_all: bool,
+    disk: HostDisk | None = None,
 ) -> dict[str, Any]:
-    """One interval as JSON: totals, notes and a row per process (rates in bytes/s)."""
+    """One interval as JSON: totals, notes and a row per process (rates in bytes/s).
+
+    ``total_*`` is null when other users' processes could not be read (the sum of what
+    could be read is ``readable_*``); ``host_*`` is the host's disks, from diskstats.
+    """
     read, write = _totals(rates)
+    unknown = totals_unknown(cur)
     rows = []
     for key, r in selected(rates, cur, show_all):
         task = cur.tasks[key]
@@ -214,8 +288,13 @@ def interval_json(
     return {
         "timestamp": _iso(cur.wall_time),
         "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
-        "total_read_bps": round(read, 1),
-        "total_write_bps": round(write, 1),
+        "total_read_bps": None if unknown else round(read, 1),
+        "total_write_bps": None if unknown else round(write, 1),
+        "readable_read_bps": round(read, 1),
+        "readable_write_bps": round(write, 1),
+        "host_read_bps": round(disk.read_bps, 1) if disk else None,
+        "host_write_bps": round(disk.write_bps, 1) if disk else None,
+        "host_devices": list(disk.devices) if disk else None,
         "delayacct": cur.delayacct.value,
         "unreadable": cur.unreadable,
         "notes": _notes(cur),
@@ -244,16 +323,30 @@ def render_table(
     cur: ProcessSample,
     rates: Mapping[TaskKey, TaskRates | None],
     show_all: bool,
+    disk: HostDisk | None = None,
 ) -> str:
-    """iotop -b style text for one interval."""
+    """iotop -b style text for one interval (what the figures cannot say is on stderr)."""
     read, write = _totals(rates)
     elapsed = cur.monotonic - prev.monotonic
     io_off = cur.delayacct is DelayAcct.OFF
+    unknown = totals_unknown(cur)
+    total_read, total_write = ("unknown", "unknown") if unknown else map(human_rate, (read, write))
     lines = [
         f"{_iso(cur.wall_time)}  interval {elapsed:.3f} s  "
-        f"Total DISK READ: {human_rate(read)} | Total DISK WRITE: {human_rate(write)}"
+        f"Total DISK READ: {total_read} | Total DISK WRITE: {total_write}"
     ]
-    lines.extend(f"note: {n}" for n in _notes(cur))
+    if disk is not None:
+        more = len(disk.devices) - 4
+        shown = ", ".join(disk.devices[:4]) + (f" +{more}" if more > 0 else "")
+        lines.append(
+            f"Host DISK READ: {human_rate(disk.read_bps)} | "
+            f"Host DISK WRITE: {human_rate(disk.write_bps)}  (diskstats: {printable(shown)})"
+        )
+    if unknown:
+        lines.append(
+            f"Readable processes DISK READ: {human_rate(read)} | DISK WRITE: {human_rate(write)}"
+            f"  ({cur.unreadable} unreadable)"
+        )
     id_header = "TID" if cur.per_thread else "PID"
     lines.append(
         f"{id_header:>7} {'USER':<10} {'DISK READ':>11} {'DISK WRITE':>11} "
@@ -274,7 +367,8 @@ def render_table(
             f"{cells[2]:>11} {cells[3]:>11} {io:>6}  {printable(task.name)}"
         )
     if not rows:
-        lines.append("(no process did I/O in this interval; --all lists every process)")
+        who = "process you can read" if unknown else "process"
+        lines.append(f"(no {who} did I/O in this interval; --all lists every process)")
     return "\n".join(lines) + "\n\n"
 
 

@@ -119,8 +119,8 @@ def test_with_delayacct_off_top_explains_instead_of_zeros(
         time.sleep(1.5)
         assert read_delayacct(LIVE) is DelayAcct.OFF
         assert cli_main(["top", "--count", "1", "--interval", "1"]) == 0
-    out = capsys.readouterr().out
-    assert f"note: {OFF_EXPLANATION}" in out
+    out, err = capsys.readouterr()
+    assert f"iotop-plus: note: {OFF_EXPLANATION}" in err  # notes go to stderr (#22 item 12)
     rows = [line for line in out.splitlines() if str(tmp_path) in line]
     assert rows, out
     assert all(" off " in row and " 0.00 " not in row.split("M/s")[-1] for row in rows)
@@ -152,7 +152,7 @@ def test_non_root_user_sees_partial_visibility_and_no_traceback(tmp_path: Path) 
     )
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr + done.stdout
-    assert "processes not readable: run as root" in done.stdout
+    assert "processes not readable: run as root" in done.stderr  # a note: stderr (#22)
 
 
 def test_churn_of_200_processes_a_second_causes_no_errors() -> None:

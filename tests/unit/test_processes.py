@@ -424,10 +424,14 @@ def test_top_json_leaves_idle_processes_out_unless_all(fake: FakeProc) -> None:
     assert rows["busy writer"]["io_wait_pct"] is None  # off: unknown, not zero
 
 
-def test_top_table_says_io_is_off_instead_of_zeros(fake: FakeProc) -> None:
+def test_top_table_says_io_is_off_instead_of_zeros(
+    fake: FakeProc, capsys: pytest.CaptureFixture[str]
+) -> None:
     fake.process(62, cmdline="sleeper")
     text = run_top(fake.roots, "--all")
-    assert f"note: {OFF_EXPLANATION}" in text
+    # Notes go to stderr (#22 item 12), once.
+    assert capsys.readouterr().err == f"iotop-plus: note: {OFF_EXPLANATION}\n"
+    assert "note:" not in text
     row = next(line for line in text.splitlines() if line.rstrip().endswith("sleeper"))
     assert " off " in row and "0.00 B/s" in row
 
