@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from iotop_plus.roots import open_regular_binary
 from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
 
 if sys.version_info >= (3, 11):
@@ -100,14 +101,19 @@ def load_config(path: Path | None = None, problems: list[str] | None = None) -> 
             problems.append(f"{path}: ignored (reading TOML needs Python 3.11 or tomli)")
         return Config()
     try:
-        with open(path, "rb") as fh:
+        # Opened non-blocking and checked on the descriptor: a FIFO put in its place would
+        # otherwise hang the start for ever.
+        with open_regular_binary(path) as fh:
             raw = tomllib.load(fh)
     except FileNotFoundError:
         return Config()
     except UnicodeDecodeError as exc:
         problems.append(f"{path}: ignored (not UTF-8: a bad byte at offset {exc.start})")
         return Config()
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except OSError as exc:
+        problems.append(f"{path}: ignored ({exc.strerror or exc})")
+        return Config()
+    except tomllib.TOMLDecodeError as exc:
         problems.append(f"{path}: ignored ({exc})")
         return Config()
     return config_from_mapping(raw, problems, str(path))
