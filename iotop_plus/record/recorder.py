@@ -12,6 +12,7 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import stat
 import time
 from collections.abc import Callable, Mapping
@@ -25,7 +26,13 @@ from iotop_plus.state import StateDir, StateError
 RECORDINGS = "recordings"
 """The recording directory's name inside the state directory."""
 FILE_GLOB = ("iotop-plus-", ".rec")
-"""Recording files are ``iotop-plus-YYYYMMDD-HHMMSS.rec`` (UTC start time)."""
+"""Recording files are ``iotop-plus-SEQ-YYYYMMDD-HHMMSS.rec`` (sequence number, UTC start
+time); files of older versions are ``iotop-plus-YYYYMMDD-HHMMSS.rec``."""
+_SEQ_NAME = re.compile(r"^iotop-plus-(\d{6,12})-\d{8}-\d{6}(?:-\d+)?\.rec$")
+ROTATE_S = 3600.0
+"""With ``--max-size``, the open file is closed and a new one started at least this often."""
+ROTATE_SHARE = 8
+"""With ``--max-size``, a file is closed once it holds ``max-size / ROTATE_SHARE`` bytes."""
 LOCK = ".lock"
 RETRY_S = 60.0
 """After a failed write, how long the recorder waits before starting a new file."""
@@ -85,8 +92,23 @@ def recording_dir(state_dir: Path, override: str | None) -> Path:
     return state_dir / RECORDINGS
 
 
+def file_seq(name: str) -> int | None:
+    """The sequence number in a recording's name; None for a file of an older version."""
+    m = _SEQ_NAME.match(name)
+    return int(m.group(1)) if m else None
+
+
+def recording_order(path: Path) -> tuple[int, int, str]:
+    """Sort key, oldest first: files without a sequence number (by name, which is their start
+    time), then by sequence number. Wall-clock times in names lie after the clock steps back;
+    a sequence number never goes back."""
+    seq = file_seq(path.name)
+    return (0, 0, path.name) if seq is None else (1, seq, path.name)
+
+
 def recording_files(directory: Path, *, every_kind: bool = False) -> list[Path]:
-    """The recording files of a directory, oldest first (regular files only).
+    """The recording files of a directory, oldest first (regular files only), in
+    :func:`recording_order`.
 
     Args:
         every_kind: Also what only has a recording's name (a FIFO, a symlink...): readers
@@ -104,7 +126,7 @@ def recording_files(directory: Path, *, every_kind: bool = False) -> list[Path]:
                     out.append(directory / name)
             except OSError:
                 continue
-    return out
+    return sorted(out, key=recording_order)
 
 
 class Recorder:
@@ -137,6 +159,7 @@ class Recorder:
         self._fd: int | None = None
         self._name: str | None = None
         self._day: str | None = None
+        self._opened_mono = 0.0
         self.writer: ChunkWriter | None = None
         self._retry_at = 0.0
         self._failed = False
@@ -172,9 +195,15 @@ class Recorder:
         """The file being written, if any."""
         return self.directory / self._name if self._name else None
 
+    def _next_seq(self) -> int:
+        """One more than the highest sequence number in the directory (1 for the first)."""
+        seqs = [file_seq(p.name) for p in recording_files(self.directory, every_kind=True)]
+        return max([s for s in seqs if s is not None], default=0) + 1
+
     def _start_file(self, wall: float, inventory: Mapping[str, Any] | None) -> bool:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(wall))
-        base = f"{FILE_GLOB[0]}{stamp}"
+        seq = self._next_seq()
+        base = f"{FILE_GLOB[0]}{seq:06d}-{stamp}"
         for n in range(100):
             name = f"{base}{'' if n == 0 else f'-{n}'}{FILE_GLOB[1]}"
             try:
@@ -200,6 +229,7 @@ class Recorder:
         header = dict(self.header())
         if inventory is not None:
             header.update(inventory)
+        header["seq"] = seq
         try:
             self.writer = ChunkWriter(fd, header)
         except OSError as exc:
@@ -209,6 +239,7 @@ class Recorder:
             return False
         self._fd, self._name = fd, name
         self._day = stamp[:8]
+        self._opened_mono = time.monotonic()
         self.files_started += 1
         if self._failed:
             self.warn(f"recording again, into {self.directory / name}")
@@ -240,7 +271,7 @@ class Recorder:
         """Store one sample; ``inventory`` when the set of devices changed. Never raises OSError."""
         wall = rs.sample.wall_time
         day = time.strftime("%Y%m%d", time.gmtime(wall))
-        if self.writer is not None and day != self._day:
+        if self.writer is not None and (day != self._day or self._rotate_now()):
             self._close_file()
             self._retention()
         if self.writer is None:
@@ -267,17 +298,28 @@ class Recorder:
         if writer.stats.trailers != trailers:
             self._retention()
 
+    def _rotate_now(self) -> bool:
+        """With ``--max-size``, whether the open file is big or old enough to close: retention
+        deletes whole files, and never the one being written."""
+        if self.max_bytes is None or self.writer is None:
+            return False
+        big = self.writer.stats.total >= self.max_bytes / ROTATE_SHARE
+        return big or time.monotonic() - self._opened_mono >= ROTATE_S
+
     def _retention(self) -> None:
         files = recording_files(self.directory)
         current = self.current
         now = time.time()
         sizes = {}
+        expiring = self.retain_s is not None  # only the oldest files, in sequence order
         for path in files:
             try:
                 st = os.stat(path.name, dir_fd=self.dir_fd, follow_symlinks=False)
             except OSError:
                 continue
-            if path != current and self.retain_s is not None and now - st.st_mtime > self.retain_s:
+            old = self.retain_s is not None and now - st.st_mtime > self.retain_s
+            expiring = expiring and old and path != current
+            if expiring:
                 self._delete(path)
                 continue
             sizes[path] = st.st_size

@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import tzinfo
+from itertools import pairwise
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -85,12 +86,46 @@ class RecordingTimeline:
                     entries.append(
                         _Entry(fi, ci, chunk.first_ns / 1e9, chunk.last_ns / 1e9, chunk.n)
                     )
+        entries = self._later_files_win(entries)
         entries.sort(key=lambda e: (e.first, e.file))
         self._entries = entries
         self._firsts = [e.first for e in entries]
         self._cum = [0]
         for e in entries:
             self._cum.append(self._cum[-1] + e.n)
+
+    def _later_files_win(self, entries: list[_Entry]) -> list[_Entry]:
+        """Where files overlap in wall time (the clock stepped back), the chunks of the
+        file with the later sequence number are kept and the earlier file's chunks that
+        overlap them are left out. Files without a ``seq`` (older versions) come first."""
+        if len(self.files) < 2:
+            return entries
+        rank = {
+            fi: rank
+            for rank, fi in enumerate(
+                sorted(range(len(self.files)), key=lambda fi: (self._seq(fi), fi))
+            )
+        }
+        spans: dict[int, tuple[float, float]] = {}
+        for e in entries:
+            lo, hi = spans.get(e.file, (e.first, e.last))
+            spans[e.file] = (min(lo, e.first), max(hi, e.last))
+        by_start = sorted(spans.values())
+        if all(a[1] < b[0] for a, b in pairwise(by_start)):
+            return entries  # no two files overlap: the usual case, checked in O(files)
+        kept = []
+        for e in entries:
+            hidden = any(
+                rank[other] > rank[e.file] and lo <= e.last and e.first <= hi
+                for other, (lo, hi) in spans.items()
+            )
+            if not hidden:
+                kept.append(e)
+        return kept
+
+    def _seq(self, fi: int) -> int:
+        seq = self.files[fi].header.get("seq")
+        return seq if isinstance(seq, int) else -1
 
     def refresh(self) -> bool:
         """Read what recorders appended since (and new files); True if anything came."""

@@ -29,6 +29,11 @@ def test_old_and_excess_files_are_deleted_at_chunk_ends(tmp_path: Path) -> None:
         recorder.write(RecordedSample(s))
     names = [p.name for p in recording_files(rec_dir)]
     assert old.name not in names and big.name not in names
-    assert len(names) == 1 and other.read_text() == "mine"
+    assert other.read_text() == "mine"
+    # --max-size rotates the open file (every max-size/8 bytes): several files, all ours.
+    assert len(names) > 1 and all(n.startswith("iotop-plus-0000") for n in names), names
+    # What is closed fits; the open file grows up to max-size/8 between two checks.
+    assert sum(os.path.getsize(rec_dir / n) for n in names[:-1]) <= 40_000
+    assert os.path.getsize(rec_dir / names[-1]) <= 40_000 / 8 + 2_000
     recorder.close()
-    assert oct(os.stat(rec_dir / names[0]).st_mode & 0o777) == "0o600"
+    assert all(oct(os.stat(rec_dir / n).st_mode & 0o777) == "0o600" for n in names)
