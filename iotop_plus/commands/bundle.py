@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         try:
             n = write_bundle(
                 timeline, span[1] - last, span[1], Path(args.output), force=args.force,
-                journals=journals,
+                journals=journals, warn=warn,
             )  # fmt: skip
         except BundleError as exc:
             print(f"iotop-plus: error: {printable(str(exc))}", file=sys.stderr)

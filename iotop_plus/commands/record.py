@@ -33,7 +33,7 @@ def add_parser(sub: Any) -> None:
     """Register the subcommand."""
     p = sub.add_parser(
         "record",
-        help="record every interval's counters to daily files (for replay and bundles)",
+        help="record every interval's counters to files (for replay and bundles)",
         description="Record raw disk counters, pressure, top processes and events every "
         "interval, into daily files under <state dir>/recordings (see docs/recording-format.md). "
         "Runs in the foreground; SIGTERM closes the open chunk cleanly.",
@@ -49,7 +49,8 @@ def add_parser(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument(
         "--max-size", default="2G", metavar="SIZE",
-        help="delete the oldest files while the directory holds more (default 2G; 0: no limit)",
+        help="delete the oldest files while the directory holds more; the file being written "
+        "is closed every SIZE/8 or hour, so it is never the one left (default 2G; 0: no limit)",
     )  # fmt: skip
     p.add_argument(
         "--processes", type=int, default=20, metavar="N",

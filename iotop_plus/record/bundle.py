@@ -4,14 +4,16 @@ the settings and probe journals, to attach to a ticket. ``open_timeline(FILE)`` 
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from iotop_plus.record.chunks import ChunkWriter
+from iotop_plus.record.format import MAX_INFLATED_FRAME
 from iotop_plus.record.timeline import RecordingTimeline
 
 
@@ -39,6 +41,27 @@ def create_exclusive(path: Path, force: bool) -> int:
         raise BundleError(f"cannot create {path}: {exc.strerror or exc}") from None
 
 
+HEADER_ROOM = MAX_INFLATED_FRAME - (1 << 20)
+"""The header's JSON is kept this small (room for the inventory, which comes first)."""
+
+
+def _fit_header(header: dict[str, Any], keys: tuple[str, ...]) -> int:
+    """Drop the oldest journal records until the header's JSON fits; how many were dropped."""
+    dropped = 0
+    size = len(json.dumps(header, separators=(",", ":")).encode())
+    while size > HEADER_ROOM:
+        lists = [k for k in keys if isinstance(header.get(k), list) and header[k]]
+        if not lists:
+            break
+        key = max(lists, key=lambda k: len(header[k]))
+        # Drop a share at a time: one JSON size check per step, not one per record.
+        n = max(1, len(header[key]) * (size - HEADER_ROOM) // size + 1)
+        header[key] = header[key][n:]
+        dropped += n
+        size = len(json.dumps(header, separators=(",", ":")).encode())
+    return dropped
+
+
 def write_bundle(
     timeline: RecordingTimeline,
     start: float,
@@ -47,8 +70,13 @@ def write_bundle(
     *,
     force: bool = False,
     journals: Mapping[str, Iterable[Mapping[str, Any]]] | None = None,
+    warn: Callable[[str], object] | None = None,
 ) -> int:
     """Write the samples from ``start`` to ``end`` to a new file ``out``; returns the count.
+
+    The journals go in the header, which a reader takes only up to
+    :data:`~iotop_plus.record.format.MAX_INFLATED_FRAME`: their oldest records are left out
+    until it fits, and ``warn`` says how many.
 
     Raises:
         BundleError: the file exists (without ``force``), cannot be made, or the disk is full
@@ -63,6 +91,12 @@ def write_bundle(
     }
     for name, records in (journals or {}).items():
         header[name] = [dict(r) for r in records]
+    left_out = _fit_header(header, tuple(journals or ()))
+    if left_out and warn is not None:
+        warn(
+            f"the journals are too big for a bundle's header: left out their oldest "
+            f"{left_out:,} records"
+        )
     fd = create_exclusive(out, force)
     n = 0
     try:

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.record.format import FRAME
+from iotop_plus.record.reader import RecordingFile
 from tests.support.hostile_recordings import (
     build,
     parse,
@@ -136,3 +137,24 @@ def test_a_frame_that_asks_for_64_gib_is_refused_by_its_length(
     code, err, peak = child(tmp_path, "snapshot", "--from", str(path), "-f", "json")
     assert code == 0 and "Traceback" not in err and err.count("\n") == 1, err
     assert peak < 200, f"peak {peak:.0f} MiB"
+
+
+def test_a_bundle_of_huge_journals_still_reads_back(tmp_path: Path) -> None:
+    """The journals go in a bundle's header, which readers take only up to 16 MiB: the oldest
+    records are left out, with one line, and the bundle reads back."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    rec_dir = tmp_path / "rec"
+    rec_dir.mkdir(mode=0o700)
+    write_small_recording(rec_dir / NAME, 70)
+    line = '{"record": "intent", "run": "r", "sequence": %d, "note": "%s"}\n'
+    with open(state / "changes.jsonl", "w") as fh:
+        fh.writelines(line % (k, "x" * 200) for k in range(100_000))  # 24 MB
+    os.chmod(state / "changes.jsonl", 0o600)
+    out = tmp_path / "b.rec"
+    code, err, _ = child(tmp_path, "bundle", "--dir", str(rec_dir), "--last", "1h", "-o", str(out))
+    assert code == 0 and "left out their oldest" in err, err
+    code, err, _ = child(tmp_path, "snapshot", "--from", str(out), "-f", "json")
+    assert code == 0 and err == "", err
+    journal = RecordingFile(out).header["journal"]
+    assert journal[-1]["sequence"] == 99_999 and len(journal) > 50_000
