@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from iotop_plus.probe.results import BlockLatency, Issuers, ProbeResult
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.latency import FLUSH_WRITE, LatencyPart
+from iotop_plus.sampling.latency import FLUSH_WRITE, LatencyPart, dev_t
 from iotop_plus.sampling.latency_hist import FAILED, DeviceLatency, Histogram
 
 READY_TIMEOUT_S = 5.0
@@ -69,14 +69,20 @@ class ProbeTracer:
     :meth:`close`, after which it stays off. Blocking calls: run them in a worker thread;
     :meth:`close` may come from any thread."""
 
-    def __init__(self, roots: Roots, make_part: Callable[[], LatencyPart] | None = None) -> None:
+    def __init__(
+        self, roots: Roots, make_part: Callable[[int | None], LatencyPart] | None = None
+    ) -> None:
         """Args:
         roots: Where the target device's numbers are read.
-        make_part: Builds the latency part (tests); default one without the queue split.
+        make_part: Builds the latency part for a kernel dev_t (tests); default one that
+            traces only that device, without the queue split, with issuers.
         """
         self.roots = roots
-        self._make_part = make_part or (lambda: LatencyPart(queue=False, issuers=True))
+        self._make_part = make_part or (
+            lambda dev: LatencyPart(queue=False, issuers=True, only_dev=dev)
+        )
         self._part: LatencyPart | None = None
+        self._dev: int | None = None
         self._lock = threading.Lock()
         self._closed = False
         self.problem: str | None = None
@@ -90,12 +96,18 @@ class ProbeTracer:
             return {}
         return {device: _DevNumbers(major, minor)}
 
-    def _started(self) -> LatencyPart | None:
+    def _started(self, device: str) -> LatencyPart | None:
+        numbers = self._numbers(device).get(device)
+        dev = dev_t(numbers.major, numbers.minor) if numbers is not None else None
         with self._lock:  # close() waits for a start under way, so no child escapes it
             if self._closed:
                 return None
+            if self._part is not None and dev != self._dev:  # traces another device
+                self._part.close()
+                self._part = None
             if self._part is None:
-                self._part = self._make_part()
+                self._part = self._make_part(dev)
+                self._dev = dev
                 self._part.start()
             return self._part
 
@@ -107,7 +119,7 @@ class ProbeTracer:
         """
         if self.problem is not None:
             return False
-        part = self._started()
+        part = self._started(device)
         if part is None:
             return False
         deadline = time.monotonic() + READY_TIMEOUT_S

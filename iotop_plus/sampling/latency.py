@@ -91,8 +91,12 @@ def tracer_program(
     tag: str = "",
     issuers: bool = False,
     submit: str = ISSUE_TRACEPOINTS[0],
+    only_dev: int | None = None,
 ) -> str:
     """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
+
+    ``only_dev`` (a kernel dev_t) keeps every block probe to that device (a probe's tracer:
+    a loop device's backing I/O costs nothing then).
 
     With ``issuers`` (a probe's tracer) it also counts requests by issuer at ``submit`` (one
     of :data:`ISSUE_TRACEPOINTS`) into ``@who[dev, pid, comm]``, and times writes that carry
@@ -107,11 +111,14 @@ def tracer_program(
     stamp at sector 0 would time the empty write that completes there.
     """
     lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip()]
+    only = f" /args->dev == {int(only_dev)}/" if only_dev is not None else ""
     if queue:
-        lines.append("tracepoint:block:block_rq_insert { @iq[args->dev, args->sector] = nsecs; }")
+        lines.append(
+            f"tracepoint:block:block_rq_insert{only} {{ @iq[args->dev, args->sector] = nsecs; }}"
+        )
     if issuers:
         lines += [
-            f"tracepoint:block:{submit} {{",
+            f"tracepoint:block:{submit}{only} {{",
             "  @who[args->dev, pid, comm] = count();",
             '  if (strncmp(args->rwbs, "FW", 2) == 0) {',
             "    @fw[args->dev, args->sector] = (nsecs << 1) | 1;",
@@ -120,7 +127,7 @@ def tracer_program(
             "  }",
             "}",
         ]
-    lines.append("tracepoint:block:block_rq_issue {")
+    lines.append(f"tracepoint:block:block_rq_issue{only} {{")
     if issuers:
         lines.append("  if (args->nr_sector) { @is[args->dev, args->sector] = nsecs; }")
     else:
@@ -134,7 +141,11 @@ def tracer_program(
             "    @qn[args->dev, args->rwbs] = count();",
             "  }",
         ]
-    lines += ["}", "tracepoint:block:block_rq_complete {", "  $t = @is[args->dev, args->sector];"]
+    lines += [
+        "}",
+        f"tracepoint:block:block_rq_complete{only} {{",
+        "  $t = @is[args->dev, args->sector];",
+    ]
     plain = "  if ($t) {"
     if issuers:
         lines += [
@@ -389,11 +400,13 @@ class Tracer:
         argv_prefix: tuple[str, ...] | None = None,
         map_keys: int = MAP_KEYS_MAX,
         issuers: bool = False,
+        only_dev: int | None = None,
     ) -> None:
         """Args:
         queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
         issuers: Count requests by issuer and time flush+writes apart (a probe's tracer);
             costs one more probe (see :func:`tracer_program`).
+        only_dev: Trace only this kernel dev_t (a probe's device).
         tick_ms: How often the child prints.
         tag: Text added to the program's first line (tests find their child by it).
         argv_prefix: ``[setpriv, --pdeathsig, KILL, --, bpftrace]`` override (tests).
@@ -401,6 +414,7 @@ class Tracer:
         """
         self.queue = queue
         self.issuers = issuers
+        self.only_dev = only_dev
         self.tick_ms = tick_ms
         self.tag = tag
         self._argv_prefix = argv_prefix
@@ -457,6 +471,7 @@ class Tracer:
             tag=self.tag,
             issuers=self.issuers,
             submit=submit_tracepoint() if self.issuers else ISSUE_TRACEPOINTS[0],
+            only_dev=self.only_dev,
         )
         return [*prefix, "-f", "json", "-e", program]
 
@@ -637,15 +652,19 @@ class LatencyPart:
         make_tracer: Callable[[], Tracer] | None = None,
         check: Callable[[], tuple[str | None, str | None]] = tracer_problem,
         issuers: bool = False,
+        only_dev: int | None = None,
     ) -> None:
         """Args:
         queue: Trace the queue split too (``block_rq_insert``).
         make_tracer: Builds the tracer (tests); default a :class:`Tracer`.
         check: The preflight (root, bpftrace, tracepoints); tests inject one.
         issuers: A probe's tracer: devices' latency carries their issuers and flush+writes.
+        only_dev: Trace only this kernel dev_t (a probe's device).
         """
         self.queue = queue
-        self._make_tracer = make_tracer or (lambda: Tracer(queue=queue, issuers=issuers))
+        self._make_tracer = make_tracer or (
+            lambda: Tracer(queue=queue, issuers=issuers, only_dev=only_dev)
+        )
         self._check = check
         self.tracer: Tracer | None = None
         self._problem: str | None = None

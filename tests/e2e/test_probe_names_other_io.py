@@ -139,12 +139,14 @@ def test_a_traced_wal_probe_on_an_idle_ext4_names_neither_fio_nor_the_journal(
     doc = json.loads(out)
     fio_writes = doc["write"]["total_ios"]
     issuers = doc["issuers"]
-    # Every fsync made the journal thread commit: its requests are the probe's own.
-    assert issuers["journal"] >= fio_writes
+    # The fsyncs made the journal thread commit (not every one: an fsync with no inode change
+    # to log sends only a flush, from fio): those commits are the probe's own.
+    assert issuers["journal"] > 0
     assert issuers["fio"] >= fio_writes
     assert sum(n for _, n in issuers["others"]) <= 0.1 * fio_writes
     assert _other_io(doc) is None
-    assert doc["flush_write"]["count"] >= 0.9 * fio_writes  # the commits, preflush + FUA
+    # Each fsync is a commit (preflush + FUA) or fio's own empty preflush write.
+    assert doc["flush_write"]["count"] >= 0.9 * fio_writes
     assert re.search(r"^  flush\+write device µs: mean [\d.,]+  p50 ", table, re.M), table
 
 

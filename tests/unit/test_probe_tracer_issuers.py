@@ -77,3 +77,13 @@ def test_a_journal_threads_comm_cut_at_15_characters_still_counts() -> None:
     assert not journal_thread("jbd2/nvme0n1p12", "nvme0n1p1")
     assert journal_thread("jbd2/nvme0n1p1-", "nvme0n1p1")
     assert not journal_thread("jbd2/loop10-8", "loop1")
+
+
+def test_a_probes_tracer_traces_only_its_device() -> None:
+    # A loop device's backing I/O on another device cost every probe map update (measured:
+    # 6.7 µs of BPF time per fio write+fsync on a file-backed loop device, 3.9 with the filter).
+    program = tracer_program(queue=True, issuers=True, only_dev=LOOP0)
+    probes = [line for line in program.splitlines() if line.startswith("tracepoint:block:")]
+    assert len(probes) == 4
+    assert all(f"/args->dev == {LOOP0}/" in line for line in probes)
+    assert "/args->dev" not in tracer_program(queue=True)  # the TUI's tracer sees every device
