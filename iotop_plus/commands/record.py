@@ -26,6 +26,7 @@ from iotop_plus.record.times import parse_duration, parse_size
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, LiveSource
+from iotop_plus.sampling.sampler import read_platform
 from iotop_plus.state import CHANGES, PROBES, JsonlTail, StateDir, chosen_state_dir
 
 
@@ -82,11 +83,12 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     first = source.next_frame()
     current_inventory = inventory_doc(first.inventory, roots, first.nr_requests)
     host = source.host_info()
+    platform = read_platform(roots)
     try:
         directory = recording_dir(state_dir, args.dir)
         recorder = Recorder(
             directory,
-            lambda: header_doc(host, args.interval, current_inventory),
+            lambda: header_doc(host, args.interval, current_inventory, platform),
             retain_s=retain or None,
             max_bytes=max_size or None,
             warn=warn,

@@ -9,19 +9,16 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timezone, tzinfo
-from pathlib import Path
 from typing import Any, TextIO
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable, read_bounded
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.frame import LATENCY_QUEUE, Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.inventory import Inventory
@@ -33,7 +30,7 @@ from iotop_plus.sampling.latency_hist import (
 )
 from iotop_plus.sampling.pressure import Pressure
 from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.sampler import HostInfo, Sample, select_devices
+from iotop_plus.sampling.sampler import HostInfo, Platform, Sample, read_platform, select_devices
 
 #: (iostat JSON key, DeviceRates attribute), in iostat -x column order.
 IOSTAT_COLUMNS: tuple[tuple[str, str], ...] = tuple((f.json_key, f.key) for f in IOSTAT_FIGURES)
@@ -234,60 +231,6 @@ def emit(
                 out.write(render_latency(names, lat))
             out.flush()
     return EXIT_OK
-
-
-@dataclass(frozen=True)
-class Platform:
-    """The host facts iostat's JSON names beside the node name and kernel release."""
-
-    sysname: str = "Linux"
-    """``uname -s``."""
-    machine: str | None = None
-    """``uname -m``; None when unknown (a captured tree without it, an older recording)."""
-    cpus: int | None = None
-    """iostat's ``number-of-cpus``; None when unknown."""
-
-
-def read_platform(roots: Roots) -> Platform:
-    """The platform of the host ``roots`` describe (captured trees: only what they hold)."""
-    uname = os.uname() if roots.is_live else None
-    sysname = _read_fact(roots.proc / "sys" / "kernel" / "ostype") or (
-        uname.sysname if uname else "Linux"
-    )
-    machine = _read_fact(roots.proc / "sys" / "kernel" / "arch") or (
-        uname.machine if uname else None
-    )
-    return Platform(sysname, machine, _cpu_count(roots))
-
-
-def _read_fact(path: Path) -> str | None:
-    try:
-        return read_bounded(path, 256).strip() or None
-    except (OSError, ValueError):
-        return None
-
-
-def _cpu_count(roots: Roots) -> int | None:
-    """CPUs as iostat counts them: sysfs ``cpuN`` directories that are online, else the
-    ``cpuN`` lines of /proc/stat."""
-    try:
-        entries = [e for e in os.scandir(roots.sys / "devices" / "system" / "cpu")]
-    except OSError:
-        entries = []
-    online = 0
-    for entry in entries:
-        if not (entry.name.startswith("cpu") and entry.name[3:].isdigit()):
-            continue
-        state = _read_fact(Path(entry.path) / "online")
-        online += state is None or state == "1"
-    if online:
-        return online
-    try:
-        text = read_bounded(roots.proc / "stat")
-    except (OSError, ValueError):
-        return None
-    count = sum(1 for line in text.splitlines() if line[:3] == "cpu" and line[3:4].isdigit())
-    return count or None
 
 
 def sysstat_json(

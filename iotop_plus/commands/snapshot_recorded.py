@@ -14,11 +14,12 @@ from itertools import chain
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
-from iotop_plus.commands.snapshot import Platform, emit, resolve_devices
+from iotop_plus.commands.snapshot import emit, resolve_devices
 from iotop_plus.commands.snapshot_overview import run_overview
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.sampler import Platform
 from iotop_plus.sampling.timeparse import parse_time
 
 

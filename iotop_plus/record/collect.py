@@ -17,7 +17,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
-from iotop_plus.sampling.sampler import HostInfo
+from iotop_plus.sampling.sampler import HostInfo, Platform
 
 """New journal bytes read per sample at most (the rest waits for the next sample)."""
 
@@ -107,8 +107,18 @@ def inventory_from_doc(doc: Mapping[str, Any]) -> tuple[Inventory, dict[str, int
     return Inventory(devices), nr
 
 
-def header_doc(host: HostInfo, interval: float, inventory: Mapping[str, Any]) -> dict[str, Any]:
-    """The header of a new recording file."""
+def header_doc(
+    host: HostInfo,
+    interval: float,
+    inventory: Mapping[str, Any],
+    platform: Platform | None = None,
+) -> dict[str, Any]:
+    """The header of a new recording file.
+
+    ``sysname``, ``machine`` and ``cpus`` (iostat's ``number-of-cpus``) are stored so that
+    ``snapshot --from`` prints the same host facts as a live snapshot; older files lack them.
+    """
+    facts = platform or Platform()
     name, offset = zone()
     return {
         "format": "iotop-plus recording",
@@ -116,6 +126,9 @@ def header_doc(host: HostInfo, interval: float, inventory: Mapping[str, Any]) ->
         "tool_version": __version__,
         "host": host.hostname,
         "kernel": host.kernel,
+        "sysname": facts.sysname,
+        "machine": facts.machine,
+        "cpus": facts.cpus,
         "zone": name,
         "utc_offset_s": offset,
         "started_ns": time.time_ns(),

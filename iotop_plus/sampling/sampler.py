@@ -7,6 +7,7 @@ import socket
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from types import MappingProxyType
 
 from iotop_plus.roots import Roots
@@ -81,6 +82,60 @@ def read_host_info(roots: Roots) -> HostInfo:
         except (ValueError, IndexError):
             uptime = None
     return HostInfo(hostname, kernel, uptime, os.geteuid() == 0)
+
+
+@dataclass(frozen=True)
+class Platform:
+    """The host facts iostat's JSON names beside the node name and kernel release."""
+
+    sysname: str = "Linux"
+    """``uname -s``."""
+    machine: str | None = None
+    """``uname -m``; None when unknown (a captured tree without it, an older recording)."""
+    cpus: int | None = None
+    """iostat's ``number-of-cpus``; None when unknown."""
+
+
+def read_platform(roots: Roots) -> Platform:
+    """The platform of the host ``roots`` describe (captured trees: only what they hold)."""
+    uname = os.uname() if roots.is_live else None
+    sysname = _read_fact(roots.proc / "sys" / "kernel" / "ostype") or (
+        uname.sysname if uname else "Linux"
+    )
+    machine = _read_fact(roots.proc / "sys" / "kernel" / "arch") or (
+        uname.machine if uname else None
+    )
+    return Platform(sysname, machine, _cpu_count(roots))
+
+
+def _read_fact(path: Path) -> str | None:
+    try:
+        return read_bounded(path, 256).strip() or None
+    except (OSError, ValueError):
+        return None
+
+
+def _cpu_count(roots: Roots) -> int | None:
+    """CPUs as iostat counts them: sysfs ``cpuN`` directories that are online, else the
+    ``cpuN`` lines of /proc/stat."""
+    try:
+        entries = [e for e in os.scandir(roots.sys / "devices" / "system" / "cpu")]
+    except OSError:
+        entries = []
+    online = 0
+    for entry in entries:
+        if not (entry.name.startswith("cpu") and entry.name[3:].isdigit()):
+            continue
+        state = _read_fact(Path(entry.path) / "online")
+        online += state is None or state == "1"
+    if online:
+        return online
+    try:
+        text = read_bounded(roots.proc / "stat")
+    except (OSError, ValueError):
+        return None
+    count = sum(1 for line in text.splitlines() if line[:3] == "cpu" and line[3:4].isdigit())
+    return count or None
 
 
 def _read(path: os.PathLike[str]) -> str | None:
