@@ -140,3 +140,19 @@ async def test_a_key_right_after_a_cursor_move_acts_on_the_device_under_the_curs
         await wait_for(pilot, lambda: panel.is_mounted and panel.device is not None)
         assert table(app).selected == "sdb"
         assert panel.device == "sdb"
+
+
+async def test_slash_on_an_80x24_screen_types_the_name_into_the_filter_not_the_table() -> None:
+    # Narrow mode: "/" shows the table view, whose deferred focus() landed after the filter
+    # box took focus, so "sdb" went to the table's keys (d: probe, b: ...) and the box stayed
+    # empty (seen in tmux at 80x24, where an SRE over SSH works).
+    app = canned_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(pilot, app)
+        await pilot.press("slash")
+        await pilot.pause()
+        await burst(pilot, "s", "d", "b")
+        await wait_for(pilot, lambda: app.main_screen.query_one("#filter").value == "sdb")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: table(app).selected == "sdb")
+        assert table(app).visible_names() == ["sdb"]

@@ -582,10 +582,13 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         tabs = self.query_one("#view-tabs", Tabs)
         if tabs.active != view:
             tabs.active = view
+        # set_focus at once, not widget.focus() (which waits a turn of the message queue): "/"
+        # on a narrow screen shows the table, then focuses the filter box, and a deferred
+        # focus of the table landed after it, so the name typed next went to the table's keys.
         if view == "view-table":
-            self.query_one(DeviceTable).focus()
+            self.set_focus(self.query_one(DeviceTable))
         elif view == "view-panel":
-            self.query_one("#side-panel", TabbedContent).query_one(Tabs).focus()
+            self.set_focus(self.query_one("#side-panel", TabbedContent).query_one(Tabs))
         self.call_after_refresh(self._draw_charts, self._now(), True)
 
     @on(Tabs.TabActivated, "#view-tabs")
