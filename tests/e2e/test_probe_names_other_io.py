@@ -185,3 +185,23 @@ def test_a_second_process_on_the_same_ext4_during_a_wal_probe_is_named_not_the_j
     assert text is not None and "requests from dd[" in text, doc["hints"]
     assert "jbd2" not in text and "fio[" not in text
     assert doc["issuers"]["journal"] > 0
+
+
+def test_a_traced_sweep_while_another_reader_hits_the_device_names_the_reader(
+    tmp_path: Path, make_loop: Callable[..., str], fio_bin: str, tracer: None
+) -> None:
+    dev = make_loop(size_mb=64)
+    reader = subprocess.Popen(_reader(f"/dev/{dev}"), start_new_session=True)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"), "sweep",
+             "--target", f"/dev/{dev}", "--max-qd", "1", "--step-runtime", "2", "--quiet"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    finally:
+        os.killpg(reader.pid, signal.SIGKILL)
+        reader.wait()
+    assert done.returncode == 0, done.stderr
+    line = next((x for x in done.stdout.splitlines() if x.startswith("other I/O hit")), "")
+    assert line.startswith("other I/O hit the device during QD 1: "), done.stdout
+    assert "requests from dd[" in line and "it served" not in line, line
