@@ -258,6 +258,8 @@ def _figures(r: ProbeResult) -> list[tuple[str, float | None, bool]]:
         block = d.block.percentile("p99") if d and d.block else None
         rows.append((f"{name} device p99 µs", block, False))
     rows.append(("fsync mean µs", r.fsync.mean_us if r.fsync else None, False))
+    flush_write = r.flush_write.percentile("p99") if r.flush_write else None
+    rows.append(("flush+write p99 µs", flush_write, False))
     rows.append(("sys CPU %", r.sys_cpu_pct, False))
     util = max((u.util_pct for u in r.disk_util), default=None)
     rows.append(("device util %", util, True))

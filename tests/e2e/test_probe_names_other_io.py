@@ -25,7 +25,7 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from iotop_plus.probe.history import ProbeHistory
+from iotop_plus.probe.history import ProbeHistory, compare
 from iotop_plus.tui.widgets.probe_panel import result_card
 from tests.e2e.test_latency_real import need_tracer
 
@@ -125,6 +125,8 @@ def test_a_traced_wal_probe_on_an_idle_raw_device_reports_flush_writes_apart_and
     kept = ProbeHistory.load(tmp_path / "state").records[-1].result
     assert kept.flush_write is not None and kept.issuers is not None
     card = _card(result_card(kept))
+    history = ProbeHistory.load(tmp_path / "state").records
+    assert "flush+write p99 µs" in [row.label for row in compare(history[-1], history[-1])]
     line = r"^flush\+write µs +p50 [\d,]+ p99 [\d,]+ .*max [\d,]+ \([\d,]+ requests\)"
     assert re.search(line, card, re.M), card
 
