@@ -6,9 +6,11 @@ sectors, and HELP says so.
 
 The kernel prints the millisecond fields (read, write, discard and flush time, ``io_ticks``,
 ``time_in_queue``) as 32-bit ``unsigned int``: they wrap every 2^32 ms (49.7 days).
-:class:`MonotonicDisks` adds 2^32 ms at each wrap it sees, so the exported counters keep
-rising as Prometheus expects; a device that was reset (its I/O counts fell, or its major:minor
-changed) starts again from the kernel's values, which Prometheus reads as a counter reset.
+:class:`MonotonicDisks` adds each frame's delta (2^32 ms more at a wrap), so the exported
+counters keep rising as Prometheus expects; a device that was reset (a count fell, or its
+major:minor changed) starts again from the kernel's values, which Prometheus reads as a counter
+reset. The wrap and reset rule is the one of the rates (:func:`~iotop_plus.sampling.diskstats.
+counter_deltas`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from iotop_plus.sampling.diskstats import (
     FLUSH_MS,
     FLUSHES,
     IO_TICKS,
+    MS_FIELDS,
     READ_MS,
     READS,
     READS_MERGED,
@@ -34,16 +37,11 @@ from iotop_plus.sampling.diskstats import (
     WRITES,
     WRITES_MERGED,
     DiskCounters,
+    counter_deltas,
 )
 
 SECTOR_BYTES = 512
 """/proc/diskstats counts 512-byte sectors whatever the device's block size."""
-
-MS_WRAP = 2**32
-"""The millisecond fields are printed as 32-bit unsigned ints."""
-
-MS_FIELDS = (READ_MS, WRITE_MS, IO_TICKS, TIME_IN_QUEUE, DISCARD_MS, FLUSH_MS)
-"""Counters that wrap at 2^32 (milliseconds)."""
 
 #: Which counters need which kernel: 11 fields always, discards from 4.18, flushes from 5.5.
 BASIC, DISCARD, FLUSH = 11, 15, 17
@@ -156,35 +154,32 @@ class MonotonicDisks:
 
     def __init__(self) -> None:
         self._last: dict[str, DiskCounters] = {}
-        self._wraps: dict[str, list[int]] = {}
+        self._offsets: dict[str, list[int]] = {}
+        """Per device, what to add to the kernel's values: 2^32 per wrap of an ms field."""
 
     def update(self, counters: Mapping[str, DiskCounters]) -> None:
         """Take the counters of a new frame."""
-        last, wraps = self._last, self._wraps
+        last, offsets = self._last, self._offsets
         for name in [n for n in last if n not in counters]:
             del last[name]
-            wraps.pop(name, None)
+            offsets.pop(name, None)
         for name, cur in counters.items():
             prev = last.get(name)
             if prev is not None and prev is not cur and prev.values != cur.values:
-                if (prev.major, prev.minor) != (cur.major, cur.minor) or _reset(prev, cur):
-                    wraps.pop(name, None)
+                deltas = counter_deltas(prev, cur)
+                if deltas is None:
+                    offsets.pop(name, None)
                 else:
+                    pv, cv = prev.values, cur.values
                     for i in MS_FIELDS:
-                        if cur.values[i] < prev.values[i]:
-                            wraps.setdefault(name, [0] * len(cur.values))[i] += 1
+                        # The exported value rises by the delta: pv + delta, not the kernel's cv.
+                        if (gap := pv[i] + deltas[i] - cv[i]) != 0:
+                            offsets.setdefault(name, [0] * len(cv))[i] += gap
             last[name] = cur
 
     def values(self, name: str, counters: DiskCounters) -> tuple[int, ...]:
         """The exported counters of ``name``: the kernel's, plus 2^32 per wrap seen."""
-        w = self._wraps.get(name)
+        w = self._offsets.get(name)
         if w is None:
             return counters.values
-        return tuple(v + n * MS_WRAP for v, n in zip(counters.values, w, strict=False))
-
-
-def _reset(prev: DiskCounters, cur: DiskCounters) -> bool:
-    """A device that went away and came back under the same name starts at zero: its
-    operation counts (which never wrap in practice: they are 64-bit) fell."""
-    p, c = prev.values, cur.values
-    return c[READS] < p[READS] or c[WRITES] < p[WRITES] or c[SECTORS_READ] < p[SECTORS_READ]
+        return tuple(v + n for v, n in zip(counters.values, w, strict=False))

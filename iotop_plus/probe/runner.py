@@ -49,6 +49,21 @@ from iotop_plus.probe.target import (
 )
 from iotop_plus.programs import lookup_program
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import (
+    IO_TICKS,
+    MAX_ATTRIBUTE_BYTES,
+    READ_MS,
+    READS,
+    READS_MERGED,
+    TIME_IN_QUEUE,
+    WRITE_MS,
+    WRITES,
+    WRITES_MERGED,
+    DiskCounters,
+    counter_deltas,
+    parse_sys_stat,
+    read_bounded,
+)
 from iotop_plus.sampling.pressure import read_pressure_file
 
 INSTALL_HINT = "install it with `apt-get install fio` (Debian/Ubuntu) or `dnf install fio`"
@@ -498,20 +513,19 @@ class ProbeRunner:
             fio.close_pipes()
 
 
-_DiskCounters = tuple[float, list[int]]
+_DiskCounters = tuple[float, DiskCounters]
 
 
 def _disk_counters(roots: Roots, target: ProbeTarget) -> _DiskCounters | None:
     """A device target's ``stat`` counters now (fio finds no device behind /proc/self/fd/N)."""
     if target.kind != "device" or target.device is None:
         return None
+    path = roots.sys_class_block / target.device / "stat"
     try:
-        fields = [
-            int(x) for x in (roots.sys_class_block / target.device / "stat").read_text().split()
-        ]
+        counters = parse_sys_stat(read_bounded(path, MAX_ATTRIBUTE_BYTES), target.device)
     except (OSError, ValueError):
         return None
-    return time.monotonic(), fields
+    return time.monotonic(), counters
 
 
 def _with_disk_util(
@@ -524,25 +538,27 @@ def _with_disk_util(
     """fio's document, with the ``disk_util`` fio would have given for a device by name.
 
     Computed the way fio does (``diskutil.c``): deltas of the device's ``stat`` and
-    ``util`` = io_ticks over the elapsed time. The raw JSON is re-serialised with it.
+    ``util`` = io_ticks over the elapsed time, with the wrap and reset rule of the rates (ms
+    counters modulo 2^32; no ``disk_util`` when the counters were reset). The raw JSON is
+    re-serialised with it.
     """
     if not isinstance(doc, dict) or doc.get("disk_util") or before is None or after is None:
         return raw, doc
     (t0, a), (t1, b) = before, after
-    if len(a) < 11 or len(b) < 11:
+    d = counter_deltas(a, b)
+    if d is None:
         return raw, doc
-    d = [y - x for x, y in zip(a, b, strict=False)]
     elapsed_ms = max((t1 - t0) * 1000, 1.0)
     util = {
         "name": target.device,
-        "read_ios": d[0],
-        "write_ios": d[4],
-        "read_merges": d[1],
-        "write_merges": d[5],
-        "read_ticks": d[3],
-        "write_ticks": d[7],
-        "in_queue": d[10],
-        "util": min(100.0, d[9] * 100 / elapsed_ms),
+        "read_ios": d[READS],
+        "write_ios": d[WRITES],
+        "read_merges": d[READS_MERGED],
+        "write_merges": d[WRITES_MERGED],
+        "read_ticks": d[READ_MS],
+        "write_ticks": d[WRITE_MS],
+        "in_queue": d[TIME_IN_QUEUE],
+        "util": min(100.0, d[IO_TICKS] * 100 / elapsed_ms),
     }
     doc = {**doc, "disk_util": [util]}
     return json.dumps(doc, indent=2), doc

@@ -38,6 +38,7 @@ from iotop_plus.sampling.diskstats import (
     TIME_IN_QUEUE,
     WRITE_MS,
     WRITES,
+    value_deltas,
 )
 from iotop_plus.sampling.sampler import Sample
 
@@ -100,8 +101,17 @@ class Rollup:
         if dt <= 0:
             return
 
+        # Per device, the deltas of the one wrap and reset rule (ms counters modulo 2^32);
+        # a device whose counters were reset adds nothing but the interval's zeros.
+        zero = (0,) * len(cur)
+        per_device = [
+            value_deltas(b, a) or zero
+            for a, b in zip(zip(*cur, strict=True), zip(*prev, strict=True), strict=False)
+        ]
+        columns = list(zip(*per_device, strict=True)) if per_device else [()] * len(cur)
+
         def delta(k: int) -> list[int]:
-            return [max(0, a - b) for a, b in zip(cur[k], prev[k], strict=False)]
+            return list(columns[k])
 
         ios: list[float] = [a + b for a, b in zip(delta(READS), delta(WRITES), strict=False)]
         sectors = [a + b for a, b in zip(delta(SECTORS_READ), delta(SECTORS_WRITTEN), strict=False)]

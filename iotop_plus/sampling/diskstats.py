@@ -156,6 +156,54 @@ class DiskCounters(NamedTuple):
         return bool(v[READS] or v[WRITES] or v[DISCARDS] or v[FLUSHES])
 
 
+# The wrap and reset rule, the one home of it: the rates, the exporter, the recording's
+# roll-ups and the probe runner all take their deltas from here.
+MS_WRAP = 1 << 32
+"""The millisecond counters (read, write, discard and flush ms, io_ticks, time_in_queue) are
+32-bit ``unsigned int`` in the kernel: they wrap every 2^32 ms (49.7 days)."""
+MS_FIELDS = (READ_MS, WRITE_MS, IO_TICKS, TIME_IN_QUEUE, DISCARD_MS, FLUSH_MS)
+"""Indexes of the counters that wrap at :data:`MS_WRAP`: their deltas are taken modulo it."""
+COUNT_FIELDS = tuple(i for i in range(N_COUNTERS) if i not in MS_FIELDS and i != IN_FLIGHT)
+"""Indexes of the operation and sector counts (64-bit): one that falls means a reset."""
+_IS_MS = tuple(i in MS_FIELDS for i in range(N_COUNTERS))
+
+
+def was_reset(before: Sequence[int], after: Sequence[int]) -> bool:
+    """Whether a count or sector counter went backwards: the device was re-created (or its
+    counters cleared), so the interval has no honest deltas."""
+    # Unrolled over COUNT_FIELDS: this runs for every busy device on every frame.
+    return (
+        after[0] < before[0]
+        or after[1] < before[1]
+        or after[2] < before[2]
+        or after[4] < before[4]
+        or after[5] < before[5]
+        or after[6] < before[6]
+        or after[11] < before[11]
+        or after[12] < before[12]
+        or after[13] < before[13]
+        or after[15] < before[15]
+    )
+
+
+def value_deltas(before: Sequence[int], after: Sequence[int]) -> tuple[int, ...] | None:
+    """The 17 deltas from ``before`` to ``after`` (counter values in kernel order): ms
+    counters modulo 2^32, the in-flight gauge as a plain difference; None after a reset."""
+    if was_reset(before, after):
+        return None
+    return tuple(
+        (a - b) % MS_WRAP if ms else a - b for a, b, ms in zip(after, before, _IS_MS, strict=False)
+    )
+
+
+def counter_deltas(prev: DiskCounters, cur: DiskCounters) -> tuple[int, ...] | None:
+    """:func:`value_deltas` of two readings of one device; None when the counters were reset
+    or the name now belongs to another device (its major:minor changed)."""
+    if prev.major != cur.major or prev.minor != cur.minor:
+        return None
+    return value_deltas(prev.values, cur.values)
+
+
 @dataclass(frozen=True, slots=True)
 class ParseProblem:
     """One line that could not be parsed, and why."""

@@ -7,6 +7,9 @@ Source: sysstat ``rd_stats.c`` (``compute_ext_disk_stats``) and ``iostat.c``
   the kernel, so their deltas are taken modulo 2**32.
 * A count or sector counter that goes backwards means the device was re-created: that
   interval has no rates (``None``), never a huge number.
+
+Both rules live in :mod:`iotop_plus.sampling.diskstats` (``MS_WRAP``, ``was_reset``,
+``value_deltas``), shared with the exporter, the recording's roll-ups and the probe runner.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from iotop_plus.sampling.diskstats import (
     FLUSHES,
     IN_FLIGHT,
     IO_TICKS,
+    MS_WRAP,
     READ_MS,
     READS,
     READS_MERGED,
@@ -33,12 +37,9 @@ from iotop_plus.sampling.diskstats import (
     WRITES,
     WRITES_MERGED,
     DiskCounters,
+    was_reset,
 )
 from iotop_plus.sampling.figures import FIGURES
-
-MS_WRAP = 1 << 32
-_MS_FIELDS = frozenset({READ_MS, WRITE_MS, IO_TICKS, TIME_IN_QUEUE, DISCARD_MS, FLUSH_MS})
-_COUNT_FIELDS = tuple(i for i in range(17) if i not in _MS_FIELDS and i != IN_FLIGHT)
 
 #: Every iostat -x figure of DeviceRates, in iostat -x column order, then the in-flight gauge.
 COLUMNS: tuple[str, ...] = tuple(f.key for f in FIGURES)
@@ -66,7 +67,8 @@ class DeviceRates(NamedTuple):
         return self.after[i] - self.before[i]
 
     def _ms(self, i: int) -> int:
-        # The kernel's ms counters are 32-bit: deltas are taken modulo 2**32.
+        # The kernel's ms counters are 32-bit: deltas are taken modulo 2**32 (the rule of
+        # diskstats.value_deltas, inlined: this runs for every figure shown).
         return (self.after[i] - self.before[i]) % MS_WRAP
 
     def _per_io(self, amount: float, ios_index: int) -> float:
@@ -211,31 +213,6 @@ class DeviceRates(NamedTuple):
         return {name: getattr(self, name) for name in COLUMNS}
 
 
-def delta(prev: DiskCounters, cur: DiskCounters) -> tuple[int, ...] | None:
-    """Per-field deltas, ms fields modulo 2**32; None when the device was reset."""
-    if _was_reset(prev.values, cur.values):
-        return None
-    pv, cv = prev.values, cur.values
-    return tuple((cv[i] - pv[i]) % MS_WRAP if i in _MS_FIELDS else cv[i] - pv[i] for i in range(17))
-
-
-def _was_reset(pv: tuple[int, ...], cv: tuple[int, ...]) -> bool:
-    """Whether a count or sector counter went backwards (the device was re-created)."""
-    # Unrolled over _COUNT_FIELDS: this runs for every busy device on every tick.
-    return (
-        cv[0] < pv[0]
-        or cv[1] < pv[1]
-        or cv[2] < pv[2]
-        or cv[4] < pv[4]
-        or cv[5] < pv[5]
-        or cv[6] < pv[6]
-        or cv[11] < pv[11]
-        or cv[12] < pv[12]
-        or cv[13] < pv[13]
-        or cv[15] < pv[15]
-    )
-
-
 def compute_rates(prev: DiskCounters, cur: DiskCounters, elapsed_s: float) -> DeviceRates | None:
     """iostat -x figures for ``cur`` relative to ``prev`` over ``elapsed_s`` seconds.
 
@@ -246,7 +223,7 @@ def compute_rates(prev: DiskCounters, cur: DiskCounters, elapsed_s: float) -> De
     if not elapsed_s > 0 or prev.major != cur.major or prev.minor != cur.minor:
         return None
     pv, cv = prev.values, cur.values
-    if pv is not cv and _was_reset(pv, cv):
+    if pv is not cv and was_reset(pv, cv):
         return None
     return _new_rates(DeviceRates, (pv, cv, elapsed_s))
 
@@ -280,22 +257,7 @@ def compute_all(
         elif (
             before[0] != after[0]  # major:minor changed: another device under that name
             or before[1] != after[1]
-            or (
-                pv is not cv
-                # _was_reset, unrolled here too.
-                and (
-                    cv[0] < pv[0]
-                    or cv[1] < pv[1]
-                    or cv[2] < pv[2]
-                    or cv[4] < pv[4]
-                    or cv[5] < pv[5]
-                    or cv[6] < pv[6]
-                    or cv[11] < pv[11]
-                    or cv[12] < pv[12]
-                    or cv[13] < pv[13]
-                    or cv[15] < pv[15]
-                )
-            )
+            or (pv is not cv and was_reset(pv, cv))
         ):
             out[name] = None
         else:

@@ -17,14 +17,14 @@ import pytest
 
 from iotop_plus import cli
 from iotop_plus.export.collector import FrameCollector
-from iotop_plus.export.counters import MS_WRAP, MonotonicDisks
+from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.latency import BUCKET_BOUNDS_S, HIGH_EXP, LOW_EXP, slot_of
 from iotop_plus.export.textfile import write_textfile
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.export.webconfig import WebConfigError, load_web_config
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import DiskCounters
+from iotop_plus.sampling.diskstats import MS_WRAP, DiskCounters
 from iotop_plus.sampling.frame import Frame, LiveSource
 from iotop_plus.sampling.latency_hist import (
     FAILED,

@@ -6,14 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from iotop_plus.sampling.diskstats import DiskCounters, parse_diskstats
+from iotop_plus.sampling.diskstats import DiskCounters, counter_deltas, parse_diskstats
 from iotop_plus.sampling.rates import (
     COLUMNS,
     MS_WRAP,
     DeviceRates,
     compute_all,
     compute_rates,
-    delta,
 )
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -116,7 +115,7 @@ def test_ms_counters_wrap_modulo_2_32() -> None:
         [100, 0, 800, w - 10, 50, 0, 400, w - 1, 0, w - 500, w - 40, 5, 0, 80, w - 3, 4, w - 6]
     )
     after = _counters([200, 0, 1600, 90, 100, 0, 800, 49, 1, 300, 60, 10, 0, 160, 7, 8, 2])
-    d = delta(before, after)
+    d = counter_deltas(before, after)
     assert d is not None
     r = compute_rates(before, after, 1.0)
     assert r is not None
