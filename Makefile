@@ -1,23 +1,28 @@
 # Two commands from a fresh clone: `make run` and `make test`. Each does its own set-up.
+# `make test-fast` is the inner loop: unit and Pilot tests only (no root, no slow), on two
+# workers, under a minute.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint typecheck pytest screenshots bench clean sysdeps bytecode
+.PHONY: run test test-fast lint typecheck pytest screenshots bench clean sysdeps bytecode
 
+# Set-up time (pip, apt) is printed apart from the tests' own time.
 $(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	@start=$$(date +%s); \
+	$(PYTHON) -m venv $(VENV) && \
+	$(BIN)/pip install --quiet --upgrade pip && \
+	$(BIN)/pip install --quiet -e '.[test]' && \
+	touch $(STAMP) && \
+	echo "set-up: pip install took $$(( $$(date +%s) - start )) s"
 
 # fio (probes), sysstat (iostat, for the parity tests), tmux (end-to-end tests), bpftrace
 # (latency tracer), prometheus (promtool and the server, for the exporter tests) and udev
 # (udevadm, to check the exported udev rules; udevd itself is never started):
 # installed only when missing and we are root; otherwise the tests that need them say so.
 sysdeps:
-	@missing=""; \
+	@start=$$(date +%s); missing=""; \
 	for pair in fio:fio iostat:sysstat tmux:tmux udevadm:udev bpftrace:bpftrace promtool:prometheus; do \
 		cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
@@ -26,13 +31,14 @@ sysdeps:
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "installing:$$missing"; \
 			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+			echo "set-up: apt-get install took $$(( $$(date +%s) - start )) s"; \
 		else \
 			echo "note: missing$$missing (not root or no apt-get); tests that need them will skip with a reason"; \
 		fi; \
 	fi
 
 # The editable install leaves no .pyc files and PYTHONDONTWRITEBYTECODE (set on some hosts)
-# stops Python writing them: compiling our ~45 modules on every start cost ~150 ms of the first
+# stops Python writing them: compiling our modules on every start cost ~150 ms of the first
 # frame. compileall skips modules that are up to date.
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q iotop_plus
@@ -48,10 +54,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# Serial: the root tests share loop devices, sysctls (kernel.task_delayacct), the block
+# layer's tracepoints and the machine's two cores with the fio they time.
 pytest: $(STAMP) sysdeps
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=15
 
 test: lint typecheck pytest
+
+# No lint, no mypy, no root, no slow: what the unit and Pilot tests say, in parallel.
+test-fast: $(STAMP)
+	$(BIN)/pytest -q -n 2 --timeout=60 -m "not slow and not root" tests/unit tests/tui
 
 # PNG copies need rsvg-convert (librsvg2-bin); without it the script writes SVG only.
 screenshots: $(STAMP)

@@ -30,6 +30,9 @@ from iotop_plus.sampling.latency_hist import (
 )
 from tests.support.nobody import nobody_env, nobody_python
 
+# Every test here starts bpftrace, fio or the console script for seconds.
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -112,6 +115,7 @@ def traced_source(part: str = LATENCY) -> LiveSource:
     return source
 
 
+@pytest.mark.root
 def test_percentiles_agree_with_fio_randread_qd1(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
     """Block time excludes the syscall: our p50/p99 are at most fio's clat, and at least half."""
     need_tracer()
@@ -160,6 +164,7 @@ def exact_percentile(values: list[int], rank: float) -> float:
     return float(ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * rank // 100) - 1))])
 
 
+@pytest.mark.root
 def test_percentiles_are_within_15_percent_of_a_per_request_capture(
     make_loop, fio_bin, tmp_path
 ) -> None:  # type: ignore[no-untyped-def]
@@ -203,6 +208,7 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
     # (not the max: it is one request, and either tracer can miss it, see BlindWatch)
 
 
+@pytest.mark.root
 def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
     need_tracer()
     dev = make_loop(64, direct_io=True)
@@ -248,6 +254,7 @@ def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin
     assert tracers_of(os.getpid()) == []
 
 
+@pytest.mark.root
 def test_bpftrace_missing_is_one_line(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("as root, the lookup ignores PATH: this is the root case")
@@ -299,6 +306,7 @@ def test_not_root_snapshot_says_so_and_reports_the_rest(tmp_path: Path) -> None:
     assert all("r/s" in d for d in disks)
 
 
+@pytest.mark.root
 def test_bpftrace_killed_mid_run_is_said_and_restartable(make_loop) -> None:  # type: ignore[no-untyped-def]
     need_tracer()
     dev = make_loop(16, direct_io=True)
@@ -328,6 +336,7 @@ def test_bpftrace_killed_mid_run_is_said_and_restartable(make_loop) -> None:  # 
     assert wait_for(lambda: tracers_of(os.getpid()) == [], 5)
 
 
+@pytest.mark.root
 def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
     need_tracer()
     backing = tmp_path / "gone.img"
@@ -371,6 +380,7 @@ def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
         subprocess.run(["losetup", "-d", node], check=False, capture_output=True)
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_snapshot_signals_leave_no_tracer(signum: int) -> None:
     """Quit, hang-up, terminate or crash (SIGKILL) of the parent: bpftrace never outlives it."""
@@ -409,6 +419,7 @@ def test_device_latency_of_an_idle_device_is_zero_counts() -> None:
     assert empty["read"]["count"] == 0 and empty["device_ms_mean"] is None  # type: ignore[index]
 
 
+@pytest.mark.root
 @pytest.mark.parametrize("how", ["quit", "SIGHUP", "hangup"])
 def test_tui_quit_and_hangup_leave_no_tracer(how: str) -> None:
     """The TUI with the latency columns shown: `q`, SIGHUP, or the terminal closing."""
@@ -439,6 +450,7 @@ def test_tui_quit_and_hangup_leave_no_tracer(how: str) -> None:
         assert wait_for(lambda: tracers_of(pid) == [], 5), tracers_of(pid)
 
 
+@pytest.mark.root
 def test_a_tracer_whose_stamp_map_is_full_is_restarted(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
     """A full map of issue stamps (completions the kernel did not report pile up in it on a
     busy host, see BlindWatch) makes the tracer blind; the part notices from the disk's own
@@ -488,6 +500,7 @@ def _bucket_low_us(value_us: float) -> float:
     return bucket_bounds(bucket_of(max(round(value_us * 1000) - 1, 1)))[0] / 1000
 
 
+@pytest.mark.root
 def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The probe command traces the device while fio runs: device p50/p99 are at most fio's
     clat, counts match fio's, and no tracer is left.
@@ -575,6 +588,7 @@ def _zombie(pid: int) -> bool:
         return True
 
 
+@pytest.mark.root
 def test_the_parent_death_signal_alone_kills_the_tracer() -> None:
     """With its pipes still open elsewhere, only PR_SET_PDEATHSIG can kill bpftrace when its
     parent is SIGKILLed; without setpriv's --pdeathsig the same tracer lives on."""
