@@ -11,7 +11,6 @@ import argparse
 import signal
 import sys
 import threading
-import time
 from types import FrameType
 from typing import Any
 
@@ -24,6 +23,7 @@ from iotop_plus.record.collect import (
 from iotop_plus.record.recorder import Recorder, RecorderError, recording_dir
 from iotop_plus.record.times import parse_duration, parse_size
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.clock import Schedule
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, LiveSource
 from iotop_plus.sampling.sampler import read_platform
@@ -117,7 +117,8 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     written = 0
     try:
         frame = first
-        deadline = frame.monotonic
+        schedule = Schedule(args.interval)
+        schedule.start(frame.monotonic)
         while True:
             journal = []
             for name, tail in tails.items():
@@ -136,11 +137,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
             written += 1
             if args.count and written >= args.count:
                 break
-            deadline += args.interval
-            now = time.monotonic()
-            if deadline < now:  # fell behind (a stalled disk): no burst of catch-up samples
-                deadline = now
-            if stop.wait(max(0.0, deadline - now)):
+            if not schedule.wait(stop):  # a stalled disk's late sample: no burst after it
                 break
             frame = source.next_frame()
     finally:

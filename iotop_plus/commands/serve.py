@@ -147,7 +147,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     collector = FrameCollector(sampler.view)
     sampler.on_view = collector.prerender  # every scrape of a known format is a cache hit
     if textfile is not None:
-        return _textfile_loop(sampler, collector, textfile, args.interval, stop)
+        return _textfile_loop(sampler, collector, textfile, stop)
 
     try:
         server = MetricsServer((host, port), collector, web)
@@ -180,11 +180,11 @@ def _textfile_loop(
     sampler: ExportSampler,
     collector: FrameCollector,
     path: Path,
-    interval: float,
     stop: threading.Event,
 ) -> int:
     from iotop_plus.export.textfile import write_textfile
 
+    sampler.schedule.start()  # the one schedule: no drift from the time each write takes
     while True:
         sampler.step()
         body, _ = collector.render(None)
@@ -196,7 +196,7 @@ def _textfile_loop(
                 file=sys.stderr,
             )
             return EXIT_FAILURE
-        if stop.wait(interval):
+        if not sampler.schedule.wait(stop):
             sampler.stop()
             return EXIT_OK
 

@@ -17,6 +17,7 @@ from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.events import ProbeFigures, StateEvents
 from iotop_plus.export.latency import LatencyTotals, OpTotals
 from iotop_plus.export.queue import QUEUE_REFRESH_S, QueueSettings, read_queues
+from iotop_plus.sampling.clock import Clock, Schedule
 from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
 from iotop_plus.sampling.latency_hist import FAILED
 from iotop_plus.sampling.sampler import select_devices
@@ -68,6 +69,7 @@ class ExportSampler:
         queue_refresh_s: float = QUEUE_REFRESH_S,
         warn: Callable[[str], object] | None = None,
         cgroup_depth: int | None = None,
+        clock: Clock | None = None,
     ) -> None:
         """Args:
         source: Where frames come from (asked for cgroups when ``cgroup_depth`` is set).
@@ -77,9 +79,11 @@ class ExportSampler:
         queue_refresh_s: How often queue settings are re-read when nothing else changed.
         warn: Called with one line when the latency tracer cannot run (once per reason).
         cgroup_depth: Export cgroups up to this many levels below the root; None: none.
+        clock: The schedule's clock (tests step a fake one); default the real one.
         """
         self.source = source
-        self.interval = interval
+        self.schedule = Schedule(interval, clock=clock)
+        """When frames are taken, on the thread or by ``serve --textfile``'s loop."""
         self.show_all = show_all
         self.queue_refresh_s = queue_refresh_s
         self.events = StateEvents(state)
@@ -182,20 +186,21 @@ class ExportSampler:
             self.warn(f"latency not exported: {status}")
         self._latency_said = status
 
+    @property
+    def interval(self) -> float:
+        """Seconds between frames."""
+        return self.schedule.interval
+
     def start(self) -> None:
         """Read the first frame now, then one per interval on a daemon thread."""
+        self.schedule.start()
         self.step()
         self._thread = threading.Thread(target=self._run, name="iotop-plus-serve", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        deadline = time.monotonic()
-        while True:
-            deadline += self.interval
-            if self._stop.wait(max(0.0, deadline - time.monotonic())):
-                return
+        while self.schedule.wait(self._stop):
             self.step()
-            deadline = max(deadline, time.monotonic() - self.interval)  # never pile up
 
     def stop(self) -> None:
         """Stop the thread and release the source."""

@@ -1,10 +1,13 @@
-"""The one clock: a thread that takes a frame from a source every interval.
+"""The one schedule, and the thread that takes the TUI's frames on it.
 
-Everything that shows live figures (the TUI's views, later the recorder and the exporter)
-hangs off one :class:`SamplerThread`, so the interval lives in one place. The next frame is
-due one interval after the previous one *started*; a frame that takes longer than the
-interval delays the next one, so frames never stack. Changing the interval re-plans the next
-frame at once.
+Every loop that takes frames runs on a :class:`Schedule`: the TUI's :class:`SamplerThread`,
+``snapshot`` and ``top`` (:func:`~iotop_plus.sampling.frame.frames_on_schedule`), ``serve``
+and its ``--textfile`` (:class:`~iotop_plus.export.view.ExportSampler`) and ``record``. The
+rule (REFERENCE.md, "One schedule"): the next frame is due one interval after the previous
+one *was due*, so the time a frame takes to read never makes the schedule drift; a frame
+that is already late when its wait begins is taken at once, and the next is due one interval
+after it, so a stall (a hung disk) never brings a burst of catch-up frames. The wait reads
+time from an injectable :class:`Clock`, so tests step it by hand.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ import dataclasses
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
-from iotop_plus.sampling.frame import Frame, FrameSource
+if TYPE_CHECKING:  # frame.py runs its headless loop on the Schedule below
+    from iotop_plus.sampling.frame import Frame, FrameSource
 
 MIN_INTERVAL = 0.25
 """Shortest interval between frames, in seconds."""
@@ -32,8 +37,136 @@ def clamp_interval(seconds: float) -> float:
     return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
 
 
+class Clock(Protocol):
+    """Where a :class:`Schedule` reads the time and waits (tests step a fake one by hand)."""
+
+    def now(self) -> float:
+        """Seconds on a monotonic clock."""
+        ...
+
+    def wait(self, event: threading.Event | None, seconds: float) -> bool:
+        """Wait ``seconds`` or until ``event`` is set; True when it was set."""
+        ...
+
+
+class MonotonicClock:
+    """The real clock: ``time.monotonic`` (the clock frames are stamped with)."""
+
+    def now(self) -> float:
+        """``time.monotonic()``."""
+        return time.monotonic()
+
+    def wait(self, event: threading.Event | None, seconds: float) -> bool:
+        """``event.wait(seconds)``, or a plain sleep without an event."""
+        if event is None:
+            time.sleep(max(0.0, seconds))
+            return False
+        return event.wait(max(0.0, seconds))
+
+
+MONOTONIC = MonotonicClock()
+"""The clock every schedule uses unless it is given another."""
+
+
+class Schedule:
+    """When the next frame is due.
+
+    Call :meth:`start` when the first frame was taken, then :meth:`wait` before each of the
+    others. The first interval is ``first_interval`` when that is shorter (figures at once);
+    :attr:`short` says the frame being waited for comes after it.
+
+    Args:
+        interval: Seconds between frames.
+        first_interval: Seconds from the first frame to the second; None: one interval.
+        clock: Where time is read and waited for; default :data:`MONOTONIC`.
+    """
+
+    def __init__(
+        self,
+        interval: float,
+        *,
+        first_interval: float | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.clock: Clock = clock if clock is not None else MONOTONIC
+        self._interval = interval
+        self._first = first_interval
+        self._prev_due: float | None = None
+        self._due: float | None = None
+        self.short = False
+        """True while the frame waited for is the one after the short first interval."""
+        self.late = 0
+        """Frames that were due before their wait began (taken at once)."""
+
+    @property
+    def interval(self) -> float:
+        """Seconds between frames."""
+        return self._interval
+
+    @interval.setter
+    def interval(self, seconds: float) -> None:
+        """A new interval re-plans the next frame from the time the previous one was due."""
+        self._interval = seconds
+        if self._prev_due is not None:
+            self._due = self._prev_due + self._gap()
+
+    @property
+    def due(self) -> float | None:
+        """When the next frame is due (None before :meth:`start`)."""
+        return self._due
+
+    @property
+    def started(self) -> bool:
+        """Whether :meth:`start` was called."""
+        return self._due is not None
+
+    def _gap(self) -> float:
+        if self.short and self._first is not None:
+            return min(self._first, self._interval)
+        return self._interval
+
+    def start(self, at: float | None = None) -> None:
+        """The first frame was due (taken) at ``at``; default now."""
+        base = self.clock.now() if at is None else at
+        self.short = self._first is not None and self._first < self._interval
+        self._prev_due = base
+        self._due = base + self._gap()
+
+    def wait(self, event: threading.Event | None = None) -> bool:
+        """Wait until the next frame is due, then plan the one after; False when ``event``
+        was set first (the caller stops, or looks at why it was woken and calls again).
+
+        A frame already due when the wait begins is late: it is taken at once and counts as
+        due now, so the next one is one interval after it (no burst).
+        """
+        if self._due is None:
+            self.start()
+        assert self._due is not None
+        if self.clock.now() > self._due:
+            self.late += 1
+            self._due = self.clock.now()
+        else:
+            while (left := self._due - self.clock.now()) > 0:
+                if self.clock.wait(event, left):
+                    return False
+        if event is not None and event.is_set():
+            return False
+        self._taken(self._due)
+        return True
+
+    def take_now(self) -> None:
+        """The next frame is taken now, off the schedule (a view wants fresh figures): the
+        one after it is due one interval later."""
+        self._taken(self.clock.now())
+
+    def _taken(self, due: float) -> None:
+        self.short = False
+        self._prev_due = due
+        self._due = due + self._interval
+
+
 class SamplerThread(threading.Thread):
-    """Takes a frame from ``source`` every :attr:`interval` and hands it to ``deliver``.
+    """Takes a frame from ``source`` on a :class:`Schedule` and hands it to ``deliver``.
 
     Args:
         source: Where frames come from.
@@ -42,6 +175,7 @@ class SamplerThread(threading.Thread):
             sampling goes on.
         interval: Seconds between frames (clamped).
         first_interval: Seconds before the second frame (the first has no rates).
+        clock: The schedule's clock (tests step a fake one); default the real one.
     """
 
     def __init__(
@@ -51,13 +185,15 @@ class SamplerThread(threading.Thread):
         failed: Callable[[str], object],
         interval: float = 1.0,
         first_interval: float = FIRST_INTERVAL_S,
+        clock: Clock | None = None,
     ) -> None:
         super().__init__(name="iotop-plus-sampler", daemon=True)
         self.source = source
         self._deliver = deliver
         self._failed = failed
-        self._interval = clamp_interval(interval)
-        self._first_interval = first_interval
+        self.schedule = Schedule(
+            clamp_interval(interval), first_interval=first_interval, clock=clock
+        )
         self._stop_event = threading.Event()
         self._wake = threading.Event()
         self.frames = 0
@@ -66,11 +202,11 @@ class SamplerThread(threading.Thread):
     @property
     def interval(self) -> float:
         """Seconds between frames."""
-        return self._interval
+        return self.schedule.interval
 
     @interval.setter
     def interval(self, seconds: float) -> None:
-        self._interval = clamp_interval(seconds)
+        self.schedule.interval = clamp_interval(seconds)  # re-planned from the last due time
         self._wake.set()
 
     def sample_now(self) -> None:
@@ -88,37 +224,38 @@ class SamplerThread(threading.Thread):
     _now = False
 
     def run(self) -> None:
+        schedule = self.schedule
         short = False
         while not self._stop_event.is_set():
-            started = time.monotonic()
+            started = schedule.clock.now()
             try:
                 frame = self.source.next_frame(early=self._deliver)
                 if short:
                     frame = dataclasses.replace(frame, short_interval=True)
                 self.frames += 1
                 self._deliver(frame)
-                if self.frames == 1:
+                if not schedule.started:
                     # A primed first frame was read before we started: count from its time.
                     started = min(started, frame.monotonic)
             except Exception as exc:  # a bad frame must not end sampling or the app
                 self._failed(f"sampling failed: {type(exc).__name__}: {exc}")
-            # The first frame has no rates: take the second one soon.
-            short = self.frames == 1 and self._first_interval < self._interval
-            wait = self._first_interval if short else self._interval
-            self._sleep_until(started, wait)
+            if not schedule.started:
+                schedule.start(started)
+            short = schedule.short  # the first frame has no rates: the second comes soon
+            if not self._wait():
+                break
         with contextlib.suppress(Exception):  # closing must not raise out of the thread
             self.source.close()
 
-    def _sleep_until(self, started: float, wait: float) -> None:
-        deadline = started + wait
-        while not self._stop_event.is_set():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            if self._wake.wait(remaining):
-                self._wake.clear()
-                if self._now:
-                    self._now = False
-                    return
-                # The interval changed: re-plan from the same start.
-                deadline = started + self._interval
+    def _wait(self) -> bool:
+        """Wait for the next frame on the schedule; False when asked to stop."""
+        while not self.schedule.wait(self._wake):
+            self._wake.clear()
+            if self._stop_event.is_set():
+                return False
+            if self._now:
+                self._now = False
+                self.schedule.take_now()
+                return True
+            # Woken by a new interval: the schedule re-planned it, wait again.
+        return not self._stop_event.is_set()

@@ -27,6 +27,7 @@ from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
 if TYPE_CHECKING:  # the process, cgroup and latency modules load only when someone wants them
     from iotop_plus.sampling.blockdev import OpenBlockFile
     from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample
+    from iotop_plus.sampling.clock import Clock
     from iotop_plus.sampling.latency import LatencyPart
     from iotop_plus.sampling.latency_hist import LatencyFrame
     from iotop_plus.sampling.processes import (
@@ -526,24 +527,27 @@ def frames_on_schedule(
     count: int,
     *,
     first: Frame | None = None,
-    sleep: Callable[[float], object] | None = None,
+    clock: Clock | None = None,
     on_frame: Callable[[Frame], object] | None = None,
 ) -> Iterator[tuple[Frame, Frame]]:
     """``count`` measured intervals: (previous, current) frame pairs, iostat's way.
 
-    The first frame (``first``, or one read now) is only the baseline. Frames follow a fixed
-    schedule from it, so slow reads do not make the intervals drift. ``on_frame`` sees every
-    frame read here (for warnings about what could not be read).
+    The first frame (``first``, or one read now) is only the baseline. Frames follow the one
+    :class:`~iotop_plus.sampling.clock.Schedule` from it (``clock``: tests step a fake one),
+    so slow reads do not make the intervals drift. ``on_frame`` sees every frame read here
+    (for warnings about what could not be read).
     """
+    from iotop_plus.sampling.clock import Schedule
+
     prev = first
     if prev is None:
         prev = source.next_frame()
         if on_frame is not None:
             on_frame(prev)
-    deadline = prev.monotonic
+    schedule = Schedule(interval, clock=clock)
+    schedule.start(prev.monotonic)
     for _ in range(count):
-        deadline += interval
-        (sleep or time.sleep)(max(0.0, deadline - time.monotonic()))
+        schedule.wait()
         cur = source.next_frame()
         if on_frame is not None:
             on_frame(cur)

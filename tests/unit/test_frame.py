@@ -106,14 +106,28 @@ class StepSource:
 
 
 def test_frames_on_schedule_gives_count_pairs_without_drift() -> None:
+    class NoSleep:
+        """The real time plus every wait asked for, which is only noted (none happens)."""
+
+        def __init__(self) -> None:
+            self.waited = 0.0
+
+        def now(self) -> float:
+            return time.monotonic() + self.waited
+
+        def wait(self, event: threading.Event | None, seconds: float) -> bool:
+            slept.append(seconds)
+            self.waited += seconds
+            return False
+
     source = StepSource()
     slept: list[float] = []
-    pairs = list(frames_on_schedule(source, 0.05, 3, sleep=lambda s: slept.append(s)))
+    pairs = list(frames_on_schedule(source, 0.05, 3, clock=NoSleep()))
     assert len(pairs) == 3 and len(source.reads) == 4
     assert all(cur.seq == prev.seq + 1 for prev, cur in pairs)
-    # A fixed schedule from the baseline: the k-th frame is due k intervals after it, so a
-    # sleep that did not happen shows as a longer wait next time, never as drift.
-    assert slept == pytest.approx([0.05, 0.10, 0.15], abs=0.02)
+    # A fixed schedule from the baseline: the k-th frame is due k intervals after it, so each
+    # wait is what is left of an interval, and the time a read takes never adds up as drift.
+    assert slept == pytest.approx([0.05, 0.05, 0.05], abs=0.02)
 
 
 def test_the_clock_takes_the_second_frame_soon_and_marks_it_short() -> None:
