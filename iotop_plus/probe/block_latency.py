@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from iotop_plus.probe.results import BlockLatency, Issuers, ProbeResult
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.blockdev import read_dev_numbers
 from iotop_plus.sampling.latency import FLUSH_WRITE, LatencyPart, dev_t
 from iotop_plus.sampling.latency_hist import FAILED, DeviceLatency, Histogram
 
@@ -89,12 +90,8 @@ class ProbeTracer:
         """Why the device-side latency is not traced, once known (one line)."""
 
     def _numbers(self, device: str) -> dict[str, _DevNumbers]:
-        try:
-            text = (self.roots.sys_class_block / device / "dev").read_text()
-            major, minor = (int(x) for x in text.strip().split(":"))
-        except (OSError, ValueError):
-            return {}
-        return {device: _DevNumbers(major, minor)}
+        numbers = read_dev_numbers(self.roots, device)
+        return {device: _DevNumbers(*numbers)} if numbers is not None else {}
 
     def _started(self, device: str) -> LatencyPart | None:
         numbers = self._numbers(device).get(device)

@@ -40,7 +40,7 @@ from iotop_plus.probe.workdir import (
 )
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import device_name, fd_paths
+from iotop_plus.sampling.blockdev import device_name, fd_paths, read_dev_numbers
 from iotop_plus.sampling.inventory import read_inventory
 
 #: A probe file never takes more than this share of the free space.
@@ -461,11 +461,8 @@ def _member_reasons(roots: Roots, name: str, fd: int) -> list[str]:
 
 
 def _sysfs_dev(roots: Roots, name: str) -> int | None:
-    try:
-        major, minor = (roots.sys_class_block / name / "dev").read_text().strip().split(":")
-        return os.makedev(int(major), int(minor))
-    except (OSError, ValueError):
-        return None
+    numbers = read_dev_numbers(roots, name)
+    return os.makedev(*numbers) if numbers is not None else None
 
 
 def openers(roots: Roots, fd: int, shown: str) -> list[str]:

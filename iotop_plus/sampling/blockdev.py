@@ -5,7 +5,12 @@
 * A partition's whole disk: ``/sys/class/block/PART`` resolves to a directory inside its
   disk's (``.../block/sda/sda1``), and only partitions have a ``partition`` file.
 * Mounts: ``/proc/self/mountinfo`` (proc(5)): ``id parent major:minor root mountpoint options
-  [optional...] - fstype source superopts``.
+  [optional...] - fstype source superopts``. The kernel writes a space, tab, newline or
+  backslash in a path as an octal escape (``\\040``, ``\\011``, ``\\012``, ``\\134``:
+  ``seq_path`` with ``" \\t\\n\\\\"``), so every line is one mount.
+
+This is the one home of ``major:minor`` texts, of the ``major:minor`` -> name map and of the
+mountinfo parser; the inventory, the probe's target checks and the tracers read through it.
 * Open files: ``/proc/PID/fd/N`` magic links; ``stat`` follows them to the open file itself.
 
 Nothing here writes anything.
@@ -14,12 +19,13 @@ Nothing here writes anything.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from iotop_plus.roots import Roots
+from iotop_plus.roots import Roots, open_regular
 
 _NAMES_KEPT = 4096
 
@@ -37,6 +43,37 @@ def dev_numbers(text: str) -> tuple[int, int] | None:
 
 def _is_number(text: str) -> bool:
     return text.isascii() and text.isdigit()
+
+
+_DEV_FILE_BYTES = 64
+"""A sysfs ``dev`` file is ``MAJOR:MINOR\\n``: at most 22 bytes."""
+
+
+def read_dev_numbers(roots: Roots, name: str) -> tuple[int, int] | None:
+    """``(major, minor)`` of the block device ``name`` from ``/sys/class/block/NAME/dev``,
+    or None when it is gone or the file says something else (opened as a regular file)."""
+    try:
+        fd = open_regular(roots.sys_class_block / name / "dev")
+    except OSError:
+        return None
+    try:
+        raw = os.read(fd, _DEV_FILE_BYTES)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return dev_numbers(raw.decode("ascii", "replace"))
+
+
+_OCTAL_ESCAPE = re.compile(r"\\([0-3][0-7][0-7])")
+
+
+def unescape_mount_path(field: str) -> str:
+    """A mountinfo path field with the kernel's octal escapes decoded (``\\040`` space,
+    ``\\011`` tab, ``\\012`` newline, ``\\134`` backslash, and any other ``\\ooo``)."""
+    if "\\" not in field:
+        return field
+    return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)
 
 
 def device_name(roots: Roots, major: int, minor: int) -> str | None:
@@ -72,7 +109,7 @@ class MountEntry:
     minor: int
     """Minor number of the filesystem's ``st_dev``."""
     mountpoint: str
-    """Where it is mounted (the kernel's ``\\040`` and ``\\011`` escapes decoded)."""
+    """Where it is mounted (the kernel's octal escapes decoded: :func:`unescape_mount_path`)."""
     fstype: str
     """Filesystem type, e.g. ``ext4``; ``?`` when the line has none."""
     source: str
@@ -95,9 +132,9 @@ def mountinfo_entries(text: str) -> Iterator[MountEntry]:
         yield MountEntry(
             numbers[0],
             numbers[1],
-            parts[4].replace("\\040", " ").replace("\\011", "\t"),
+            unescape_mount_path(parts[4]),
             tail[0] if tail else "?",
-            tail[1] if len(tail) > 1 else "",
+            unescape_mount_path(tail[1]) if len(tail) > 1 else "",
             tail[2] if len(tail) > 2 else "",
         )
 

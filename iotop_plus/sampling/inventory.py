@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.blockdev import dev_numbers, mountinfo_entries
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, MAX_SOURCE_BYTES, read_bounded
 
 SECTOR = 512
@@ -309,25 +310,11 @@ def _backing_class(
 
 
 def parse_mountinfo(text: str) -> dict[tuple[int, int], list[tuple[str, str]]]:
-    """Map ``(major, minor)`` to ``[(mount point, fstype)]`` from mountinfo text.
-
-    Format (proc(5)): ``id parent major:minor root mountpoint options [optional...] - fstype
-    source superopts``. Malformed lines are skipped.
-    """
+    """Map ``(major, minor)`` to ``[(mount point, fstype)]`` from mountinfo text (read by
+    :func:`~iotop_plus.sampling.blockdev.mountinfo_entries`). Malformed lines are skipped."""
     out: dict[tuple[int, int], list[tuple[str, str]]] = {}
-    for line in text.splitlines():
-        left, sep, right = line.partition(" - ")
-        parts = left.split()
-        if not sep or len(parts) < 5:
-            continue
-        major_s, _, minor_s = parts[2].partition(":")
-        try:
-            key = (int(major_s), int(minor_s))
-        except ValueError:
-            continue
-        mountpoint = parts[4].replace("\\040", " ").replace("\\011", "\t")
-        fstype = right.split()[0] if right.split() else "?"
-        out.setdefault(key, []).append((mountpoint, fstype))
+    for entry in mountinfo_entries(text):
+        out.setdefault((entry.major, entry.minor), []).append((entry.mountpoint, entry.fstype))
     return out
 
 
@@ -400,14 +387,10 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
     raw: dict[str, dict[str, object]] = {}
     for name in names:
         sysdir = class_block / name if (class_block / name).exists() else sys_block / name
-        dev = _read(sysdir / "dev")
-        if dev is None or ":" not in dev:
+        numbers = dev_numbers(_read(sysdir / "dev") or "")
+        if numbers is None:
             continue
-        major_s, _, minor_s = dev.partition(":")
-        try:
-            major, minor = int(major_s), int(minor_s)
-        except ValueError:
-            continue
+        major, minor = numbers
         is_part = (sysdir / "partition").exists()
         info: dict[str, object] = {"major": major, "minor": minor, "sysdir": sysdir}
         info["kind"] = _kind(name, is_part, sysdir)
