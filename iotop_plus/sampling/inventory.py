@@ -19,7 +19,9 @@ from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, MAX_SOURCE_BYTES,
 
 SECTOR = 512
 
-_HIDDEN_BY_DEFAULT = re.compile(r"^(loop|ram|zram)\d+$")
+HIDDEN_KINDS = ("loop", "ram", "zram")
+"""Device kinds hidden unless the user asks for all devices (loop, ram and zram)."""
+_HIDDEN_BY_DEFAULT = re.compile(rf"^({'|'.join(HIDDEN_KINDS)})\d+$")
 
 #: Every device class, in plain words. The kernel's ``rotational`` flag alone misleads: a
 #: virtio disk says 1 whatever the host stores it on, and a loop device says 0 even when its
@@ -152,7 +154,7 @@ class BlockDevice:
     @property
     def hidden_by_default(self) -> bool:
         """Loop, ram and zram devices are hidden unless the user asks for all devices."""
-        return self.kind in ("loop", "ram", "zram")
+        return hidden_by_default(self.name, self.kind)
 
     @property
     def in_use(self) -> bool:
@@ -523,6 +525,40 @@ def _guess_parent(name: str, names: Iterable[str]) -> str | None:
     return best
 
 
-def hidden_by_default(name: str) -> bool:
-    """Loop, ram and zram devices are hidden unless all devices are shown."""
+def hidden_by_default(name: str, kind: str | None = None) -> bool:
+    """Loop, ram and zram devices (:data:`HIDDEN_KINDS`) are hidden unless all devices are
+    shown: by ``kind`` when it is known, else by the kernel ``name`` (``loop3``)."""
+    if kind is not None:
+        return kind in HIDDEN_KINDS
     return bool(_HIDDEN_BY_DEFAULT.match(name))
+
+
+def shown_by_default(
+    name: str,
+    device: BlockDevice | None,
+    ever_used: bool,
+    *,
+    show_all: bool = False,
+    partitions: bool = False,
+    hide_virtual: bool = False,
+) -> bool:
+    """Whether a device is listed, iostat's way: whole devices that have done I/O since boot.
+
+    The one rule of the headless commands (``select_devices``), ``serve`` and the TUI's table.
+
+    Args:
+        name: Kernel name.
+        device: What the inventory knows of it; None when it is not described yet (a device
+            that just appeared): then it is judged by its name.
+        ever_used: Whether it has done any I/O.
+        show_all: Every device, used or not, partitions included.
+        partitions: Add partitions (of devices that have done I/O).
+        hide_virtual: Also hide loop, ram and zram devices (the TUI's default).
+    """
+    if show_all:
+        return True
+    if device is not None and device.is_partition and not partitions:
+        return False
+    if hide_virtual and hidden_by_default(name, device.kind if device is not None else None):
+        return False
+    return ever_used

@@ -20,7 +20,7 @@ from iotop_plus.sampling.diskstats import (
     read_sys_block_stats,
 )
 from iotop_plus.sampling.gcpause import gc_paused
-from iotop_plus.sampling.inventory import Inventory, read_inventory
+from iotop_plus.sampling.inventory import Inventory, read_inventory, shown_by_default
 from iotop_plus.sampling.rates import DeviceRates, compute_all
 
 
@@ -247,7 +247,8 @@ def select_devices(
 ) -> list[str]:
     """Device names to show, iostat's way by default.
 
-    By default: whole devices (no partitions) that have ever done I/O since boot.
+    By default: whole devices (no partitions) that have ever done I/O since boot
+    (:func:`~iotop_plus.sampling.inventory.shown_by_default`, the TUI's rule too).
 
     Args:
         counters: Counters of the current sample.
@@ -256,17 +257,15 @@ def select_devices(
         partitions: Add partitions (of devices that have done I/O).
         hide_virtual: Also hide loop, ram and zram devices (the TUI's default).
     """
-    names: list[str] = []
-    for name, c in counters.items():
-        if show_all:
-            names.append(name)
-            continue
-        dev = inventory.get(name)
-        if dev is not None and dev.is_partition and not partitions:
-            continue
-        if hide_virtual and dev is not None and dev.hidden_by_default:
-            continue
-        if not c.ever_used:
-            continue
-        names.append(name)
-    return names
+    return [
+        name
+        for name, c in counters.items()
+        if shown_by_default(
+            name,
+            inventory.get(name),
+            c.ever_used,
+            show_all=show_all,
+            partitions=partitions,
+            hide_virtual=hide_virtual,
+        )
+    ]

@@ -21,7 +21,7 @@ from textual.strip import Strip
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.inventory import BlockDevice, Inventory, hidden_by_default
+from iotop_plus.sampling.inventory import BlockDevice, Inventory, shown_by_default
 from iotop_plus.sampling.latency_hist import LatencyFrame
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.tui.messages import DeviceSelected
@@ -341,13 +341,13 @@ class DeviceTable(CursorList[TableRow]):
             needle = self.name_filter.lower()
             dm_name = dev.dm_name.lower() if dev is not None and dev.dm_name else ""
             return needle in name.lower() or needle in dm_name
-        if self.show_all or self.only:
-            return True
-        if dev is not None and (dev.is_partition or dev.hidden_by_default):
-            return False
-        if dev is None and hidden_by_default(name):
-            return False  # not described yet (first frame of a big host): judge by name
-        return name in self._ever_used
+        return shown_by_default(
+            name,
+            dev,  # None: not described yet (first frame of a big host): judged by name
+            name in self._ever_used,
+            show_all=self.show_all or bool(self.only),
+            hide_virtual=True,
+        )
 
     def _rebuild_rows(self) -> None:
         inv = self._inventory
