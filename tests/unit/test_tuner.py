@@ -10,6 +10,7 @@ import json
 import os
 import re
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -286,7 +287,9 @@ def test_shell_script_is_valid_sh_and_guards_the_identity(tmp_path: Path) -> Non
 def test_export_writes_new_files_and_never_overwrites(tuner: Tuner, tmp_path: Path) -> None:
     tuner.apply("sda", "read_ahead_kb", "16")
     rules, script = tuner.export(tmp_path / "out", Inventory())
-    assert rules.name == "iotop-plus-19700101-000000.rules" or rules.suffix == ".rules"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(0))  # the tuner's clock says 0
+    assert (rules.name, script.name) == (f"iotop-plus-{stamp}.rules", f"iotop-plus-{stamp}.sh")
+    assert rules.parent == script.parent == tmp_path / "out"
     assert 'ATTR{queue/read_ahead_kb}="16"' in rules.read_text()
     assert "set_queue sda read_ahead_kb 16" in script.read_text()
     with pytest.raises(FileExistsError):
