@@ -29,6 +29,7 @@ from iotop_plus.sampling.latency_hist import (
     bucket_of,
 )
 from tests.support.nobody import nobody_env, nobody_python
+from tests.support.wait import holds_within
 
 # Every test here starts bpftrace, fio or the console script for seconds.
 pytestmark = pytest.mark.slow
@@ -49,15 +50,6 @@ def tracers_of(pid: int) -> list[int]:
         ["pgrep", "-f", f"{MARKER} pid={pid}( |$)"], capture_output=True, text=True, check=False
     )
     return [int(p) for p in found.stdout.split()]
-
-
-def wait_for(cond, timeout: float) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return bool(cond())
 
 
 def fio_randread(
@@ -180,7 +172,7 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
         capture = subprocess.Popen(["bpftrace", "-e", CAPTURE], stdout=sink, stderr=sink)
     source = None
     try:
-        assert wait_for(lambda: "Attaching" in log.read_text(), 30), log.read_text()
+        assert holds_within(lambda: "Attaching" in log.read_text(), 30), log.read_text()
         source = traced_source()
         source.next_frame()
         fio = fio_randread(dev, 4, "--rate_iops=400")
@@ -316,7 +308,7 @@ def test_bpftrace_killed_mid_run_is_said_and_restartable(make_loop) -> None:  # 
         assert first.latency is not None and first.latency.state == RUNNING
         (pid,) = tracers_of(os.getpid())
         os.kill(pid, signal.SIGKILL)
-        assert wait_for(lambda: tracers_of(os.getpid()) == [], 5)
+        assert holds_within(lambda: tracers_of(os.getpid()) == [], 5)
         time.sleep(0.2)
         frame = source.next_frame()
         lat = frame.latency
@@ -333,7 +325,7 @@ def test_bpftrace_killed_mid_run_is_said_and_restartable(make_loop) -> None:  # 
         assert len(tracers_of(os.getpid())) == 1
     finally:
         source.close()
-    assert wait_for(lambda: tracers_of(os.getpid()) == [], 5)
+    assert holds_within(lambda: tracers_of(os.getpid()) == [], 5)
 
 
 @pytest.mark.root
@@ -370,7 +362,7 @@ def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
         assert counted == 500
         subprocess.run(["losetup", "-d", node], check=True)
         remove_loop_node(int(dev.removeprefix("loop")))  # detached loop nodes stay: remove it
-        assert wait_for(lambda: not Path(f"/sys/block/{dev}").exists(), 5)
+        assert holds_within(lambda: not Path(f"/sys/block/{dev}").exists(), 5)
         after: Frame = source.next_frame()
         assert dev not in after.sample.counters
         assert after.latency is not None and after.latency.state == RUNNING
@@ -403,11 +395,11 @@ def test_snapshot_signals_leave_no_tracer(signum: int) -> None:
         cwd=REPO,
     )
     try:
-        assert wait_for(lambda: len(tracers_of(proc.pid)) == 1, 15), "no tracer started"
+        assert holds_within(lambda: len(tracers_of(proc.pid)) == 1, 15), "no tracer started"
         time.sleep(0.5)
         proc.send_signal(signum)
         proc.wait(timeout=15)
-        assert wait_for(lambda: tracers_of(proc.pid) == [], 5), tracers_of(proc.pid)
+        assert holds_within(lambda: tracers_of(proc.pid) == [], 5), tracers_of(proc.pid)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -436,7 +428,7 @@ def test_tui_quit_and_hangup_leave_no_tracer(how: str) -> None:
         pid = tmux.program_pid(launched)
         tmux.send_keys("c")
         tmux.send_keys("c")
-        assert wait_for(lambda: len(tracers_of(pid)) == 1, 15), "no tracer started"
+        assert holds_within(lambda: len(tracers_of(pid)) == 1, 15), "no tracer started"
         tmux.wait_for(re.compile(r"time in queue|latency: "), timeout=15)
         if how == "quit":
             tmux.send_keys("q")
@@ -446,8 +438,8 @@ def test_tui_quit_and_hangup_leave_no_tracer(how: str) -> None:
             tmux.wait_exit(launched, timeout=10)
         else:
             tmux.tmux("kill-pane", "-t", tmux.name)
-        assert wait_for(lambda: not Path(f"/proc/{pid}").exists(), 10)
-        assert wait_for(lambda: tracers_of(pid) == [], 5), tracers_of(pid)
+        assert holds_within(lambda: not Path(f"/proc/{pid}").exists(), 10)
+        assert holds_within(lambda: tracers_of(pid) == [], 5), tracers_of(pid)
 
 
 @pytest.mark.root
@@ -491,7 +483,7 @@ def test_a_tracer_whose_stamp_map_is_full_is_restarted(make_loop, fio_bin) -> No
     assert any("restarted" in n and "filled up" in n for n in notices), notices
     # the new tracer sees the requests again (the frame after a restart may be partial)
     assert shares and max(shares) > 0.9, shares
-    assert wait_for(lambda: tracers_of(os.getpid()) == [], 5)
+    assert holds_within(lambda: tracers_of(os.getpid()) == [], 5)
 
 
 def _bucket_low_us(value_us: float) -> float:
@@ -571,7 +563,7 @@ def _tracer_after_parent_sigkill(mode: str) -> tuple[int, bool]:
         held = [os.open(f"/proc/{parent.pid}/fd/{fd}", os.O_RDONLY) for fd in (out_fd, err_fd)]
         parent.kill()
         parent.wait()
-        gone = wait_for(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), 3)
+        gone = holds_within(lambda: not Path(f"/proc/{pid}").exists() or _zombie(pid), 3)
         return pid, gone
     finally:
         if parent.poll() is None:

@@ -1,26 +1,18 @@
-"""Small helpers for Pilot tests: waiting for a condition, reading what the table shows."""
+"""Small helpers for Pilot tests: reading what the table shows (``wait_for`` is
+:mod:`tests.support.wait`'s, here too for the tests that import it from here)."""
 
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 
 from textual import events
 from textual.pilot import Pilot
 
 from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.widgets.device_table import DeviceTable
+from tests.support.wait import wait_for
 
-
-async def wait_for(pilot: Pilot[int], condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds; fail with a clear message after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout} s")
-        await pilot.pause(0.05)
-    await pilot.pause()
+__all__ = ["burst", "row_line", "started", "table", "table_lines", "wait_for"]
 
 
 CHARACTERS = {"slash": "/", "minus": "-", "plus": "+", "space": " "}

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 
 import pytest
 from textual.app import App
-from textual.pilot import Pilot
 from textual.widgets import Input, Static
 from textual_plotext import PlotextPlot
 
@@ -24,6 +23,7 @@ from iotop_plus.tui.screens.experiments import (
     open_experiment,
     plan_from_fields,
 )
+from tests.support import wait
 from tests.support.queue_guard import restored_queue
 
 pytestmark = [pytest.mark.slow]
@@ -54,12 +54,7 @@ def loop(make_loop: Callable[..., str], fio_bin: str) -> Iterator[str]:
         yield name
 
 
-async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], limit_s: float = 60) -> None:
-    deadline = time.monotonic() + limit_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {limit_s} s")
-        await pilot.pause(0.1)
+wait_for = partial(wait.wait_for, timeout=60)  # real fio runs
 
 
 def text(screen: ExperimentScreen, selector: str) -> str:

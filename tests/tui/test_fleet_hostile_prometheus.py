@@ -14,12 +14,10 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.pilot import Pilot
 from textual.widgets import DataTable, Static
 
 from iotop_plus.export.fleet import MAX_JSON_DEPTH, PrometheusClient
@@ -31,6 +29,7 @@ from tests.support.fake_prometheus import (
     series_answer,
 )
 from tests.support.tmux import TmuxSession, tmux_available
+from tests.support.wait import wait_for
 
 MARKUP_LABELS = [
     {"instance": "[/]", "device": "sda"},
@@ -46,15 +45,6 @@ def fleet_once(prom: FakePrometheus, *options: str) -> subprocess.CompletedProce
     """``iotop-plus fleet --once`` through the real command line."""
     argv = [sys.executable, "-m", "iotop_plus", "fleet", "--prometheus", prom.url, "--once"]
     return subprocess.run([*argv, *options], capture_output=True, text=True, timeout=ONCE_TIMEOUT_S)
-
-
-async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Let the app run until ``condition()`` holds; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"condition not met within {timeout} s"
-        await pilot.pause(0.05)
-    await pilot.pause()
 
 
 def table_text(app: FleetApp) -> list[str]:
@@ -155,7 +145,7 @@ async def test_fleet_tui_shows_label_values_as_text_never_markup() -> None:
     with fake_prometheus(series_answer(MARKUP_LABELS, ["1", "40"])) as prom:
         app = FleetApp(PrometheusClient(prom.url, timeout=5), refresh_s=60)
         async with app.run_test(size=(140, 30)) as pilot:
-            await until(pilot, lambda: app.rounds >= 1 and app.histories >= 1)
+            await wait_for(pilot, lambda: app.rounds >= 1 and app.histories >= 1)
             lines = table_text(app)
             assert app.result is not None and app.result.error is None
             # Drawn literally: markup would have eaten "[/]" and "[bold red]".
@@ -180,7 +170,7 @@ async def test_fleet_tui_rank_column_is_filled_worst_first() -> None:
     with fake_prometheus(series_answer(labels, ["1", "40"])) as prom:
         app = FleetApp(PrometheusClient(prom.url, timeout=5), refresh_s=60)
         async with app.run_test(size=(140, 30)) as pilot:
-            await until(pilot, lambda: app.rounds >= 1)
+            await wait_for(pilot, lambda: app.rounds >= 1)
             table = app.query_one("#fleet-table", DataTable)
             rank = [key for key, _ in COLUMNS].index("rank")
             rows = [table.get_row_at(i) for i in range(table.row_count)]
@@ -197,7 +187,7 @@ async def test_fleet_tui_timeout_bounds_a_server_that_drips_its_answer() -> None
     with fake_prometheus(series_answer(labels), drip_s=1.0) as prom:
         app = FleetApp(PrometheusClient(prom.url, timeout=1), refresh_s=60)
         async with app.run_test(size=(140, 30)) as pilot:
-            await until(pilot, lambda: app.rounds >= 1, timeout=15)
+            await wait_for(pilot, lambda: app.rounds >= 1, timeout=15)
             assert app.result is not None
             assert app.result.error == f"no complete answer from {prom.url} within --timeout 1 s"
             header = str(app.query_one("#fleet-header", Static).render())

@@ -6,6 +6,7 @@ import io
 import os
 import shutil
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import psutil
@@ -18,6 +19,7 @@ from textual.widgets import Button, Input, OptionList, Static
 from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
 from iotop_plus.tui.widgets.probe_panel import ProbePanel
+from tests.support import wait
 
 pytestmark = [pytest.mark.slow]
 
@@ -38,12 +40,7 @@ class ProbeHost(App[None]):
         self.live_texts.append(_text(self, "#probe-live"))
 
 
-async def _wait_for(pilot, condition: Callable[[], bool], limit_s: float = 60) -> None:
-    for _ in range(int(limit_s * 10)):
-        if condition():
-            return
-        await pilot.pause(0.1)
-    raise AssertionError("condition not reached")
+_wait_for = partial(wait.wait_for, timeout=60)  # real fio runs
 
 
 def _text(app: App, selector: str) -> str:

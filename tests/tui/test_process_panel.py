@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 from textual.app import App, ComposeResult
-from textual.pilot import Pilot
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.delayacct import read_delayacct, sysctl_path
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
 from iotop_plus.tui.widgets.process_panel import ProcessPanel, compact_bytes
+from tests.support.wait import wait_for
 
 WRITER = """
 import os, sys, time
@@ -86,14 +86,6 @@ def writer(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     finally:
         proc.kill()
         proc.wait(timeout=10)
-
-
-async def wait_for(pilot: Pilot[None], check, what: str, timeout: float = 8.0) -> None:  # type: ignore[no-untyped-def]
-    waited = 0.0
-    while not check():
-        await pilot.pause(0.1)
-        waited += 0.1
-        assert waited < timeout, f"timed out waiting for {what}"
 
 
 def pids(panel: ProcessPanel) -> list[int]:
