@@ -24,6 +24,7 @@ from iotop_plus.commands.snapshot import iso_time
 from iotop_plus.record.reader import ROLLUP_METRICS, ROLLUP_STATS, RecordingFile
 from iotop_plus.record.timeline import RecordingTimeline
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.units import five_chars
 
 LABELS = {"iops": "IOPS", "mbps": "MB/s", "await": "await ms", "util": "%util", "aqu": "aqu-sz"}
 """Table headings of the roll-up's figures."""
@@ -222,25 +223,8 @@ def _table(out: TextIO, host: str, rows: list[Minute], names: list[str], tz: tzi
             if figures is None:
                 continue
             cells = "".join(
-                f"  {_num(figures[m]['mean']):>5} {_num(figures[m]['max']):>5}"
+                f"  {five_chars(figures[m]['mean']):>5} {five_chars(figures[m]['max']):>5}"
                 for m in ROLLUP_METRICS
             )
             out.write(f"{clock:<5} {printable(name):<{width}}{cells}\n")
             clock = ""
-
-
-def _num(x: float) -> str:
-    """At most 5 characters: 0.42, 12.3, 452, 4521, 45.2k, 452k, 1.2M (3 digits are kept)."""
-    if x >= 1e8:
-        return f"{x / 1e6:.0f}M"
-    if x >= 1e6:
-        return f"{x / 1e6:.1f}M"
-    if x >= 1e5:
-        return f"{x / 1e3:.0f}k"
-    if x >= 1e4:
-        return f"{x / 1e3:.1f}k"
-    if x >= 100:
-        return f"{x:.0f}"
-    if x >= 10:
-        return f"{x:.1f}"
-    return f"{x:.2f}"

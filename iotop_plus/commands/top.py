@@ -24,6 +24,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
 from iotop_plus.sampling.sampler import read_host_info, select_devices
+from iotop_plus.sampling.units import iotop_rate as human_rate
 
 
 def add_parser(sub: Any) -> None:
@@ -304,18 +305,6 @@ def interval_json(
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 2)
-
-
-def human_rate(bps: float | None) -> str:
-    """Bytes per second as iotop prints them: ``0.00 B/s``, ``4.00 M/s``."""
-    if bps is None:
-        return "?"
-    value = bps
-    for unit in ("B", "K", "M", "G"):
-        if value < 1024 or unit == "G":
-            return f"{value:.2f} {unit}/s"
-        value /= 1024
-    return f"{value:.2f} T/s"  # pragma: no cover - the loop always returns
 
 
 def render_table(

@@ -25,6 +25,7 @@ from iotop_plus.probe.results import (
     ProbeResult,
 )
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.units import grouped, grouped_signed
 from iotop_plus.state import PROBES, StateDir, StateError
 
 #: Results loaded from the state directory at start (the newest).
@@ -302,21 +303,11 @@ def _shape(r: ProbeResult) -> str:
 
 
 def _numeric_row(label: str, a: float | None, b: float | None, higher: bool) -> ComparisonRow:
-    fa = _num(a)
-    fb = _num(b)
+    fa = grouped(a)
+    fb = grouped(b)
     if a is None or b is None:
         return ComparisonRow(label, fa, fb, "", None)
     diff = b - a
     pct = f" ({diff / a:+.1%})" if a else ""
     better = None if diff == 0 else (diff > 0) == higher
-    return ComparisonRow(label, fa, fb, f"{_signed(diff)}{pct}", better)
-
-
-def _num(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:,.1f}"
-
-
-def _signed(value: float) -> str:
-    return f"{value:+,.0f}" if abs(value) >= 100 else f"{value:+,.1f}"
+    return ComparisonRow(label, fa, fb, f"{grouped_signed(diff)}{pct}", better)

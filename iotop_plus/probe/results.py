@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from iotop_plus.probe.presets import QUOTE_RUNTIME_S, Preset, ProbeParams
+from iotop_plus.sampling.units import us_or_ms
 
 #: The clat percentiles shown, as fio keys them.
 PERCENTILES: tuple[tuple[str, str], ...] = (
@@ -430,7 +431,8 @@ def hints_for(result: ProbeResult, preset: Preset, rotational: bool | None = Non
             out.append(
                 Hint(
                     "tail-jitter",
-                    f"{label} p99.99 is {p9999 / p99:.0f}x p99 ({_us(p9999)} vs {_us(p99)}): "
+                    f"{label} p99.99 is {p9999 / p99:.0f}x p99 "
+                    f"({us_or_ms(p9999)} vs {us_or_ms(p99)}): "
                     "rare long stalls, typical of SSD garbage collection or CPU "
                     "scheduling jitter",
                 )
@@ -555,7 +557,7 @@ def _shown(result: ProbeResult, preset: Preset) -> str:
     """The headline figure of a result, as :func:`place` names it."""
     if preset.fsync:
         value = result.fsync.mean_us if result.fsync else result.mean_clat_us
-        return f"{_us(value)} mean {'fsync' if result.fsync else 'write'} latency"
+        return f"{us_or_ms(value)} mean {'fsync' if result.fsync else 'write'} latency"
     if preset.rw in ("read", "write", "rw"):
         return f"{result.bw_kib_s * 1024 / 1e6:,.0f} MB/s"
     return f"{result.iops:,.0f} IOPS"
@@ -566,7 +568,7 @@ def _place_latency(result: ProbeResult) -> str:
     value = result.fsync.mean_us if result.fsync else result.mean_clat_us
     what = "fsync" if result.fsync else "write"
     within = [c.name for c in DEVICE_CLASSES if c.latency_us[0] <= value <= c.latency_us[1]]
-    shown = f"{_us(value)} mean {what} latency"
+    shown = f"{us_or_ms(value)} mean {what} latency"
     if within:
         return f"{shown} is typical of: {', '.join(within)}"
     if value < min(c.latency_us[0] for c in DEVICE_CLASSES):
@@ -604,10 +606,6 @@ def cpu_pressure_pct(
     if t1 <= t0 or us1 < us0:
         return None
     return min(100.0, (us1 - us0) / ((t1 - t0) * 1e6) * 100)
-
-
-def _us(value: float) -> str:
-    return f"{value / 1000:.2f} ms" if value >= 1000 else f"{value:.0f} µs"
 
 
 OTHER_IO_SHARE = 0.10

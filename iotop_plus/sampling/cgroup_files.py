@@ -18,6 +18,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from iotop_plus.sampling.units import cgroup_bytes
+
 _IO_KEYS = ("rbytes", "wbytes", "rios", "wios", "dbytes", "dios")
 _V1_OPS = {"Read": 0, "Write": 1, "Discard": 2}
 
@@ -77,7 +79,7 @@ class IoLimits:
         for dev, keys in self.max.items():
             for key, value in keys.items():
                 if value is not None:
-                    parts.append(f"{key}={_short(value)}@{names.get(dev, dev)}")
+                    parts.append(f"{key}={cgroup_bytes(value)}@{names.get(dev, dev)}")
         if self.weight is not None and self.weight != 100:
             parts.append(f"w={self.weight}")
         for dev, weight in self.device_weights.items():
@@ -249,13 +251,3 @@ def parse_limits(io_max: str | None, weight: str | None, latency: str | None) ->
         elif value != "max" and not value.isdigit():
             raise ValueError(f"io.latency: {line.strip()[:80]!r}")
     return IoLimits(maxes, default, weights, targets)
-
-
-def _short(value: int) -> str:
-    """``2097152`` -> ``2M``, ``1536`` -> ``1.5K``, ``120`` -> ``120``."""
-    v = float(value)
-    for unit in ("", "K", "M", "G"):
-        if v < 1024:
-            return f"{v:.0f}{unit}" if v == int(v) else f"{v:.1f}{unit}"
-        v /= 1024
-    return f"{v:.0f}T" if v == int(v) else f"{v:.1f}T"

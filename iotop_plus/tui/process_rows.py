@@ -18,19 +18,7 @@ from iotop_plus.sampling.processes import (
     TaskTotals,
     started_before_delayacct,
 )
-
-
-def compact_bytes(value: float | None) -> str:
-    """Bytes in at most 7 characters: ``0``, ``512K``, ``4.0M``, ``1.2G`` (``/s`` implied)."""
-    if value is None:
-        return "-"
-    if value < 1:
-        return "0"
-    for unit in ("B", "K", "M", "G", "T"):
-        if value < 1024 or unit == "T":
-            return f"{value:.0f}{unit}" if value >= 100 or unit == "B" else f"{value:.1f}{unit}"
-        value /= 1024
-    return "?"  # pragma: no cover
+from iotop_plus.sampling.units import compact_bytes as compact_bytes  # the panels import it here
 
 
 @dataclass(frozen=True, slots=True)

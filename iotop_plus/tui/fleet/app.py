@@ -32,6 +32,7 @@ from iotop_plus.export.fleet import (
     fleet_round,
 )
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.units import two_decimals
 from iotop_plus.tui.widgets.charts import bucket_max
 
 #: (key, title) of the table's columns; the first two are text, the rest numbers.
@@ -49,23 +50,19 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _num(value: float | None, scale: float = 1.0) -> str:
-    return "-" if value is None else f"{value / scale:,.2f}"
-
-
 def row_cells(row: FleetRow) -> tuple[Text, ...]:
     """The table cells of one row: plain text, never markup (labels come from the server)."""
     cells = (
         printable(row.instance),
         printable(row.device),
         str(row.rank) if row.rank else "-",
-        _num(row.await_ms),
-        _num(row.p99_ms),
-        _num(row.util_pct),
-        _num(row.psi_full_pct),
-        _num(row.aqu_sz),
-        _num(row.iops),
-        _num(row.bytes_s, 1e6),
+        two_decimals(row.await_ms),
+        two_decimals(row.p99_ms),
+        two_decimals(row.util_pct),
+        two_decimals(row.psi_full_pct),
+        two_decimals(row.aqu_sz),
+        two_decimals(row.iops),
+        two_decimals(row.bytes_s, 1e6),
     )
     return tuple(Text(cell) for cell in cells)
 

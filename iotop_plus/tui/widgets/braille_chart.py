@@ -23,6 +23,8 @@ from rich.style import Style
 from textual.strip import Strip
 from textual.widget import Widget
 
+from iotop_plus.sampling.units import ago, plain_number, si_number
+
 # Bit of the dot at (sub-column, sub-row) in a braille cell (U+2800 + bits).
 _DOTS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
 _BRAILLE = 0x2800
@@ -54,19 +56,6 @@ def nice_ticks(top_value: float, max_ticks: int) -> tuple[float, list[float]]:
     return n * step, [i * step for i in range(n + 1)]
 
 
-def plain_number(v: float) -> str:
-    """``v`` without float noise: 0.30000000000000004 is 0.3, 2000.0 is 2000."""
-    return f"{round(v, 9):g}"
-
-
-def si_number(v: float) -> str:
-    """``v`` with a k/M/G suffix: 2500 is 2.5k."""
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if abs(v) >= div:
-            return plain_number(v / div) + suffix
-    return plain_number(v)
-
-
 @dataclass(frozen=True)
 class YAxis:
     """How one chart's values are scaled and labelled."""
@@ -90,16 +79,6 @@ def y_axis_for(kind: str, top_value: float) -> YAxis:
     if kind == "iops":
         return YAxis("", 1.0, si_number)
     return YAxis({"ms": "ms", "pct": "%"}.get(kind, ""), 1.0, plain_number)
-
-
-def ago(seconds: float) -> str:
-    """``-90s``, ``-2m``, ``-1h`` for an x tick ``seconds`` before the end."""
-    s = round(seconds)
-    if s % 3600 == 0 and s >= 3600:
-        return f"-{s // 3600}h"
-    if s % 60 == 0 and s >= 60:
-        return f"-{s // 60}m"
-    return f"-{s}s"
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,7 @@ from textual.widgets import Static
 from iotop_plus.devices.settings import SettingValue
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.inventory import BlockDevice
-
-
-def format_size(size_bytes: int) -> str:
-    """Binary units, as lsblk shows them."""
-    value = float(size_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if value < 1024 or unit == "PiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} PiB"
+from iotop_plus.sampling.units import lsblk_size
 
 
 def device_facts(
@@ -38,7 +29,7 @@ def device_facts(
         ("model", dev.model or "-"),
         ("vendor", dev.vendor or "-"),
         ("serial", dev.serial or "-"),
-        ("size", format_size(dev.size_bytes)),
+        ("size", lsblk_size(dev.size_bytes)),
         # What the device is, from transport, driver and rotational together: the kernel's
         # rotational flag alone calls every virtio disk a spinning one.
         ("type", dev.class_text),

@@ -13,6 +13,7 @@ from textual.widgets import Static
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeparse import clock_text, zone_label
+from iotop_plus.sampling.units import uptime
 from iotop_plus.tui.widgets.device_table import hidden_note
 
 MODES = {
@@ -30,17 +31,6 @@ MODE_STYLES = {
     "history": "bold black on cyan",
     "replay": "bold black on magenta",
 }
-
-
-def format_uptime(seconds: float | None) -> str:
-    """``3d 04:05`` style uptime; ``?`` when unknown."""
-    if seconds is None:
-        return "?"
-    total = int(seconds)
-    days, rest = divmod(total, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes = rest // 60
-    return f"{days}d {hours:02d}:{minutes:02d}" if days else f"{hours:02d}:{minutes:02d}"
 
 
 class HostHeader(Static):
@@ -154,7 +144,7 @@ class HostHeader(Static):
             (printable(host.hostname), "bold"),
             "  ",
             "" if compact else printable(host.kernel),
-            "" if compact else f"  up {format_uptime(self.uptime_s)}  ",
+            "" if compact else f"  up {uptime(self.uptime_s)}  ",
             (f"{clock}  " if clock and live else ""),
             f"every {self.interval:g}s  ",
             state,

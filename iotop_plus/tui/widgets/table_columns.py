@@ -14,6 +14,7 @@ from rich.style import Style
 from iotop_plus.config import Config
 from iotop_plus.sampling.figures import FIGURES, LATENCY_FIGURES, Figure, figure
 from iotop_plus.sampling.latency_hist import STARTING, LatencyFrame
+from iotop_plus.sampling.units import table_figure as format_value
 
 
 @dataclass(frozen=True)
@@ -159,20 +160,6 @@ def column_scale(top: float) -> int:
     if top < 9_999_999.5:
         return 0
     return -3
-
-
-def format_value(value: float, scale: int | None = None) -> str:
-    """A figure in at most 7 characters; ``scale`` (from :func:`column_scale`) makes every
-    figure of a column alike, else the value alone decides."""
-    if scale is None:
-        if value >= 9_999_500:
-            return f"{value / 1e6:.0f}M"
-        if value >= 99_999.5:
-            return f"{value / 1e3:.0f}k"
-        scale = 0 if value >= 9_999.995 else 2
-    if scale < 0:
-        return f"{value / 1e3:.0f}k" if value < 9_999_999_500 else f"{value / 1e6:.0f}M"
-    return f"{value:.{scale}f}"
 
 
 def cell(
