@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from iotop_plus.roots import file_kind
+from iotop_plus.sampling.blockdev import dev_numbers
 
 # Index of each counter inside DiskCounters.values (always 17 long; absent ones are 0).
 READS, READS_MERGED, SECTORS_READ, READ_MS = 0, 1, 2, 3
@@ -448,9 +449,11 @@ def read_sys_block_stats(
             path = sys_root / "block" / name / "stat"
         try:
             text = read_bounded(path, MAX_ATTRIBUTE_BYTES)
-            dev = read_bounded(path.parent / "dev", MAX_ATTRIBUTE_BYTES).strip()
-            major_s, _, minor_s = dev.partition(":")
-            result[name] = parse_sys_stat(text, name, int(major_s), int(minor_s), str(path))
+            dev = read_bounded(path.parent / "dev", MAX_ATTRIBUTE_BYTES)
+            numbers = dev_numbers(dev)
+            if numbers is None:
+                raise ValueError(f"{path.parent / 'dev'}: not MAJOR:MINOR: {dev.strip()[:40]!r}")
+            result[name] = parse_sys_stat(text, name, *numbers, str(path))
         except OSError as exc:
             _report(problems, str(path), 1, "", f"cannot read: {exc.strerror or exc}")
         except ValueError as exc:
