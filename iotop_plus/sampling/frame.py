@@ -301,7 +301,7 @@ class LiveSource:
         latency_part = self._latency_part() if self.devices else None
         if latency_part is not None:
             latency_part.start()
-            latency_part.align()  # read the disks right after a tracer tick: same interval
+            latency_part.align()  # the tracer marks this instant: latency covers the same interval
         if self.devices:
             cur = self.sampler.sample()
             pressure = read_pressure(self.roots)  # three small files: always worth it

@@ -9,6 +9,14 @@ of ``time.monotonic``). :class:`TracerParser` turns those lines into :class:`Tra
 :class:`LatencyPart` hands each frame the batches that ended before it (the delta since the
 previous frame), keyed by device name.
 
+The tracer aligns to the frame, not the frame to its tick (REFERENCE.md, "One schedule"):
+before each frame reads the disks, :meth:`LatencyPart.align` makes a marker syscall,
+``kill(tracer_pid, 0)``, which the program catches at ``syscalls:sys_enter_kill`` (only ours:
+filtered by our pid and signal 0) to print and clear its maps at once and say
+``mark <nsecs>``. The frame waits at most :data:`MARK_WAIT_S` for that, else its latency is
+``partial`` (it ends at the last output; the rest goes to the next frame). Where the kernel has
+no syscall tracepoints, frames wait for the next tick as before.
+
 A probe's tracer (``issuers=True``) also says who issued the requests and keeps writes that
 carry a preflush or FUA apart (:func:`tracer_program`).
 
@@ -44,7 +52,11 @@ from iotop_plus.sampling.latency_hist import (
 )
 
 TICK_MS = 250
-"""How often the child prints and clears its maps; frame boundaries fall on these ticks."""
+"""How often the child prints and clears its maps on its own (frames mark their own ends)."""
+MARK_WAIT_S = 0.05
+"""How long a frame waits for the tracer's output after its marker syscall (then: partial)."""
+GONE_WAIT_S = 1.0
+"""How long a frame waits for the reader of a tracer that died to say why."""
 MAX_PENDING_BATCHES = 2400
 """Batches kept while nobody reads frames (10 minutes at 4 a second), then the oldest go."""
 ALIGN_SLACK_NS = 20_000_000
@@ -60,6 +72,8 @@ BLIND_FRAMES = 2
 TRACEFS = "/sys/kernel/tracing"
 """Where tracefs is mounted when it is missing."""
 _EVENT_DIRS = (f"{TRACEFS}/events/block", "/sys/kernel/debug/tracing/events/block")
+MARK_TRACEPOINT = "syscalls/sys_enter_kill"
+"""Where the program catches the frame's marker syscall (``kill(tracer_pid, 0)``)."""
 MARKER = "iotop-plus-latency"
 """First-line comment of the program: ``pgrep -f`` finds our tracers by it."""
 _HARMLESS = ("RLIMIT_MEMLOCK",)  # stderr lines bpftrace prints on every start (kernels >= 5.11)
@@ -92,8 +106,12 @@ def tracer_program(
     issuers: bool = False,
     submit: str = ISSUE_TRACEPOINTS[0],
     only_dev: int | None = None,
+    marked: bool = False,
 ) -> str:
     """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
+
+    ``marked``: our ``kill(pid, 0)`` (signal 0 from this process, see :meth:`Tracer.mark`)
+    also prints and clears the maps, ending with ``mark <nsecs>`` instead of ``tick``.
 
     ``only_dev`` (a kernel dev_t) keeps every block probe to that device (a probe's tracer:
     a loop device's backing I/O costs nothing then).
@@ -184,6 +202,13 @@ def tracer_program(
     ]
     lines += [f"  print({m}); clear({m});" for m in maps]
     lines += ['  printf("tick %llu\\n", nsecs);', "}"]
+    if marked:
+        lines.append(
+            f"tracepoint:{MARK_TRACEPOINT.replace('/', ':')}"
+            f" /pid == {os.getpid()} && args->sig == 0/ {{"
+        )
+        lines += [f"  print({m}); clear({m});" for m in maps]
+        lines += ['  printf("mark %llu\\n", nsecs);', "}"]
     # At exit bpftrace prints every map; the parser ignores anything after the last tick.
     return "\n".join(lines) + "\n"
 
@@ -230,6 +255,8 @@ class TracerBatch:
         default_factory=lambda: MappingProxyType({})
     )
     """Requests submitted per (kernel dev_t, pid, comm): a probe's tracer only."""
+    marked: bool = False
+    """Printed for a frame's marker syscall (``mark``), not by the child's own tick."""
 
 
 class TracerParser:
@@ -237,7 +264,8 @@ class TracerParser:
 
     Accepted lines: blank lines (bpftrace prints several), ``{"type": "attached_probes"}``,
     ``{"type": "map", "data": {"@name": {"k1,k2,...": value}}}``, ``{"type": "hist", ...}``
-    (ignored), ``{"type": "printf", "data": "tick N\\n"}`` (ends a batch); anything else that
+    (ignored), ``{"type": "printf", "data": "tick N\\n"}`` or ``"mark N\\n"`` (ends a batch, marked
+    for a frame); anything else that
     is JSON is ignored, and a line that is not JSON raises ``ValueError`` quoting it. Keys:
     ``dev,rwbs,exp,sub`` (``@h``), ``dev,rwbs`` (``@ds``, ``@dm``, ``@qs``, ``@qn``),
     ``dev,exp,sub`` (``@fh``), ``dev`` (``@fs``, ``@fm``) and ``dev,pid,comm`` (``@who``;
@@ -269,7 +297,7 @@ class TracerParser:
             for name, values in data.items():
                 if isinstance(values, dict):
                     self._map(name, values)
-        elif kind == "printf" and isinstance(data, str) and data.startswith("tick "):
+        elif kind == "printf" and isinstance(data, str) and data.startswith(("tick ", "mark ")):
             try:
                 end_ns = int(data.split()[1])
             except (IndexError, ValueError):
@@ -280,6 +308,7 @@ class TracerParser:
                 end_ns,
                 MappingProxyType({k: a.frozen() for k, a in acc.items()}),
                 MappingProxyType(who),
+                marked=data.startswith("mark "),
             )
         return None
 
@@ -346,6 +375,12 @@ def _tracepoints_present() -> bool:
     return any(os.path.isdir(os.path.join(d, "block_rq_issue")) for d in _EVENT_DIRS)
 
 
+def marker_present() -> bool:
+    """Whether the kernel has :data:`MARK_TRACEPOINT` (syscall tracepoints), so frames can
+    mark their own ends; without it they wait for the tracer's next tick."""
+    return any(os.path.isdir(os.path.join(d, "..", MARK_TRACEPOINT)) for d in _EVENT_DIRS)
+
+
 def submit_tracepoint() -> str:
     """The first of :data:`ISSUE_TRACEPOINTS` this kernel has (``block_bio_queue`` when it
     cannot tell: every kernel bpftrace runs on has that one)."""
@@ -401,9 +436,11 @@ class Tracer:
         map_keys: int = MAP_KEYS_MAX,
         issuers: bool = False,
         only_dev: int | None = None,
+        marked: bool = False,
     ) -> None:
         """Args:
         queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
+        marked: Frames mark their own ends (:meth:`mark`); needs :func:`marker_present`.
         issuers: Count requests by issuer and time flush+writes apart (a probe's tracer);
             costs one more probe (see :func:`tracer_program`).
         only_dev: Trace only this kernel dev_t (a probe's device).
@@ -415,6 +452,7 @@ class Tracer:
         self.queue = queue
         self.issuers = issuers
         self.only_dev = only_dev
+        self.marked = marked
         self.tick_ms = tick_ms
         self.tag = tag
         self._argv_prefix = argv_prefix
@@ -430,6 +468,8 @@ class Tracer:
         self._arrived = threading.Condition(self._lock)
         self.ticks = 0
         self.last_end_ns = 0
+        self.last_mark_ns = 0
+        """When the child last printed for a marker syscall (CLOCK_MONOTONIC ns)."""
         """Ticks received so far (the first, partial one included)."""
         self.first_tick_ns: int | None = None
         """When the first tick ended: everything after it is traced whole."""
@@ -472,6 +512,7 @@ class Tracer:
             issuers=self.issuers,
             submit=submit_tracepoint() if self.issuers else ISSUE_TRACEPOINTS[0],
             only_dev=self.only_dev,
+            marked=self.marked,
         )
         return [*prefix, "-f", "json", "-e", program]
 
@@ -520,6 +561,8 @@ class Tracer:
                             self._batches.append(batch)
                         self.ticks += 1
                         self.last_end_ns = batch.end_ns
+                        if batch.marked:
+                            self.last_mark_ns = batch.end_ns
                         self._arrived.notify_all()
                     self.ready.set()
         finally:
@@ -563,6 +606,37 @@ class Tracer:
                 )
                 and self.error is None
             )
+
+    def mark(self, timeout: float) -> bool:
+        """Make the child print and clear its maps now, and wait up to ``timeout`` for it.
+
+        The marker is ``kill(child, 0)`` (no signal is sent; the program catches the syscall).
+        Returns False on timeout, or when the child is gone (then after its reader said why,
+        so the frame reports the failure, not a partial interval) or not :attr:`marked`.
+        """
+        proc = self._proc
+        if not self.marked or proc is None or self.error is not None:
+            return False
+        asked = time.monotonic_ns()
+        try:
+            if proc.poll() is not None:
+                raise ProcessLookupError
+            os.kill(proc.pid, 0)
+        except OSError:
+            self._wait_error(GONE_WAIT_S)
+            return False
+        with self._arrived:
+            if self._arrived.wait_for(
+                lambda: self.last_mark_ns >= asked or self.error is not None, timeout
+            ):
+                return self.error is None
+        if proc.poll() is not None:  # died meanwhile: let its reader say why
+            self._wait_error(GONE_WAIT_S)
+        return False
+
+    def _wait_error(self, timeout: float) -> None:
+        with self._arrived:
+            self._arrived.wait_for(lambda: self.error is not None, timeout)
 
     def take(self, until_ns: int) -> list[TracerBatch]:
         """Remove and return the batches that ended at or before ``until_ns``."""
@@ -663,7 +737,12 @@ class LatencyPart:
         """
         self.queue = queue
         self._make_tracer = make_tracer or (
-            lambda: Tracer(queue=queue, issuers=issuers, only_dev=only_dev)
+            lambda: Tracer(
+                queue=queue,
+                issuers=issuers,
+                only_dev=only_dev,
+                marked=not issuers and marker_present(),  # a probe's tracer: its own ticks
+            )
         )
         self._check = check
         self.tracer: Tracer | None = None
@@ -672,6 +751,9 @@ class LatencyPart:
         self._last_end_ns: int | None = None
         self._started = False
         self._watch = BlindWatch()
+        self._partial = False
+        self.waited_s: float | None = None
+        """How long the last :meth:`align` waited for the tracer (measurements)."""
 
     def start(self) -> None:
         """Check and start the tracer (once; :meth:`close` then a new part restarts)."""
@@ -701,17 +783,26 @@ class LatencyPart:
         return False
 
     def align(self) -> None:
-        """Wait for the tracer's next tick when it is tracing (at most about a tick)."""
+        """End the tracer's interval here: mark it (waiting at most :data:`MARK_WAIT_S`, else
+        the next frame's latency is partial), or without a marker wait for its next tick."""
         tracer = self.tracer
-        if tracer is not None and tracer.ready.is_set() and tracer.error is None:
-            # A tick that ended a moment ago counts (the reader may not have seen it yet):
-            # waiting for the one after would stretch every interval by a tick. But not the
-            # tick the previous frame already ended at: a frame asked for within the slack
-            # would cover no time at all.
-            after = time.monotonic_ns() - ALIGN_SLACK_NS
-            if self._last_end_ns is not None:
-                after = max(after, self._last_end_ns + 1)
-            tracer.wait_tick(after, tracer.tick_ms / 1000 + 0.5)
+        self._partial = False
+        if tracer is None or not tracer.ready.is_set() or tracer.error is not None:
+            return
+        asked = time.monotonic()
+        if tracer.marked:
+            self._partial = not tracer.mark(MARK_WAIT_S) and tracer.error is None
+            self.waited_s = time.monotonic() - asked
+            return
+        # A tick that ended a moment ago counts (the reader may not have seen it yet):
+        # waiting for the one after would stretch every interval by a tick. But not the
+        # tick the previous frame already ended at: a frame asked for within the slack
+        # would cover no time at all.
+        after = time.monotonic_ns() - ALIGN_SLACK_NS
+        if self._last_end_ns is not None:
+            after = max(after, self._last_end_ns + 1)
+        tracer.wait_tick(after, tracer.tick_ms / 1000 + 0.5)
+        self.waited_s = time.monotonic() - asked
 
     def frame(self, counters: Mapping[str, object], monotonic: float) -> LatencyFrame:
         """The latency since the previous call, for the devices in ``counters``."""
@@ -766,12 +857,14 @@ class LatencyPart:
                 "latency tracer restarted: its map of requests in flight had filled up with "
                 "completions the kernel did not report"
             )
+        partial, self._partial = self._partial and not status, False
         return LatencyFrame(
             FAILED if status else RUNNING,
             MappingProxyType(devices),
             status=status,
             span_s=span,
             notice=notice,
+            partial=partial,
         )
 
     def _restart(self) -> None:

@@ -278,6 +278,9 @@ class LatencyFrame:
     """The traced time the histograms cover (tracer ticks), None before the first."""
     notice: str | None = None
     """Something worth saying once (e.g. that tracefs was mounted); only on one frame."""
+    partial: bool = False
+    """The tracer's output for this frame's end did not come within 50 ms: the histograms end
+    at its last output before, and the rest goes to the next frame."""
 
     @property
     def has_figures(self) -> bool:
