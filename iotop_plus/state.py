@@ -207,16 +207,15 @@ class StateDir:
         if not os.path.lexists(self.path) or not os.path.lexists(self.path / name):
             return
         fd = self.open_file(name, os.O_RDONLY)
-        with os.fdopen(fd, "rb") as fh:
-            for raw in fh:
-                try:
-                    doc = json.loads(raw)
-                except ValueError:
-                    doc = None
-                if isinstance(doc, dict):
-                    yield doc
-                elif skipped is not None:
-                    skipped.append(raw.decode("utf-8", "replace"))
+        lines = JsonLines()
+        try:
+            offset = 0
+            while chunk := os.pread(fd, READ_CHUNK, offset):
+                offset += len(chunk)
+                yield from lines.feed(chunk, skipped)
+            yield from lines.feed(b"\n", skipped)  # a last line without its newline
+        finally:
+            os.close(fd)
 
     # --- run locks -----------------------------------------------------------------------------
 
@@ -304,6 +303,46 @@ __all__ = [
 
 MAX_LINE_BYTES = 1 << 20
 """A journal line longer than this is skipped (a corrupt or hostile file must not fill memory)."""
+READ_CHUNK = 1 << 20
+"""Bytes read per call."""
+
+
+class JsonLines:
+    """The one JSON-lines reader: splits bytes fed in pieces into lines, and yields each line
+    that is a JSON object. A line longer than :data:`MAX_LINE_BYTES` is skipped whole, without
+    holding more than that of it in memory; blank lines are ignored."""
+
+    def __init__(self) -> None:
+        self._partial = b""
+        self._overlong = False
+
+    def feed(self, data: bytes, skipped: list[str] | None = None) -> Iterator[dict[str, Any]]:
+        """The objects of the lines ``data`` completes (the rest waits for more data).
+
+        Args:
+            skipped: When given, receives each skipped line (the start of an overlong one).
+        """
+        lines = (self._partial + data).split(b"\n")
+        self._partial = lines.pop()
+        for raw in lines:
+            overlong, self._overlong = self._overlong or len(raw) > MAX_LINE_BYTES, False
+            if overlong:
+                if skipped is not None:
+                    skipped.append(raw[:80].decode("utf-8", "replace") + "... (too long)")
+                continue
+            if not raw.strip():
+                continue
+            try:
+                doc = json.loads(raw)
+            except ValueError:
+                doc = None
+            if isinstance(doc, dict):
+                yield doc
+            elif skipped is not None:
+                skipped.append(raw.decode("utf-8", "replace"))
+        if len(self._partial) > MAX_LINE_BYTES:  # drop what is held; skip the line's rest too
+            self._partial = self._partial[:80]
+            self._overlong = True
 
 
 class JsonlTail:
@@ -320,7 +359,7 @@ class JsonlTail:
         self.name = name
         self.offset = 0
         self._identity: tuple[int, int] | None = None
-        self._partial = b""
+        self._lines = JsonLines()
         self._skip_existing = from_end
         self.problem: str | None = None
         """Why the file could not be read on the last call, or None."""
@@ -333,7 +372,7 @@ class JsonlTail:
         self.problem = None
         if not os.path.lexists(self.state.path / self.name):
             restarted = self.offset > 0
-            self.offset, self._identity, self._partial = 0, None, b""
+            self.offset, self._identity, self._lines = 0, None, JsonLines()
             self._skip_existing = False  # whatever appears from now on is new
             return restarted, []
         try:
@@ -347,35 +386,17 @@ class JsonlTail:
             restarted = False
             if identity != self._identity or st.st_size < self.offset:
                 restarted = self._identity is not None
-                self.offset, self._identity, self._partial = 0, identity, b""
+                self.offset, self._identity, self._lines = 0, identity, JsonLines()
                 if self._skip_existing:
                     self.offset = st.st_size
             self._skip_existing = False
-            chunks = []
-            while True:
-                chunk = os.pread(fd, 1 << 20, self.offset)
-                if not chunk:
-                    break
-                chunks.append(chunk)
+            docs: list[dict[str, Any]] = []
+            while chunk := os.pread(fd, READ_CHUNK, self.offset):
                 self.offset += len(chunk)
+                docs += self._lines.feed(chunk)
         except OSError as exc:
             self.problem = f"cannot read {self.state.path / self.name}: {exc.strerror or exc}"
             return False, []
         finally:
             os.close(fd)
-        return restarted, list(self._records(b"".join(chunks)))
-
-    def _records(self, data: bytes) -> Iterator[dict[str, Any]]:
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
-        if len(self._partial) > MAX_LINE_BYTES:
-            self._partial = b""
-        for raw in lines:
-            if not raw.strip() or len(raw) > MAX_LINE_BYTES:
-                continue
-            try:
-                doc = json.loads(raw)
-            except ValueError:
-                continue
-            if isinstance(doc, dict):
-                yield doc
+        return restarted, docs

@@ -26,8 +26,9 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import Schedule
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, LiveSource
+from iotop_plus.sampling.journal_events import JournalPart
 from iotop_plus.sampling.sampler import read_platform
-from iotop_plus.state import CHANGES, PROBES, JsonlTail, StateDir, chosen_state_dir
+from iotop_plus.state import StateDir, chosen_state_dir
 
 
 def add_parser(sub: Any) -> None:
@@ -73,7 +74,10 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     if args.processes < 0:
         raise UsageError("--processes must be 0 or more")
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
-    source = LiveSource(roots)
+    # Only what other runs write from now on (tuning, probes) is an event of this recording;
+    # the frames carry it (the journal part of iotop_plus.sampling.frame.LiveSource).
+    state = StateDir(state_dir)
+    source = LiveSource(roots, journal=JournalPart(state))
     if args.processes:
         source.want(PROCESSES, True)
 
@@ -81,7 +85,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         print(f"iotop-plus record: {printable(line)}", file=sys.stderr, flush=True)
 
     first = source.next_frame()
-    current_inventory = inventory_doc(first.inventory, roots, first.nr_requests)
+    current_inventory = inventory_doc(first.inventory, roots, first.nr_requests, first.queues)
     host = source.host_info()
     platform = read_platform(roots)
     try:
@@ -95,6 +99,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         )
     except RecorderError as exc:
         source.close()
+        state.close()
         print(f"iotop-plus: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     stop = threading.Event()
@@ -104,11 +109,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     old_hup = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    # Only what other runs write from now on (tuning, probes): iotop_plus.state.JsonlTail.
-    state = StateDir(state_dir)
-    tails = {"changes": JsonlTail(state, CHANGES, from_end=True)}
-    tails["probes"] = JsonlTail(state, PROBES, from_end=True)
-    problems: dict[str, str | None] = {}
+    said: set[str] = set()
     print(
         f"iotop-plus record: recording every {args.interval:g} s into {directory}",
         file=sys.stderr,
@@ -120,18 +121,15 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         schedule = Schedule(args.interval)
         schedule.start(frame.monotonic)
         while True:
-            journal = []
-            for name, tail in tails.items():
-                journal += [{"source": name, "record": doc} for doc in tail.read()[1]]
-                if tail.problem and tail.problem != problems.get(name):
-                    warn(
-                        f"{tail.problem}; its events are not recorded"
-                    )  # once, not a line a sample
-                problems[name] = tail.problem
-            rs = recorded_sample(frame, roots, args.processes, journal)
+            for problem in set(frame.journal_problems) - said:  # once, not a line a sample
+                warn(f"{problem}; its events are not recorded")
+            said = set(frame.journal_problems)
+            rs = recorded_sample(frame, roots, args.processes)
             changed = None
             if frame.inventory_changed and frame.seq > 1:
-                current_inventory = inventory_doc(frame.inventory, roots, frame.nr_requests)
+                current_inventory = inventory_doc(
+                    frame.inventory, roots, frame.nr_requests, frame.queues
+                )
                 changed = current_inventory
             recorder.write(rs, changed)
             written += 1

@@ -11,7 +11,7 @@ import csv
 import json
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
 from typing import Any, TextIO
 
@@ -20,7 +20,13 @@ from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
-from iotop_plus.sampling.frame import LATENCY_QUEUE, Frame, LiveSource, frames_on_schedule
+from iotop_plus.sampling.frame import (
+    LATENCY_QUEUE,
+    Frame,
+    FrameEvent,
+    LiveSource,
+    frames_on_schedule,
+)
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.latency_hist import (
     LATENCY_CSV_COLUMNS,
@@ -108,11 +114,18 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         raise UsageError("--start, --end and --overview need --from RECORDING")
     args.interval = args.interval or 1.0
     args.count = args.count or 1
+    from iotop_plus.sampling.journal_events import JournalPart
+    from iotop_plus.state import StateDir, chosen_state_dir
+
+    # Setting changes and probe results of other runs during the snapshot: the frames' events.
+    state = StateDir(chosen_state_dir(getattr(args, "state_dir", None)))
     source = LiveSource(roots)
+    source.journal = JournalPart(state)
     try:
         return _run(args, source, out)
     finally:
         source.close()  # kills the latency tracer
+        state.close()
 
 
 def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
@@ -137,9 +150,32 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
 
 
 Report = tuple[
-    Sample, Sample, Mapping[str, DeviceRates | None], LatencyFrame | None, Pressure | None
+    Sample,
+    Sample,
+    Mapping[str, DeviceRates | None],
+    LatencyFrame | None,
+    Pressure | None,
+    Sequence[FrameEvent],
 ]
-"""One interval: the two samples, the rates, the latency histograms and the pressure."""
+"""One interval: the two samples, the rates, the latency histograms, the pressure and the
+events of the frames in the interval."""
+
+
+EVENT_KINDS = ("device-added", "device-removed", "setting", "probe", "io-error")
+"""The ``kind`` of a ``statistics[].events`` entry."""
+
+
+def event_json(event: FrameEvent, frame_wall: float, iso: Callable[[float], str]) -> dict:
+    """One ``statistics[].events`` entry: ``{"time", "kind", "device", "text", "record"}``;
+    a device event takes its frame's time, a journal line goes unchanged under ``record``."""
+    wall = event.wall_time if event.wall_time is not None else frame_wall
+    return {
+        "time": iso(wall),
+        "kind": event.kind,
+        "device": event.device,
+        "text": event.text,
+        "record": dict(event.record) if event.record is not None else None,
+    }
 
 
 def emit(
@@ -167,7 +203,7 @@ def emit(
         stats: list[dict[str, Any]] = []
         started: float | None = None  # the baseline's wall time: iostat's "date"
         pressure_note = PressureNote()
-        for prev, cur, rates, lat, pressure in reports:
+        for prev, cur, rates, lat, pressure, events in reports:
             if started is None:
                 started = prev.wall_time
             names = _names(explicit, cur, inventory, args)
@@ -183,6 +219,7 @@ def emit(
                     "disk": disks,
                     "no_rates": [n for n in names if rates.get(n) is None],
                     "pressure": pressure_note.json(pressure),
+                    "events": [event_json(e, cur.wall_time, _iso) for e in events],
                 }
             )
         doc = sysstat_json(host, platform or Platform(), started, tz, interval, stats)
@@ -201,7 +238,7 @@ def emit(
                 *(LATENCY_CSV_COLUMNS if latency else ()),
             ]
         )
-        for prev, cur, rates, lat, _pressure in reports:
+        for prev, cur, rates, lat, _pressure, _events in reports:
             for name in _names(explicit, cur, inventory, args):
                 r = rates.get(name)
                 if r is None:
@@ -224,7 +261,7 @@ def emit(
             f"{printable(host.hostname)}  Linux {printable(host.kernel)}  iotop-plus {__version__}",
             file=out,
         )
-        for prev, cur, rates, lat, _pressure in reports:
+        for prev, cur, rates, lat, _pressure, _events in reports:
             names = _names(explicit, cur, inventory, args)
             out.write(render_table(cur, prev, names, rates, inventory, tz))
             if latency:
@@ -303,7 +340,7 @@ _said: set[str] = set()  # latency problems already printed (one line each)
 
 def _intervals(source: LiveSource, first: Frame, interval: float, count: int) -> Iterator[Report]:
     for prev, cur in frames_on_schedule(source, interval, count, first=first, on_frame=_warn):
-        yield prev.sample, cur.sample, cur.rates, cur.latency, cur.pressure
+        yield prev.sample, cur.sample, cur.rates, cur.latency, cur.pressure, cur.events
 
 
 def _device_latency(lat: LatencyFrame | None, name: str) -> DeviceLatency | None:

@@ -16,9 +16,12 @@ from typing import Any, TextIO
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
 from iotop_plus.commands.snapshot import emit, resolve_devices
 from iotop_plus.commands.snapshot_overview import run_overview
+from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.frame import FrameEvent
+from iotop_plus.sampling.journal_events import recorded_events
 from iotop_plus.sampling.sampler import Platform
 from iotop_plus.sampling.timeparse import parse_time
 
@@ -75,8 +78,16 @@ def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
         inventory = base.inventory
         explicit = resolve_devices(args.devices, first[1].sample, inventory)
 
+        def events(prev: RecordedSample, cur: RecordedSample) -> tuple[FrameEvent, ...]:
+            # Every recorded sample after ``prev`` up to ``cur``: the interval may span several.
+            got: list[FrameEvent] = []
+            span = (prev.sample.wall_time, cur.sample.wall_time)
+            for rs, _frame in timeline.frames(*span, inclusive_start=False):
+                got += recorded_events(rs.events, rs.sample.wall_time, rs.sample.monotonic)
+            return tuple(got)
+
         reports = (
-            (prev.sample, cur.sample, frame.rates, None, frame.pressure)
+            (prev.sample, cur.sample, frame.rates, None, frame.pressure, events(prev, cur))
             for prev, cur, frame in chain((first,), pairs)
         )
 

@@ -25,6 +25,7 @@ from iotop_plus.devices.writers import Writer, not_live_reason, write_live_file
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.blockdev import partition_parent
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
+from iotop_plus.sampling.queue_settings import parse_scheduler
 
 
 @dataclass(frozen=True)
@@ -174,21 +175,6 @@ class SettingValue:
 def queue_device(roots: Roots, device: str) -> str:
     """The device whose ``queue/`` directory serves ``device`` (a partition's parent)."""
     return partition_parent(roots.sys_class_block / device) or device
-
-
-def parse_scheduler(raw: str) -> tuple[str | None, tuple[str, ...]]:
-    """Split ``none [mq-deadline] kyber`` into (``mq-deadline``, all choices)."""
-    current = None
-    choices = []
-    for word in raw.split():
-        if word.startswith("[") and word.endswith("]"):
-            word = word[1:-1]
-            current = word
-        choices.append(word)
-    if current is None and len(choices) == 1:
-        # A lone unbracketed name (a captured tree written by hand) is the current one.
-        current = choices[0]
-    return current, tuple(choices)
 
 
 def read_setting(

@@ -170,7 +170,7 @@ def queue_families(view: ExportView) -> Iterator[Metric]:
         for name, q in queues.items():
             value = q.values.get(gauge.attribute)
             if value is not None:
-                family.add_metric((name,), value)
+                family.add_metric((name,), value * gauge.scale)
         yield family
 
 

@@ -2,21 +2,28 @@
 
 Other processes (the TUI, ``set``, ``probe``, ``sweep``, ``ab``, ``restore``) append to
 ``DIR/changes.jsonl`` (see :mod:`iotop_plus.devices.journal`) and ``DIR/probes.jsonl`` (see
-``iotop_plus.probe.history``); ``serve`` tails both on its sampler thread. A file replaced or
-cut shorter (rotated) is read again from its start.
+``iotop_plus.probe.history``). The frames carry their lines as ``setting`` and ``probe``
+events (the journal part of :class:`~iotop_plus.sampling.frame.LiveSource`, which reads them
+whole from the start for ``serve``); :class:`StateEvents` counts them. A file replaced or cut
+shorter (rotated) is read again from its start, and its counts start again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from iotop_plus.state import CHANGES, PROBES, JsonlTail, StateDir
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.journal_events import CHANGE_RECORD, PROBE_RESULT_RECORD, SOURCES
+from iotop_plus.state import CHANGES, PROBES
 
 #: The ``record`` of a probe result line (``iotop_plus.probe.history.RESULT_RECORD``).
-PROBE_RESULT = "probe-result"
+PROBE_RESULT = PROBE_RESULT_RECORD
 #: The ``record`` of an applied write in the settings journal.
-CHANGE = "change"
+CHANGE = CHANGE_RECORD
+_CHANGES_SOURCE = SOURCES[CHANGES][0]
+_PROBES_SOURCE = SOURCES[PROBES][0]
 
 
 @dataclass(frozen=True)
@@ -56,59 +63,52 @@ def probe_figures(doc: dict[str, Any]) -> tuple[tuple[str, str], ProbeFigures] |
 @dataclass
 class StateEvents:
     """Counts of setting changes and the last probe per target, kept up to date by
-    :meth:`poll` (one thread)."""
+    :meth:`take` from each frame's journal events (one thread)."""
 
-    state: StateDir | None
-    """The state directory, or None for none (nothing to tail)."""
     changes: dict[tuple[str, str], int] = field(default_factory=dict)
     """Applied writes by (device, setting), side effects included."""
     probes: dict[tuple[str, str], ProbeFigures] = field(default_factory=dict)
     """The last result by (target, preset)."""
     version: int = 0
     """Bumped whenever :attr:`changes` or :attr:`probes` changed."""
+    problems: list[str] = field(default_factory=list)
+    """Why a journal could not be read for the last frame."""
 
-    def __post_init__(self) -> None:
-        self._changes = JsonlTail(self.state, CHANGES) if self.state is not None else None
-        self._probes = JsonlTail(self.state, PROBES) if self.state is not None else None
-
-    @property
-    def problems(self) -> list[str]:
-        """Why a file could not be read on the last poll."""
-        return [t.problem for t in (self._changes, self._probes) if t is not None and t.problem]
-
-    def poll(self) -> bool:
-        """Read what was appended since the last poll; True when something changed."""
-        if self._changes is None or self._probes is None:
-            return False
+    def take(self, frame: Frame) -> bool:
+        """Count the frame's journal events; True when something changed."""
+        self.problems = list(frame.journal_problems)
         changed = False
-        restarted, docs = self._changes.read()
-        if restarted:
+        if _CHANGES_SOURCE in frame.journal_restarted:
             self.changes.clear()
             changed = True
-        for doc in docs:
-            if doc.get("record") != CHANGE:
-                continue
-            device = doc.get("queue_device") or doc.get("device")
-            settings = [doc.get("setting")]
-            effects = doc.get("side_effects")
-            if isinstance(effects, list):
-                settings += [e.get("setting") for e in effects if isinstance(e, dict)]
-            for setting in settings:
-                if isinstance(device, str) and isinstance(setting, str):
-                    key = (device, setting)
-                    self.changes[key] = self.changes.get(key, 0) + 1
-                    changed = True
-        restarted, docs = self._probes.read()
-        if restarted:
+        if _PROBES_SOURCE in frame.journal_restarted:
             self.probes.clear()
             changed = True
-        for doc in docs:
-            if doc.get("record") != PROBE_RESULT:
+        for event in frame.events:
+            doc = event.record
+            if doc is None:
                 continue
-            parsed = probe_figures(doc)
-            if parsed is not None:
-                self.probes[parsed[0]] = parsed[1]
-                changed = True
+            if event.source == _CHANGES_SOURCE and doc.get("record") == CHANGE:
+                changed = self._count_change(doc) or changed
+            elif event.source == _PROBES_SOURCE and doc.get("record") == PROBE_RESULT:
+                parsed = probe_figures(dict(doc))
+                if parsed is not None:
+                    self.probes[parsed[0]] = parsed[1]
+                    changed = True
         if changed:
             self.version += 1
         return changed
+
+    def _count_change(self, doc: Mapping[str, Any]) -> bool:
+        device = doc.get("queue_device") or doc.get("device")
+        settings = [doc.get("setting")]
+        effects = doc.get("side_effects")
+        if isinstance(effects, list):
+            settings += [e.get("setting") for e in effects if isinstance(e, dict)]
+        counted = False
+        for setting in settings:
+            if isinstance(device, str) and isinstance(setting, str):
+                key = (device, setting)
+                self.changes[key] = self.changes.get(key, 0) + 1
+                counted = True
+        return counted

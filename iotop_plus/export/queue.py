@@ -1,20 +1,17 @@
 """Queue settings of each device, as ``serve`` exports them (what node_exporter lacks, #1601).
 
-Read from ``<sys>/block/DEV/queue/`` on the sampler thread, at a modest rate (see
-:data:`QUEUE_REFRESH_S`) and whenever the set of devices changes, never per scrape.
+The settings come with each frame (its queue part, :mod:`iotop_plus.sampling.queue_settings`,
+re-read when the devices change, a setting change is journaled, and every
+:data:`QUEUE_REFRESH_S`), never per scrape; this module says how each one is exported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from iotop_plus.devices.settings import parse_scheduler
-from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
+from iotop_plus.sampling.queue_settings import QUEUE_REFRESH_S, QueueSettings
 
-QUEUE_REFRESH_S = 30.0
-"""How often queue settings are re-read when no setting change was journaled."""
+__all__ = ["QUEUE_GAUGES", "QUEUE_REFRESH_S", "QueueGauge", "QueueSettings"]
 
 
 @dataclass(frozen=True)
@@ -68,37 +65,3 @@ QUEUE_GAUGES: tuple[QueueGauge, ...] = (
         "seconds",
     ),
 )
-
-
-@dataclass(frozen=True)
-class QueueSettings:
-    """The settings of one device's queue that could be read."""
-
-    scheduler: str | None
-    """The active scheduler, or None (no blk-mq queue, or unreadable)."""
-    schedulers: tuple[str, ...]
-    """Every scheduler the queue offers."""
-    values: dict[str, float]
-    """Numeric settings by attribute name, already scaled to the exported unit."""
-
-
-def read_queue(roots: Roots, device: str) -> QueueSettings:
-    """The queue settings of ``device``; absent or unreadable ones are left out."""
-    queue = roots.sys_block / device / "queue"
-    values: dict[str, float] = {}
-    for gauge in QUEUE_GAUGES:
-        try:
-            text = read_bounded(queue / gauge.attribute, MAX_ATTRIBUTE_BYTES).strip()
-            values[gauge.attribute] = int(text) * gauge.scale
-        except (OSError, ValueError):
-            continue
-    try:
-        current, choices = parse_scheduler(read_bounded(queue / "scheduler", MAX_ATTRIBUTE_BYTES))
-    except OSError:
-        current, choices = None, ()
-    return QueueSettings(current, choices, values)
-
-
-def read_queues(roots: Roots, devices: Iterable[str]) -> dict[str, QueueSettings]:
-    """:func:`read_queue` for each of ``devices`` (whole devices: partitions share the disk's)."""
-    return {name: read_queue(roots, name) for name in devices}

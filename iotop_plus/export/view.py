@@ -7,7 +7,6 @@ thread, one frame per interval; a scrape only reads the latest view, never ``/pr
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -16,9 +15,10 @@ from iotop_plus.export.cgroups import CgroupSelection, CgroupSeries
 from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.events import ProbeFigures, StateEvents
 from iotop_plus.export.latency import LatencyTotals, OpTotals
-from iotop_plus.export.queue import QUEUE_REFRESH_S, QueueSettings, read_queues
+from iotop_plus.export.queue import QUEUE_REFRESH_S, QueueSettings
 from iotop_plus.sampling.clock import Clock, Schedule
-from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
+from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource, LiveSource
+from iotop_plus.sampling.journal_events import JournalPart
 from iotop_plus.sampling.latency_hist import FAILED
 from iotop_plus.sampling.sampler import select_devices
 from iotop_plus.state import StateDir
@@ -74,9 +74,11 @@ class ExportSampler:
         """Args:
         source: Where frames come from (asked for cgroups when ``cgroup_depth`` is set).
         interval: Seconds between frames on the thread.
-        state: The state directory whose journal and probe history are tailed.
+        state: The state directory whose journal and probe history the frames carry (given
+            to a :class:`LiveSource` that has no journal yet, whole from the start).
         show_all: Export every device, not the TUI's default selection.
-        queue_refresh_s: How often queue settings are re-read when nothing else changed.
+        queue_refresh_s: How often a :class:`LiveSource` re-reads queue settings when
+            nothing else changed.
         warn: Called with one line when the latency tracer cannot run (once per reason).
         cgroup_depth: Export cgroups up to this many levels below the root; None: none.
         clock: The schedule's clock (tests step a fake one); default the real one.
@@ -85,8 +87,11 @@ class ExportSampler:
         self.schedule = Schedule(interval, clock=clock)
         """When frames are taken, on the thread or by ``serve --textfile``'s loop."""
         self.show_all = show_all
-        self.queue_refresh_s = queue_refresh_s
-        self.events = StateEvents(state)
+        if isinstance(source, LiveSource):
+            if state is not None and source.journal is None:
+                source.journal = JournalPart(state, history=True)  # serve counts it all
+            source.queue_refresh_s = queue_refresh_s
+        self.events = StateEvents()
         self.problem: str | None = None
         """The last frame's read error, one line; None when it was read."""
         self.warn = warn
@@ -102,7 +107,7 @@ class ExportSampler:
         self._errors = 0
         self._static = 0
         self._queues: Mapping[str, QueueSettings] = _EMPTY
-        self._queues_at = float("-inf")
+        self._queues_from: Mapping[str, QueueSettings] | None = None
         self._queue_names: tuple[str, ...] = ()
         self._devices: tuple[str, ...] = ()
         self._device_key: tuple[object, frozenset[str]] | None = None
@@ -142,20 +147,18 @@ class ExportSampler:
             self._devices = devices
             self._device_key = key
         devices = self._devices
-        events_changed = self.events.poll()
+        events_changed = self.events.take(frame)
         whole = tuple(
             n for n in devices if (dev := frame.inventory.get(n)) is None or not dev.is_partition
         )
-        now = time.monotonic()
-        if (
-            events_changed
-            or whole != self._queue_names
-            or now - self._queues_at >= (self.queue_refresh_s)
-        ):
-            queues = read_queues(self.source.roots, whole)
+        # The frame's queue part is re-read by the source (devices changed, a setting change
+        # journaled, every QUEUE_REFRESH_S); it is the same object until then.
+        if frame.queues is not self._queues_from or whole != self._queue_names:
+            queues = {n: frame.queues[n] for n in whole if n in frame.queues}
             if queues != self._queues or whole != self._queue_names:
                 self._static += 1
-            self._queues, self._queue_names, self._queues_at = MappingProxyType(queues), whole, now
+            self._queues, self._queue_names = MappingProxyType(queues), whole
+            self._queues_from = frame.queues
         if events_changed or frame.inventory_changed:
             self._static += 1
         if self._latency.add(frame.latency):

@@ -1,5 +1,6 @@
-"""What the recorder takes from each live frame: header facts, the inventory, top processes,
-pressure and events (device changes and new lines of the settings and probe journals)."""
+"""What the recorder takes from each live frame: header facts, the inventory with its queue
+settings, top processes, pressure and events (device changes and the new lines of the settings
+and probe journals, all from the frame)."""
 
 from __future__ import annotations
 
@@ -15,11 +16,10 @@ from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.format import VERSION
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.frame import Frame, FrameEvent
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
+from iotop_plus.sampling.queue_settings import QueueSettings, read_queue
 from iotop_plus.sampling.sampler import HostInfo, Platform
-
-"""New journal bytes read per sample at most (the rest waits for the next sample)."""
 
 
 def zone() -> tuple[str, int]:
@@ -40,8 +40,16 @@ def zone() -> tuple[str, int]:
     return name or time.strftime("%Z"), int(offset)
 
 
-def inventory_doc(inventory: Inventory, roots: Roots, nr_requests: Mapping[str, int]) -> dict:
-    """The inventory as a recording stores it, with each whole device's queue settings."""
+def inventory_doc(
+    inventory: Inventory,
+    roots: Roots,
+    nr_requests: Mapping[str, int],
+    queues: Mapping[str, QueueSettings] | None = None,
+) -> dict:
+    """The inventory as a recording stores it, with each whole device's queue settings.
+
+    ``queues`` are the frame's queue part; a device it lacks is read with the one reader.
+    """
     devices = []
     queue: dict[str, dict[str, Any]] = {}
     for name, dev in inventory.devices.items():
@@ -49,15 +57,13 @@ def inventory_doc(inventory: Inventory, roots: Roots, nr_requests: Mapping[str, 
         if dev.is_partition:
             continue
         facts: dict[str, Any] = {"nr_requests": nr_requests.get(name)}
-        for attr in ("scheduler", "read_ahead_kb"):
-            try:
-                text = read_bounded(roots.sys_block / name / "queue" / attr, MAX_ATTRIBUTE_BYTES)
-            except OSError:
-                continue
-            text = text.strip()
-            if attr == "scheduler" and "[" in text:
-                text = text.split("[", 1)[1].split("]", 1)[0]
-            facts[attr] = int(text) if attr == "read_ahead_kb" and text.isdigit() else text
+        settings = queues.get(name) if queues is not None else None
+        if settings is None:
+            settings = read_queue(roots, name)
+        if settings.scheduler is not None:
+            facts["scheduler"] = settings.scheduler
+        if "read_ahead_kb" in settings.values:
+            facts["read_ahead_kb"] = settings.values["read_ahead_kb"]
         queue[name] = facts
     return {"inventory": devices, "queue": queue}
 
@@ -181,18 +187,21 @@ def top_processes(frame: Frame, roots: Roots, n: int) -> tuple[dict[str, Any], .
     return tuple(out)
 
 
-def recorded_sample(
-    frame: Frame, roots: Roots, n_processes: int, journal: list[dict[str, Any]]
-) -> RecordedSample:
-    """What the recorder stores of one live frame."""
-    events = [
-        {"source": "device", "kind": e.kind, "text": e.text, "device": e.device}
-        for e in frame.events
-    ]
+def recorded_event(event: FrameEvent) -> dict[str, Any]:
+    """One frame event as a recording stores it: a device event with its kind and text, a
+    journal event as its line unchanged under ``record`` with the journal it came from."""
+    if event.record is not None and event.source is not None:
+        return {"source": event.source, "record": dict(event.record)}
+    return {"source": "device", "kind": event.kind, "text": event.text, "device": event.device}
+
+
+def recorded_sample(frame: Frame, roots: Roots, n_processes: int) -> RecordedSample:
+    """What the recorder stores of one live frame (its events in the order they came)."""
+    events = [recorded_event(e) for e in frame.events]
     pressure = frame.pressure.as_json() if frame.pressure is not None else None
     return RecordedSample(
         frame.sample,
         top_processes(frame, roots, n_processes),
         pressure or None,
-        tuple(events + journal),
+        tuple(events),
     )

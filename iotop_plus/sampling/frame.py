@@ -15,12 +15,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.pressure import Pressure, read_pressure
+from iotop_plus.sampling.queue_settings import (
+    QUEUE_REFRESH_S,
+    QueueSettings,
+    nr_requests_of,
+    read_queues,
+)
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
 
@@ -28,6 +34,7 @@ if TYPE_CHECKING:  # the process, cgroup and latency modules load only when some
     from iotop_plus.sampling.blockdev import OpenBlockFile
     from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample
     from iotop_plus.sampling.clock import Clock
+    from iotop_plus.sampling.journal_events import JournalPart
     from iotop_plus.sampling.latency import LatencyPart
     from iotop_plus.sampling.latency_hist import LatencyFrame
     from iotop_plus.sampling.processes import (
@@ -40,8 +47,9 @@ if TYPE_CHECKING:  # the process, cgroup and latency modules load only when some
 QUICK_FIRST_FRAME_DEVICES = 200
 """Above this many devices, the first frame lists them by name before the inventory is read."""
 
-NR_REQUESTS_REFRESH_S = 30.0
-"""How often queue capacities are re-read when the set of devices has not changed."""
+NR_REQUESTS_REFRESH_S = QUEUE_REFRESH_S
+"""How often queue settings are re-read when nothing changed (the one definition is
+:data:`~iotop_plus.sampling.queue_settings.QUEUE_REFRESH_S`)."""
 
 PROCESSES = "processes"
 """What :meth:`LiveSource.want` takes for the per-process view (iotop)."""
@@ -56,14 +64,31 @@ _PARTS = (PROCESSES, LATENCY, LATENCY_QUEUE, CGROUPS)
 
 @dataclass(frozen=True)
 class FrameEvent:
-    """Something that happened between two frames: a device came or went, a setting changed."""
+    """Something that happened between two frames: a device came or went, a setting changed,
+    a probe finished."""
 
     kind: str
-    """``device-added``, ``device-removed``, ``setting``, ``probe`` ..."""
+    """``device-added``, ``device-removed``, ``setting``, ``probe``, ``io-error``."""
     text: str
     """One line for people."""
     device: str | None = None
     """The device it concerns, if one."""
+    record: Mapping[str, Any] | None = None
+    """The journal or probe line, unchanged (``setting`` and ``probe`` events)."""
+    source: str | None = None
+    """Where a journal event came from: ``changes`` or ``probes`` (the recorded name)."""
+    wall_time: float | None = None
+    """When it happened (seconds since the epoch); None: at its frame's time."""
+    monotonic: float | None = None
+    """The same instant on the monotonic clock (for marks against the samples); None: at its
+    frame's time."""
+
+    @property
+    def marked(self) -> bool:
+        """Whether the charts draw it as a mark (applied setting changes, probe results)."""
+        from iotop_plus.sampling.journal_events import is_marked
+
+        return is_marked(self.kind, self.record)
 
 
 @dataclass(frozen=True)
@@ -133,6 +158,15 @@ class Frame:
     one-line status, while :data:`LATENCY` is wanted; None otherwise."""
     cgroups: CgroupFrame | None = None
     """Per-cgroup I/O, when wanted; None otherwise."""
+    queues: Mapping[str, QueueSettings] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Queue settings of every whole device (the same object until they are re-read)."""
+    journal_restarted: frozenset[str] = frozenset()
+    """Journals (``changes``, ``probes``) replaced or cut shorter since the previous frame:
+    what was counted from them must be dropped."""
+    journal_problems: tuple[str, ...] = ()
+    """Why a journal could not be read for this frame (one line each)."""
 
     @property
     def wall_time(self) -> float:
@@ -181,13 +215,22 @@ class LiveSource:
     """
 
     def __init__(
-        self, roots: Roots | None = None, sampler: Sampler | None = None, *, devices: bool = True
+        self,
+        roots: Roots | None = None,
+        sampler: Sampler | None = None,
+        *,
+        devices: bool = True,
+        journal: JournalPart | None = None,
+        queue_refresh_s: float = QUEUE_REFRESH_S,
     ) -> None:
         """Args:
         roots: Where /proc and /sys are (default the live ones).
         sampler: The disk sampler (tests pass a canned one); default reads ``roots``.
         devices: Read the block devices; False for a consumer of processes only (``top``),
             whose frames then carry no devices and cost no diskstats, inventory or sysfs read.
+        journal: The state directory's journals, whose new lines the frames carry as
+            ``setting`` and ``probe`` events; None: no journal events.
+        queue_refresh_s: How often queue settings are re-read when nothing changed.
         """
         self.sampler = sampler if sampler is not None else Sampler(roots)
         self.roots = self.sampler.roots
@@ -203,7 +246,11 @@ class LiveSource:
         self._inventory: Inventory | None = None
         self._names: frozenset[str] | None = None
         self._nr_requests: Mapping[str, int] = MappingProxyType({})
+        self._queues: Mapping[str, QueueSettings] = MappingProxyType({})
         self._nr_read_at = float("-inf")
+        self.journal = journal
+        """The journals whose new lines become events."""
+        self.queue_refresh_s = queue_refresh_s
         self._seq = 0
         self._procs: _ProcessPart | None = None
         self._cgroups: _CgroupPart | None = None
@@ -322,9 +369,21 @@ class LiveSource:
             self._names = cur.names
         inventory = self._inventory
         assert inventory is not None
-        if changed or started - self._nr_read_at >= NR_REQUESTS_REFRESH_S:
-            self._nr_requests = MappingProxyType(read_nr_requests(self.roots, inventory))
+        journal_events, restarted, journal_problems = self._journal_events(cur)
+        setting_changed = any(e.kind == "setting" for e in journal_events)
+        if (
+            changed
+            or setting_changed
+            or restarted
+            or started - self._nr_read_at >= self.queue_refresh_s
+        ):
+            whole = [n for n, d in inventory.devices.items() if not d.is_partition]
+            queues = read_queues(self.roots, whole)
+            if queues != self._queues:
+                self._queues = MappingProxyType(queues)
+                self._nr_requests = MappingProxyType(nr_requests_of(queues))
             self._nr_read_at = started
+        events += journal_events
         process_error = None
         try:
             processes = self._process_frame()
@@ -335,19 +394,16 @@ class LiveSource:
         frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
         latency = latency_part.frame(cur.counters, cur.monotonic) if latency_part else None
         cgroups = self._cgroup_frame()
-        if (
-            process_error is not None
-            or pressure is not None
-            or latency is not None
-            or cgroups is not None
-        ):
-            frame = dataclasses.replace(
-                frame,
-                process_error=process_error,
-                pressure=pressure,
-                latency=latency,
-                cgroups=cgroups,
-            )
+        frame = dataclasses.replace(
+            frame,
+            process_error=process_error,
+            pressure=pressure,
+            latency=latency,
+            cgroups=cgroups,
+            queues=self._queues,
+            journal_restarted=restarted,
+            journal_problems=journal_problems,
+        )
         self._prev = cur
         return frame
 
@@ -374,6 +430,21 @@ class LiveSource:
             processes=processes,
             events=events,
         )
+
+    def _journal_events(
+        self, cur: Sample
+    ) -> tuple[tuple[FrameEvent, ...], frozenset[str], tuple[str, ...]]:
+        """The journals' new lines as events, each at its own wall time and the monotonic
+        time that matches it (never after this frame)."""
+        if self.journal is None:
+            return (), frozenset(), ()
+        from iotop_plus.sampling.journal_events import journal_event
+
+        lines, restarted, problems = self.journal.read()
+        events = tuple(
+            journal_event(line.source, line.record, cur.wall_time, cur.monotonic) for line in lines
+        )
+        return events, restarted, problems
 
     def _cgroup_frame(self) -> CgroupFrame | None:
         if CGROUPS not in self._wanted:
@@ -505,20 +576,6 @@ def _device_events(before: frozenset[str], after: frozenset[str]) -> tuple[Frame
     added = [FrameEvent("device-added", f"{n} appeared", n) for n in sorted(after - before)]
     gone = [FrameEvent("device-removed", f"{n} vanished", n) for n in sorted(before - after)]
     return (*added, *gone)
-
-
-def read_nr_requests(roots: Roots, inventory: Inventory) -> dict[str, int]:
-    """``queue/nr_requests`` of every whole device that has one."""
-    out: dict[str, int] = {}
-    for name, dev in inventory.devices.items():
-        if dev.is_partition:
-            continue
-        try:
-            path = roots.sys_block / name / "queue" / "nr_requests"
-            out[name] = int(read_bounded(path, MAX_ATTRIBUTE_BYTES).strip() or 0)
-        except (OSError, ValueError):
-            continue
-    return out
 
 
 def frames_on_schedule(

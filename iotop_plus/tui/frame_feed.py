@@ -92,8 +92,11 @@ class FrameFeed:
                 self.history.forget(frame.sample.counters)
             self.timeline.append(frame)
         for event in frame.events:
-            if event.kind in MARKED_EVENTS:  # a setting change or probe seen by the source
-                self.history.mark(Mark(frame.monotonic, event.text, event.device))
+            # An applied setting change or a probe result the frame's journal part read (from
+            # this TUI or any other run), at its own time; a replay draws recorded ones.
+            if event.kind in MARKED_EVENTS and event.marked:
+                at = event.monotonic if event.monotonic is not None else frame.monotonic
+                self.history.mark(Mark(at, event.text, event.device))
         self.screen.count_frame(frame)
         if not paused:
             self.screen.show_frame(frame)

@@ -13,9 +13,10 @@ from pathlib import Path
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, load_config
 from iotop_plus.devices.tuner import Journal, Tuner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import FrameSource
+from iotop_plus.sampling.frame import FrameSource, LiveSource
+from iotop_plus.sampling.journal_events import JournalPart
 from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.state import chosen_state_dir
+from iotop_plus.state import StateDir, chosen_state_dir
 from iotop_plus.tui.app import make_app
 
 
@@ -41,6 +42,10 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
     journal = Journal.in_dir(state_dir)
     tuner = Tuner(roots, journal, is_root=is_root)
+    source = source if source is not None else LiveSource(roots)
+    if isinstance(source, LiveSource) and source.journal is None:
+        # Setting changes and probe results (this run's and others') come with the frames.
+        source.journal = JournalPart(StateDir(state_dir))
     app = make_app(
         roots,
         config,

@@ -42,7 +42,7 @@ from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.history import History, Mark
+from iotop_plus.sampling.history import History
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
@@ -536,9 +536,8 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         await super().action_panel_key(tab, action)
 
     def on_settings_panel_changed(self, message: SettingsPanel.Changed) -> None:
-        """Mark every setting change on the charts, so before/after is visible."""
-        change = message.change
-        self.history.mark(Mark(change.monotonic, change.mark_label, change.device))
+        """A setting changed: its mark comes with the next frame (the journal part reads the
+        change's journal line); the Device tab shows the effective value now."""
         self._draw_charts(self._now(), force=True)
         self.read_settings()  # the Device tab shows the effective value
 

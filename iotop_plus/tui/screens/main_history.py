@@ -129,11 +129,6 @@ class HistoryActions:
         """Mark a probe's start on the charts of the device it measures."""
         self._mark("probe start", message.target.device)
 
-    def on_probe_panel_finished(self, message: ProbePanel.Finished) -> None:
-        """Mark a probe's end on the charts."""
-        result = message.outcome.result
-        self._mark(f"probe done: {result.preset}", message.outcome.target.device)
-
     def _mark(self, label: str, device: str | None) -> None:
         import time
 
