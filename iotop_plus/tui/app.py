@@ -12,8 +12,6 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
-from textual.binding import Binding
-from textual.reactive import reactive
 from textual.screen import Screen
 
 from iotop_plus.config import Config
@@ -27,35 +25,28 @@ from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.tui.frame_feed import FrameFeed
+from iotop_plus.tui.keys import APP_KEYS, bindings
 from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
 from iotop_plus.tui.palette import screen_commands
 from iotop_plus.tui.screens.main import MainScreen
-from iotop_plus.tui.scrub import Scrubber
-from iotop_plus.tui.widgets.header import HostHeader
 
 if TYPE_CHECKING:
     from iotop_plus.probe.runner import ProbeRunner
 
-QUIT_HELP = "quit (SIGTERM and SIGHUP also quit cleanly)"
-"""The help screen's line for the quit keys."""
-
 
 class IotopPlusApp(App[int]):
-    """iotop-plus: live iostat -x figures per device, with charts and a side panel."""
+    """iotop-plus: live iostat -x figures per device, with charts and a side panel.
+
+    Thin: it builds the main screen from its collaborators, starts and stops the sampler
+    thread, hands its frames down and runs the quit and signal lifecycle. The interval, the
+    pause and the scrub position are the main screen's state.
+    """
 
     CSS_PATH = "app.tcss"
     TITLE = "iotop-plus"
 
-    BINDINGS = [
-        Binding("q", "quit", "Quit", tooltip=QUIT_HELP),
-        Binding("ctrl+c", "quit", "Quit", show=False, priority=True, tooltip=QUIT_HELP),
-    ]
-
-    interval: reactive[float] = reactive(1.0, init=False)
-    """Seconds between frames: the one clock of every view (``+``/``-`` change it)."""
-    paused: reactive[bool] = reactive(False, init=False)
-    """Display frozen (``space``); frames still feed the history."""
+    BINDINGS = bindings(APP_KEYS)
 
     def __init__(
         self,
@@ -87,7 +78,6 @@ class IotopPlusApp(App[int]):
         self.host = host if host is not None else source.host_info()
         """Header facts."""
         chosen = interval if interval is not None else config.interval
-        self.set_reactive(IotopPlusApp.interval, clamp_interval(chosen))
         self.tuner = (
             tuner if tuner is not None else Tuner(source.roots, None, is_root=self.host.is_root)
         )
@@ -98,21 +88,8 @@ class IotopPlusApp(App[int]):
         """The restore offer at start, the keep-or-revert quit, the signal exits."""
         self.notes = tuple(notes)
         """Lines to show once the screen is up (config problems), as notifications."""
-        self.main_screen = MainScreen(
-            source.roots,
-            config,
-            self.history,
-            self.host,
-            self.interval,
-            self.tuner,
-            runner_factory,
-            devices=devices,
-        )
-        self.timeline = RingTimeline(config.history_minutes, self.interval)
+        self.timeline = RingTimeline(config.history_minutes, clamp_interval(chosen))
         """The last minutes of frames, to scrub back through (``[`` ``]`` ``{`` ``}`` ``g``)."""
-        self.feed = FrameFeed(source, self.history, self.main_screen, self.timeline)
-        self.replay_at = replay_at
-        """Where a replay starts (wall time); None for its first frame."""
         timeline: Timeline = self.timeline
         if replay is not None:
             timeline = replay
@@ -122,9 +99,29 @@ class IotopPlusApp(App[int]):
                 older_history,
                 warn=lambda line: self.notify(line, severity="warning", markup=False),
             )
-        self.scrubber = Scrubber(self, timeline, replay=replay is not None, zone=zone)
-        """The frame on screen when it is not the live one: ``[ ] { } g l``."""
-        """The sampler thread and what comes of its frames."""
+        self.main_screen = MainScreen(
+            source.roots,
+            config,
+            self.history,
+            self.host,
+            chosen,
+            self.tuner,
+            runner_factory,
+            devices=devices,
+            source=source,
+            ring=self.timeline,
+            timeline=timeline,
+            replay=replay is not None,
+            zone=zone,
+        )
+        """The one coordinating screen; it holds the interval, the pause and the scrub."""
+        self.replay_at = replay_at
+        """Where a replay starts (wall time); None for its first frame."""
+
+    @property
+    def feed(self) -> FrameFeed:
+        """The sampler thread and what comes of its frames (the main screen's)."""
+        return self.main_screen.feed
 
     @property
     def sampler_thread(self) -> SamplerThread | None:
@@ -149,12 +146,11 @@ class IotopPlusApp(App[int]):
         for note in self.notes:  # printed before the alternate screen too, but gone from view
             self.notify(note, severity="warning", timeout=15, markup=False)
         self.lifecycle.install_signal_handlers()
-        if self.scrubber.replay:
-            self.main_screen.query_one(HostHeader).zone = self.scrubber.zone
-            self.scrubber.start(self.replay_at)
+        if self.main_screen.scrubber.replay:
+            self.main_screen.start_replay(self.replay_at)
             return
         self.lifecycle.offer_restore()
-        self.feed.start(self.post_message, self.interval)
+        self.feed.start(self.post_message, self.main_screen.interval)
 
     async def action_quit(self) -> None:
         """Quit; when settings were changed in this run, ask whether to keep them."""
@@ -168,55 +164,10 @@ class IotopPlusApp(App[int]):
         """Stop the sampler thread and wait briefly for it."""
         self.feed.stop()
 
-    def set_sample_interval(self, seconds: float) -> None:
-        """Change the interval (clamped); every view follows at once."""
-        self.interval = clamp_interval(seconds)
-
-    def watch_interval(self, seconds: float) -> None:
-        self.feed.set_interval(seconds)
-        if self.main_screen.is_mounted:
-            self.main_screen.show_interval(seconds)
-
-    def watch_paused(self, paused: bool) -> None:
-        if not self.main_screen.is_mounted or self.scrubber.replay:
-            return
-        if not paused:
-            self.scrubber.at = None  # back to live: the newest frame, shown below
-        frame = self.latest_frame
-        self.main_screen.show_paused(paused)
-        if not paused and frame is not None:
-            self.main_screen.show_frame(frame)
-
-    def want_processes(self, on: bool) -> None:
-        """A view shows processes (or no longer does); the next frames carry them or not.
-
-        In replay or history no next frame comes until a scrub: the frame on screen shows its
-        (recorded) processes at once."""
-        self.feed.want_processes(on)
-        shown = self.main_screen.last_tick if self.main_screen.is_mounted else None
-        if on and shown is not None and (self.scrubber.replay or self.scrubber.scrubbed):
-            self.call_later(self.main_screen.show_frame, shown)
-
-    def want_latency(self, on: bool) -> None:
-        """The latency columns are shown (or no longer): the tracer runs only meanwhile."""
-        self.feed.want_latency(on)
-
-    def want_cgroups(self, on: bool) -> None:
-        """The Cgroups tab is shown (or no longer); the next frames carry cgroups or not."""
-        self.feed.want_cgroups(on)
-
-    def set_detail_cgroup(self, path: str | None) -> None:
-        """Frames list the processes of cgroup ``path``."""
-        self.feed.set_detail_cgroup(path)
-
-    def set_detail_pid(self, pid: int | None) -> None:
-        """Frames carry threads and open files of ``pid``; the next one comes at once."""
-        self.feed.set_detail_pid(pid)
-
     # Shutting down, the screens are gone but a message posted just before may still be queued.
     def on_frame_ready(self, message: FrameReady) -> None:
         if self.is_running:
-            self.feed.take(message.frame, self.paused)
+            self.main_screen.take_frame(message.frame)
 
     def on_sampler_problem(self, message: SamplerProblem) -> None:
         if self.is_running:

@@ -92,6 +92,16 @@ class Command:
         )
 
 
+QUIT_HELP = "quit (SIGTERM and SIGHUP also quit cleanly)"
+"""The help screen's line for the quit keys."""
+
+APP_KEYS = (
+    Command("q", "quit", "Quit", "Quit", QUIT_HELP),
+    Command("ctrl+c", "quit", "Quit", "Quit", QUIT_HELP, show=False, priority=True),
+)
+"""The app's own keys (quit); every other key is the main screen's or a widget's."""
+
+
 def panel_id(tab: str, action: str) -> str:
     """The binding id of a panel's command that the screen also binds (while ``tab`` shows)."""
     return f"{tab}:{action}"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import tzinfo
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.history import DeviceHistory, History, Mark
@@ -24,7 +24,7 @@ from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.sampling.timeparse import TimeParseError, clock_text, parse_time
 
 if TYPE_CHECKING:
-    from iotop_plus.tui.app import IotopPlusApp
+    from textual.notifications import SeverityLevel
 
 LIVE, PAUSED, HISTORY, REPLAY = "live", "paused", "history", "replay"
 """The modes the header shows."""
@@ -36,11 +36,39 @@ MARKED_EVENTS = ("setting", "probe")
 """Frame event kinds drawn as marks on the charts."""
 
 
+class ScrubView(Protocol):
+    """Where the scrubbed frame is shown, and the state it is kept in (the main screen)."""
+
+    paused: bool
+    """Display frozen: live frames are not shown."""
+    scrub_at: float | None
+    """Wall time of the frame shown when scrubbed; None when live or paused."""
+    last_tick: Frame | None
+    """The frame on screen."""
+
+    def show_mode(self, mode: str, wall_time: float | None) -> None:
+        """The header says LIVE, PAUSED at T, HISTORY at T or REPLAY at T."""
+
+    def show_frame(self, frame: Frame) -> None:
+        """Show ``frame`` in every view."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Say one line."""
+
+
 class Scrubber:
     """The position in a timeline, and the moves ``[ ] { } g l`` make.
 
     Args:
-        app: The app whose main screen shows the frames.
+        view: The screen that shows the frames and keeps the position (``scrub_at``).
         timeline: Where frames are looked up: the app's ring, or a recording.
         replay: Frames come only from ``timeline`` (no live sampling).
         zone: The recorded host's zone (None: the viewer's own).
@@ -48,23 +76,31 @@ class Scrubber:
 
     def __init__(
         self,
-        app: IotopPlusApp,
+        view: ScrubView,
         timeline: Timeline,
         *,
         replay: bool = False,
         zone: tzinfo | None = None,
     ) -> None:
-        self.app = app
+        self.view = view
         self.timeline = timeline
         """Frames by time."""
         self.replay = replay
         """Frames come from a recording, not from this host now."""
         self.zone = zone
         """The zone times are typed and shown in."""
-        self.at: float | None = None
-        """Wall time of the frame shown when scrubbed; None when live or paused."""
         self.moves = 0
         """Scrub moves made (tests read it)."""
+
+    @property
+    def at(self) -> float | None:
+        """Wall time of the frame shown when scrubbed; None when live or paused (the view's
+        ``scrub_at``)."""
+        return self.view.scrub_at
+
+    @at.setter
+    def at(self, wall: float | None) -> None:
+        self.view.scrub_at = wall
 
     @property
     def mode(self) -> str:
@@ -73,7 +109,7 @@ class Scrubber:
             return REPLAY
         if self.at is not None:
             return HISTORY
-        return PAUSED if self.app.paused else LIVE
+        return PAUSED if self.view.paused else LIVE
 
     @property
     def scrubbed(self) -> bool:
@@ -83,7 +119,7 @@ class Scrubber:
     def _origin(self) -> float | None:
         if self.at is not None:
             return self.at
-        shown = self.app.main_screen.last_tick
+        shown = self.view.last_tick
         if shown is not None:
             return shown.wall_time
         span = self.timeline.span()
@@ -95,7 +131,7 @@ class Scrubber:
         """A replay opens: show the frame at ``at`` (wall time), or the first one."""
         span = self.timeline.span()
         if span is None:
-            self.app.main_screen.show_mode(self.mode, None)
+            self.view.show_mode(self.mode, None)
             return self._nothing()
         return self.show(self.timeline.frame_at(span[0] if at is None else at))
 
@@ -128,14 +164,14 @@ class Scrubber:
         frame = self.show(self.timeline.frame_at(wall))
         span = self.timeline.span() or span  # it may reach further back now (recordings)
         if wall < span[0]:
-            self.app.notify(
+            self.view.notify(
                 f"history starts at {self.clock(span[0])}: showing its first frame",
                 severity="warning",
                 timeout=5,
                 markup=False,
             )
         elif frame is not None and wall > span[1] and not self.replay:
-            self.app.notify("that is after the newest frame: showing it", timeout=4)
+            self.view.notify("that is after the newest frame: showing it", timeout=4)
         return None
 
     def live(self) -> None:
@@ -146,11 +182,11 @@ class Scrubber:
                 self.show(self.timeline.frame_at(span[1]))
             return
         self.at = None
-        app = self.app
-        if app.paused:
-            app.paused = False  # the app's watcher shows the newest frame
+        view = self.view
+        if view.paused:
+            view.paused = False  # the view's watcher shows the newest frame
         else:
-            app.main_screen.show_mode(LIVE, None)
+            view.show_mode(LIVE, None)
 
     def show(self, frame: Frame | None) -> Frame | None:
         """Put ``frame`` on screen as the scrubbed position (None: nothing to show)."""
@@ -158,15 +194,14 @@ class Scrubber:
             return self._nothing()
         self.moves += 1
         self.at = frame.wall_time
-        if not self.replay and not self.app.paused:
-            self.app.paused = True  # live frames keep filling the ring, not the screen
-        screen = self.app.main_screen
-        screen.show_mode(self.mode, frame.wall_time)
-        screen.show_frame(frame)
+        if not self.replay and not self.view.paused:
+            self.view.paused = True  # live frames keep filling the ring, not the screen
+        self.view.show_mode(self.mode, frame.wall_time)
+        self.view.show_frame(frame)
         return frame
 
     def _nothing(self) -> Frame | None:
-        self.app.notify("no history yet", timeout=3)
+        self.view.notify("no history yet", timeout=3)
         return None
 
     def clock(self, wall: float) -> str:

@@ -57,7 +57,7 @@ async def test_stepping_back_and_forward_shows_each_frames_figures() -> None:
         await pilot.press("left_square_bracket")
         shown = app.main_screen.last_tick
         assert shown is not None and shown.wall_time == live.wall_time - 1
-        assert app.paused and app.scrubber.mode == "history"
+        assert app.main_screen.paused and app.main_screen.scrubber.mode == "history"
         assert f"HISTORY at {clock_text(shown.wall_time, None)}" in header(app)
         for _ in range(5):
             await pilot.press("left_square_bracket")
@@ -138,7 +138,7 @@ async def test_a_bad_time_is_one_line_and_the_dialog_stays() -> None:
         assert isinstance(dialog, JumpScreen)
         assert dialog.error.startswith("cannot read 'half past nine' as a time; use 14:05")
         assert "\n" not in dialog.error
-        assert app.scrubber.mode == "live"  # nothing moved
+        assert app.main_screen.scrubber.mode == "live"  # nothing moved
         await pilot.press("escape")
         assert not isinstance(app.screen, JumpScreen)
 
@@ -159,12 +159,13 @@ async def test_l_returns_to_live_and_space_pauses_then_scrubs_from_there() -> No
         assert app.main_screen.last_tick is app.timeline.step(paused_on.wall_time, -1)
         assert "HISTORY at" in header(app)
         await pilot.press("l")
-        assert not app.paused and app.scrubber.mode == "live" and app.scrubber.at is None
+        scrub = app.main_screen.scrubber
+        assert not app.main_screen.paused and scrub.mode == "live" and scrub.at is None
         assert app.main_screen.last_tick is app.latest_frame
         assert "LIVE" in header(app) and "HISTORY" not in header(app)
         # space in history also goes back to live
         await pilot.press("left_curly_bracket", "space")
-        assert app.scrubber.mode == "live" and "LIVE" in header(app)
+        assert app.main_screen.scrubber.mode == "live" and "LIVE" in header(app)
 
 
 async def test_charts_show_the_window_ending_at_the_frame_and_its_marks() -> None:

@@ -199,14 +199,14 @@ async def test_plus_and_minus_change_the_interval_within_limits() -> None:
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
         await pilot.press("plus")
-        assert app.interval == 0.5 and "every 0.5s" in header_text(app)
+        assert app.main_screen.interval == 0.5 and "every 0.5s" in header_text(app)
         await pilot.press("plus", "plus", "plus")
-        assert app.interval == 0.25
+        assert app.main_screen.interval == 0.25
         await pilot.press("minus")
-        assert app.interval == 0.5
+        assert app.main_screen.interval == 0.5
         for _ in range(8):
             await pilot.press("minus")
-        assert app.interval == 10.0 and "every 10s" in header_text(app)
+        assert app.main_screen.interval == 10.0 and "every 10s" in header_text(app)
 
 
 async def test_question_mark_opens_help_with_a_line_per_column() -> None:

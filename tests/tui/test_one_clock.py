@@ -23,7 +23,7 @@ async def test_space_freezes_the_processes_view_too() -> None:
         await wait_for(pilot, lambda: panel.last is not None and bool(panel.last.rates))
         assert app.source.wants(PROCESSES)
         await pilot.press("space")
-        assert app.paused and "PAUSED" in app.main_screen.query_one(HostHeader).text
+        assert app.main_screen.paused and "PAUSED" in app.main_screen.query_one(HostHeader).text
         frozen_rows, frozen_table = panel.last, app.main_screen.last_tick
         ticks = app.ticks
         await wait_for(pilot, lambda: app.ticks >= ticks + 3)  # sampling goes on
@@ -31,7 +31,7 @@ async def test_space_freezes_the_processes_view_too() -> None:
         assert app.main_screen.last_tick is frozen_table
         assert app.latest_frame is not None and app.latest_frame.processes is not None
         await pilot.press("space")
-        assert not app.paused
+        assert not app.main_screen.paused
         await wait_for(pilot, lambda: panel.last is not frozen_rows)
 
 
@@ -43,7 +43,7 @@ async def test_plus_and_minus_set_the_pace_of_every_view() -> None:
         panel = app.main_screen.process_panel
         await wait_for(pilot, lambda: panel.last is not None)
         await pilot.press("plus", "plus")  # 1 s -> 0.5 -> 0.25
-        assert app.interval == 0.25
+        assert app.main_screen.interval == 0.25
         assert app.sampler_thread is not None and app.sampler_thread.interval == 0.25
         assert "every 0.25s" in app.main_screen.query_one(HostHeader).text
         seen: list[float] = []
@@ -59,7 +59,7 @@ async def test_plus_and_minus_set_the_pace_of_every_view() -> None:
         median = gaps[len(gaps) // 2]
         assert 0.2 <= median <= 0.45, f"the Processes tab is not at 0.25 s: {gaps}"
         await pilot.press("minus", "minus", "minus")  # 0.25 -> 0.5 -> 1 -> 2
-        assert app.interval == 2.0 and app.sampler_thread.interval == 2.0
+        assert app.main_screen.interval == 2.0 and app.sampler_thread.interval == 2.0
         before = app.ticks
         await pilot.pause(1.0)
         assert app.ticks <= before + 1  # no longer every 0.25 s

@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.text import Text
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from iotop_plus.sampling.figures import notes
-from iotop_plus.tui.keys import as_binding, help_lines, key_display, own_bindings_of, tab_of
+from iotop_plus.tui.keys import (
+    APP_KEYS,
+    as_binding,
+    bindings,
+    help_lines,
+    key_display,
+    own_bindings_of,
+    tab_of,
+)
 from iotop_plus.tui.process_rows import MEANINGS
 from iotop_plus.tui.screens.modal import Modal
 from iotop_plus.tui.widgets.pressure import HELP as PRESSURE_HELP
@@ -45,14 +53,13 @@ THRESHOLDS = (
 
 def key_lines() -> list[tuple[str, str]]:
     """(keys, explanation) per help line, made from the app's, screen's and table's bindings."""
-    from iotop_plus.tui.app import IotopPlusApp
     from iotop_plus.tui.screens.main import MainScreen
     from iotop_plus.tui.widgets.device_table import DeviceTable
 
     # The screen's bindings of panel keys are listed with their tab, under panel_lines.
     screen = [b for b in map(as_binding, MainScreen.BINDINGS) if tab_of(b) is None]
-    lines = help_lines([*IotopPlusApp.BINDINGS, *screen, *DeviceTable.BINDINGS])
-    lines.append((key_display(IotopPlusApp.COMMAND_PALETTE_BINDING), PALETTE_HELP))
+    lines = help_lines([*bindings(APP_KEYS), *screen, *DeviceTable.BINDINGS])
+    lines.append((key_display(App.COMMAND_PALETTE_BINDING), PALETTE_HELP))
     return lines
 
 

@@ -15,6 +15,11 @@ How the side panel works:
   (:meth:`MainScreen.notify_panels`); the table also posts :class:`DeviceSelected`, which
   bubbles through this screen to the app. ``MainScreen.selected_device``, a reactive, holds
   the current one: setting it (the table's cursor, a test, a command) updates every view.
+* The state every view follows lives here, as reactives: ``interval`` (``+``/``-``),
+  ``paused`` (``space``) and ``scrub_at`` (the frame shown in history). The screen owns the
+  :class:`~iotop_plus.tui.frame_feed.FrameFeed` (the sampler thread's frames) and the
+  :class:`~iotop_plus.tui.scrub.Scrubber`; the Processes and Cgroups panels ask it, not the
+  app, for what the frames carry.
 * Queue settings are read from sysfs once per selection, in a worker, after the cursor has
   rested (a held-down arrow key reads nothing per row), and again only when a setting is
   changed or the devices change; the Device and Tune tabs both show that one read.
@@ -41,9 +46,13 @@ from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config
 from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.clock import clamp_interval
+from iotop_plus.sampling.frame import Frame, FrameSource
 from iotop_plus.sampling.history import History
+from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo
+from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.main_charts import ChartActions
@@ -51,6 +60,7 @@ from iotop_plus.tui.screens.main_history import REFUSED_TABS, HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
 from iotop_plus.tui.screens.main_panels import PANEL_KEYS, PANEL_PALETTE, PanelActions
 from iotop_plus.tui.screens.main_table import TableActions
+from iotop_plus.tui.scrub import Scrubber
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import DeviceTable
@@ -62,10 +72,11 @@ from iotop_plus.tui.widgets.pressure import PressureGauge
 from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
+    from datetime import tzinfo
+
     from iotop_plus.probe.runner import ProbeRunner
-    from iotop_plus.tui.app import IotopPlusApp
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
-    from iotop_plus.tui.widgets.process_panel import ProcessFeed, ProcessPanel
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
 DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-probe")
@@ -101,6 +112,12 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     selected_device: reactive[str | None] = reactive(None, init=False, repaint=False)
     """Kernel name of the device the charts and panels are about."""
+    interval: reactive[float] = reactive(1.0, init=False, repaint=False)
+    """Seconds between frames: the one clock of every view (``+``/``-`` change it)."""
+    paused: reactive[bool] = reactive(False, init=False, repaint=False)
+    """Display frozen (``space``); frames still feed the history."""
+    scrub_at: reactive[float | None] = reactive(None, init=False, repaint=False)
+    """Wall time of the frame shown in history; None when live or paused."""
 
     def __init__(
         self,
@@ -113,8 +130,17 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         runner_factory: Callable[[], ProbeRunner] | None = None,
         *,
         devices: Sequence[str] = (),
+        source: FrameSource,
+        ring: RingTimeline,
+        timeline: Timeline | None = None,
+        replay: bool = False,
+        zone: tzinfo | None = None,
     ) -> None:
+        """``ring`` keeps the live frames; ``timeline`` is where the history keys look (the
+        ring, the ring after this host's recordings, or a recording when ``replay``), in the
+        recorded host's ``zone``."""
         super().__init__()
+        self.set_reactive(MainScreen.interval, clamp_interval(interval))
         self.roots = roots
         self.devices = tuple(devices)
         """Devices named on the command line (the table shows only those, the first selected)."""
@@ -125,7 +151,12 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         self.config = config
         self.history = history
         self.host = host
-        self._initial_interval = interval
+        self.feed = FrameFeed(source, history, self, ring)
+        """The sampler thread's frames: counted, recorded, shown here unless paused."""
+        self.scrubber = Scrubber(
+            self, ring if timeline is None else timeline, replay=replay, zone=zone
+        )
+        """The frame on screen when it is not the live one: ``[ ] { } g l``."""
         self.last_tick: Frame | None = None
         """The last frame shown (frozen while paused)."""
         self.ticks_seen = 0
@@ -141,15 +172,23 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         """The deferred side-panel panels built so far, by tab id."""
         self._mounting: dict[str, AwaitMount] = {}
 
-    @property
-    def interval(self) -> float:
-        """Seconds between frames: the app's one clock."""
-        return float(getattr(self.app, "interval", self._initial_interval))
+    def validate_interval(self, seconds: float) -> float:
+        return clamp_interval(seconds)
 
-    @property
-    def paused(self) -> bool:
-        """Display frozen (frames still feed the history): the app's state."""
-        return bool(getattr(self.app, "paused", False))
+    def watch_interval(self, seconds: float) -> None:
+        self.feed.set_interval(seconds)
+        if self.is_mounted:
+            self.show_interval(seconds)
+
+    def watch_paused(self, paused: bool) -> None:
+        if not self.is_mounted or self.scrubber.replay:
+            return
+        if not paused:
+            self.scrub_at = None  # back to live: the newest frame, shown below
+        frame = self.feed.latest_frame
+        self.show_paused(paused)
+        if not paused and frame is not None:
+            self.show_frame(frame)
 
     # ---- layout --------------------------------------------------------------------------
 
@@ -208,6 +247,15 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         return next((v for v in VIEWS if self.has_class(v)), "view-table")
 
     # ---- ticks from the app --------------------------------------------------------------
+
+    def take_frame(self, frame: Frame) -> None:
+        """A frame from the sampler thread: recorded, and shown unless paused."""
+        self.feed.take(frame, self.paused)
+
+    def start_replay(self, at: float | None) -> None:
+        """A replay opens: times in the recorded host's zone, the frame at ``at`` shown."""
+        self.query_one(HostHeader).zone = self.scrubber.zone
+        self.scrubber.start(at)
 
     def count_frame(self, frame: Frame) -> None:
         """A frame arrived (shown or not)."""
@@ -383,14 +431,13 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         if tab_id == "tab-processes":
             from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
-            feed = cast("ProcessFeed", self.app)
             return ProcessPanel(
-                self.roots, feed, id="process-panel", refuse=self.refused, tuner=self.tuner
+                self.roots, self, id="process-panel", refuse=self.refused, tuner=self.tuner
             )
         if tab_id == "tab-cgroups":
-            from iotop_plus.tui.widgets.cgroup_panel import CgroupFeed, CgroupPanel
+            from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
 
-            return CgroupPanel(cast(CgroupFeed, self.app), id="cgroup-panel")
+            return CgroupPanel(self, id="cgroup-panel")
         if tab_id == "tab-probe":
             from iotop_plus.tui.widgets.probe_panel import ProbePanel
 
@@ -466,16 +513,43 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     def action_pause(self) -> None:
         """Freeze every view; sampling and history continue (in history: back to live)."""
-        app = cast("IotopPlusApp", self.app)
         scrub = self.scrubber
-        if scrub is not None and (scrub.scrubbed or scrub.replay):
+        if scrub.scrubbed or scrub.replay:
             scrub.live()
         else:
-            app.paused = not app.paused
+            self.paused = not self.paused
 
     def set_interval_s(self, seconds: float) -> None:
         """Change the interval of every view (clamped to 0.25..10 s)."""
-        cast("IotopPlusApp", self.app).set_sample_interval(seconds)
+        self.interval = seconds
+
+    # ---- what the next frames carry (asked by the Processes and Cgroups panels) -----------
+
+    def want_processes(self, on: bool) -> None:
+        """A view shows processes (or no longer does); the next frames carry them or not.
+
+        In replay or history no next frame comes until a scrub: the frame on screen shows its
+        (recorded) processes at once."""
+        self.feed.want_processes(on)
+        shown = self.last_tick if self.is_mounted else None
+        if on and shown is not None and (self.scrubber.replay or self.scrubber.scrubbed):
+            self.call_later(self.show_frame, shown)
+
+    def want_latency(self, on: bool) -> None:
+        """The latency columns are shown (or no longer): the tracer runs only meanwhile."""
+        self.feed.want_latency(on)
+
+    def want_cgroups(self, on: bool) -> None:
+        """The Cgroups tab is shown (or no longer); the next frames carry cgroups or not."""
+        self.feed.want_cgroups(on)
+
+    def set_detail_cgroup(self, path: str | None) -> None:
+        """Frames list the processes of cgroup ``path``."""
+        self.feed.set_detail_cgroup(path)
+
+    def set_detail_pid(self, pid: int | None) -> None:
+        """Frames carry threads and open files of ``pid``; the next one comes at once."""
+        self.feed.set_detail_pid(pid)
 
     # ---- tuning, probes and experiments (the side-panel tabs) -----------------------------
 

@@ -25,7 +25,7 @@ class ChartActions:
             return
         min_span = MIN_SPAN_INTERVALS * main.interval
         scrub = main.scrubber
-        if scrub is not None and scrub.scrubbed:  # the window of frames ending at the one shown
+        if scrub.scrubbed:  # the window of frames ending at the one shown
             span = main.history.capacity * main.interval
             hist, marks, end = scrub.chart_window(main.selected_device, main.history, span)
             if force or charts.due(main.selected_device, end):

@@ -1,7 +1,7 @@
 """The main screen's history keys (``[ ] { } g l``), its replay refusals and its probe marks.
 
 A mixin of :class:`~iotop_plus.tui.screens.main.MainScreen`: the moves themselves are the
-app's :class:`~iotop_plus.tui.scrub.Scrubber`; here are the actions the keys run and what
+screen's :class:`~iotop_plus.tui.scrub.Scrubber`; here are the actions the keys run and what
 the screen says about them.
 """
 
@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from iotop_plus.sampling.history import Mark
-from iotop_plus.tui.scrub import LIVE, Scrubber
+from iotop_plus.tui.scrub import LIVE
 from iotop_plus.tui.widgets.header import HostHeader
 
 if TYPE_CHECKING:
-    from iotop_plus.tui.app import IotopPlusApp
     from iotop_plus.tui.screens.main import MainScreen
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
 
@@ -43,15 +42,9 @@ class HistoryActions:
         return cast("MainScreen", self)
 
     @property
-    def scrubber(self) -> Scrubber | None:
-        """The app's scrubber (None for a screen mounted without one, in tests)."""
-        return cast("Scrubber | None", getattr(self._main.app, "scrubber", None))
-
-    @property
     def replay_reason(self) -> str | None:
         """Why tuning and probes are off (a replay), or None."""
-        scrub = self.scrubber
-        return REPLAY_REFUSAL if scrub is not None and scrub.replay else None
+        return REPLAY_REFUSAL if self._main.scrubber.replay else None
 
     @property
     def refusal_reason(self) -> str | None:
@@ -82,19 +75,15 @@ class HistoryActions:
 
     def action_step(self, n: int) -> None:
         """One sample back or forward in the history."""
-        if self.scrubber is not None:
-            self.scrubber.step(n)
+        self._main.scrubber.step(n)
 
     def action_seek(self, seconds: float) -> None:
         """One minute back or forward in the history."""
-        if self.scrubber is not None:
-            self.scrubber.seek(seconds)
+        self._main.scrubber.seek(seconds)
 
     def action_jump(self) -> None:
         """Ask for a time and go there."""
-        scrub = self.scrubber
-        if scrub is None:
-            return
+        scrub = self._main.scrubber
         span = scrub.timeline.span()
         if span is None:
             self._main.notify("no history yet", timeout=3)
@@ -109,19 +98,13 @@ class HistoryActions:
 
     def action_live(self) -> None:
         """Back to live (from history, or from a pause)."""
-        scrub = self.scrubber
-        if scrub is not None:
-            scrub.live()
-        elif cast("IotopPlusApp", self._main.app).paused:
-            cast("IotopPlusApp", self._main.app).paused = False
+        self._main.scrubber.live()
 
     def check_history_action(self, action: str) -> bool | None:
         """``l`` is offered (and shown) only away from live."""
         if action != "live":
             return True
-        scrub = self.scrubber
-        paused = bool(getattr(self._main.app, "paused", False))
-        return scrub is not None and (scrub.mode != LIVE or paused)
+        return self._main.scrubber.mode != LIVE or self._main.paused
 
     # ---- probes on the charts -----------------------------------------------------------------
 

@@ -79,9 +79,7 @@ class TableActions:
         if view.display == on:
             return
         view.display = on
-        want = getattr(self._main.app, "want_latency", None)
-        if want is not None:
-            want(on)
+        self._main.want_latency(on)
         if on:
             view.show_latency(
                 None if self._main.last_tick is None else self._main.last_tick.latency,
