@@ -73,6 +73,8 @@ async def test_charts_never_invent_points_before_the_first_sample() -> None:
     app = app_with_late_device()
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
+        # The busiest device starts selected (#22 item 14): pick dm-0 by name.
+        await pilot.press("slash", "d", "m", "minus", "0", "enter")
         charts = app.main_screen.query_one(DeviceCharts)
         await wait_for(pilot, lambda: charts.device == "dm-0" and charts.draws > 0)
         await pilot.pause()
