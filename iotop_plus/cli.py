@@ -249,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except UsageError as exc:
-        print(f"iotop-plus: error: {exc}", file=sys.stderr)
+        print(f"iotop-plus: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

@@ -40,6 +40,7 @@ from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.state import chosen_state_dir
 
 
@@ -162,7 +163,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     try:
         result, signum = asyncio.run(run_cancellable(coro))
     except (ExperimentError, TuningError) as exc:
-        print(f"iotop-plus: A/B failed: {exc}", file=sys.stderr)
+        print(f"iotop-plus: A/B failed: {printable(str(exc))}", file=sys.stderr)
         _say_restored(tuner, args.device, setting)
         return EXIT_FAILURE
     finally:

@@ -38,6 +38,7 @@ from iotop_plus.probe.runner import (
 )
 from iotop_plus.probe.target import ProbeTarget, device_busy_note, remove_all_probe_files
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.state import StateDir, chosen_state_dir
 
 
@@ -115,7 +116,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     if not request.preset.writes:  # a write probe refuses a device in use; a read one says so
         busy = device_busy_note(request.target, roots)
         if busy:
-            print(f"iotop-plus: note: {busy}", file=sys.stderr)
+            print(f"iotop-plus: note: {printable(busy)}", file=sys.stderr)
     atexit.register(stop_all_probes)
     runner = ProbeRunner(roots, trace=args.trace)
     outcome: ProbeOutcome | None = None
@@ -124,7 +125,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         if keep is not None and outcome is not None:
             keep.write(outcome.raw_json + "\n")
     except ProbeError as exc:
-        print(f"iotop-plus: probe failed: {exc}", file=sys.stderr)
+        print(f"iotop-plus: probe failed: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     finally:
         remove_all_probe_files()

@@ -38,6 +38,7 @@ from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import device_busy_note, remove_all_probe_files
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.state import chosen_state_dir
 
 _READ_PRESETS = sorted(name for name, p in PRESETS.items() if not p.writes)
@@ -120,7 +121,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         raise UsageError(str(exc)) from None
     busy = device_busy_note(args.target, roots)  # a sweep only reads: it says so, and runs
     if busy:
-        print(f"iotop-plus: note: {busy}", file=sys.stderr)
+        print(f"iotop-plus: note: {printable(busy)}", file=sys.stderr)
     atexit.register(stop_all_probes)
     runner = ProbeRunner(roots, trace=args.trace)
     steps: list[SweepStep] = []
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     try:
         result, signum = asyncio.run(run_cancellable(coro))
     except ExperimentError as exc:
-        print(f"iotop-plus: sweep failed: {exc}", file=sys.stderr)
+        print(f"iotop-plus: sweep failed: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
     finally:
         remove_all_probe_files()

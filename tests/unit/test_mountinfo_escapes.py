@@ -69,3 +69,35 @@ def test_a_mount_path_with_space_backslash_and_newline_is_read_exactly(
     device = inventory.get(name)
     assert device is not None and device.mounts == (str(mnt),)
     assert inventory.in_use_reasons(name) == [f"{name} is mounted on {mnt}"]
+
+
+@pytest.mark.root
+def test_a_refusal_naming_a_mount_path_with_a_newline_is_still_one_line(
+    awkward_mount: tuple[str, Path], tmp_path: Path
+) -> None:
+    # Decoded exactly, the path now holds a real newline; the refusal must not break in two.
+    import sys
+
+    name, _mnt = awkward_mount
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "iotop_plus",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "probe",
+            "wal",
+            "--target",
+            f"/dev/{name}",
+            "--no-trace",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).parents[2],
+    )
+    assert run.returncode != 0
+    lines = run.stderr.strip().splitlines()
+    assert len(lines) == 1, run.stderr
+    assert "mounted" in lines[0] and "a b\\c?d?e" in lines[0], lines[0]
