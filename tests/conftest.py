@@ -1,4 +1,4 @@
-"""Shared fixtures: fixture trees and real loop devices."""
+"""Shared fixtures: fixture trees, real loop devices and a hand-stepped clock."""
 
 from __future__ import annotations
 
@@ -6,10 +6,13 @@ import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.clock import SamplerThread
+from tests.support.frames import StepClock
 from tests.support.loopdev import loop_device
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -46,3 +49,19 @@ def fio_bin() -> str:
     if path is None:
         pytest.skip("fio is not installed (make test installs it when run as root)")
     return path
+
+
+@pytest.fixture
+def step_clock(monkeypatch: pytest.MonkeyPatch) -> StepClock:
+    """Every sampler thread started in the test runs on one hand-stepped clock: frames come
+    when the test steps it (``tests.tui.helpers.started``/``step``), never on the wall clock."""
+    clock = StepClock()
+    real_init = SamplerThread.__init__
+
+    def init(self: SamplerThread, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("clock") is None:
+            kwargs["clock"] = clock
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(SamplerThread, "__init__", init)
+    return clock

@@ -10,9 +10,10 @@ from textual.pilot import Pilot
 
 from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.widgets.device_table import DeviceTable
+from tests.support.frames import next_frames, stepped
 from tests.support.wait import wait_for
 
-__all__ = ["burst", "row_line", "started", "table", "table_lines", "wait_for"]
+__all__ = ["burst", "row_line", "started", "step", "table", "table_lines", "wait_for"]
 
 
 CHARACTERS = {"slash": "/", "minus": "-", "plus": "+", "space": " "}
@@ -50,6 +51,20 @@ def row_line(app: IotopPlusApp, name: str) -> str:
 
 
 async def started(pilot: Pilot[int], app: IotopPlusApp, ticks: int = 2) -> None:
-    """Wait until the app has shown ``ticks`` samples (two give rates)."""
-    await wait_for(pilot, lambda: app.ticks >= ticks)
+    """Wait until the app has shown ``ticks`` samples (two give rates); on a stepped clock
+    (the ``step_clock`` fixture), step it for them."""
+    await wait_for(pilot, lambda: app.sampler_thread is not None, "the sampler thread")
+    thread = app.sampler_thread
+    if stepped(thread) is not None and app.ticks < ticks:
+        assert thread is not None
+        await next_frames(pilot, thread, lambda: app.ticks, ticks - app.ticks)
+    await wait_for(pilot, lambda: app.ticks >= ticks, f"{ticks} frames")
     await asyncio.sleep(0)
+
+
+async def step(pilot: Pilot[int], app: IotopPlusApp, frames: int = 1) -> None:
+    """On a stepped clock (the ``step_clock`` fixture): let exactly ``frames`` more frames
+    come, and wait until the app has received them."""
+    thread = app.sampler_thread
+    assert thread is not None and stepped(thread) is not None, "take the step_clock fixture"
+    await next_frames(pilot, thread, lambda: app.ticks, frames)
