@@ -5,22 +5,23 @@ from __future__ import annotations
 
 from iotop_plus.config import Config, config_from_mapping
 from iotop_plus.tui.widgets.charts import DeviceCharts
+from tests.support.frames import StepClock
 from tests.tui.canned import canned_app
-from tests.tui.helpers import started, wait_for
+from tests.tui.helpers import started, step, wait_for
 
 
-async def test_charts_draw_once_per_frame_at_the_tables_pace() -> None:
+async def test_charts_draw_once_per_frame_at_the_tables_pace(step_clock: StepClock) -> None:
     app = canned_app(Config(interval=0.25))
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
         charts = app.main_screen.query_one(DeviceCharts)
-        draws, ticks = charts.draws, app.ticks
-        await wait_for(pilot, lambda: app.ticks >= ticks + 4)
+        draws = charts.draws
+        await step(pilot, app, 4)
         # (the old default drew every 5 s: no draw at all in one second of frames)
-        assert charts.draws >= draws + 3, (charts.draws - draws, app.ticks - ticks)
+        await wait_for(pilot, lambda: charts.draws >= draws + 3, "a draw per frame")
         await pilot.press("space")
-        draws, ticks = charts.draws, app.ticks
-        await wait_for(pilot, lambda: app.ticks >= ticks + 3)
+        draws = charts.draws
+        await step(pilot, app, 3)
         assert charts.draws == draws  # paused: frames feed the history, nothing is drawn
 
 

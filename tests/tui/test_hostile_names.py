@@ -23,8 +23,9 @@ from iotop_plus.roots import Roots
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
+from tests.support.frames import StepClock
 from tests.tui import host_tree
-from tests.tui.helpers import started, table, table_lines, wait_for
+from tests.tui.helpers import started, step, table, table_lines, wait_for
 
 DISK = "sd[bold]q\x1b[31m"
 """A disk whose kernel name holds markup and an escape (a directory name can hold both)."""
@@ -177,7 +178,7 @@ async def test_a_process_named_with_markup_shows_in_the_processes_tab(
 
 
 async def test_a_400_digit_counter_is_a_reported_bad_line_not_a_failed_tick(
-    tmp_path: Path,
+    tmp_path: Path, step_clock: StepClock
 ) -> None:
     """Before: the rates of a 400-digit delta overflowed float(): every tick failed, so no
     device had figures. Now that line is skipped and named in the header; the rest shows."""
@@ -190,8 +191,7 @@ async def test_a_400_digit_counter_is_a_reported_bad_line_not_a_failed_tick(
         for digits in (400, 401):  # the counter grows by ~9e400 per sample
             huge = "9" * digits
             diskstats.write_text(good + f"   8 64 sdhuge 1 0 {huge} 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
-            ticks = app.ticks
-            await wait_for(pilot, lambda t=ticks: app.ticks >= t + 2)
+            await step(pilot, app, 2)
         header = shown(app.main_screen.query_one(HostHeader))
         assert "1 bad line(s)" in header and "counter above" in header, header
         assert "sdhuge" not in table(app).visible_names()
