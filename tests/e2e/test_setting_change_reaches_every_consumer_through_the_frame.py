@@ -27,7 +27,7 @@ from iotop_plus.sampling.journal_events import JournalPart
 from iotop_plus.state import StateDir
 from iotop_plus.tui.app import make_app
 from tests.support.queue_guard import restored_queue
-from tests.tui.helpers import wait_for
+from tests.support.wait import holds_within, wait_for
 
 pytestmark = pytest.mark.root
 
@@ -44,13 +44,6 @@ def loop(make_loop: Callable[..., str]) -> Iterator[str]:
 
 def cli(state: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "iotop_plus", "--state-dir", str(state), *args]
-
-
-def wait_until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        time.sleep(0.05)
 
 
 async def test_a_setting_change_reaches_marks_recording_and_exporter_through_the_frame(
@@ -77,7 +70,7 @@ async def test_a_setting_change_reaches_marks_recording_and_exporter_through_the
         source = LiveSource(Roots(), journal=JournalPart(state))
         app = make_app(Roots(), Config(interval=0.25, show_all=True), source=source)
         async with app.run_test(size=(160, 40)) as pilot:
-            await wait_for(pilot, lambda: app.ticks >= 2)
+            await wait_for(pilot, lambda: app.ticks >= 2, "two frames")
             done = subprocess.run(
                 cli(state_dir, "set", loop, "read_ahead_kb=16"),
                 capture_output=True,
@@ -92,7 +85,7 @@ async def test_a_setting_change_reaches_marks_recording_and_exporter_through_the
             def marked() -> bool:
                 return any(m.device == loop and "→16" in m.label for m in app.history.marks)
 
-            await wait_for(pilot, marked)
+            await wait_for(pilot, marked, "the change's mark on the charts")
             mark = next(m for m in app.history.marks if m.device == loop)
             assert mark.label.startswith("read_ahead_kb ")
             assert mark.timestamp <= time.monotonic()
@@ -128,7 +121,7 @@ async def test_a_setting_change_reaches_marks_recording_and_exporter_through_the
             finally:
                 timeline.close()
 
-        wait_until(lambda: any(r.get("record") == "change" for r in recorded()))
+        assert holds_within(lambda: any(r.get("record") == "change" for r in recorded()), 20)
         change = next(r for r in recorded() if r.get("record") == "change")
         assert (change["setting"], change["effective"]) == ("read_ahead_kb", "16")
     finally:

@@ -8,7 +8,9 @@ import io
 import json
 import os
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,7 +53,7 @@ def tree(tmp_path: Path) -> SyntheticTree:
 
 
 @pytest.fixture
-def state(tmp_path: Path):  # type: ignore[no-untyped-def]
+def state(tmp_path: Path) -> Iterator[StateDir]:
     got = StateDir(tmp_path / "state")
     got.fd()
     yield got
@@ -179,11 +181,13 @@ def test_snapshot_from_a_recording_derives_kind_and_text_of_recorded_events(
     writer = ChunkWriter(fd, {**header, **inventory_doc(sampler.inventory(), tree.roots, {})})
     base = sampler.sample()
     added = {"source": "device", "kind": "device-added", "text": "sdc appeared", "device": "sdc"}
-    for i, events in enumerate([(), (added,), ({"source": "changes", "record": CHANGE},)]):
+    journaled = {"source": "changes", "record": CHANGE}
+    per_sample: list[tuple[Mapping[str, Any], ...]] = [(), (added,), (journaled,)]
+    for i, events in enumerate(per_sample):
         tree.advance(1.0)
         s = sampler.sample()
         sample = type(s)(base.monotonic + i, 1795669199.0 + i, s.counters)
-        writer.append(RecordedSample(sample, events=tuple(events)))
+        writer.append(RecordedSample(sample, events=events))
     writer.close_chunk()
     os.close(fd)
     out = io.StringIO()
