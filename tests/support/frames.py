@@ -15,6 +15,7 @@ then steps the first frames itself. Tests about the clock itself keep the real o
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from textual.pilot import Pilot
@@ -103,3 +104,20 @@ async def next_frames(
         return False
 
     await wait_for(pilot, arrived, f"{n} more frame(s)", timeout)
+
+
+async def step_until(
+    pilot: Pilot[Any],
+    thread: SamplerThread,
+    condition: Callable[[], object],
+    what: str = "the condition",
+    frames: int = 20,
+) -> None:
+    """Step ``thread``'s clock one frame at a time until ``condition()`` holds; fail naming
+    ``what`` after ``frames`` frames."""
+    for _ in range(frames):
+        if condition():
+            await pilot.pause()
+            return
+        await next_frames(pilot, thread, lambda: thread.frames)
+    assert condition(), f"{what} not met within {frames} frames"

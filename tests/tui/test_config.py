@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.config import Config, config_path, load_config
+from tests.support.wait import wait_for
 
 
 def test_missing_file_gives_defaults(tmp_path: Path) -> None:
@@ -122,6 +123,6 @@ async def test_config_problems_are_notified_after_the_tui_starts() -> None:
     app = canned_app()
     app.notes = ("config.toml: history_points = inf is outside 10 to 100000; using 600 [/]",)
     async with app.run_test(size=(120, 36)) as pilot:
-        await pilot.pause(0.2)
+        await wait_for(pilot, lambda: bool(app._notifications), "a notification")
         shown = [n.message for n in app._notifications]
         assert shown == list(app.notes)

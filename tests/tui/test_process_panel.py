@@ -18,6 +18,7 @@ from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.delayacct import read_delayacct, sysctl_path
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
 from iotop_plus.tui.widgets.process_panel import ProcessPanel, compact_bytes
+from tests.support.frames import StepClock, next_frames, step_until
 from tests.support.wait import wait_for
 
 WRITER = """
@@ -210,21 +211,23 @@ async def test_delayacct_off_is_explained_and_D_turns_it_on_as_root() -> None:
         path.write_text(before)
 
 
-async def test_processes_are_read_only_while_the_panel_is_shown() -> None:
+async def test_processes_are_read_only_while_the_panel_is_shown(step_clock: StepClock) -> None:
     app = Host()
     async with app.run_test(size=(110, 30)) as pilot:
         panel = app.panel
-        await wait_for(pilot, lambda: panel.last is not None, "a first sample")
+        await step_until(pilot, app.clock, lambda: panel.last is not None, "a first sample")
         assert panel.sampling and app.source.wants(PROCESSES)
         panel.display = False
         await wait_for(pilot, lambda: not panel.sampling, "the panel to let go when hidden")
         assert not app.source.wants(PROCESSES)
-        await pilot.pause(0.6)  # frames go on without processes: the reader is closed
-        assert app.source._procs is None
+        frames = app.clock.frames
+        await next_frames(pilot, app.clock, lambda: app.clock.frames, 2)
+        assert app.clock.frames == frames + 2  # frames go on without processes:
+        assert app.source._procs is None  # the reader is closed
         seen = panel.last
         panel.display = True
         await wait_for(pilot, lambda: panel.sampling, "the panel to ask again when shown")
-        await wait_for(pilot, lambda: panel.last is not seen, "a sample once shown again")
+        await step_until(pilot, app.clock, lambda: panel.last is not seen, "a sample once shown")
 
 
 def test_compact_bytes_fits_seven_characters() -> None:
@@ -265,7 +268,7 @@ async def test_an_unreadable_proc_root_is_a_status_line_not_a_crash(tmp_path: Pa
         await wait_for(pilot, lambda: app.clock.frames >= frames + 2, "frames to go on")
 
 
-async def test_in_a_tab_it_samples_only_while_its_tab_is_shown() -> None:
+async def test_in_a_tab_it_samples_only_while_its_tab_is_shown(step_clock: StepClock) -> None:
     from textual.widgets import Static, TabbedContent, TabPane
 
     class Tabs(FeedApp):
@@ -277,9 +280,9 @@ async def test_in_a_tab_it_samples_only_while_its_tab_is_shown() -> None:
     app = Tabs()
     async with app.run_test(size=(100, 30)) as pilot:
         panel = app.query_one(ProcessPanel)
-        await pilot.pause(0.5)
+        await next_frames(pilot, app.clock, lambda: app.clock.frames, 2)  # frames, hidden tab
         assert not panel.sampling and panel.last is None
         app.query_one(TabbedContent).active = "tab-processes"
-        await wait_for(pilot, lambda: panel.last is not None, "a sample once shown")
+        await step_until(pilot, app.clock, lambda: panel.last is not None, "a sample once shown")
         app.query_one(TabbedContent).active = "tab-device"
         await wait_for(pilot, lambda: not panel.sampling, "sampling to stop when hidden")

@@ -160,6 +160,7 @@ def test_one_unreadable_file_in_a_directory_is_skipped_with_one_warning(
     assert code == 1 and err.count("\n") == 1, err
 
 
+@pytest.mark.slow  # twelve runs of the console script
 def test_a_sample_through_the_console_script(original: bytes, tmp_path: Path) -> None:
     rng = random.Random(SEED + 2)
     env = {**os.environ, "PYTHONPATH": str(REPO), "TZ": "UTC"}
