@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.support.cli import run_cli
 from tests.support.hostile_recordings import write_small_recording
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,13 +20,7 @@ FIFO = "iotop-plus-000002-20231114-231330.rec"
 
 
 def iotop_plus(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "iotop_plus", "--state-dir", str(state), *args],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env={**os.environ, "PYTHONPATH": str(REPO), "TZ": "UTC"},
-    )
+    return run_cli(*args, state=state, timeout=30, env={"TZ": "UTC"}, cwd=REPO)
 
 
 def test_a_fifo_given_as_the_recording_is_one_line(tmp_path: Path) -> None:

@@ -4,26 +4,20 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from tests.e2e.test_tui_tmux import console_script
+from tests.support.cli import run_cli
 from tests.support.tmux import TmuxError, TmuxSession, tmux_available
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def iotop_plus(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "iotop_plus", "--state-dir", str(state), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=REPO,
-    )
+    return run_cli(*args, state=state, cwd=REPO)
 
 
 def test_replay_opens_a_real_recording_and_refuses_tuning(tmp_path: Path) -> None:

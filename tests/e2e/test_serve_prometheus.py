@@ -11,11 +11,9 @@ import json
 import socket
 import ssl
 import subprocess
-import sys
 import time
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,33 +21,18 @@ import pytest
 from iotop_plus.export.fleet import PrometheusClient, fleet_round
 from iotop_plus.programs import find_program
 from iotop_plus.sampling.diskstats import parse_diskstats
+from tests.support import cli
+from tests.support.cli import free_port
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 pytestmark = pytest.mark.slow
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serve(tmp_path: Path, *args: str, roots: tuple[str, ...] = ()) -> Iterator[int]:
-    port = free_port()
-    argv = [sys.executable, "-m", "iotop_plus", *roots, "--state-dir", str(tmp_path / "state")]
-    argv += ["serve", "--listen", f"127.0.0.1:{port}", "--interval", "1", *args]
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
-    try:
-        for _ in range(200):
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            time.sleep(0.05)
-        yield port
-    finally:
-        proc.terminate()
-        assert proc.wait(10) == 0
+def serve(
+    tmp_path: Path, *args: str, roots: tuple[str, ...] = ()
+) -> contextlib.AbstractContextManager[int]:
+    """``iotop-plus serve`` (tests/support/cli.py) with its state under ``tmp_path``."""
+    return cli.serve(*args, state=tmp_path / "state", roots=roots)
 
 
 def test_basic_auth_over_tls(tmp_path: Path) -> None:

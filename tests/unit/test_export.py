@@ -9,7 +9,6 @@ import stat
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from types import MappingProxyType
 
@@ -38,6 +37,7 @@ from iotop_plus.sampling.latency_hist import (
     bucket_of,
 )
 from iotop_plus.state import StateDir
+from tests.support.wait import holds_within
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 OPENMETRICS = "application/openmetrics-text; version=1.0.0"
@@ -150,10 +150,7 @@ def test_serve_textfile_writes_the_metrics(tmp_path: Path) -> None:
     ]
     proc = subprocess.Popen([sys.executable, "-m", "iotop_plus", *argv], stderr=subprocess.PIPE)
     try:
-        for _ in range(100):
-            if out.exists():
-                break
-            time.sleep(0.05)
+        assert holds_within(out.exists, 5), "no textfile written"
         assert b"iotop_plus_disk_reads_completed_total" in out.read_bytes()
     finally:
         proc.terminate()
@@ -292,10 +289,7 @@ def serve_textfile(tmp_path: Path, tree: Path, *options: str) -> str:
     argv += ["--state-dir", str(tmp_path / "state"), "serve", "--textfile", str(out), *options]
     proc = subprocess.Popen([sys.executable, "-m", "iotop_plus", *argv], stderr=subprocess.PIPE)
     try:
-        for _ in range(200):
-            if out.exists():
-                break
-            time.sleep(0.05)
+        assert holds_within(out.exists, 10), "no textfile written"
         body = out.read_bytes()
     finally:
         proc.terminate()

@@ -25,6 +25,7 @@ from iotop_plus.sampling.diskstats import (
     parse_diskstats,
     parse_sys_stat,
 )
+from tests.support.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
@@ -32,17 +33,7 @@ LINE = "   8       0 sda 100 0 800 10 50 0 400 5 0 20 15 0 0 0 0 0 0"
 
 
 def iotop_plus(*args: str, timeout: float = 20.0) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("IOTOP_PLUS_PROC", None)
-    env.pop("IOTOP_PLUS_SYS", None)
-    return subprocess.run(
-        [sys.executable, "-m", "iotop_plus", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd="/",
-        timeout=timeout,
-    )
+    return run_cli(*args, timeout=timeout)
 
 
 def one_line(stderr: str) -> str:
