@@ -20,6 +20,8 @@ import pytest
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups import V1, CgroupReader, cgroup_rates_between, detect_layout
 
+pytestmark = pytest.mark.slow  # real processes doing I/O for seconds
+
 BLKIO = Path("/sys/fs/cgroup/blkio")
 REPO = Path(__file__).resolve().parents[2]
 HUGE = str(1 << 40)

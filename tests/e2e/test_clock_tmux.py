@@ -30,6 +30,8 @@ def config_home(tmp_path: Path, interval: float) -> dict[str, str]:
     return {"XDG_CONFIG_HOME": str(tmp_path)}
 
 
+pytestmark = pytest.mark.slow  # the TUI in tmux
+
 WRITER = """
 import os, random, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o600)

@@ -19,6 +19,8 @@ from rich.color import Color, ColorSystem
 
 from tests.support.tmux import TmuxSession, tmux_available
 
+pytestmark = pytest.mark.slow  # the TUI in tmux
+
 REPO = Path(__file__).resolve().parents[2]
 SGR = re.compile(r"\x1b\[([0-9;]*)m")
 YELLOW = {"33", "93"}

@@ -8,9 +8,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.process_reader import ProcessReader
 from iotop_plus.sampling.processes import rates_between
+
+pytestmark = pytest.mark.slow  # real processes doing I/O for seconds
 
 PARENT = """
 import subprocess, sys, time

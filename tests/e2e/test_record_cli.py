@@ -17,6 +17,8 @@ from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.timeline import open_timeline
 
+pytestmark = pytest.mark.slow  # the recorder for seconds
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -13,6 +13,8 @@ from tests.e2e.test_tui_tmux import console_script
 from tests.support.cli import run_cli
 from tests.support.tmux import TmuxError, TmuxSession, tmux_available
 
+pytestmark = pytest.mark.slow  # the console script, and the TUI in tmux
+
 REPO = Path(__file__).resolve().parents[2]
 
 

@@ -23,6 +23,8 @@ import pytest
 
 from tests.support.tmux import TmuxError, TmuxSession, tmux_available
 
+pytestmark = pytest.mark.slow  # the TUI (or a Textual app) in tmux
+
 INTERVAL = 0.5
 """The refresh interval the app is started with, in seconds."""
 
