@@ -66,7 +66,7 @@ async def test_a_key_right_after_enter_acts_on_the_device_enter_picked() -> None
         # R (read-ahead) in the same burst: it must open the Tune tab on sdb, not sda.
         await burst(pilot, "slash", "s", "d", "b", "enter", "R")
         screen = app.main_screen
-        await wait_for(pilot, lambda: "tab-tune" in screen._panels)
+        await wait_for(pilot, lambda: "tab-tune" in screen.panels.built)
         panel = screen.settings_panel
         await wait_for(pilot, lambda: panel.is_mounted and panel.device is not None)
         assert panel.device == "sdb"
@@ -85,7 +85,7 @@ async def test_a_filter_that_matches_nothing_selects_nothing_and_the_device_keys
         assert table(app).selected is None and screen.selected_device is None
         await pilot.press("R")
         await wait_for(pilot, lambda: "no device selected" in said(app))
-        assert "tab-tune" not in screen._panels or screen.settings_panel.device is None
+        assert "tab-tune" not in screen.panels.built or screen.settings_panel.device is None
         app._notifications.clear()
         await pilot.press("S")
         await wait_for(pilot, lambda: "no device selected" in said(app))
@@ -135,7 +135,7 @@ async def test_a_key_right_after_a_cursor_move_acts_on_the_device_under_the_curs
         assert app.main_screen.selected_device == "sda"
         await burst(pilot, "down", "R")
         screen = app.main_screen
-        await wait_for(pilot, lambda: "tab-tune" in screen._panels)
+        await wait_for(pilot, lambda: "tab-tune" in screen.panels.built)
         panel = screen.settings_panel
         await wait_for(pilot, lambda: panel.is_mounted and panel.device is not None)
         assert table(app).selected == "sdb"

@@ -17,7 +17,7 @@ from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeparse import clock_text
 from iotop_plus.tui.replay import make_replay_app, run_replay
 from iotop_plus.tui.screens.jump import JumpScreen
-from iotop_plus.tui.screens.main_history import REPLAY_REFUSAL
+from iotop_plus.tui.screens.refusals import REPLAY_REFUSAL
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import HOST_ROOTS

@@ -7,7 +7,7 @@ from textual.widgets import Static
 
 from iotop_plus.cli import build_parser
 from iotop_plus.config import Config, config_from_mapping
-from iotop_plus.tui.screens.main_history import READ_ONLY_REFUSAL
+from iotop_plus.tui.screens.refusals import READ_ONLY_REFUSAL
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started

@@ -15,6 +15,7 @@ from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.keys import APP_KEYS, as_binding
 from iotop_plus.tui.screens.help import help_text
 from iotop_plus.tui.screens.main import MainScreen
+from iotop_plus.tui.screens.refusals import READ_ONLY_REFUSAL, REPLAY_REFUSAL, Refusals
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started, wait_for
@@ -95,3 +96,16 @@ async def test_space_plus_and_scrubbing_change_the_main_screens_state() -> None:
         assert screen.paused and screen.scrubber.mode == "history"
         await pilot.press("l")
         assert screen.scrub_at is None and not screen.paused and "LIVE" in header.text
+
+
+def test_refusals_are_one_collaborator_that_says_why_in_one_line() -> None:
+    said: list[str] = []
+    read_only = Refusals(replay=False, read_only=True, say=said.append)
+    assert read_only.refused("tune") and read_only.refused("tab-probe:start")
+    assert read_only.refused("tab-processes:toggle_delayacct")  # a sysctl: refused
+    assert not read_only.refused("step") and not read_only.refused("tab-processes:toggle_totals")
+    replay = Refusals(replay=True, read_only=False, say=said.append)
+    assert replay.refused("experiment")
+    assert not replay.refused("tab-processes:toggle_delayacct")  # acts on this host, as it says
+    assert said == [READ_ONLY_REFUSAL] * 3 + [REPLAY_REFUSAL]
+    assert not Refusals(replay=False, read_only=False, say=said.append).refused("tune")

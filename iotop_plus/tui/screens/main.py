@@ -5,12 +5,8 @@ Wide terminals show the table over the charts, with the side panel on the right.
 
 How the side panel works:
 
-* The Device tab's panel is made in :meth:`MainScreen.compose`. The Tune, Processes and Probe
-  tabs start empty (``DEFERRED_TABS``): :meth:`MainScreen.panel` builds a tab's panel, and
-  imports its module, the first time something needs it, and :meth:`MainScreen.panel_ready`
-  mounts it when its tab is first shown or a key needs it. The Probe panel alone is ~44
-  widgets, and styling every hidden widget held back the first frame. A new tab is an empty
-  ``TabPane`` in ``compose``, its id in ``DEFERRED_TABS`` and a case in ``_build_panel``.
+* The Tune, Processes, Cgroups and Probe tabs start empty; their panels are built and mounted
+  on first use (:mod:`iotop_plus.tui.screens.side_panels`, which passes each what it needs).
 * A tab's widget that has ``set_device(name)`` is told about every selection
   (:meth:`MainScreen.notify_panels`); the table also posts :class:`DeviceSelected`, which
   bubbles through this screen to the app. ``MainScreen.selected_device``, a reactive, holds
@@ -18,8 +14,8 @@ How the side panel works:
 * The state every view follows lives here, as reactives: ``interval`` (``+``/``-``),
   ``paused`` (``space``) and ``scrub_at`` (the frame shown in history). The screen owns the
   :class:`~iotop_plus.tui.frame_feed.FrameFeed` (the sampler thread's frames) and the
-  :class:`~iotop_plus.tui.scrub.Scrubber`; the Processes and Cgroups panels ask it, not the
-  app, for what the frames carry.
+  :class:`~iotop_plus.tui.scrub.Scrubber`; the Processes and Cgroups panels ask the feed, not
+  the app, for what the frames carry.
 * Queue settings are read from sysfs once per selection, in a worker, after the cursor has
   rested (a held-down arrow key reads nothing per row), and again only when a setting is
   changed or the devices change; the Device and Tune tabs both show that one read.
@@ -39,7 +35,7 @@ from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widget import AwaitMount, Widget
+from textual.widget import Widget
 from textual.widgets import Input, Tab, TabbedContent, TabPane, Tabs
 
 from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config
@@ -55,11 +51,19 @@ from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
-from iotop_plus.tui.screens.main_charts import ChartActions
-from iotop_plus.tui.screens.main_history import REFUSED_TABS, HistoryActions
+from iotop_plus.tui.screens.main_charts import ChartWindow
+from iotop_plus.tui.screens.main_history import HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
 from iotop_plus.tui.screens.main_panels import PANEL_KEYS, PANEL_PALETTE, PanelActions
 from iotop_plus.tui.screens.main_table import TableActions
+from iotop_plus.tui.screens.refusals import Refusals
+from iotop_plus.tui.screens.side_panels import (
+    DEFERRED_TABS,
+    PanelFeed,
+    SidePanels,
+    default_runner_factory,
+    tell_panel,
+)
 from iotop_plus.tui.scrub import Scrubber
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -78,9 +82,6 @@ if TYPE_CHECKING:
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
-
-DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-probe")
-"""Side-panel tabs whose panel is built and mounted on first use."""
 
 INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
 """What ``+`` and ``-`` step through (seconds)."""
@@ -101,7 +102,7 @@ PROBLEM_SHOWN_S = 5.0
 VIEWS = ("view-table", "view-charts", "view-panel")
 
 
-class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Screen[None]):
+class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
     """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
 
     KEYS = (*PANEL_KEYS, *MAIN_KEYS)
@@ -146,7 +147,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         """Devices named on the command line (the table shows only those, the first selected)."""
         self.tuner = tuner if tuner is not None else Tuner(roots, None, is_root=host.is_root)
         """Applies, journals and undoes queue-setting changes."""
-        self.runner_factory = runner_factory or _default_runner_factory(roots)
+        self.runner_factory = runner_factory or default_runner_factory(roots)
         """Makes the fio runner for a probe or an experiment."""
         self.config = config
         self.history = history
@@ -157,6 +158,8 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
             self, ring if timeline is None else timeline, replay=replay, zone=zone
         )
         """The frame on screen when it is not the live one: ``[ ] { } g l``."""
+        self.charts = ChartWindow(history, self.scrubber)
+        """What window the charts draw, and when."""
         self.last_tick: Frame | None = None
         """The last frame shown (frozen while paused)."""
         self.ticks_seen = 0
@@ -168,9 +171,16 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         self._problem_at = float("-inf")
         self._chart_timer: Timer | None = None
         self._start_monotonic: float | None = None
-        self._panels: dict[str, Widget] = {}
-        """The deferred side-panel panels built so far, by tab id."""
-        self._mounting: dict[str, AwaitMount] = {}
+        self.refusals = Refusals(replay=replay, read_only=config.read_only, say=self._warn)
+        """What a replay and read-only refuse."""
+        self.panels = SidePanels(
+            roots,
+            self.tuner,
+            self.runner_factory,
+            PanelFeed(self.feed, self.scrubber, self._show_again),
+            self.refusals,
+        )
+        """The deferred side-panel tabs' panels."""
 
     def validate_interval(self, seconds: float) -> float:
         return clamp_interval(seconds)
@@ -305,23 +315,37 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
             self._show_device_panel()
             if self.selected_device is not None and self._chart_timer is None:
                 self.read_settings()  # a device came or went: the selected one may be new
-        self._draw_charts(tick.sample.monotonic, force=False)
-        if "tab-probe" in self._panels:
+        self.draw_charts(force=False, now=tick.sample.monotonic)
+        if self.panels.mounted("tab-probe") is not None:
             probe = self.probe_panel
-            if probe.is_mounted and probe.probe_device is not None:
+            if probe.probe_device is not None:
                 probe.update_device_rates(tick.rates.get(probe.probe_device))
-        if "tab-processes" in self._panels:
-            panel = self.process_panel
-            if panel.is_mounted and panel.sampling:
-                panel.show_processes(frame.processes, frame.process_error)
-        cgroups = self._panels.get("tab-cgroups")
-        if cgroups is not None and cgroups.is_mounted and getattr(cgroups, "sampling", False):
+        if self.panels.mounted("tab-processes") is not None and self.process_panel.sampling:
+            self.process_panel.show_processes(frame.processes, frame.process_error)
+        cgroups = self.panels.mounted("tab-cgroups")
+        if cgroups is not None and getattr(cgroups, "sampling", False):
             cgroups.show_cgroups(frame.cgroups)  # type: ignore[attr-defined]
+
+    def _warn(self, line: str) -> None:
+        self.notify(line, severity="warning", timeout=5, markup=False)
+
+    def _show_again(self) -> None:
+        """Show the frame on screen again (a panel now wants what it carries)."""
+        shown = self.last_tick if self.is_mounted else None
+        if shown is not None:
+            self.call_later(self.show_frame, shown)
 
     def show_problem(self, text: str) -> None:
         """Show a one-line problem (a failed tick) in the header for a few seconds."""
         self._problem_at = time.monotonic()
         self.query_one(HostHeader).show(note=text)
+
+    def draw_charts(self, force: bool, now: float | None = None) -> None:
+        """Draw the selected device's charts up to ``now`` (default: the frame shown)."""
+        at = self._now() if now is None else now
+        self.charts.draw(
+            self.query_one(DeviceCharts), self.selected_device, at, self.interval, force
+        )
 
     def _now(self) -> float:
         return self.last_tick.sample.monotonic if self.last_tick else time.monotonic()
@@ -379,7 +403,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     def _selection_settled(self) -> None:
         self._chart_timer = None
-        self._draw_charts(self._now(), force=False)
+        self.draw_charts(force=False)
         self.read_settings()
 
     def notify_panels(self, name: str | None) -> None:
@@ -391,17 +415,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         for pane in self.query(TabPane):
             for child in pane.children:
                 if child.is_mounted:
-                    self._tell_panel(child, name, mounting=False)
-
-    def _tell_panel(self, panel: Widget, name: str | None, mounting: bool) -> None:
-        show_settings = getattr(panel, "show_settings", None)
-        setter = getattr(panel, "set_device", None)
-        settings = self._settings_of(name)
-        # A settings panel mounted before the first read reads for itself, once.
-        if callable(show_settings) and not (mounting and settings is None):
-            show_settings(name, settings)
-        elif callable(setter):
-            setter(name)
+                    tell_panel(child, name, self._settings_of(name), mounting=False)
 
     def _settings_of(self, name: str | None) -> tuple[SettingValue, ...] | None:
         if self.settings is not None and self.settings[0] == name:
@@ -412,38 +426,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     def panel(self, tab_id: str) -> Widget:
         """The panel of side-panel tab ``tab_id``, built (its module imported) on first use."""
-        built = self._panels.get(tab_id)
-        if built is None:
-            built = self._panels[tab_id] = self._build_panel(tab_id)
-        return built
-
-    def _build_panel(self, tab_id: str) -> Widget:
-        # Imported here: with their probe, process and tuning modules they cost ~80 ms of
-        # start-up, before the first frame, for tabs that may never be opened.
-        if tab_id in REFUSED_TABS and self.refusal_reason is not None:
-            from textual.widgets import Static
-
-            return Static(self.refusal_reason, id=f"{tab_id}-refused", markup=False)
-        if tab_id == "tab-tune":
-            from iotop_plus.tui.widgets.settings_panel import SettingsPanel
-
-            return SettingsPanel(self.tuner, self.roots, id="settings-panel")
-        if tab_id == "tab-processes":
-            from iotop_plus.tui.widgets.process_panel import ProcessPanel
-
-            return ProcessPanel(
-                self.roots, self, id="process-panel", refuse=self.refused, tuner=self.tuner
-            )
-        if tab_id == "tab-cgroups":
-            from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
-
-            return CgroupPanel(self, id="cgroup-panel")
-        if tab_id == "tab-probe":
-            from iotop_plus.tui.widgets.probe_panel import ProbePanel
-
-            state = self.tuner.journal.state  # None in tests: the history stays in memory
-            return ProbePanel(self.runner_factory, self.roots, id="probe-panel", state=state)
-        raise KeyError(tab_id)
+        return self.panels.panel(tab_id)
 
     @property
     def settings_panel(self) -> SettingsPanel:
@@ -464,14 +447,9 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
         """Mount the deferred panel of side-panel tab ``tab_id`` if it is not yet; wait for it."""
         if tab_id not in DEFERRED_TABS:
             return
-        panel = self.panel(tab_id)
-        if panel.is_mounted:
-            return
-        if tab_id not in self._mounting:
-            self._mounting[tab_id] = self.query_one(f"#{tab_id}", TabPane).mount(panel)
-        await self._mounting[tab_id]
-        if self._mounting.pop(tab_id, None) is not None:
-            self._tell_panel(panel, self.selected_device, mounting=True)
+        if await self.panels.mount(tab_id, self.query_one(f"#{tab_id}", TabPane)):
+            name = self.selected_device
+            tell_panel(self.panel(tab_id), name, self._settings_of(name), mounting=True)
 
     @on(TabbedContent.TabActivated, "#side-panel")
     async def on_side_tab(self, event: TabbedContent.TabActivated) -> None:
@@ -490,7 +468,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
         Not in a replay: this host's settings now are not the recorded device's.
         """
-        if self.selected_device is not None and self.replay_reason is None:
+        if self.selected_device is not None and self.refusals.replay_reason is None:
             self.settings_reads += 1
             self._read_settings(self.selected_device)
 
@@ -505,8 +483,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
             return  # read just before shutdown, or the cursor has moved on since
         self.settings = (name, settings)
         self._show_device_panel()
-        tune = self._panels.get("tab-tune")
-        if tune is not None and tune.is_mounted and not self.refusal_reason:
+        if self.panels.mounted("tab-tune") is not None and not self.refusals.reason:
             self.settings_panel.show_settings(name, settings)
 
     # ---- actions -------------------------------------------------------------------------
@@ -522,34 +499,6 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
     def set_interval_s(self, seconds: float) -> None:
         """Change the interval of every view (clamped to 0.25..10 s)."""
         self.interval = seconds
-
-    # ---- what the next frames carry (asked by the Processes and Cgroups panels) -----------
-
-    def want_processes(self, on: bool) -> None:
-        """A view shows processes (or no longer does); the next frames carry them or not.
-
-        In replay or history no next frame comes until a scrub: the frame on screen shows its
-        (recorded) processes at once."""
-        self.feed.want_processes(on)
-        shown = self.last_tick if self.is_mounted else None
-        if on and shown is not None and (self.scrubber.replay or self.scrubber.scrubbed):
-            self.call_later(self.show_frame, shown)
-
-    def want_latency(self, on: bool) -> None:
-        """The latency columns are shown (or no longer): the tracer runs only meanwhile."""
-        self.feed.want_latency(on)
-
-    def want_cgroups(self, on: bool) -> None:
-        """The Cgroups tab is shown (or no longer); the next frames carry cgroups or not."""
-        self.feed.want_cgroups(on)
-
-    def set_detail_cgroup(self, path: str | None) -> None:
-        """Frames list the processes of cgroup ``path``."""
-        self.feed.set_detail_cgroup(path)
-
-    def set_detail_pid(self, pid: int | None) -> None:
-        """Frames carry threads and open files of ``pid``; the next one comes at once."""
-        self.feed.set_detail_pid(pid)
 
     # ---- tuning, probes and experiments (the side-panel tabs) -----------------------------
 
@@ -567,7 +516,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     async def action_tune(self, setting: str) -> None:
         """Edit a queue setting of the selected device from anywhere (R, S)."""
-        if self.refused("tune") or self._device_or_say() is None:
+        if self.refusals.refused("tune") or self._device_or_say() is None:
             return
         self.action_panel_tab("tab-tune")
         await self.panel_ready("tab-tune")
@@ -575,21 +524,21 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
 
     async def action_undo_setting(self) -> None:
         """Undo the last setting change (u)."""
-        if self.refused("undo_setting"):
+        if self.refusals.refused("undo_setting"):
             return
         await self.panel_ready("tab-tune")
         self.settings_panel.action_undo()
 
     async def action_revert_settings(self) -> None:
         """Put back every setting changed in this run (U)."""
-        if self.refused("revert_settings"):
+        if self.refusals.refused("revert_settings"):
             return
         await self.panel_ready("tab-tune")
         self.settings_panel.action_revert_all()
 
     def action_experiment(self) -> None:
         """Queue-depth sweep or A/B of a setting on the selected device (X)."""
-        device = None if self.refused("experiment") else self._device_or_say()
+        device = None if self.refusals.refused("experiment") else self._device_or_say()
         if device is None:
             return
         from iotop_plus.tui.screens.experiments import open_experiment
@@ -612,7 +561,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
     def on_settings_panel_changed(self, message: SettingsPanel.Changed) -> None:
         """A setting changed: its mark comes with the next frame (the journal part reads the
         change's journal line); the Device tab shows the effective value now."""
-        self._draw_charts(self._now(), force=True)
+        self.draw_charts(force=True)
         self.read_settings()  # the Device tab shows the effective value
 
     def on_settings_panel_failed(self, message: SettingsPanel.Failed) -> None:
@@ -662,7 +611,7 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
             self.set_focus(self.query_one(DeviceTable))
         elif view == "view-panel":
             self.set_focus(self.query_one("#side-panel", TabbedContent).query_one(Tabs))
-        self.call_after_refresh(self._draw_charts, self._now(), True)
+        self.call_after_refresh(self.draw_charts, True, self._now())
 
     @on(Tabs.TabActivated, "#view-tabs")
     def on_view_tab(self, event: Tabs.TabActivated) -> None:
@@ -672,12 +621,3 @@ class MainScreen(PanelActions, ChartActions, HistoryActions, TableActions, Scree
     def commands(self) -> Iterable[tuple[str, str, str]]:
         """(title, help, action) of every screen action, for the command palette."""
         return palette_entries((*self.KEYS, *PANEL_PALETTE))
-
-
-def _default_runner_factory(roots: Roots) -> Callable[[], ProbeRunner]:
-    def make() -> ProbeRunner:
-        from iotop_plus.probe.runner import ProbeRunner  # only when a probe runs
-
-        return ProbeRunner(roots)
-
-    return make

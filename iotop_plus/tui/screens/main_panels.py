@@ -232,7 +232,7 @@ class PanelActions:
     async def action_panel_key(self, tab: str, action: str) -> None:
         """Run the shown panel's ``action`` (its key pressed anywhere on the screen)."""
         main = self._screen
-        if main.refused(f"{tab}:{action}"):
+        if main.refusals.refused(f"{tab}:{action}"):
             return
         await main.panel_ready(tab)
         await main.panel(tab).run_action(action)
@@ -240,7 +240,7 @@ class PanelActions:
     async def action_panel_command(self, tab: str, action: str) -> None:
         """From the palette: show ``tab``, then run its panel's ``action``."""
         main = self._screen
-        if main.refused(f"{tab}:{action}"):
+        if main.refusals.refused(f"{tab}:{action}"):
             return
         main.action_panel_tab(tab)
         await main.panel_ready(tab)

@@ -79,7 +79,7 @@ class TableActions:
         if view.display == on:
             return
         view.display = on
-        self._main.want_latency(on)
+        self._main.feed.want_latency(on)
         if on:
             view.show_latency(
                 None if self._main.last_tick is None else self._main.last_tick.latency,

@@ -1,7 +1,7 @@
 """The Cgroups tab: which service, container or pod does the I/O, as a tree with roll-up.
 
 Like the Processes tab, the panel never reads /sys: while it is shown it asks its
-:class:`CgroupFeed` (the app) for cgroups, and the app's frames then carry them
+:class:`CgroupFeed` (the main screen's, passed in) for cgroups, and the frames then carry them
 (:meth:`CgroupPanel.show_cgroups`).
 
 Keys (active while the panel has focus; none clashes with the main screen's):
@@ -37,7 +37,7 @@ from iotop_plus.tui.widgets.cursor_list import SortedList
 
 
 class CgroupFeed(Protocol):
-    """What gives the panel its cgroups: the app, which owns the one clock."""
+    """What gives the panel its cgroups: the main screen's frame feed (the one clock)."""
 
     def want_cgroups(self, on: bool) -> None:
         """Frames carry cgroups from now on (or no longer)."""

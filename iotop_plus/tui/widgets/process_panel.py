@@ -1,7 +1,8 @@
 """The Processes tab: which processes do the I/O (the iotop view), self-contained.
 
-The panel never reads /proc: while it is shown it asks its :class:`ProcessFeed` (the app)
-for processes, and the app's frames then carry them (:meth:`ProcessPanel.show_processes`).
+The panel never reads /proc: while it is shown it asks its :class:`ProcessFeed` (the main
+screen's, passed in) for processes, and the frames then carry them
+(:meth:`ProcessPanel.show_processes`).
 Rows for thousands of processes are arranged in a worker thread; the list is a Line-API
 widget that formats only the rows on screen, so a tick costs a sort, not a repaint.
 
@@ -69,7 +70,7 @@ from iotop_plus.tui.widgets.cursor_list import SortedList
 
 
 class ProcessFeed(Protocol):
-    """What gives the panel its processes: the app, which owns the one clock."""
+    """What gives the panel its processes: the main screen's frame feed (the one clock)."""
 
     def want_processes(self, on: bool) -> None:
         """Frames carry processes from now on (or no longer)."""
