@@ -177,8 +177,8 @@ async def test_charts_show_the_window_ending_at_the_frame_and_its_marks() -> Non
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
         app.main_screen.select_device("sdb")
-        await pilot.pause(0.3)
         charts = app.main_screen.query_one(DeviceCharts)
+        await wait_for(pilot, lambda: bool(charts.marks_drawn), "the mark drawn")
         assert [m.label for m in charts.marks_drawn] == ["read_ahead_kb 128→16"]  # live
         await jump(pilot, app, clock_text(frames[280].wall_time, None))
         await wait_for(pilot, lambda: app.main_screen.last_tick is frames[280])

@@ -210,11 +210,14 @@ async def test_a_refusal_below_the_fold_is_scrolled_into_view(tmp_path: Path, fi
         before = panel.scroll_y
         await pilot.press("enter")
         await _wait_for(pilot, lambda: "does not exist" in _text(app, "#probe-error"))
-        await pilot.pause(0.3)
         error = app.query_one("#probe-error", Static)
+
+        def in_view() -> bool:
+            top = panel.scroll_y
+            return top <= error.virtual_region.y < top + panel.scrollable_content_region.height
+
+        await _wait_for(pilot, in_view)  # scrolled to the refusal (not a fixed settle)
         assert panel.scroll_y > before
-        top = panel.scroll_y
-        assert top <= error.virtual_region.y < top + panel.scrollable_content_region.height
 
 
 def test_a_cancelled_device_probe_does_not_claim_a_probe_file() -> None:
