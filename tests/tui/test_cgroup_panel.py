@@ -6,6 +6,7 @@ import asyncio
 import shutil
 from pathlib import Path
 
+import pytest
 from textual.widgets import TabbedContent
 
 from iotop_plus.config import Config
@@ -143,6 +144,7 @@ async def test_c_works_from_the_processes_tab_with_its_filter_open() -> None:
         assert app.main_screen.query_one("#side-panel", TabbedContent).active == "tab-cgroups"
 
 
+@pytest.mark.root  # makes a real blkio cgroup
 async def test_the_processes_view_names_each_processs_cgroup(tmp_path: Path) -> None:
     """A process moved into a v1 blkio child cgroup shows that cgroup in the CGROUP column."""
     import os

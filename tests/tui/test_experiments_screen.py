@@ -26,7 +26,7 @@ from iotop_plus.tui.screens.experiments import (
 from tests.support import wait
 from tests.support.queue_guard import restored_queue
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 
 class ExperimentHost(App[None]):

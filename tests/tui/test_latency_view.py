@@ -37,6 +37,8 @@ def tracers() -> list[int]:
     return [int(p) for p in found.stdout.split()]
 
 
+@pytest.mark.root
+@pytest.mark.slow  # bpftrace on a loop device
 async def test_latency_columns_start_and_stop_the_tracer(make_loop) -> None:  # type: ignore[no-untyped-def]
     if os.geteuid() != 0 or shutil.which("bpftrace") is None:
         pytest.skip("needs root and bpftrace")
@@ -100,6 +102,8 @@ def test_view_text_shows_starting_failure_and_split() -> None:
     assert "■" in text.plain and "10" in text.plain
 
 
+@pytest.mark.root
+@pytest.mark.slow  # bpftrace
 async def test_config_column_set_latency_starts_with_the_view_and_tracer() -> None:
     if os.geteuid() != 0 or shutil.which("bpftrace") is None:
         pytest.skip("needs root and bpftrace")

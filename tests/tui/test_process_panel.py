@@ -183,6 +183,7 @@ async def test_totals_mode_counts_bytes_since_start(writer: subprocess.Popen[byt
         assert "totals since start" in panel.status_text()
 
 
+@pytest.mark.root  # switches the host-wide kernel.task_delayacct sysctl
 async def test_delayacct_off_is_explained_and_D_turns_it_on_as_root() -> None:
     needs_root()
     path = sysctl_path(Roots())
