@@ -22,6 +22,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.tui import lifecycle as lifecycle_module
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
+from tests.support.wait import wait_for
 from tests.tui.canned import HOST_ROOTS, CannedSampler
 from tests.unit.test_journal import child
 from tests.unit.test_settings import make_tree
@@ -174,11 +175,10 @@ async def test_the_restore_prompt_is_never_cut(
     async with app.run_test(size=size) as pilot:
         await pilot.pause()
         assert isinstance(app.screen, RestoreLeftoversScreen)
-        for _ in range(50):  # until the dialog is drawn
-            lines = screen_text(app)
-            if any("(original 128)" in line for line in lines):
-                break
-            await pilot.pause(0.05)
+        await wait_for(
+            pilot, lambda: any("(original 128)" in x for x in screen_text(app)), "the dialog drawn"
+        )
+        lines = screen_text(app)
         # Inside the box's border, line after line: wrapped text reads on, cut text does not.
         box = app.screen.query_one(Vertical).region
         inside = [x[box.x + 1 : box.right - 1] for x in lines[box.y + 1 : box.bottom - 1]]
@@ -211,11 +211,7 @@ async def test_u_undoes_D_like_any_setting_change(tree: Roots, tmp_path: Path) -
         app.tuner.switch_delayacct(True)
         assert sysctl.read_text().strip() == "1"
         await pilot.press("u")
-        for _ in range(100):
-            if sysctl.read_text().strip() == "0":
-                break
-            await pilot.pause(0.05)
-        assert sysctl.read_text().strip() == "0"
+        await wait_for(pilot, lambda: sysctl.read_text().strip() == "0", "D undone", timeout=5)
         assert app.tuner.active == ()
 
 

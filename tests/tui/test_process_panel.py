@@ -127,12 +127,11 @@ async def test_sort_keys_move_between_columns_and_invert(
         panel = app.panel
         await wait_for(pilot, lambda: writer.pid in pids(panel), "rows")
         await pilot.press("right")  # total -> pid
-        await pilot.pause(0.1)
-        assert panel.process_list.sort == "pid"
+        await wait_for(pilot, lambda: panel.process_list.sort == "pid", "the sort on PID")
         assert pids(panel) == sorted(pids(panel))
         assert "PID▲" in panel.process_list.header_text(110)
         await pilot.press("i")
-        await pilot.pause(0.1)
+        await wait_for(pilot, lambda: panel.process_list.descending, "the inverted sort")
         assert pids(panel) == sorted(pids(panel), reverse=True)
         await pilot.press("left", "left")  # pid -> total -> command (wraps around)
         assert panel.process_list.sort == "command"
