@@ -1,6 +1,8 @@
 """Pinned layouts (pytest-textual-snapshot) of the real app on the tui_host fixture.
 
-The canned sampler makes the figures identical on every run; see tests/tui/canned.py.
+The canned sampler makes the figures identical on every run (see tests/tui/canned.py), and
+the stepped clock (``step_clock``) gives exactly two frames, however slow the machine: on the
+wall clock a third would come 10 s in and change them.
 Update with ``pytest tests/tui/test_snapshots.py --snapshot-update`` after a deliberate change.
 """
 
@@ -14,7 +16,9 @@ import pytest
 from textual.pilot import Pilot
 
 from tests.tui.canned import canned_app
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import started, wait_for
+
+pytestmark = pytest.mark.usefixtures("step_clock")
 
 
 @pytest.fixture(autouse=True)
@@ -33,7 +37,7 @@ def utc() -> Iterator[None]:
 
 async def _ready(pilot: Pilot[int]) -> None:
     app = pilot.app
-    await wait_for(pilot, lambda: app.ticks >= 2)  # type: ignore[attr-defined]
+    await started(pilot, app)  # type: ignore[arg-type]
     await wait_for(pilot, lambda: app.main_screen.query_one("#device-panel").settings is not None)  # type: ignore[attr-defined]
     await pilot.pause()
 
