@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.timeline import open_timeline
@@ -59,7 +60,11 @@ def wait_samples(directory: Path, n: int, files: int = 1, timeout: float = 30) -
     while time.monotonic() < deadline:
         paths = recording_files(directory)
         if len(paths) >= files:
-            rec = RecordingFile(paths[-1], follow=True)
+            try:
+                rec = RecordingFile(paths[-1], follow=True)
+            except FormatError:  # created, its header not written yet (a loaded machine)
+                time.sleep(0.1)
+                continue
             got = sum(c.n for c in rec.chunks)
             rec.close()
             if got >= n:
