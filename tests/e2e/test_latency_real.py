@@ -373,6 +373,11 @@ def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
 
 
 @pytest.mark.root
+def _default_stop_signals() -> None:
+    for signum in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_snapshot_signals_leave_no_tracer(signum: int) -> None:
     """Quit, hang-up, terminate or crash (SIGKILL) of the parent: bpftrace never outlives it."""
@@ -393,6 +398,9 @@ def test_snapshot_signals_leave_no_tracer(signum: int) -> None:
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
+        # The snapshot is killed as a user's shell would: a test run started under nohup or
+        # as a background job inherits SIGHUP or SIGINT ignored, and so would its child.
+        preexec_fn=_default_stop_signals,
     )
     try:
         assert holds_within(lambda: len(tracers_of(proc.pid)) == 1, 15), "no tracer started"
