@@ -9,7 +9,7 @@ next frames should carry (processes, one process's details) for the Processes ta
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
@@ -29,7 +29,31 @@ from iotop_plus.tui.messages import FrameReady, SamplerProblem
 from iotop_plus.tui.scrub import MARKED_EVENTS
 
 if TYPE_CHECKING:
-    from iotop_plus.tui.screens.main import MainScreen
+    from textual.notifications import SeverityLevel
+
+
+class FrameView(Protocol):
+    """Where the feed shows frames and tells problems (the main screen)."""
+
+    def count_frame(self, frame: Frame) -> None:
+        """A frame arrived (shown or not)."""
+
+    def show_frame(self, frame: Frame) -> None:
+        """Show ``frame`` in every view."""
+
+    def show_problem(self, text: str) -> None:
+        """Show a one-line problem for a few seconds."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Say one line."""
 
 
 class FrameFeed:
@@ -39,7 +63,7 @@ class FrameFeed:
         self,
         source: FrameSource,
         history: History,
-        screen: MainScreen,
+        screen: FrameView,
         timeline: RingTimeline | None = None,
     ) -> None:
         self.source = source

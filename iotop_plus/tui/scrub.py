@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.history import DeviceHistory, History, Mark
 from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.sampling.timeparse import TimeParseError, clock_text, parse_time
+from iotop_plus.sampling.timeparse import TimeParseError, clock_text, parse_time, zone_label
 
 if TYPE_CHECKING:
     from textual.notifications import SeverityLevel
@@ -203,6 +203,22 @@ class Scrubber:
     def _nothing(self) -> Frame | None:
         self.view.notify("no history yet", timeout=3)
         return None
+
+    def jump_hint(self) -> str | None:
+        """What the jump dialog says is kept (and in which zone); None, and "no history yet"
+        said, when nothing is."""
+        span = self.timeline.span()
+        if span is None:
+            self.view.notify("no history yet", timeout=3)
+            return None
+        zone = zone_label(self.zone, span[1])
+        hint = f"kept: {self.clock(span[0])} to {self.clock(span[1])}"
+        return hint + (f" ({zone}; times without an offset are in it)" if zone else "")
+
+    @property
+    def away_from_live(self) -> bool:
+        """Whether ``l`` has somewhere to go back from (history, a replay, a pause)."""
+        return self.mode != LIVE or self.view.paused
 
     def clock(self, wall: float) -> str:
         """``14:05:03`` in the zone shown (with the date when not today's)."""

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import grimp
 from textual.reactive import Reactive
 
 from iotop_plus.config import Config
@@ -109,3 +110,21 @@ def test_refusals_are_one_collaborator_that_says_why_in_one_line() -> None:
     assert not replay.refused("tab-processes:toggle_delayacct")  # acts on this host, as it says
     assert said == [READ_ONLY_REFUSAL] * 3 + [REPLAY_REFUSAL]
     assert not Refusals(replay=False, read_only=False, say=said.append).refused("tune")
+
+
+def test_the_main_screens_parts_do_not_import_it_back() -> None:
+    graph = grimp.build_graph("iotop_plus", cache_dir=None)
+    parts = (
+        "iotop_plus.tui.frame_feed",
+        "iotop_plus.tui.scrub",
+        "iotop_plus.tui.screens.main_charts",
+        "iotop_plus.tui.screens.main_history",
+        "iotop_plus.tui.screens.side_panels",
+        "iotop_plus.tui.screens.refusals",
+        "iotop_plus.tui.screens.help",
+    )
+    back = {
+        part: graph.find_shortest_chain(importer=part, imported="iotop_plus.tui.screens.main")
+        for part in parts
+    }
+    assert {part: chain for part, chain in back.items() if chain} == {}

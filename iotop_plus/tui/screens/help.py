@@ -53,11 +53,11 @@ THRESHOLDS = (
 
 def key_lines() -> list[tuple[str, str]]:
     """(keys, explanation) per help line, made from the app's, screen's and table's bindings."""
-    from iotop_plus.tui.screens.main import MainScreen
+    from iotop_plus.tui.screens.main_keys import MAIN_KEYS
     from iotop_plus.tui.widgets.device_table import DeviceTable
 
     # The screen's bindings of panel keys are listed with their tab, under panel_lines.
-    screen = [b for b in map(as_binding, MainScreen.BINDINGS) if tab_of(b) is None]
+    screen = [b for b in map(as_binding, bindings(MAIN_KEYS)) if tab_of(b) is None]
     lines = help_lines([*bindings(APP_KEYS), *screen, *DeviceTable.BINDINGS])
     lines.append((key_display(App.COMMAND_PALETTE_BINDING), PALETTE_HELP))
     return lines

@@ -44,7 +44,7 @@ from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import clamp_interval
 from iotop_plus.sampling.frame import Frame, FrameSource
-from iotop_plus.sampling.history import History
+from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeline import Timeline
@@ -277,6 +277,24 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         """The interval changed: the header says so."""
         self.query_one(HostHeader).show(interval=seconds)
 
+    def show_mode(self, mode: str, wall_time: float | None) -> None:
+        """The header says LIVE, PAUSED at T, HISTORY at T or REPLAY at T."""
+        self.query_one(HostHeader).show(mode=mode, wall_time=wall_time)
+        self.refresh_bindings()  # "l Live" shows only away from live
+
+    def action_jump(self) -> None:
+        """Ask for a time and go there."""
+        hint = self.scrubber.jump_hint()
+        if hint is not None:
+            from iotop_plus.tui.screens.jump import JumpScreen
+
+            self.app.push_screen(JumpScreen(self.scrubber.jump, hint))
+
+    def on_probe_panel_started(self, message: ProbePanel.Started) -> None:
+        """Mark a probe's start on the charts of the device it measures."""
+        self.history.mark(Mark(time.monotonic(), "probe start", message.target.device))
+        self.draw_charts(force=True)
+
     def show_paused(self, paused: bool) -> None:
         """Pause state changed: the header says so."""
         wall = self.last_tick.wall_time if self.last_tick else None
@@ -379,7 +397,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             self.select_device(table.selected)
         return self.selected_device
 
-    def _device_or_say(self) -> str | None:
+    def device_or_say(self) -> str | None:
         """The device to act on; None, and "no device selected" said, when there is none
         (a filter that matches nothing)."""
         name = self.device_to_act_on()
@@ -513,50 +531,6 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             # box), and focusing it switches that tab back.
             self.set_focus(None)
         side.active = tab_id
-
-    async def action_tune(self, setting: str) -> None:
-        """Edit a queue setting of the selected device from anywhere (R, S)."""
-        if self.refusals.refused("tune") or self._device_or_say() is None:
-            return
-        self.action_panel_tab("tab-tune")
-        await self.panel_ready("tab-tune")
-        self.settings_panel.action_edit(setting)
-
-    async def action_undo_setting(self) -> None:
-        """Undo the last setting change (u)."""
-        if self.refusals.refused("undo_setting"):
-            return
-        await self.panel_ready("tab-tune")
-        self.settings_panel.action_undo()
-
-    async def action_revert_settings(self) -> None:
-        """Put back every setting changed in this run (U)."""
-        if self.refusals.refused("revert_settings"):
-            return
-        await self.panel_ready("tab-tune")
-        self.settings_panel.action_revert_all()
-
-    def action_experiment(self) -> None:
-        """Queue-depth sweep or A/B of a setting on the selected device (X)."""
-        device = None if self.refusals.refused("experiment") else self._device_or_say()
-        if device is None:
-            return
-        from iotop_plus.tui.screens.experiments import open_experiment
-
-        probe = self.probe_panel
-        open_experiment(
-            self.app,
-            self.tuner,
-            self.runner_factory(),
-            device,
-            history=probe.history,
-        )
-
-    async def action_panel_key(self, tab: str, action: str) -> None:
-        """A panel's key pressed anywhere (``d`` probes the selected device): the panels
-        first learn of a selection the table has not yet reported (see device_to_act_on)."""
-        self.device_to_act_on()
-        await super().action_panel_key(tab, action)
 
     def on_settings_panel_changed(self, message: SettingsPanel.Changed) -> None:
         """A setting changed: its mark comes with the next frame (the journal part reads the

@@ -9,7 +9,8 @@ them is a screen key (the clash test checks it). Enter and Esc stay with the foc
 Enter starting a probe while the cursor is in the device table would start fio by surprise.
 
 The palette lists every panel action (:data:`PANEL_PALETTE` adds those on Enter, Esc and the
-arrows); choosing one shows its tab first.
+arrows); choosing one shows its tab first. The screen's own keys that act through a panel
+(``R`` ``S`` ``u`` ``U`` on the Tune panel, ``X`` with the Probe panel's history) are here too.
 """
 
 from __future__ import annotations
@@ -230,8 +231,11 @@ class PanelActions:
         return True
 
     async def action_panel_key(self, tab: str, action: str) -> None:
-        """Run the shown panel's ``action`` (its key pressed anywhere on the screen)."""
+        """Run the shown panel's ``action`` (its key pressed anywhere on the screen: ``d``
+        probes the selected device). The panels first learn of a selection the table has not
+        yet reported (see ``device_to_act_on``)."""
         main = self._screen
+        main.device_to_act_on()
         if main.refusals.refused(f"{tab}:{action}"):
             return
         await main.panel_ready(tab)
@@ -245,3 +249,39 @@ class PanelActions:
         main.action_panel_tab(tab)
         await main.panel_ready(tab)
         await main.panel(tab).run_action(action)
+
+    async def action_tune(self, setting: str) -> None:
+        """Edit a queue setting of the selected device from anywhere (R, S)."""
+        main = self._screen
+        if main.refusals.refused("tune") or main.device_or_say() is None:
+            return
+        main.action_panel_tab(TUNE)
+        await main.panel_ready(TUNE)
+        main.settings_panel.action_edit(setting)
+
+    async def action_undo_setting(self) -> None:
+        """Undo the last setting change (u)."""
+        main = self._screen
+        if main.refusals.refused("undo_setting"):
+            return
+        await main.panel_ready(TUNE)
+        main.settings_panel.action_undo()
+
+    async def action_revert_settings(self) -> None:
+        """Put back every setting changed in this run (U)."""
+        main = self._screen
+        if main.refusals.refused("revert_settings"):
+            return
+        await main.panel_ready(TUNE)
+        main.settings_panel.action_revert_all()
+
+    def action_experiment(self) -> None:
+        """Queue-depth sweep or A/B of a setting on the selected device (X)."""
+        main = self._screen
+        device = None if main.refusals.refused("experiment") else main.device_or_say()
+        if device is None:
+            return
+        from iotop_plus.tui.screens.experiments import open_experiment
+
+        history = main.probe_panel.history
+        open_experiment(main.app, main.tuner, main.runner_factory(), device, history=history)
