@@ -68,7 +68,7 @@ async def test_a_device_busy_in_the_last_5_s_of_frames_is_asked_about_and_an_idl
         await _fill(pilot, app, "#probe-target", f"/dev/{dev}")
         app.query_one("#probe-presets", OptionList).focus()
         await pilot.press("enter")
-        await _wait_for(pilot, lambda: isinstance(app.screen, BusyDeviceScreen), limit_s=10)
+        await _wait_for(pilot, lambda: isinstance(app.screen, BusyDeviceScreen), timeout=10)
         note = str(app.screen.query_one("#busy-note", Static).content)
         assert note.startswith(f"/dev/{dev} is in use (")
         assert " IOPS over the last " in note and "measured" not in note, note
