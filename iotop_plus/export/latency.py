@@ -17,6 +17,9 @@ from prometheus_client.utils import floatToGoString
 
 from iotop_plus.sampling.latency_hist import SUB_BUCKETS, LatencyFrame
 
+REQUEST_DURATION = "iotop_plus_disk_request_duration_seconds"
+"""The latency histogram's name (the fleet view's p99 queries it)."""
+
 LOW_EXP = 14
 """The first bucket's upper bound is 2**14 ns (16.384 µs)."""
 HIGH_EXP = 30
@@ -96,7 +99,7 @@ def latency_families(
     if not totals:
         return
     histogram = HistogramMetricFamily(
-        "iotop_plus_disk_request_duration_seconds",
+        REQUEST_DURATION,
         "Device time of completed requests (issue to completion, block tracepoints), since "
         "serve started; buckets at powers of two of nanoseconds, 2^14 ns to 2^30 ns.",
         labels=("device", "op"),
