@@ -308,8 +308,3 @@ def _registry(collector: object) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)  # type: ignore[arg-type]
     return registry
-
-
-def private_registry(collector: FrameCollector) -> CollectorRegistry:
-    """A registry holding only ``collector``."""
-    return _registry(collector)

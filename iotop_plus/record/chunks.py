@@ -239,11 +239,6 @@ class ChunkWriter:
         self.inv_offset = self.offset
         self._put(frame(b"H", json_blob(dict(header))), "headers")
 
-    @property
-    def chunk_open(self) -> bool:
-        """Whether a chunk has samples not yet closed by a trailer."""
-        return self._comp is not None
-
     def _put(self, data: bytes, kind: str) -> None:
         write_all(self.fd, data)
         self.offset += len(data)

@@ -208,10 +208,6 @@ def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
     return [(v >> 1) ^ -(v & 1) for v in z], end
 
 
-def _minus(a: list[int], b: list[int]) -> list[int]:
-    return [x - y for x, y in zip(a, b, strict=False)]
-
-
 def _ratio(now: list[int], prev_k: list[int], prev_base: list[int]) -> list[int]:
     """``now * prev_k // prev_base`` per device, or ``prev_k`` where ``prev_base <= 0``
     (version 2)."""

@@ -7,7 +7,7 @@ parser the TUI's ``g`` and the commands share.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import timedelta, timezone, tzinfo
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|sec|secs|m|min|mins|h|hr|hrs|d|w)?\s*$", re.I)
@@ -49,8 +49,3 @@ def zone_of(name: str | None, utc_offset_s: int | None) -> tzinfo:
         except (ImportError, ValueError, OSError, KeyError):
             pass
     return timezone(timedelta(seconds=utc_offset_s or 0))
-
-
-def format_time(wall: float, tz: tzinfo) -> str:
-    """ISO 8601 with the zone's offset, to the second (as ``snapshot`` prints)."""
-    return datetime.fromtimestamp(wall, tz).isoformat(timespec="seconds")

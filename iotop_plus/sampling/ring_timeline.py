@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable
 from types import MappingProxyType
@@ -124,11 +124,6 @@ class RingTimeline:
         lo = bisect_right(self._walls, end - seconds)
         hi = bisect_right(self._walls, end)
         return [self._frames[i] for i in range(lo, hi)]
-
-    def index_of(self, wall: float) -> int | None:
-        """Position of the frame taken exactly at ``wall``, or None (for tests and the header)."""
-        i = bisect_left(self._walls, wall)
-        return i if i < len(self._walls) and self._walls[i] == wall else None
 
 
 def fill(ring: RingTimeline, frames: Iterable[Frame]) -> RingTimeline:

@@ -135,10 +135,8 @@ class IotopPlusApp(App[int]):
 
     @property
     def latest_frame(self) -> Frame | None:
-        """The newest frame, shown or not (``latest_tick`` is the older name)."""
+        """The newest frame, shown or not."""
         return self.feed.latest_frame
-
-    latest_tick = latest_frame
 
     async def on_mount(self) -> None:
         # The screen must be composed before the first frame arrives.

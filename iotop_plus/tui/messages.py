@@ -24,15 +24,6 @@ class FrameReady(Message):
     frame: Frame
     """The frozen frame."""
 
-    @property
-    def tick(self) -> Frame:
-        """The frame (older name)."""
-        return self.frame
-
-
-SampleReady = FrameReady
-"""The older name of :class:`FrameReady`."""
-
 
 @dataclass
 class DeviceSelected(Message):

@@ -194,7 +194,7 @@ async def test_a_400_digit_counter_is_a_reported_bad_line_not_a_failed_tick(
         header = shown(app.main_screen.query_one(HostHeader))
         assert "1 bad line(s)" in header and "counter above" in header, header
         assert "sdhuge" not in table(app).visible_names()
-        assert app.latest_tick is not None and app.latest_tick.rates.get("sda") is not None
+        assert app.latest_frame is not None and app.latest_frame.rates.get("sda") is not None
     assert app.return_code in (None, 0)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.history import Mark
-from iotop_plus.tui.messages import SampleReady
+from iotop_plus.tui.messages import FrameReady
 from iotop_plus.tui.screens.help import HelpScreen
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -339,14 +339,14 @@ async def test_a_tick_still_queued_when_the_app_exits_is_dropped() -> None:
     app = canned_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
-        tick = app.latest_tick
+        tick = app.latest_frame
         assert tick is not None
         close_all = app._close_all
 
         async def close_all_then_a_late_tick() -> None:
             # Textual removes the screens, then handles what is left in the app's queue.
             await close_all()
-            app.post_message(SampleReady(tick))
+            app.post_message(FrameReady(tick))
 
         app._close_all = close_all_then_a_late_tick  # type: ignore[method-assign]
     assert app.return_code in (0, None)

@@ -12,7 +12,6 @@ import pytest
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.format import VERSION, FormatError
 from iotop_plus.record.reader import RecordingFile
-from iotop_plus.record.source import EndOfRecording, RecordedSource
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.sampler import Sample, rates_between
@@ -163,14 +162,22 @@ def test_follow_mode_sees_samples_as_they_are_written(tmp_path: Path) -> None:
     writer = ChunkWriter(fd, {"inventory": []})
     for s in samples[:5]:
         writer.append(RecordedSample(s))
-    source = RecordedSource(open_timeline(path, follow=True))
-    seen = [source.next_frame() for _ in range(5)]
-    with pytest.raises(EndOfRecording):
-        source.next_frame()
+    timeline = open_timeline(path, follow=True)
+    span = timeline.span()
+    assert span is not None
+    seen = [f for _, f in timeline.frames(*span)]
+    assert len(seen) == 5 and timeline.step(span[1], 1) in (None, seen[-1])  # nothing after
     for s in samples[5:25]:
         writer.append(RecordedSample(s))
-    source.timeline.refresh()
-    seen += [source.next_frame() for _ in range(20)]
+    timeline.refresh()
+    span = timeline.span()
+    assert span is not None
+    seen += [
+        f
+        for _, f in timeline.frames(*span, inclusive_start=False)
+        if f.wall_time > seen[-1].wall_time
+    ]
     os.close(fd)
+    timeline.close()
     assert [round(f.wall_time) for f in seen] == [round(s.wall_time) for s in samples[:25]]
     assert seen[-1].elapsed_s == pytest.approx(1.000371)
