@@ -107,8 +107,6 @@ class Change:
     """Other settings of the queue that moved with this write."""
     undoes: int | None = None
     """For undo, revert and rollback: the sequence number of the change put back."""
-    monotonic: float = 0.0
-    """``time.monotonic()`` of the write, to place a chart mark against the samples."""
     run: str = ""
     """The run that made it (sequence numbers restart in every run)."""
     scope: str = DEVICE_SCOPE

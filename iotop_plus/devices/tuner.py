@@ -337,7 +337,6 @@ class Tuner:
             new=value,
             effective=_DELAYACCT_VALUE.get(state, value),
             undoes=undoes,
-            monotonic=time.monotonic(),
             run=self.journal.run_id,
             scope=HOST_SCOPE,
             boot_id=boot,
@@ -420,7 +419,6 @@ class Tuner:
             note=effective_note(self.roots, result),
             side_effects=effects,
             undoes=undoes,
-            monotonic=time.monotonic(),
             run=self.journal.run_id,
         )
         self.journal.record(change)
