@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"soak: {args.iotop_plus}: not an executable", file=sys.stderr)
         return 2
 
-    def on_term(signum: int, frame: object) -> None:
+    def on_term(_signum: int, _frame: object) -> None:
         raise KeyboardInterrupt
 
     # A job started with & from a script inherits SIGINT ignored: take it back.

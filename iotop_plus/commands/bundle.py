@@ -34,7 +34,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace, roots: Roots) -> int:
+def run(args: argparse.Namespace, _roots: Roots) -> int:
     """Write the bundle; returns the exit code."""
     try:
         last = parse_duration(args.last)

@@ -20,6 +20,7 @@ _DURATION = re.compile(r"[1-9][0-9]{0,5}(ms|s|m|h)")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add the ``fleet`` subcommand to ``sub``."""
     p = sub.add_parser(
         "fleet",
         help="many hosts through Prometheus: hosts x devices, worst first",
@@ -49,7 +50,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace, roots: Roots) -> int:
+def run(args: argparse.Namespace, _roots: Roots) -> int:
+    """Show the fleet from the Prometheus server (or, with ``--once``, one round as JSON); returns
+    the exit code."""
     from iotop_plus.export.fleet import PrometheusClient, fleet_round
 
     if not _DURATION.fullmatch(args.window):

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         return EXIT_FAILURE
     stop = threading.Event()
 
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
+    def on_signal(_signum: int, _frame: FrameType | None) -> None:
         stop.set()
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}

@@ -29,6 +29,7 @@ DEFAULT_CGROUP_DEPTH = 4
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    """Add the ``serve`` subcommand to ``sub``."""
     from iotop_plus.export.server import DEFAULT_LISTEN
 
     p = sub.add_parser(
@@ -97,6 +98,8 @@ def _depth(text: str) -> int:
 
 
 def run(args: argparse.Namespace, roots: Roots) -> int:
+    """Serve the metrics over HTTP (or write them to ``--textfile``) until SIGTERM or SIGINT;
+    returns the exit code."""
     from iotop_plus.export.collector import FrameCollector
     from iotop_plus.export.server import ListenError, MetricsServer, is_loopback, parse_listen
     from iotop_plus.export.view import ExportSampler

@@ -214,7 +214,7 @@ class ProcessesUnreadable(Exception):
 
 
 def selected(
-    rates: Mapping[TaskKey, TaskRates | None], cur: ProcessSample, show_all: bool
+    rates: Mapping[TaskKey, TaskRates | None], show_all: bool
 ) -> list[tuple[TaskKey, TaskRates | None]]:
     """The rows to show, busiest first (DISK READ + WRITE, then IO%, then PID)."""
     rows = [(k, r) for k, r in rates.items() if show_all or (r is not None and r.active)]
@@ -269,7 +269,7 @@ def interval_json(
     read, write = _totals(rates)
     unknown = totals_unknown(cur)
     rows = []
-    for key, r in selected(rates, cur, show_all):
+    for key, r in selected(rates, show_all):
         task = cur.tasks[key]
         row: dict[str, Any] = {"pid": task.pid}
         if cur.per_thread:
@@ -341,7 +341,7 @@ def render_table(
         f"{id_header:>7} {'USER':<10} {'DISK READ':>11} {'DISK WRITE':>11} "
         f"{'RCHAR':>11} {'WCHAR':>11} {'IO%':>6}  COMMAND"
     )
-    rows = selected(rates, cur, show_all)
+    rows = selected(rates, show_all)
     for key, r in rows:
         task = cur.tasks[key]
         if r is None:

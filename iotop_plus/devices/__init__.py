@@ -1,0 +1,1 @@
+"""Queue settings: what each one means, the tuner that writes them and its journal."""

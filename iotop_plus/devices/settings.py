@@ -181,7 +181,6 @@ def read_setting(
     roots: Roots, device: str, name: str, *, is_root: bool | None = None
 ) -> SettingValue:
     """Read one setting of ``device``. Never raises for a missing device or file."""
-
     setting = SETTINGS[name]
     qdev = queue_device(roots, device)
     path = roots.sys_block / qdev / "queue" / name

@@ -175,7 +175,7 @@ class RecordingFile:
         self.path = os.fspath(path)
         self.follow = follow
         """A recorder may still be writing: a cut-short last frame is expected, not warned."""
-        self.warn = warn or (lambda line: None)
+        self.warn = warn or (lambda _line: None)
         try:
             self._fd = open_regular(self.path)
         except OSError as exc:

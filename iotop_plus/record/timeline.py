@@ -69,7 +69,7 @@ class RecordingTimeline:
         self.files = files
         self.interval = interval
         self.directory = directory
-        self.warn = warn or (lambda line: None)
+        self.warn = warn or (lambda _line: None)
         self._inventories: dict[tuple[int, int], tuple[Inventory, dict[str, int]]] = {}
         self._skipped: dict[str, int] = {}
         """Files of the directory that could not be read, and their size then (warned once;
@@ -446,7 +446,7 @@ def open_timeline(
         FormatError: not a recording, a newer format version, or an empty directory.
         OSError: the path cannot be read.
     """
-    warn = warn or (lambda line: None)
+    warn = warn or (lambda _line: None)
     target = Path(path)
     if target.is_dir():
         files = []

@@ -1,0 +1,1 @@
+"""Reading the host into frozen frames: disks, rates, processes, cgroups, latency, schedule."""

@@ -1,4 +1,4 @@
-"""Block-device topology from sysfs and procfs, shared by the readers.
+r"""Block-device topology from sysfs and procfs, shared by the readers.
 
 * ``major:minor`` to kernel name: ``/sys/dev/block/MAJOR:MINOR`` is a symlink whose last
   component is the name (``../../devices/.../block/sda/sda1`` -> ``sda1``).
@@ -6,8 +6,8 @@
   disk's (``.../block/sda/sda1``), and only partitions have a ``partition`` file.
 * Mounts: ``/proc/self/mountinfo`` (proc(5)): ``id parent major:minor root mountpoint options
   [optional...] - fstype source superopts``. The kernel writes a space, tab, newline or
-  backslash in a path as an octal escape (``\\040``, ``\\011``, ``\\012``, ``\\134``:
-  ``seq_path`` with ``" \\t\\n\\\\"``), so every line is one mount.
+  backslash in a path as an octal escape (``\040``, ``\011``, ``\012``, ``\134``:
+  ``seq_path`` with ``" \t\n\\"``), so every line is one mount.
 
 This is the one home of ``major:minor`` texts, of the ``major:minor`` -> name map and of the
 mountinfo parser; the inventory, the probe's target checks and the tracers read through it.
@@ -69,8 +69,8 @@ _OCTAL_ESCAPE = re.compile(r"\\([0-3][0-7][0-7])")
 
 
 def unescape_mount_path(field: str) -> str:
-    """A mountinfo path field with the kernel's octal escapes decoded (``\\040`` space,
-    ``\\011`` tab, ``\\012`` newline, ``\\134`` backslash, and any other ``\\ooo``)."""
+    r"""A mountinfo path field with the kernel's octal escapes decoded (``\040`` space,
+    ``\011`` tab, ``\012`` newline, ``\134`` backslash, and any other ``\ooo``)."""
     if "\\" not in field:
         return field
     return _OCTAL_ESCAPE.sub(lambda m: chr(int(m.group(1), 8)), field)

@@ -353,7 +353,7 @@ class CgroupReader:
             rel, path, ino, nlink, depth = stack.pop()
             try:
                 if v2:
-                    devices, bad = self._v2_counters(path, rel)
+                    devices, bad = self._v2_counters(path)
                 else:
                     devices, bad = self._v1_counters(path)
             except FileNotFoundError:
@@ -404,7 +404,7 @@ class CgroupReader:
             except OSError as exc:
                 problems.append(f"cannot list {rel}: {exc.strerror or exc}")
 
-    def _v2_counters(self, path: str, rel: str) -> tuple[dict[str, IoCounters] | None, list[str]]:
+    def _v2_counters(self, path: str) -> tuple[dict[str, IoCounters] | None, list[str]]:
         try:
             text = _read(path + "/io.stat")
         except FileNotFoundError:

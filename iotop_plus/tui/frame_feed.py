@@ -140,7 +140,7 @@ class FrameFeed:
 
     def want_processes(self, on: bool) -> None:
         """A view shows processes (or no longer does); the next frames carry them or not."""
-        was = getattr(self.source, "wants", lambda part: False)(PROCESSES)
+        was = getattr(self.source, "wants", lambda _part: False)(PROCESSES)
         self.source.want(PROCESSES, on)
         if on and not was and self.thread is not None:
             self.thread.sample_now()  # rows now; their rates from the frame after
@@ -154,7 +154,7 @@ class FrameFeed:
 
     def want_cgroups(self, on: bool) -> None:
         """A view shows cgroups (or no longer does); the next frames carry them or not."""
-        was = getattr(self.source, "wants", lambda part: False)(CGROUPS)
+        was = getattr(self.source, "wants", lambda _part: False)(CGROUPS)
         self.source.want(CGROUPS, on)
         if on and not was and self.thread is not None:
             self.thread.sample_now()

@@ -42,6 +42,7 @@ class TimelineSource:
 
     def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
         """Never called: the replay shows frames by time."""
+        del early  # the FrameSource protocol's parameter
         raise RuntimeError("a replay has no live frames")
 
     def want(self, part: str, on: bool) -> None:
@@ -103,7 +104,9 @@ def make_replay_app(
     )
 
 
-def run_replay(args: argparse.Namespace, roots: Roots, timeline: Timeline, at: float | None) -> int:
+def run_replay(
+    _args: argparse.Namespace, roots: Roots, timeline: Timeline, at: float | None
+) -> int:
     """Run the TUI on ``timeline`` from ``at`` (wall time; None: its start); the exit code."""
     if timeline.span() is None:
         print("iotop-plus: replay: the recording holds no frames", file=sys.stderr)

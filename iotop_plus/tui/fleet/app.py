@@ -210,7 +210,7 @@ class FleetApp(App[None]):
 
     # --- actions ----------------------------------------------------------------------------
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check_action(self, action: str, _parameters: tuple[object, ...]) -> bool | None:
         """While the filter box has focus, "/" is text, not the filter action."""
         return not (action == "filter" and isinstance(self.focused, Input))
 

@@ -532,7 +532,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             self.set_focus(None)
         side.active = tab_id
 
-    def on_settings_panel_changed(self, message: SettingsPanel.Changed) -> None:
+    def on_settings_panel_changed(self, _message: SettingsPanel.Changed) -> None:
         """A setting changed: its mark comes with the next frame (the journal part reads the
         change's journal line); the Device tab shows the effective value now."""
         self.draw_charts(force=True)

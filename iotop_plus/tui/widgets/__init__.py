@@ -1,0 +1,1 @@
+"""The TUI's widgets: the device table, charts, side panels and their rows."""

@@ -183,7 +183,7 @@ class SortedList(CursorList[RowT]):
         text = self.row_text(self.rows[index], width)
         return Strip([Segment(text, style)]).crop_extend(0, width, style)
 
-    def cursor_moved(self, old: int) -> None:
+    def cursor_moved(self, _old: int) -> None:
         self.selected = self.row_key(self.rows[self.cursor])
         self.following = self.cursor != 0  # back on the top row: stay on top again
         self.refresh()
