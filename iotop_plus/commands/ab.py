@@ -8,21 +8,14 @@ and the original value is back before the command exits (128 + the signal number
 from __future__ import annotations
 
 import argparse
-import asyncio
-import atexit
-import json
-import signal
 import sys
-from dataclasses import asdict
 from typing import Any, TextIO
 
-from iotop_plus.commands.common import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    UsageError,
-    add_trace_option,
-    positive_int,
-    run_cancellable,
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_int
+from iotop_plus.commands.experiment_cli import (
+    ExperimentCli,
+    add_output_options,
+    add_target_option,
 )
 from iotop_plus.devices.tuner import Journal, Tuner, TuningError
 from iotop_plus.devices.writers import not_live_reason
@@ -35,13 +28,9 @@ from iotop_plus.probe.experiment_plans import (
     parse_ab_spec,
 )
 from iotop_plus.probe.experiments import ExperimentError, run_ab
-from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
-from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
-from iotop_plus.probe.target import remove_all_probe_files
+from iotop_plus.probe.runner import ProbeProgress
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.state import chosen_state_dir
 
 
 def add_parser(sub: Any) -> None:
@@ -69,12 +58,8 @@ def add_parser(sub: Any) -> None:
         help="the probe: " + ", ".join(sorted(PRESETS)) + " (read_ahead_kb always runs a "
         "buffered sequential read)",
     )
-    p.add_argument(
-        "--target",
-        "-t",
-        required=True,
-        metavar="PATH",
-        help="a directory (a probe file is made in it) or a block device (read presets only)",
+    add_target_option(
+        p, "a directory (a probe file is made in it) or a block device (read presets only)"
     )
     p.add_argument(
         "--rounds",
@@ -84,17 +69,9 @@ def add_parser(sub: Any) -> None:
         help=f"rounds (each runs every value once; default {DEFAULT_ROUNDS})",
     )
     p.add_argument("--runtime", "-r", metavar="S", help="seconds per run (default 5)")
-    p.add_argument(
-        "--set",
-        "-s",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="edit a probe parameter: " + "; ".join(f"{k} ({v})" for k, v in EDITABLE.items()),
+    add_output_options(
+        p, "edit a probe parameter: " + "; ".join(f"{k} ({v})" for k, v in EDITABLE.items())
     )
-    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    add_trace_option(p)
     p.set_defaults(run=run)
 
 
@@ -111,40 +88,31 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         raise UsageError(str(exc)) from None
     if not_live_reason(roots):
         raise UsageError(f"ab: {not_live_reason(roots)}")
-    tuner = Tuner(roots, Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None))))
+    cli = ExperimentCli(args, "ab", "A/B")
+    tuner = Tuner(roots, Journal.in_dir(cli.state_dir))
     if not tuner.is_root:
         raise UsageError("an A/B changes queue settings: run it as root")
-    atexit.register(stop_all_probes)
-    runner = ProbeRunner(roots, trace=args.trace)
+    runner = cli.runner(roots)
 
     def on_run(r: AbRun) -> None:
-        if not args.quiet:
-            dev = f"  device I/Os {r.device_ios:,}" if r.device_ios is not None else ""
-            print(
-                f"  round {r.round} {setting}={r.effective}: {r.iops:,.0f} IOPS  "
-                f"{r.bw_kib_s / 1024:,.1f} MiB/s  mean {r.mean_lat_us:,.1f} µs  "
-                f"fio I/Os {r.fio_ios:,}{dev}",
-                file=sys.stderr,
-                flush=True,
-            )
+        dev = f"  device I/Os {r.device_ios:,}" if r.device_ios is not None else ""
+        cli.progress(
+            f"  round {r.round} {setting}={r.effective}: {r.iops:,.0f} IOPS  "
+            f"{r.bw_kib_s / 1024:,.1f} MiB/s  mean {r.mean_lat_us:,.1f} µs  "
+            f"fio I/Os {r.fio_ios:,}{dev}"
+        )
 
     def on_progress(round_no: int, value: str, p: ProbeProgress) -> None:
-        if not args.quiet:
-            print(
-                f"  round {round_no} {setting}={value} {min(p.elapsed_s, p.runtime_s):3.0f}/"
-                f"{p.runtime_s:.0f} s {p.iops:>11,.0f} IOPS",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    if not args.quiet:
-        print(
-            f"iotop-plus: A/B of {args.device} {setting} {' vs '.join(values)}, "
-            f"{args.rounds} rounds of {preset.name} on {args.target}...",
-            file=sys.stderr,
+        cli.progress(
+            f"  round {round_no} {setting}={value} {min(p.elapsed_s, p.runtime_s):3.0f}/"
+            f"{p.runtime_s:.0f} s {p.iops:>11,.0f} IOPS"
         )
-    # Each run is a probe result in the state directory's probes.jsonl, and the A/B too.
-    history = ProbeHistory.load(chosen_state_dir(getattr(args, "state_dir", None)), keep=0)
+
+    cli.progress(
+        f"iotop-plus: A/B of {args.device} {setting} {' vs '.join(values)}, "
+        f"{args.rounds} rounds of {preset.name} on {args.target}..."
+    )
+    history = cli.history()
     coro = run_ab(
         tuner,
         runner,
@@ -160,28 +128,24 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         history=history,
     )
     result: AbResult | None
-    try:
-        result, signum = asyncio.run(run_cancellable(coro))
-    except (ExperimentError, TuningError) as exc:
-        print(f"iotop-plus: A/B failed: {printable(str(exc))}", file=sys.stderr)
-        _say_restored(tuner, args.device, setting)
+    ran = cli.run(
+        coro,
+        errors=(ExperimentError, TuningError),
+        on_failure=lambda: _say_restored(tuner, args.device, setting),
+        cleanup=tuner.journal.close,
+    )
+    if ran is None:
         return EXIT_FAILURE
-    finally:
-        remove_all_probe_files()
-        tuner.journal.close()
+    result, signum = ran
     if tuner.journal.problem:
         print(f"iotop-plus: warning: {tuner.journal.problem}", file=sys.stderr)
     if result is None:
-        print(f"iotop-plus: A/B stopped by {signal.Signals(signum).name}", file=sys.stderr)
+        code = cli.stopped(signum)
         _say_restored(tuner, args.device, setting)
-        return 128 + signum
-    history.add_experiment("ab", result)
-    for note in history.notes:
-        print(f"iotop-plus: note: {note}", file=sys.stderr)
+        return code
+    cli.record(history, result)
     if args.format == "json":
-        doc = {"tool": "iotop-plus", "experiment": "ab", **asdict(result)}
-        json.dump(doc, out, indent=2)
-        out.write("\n")
+        cli.dump_json(result, out)
     else:
         out.write(
             f"A/B of {result.device} {result.setting} on {result.target} ({result.preset}), "

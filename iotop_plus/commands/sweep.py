@@ -7,21 +7,14 @@ sweep: fio is killed, the probe file removed, and the steps done so far are prin
 from __future__ import annotations
 
 import argparse
-import asyncio
-import atexit
-import json
-import signal
 import sys
-from dataclasses import asdict
 from typing import Any, TextIO
 
-from iotop_plus.commands.common import (
-    EXIT_FAILURE,
-    EXIT_OK,
-    UsageError,
-    add_trace_option,
-    positive_int,
-    run_cancellable,
+from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_int
+from iotop_plus.commands.experiment_cli import (
+    ExperimentCli,
+    add_output_options,
+    add_target_option,
 )
 from iotop_plus.devices.journal import Journal
 from iotop_plus.probe.experiment_plans import (
@@ -32,14 +25,12 @@ from iotop_plus.probe.experiment_plans import (
     analyze_sweep,
     sweep_table,
 )
-from iotop_plus.probe.experiments import ExperimentError, run_sweep
-from iotop_plus.probe.history import ProbeHistory
+from iotop_plus.probe.experiments import run_sweep
 from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
-from iotop_plus.probe.runner import ProbeProgress, ProbeRunner, stop_all_probes
-from iotop_plus.probe.target import device_busy_note, remove_all_probe_files
+from iotop_plus.probe.runner import ProbeProgress
+from iotop_plus.probe.target import device_busy_note
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.state import chosen_state_dir
 
 _READ_PRESETS = sorted(name for name, p in PRESETS.items() if not p.writes)
 
@@ -64,13 +55,7 @@ def add_parser(sub: Any) -> None:
         "step, and report where IOPS stop scaling, where latency rises on a plateau, and "
         "the QD that reaches 90% of peak IOPS. A device target is only read.",
     )
-    p.add_argument(
-        "--target",
-        "-t",
-        required=True,
-        metavar="PATH",
-        help="a block device (read-only) or a directory (a probe file is made in it)",
-    )
+    add_target_option(p, "a block device (read-only) or a directory (a probe file is made in it)")
     p.add_argument(
         "--max-qd",
         type=positive_int,
@@ -91,17 +76,9 @@ def add_parser(sub: Any) -> None:
         default="randread",
         help="the read pattern run at each QD (default randread: 4k random reads)",
     )
-    p.add_argument(
-        "--set",
-        "-s",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="edit a parameter: bs, size, ioengine (iodepth, numjobs and direct are the sweep's)",
+    add_output_options(
+        p, "edit a parameter: bs, size, ioengine (iodepth, numjobs and direct are the sweep's)"
     )
-    p.add_argument("--format", "-f", choices=("table", "json"), default="table")
-    p.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
-    add_trace_option(p)
     p.set_defaults(run=run)
 
 
@@ -122,38 +99,29 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     busy = device_busy_note(args.target, roots)  # a sweep only reads: it says so, and runs
     if busy:
         print(f"iotop-plus: note: {printable(busy)}", file=sys.stderr)
-    atexit.register(stop_all_probes)
-    runner = ProbeRunner(roots, trace=args.trace)
+    cli = ExperimentCli(args, "sweep", "sweep")
+    runner = cli.runner(roots)
     steps: list[SweepStep] = []
 
     def on_step(step: SweepStep) -> None:
         steps.append(step)
-        if not args.quiet:
-            p99 = f"{step.p99_us:,.0f}" if step.p99_us is not None else "-"
-            print(
-                f"  QD {step.qd:>4}: {step.iops:>11,.0f} IOPS  mean {step.mean_lat_us:,.1f} µs"
-                f"  p99 {p99} µs",
-                file=sys.stderr,
-                flush=True,
-            )
+        p99 = f"{step.p99_us:,.0f}" if step.p99_us is not None else "-"
+        cli.progress(
+            f"  QD {step.qd:>4}: {step.iops:>11,.0f} IOPS  mean {step.mean_lat_us:,.1f} µs"
+            f"  p99 {p99} µs"
+        )
 
     def on_progress(qd: int, p: ProbeProgress) -> None:
-        if not args.quiet:
-            print(
-                f"  QD {qd:>4} {min(p.elapsed_s, p.runtime_s):3.0f}/{p.runtime_s:.0f} s "
-                f"{p.iops:>11,.0f} IOPS",
-                file=sys.stderr,
-                flush=True,
-            )
-
-    if not args.quiet:
-        print(
-            f"iotop-plus: sweep {preset.name} ({params.bs}) on {args.target}, QD 1..{args.max_qd}"
-            f", {args.step_runtime} s per step...",
-            file=sys.stderr,
+        cli.progress(
+            f"  QD {qd:>4} {min(p.elapsed_s, p.runtime_s):3.0f}/{p.runtime_s:.0f} s "
+            f"{p.iops:>11,.0f} IOPS"
         )
-    # Each step is a probe result in the state directory's probes.jsonl, and the sweep too.
-    history = ProbeHistory.load(chosen_state_dir(getattr(args, "state_dir", None)), keep=0)
+
+    cli.progress(
+        f"iotop-plus: sweep {preset.name} ({params.bs}) on {args.target}, QD 1..{args.max_qd}"
+        f", {args.step_runtime} s per step..."
+    )
+    history = cli.history()
     coro = run_sweep(
         runner,
         args.target,
@@ -163,21 +131,15 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         params=params,
         on_step=on_step,
         on_progress=on_progress,
-        journal=Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None))),
+        journal=Journal.in_dir(cli.state_dir),
         history=history,
     )
-    try:
-        result, signum = asyncio.run(run_cancellable(coro))
-    except ExperimentError as exc:
-        print(f"iotop-plus: sweep failed: {printable(str(exc))}", file=sys.stderr)
+    ran = cli.run(coro)
+    if ran is None:
         return EXIT_FAILURE
-    finally:
-        remove_all_probe_files()
+    result, signum = ran
     if result is None:
-        print(
-            f"iotop-plus: sweep stopped by {signal.Signals(signum).name} after {len(steps)} steps",
-            file=sys.stderr,
-        )
+        code = cli.stopped(signum, f" after {len(steps)} steps")
         if steps:
             result = SweepResult(
                 args.target,
@@ -190,21 +152,16 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                 complete=False,
             )
             history.add_experiment("sweep", result)
-            _print(result, args.format, out)
-        return 128 + signum
-    history.add_experiment("sweep", result)
-    for note in history.notes:
-        print(f"iotop-plus: note: {note}", file=sys.stderr)
-    _print(result, args.format, out)
+            _print(cli, result, out)
+        return code
+    cli.record(history, result)
+    _print(cli, result, out)
     return EXIT_OK
 
 
-def _print(result: SweepResult, fmt: str, out: TextIO) -> None:
-    if fmt == "json":
-        doc = {"tool": "iotop-plus", "experiment": "sweep", **asdict(result)}
-        doc["summary"] = result.analysis.summary()
-        json.dump(doc, out, indent=2)
-        out.write("\n")
+def _print(cli: ExperimentCli, result: SweepResult, out: TextIO) -> None:
+    if cli.args.format == "json":
+        cli.dump_json(result, out, summary=result.analysis.summary())
         return
     on = f" (device {result.device})" if result.device else ""
     out.write(
