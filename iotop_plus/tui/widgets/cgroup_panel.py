@@ -17,7 +17,6 @@ from typing import Protocol
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from iotop_plus.sampling.diskstats import printable
@@ -34,6 +33,7 @@ from iotop_plus.tui.cgroup_rows import (
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import compact_bytes, printable_lines
 from iotop_plus.tui.widgets.cursor_list import SortedList
+from iotop_plus.tui.widgets.list_panel import ListPanel
 
 
 class CgroupFeed(Protocol):
@@ -127,7 +127,7 @@ class CgroupList(SortedList[CgroupRow]):
             panel.selection_moved()
 
 
-class CgroupPanel(Vertical, can_focus=False):
+class CgroupPanel(ListPanel):
     """Per-cgroup I/O and pressure as a tree, with sort, filter and the selected one's processes."""
 
     DEFAULT_CSS = """
@@ -150,20 +150,21 @@ class CgroupPanel(Vertical, can_focus=False):
         Binding("enter", "members", "Processes"),
         Binding("escape", "close", "Close", show=False),
     ]
+    FILTER_ID = "cgroup-filter"
+    DETAIL_ID = "cgroup-members"
+    SORT_KEYS = CGROUP_SORT_KEYS
+    ASCENDING_KEYS = frozenset({"name"})
 
     def __init__(self, feed: CgroupFeed | None = None, *, id: str | None = None) -> None:
         """Args:
         feed: What supplies frames with cgroups (the app); None shows nothing.
         """
-        super().__init__(id=id)
-        self.feed = feed
-        self.only_active = False
-        self.filter_text = ""
+        super().__init__(feed, id=id)
+        self.feed: CgroupFeed | None = feed
         self.detail: str | None = None
         """The cgroup whose processes are listed."""
         self.last: CgroupFrame | None = None
         """The latest frame's cgroups."""
-        self._wanted = False
 
     def compose(self) -> ComposeResult:
         yield Static("Cgroups: waiting for the first sample...", id="cgroup-status", markup=False)
@@ -176,29 +177,34 @@ class CgroupPanel(Vertical, can_focus=False):
         """The list widget."""
         return self.query_one(CgroupList)
 
-    # -- frames from the feed ----------------------------------------------------------------
-
-    def on_show(self) -> None:
-        self._want(True)
-
-    def on_hide(self) -> None:
-        self._want(False)
-
-    def on_unmount(self) -> None:
-        self._want(False)
+    # -- the base panel's hooks ----------------------------------------------------------------
 
     @property
-    def sampling(self) -> bool:
-        """True while the panel asks the feed for cgroups (it is shown)."""
-        return self._wanted
+    def sorted_list(self) -> CgroupList:
+        return self.cgroup_list
 
-    def _want(self, on: bool) -> None:
-        if on == self._wanted or self.feed is None:
-            return
-        self._wanted = on
-        self.feed.want_cgroups(on)
-        if on:
-            self.feed.set_detail_cgroup(self.detail)
+    @property
+    def detail_key(self) -> str | None:
+        return self.detail
+
+    def row_detail_key(self, row: CgroupRow) -> str:
+        return row.path
+
+    def feed_wants(self, on: bool) -> None:
+        if self.feed is not None:
+            self.feed.want_cgroups(on)
+
+    def feed_detail(self, key: str | None) -> None:
+        if self.feed is not None:
+            self.feed.set_detail_cgroup(key)
+
+    def render_detail(self) -> None:
+        self._render_members()
+
+    def rerender(self) -> None:
+        self._rerender()
+
+    # -- frames from the feed ----------------------------------------------------------------
 
     def show_cgroups(self, cgroups: CgroupFrame | None) -> None:
         """A frame's cgroups arrived."""
@@ -251,74 +257,15 @@ class CgroupPanel(Vertical, can_focus=False):
         """The cursor moved: the processes follow it while they are shown."""
         row = self.cgroup_list.current
         if self.detail is not None and row is not None and row.path != self.detail:
-            self._set_detail(row.path)
+            self.set_detail(row.path)
             self._render_members()
 
     # -- actions -----------------------------------------------------------------------------
 
-    def action_toggle_only_active(self) -> None:
-        """Only cgroups doing I/O now (with their ancestors), or all."""
-        self.only_active = not self.only_active
-        self._rerender()
-
-    def action_sort(self, step: int) -> None:
-        """Sort siblings by the next (1) or previous (-1) column."""
-        plist = self.cgroup_list
-        index = CGROUP_SORT_KEYS.index(plist.sort)
-        plist.sort = CGROUP_SORT_KEYS[(index + step) % len(CGROUP_SORT_KEYS)]
-        plist.descending = plist.sort != "name"
-        self._rerender()
-
-    def action_invert_sort(self) -> None:
-        """Reverse the sort order."""
-        self.cgroup_list.descending = not self.cgroup_list.descending
-        self._rerender()
-
-    def action_filter(self) -> None:
-        """Open the filter box."""
-        box = self.query_one("#cgroup-filter", Input)
-        box.add_class("shown")
-        box.focus()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "cgroup-filter":
-            event.stop()
-            self.filter_text = event.value.strip()
-            self._rerender()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "cgroup-filter":
-            event.stop()
-            self.cgroup_list.focus()
-
     def action_members(self) -> None:
         """List the processes of the selected cgroup (again: hide them)."""
-        row = self.cgroup_list.current
-        box = self.query_one("#cgroup-members", Static)
-        if row is None or (self.detail == row.path and box.has_class("shown")):
-            self._set_detail(None)
-            box.remove_class("shown")
-            return
-        self._set_detail(row.path)
-        box.add_class("shown")
-        self._render_members()
+        self.toggle_detail()
 
-    def action_close(self) -> None:
-        """Clear the filter while typing in it, else hide the processes, else the filter."""
-        box = self.query_one("#cgroup-filter", Input)
-        members = self.query_one("#cgroup-members", Static)
-        if members.has_class("shown") and not box.has_focus:
-            self._set_detail(None)
-            members.remove_class("shown")
-            return
-        if box.has_class("shown"):
-            box.value = ""
-            box.remove_class("shown")
-            self.filter_text = ""
-            self.cgroup_list.focus()
-            self._rerender()
-
-    def _set_detail(self, path: str | None) -> None:
-        self.detail = path
-        if self.feed is not None:
-            self.feed.set_detail_cgroup(path)
+    def set_detail(self, key: str | None) -> None:
+        self.detail = key
+        self.feed_detail(key)

@@ -29,7 +29,6 @@ from typing import Protocol
 from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -67,6 +66,7 @@ from iotop_plus.tui.process_rows import (
     printable_lines,
 )
 from iotop_plus.tui.widgets.cursor_list import SortedList
+from iotop_plus.tui.widgets.list_panel import ListPanel
 
 
 class ProcessFeed(Protocol):
@@ -160,7 +160,7 @@ class ProcessList(SortedList[ProcessRow]):
         return self._line(titles, width)
 
 
-class ProcessPanel(Vertical, can_focus=False):
+class ProcessPanel(ListPanel):
     """The iotop view: per-process I/O with sorting, filter, totals and details.
 
     Args:
@@ -195,6 +195,11 @@ class ProcessPanel(Vertical, can_focus=False):
         ),
         Binding("escape", "close", "Close", show=False),
     ]
+    FILTER_ID = "process-filter"
+    DETAIL_ID = "process-detail"
+    SORT_KEYS = SORT_KEYS
+    ASCENDING_KEYS = frozenset({"user", "command", "pid", "cgroup"})
+    """Names sort A-Z first; figures biggest first."""
 
     @dataclass
     class SampleReady(Message):
@@ -257,21 +262,18 @@ class ProcessPanel(Vertical, can_focus=False):
         tuner: Switches delay accounting, journaled and undoable (the app's; default: one
             with an in-memory journal, for tests).
         """
-        super().__init__(id=id, classes=classes)
+        super().__init__(feed, id=id, classes=classes)
         self.roots = roots or Roots()
-        self.feed = feed
+        self.feed: ProcessFeed | None = feed
         self.refuse = refuse
         self.tuner = tuner if tuner is not None else Tuner(self.roots, None)
         """Writes ``kernel.task_delayacct`` (journaled) and knows when it was switched on."""
-        self.only_active = False
         self.totals_mode = False
-        self.filter_text = ""
         self.detail_pid: int | None = None
         self.last: ProcessPanel.SampleReady | None = None
         """The latest arranged sample (for tests and the status line)."""
         self.error: str | None = None
         self._view_snapshot = View()
-        self._wanted = False
 
     def compose(self) -> ComposeResult:
         yield Static(
@@ -288,29 +290,42 @@ class ProcessPanel(Vertical, can_focus=False):
         """The list widget."""
         return self.query_one(ProcessList)
 
-    # -- frames from the feed ----------------------------------------------------------------
-
-    def on_show(self) -> None:
-        self._want(True)
-
-    def on_hide(self) -> None:
-        self._want(False)
-
-    def on_unmount(self) -> None:
-        self._want(False)
+    # -- the base panel's hooks ----------------------------------------------------------------
 
     @property
-    def sampling(self) -> bool:
-        """True while the panel asks the feed for processes (it is shown)."""
-        return self._wanted
+    def sorted_list(self) -> ProcessList:
+        return self.process_list
 
-    def _want(self, on: bool) -> None:
-        if on == self._wanted or self.feed is None:
-            return
-        self._wanted = on
-        self.feed.want_processes(on)
-        if on:
-            self.feed.set_detail_pid(self.detail_pid)
+    @property
+    def detail_key(self) -> int | None:
+        return self.detail_pid
+
+    def row_detail_key(self, row: ProcessRow) -> int:
+        return row.key[0]
+
+    def feed_wants(self, on: bool) -> None:
+        if self.feed is not None:
+            self.feed.want_processes(on)
+
+    def feed_detail(self, key: int | None) -> None:
+        if self.feed is not None:
+            self.feed.set_detail_pid(key)  # read the threads now, not at the next tick
+
+    def set_detail(self, key: int | None) -> None:
+        self.detail_pid = key
+        self.feed_detail(key)
+
+    def render_detail(self) -> None:
+        self._render_detail()
+
+    def rerender(self) -> None:
+        self._rerender()
+
+    def close_rest(self) -> None:
+        self.set_detail(None)
+        self.query_one(f"#{self.DETAIL_ID}", Static).remove_class("shown")
+
+    # -- frames from the feed ----------------------------------------------------------------
 
     def show_processes(self, processes: ProcessFrame | None, error: str | None = None) -> None:
         """A frame's processes arrived (or could not be read: ``error``)."""
@@ -462,81 +477,14 @@ class ProcessPanel(Vertical, can_focus=False):
 
     # -- actions -----------------------------------------------------------------------------
 
-    def action_toggle_only_active(self) -> None:
-        """Show only processes doing I/O now, or all."""
-        self.only_active = not self.only_active
-        self._rerender()
-
     def action_toggle_totals(self) -> None:
         """Switch between rates and totals since the panel started sampling."""
         self.totals_mode = not self.totals_mode
         self._rerender()
 
-    def action_sort(self, step: int) -> None:
-        """Sort by the next (1) or previous (-1) column."""
-        plist = self.process_list
-        index = SORT_KEYS.index(plist.sort)
-        plist.sort = SORT_KEYS[(index + step) % len(SORT_KEYS)]
-        # Names sort A-Z first; figures biggest first.
-        plist.descending = plist.sort not in ("user", "command", "pid", "cgroup")
-        self._rerender()
-
-    def action_invert_sort(self) -> None:
-        """Reverse the sort order."""
-        self.process_list.descending = not self.process_list.descending
-        self._rerender()
-
-    def action_filter(self) -> None:
-        """Open the filter box."""
-        box = self.query_one("#process-filter", Input)
-        box.add_class("shown")
-        box.focus()
-
-    def on_input_changed(self, event: Input.Changed) -> None:
-        if event.input.id == "process-filter":
-            event.stop()
-            self.filter_text = event.value.strip()
-            self._rerender()
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        if event.input.id == "process-filter":
-            event.stop()
-            self.process_list.focus()
-
     def action_details(self) -> None:
         """Show threads and open files of the selected process (again: hide them)."""
-        row = self.process_list.current
-        detail = self.query_one("#process-detail", Static)
-        if row is None or (self.detail_pid == row.key[0] and detail.has_class("shown")):
-            self._set_detail(None)
-            detail.remove_class("shown")
-            return
-        self._set_detail(row.key[0])
-        detail.add_class("shown")
-        self._render_detail()
-
-    def action_close(self) -> None:
-        """Clear the filter while typing in it, else close the details, else the filter."""
-        box = self.query_one("#process-filter", Input)
-        detail = self.query_one("#process-detail", Static)
-        if detail.has_class("shown") and not box.has_focus:
-            self._set_detail(None)
-            detail.remove_class("shown")
-            return
-        if box.has_class("shown"):
-            box.value = ""
-            box.remove_class("shown")
-            self.filter_text = ""
-            self.process_list.focus()
-            self._rerender()
-            return
-        self._set_detail(None)
-        self.query_one("#process-detail", Static).remove_class("shown")
-
-    def _set_detail(self, pid: int | None) -> None:
-        self.detail_pid = pid
-        if self.feed is not None:
-            self.feed.set_detail_pid(pid)  # read the threads now, not at the next tick
+        self.toggle_detail()
 
     def action_toggle_delayacct(self) -> None:
         """Turn delay accounting on (or off) as root; explain why not otherwise."""
