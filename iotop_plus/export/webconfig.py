@@ -103,8 +103,9 @@ class WebConfig:
         return (hashed, *(self._dummies[c] for c in range(bcrypt_cost(hashed), top)))
 
     def check(self, user: str, password: str) -> bool:
-        """Whether ``user``/``password`` may scrape. Right pairs are remembered (as a keyed
-        digest), so a scrape every 15 s does not pay bcrypt's cost each time."""
+        """Whether ``user``/``password`` may scrape. Right pairs are remembered in memory (as
+        the SHA-256 of user and password), so a scrape every 15 s does not pay bcrypt's cost
+        each time."""
         import bcrypt
 
         digest = hashlib.sha256(f"{user}\0{password}".encode("utf-8", "surrogateescape")).digest()

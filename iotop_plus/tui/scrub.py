@@ -232,9 +232,10 @@ class Scrubber:
     ) -> tuple[DeviceHistory | None, list[Mark], float]:
         """The selected device's series over the ``seconds`` ending at the frame shown.
 
-        Times are wall times. Marks are the live run's own (settings changed, probes run in
-        this TUI, moved from the monotonic clock to the wall clock) and, in a replay, the
-        recorded setting and probe events.
+        Times are wall times. Live, the marks are the history's: the setting and probe events
+        the frames' journal part carried (from this TUI or any other run) and this TUI's probe
+        starts, kept on the monotonic clock and moved to the wall clock here; in a replay,
+        the recorded frames' setting and probe events.
         """
         assert self.at is not None
         end = self.at
