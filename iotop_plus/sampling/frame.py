@@ -18,7 +18,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.queue_settings import (
@@ -29,6 +28,7 @@ from iotop_plus.sampling.queue_settings import (
 )
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
+from iotop_plus.sampling.task_cgroups import TaskCgroups
 
 if TYPE_CHECKING:  # the process, cgroup and latency modules load only when someone wants them
     from iotop_plus.sampling.blockdev import OpenBlockFile
@@ -527,49 +527,6 @@ class _CgroupPart:
         self.prev = cur
         members = cgroup_members(self.reader, detail) if detail is not None else ()
         return CgroupFrame(cur, MappingProxyType(rates), members, detail)
-
-
-TASK_CGROUP_REFRESH_S = 30.0
-"""A task's cgroup is read when it is first seen, then again after this long (it may move)."""
-
-
-class TaskCgroups:
-    """Each task's cgroup path from ``/proc/PID/cgroup``, read once per task and refreshed
-    every :data:`TASK_CGROUP_REFRESH_S`, so a tick reads only new (or stale) tasks."""
-
-    def __init__(self, roots: Roots) -> None:
-        self.roots = roots
-        self._paths: dict[TaskKey, tuple[str, float]] = {}
-        self._v2: bool | None = None
-
-    def update(
-        self, tasks: Mapping[TaskKey, object], now: float | None = None
-    ) -> Mapping[TaskKey, str]:
-        """The paths of ``tasks``; forgets the tasks that are gone."""
-        from iotop_plus.sampling.cgroup_names import parse_proc_cgroup
-        from iotop_plus.sampling.cgroups import V1, detect_layout
-
-        if self._v2 is None:
-            self._v2 = detect_layout(self.roots).version != V1
-        now = time.monotonic() if now is None else now
-        known = self._paths
-        fresh: dict[TaskKey, tuple[str, float]] = {}
-        proc = str(self.roots.proc)
-        for key in tasks:
-            entry = known.get(key)
-            if entry is None or now - entry[1] >= TASK_CGROUP_REFRESH_S:
-                try:
-                    text = read_bounded(f"{proc}/{key[0]}/cgroup", MAX_ATTRIBUTE_BYTES)
-                except OSError:
-                    text = None
-                path = parse_proc_cgroup(text, self._v2) if text is not None else None
-                if path is not None:
-                    entry = (path, now)
-                elif entry is None:
-                    continue
-            fresh[key] = entry
-        self._paths = fresh
-        return MappingProxyType({key: entry[0] for key, entry in fresh.items()})
 
 
 def _device_events(before: frozenset[str], after: frozenset[str]) -> tuple[FrameEvent, ...]:

@@ -21,13 +21,8 @@ from iotop_plus.sampling.cgroups import (
     cgroup_rates_between,
     detect_layout,
 )
-from iotop_plus.sampling.frame import (
-    CGROUPS,
-    PROCESSES,
-    TASK_CGROUP_REFRESH_S,
-    LiveSource,
-    TaskCgroups,
-)
+from iotop_plus.sampling.frame import CGROUPS, PROCESSES, LiveSource
+from iotop_plus.sampling.task_cgroups import TASK_CGROUP_REFRESH_S, TaskCgroups
 from tests.support.cgroup_trees import (
     CONTAINERD_ID,
     DOCKER_ID,
