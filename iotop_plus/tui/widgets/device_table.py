@@ -8,9 +8,7 @@ text or colour changed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
@@ -26,6 +24,7 @@ from iotop_plus.sampling.latency_hist import LatencyFrame
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
+from iotop_plus.tui.widgets.device_rows import TableRow, device_label, hidden_note, natural_key
 from iotop_plus.tui.widgets.table_columns import (
     COLUMN_SETS,
     DIM,
@@ -62,61 +61,6 @@ BUSY = Style(color="#ffd000", bold=True)
 BUSY_IOPS = 50.0
 """A hidden device doing at least this many r/s + w/s (and as many as the busiest shown one)
 is named: "9 hidden, loop2 busy (a: show all)"."""
-
-
-@dataclass(frozen=True)
-class TableRow:
-    """One line of the table: a device and how it is labelled."""
-
-    name: str
-    """Kernel name."""
-    label: str
-    """What the Device column shows (indent, dm name, what it sits on)."""
-    rotational: bool | None
-    """Judged as a spinning disk (``BlockDevice.seeks``), as fast storage, or unknown."""
-    nr_requests: int | None
-    """The queue's capacity, for the aqu-sz warning."""
-
-
-_LETTERED = re.compile(r"^(sd|vd|xvd|hd)([a-z]+)(\d*)$")
-
-
-def natural_key(name: str) -> tuple[object, ...]:
-    """Sort key that puts sdb before sdaa and nvme2n1 before nvme10n1, as the kernel does."""
-    lettered = _LETTERED.match(name)
-    if lettered:
-        prefix, letters, number = lettered.groups()
-        return ((prefix, 0, ""), (1, len(letters), letters), (0, int(number or -1), ""))
-    parts: list[object] = []
-    for chunk in re.split(r"(\d+)", name):
-        if chunk.isdigit():
-            parts.append((0, int(chunk), ""))
-        elif chunk:
-            parts.append((chunk, 0, ""))
-    return tuple(parts)
-
-
-def device_label(dev: BlockDevice | None, name: str, depth: int) -> str:
-    """The Device column: partitions indented, dm/md named with what they sit on."""
-    indent = "  └" * depth
-    if dev is None:
-        return indent + printable(name)
-    text = dev.friendly_name
-    if dev.kind in ("dm", "md"):
-        level = f" {dev.md_level}" if dev.md_level else ""
-        on = f"←{','.join(dev.slaves)}" if dev.slaves else ""
-        text = f"{text}{level}{on}"
-    return indent + printable(text)  # names from a captured tree may hold terminal escapes
-
-
-def hidden_note(count: int, busy: str | None, room: int) -> str:
-    """What the hidden devices are, in ``room`` cells: "9 hidden, loop2 busy (a: show all)",
-    "9 hidden (a: show all)", or at 80 columns "9 hidden (a)"."""
-    if busy is not None:
-        forms = (f"{count} hidden, {printable(busy)} busy (a: show all)", f"{count} hidden (a)")
-    else:
-        forms = (f"{count} hidden (a: show all)", f"{count} hidden (a)")
-    return next((f for f in forms if len(f) <= room), forms[-1])
 
 
 class DeviceTable(CursorList[TableRow]):
