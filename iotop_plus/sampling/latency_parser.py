@@ -58,11 +58,11 @@ class TracerBatch:
 
 
 class TracerParser:
-    """Turns ``bpftrace -f json`` lines of :func:`tracer_program` into batches.
+    r"""Turns ``bpftrace -f json`` lines of :func:`tracer_program` into batches.
 
     Accepted lines: blank lines (bpftrace prints several), ``{"type": "attached_probes"}``,
     ``{"type": "map", "data": {"@name": {"k1,k2,...": value}}}``, ``{"type": "hist", ...}``
-    (ignored), ``{"type": "printf", "data": "tick N\\n"}`` or ``"mark N\\n"`` (ends a batch, marked
+    (ignored), ``{"type": "printf", "data": "tick N\n"}`` or ``"mark N\n"`` (ends a batch, marked
     for a frame); anything else that
     is JSON is ignored, and a line that is not JSON raises ``ValueError`` quoting it. Keys:
     ``dev,rwbs,exp,sub`` (``@h``), ``dev,rwbs`` (``@ds``, ``@dm``, ``@qs``, ``@qn``),
