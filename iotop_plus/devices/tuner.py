@@ -14,15 +14,13 @@ restored by ``restore`` like a queue setting (see :mod:`iotop_plus.devices.journ
 from __future__ import annotations
 
 import os
-import shlex
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from pathlib import Path
 
-from iotop_plus import __version__
+from iotop_plus.devices.boot_export import shell_script, udev_match, udev_rules
 from iotop_plus.devices.journal import (
     ACTIONS,
     HOST_SCOPE,
@@ -52,7 +50,7 @@ from iotop_plus.devices.writers import Writer, not_live_reason
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
 from iotop_plus.sampling.delayacct import DelayAcct, DelayAcctError, read_delayacct, set_delayacct
-from iotop_plus.sampling.inventory import BlockDevice, Inventory, read_inventory
+from iotop_plus.sampling.inventory import Inventory, read_inventory
 
 #: ``kernel.task_delayacct``'s value for each state read (UNKNOWN: no sysctl to switch).
 _DELAYACCT_VALUE = {DelayAcct.ON: "1", DelayAcct.OFF: "0"}
@@ -61,10 +59,6 @@ _DELAYACCT_VALUE = {DelayAcct.ON: "1", DelayAcct.OFF: "0"}
 def boottime() -> float:
     """Seconds since boot on ``CLOCK_BOOTTIME``, the clock of tasks' start times."""
     return time.clock_gettime(time.CLOCK_BOOTTIME)
-
-
-#: Characters that make a udev match value unsafe to quote (globs, quotes, escapes).
-_UDEV_UNSAFE = set('"\\*?[]|\n')
 
 
 def _create(path: Path, text: str, mode: int) -> None:
@@ -554,129 +548,6 @@ class Tuner:
         if inventory is None and settings:
             inventory = read_inventory(self.roots)
         return shell_script(settings, inventory or Inventory())
-
-
-def _header(kind: str) -> list[str]:
-    stamp = datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds")
-    return [
-        f"# {kind} written by iotop-plus {__version__} on {socket.gethostname()} at {stamp}:",
-        "# the queue settings changed and kept in that run.",
-    ]
-
-
-def _safe(value: str | None) -> str | None:
-    if not value or any(c in _UDEV_UNSAFE for c in value):
-        return None
-    return value
-
-
-def udev_match(device: BlockDevice | None, name: str) -> tuple[str, str]:
-    """The udev match keys for a disk and a comment saying what they match on.
-
-    A WWN or serial is stable across reboots and re-cabling, the kernel name is not. From the
-    udev database the identity is in ``ENV{ID_WWN}``/``ENV{ID_SERIAL_SHORT}`` (set by
-    60-persistent-storage.rules, hence a rules file numbered after 60); from sysfs it is an
-    attribute of the disk or one of its parents, so ``ATTRS{}``. Only one ``ATTRS`` key is
-    used, since udev requires all ``ATTRS`` keys to match on the same parent.
-    """
-    kernel = f'KERNEL=="{name}"'
-    if device is not None:
-        wwid, serial = _safe(device.wwid), _safe(device.serial)
-        udev = device.identity_source == "udev"
-        if wwid:
-            key = f'ENV{{ID_WWN}}=="{wwid}"' if udev else f'ATTRS{{wwid}}=="{wwid}"'
-            return key, f"# {name}: matched by its WWN ({device.identity_source})"
-        if serial:
-            key = f'ENV{{ID_SERIAL_SHORT}}=="{serial}"' if udev else f'ATTRS{{serial}}=="{serial}"'
-            return key, f"# {name}: matched by its serial number ({device.identity_source})"
-        if device.dm_name and _safe(device.dm_name):
-            return (
-                f'ENV{{DM_NAME}}=="{device.dm_name}"',
-                f"# {name}: matched by its device-mapper name",
-            )
-    return kernel, (
-        f"# {name}: no serial or WWN is known, so this matches the kernel name, "
-        "which can change between boots"
-    )
-
-
-def udev_rules(settings: Mapping[str, Mapping[str, str]], inventory: Inventory) -> str:
-    """A udev rules file that sets ``settings`` (queue device -> setting -> value) at boot."""
-    lines = [
-        *_header("udev rules"),
-        "# Install as /etc/udev/rules.d/61-iotop-plus.rules, then run:",
-        "#   udevadm control --reload && udevadm trigger --action=change --subsystem-match=block",
-    ]
-    if not settings:
-        lines.append("# (no settings were changed and kept)")
-    for name, values in settings.items():
-        match, comment = udev_match(inventory.get(name), name)
-        assigns = ", ".join(f'ATTR{{queue/{s}}}="{v}"' for s, v in values.items())
-        lines += [
-            comment,
-            f'ACTION=="add|change", SUBSYSTEM=="block", ENV{{DEVTYPE}}=="disk", {match}, {assigns}',
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def _identity_guard(device: BlockDevice | None, name: str) -> list[str]:
-    if device is None or device.identity_source != "sysfs":
-        return []
-    for attr, value in (("wwid", device.wwid), ("serial", device.serial)):
-        if value:
-            files = [f"/sys/block/{name}/{attr}", f"/sys/block/{name}/device/{attr}"]
-            quoted = " ".join(shlex.quote(f) for f in files)
-            return [f"same_disk {name} {shlex.quote(value)} {quoted}"]
-    return []
-
-
-def shell_script(settings: Mapping[str, Mapping[str, str]], inventory: Inventory) -> str:
-    """A POSIX shell script equivalent to :func:`udev_rules`, for a one-off re-apply.
-
-    It refuses to touch a kernel name that now belongs to another disk (checked by WWN or
-    serial when those are known), and exits 1 if any write failed.
-    """
-    lines = [
-        "#!/bin/sh",
-        *_header("Shell script"),
-        "# Run as root. Kernel names can change between boots: check them first.",
-        "set -u",
-        "status=0",
-        "same_disk() {  # same_disk DEV EXPECTED FILE...: is DEV still the disk we tuned?",
-        "    dev=$1; want=$2; shift 2",
-        '    for f in "$@"; do',
-        '        if [ -r "$f" ]; then',
-        '            [ "$(cat "$f")" = "$want" ] && return 0',
-        '            echo "$dev is not the disk that was tuned ($f is not $want); skipped" >&2',
-        "            status=1; return 1",
-        "        fi",
-        "    done",
-        "    return 0",
-        "}",
-        "set_queue() {  # set_queue DEV SETTING VALUE",
-        "    f=/sys/block/$1/queue/$2",
-        '    if [ ! -e "$f" ]; then echo "$f: no such setting" >&2; status=1; return; fi',
-        '    if printf "%s" "$3" > "$f"; then',
-        '        echo "$1 $2: $(cat "$f")"',
-        "    else",
-        '        echo "$1 $2: the device refused $3" >&2; status=1',
-        "    fi",
-        "}",
-    ]
-    if not settings:
-        lines.append("# (no settings were changed and kept)")
-    for name, values in settings.items():
-        guard = _identity_guard(inventory.get(name), name)
-        sets = [f"set_queue {shlex.quote(name)} {s} {shlex.quote(v)}" for s, v in values.items()]
-        if guard:
-            lines.append(f"if {guard[0]}; then")
-            lines += ["    " + s for s in sets]
-            lines.append("fi")
-        else:
-            lines.append(f"# {name}: no serial or WWN known; the kernel name is trusted")
-            lines += sets
-    lines.append('exit "$status"')
-    return "\n".join(lines) + "\n"
 
 
 __all__ = [
