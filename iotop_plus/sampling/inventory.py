@@ -16,6 +16,7 @@ from pathlib import Path
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.blockdev import dev_numbers, mountinfo_entries
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, MAX_SOURCE_BYTES, read_bounded
+from iotop_plus.sampling.udev_identity import udev_identity
 
 SECTOR = 512
 
@@ -330,41 +331,33 @@ def parse_swaps(text: str) -> list[str]:
     return names
 
 
-UDEV_DATABASE = "/run/udev/data"
-"""Where udevd records device properties (libudev, hence pyudev, reads them from here)."""
-
-
-def _udev_identity(names: Iterable[str]) -> dict[str, dict[str, str]]:
-    """Model/vendor/serial/WWN from the udev database, for the names udev knows.
-
-    Returns an empty map when pyudev or udev's database is unavailable. Without the database
-    (no udevd, as in many containers) pyudev is not even imported: it would cost ~30 ms and
-    a lookup per device to learn nothing.
+@dataclass(frozen=True)
+class _Node:
+    """One entry of ``/sys/class/block`` before it is described: its numbers, its sysfs
+    directory, its :attr:`BlockDevice.kind` and, for a partition, its disk (None when unknown).
     """
-    if not os.path.isdir(UDEV_DATABASE):
-        return {}
-    try:
-        import pyudev  # deferred: costs ~30 ms and is optional at run time
-    except ImportError:
-        return {}
-    out: dict[str, dict[str, str]] = {}
-    try:
-        context = pyudev.Context()
-        for name in names:
-            try:
-                dev = pyudev.Devices.from_name(context, "block", name)
-            except Exception:
-                continue
-            props = {
-                key: str(dev.properties[key])
-                for key in ("ID_MODEL", "ID_VENDOR", "ID_SERIAL_SHORT", "ID_SERIAL", "ID_WWN")
-                if dev.properties.get(key)
-            }
-            if props:
-                out[name] = props
-    except Exception:
-        return {}
-    return out
+
+    name: str
+    major: int
+    minor: int
+    sysdir: Path
+    kind: str
+    parent: str | None
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """What every node is described against, read once per inventory: ``/sys/block`` (a
+    partition's queue and device directories are its disk's), the mounts by (major, minor),
+    the active swap devices, ``dm/name`` by kernel name, each disk's partitions in name order,
+    and udev's identity properties by kernel name."""
+
+    sys_block: Path
+    mounts: Mapping[tuple[int, int], list[tuple[str, str]]]
+    swap_devs: frozenset[str]
+    dm_names: Mapping[str, str | None]
+    parts_of: Mapping[str, list[str]]
+    udev: Mapping[str, dict[str, str]]
 
 
 def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
@@ -375,47 +368,56 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
         use_udev: Ask udev for model/serial. Defaults to True only on the live roots, since
             udev's database describes the host, not a captured tree.
     """
-    class_block = roots.sys_class_block
-    sys_block = roots.sys_block
     if use_udev is None:
         use_udev = roots.is_live
-
-    names = _listdir(class_block) or _listdir(sys_block)
+    nodes = _read_nodes(roots)
     mounts_text = _read(roots.proc / "self" / "mountinfo", MAX_SOURCE_BYTES) or ""
-    mounts = parse_mountinfo(mounts_text)
     swaps_text = _read(roots.proc / "swaps", MAX_SOURCE_BYTES) or ""
-    swap_paths = parse_swaps(swaps_text)
+    parts_of: dict[str, list[str]] = {}
+    for node in nodes.values():
+        if node.parent is not None:
+            parts_of.setdefault(node.parent, []).append(node.name)
+    dm_names = {name: _read(node.sysdir / "dm" / "name") for name, node in nodes.items()}
+    sources = _Sources(
+        sys_block=roots.sys_block,
+        mounts=parse_mountinfo(mounts_text),
+        swap_devs=_swap_devices(parse_swaps(swaps_text), dm_names),
+        dm_names=dm_names,
+        parts_of=parts_of,
+        udev=udev_identity(nodes) if use_udev else {},
+    )
+    devices = {name: _describe(node, sources) for name, node in nodes.items()}
+    return Inventory(_with_classes(devices))
 
-    raw: dict[str, dict[str, object]] = {}
+
+def _read_nodes(roots: Roots) -> dict[str, _Node]:
+    """Every block device's numbers, kind and (for a partition) disk, by kernel name."""
+    class_block = roots.sys_class_block
+    sys_block = roots.sys_block
+    names = _listdir(class_block) or _listdir(sys_block)
+    nodes: dict[str, _Node] = {}
     for name in names:
         sysdir = class_block / name if (class_block / name).exists() else sys_block / name
         numbers = dev_numbers(_read(sysdir / "dev") or "")
         if numbers is None:
             continue
-        major, minor = numbers
         is_part = (sysdir / "partition").exists()
-        info: dict[str, object] = {"major": major, "minor": minor, "sysdir": sysdir}
-        info["kind"] = _kind(name, is_part, sysdir)
+        parent: str | None = None
         if is_part:
             try:
-                info["parent"] = sysdir.resolve().parent.name
+                parent = sysdir.resolve().parent.name
             except OSError:
-                info["parent"] = None
-            if not info["parent"] or info["parent"] == "block":
-                info["parent"] = _guess_parent(name, names)
-        raw[name] = info
+                parent = None
+            if not parent or parent == "block":
+                parent = _guess_parent(name, names)
+        major, minor = numbers
+        nodes[name] = _Node(name, major, minor, sysdir, _kind(name, is_part, sysdir), parent)
+    return nodes
 
-    # Partitions of each disk, in name order.
-    parts_of: dict[str, list[str]] = {}
-    for name, info in raw.items():
-        parent = info.get("parent")
-        if isinstance(parent, str):
-            parts_of.setdefault(parent, []).append(name)
 
-    # Swap entries: /dev/NAME, /dev/mapper/DMNAME, or a swap file (not a device).
-    dm_names = {
-        name: _read(Path(str(info["sysdir"])) / "dm" / "name") for name, info in raw.items()
-    }
+def _swap_devices(swap_paths: Iterable[str], dm_names: Mapping[str, str | None]) -> frozenset[str]:
+    """The devices among the swap entries: /dev/NAME, /dev/mapper/DMNAME (a swap file is not a
+    device)."""
     by_dm = {v: k for k, v in dm_names.items() if v}
     swap_devs: set[str] = set()
     for path in swap_paths:
@@ -425,77 +427,74 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
                 swap_devs.add(found)
         elif path.startswith("/dev/"):
             swap_devs.add(path.removeprefix("/dev/"))
+    return frozenset(swap_devs)
 
-    udev = _udev_identity(raw) if use_udev else {}
 
-    devices: dict[str, BlockDevice] = {}
-    for name, info in raw.items():
-        sysdir = Path(str(info["sysdir"]))
-        major, minor = int(str(info["major"])), int(str(info["minor"]))
-        parent = info.get("parent")
-        parent_name = parent if isinstance(parent, str) else None
-        # Partitions have no queue/ of their own: their settings are the parent disk's.
-        qdir = (sys_block / parent_name / "queue") if parent_name else (sysdir / "queue")
-        rot = _read_int(qdir / "rotational")
-        ident = udev.get(name) or (udev.get(parent_name, {}) if parent_name else {})
-        devdir = (sys_block / parent_name / "device") if parent_name else (sysdir / "device")
-        # Only hardware has a device/ directory: loop, dm, md, ram and zram devices would fail
-        # six opens here, ~190 loop nodes on a typical container host, before the first frame.
-        hardware = os.path.isdir(devdir)
-        model = ident.get("ID_MODEL") or (_read(devdir / "model") if hardware else None)
-        vendor = ident.get("ID_VENDOR") or (_read(devdir / "vendor") if hardware else None)
-        # virtio-blk puts the serial beside the disk (vda/serial), not under device/.
-        diskdir = (sys_block / parent_name) if parent_name else sysdir
-        serial = ident.get("ID_SERIAL_SHORT") or (
-            (_read(devdir / "serial") or _read(diskdir / "serial")) if hardware else None
-        )
-        wwid = ident.get("ID_WWN") or (
-            (_read(sysdir / "wwid") or _read(devdir / "wwid")) if hardware else None
-        )
-        md_level = _read(sysdir / "md" / "level") if info["kind"] == "md" else None
-        mount_list = mounts.get((major, minor), [])
-        size = _read_int(sysdir / "size")
-        devices[name] = BlockDevice(
-            name=name,
-            major=major,
-            minor=minor,
-            kind=str(info["kind"]),
-            parent=parent_name,
-            partitions=tuple(parts_of.get(name, ())),
-            dm_name=dm_names.get(name) or None,
-            md_level=md_level,
-            slaves=_listdir(sysdir / "slaves"),
-            holders=_listdir(sysdir / "holders"),
-            size_bytes=(size or 0) * SECTOR,
-            rotational=None if rot is None else bool(rot),
-            logical_block_size=_read_int(qdir / "logical_block_size"),
-            physical_block_size=_read_int(qdir / "physical_block_size"),
-            read_only=_read_int(sysdir / "ro") == 1,
-            model=model or None,
-            vendor=vendor or None,
-            serial=serial or None,
-            wwid=wwid or None,
-            identity_source="udev" if ident else "sysfs",
-            loop_backing_file=(
-                _read(sysdir / "loop" / "backing_file") if info["kind"] == "loop" else None
-            ),
-            mounts=tuple(m for m, _ in mount_list),
-            fstypes=tuple(f for _, f in mount_list),
-            swap=name in swap_devs,
-            device_class=(
-                "unknown"
-                if parent_name
-                else classify(
-                    name,
-                    str(info["kind"]),
-                    sysdir,
-                    None if rot is None else bool(rot),
-                    vendor=vendor,
-                    model=model,
-                )
-            ),
-        )
-    return Inventory(_with_classes(devices))
+def _describe(node: _Node, sources: _Sources) -> BlockDevice:
+    """One device as sysfs (and udev) describe it; its class before :func:`_with_classes`."""
+    name, sysdir, parent_name, sys_block = node.name, node.sysdir, node.parent, sources.sys_block
+    # Partitions have no queue/ of their own: their settings are the parent disk's.
+    qdir = (sys_block / parent_name / "queue") if parent_name else (sysdir / "queue")
+    rot = _read_int(qdir / "rotational")
+    udev = sources.udev
+    ident = udev.get(name) or (udev.get(parent_name, {}) if parent_name else {})
+    devdir = (sys_block / parent_name / "device") if parent_name else (sysdir / "device")
+    # Only hardware has a device/ directory: loop, dm, md, ram and zram devices would fail
+    # six opens here, ~190 loop nodes on a typical container host, before the first frame.
+    hardware = os.path.isdir(devdir)
+    model = ident.get("ID_MODEL") or (_read(devdir / "model") if hardware else None)
+    vendor = ident.get("ID_VENDOR") or (_read(devdir / "vendor") if hardware else None)
+    # virtio-blk puts the serial beside the disk (vda/serial), not under device/.
+    diskdir = (sys_block / parent_name) if parent_name else sysdir
+    serial = ident.get("ID_SERIAL_SHORT") or (
+        (_read(devdir / "serial") or _read(diskdir / "serial")) if hardware else None
+    )
+    wwid = ident.get("ID_WWN") or (
+        (_read(sysdir / "wwid") or _read(devdir / "wwid")) if hardware else None
+    )
+    md_level = _read(sysdir / "md" / "level") if node.kind == "md" else None
+    mount_list = sources.mounts.get((node.major, node.minor), [])
+    size = _read_int(sysdir / "size")
+    return BlockDevice(
+        name=name,
+        major=node.major,
+        minor=node.minor,
+        kind=node.kind,
+        parent=parent_name,
+        partitions=tuple(sources.parts_of.get(name, ())),
+        dm_name=sources.dm_names.get(name) or None,
+        md_level=md_level,
+        slaves=_listdir(sysdir / "slaves"),
+        holders=_listdir(sysdir / "holders"),
+        size_bytes=(size or 0) * SECTOR,
+        rotational=None if rot is None else bool(rot),
+        logical_block_size=_read_int(qdir / "logical_block_size"),
+        physical_block_size=_read_int(qdir / "physical_block_size"),
+        read_only=_read_int(sysdir / "ro") == 1,
+        model=model or None,
+        vendor=vendor or None,
+        serial=serial or None,
+        wwid=wwid or None,
+        identity_source="udev" if ident else "sysfs",
+        loop_backing_file=(
+            _read(sysdir / "loop" / "backing_file") if node.kind == "loop" else None
+        ),
+        mounts=tuple(m for m, _ in mount_list),
+        fstypes=tuple(f for _, f in mount_list),
+        swap=name in sources.swap_devs,
+        device_class=(
+            "unknown"
+            if parent_name
+            else classify(
+                name,
+                node.kind,
+                sysdir,
+                None if rot is None else bool(rot),
+                vendor=vendor,
+                model=model,
+            )
+        ),
+    )
 
 
 def _with_classes(devices: dict[str, BlockDevice]) -> dict[str, BlockDevice]:
