@@ -20,7 +20,6 @@ from textual.binding import Binding
 from textual.containers import Grid
 from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
-from textual_plotext import PlotextPlot
 
 from iotop_plus.export.fleet import (
     HISTORY_QUERIES,
@@ -33,7 +32,13 @@ from iotop_plus.export.fleet import (
 )
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.units import two_decimals
-from iotop_plus.tui.widgets.charts import bucket_max
+from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+from iotop_plus.tui.widgets.charts import READ_STYLE, WRITE_STYLE, joins
+
+HISTORY_SECONDS = 3600.0
+"""The charts' window: the selected device's last hour."""
+CHART_KINDS = {"iops": "iops", "await_ms": "ms", "util_pct": "pct", "aqu_sz": "req"}
+"""Chart key -> the axis kind of :class:`BrailleChart` (MB/s: plain numbers)."""
 
 #: (key, title) of the table's columns; the first two are text, the rest numbers.
 COLUMNS: tuple[tuple[str, str], ...] = (
@@ -101,7 +106,6 @@ class FleetApp(App[None]):
     #fleet-filter.shown { display: block; }
     #fleet-table { height: 1fr; }
     #fleet-charts { grid-size: 3 2; height: 1fr; }
-    #fleet-charts > PlotextPlot { min-height: 5; }
     """
     BINDINGS = [
         Binding("q", "quit", "Quit"),
@@ -141,10 +145,7 @@ class FleetApp(App[None]):
         yield table
         with Grid(id="fleet-charts"):
             for key, (title, _) in HISTORY_QUERIES.items():
-                plot = PlotextPlot(id=f"fleet-chart-{key}")
-                plot.theme = "clear"
-                plot.plt.title(title)
-                yield plot
+                yield BrailleChart(CHART_KINDS.get(key, ""), title, id=f"fleet-chart-{key}")
             yield Static("select a row for its last hour", id="fleet-caption", markup=False)
         yield Footer()
 
@@ -292,24 +293,25 @@ class FleetApp(App[None]):
     def _draw(self, key: tuple[str, str], history: dict) -> None:
         now = time.time()
         points = 0
-        for chart, (title, _) in HISTORY_QUERIES.items():
-            plot = self.query_one(f"#fleet-chart-{chart}", PlotextPlot)
-            plt = plot.plt
-            plt.clear_figure()
-            plt.title(title)
-            width = max(plot.size.width - 8, 10)
-            top = 0.0
-            for label, series in history.get(chart, []):
+        styles = (READ_STYLE, WRITE_STYLE)
+        for chart in HISTORY_QUERIES:
+            lines = []
+            for i, (label, series) in enumerate(history.get(chart, [])):
                 if not series:
                     continue
-                xs, ys = bucket_max(
-                    [(t - now) / 60 for t, _ in series], [v for _, v in series], width
-                )
+                times = [t - now for t, _ in series]
                 points += len(series)
-                plt.plot(xs, ys, label=printable(label) or None, marker="braille")
-                top = max(top, *ys)
-            plt.ylim(0, top * 1.05 if top > 0 else 1)
-            plot.refresh()
+                lines.append(
+                    Line(
+                        printable(label),
+                        styles[min(i, 1)],
+                        [v for _, v in series],
+                        times=times,
+                        connect=joins(times),
+                    )
+                )
+            plot = self.query_one(f"#fleet-chart-{chart}", BrailleChart)
+            plot.plot((), (), lines, HISTORY_SECONDS)
         caption = f"{printable(key[0])} {printable(key[1])}: last hour, x axis minutes before now"
         if not points:
             caption += "\nno data yet for this device"

@@ -93,6 +93,11 @@ class Line:
     """One value per timestamp of the chart."""
     short: str = ""
     """A shorter legend text for narrow charts (``r``, ``w``)."""
+    times: Sequence[float] | None = None
+    """This series' own timestamps (seconds relative to the end, all <= 0), for series sampled
+    apart (the fleet's range queries); None: the chart's."""
+    connect: Sequence[bool] = ()
+    """With :attr:`times`: whether each point is joined to the one before it."""
 
 
 def columns(cols: Sequence[int], connect: Sequence[bool]) -> list[tuple[int, int, int, bool]]:
@@ -275,9 +280,9 @@ class BrailleChart(Widget):
         """(braille bits, style) per cell; a cell shared by two lines takes the later one's
         colour."""
         cells: list[tuple[int, Style | None]] = [(0, None)] * (plot_w * plot_h)
-        if not self.times:
+        if not self.times and all(line.times is None for line in self.lines):
             return cells
-        runs = _runs_for(self.times, self.connect, self.span, dots_w)
+        shared = _runs_for(self.times, self.connect, self.span, dots_w) if self.times else []
         ys = (dots_h - 1) / top if top > 0 else 0.0
         bottom = dots_h - 1
 
@@ -285,6 +290,11 @@ class BrailleChart(Widget):
             return min(bottom, max(0, bottom - int(v * ys + 0.5)))
 
         for line in self.lines:
+            runs = (
+                shared
+                if line.times is None
+                else _runs_for(line.times, line.connect, self.span, dots_w)
+            )
             bits = raster(runs, line.values, to_row, plot_w, plot_h)
             style = line.style
             for i, b in enumerate(bits):
