@@ -113,12 +113,7 @@ class CgroupList(SortedList[CgroupRow]):
 
     def header_text(self, width: int) -> str:
         """Column titles with an arrow on the sorted one(s)."""
-        arrow = "▼" if self.descending else "▲"
-        titles = {}
-        for col in CGROUP_COLUMNS:
-            here = self.sort == col.key or (self.sort == "total" and col.key in ("read", "write"))
-            titles[col.key] = f"{col.title}{arrow}" if here else col.title
-        return self.line(titles, width)
+        return self.line({c.key: self.sort_title(c.key, c.title) for c in CGROUP_COLUMNS}, width)
 
     def cursor_moved(self, old: int) -> None:
         super().cursor_moved(old)

@@ -146,6 +146,12 @@ class SortedList(CursorList[RowT]):
         """The column titles, with an arrow on the sorted one(s)."""
         raise NotImplementedError
 
+    def sort_title(self, key: str, title: str) -> str:
+        """``title`` with the order's arrow when the list is sorted by column ``key`` (a sort by
+        "total" marks both the read and the write column)."""
+        here = self.sort == key or (self.sort == "total" and key in ("read", "write"))
+        return f"{title}{'▼' if self.descending else '▲'}" if here else title
+
     def set_rows(self, rows: list[RowT]) -> None:
         """Show ``rows`` in their sort order (see the class docstring for the cursor)."""
         self.rows = rows

@@ -147,16 +147,10 @@ class ProcessList(SortedList[ProcessRow]):
 
     def header_text(self, width: int) -> str:
         """The header line with an arrow on the sorted column(s)."""
-        arrow = "▼" if self.descending else "▲"
         titles = {}
         for col in COLUMNS:
-            title = col.title
-            if self.totals_mode and col.key == "io":
-                title = "WAIT"
-            sorted_here = self.sort == col.key or (
-                self.sort == "total" and col.key in ("read", "write")
-            )
-            titles[col.key] = f"{title}{arrow}" if sorted_here else title
+            title = "WAIT" if self.totals_mode and col.key == "io" else col.title
+            titles[col.key] = self.sort_title(col.key, title)
         return self._line(titles, width)
 
 
