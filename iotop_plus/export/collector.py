@@ -36,6 +36,8 @@ from iotop_plus.export.view import ExportView
 from iotop_plus.sampling.diskstats import IN_FLIGHT
 
 PREFIX = "iotop_plus_"
+PRESSURE_STALLED = PREFIX + "pressure_stalled_seconds"
+"""The PSI full counter's name (the fleet view's queries read it)."""
 OPENMETRICS_EOF = b"# EOF\n"
 
 Families = Callable[[ExportView], Iterable[Metric]]
@@ -77,7 +79,7 @@ def pressure_families(view: ExportView) -> Iterator[Metric]:
         unit="seconds",
     )
     stalled = CounterMetricFamily(
-        PREFIX + "pressure_stalled_seconds",
+        PRESSURE_STALLED,
         "Seconds in which every non-idle task stalled on the resource at once (PSI full total).",
         labels=("resource",),
         unit="seconds",

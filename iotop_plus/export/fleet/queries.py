@@ -2,8 +2,9 @@
 
 The disk counters' names come from :data:`~iotop_plus.export.counters.DISK_COUNTERS` (looked up
 by the kernel field they export), the latency histogram's from
-:data:`~iotop_plus.export.latency.REQUEST_DURATION`: renaming an exported metric renames it here
-too. ``tests/unit/test_fleet_queries_name_exported_metrics.py`` checks every name these queries
+:data:`~iotop_plus.export.latency.REQUEST_DURATION` and the PSI counter's from
+:data:`~iotop_plus.export.collector.PRESSURE_STALLED`: renaming an exported metric renames it
+here too. ``tests/unit/test_fleet_queries_name_exported_metrics.py`` checks every name these queries
 use against what ``serve`` actually exports.
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from iotop_plus.export.collector import PREFIX
+from iotop_plus.export.collector import PREFIX, PRESSURE_STALLED
 from iotop_plus.export.counters import DISK_COUNTERS
 from iotop_plus.export.latency import REQUEST_DURATION
 from iotop_plus.sampling.diskstats import (
@@ -42,7 +43,7 @@ READ_SECONDS_TOTAL = counter_series(READ_MS)
 WRITE_SECONDS_TOTAL = counter_series(WRITE_MS)
 IO_SECONDS_TOTAL = counter_series(IO_TICKS)
 IO_WEIGHTED_SECONDS_TOTAL = counter_series(TIME_IN_QUEUE)
-PSI_STALLED_TOTAL = f"{PREFIX}pressure_stalled_seconds_total"
+PSI_STALLED_TOTAL = f"{PRESSURE_STALLED}_total"
 """PSI full, host-wide (``pressure_families`` in :mod:`iotop_plus.export.collector`)."""
 DISK_SERIES = f"{PREFIX}disk_*"
 """The family the fleet's per-device queries read, as named in the "no data yet" note."""
