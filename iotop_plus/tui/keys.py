@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
@@ -271,7 +272,7 @@ def find_clashes(
     return problems
 
 
-def screen_clashes(screen: Screen[object]) -> list[str]:
+def screen_clashes(screen: Screen[Any]) -> list[str]:
     """:func:`find_clashes` for a mounted screen: its keys, the app's, and its widgets'."""
     upper = {type(screen).__name__: own_bindings(screen), "the app": own_bindings(screen.app)}
     widgets: dict[str, list[Binding]] = {}

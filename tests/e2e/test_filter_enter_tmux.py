@@ -73,8 +73,11 @@ def test_slash_loop2_enter_in_one_burst_selects_loop2_not_loop22(
         # the name typed, then let two more frames come: it must stay there.
         screen = tmux.wait_until(lambda s: panel_device(s) == short, 5, what=f"{short} selected")
         for _ in range(2):
-            clock = frame_clock(screen)
-            screen = tmux.wait_until(lambda s, c=clock: frame_clock(s) != c, 5, what="a frame")
+
+            def moved(s: str, c: str | None = frame_clock(screen)) -> bool:
+                return frame_clock(s) != c
+
+            screen = tmux.wait_until(moved, 5, what="a frame")
         assert panel_device(screen) == short, screen
         assert device_row(screen, short) is not None
         tmux.send_keys("q")

@@ -108,7 +108,7 @@ def traced_source(part: str = LATENCY) -> LiveSource:
 
 
 @pytest.mark.root
-def test_percentiles_agree_with_fio_randread_qd1(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
+def test_percentiles_agree_with_fio_randread_qd1(make_loop, fio_bin) -> None:
     """Block time excludes the syscall: our p50/p99 are at most fio's clat, and at least half."""
     need_tracer()
     # A filled backing file: reads reach the disk below, so block time is most of fio's
@@ -153,13 +153,13 @@ END { clear(@s); }
 def exact_percentile(values: list[int], rank: float) -> float:
     """The nearest-rank percentile (the value below which ``rank`` % of the requests are)."""
     ordered = sorted(values)
-    return float(ordered[max(0, min(len(ordered) - 1, -(-len(ordered) * rank // 100) - 1))])
+    return float(ordered[max(0, min(len(ordered) - 1, int(-(-len(ordered) * rank // 100)) - 1))])
 
 
 @pytest.mark.root
 def test_percentiles_are_within_15_percent_of_a_per_request_capture(
     make_loop, fio_bin, tmp_path
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     """A second bpftrace prints every request's block time; at 400 IOPS the tracer's p50, p90
     and p99 of the same requests are within 15 % of the exact ones (the issue's bound;
     a bucket is 1/8 of its lower edge wide)."""
@@ -201,7 +201,7 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
 
 
 @pytest.mark.root
-def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
+def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin) -> None:
     need_tracer()
     dev = make_loop(64, direct_io=True)
     fio = fio_randread(dev, 6)
@@ -299,7 +299,7 @@ def test_not_root_snapshot_says_so_and_reports_the_rest(tmp_path: Path) -> None:
 
 
 @pytest.mark.root
-def test_bpftrace_killed_mid_run_is_said_and_restartable(make_loop) -> None:  # type: ignore[no-untyped-def]
+def test_bpftrace_killed_mid_run_is_said_and_restartable(make_loop) -> None:
     need_tracer()
     dev = make_loop(16, direct_io=True)
     source = traced_source()
@@ -451,7 +451,7 @@ def test_tui_quit_and_hangup_leave_no_tracer(how: str) -> None:
 
 
 @pytest.mark.root
-def test_a_tracer_whose_stamp_map_is_full_is_restarted(make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
+def test_a_tracer_whose_stamp_map_is_full_is_restarted(make_loop, fio_bin) -> None:
     """A full map of issue stamps (completions the kernel did not report pile up in it on a
     busy host, see BlindWatch) makes the tracer blind; the part notices from the disk's own
     counters and starts a new one. Here the first tracer's maps hold 16 keys, fewer than the
@@ -466,7 +466,8 @@ def test_a_tracer_whose_stamp_map_is_full_is_restarted(make_loop, fio_bin) -> No
 
     part = LatencyPart(queue=False, make_tracer=make)
     fio = fio_randread(dev, 20, "--ioengine=io_uring", "--iodepth=32")
-    notices, shares = [], []
+    notices: list[str] = []
+    shares: list[float] = []
     try:
         assert part.wait_ready(15)
         deadline = time.monotonic() + 15
@@ -501,7 +502,7 @@ def _bucket_low_us(value_us: float) -> float:
 
 
 @pytest.mark.root
-def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tmp_path) -> None:
     """The probe command traces the device while fio runs: device p50/p99 are at most fio's
     clat, counts match fio's, and no tracer is left.
 

@@ -228,7 +228,7 @@ def test_churn_of_200_processes_a_second_causes_no_errors() -> None:
     assert samples >= 50
 
 
-def test_an_open_block_device_is_named_exactly(make_loop, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_an_open_block_device_is_named_exactly(make_loop, tmp_path: Path) -> None:
     loop = make_loop(size_mb=8)
     fd = os.open(f"/dev/{loop}", os.O_RDONLY)
     try:

@@ -58,7 +58,7 @@ def read_count(text: str, dev: str) -> float:
     return float(found.group(1)) if found else 0.0
 
 
-def test_serve_latency_histogram_grows_under_fio(tmp_path: Path, make_loop, fio_bin) -> None:  # type: ignore[no-untyped-def]
+def test_serve_latency_histogram_grows_under_fio(tmp_path: Path, make_loop, fio_bin) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root (bpftrace)")
     if shutil.which("bpftrace") is None:

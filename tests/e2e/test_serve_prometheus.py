@@ -97,7 +97,7 @@ def test_prometheus_scrapes_two_hosts_and_fleet_sees_both(tmp_path: Path) -> Non
     prometheus = find_program("prometheus")
     if prometheus is None:
         pytest.skip("prometheus not installed (Debian package prometheus; make sysdeps)")
-    fixture = ("--proc-root", str(FIXTURES / "nvme" / "proc"))
+    fixture: tuple[str, ...] = ("--proc-root", str(FIXTURES / "nvme" / "proc"))
     fixture += ("--sys-root", str(FIXTURES / "nvme" / "sys"))
     with (
         serve(tmp_path / "a", "--all") as here,

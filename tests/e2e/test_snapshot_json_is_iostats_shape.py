@@ -126,7 +126,8 @@ def test_snapshot_from_a_recording_prints_the_same_iostat_shape(tmp_path: Path) 
                 if len(doc["sysstat"]["hosts"][0]["statistics"]) >= 2:
                     break
             if record.poll() is not None:
-                pytest.fail(f"record exited {record.returncode}: {record.stderr.read()}")
+                err = record.stderr.read() if record.stderr else ""
+                pytest.fail(f"record exited {record.returncode}: {err}")
             record_wait(record)
         assert doc is not None, run.stderr
     finally:

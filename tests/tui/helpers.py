@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from textual import events
 from textual.pilot import Pilot
@@ -19,7 +20,7 @@ __all__ = ["burst", "row_line", "started", "step", "table", "table_lines", "wait
 CHARACTERS = {"slash": "/", "minus": "-", "plus": "+", "space": " "}
 
 
-async def burst(pilot: Pilot[int], *keys: str) -> None:
+async def burst(pilot: Pilot[Any], *keys: str) -> None:
     """Deliver ``keys`` in one go, as a paste or a fast typist over SSH does.
 
     ``pilot.press`` waits for the app to go idle after each key, so a key that opens

@@ -34,12 +34,12 @@ def host_with_cgroups(tmp_path: Path, scale: int = 1) -> Roots:
     return Roots(base / "proc", base / "sys")
 
 
-def app_on(roots: Roots):  # type: ignore[no-untyped-def]
+def app_on(roots: Roots):
     sampler = CannedSampler(roots)
     return make_app(roots, Config(interval=10.0), sampler=sampler, host=sampler.host_info())
 
 
-def panel(app) -> CgroupPanel:  # type: ignore[no-untyped-def]
+def panel(app) -> CgroupPanel:
     return app.main_screen.query_one(CgroupPanel)
 
 

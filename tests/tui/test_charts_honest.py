@@ -191,7 +191,11 @@ async def test_charts_draw_the_history_at_once_and_every_tick_with_the_table() -
         assert min(x for _, x in dots) <= 0.05 and max(x for _, x in dots) >= 0.95
         for _ in range(4):
             ticks, draws = app.ticks, charts.draws
-            await wait_for(pilot, lambda t=ticks: app.ticks > t, timeout=5)
+
+            def one_more(t: int = ticks) -> bool:
+                return app.ticks > t
+
+            await wait_for(pilot, one_more, timeout=5)
             await pilot.pause()
             # Every frame shown in the table is a point on the charts, drawn with it.
             assert charts.draws >= draws + 1

@@ -10,7 +10,7 @@ when the filter is cleared. (The real console script in tmux: tests/e2e/test_fil
 
 from __future__ import annotations
 
-from textual.widgets import Static
+from textual.widgets import Input, Static
 
 from iotop_plus.tui.app import IotopPlusApp
 from tests.tui.canned import canned_app
@@ -34,7 +34,7 @@ async def test_slash_name_enter_in_one_burst_selects_that_name_not_the_old_row_i
         assert table(app).selected == "sdb"
         # "sda" matches sda, sda1 and sda2; typed in one go with Enter.
         await burst(pilot, "slash", "s", "d", "a", "enter")
-        await wait_for(pilot, lambda: app.main_screen.query_one("#filter").value == "sda")
+        await wait_for(pilot, lambda: app.main_screen.query_one("#filter", Input).value == "sda")
         assert table(app).visible_names() == ["sda", "sda1", "sda2"]
         assert table(app).selected == "sda" and cursor_row(app) == "sda"
         assert app.main_screen.selected_device == "sda"
@@ -97,7 +97,7 @@ async def test_a_filter_that_matches_nothing_selects_nothing_and_the_device_keys
         await pilot.press("d")
         error = screen.probe_panel.query_one("#probe-error", Static)
         await wait_for(pilot, lambda: "no device selected" in str(error.render()))
-        assert screen.probe_panel.query_one("#probe-target").value == ""
+        assert screen.probe_panel.query_one("#probe-target", Input).value == ""
         # Clearing the filter brings back the device the filter hid.
         await pilot.press("slash", "escape")
         await wait_for(pilot, lambda: table(app).selected == "sdb")
@@ -152,7 +152,7 @@ async def test_slash_on_an_80x24_screen_types_the_name_into_the_filter_not_the_t
         await pilot.press("slash")
         await pilot.pause()
         await burst(pilot, "s", "d", "b")
-        await wait_for(pilot, lambda: app.main_screen.query_one("#filter").value == "sdb")
+        await wait_for(pilot, lambda: app.main_screen.query_one("#filter", Input).value == "sdb")
         await pilot.press("enter")
         await wait_for(pilot, lambda: table(app).selected == "sdb")
         assert table(app).visible_names() == ["sdb"]

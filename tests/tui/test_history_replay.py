@@ -38,7 +38,7 @@ class Recording(RingTimeline):
         return HostInfo("db-replica-03", "6.1.0-18-amd64", None, True)
 
 
-def recording(count: int = 600):  # type: ignore[no-untyped-def]
+def recording(count: int = 600):
     frames = varying_frames(count, FIRST)
     # A setting change recorded at frame 300 and a probe at 320, on sdb.
     for k, event in (
@@ -50,7 +50,7 @@ def recording(count: int = 600):  # type: ignore[no-untyped-def]
     return fill(Recording(minutes=60, interval=1.0), frames), frames
 
 
-def header(app) -> str:  # type: ignore[no-untyped-def]
+def header(app) -> str:
     return app.main_screen.query_one(HostHeader).text
 
 
@@ -79,7 +79,7 @@ async def test_replay_opens_at_the_time_given_and_scrubs_without_a_sampler() -> 
         assert "REPLAY at" in header(app) and "LIVE" not in header(app)
 
 
-def shows_frame_in_zone(app, frame) -> bool:  # type: ignore[no-untyped-def]
+def shows_frame_in_zone(app, frame) -> bool:
     from iotop_plus.tui.widgets.table_columns import column_scale, format_value
     from tests.tui.helpers import table
 

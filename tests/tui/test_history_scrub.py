@@ -26,7 +26,7 @@ EARLIER = 300
 """Frames in the ring before the app's first live frame."""
 
 
-def app_with_history() -> tuple[IotopPlusApp, list]:  # type: ignore[type-arg]
+def app_with_history() -> tuple[IotopPlusApp, list]:
     # 10 s frames (few live ones during a test); an hour of them covers the canned 300 s.
     app = canned_app(Config(interval=10.0, history_minutes=60.0))
     frames = before_live(EARLIER)
@@ -38,7 +38,7 @@ def header(app: IotopPlusApp) -> str:
     return app.main_screen.query_one(HostHeader).text
 
 
-def shows_frame(app: IotopPlusApp, frame) -> bool:  # type: ignore[no-untyped-def]
+def shows_frame(app: IotopPlusApp, frame) -> bool:
     """The table's sdb row shows this frame's r/s, and the header its time."""
     # Formatted as the table does: one format per column, fitted to the column's largest.
     shown = table(app).visible_names()
@@ -94,7 +94,7 @@ async def test_minute_jumps() -> None:
         assert app.main_screen.last_tick is frames[0]
 
 
-async def jump(pilot, app: IotopPlusApp, text: str) -> None:  # type: ignore[no-untyped-def]
+async def jump(pilot, app: IotopPlusApp, text: str) -> None:
     await pilot.press("g")
     await wait_for(pilot, lambda: isinstance(app.screen, JumpScreen))
     box = app.screen.query_one("#jump-time", Input)

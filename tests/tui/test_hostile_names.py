@@ -97,11 +97,23 @@ async def test_hostile_device_names_show_literally(tmp_path: Path) -> None:
         assert literal(HOSTNAME) in shown(app.main_screen.query_one(HostHeader))
         for name, expected in ((DISK, literal(DISK)), ("dm-1", literal(DM_NAME))):
             assert t.select_name(name)
-            await wait_for(pilot, lambda n=name: app.main_screen.selected_device == n)
+
+            def on_it(n: str = name) -> bool:
+                return app.main_screen.selected_device == n
+
+            await wait_for(pilot, on_it)
             panel = app.main_screen.query_one("#device-facts", Static)
-            await wait_for(pilot, lambda e=expected, p=panel: e in flat(shown(p)), "the facts")
+
+            def facts_say(e: str = expected, p: Widget = panel) -> bool:
+                return e in flat(shown(p))
+
+            await wait_for(pilot, facts_say, "the facts")
             caption = app.main_screen.query_one(DeviceCharts).query_one("#chart-caption", Static)
-            await wait_for(pilot, lambda n=name, c=caption: literal(n) in shown(c), "the caption")
+
+            def caption_says(n: str = name, c: Widget = caption) -> bool:
+                return literal(n) in shown(c)
+
+            await wait_for(pilot, caption_says, "the caption")
         assert t.select_name("loop1")
         facts = app.main_screen.query_one("#device-facts", Static)
         await wait_for(pilot, lambda: literal(BACKING) in flat(shown(facts)))

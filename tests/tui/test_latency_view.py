@@ -39,7 +39,7 @@ def tracers() -> list[int]:
 
 @pytest.mark.root
 @pytest.mark.slow  # bpftrace on a loop device
-async def test_latency_columns_start_and_stop_the_tracer(make_loop) -> None:  # type: ignore[no-untyped-def]
+async def test_latency_columns_start_and_stop_the_tracer(make_loop) -> None:
     if os.geteuid() != 0 or shutil.which("bpftrace") is None:
         pytest.skip("needs root and bpftrace")
     dev = make_loop(16, direct_io=True)

@@ -86,8 +86,10 @@ async def test_two_thousand_synthetic_disks_stay_usable(tmp_path: Path) -> None:
             """The first 50 rows' r/s when the shown tick has rates; else move the counters."""
             nonlocal advanced_at
             names = table(app).visible_names()
-            rates = app.latest_frame.rates  # sorted busiest first, figures from the same tick
-            shown = [rates[n].r_s for n in names[:50] if rates.get(n) is not None]
+            frame = app.latest_frame  # sorted busiest first, figures from the same frame
+            assert frame is not None
+            rates = frame.rates
+            shown = [r.r_s for n in names[:50] if (r := rates.get(n)) is not None]
             if len(set(shown)) > 1:  # the synthetic disks differ once counters move
                 seen.append(shown)
                 return True

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from textual.widgets import Input
+
 from iotop_plus.config import Config
 from iotop_plus.sampling.history import Mark
 from iotop_plus.tui.messages import FrameReady
@@ -110,7 +112,7 @@ async def test_slash_filters_by_name_and_escape_clears() -> None:
         assert table(app).has_focus
         assert table(app).visible_names() == ["nvme0n1", "nvme0n1p1"]
         await pilot.press("slash", "ctrl+a")  # the filter also matches dm names
-        app.main_screen.query_one("#filter").value = "vg0"
+        app.main_screen.query_one("#filter", Input).value = "vg0"
         await pilot.pause()
         assert table(app).visible_names() == ["dm-0"]
         await pilot.press("enter", "escape")
@@ -124,7 +126,7 @@ async def test_a_name_typed_in_one_burst_after_slash_all_lands_in_the_filter() -
         shown = table(app).visible_names()
         # "s", "d" and "a" are also table keys ("a" shows all devices): none may leak there.
         await burst(pilot, "slash", "s", "d", "a")
-        assert app.main_screen.query_one("#filter").value == "sda"
+        assert app.main_screen.query_one("#filter", Input).value == "sda"
         assert table(app).visible_names() == ["sda", "sda1", "sda2"]
         await burst(pilot, "escape")
         assert table(app).visible_names() == shown
@@ -136,7 +138,7 @@ async def test_a_key_typed_right_after_the_filters_enter_does_not_leak_into_the_
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
         await burst(pilot, "slash", "s", "d", "enter", "a")
-        assert app.main_screen.query_one("#filter").value == "sd"
+        assert app.main_screen.query_one("#filter", Input).value == "sd"
         assert table(app).has_focus
         assert table(app).show_all  # the "a" after Enter reached the table's key
 
@@ -147,7 +149,7 @@ async def test_slash_is_text_in_a_focused_text_box() -> None:
         await started(pilot, app)
         await pilot.press("P")  # the Probe tab: its target box takes a path
         await wait_for(pilot, lambda: bool(app.main_screen.query("#probe-target")))
-        target = app.main_screen.query_one("#probe-target")
+        target = app.main_screen.query_one("#probe-target", Input)
         target.focus()
         await pilot.pause()
         await burst(pilot, "slash", "t", "m", "p")
@@ -185,10 +187,16 @@ async def test_space_freezes_the_display_while_sampling_continues(step_clock: St
         await pilot.press("space")
         assert "PAUSED" in header_text(app)
         frozen = app.main_screen.last_tick
-        history_before = len(app.history.get("sda"))
+
+        def sda_points() -> int:
+            series = app.history.get("sda")
+            assert series is not None
+            return len(series)
+
+        history_before = sda_points()
         await step(pilot, app, 3)
         assert app.main_screen.last_tick is frozen
-        assert len(app.history.get("sda")) == history_before + 3
+        assert sda_points() == history_before + 3
         await pilot.press("space")
         assert "LIVE" in header_text(app)
         assert app.main_screen.last_tick is not frozen

@@ -8,7 +8,7 @@ import itertools
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import PROCESSES
+from iotop_plus.sampling.frame import PROCESSES, LiveSource
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.helpers import started, wait_for
@@ -21,7 +21,7 @@ async def test_space_freezes_the_processes_view_too() -> None:
         await pilot.press("p")
         panel = app.main_screen.process_panel
         await wait_for(pilot, lambda: panel.last is not None and bool(panel.last.rates))
-        assert app.source.wants(PROCESSES)
+        assert isinstance(app.source, LiveSource) and app.source.wants(PROCESSES)
         await pilot.press("space")
         assert app.main_screen.paused and "PAUSED" in app.main_screen.query_one(HostHeader).text
         frozen_rows, frozen_table = panel.last, app.main_screen.last_tick

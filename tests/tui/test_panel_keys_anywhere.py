@@ -65,9 +65,9 @@ async def test_keys_depend_on_focus_panel_keys_work_from_the_device_table() -> N
         table(app).focus()
         await pilot.pause()
         cgroups = screen.panel("tab-cgroups")
-        before = cgroups.only_active  # type: ignore[attr-defined]
+        before = cgroups.only_active
         await pilot.press("o")
-        assert cgroups.only_active is not before  # type: ignore[attr-defined]
+        assert cgroups.only_active is not before
         assert panel.only_active  # the same key, the shown tab's panel only
 
 

@@ -22,7 +22,7 @@ def count_settings_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
     reads: Counter[str] = Counter()
     real = settings_module.read_setting
 
-    def counting(roots, device, name, **kwargs):  # type: ignore[no-untyped-def]
+    def counting(roots, device, name, **kwargs):
         if name == "read_ahead_kb":
             reads[device] += 1
         return real(roots, device, name, **kwargs)
@@ -63,7 +63,7 @@ async def test_holding_down_reads_the_settings_once_the_cursor_rests(
         assert f"Queue settings of {last}" in screen.settings_panel.text
 
 
-def _tune_lines(screen) -> tuple[str, ...]:  # type: ignore[no-untyped-def]
+def _tune_lines(screen) -> tuple[str, ...]:
     return screen.settings_panel.shown_lines
 
 

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 import pytest
 from textual.pilot import Pilot
 
+from iotop_plus.tui.app import IotopPlusApp
+from iotop_plus.tui.widgets.device_panel import DevicePanel
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started, wait_for
 
@@ -63,9 +65,10 @@ def test_panel_tab_80x24(snap_compare) -> None:
     async def run_before(pilot: Pilot[int]) -> None:
         await _ready(pilot)
         await pilot.press("home", "down", "3")  # dm-0, then nvme0n1 (which starts selected)
-        await wait_for(
-            pilot, lambda: "Samsung" in pilot.app.main_screen.query_one("#device-panel").text
-        )  # type: ignore[attr-defined]
+        app = pilot.app
+        assert isinstance(app, IotopPlusApp)
+        panel = app.main_screen.query_one("#device-panel", DevicePanel)
+        await wait_for(pilot, lambda: "Samsung" in panel.text)
         await pilot.pause()
 
     assert snap_compare(canned_app(), terminal_size=(80, 24), run_before=run_before)

@@ -68,8 +68,9 @@ def test_a_bad_file_is_one_problem_line_and_the_rest_is_read(tree: Path) -> None
     (_cg(tree, "/system.slice/postgresql.service") / "io.max").write_text("8:0 rbps=x\n")
     (_cg(tree, "/user.slice") / "io.pressure").write_text("nothing to see\n")
     sample = _reader(tree).sample()
-    assert sample.cgroups[NGINX].devices is not None
-    assert sample.cgroups[NGINX].devices["8:0"].rbytes == 1
+    devices = sample.cgroups[NGINX].devices
+    assert devices is not None
+    assert devices["8:0"].rbytes == 1
     assert f"{NGINX}: not a MAJ:MIN line: 'garbage here'" in sample.problems
     assert "/system.slice/postgresql.service: io.max: '8:0 rbps=x'" in sample.problems
     assert any(p.startswith("/user.slice/io.pressure: no pressure line") for p in sample.problems)

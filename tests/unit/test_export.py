@@ -36,6 +36,7 @@ from iotop_plus.sampling.latency_hist import (
     bucket_bounds,
     bucket_of,
 )
+from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.state import StateDir
 from tests.support.wait import holds_within
 
@@ -206,6 +207,9 @@ class CannedLatency:
 
     def want(self, part: str, on: bool) -> None:
         self.live.want(part, on)
+
+    def host_info(self) -> HostInfo:
+        return self.live.host_info()
 
     def close(self) -> None:
         self.live.close()

@@ -214,7 +214,7 @@ def test_a_primed_big_host_hands_over_its_early_frame(tmp_path: Path) -> None:
     from tests.support.synthetic import SyntheticTree
 
     class SlowInventory(Sampler):
-        def inventory(self, names=None, refresh=False):  # type: ignore[no-untyped-def]
+        def inventory(self, names=None, refresh=False):
             time.sleep(0.5)  # thousands of devices' sysfs
             return super().inventory(names, refresh)
 
@@ -232,7 +232,7 @@ def test_a_processes_only_source_reads_no_devices(tree: Roots) -> None:
     class Counting(Sampler):
         reads = 0
 
-        def sample(self):  # type: ignore[no-untyped-def]
+        def sample(self):
             Counting.reads += 1
             return super().sample()
 

@@ -68,10 +68,10 @@ def exercise_reader(path: Path) -> None:
         timeline.inventory_doc(span[1])
         wall = span[0]
         for _ in range(len(timeline) + 1):
-            frame = timeline.step(wall, 1)
-            if frame is None or frame.wall_time <= wall:
+            stepped = timeline.step(wall, 1)
+            if stepped is None or stepped.wall_time <= wall:
                 break  # past the last frame: step stays there
-            wall = frame.wall_time
+            wall = stepped.wall_time
     finally:
         timeline.close()
     assert all("\n" not in w for w in warnings)

@@ -3,6 +3,7 @@ Timeline (the rulings' "started at 03:10, it can scrub to 02:55")."""
 
 from __future__ import annotations
 
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.joined_timeline import JoinedTimeline
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from tests.tui.history_frames import varying_frames
@@ -10,7 +11,14 @@ from tests.tui.history_frames import varying_frames
 T0 = 1_700_000_000.0
 
 
-def _joined(opened: list[int], with_older: bool = True) -> tuple[JoinedTimeline, list, list]:  # type: ignore[type-arg]
+def _wall(frame: Frame | None) -> float:
+    assert frame is not None
+    return frame.wall_time
+
+
+def _joined(
+    opened: list[int], with_older: bool = True
+) -> tuple[JoinedTimeline, list[Frame], list[Frame]]:
     frames = varying_frames(40, T0)
     recorded, live = frames[:30], frames[25:]  # the recorder overlaps the ring's start
     older = RingTimeline(60.0, 1.0)
@@ -34,7 +42,7 @@ def test_recordings_are_opened_only_when_a_scrub_passes_the_rings_start() -> Non
     assert joined.frame_at(live[3].wall_time) is live[3]
     assert joined.step(live[5].wall_time, -2) is live[3]
     assert opened == []  # still inside the ring
-    assert joined.frame_at(T0 + 10).wall_time == T0 + 10  # before the ring: recorded
+    assert _wall(joined.frame_at(T0 + 10)) == T0 + 10  # before the ring: recorded
     assert opened == [1]
     assert joined.span() == (T0, live[-1].wall_time)
 
@@ -43,11 +51,11 @@ def test_stepping_crosses_the_join_both_ways_without_repeating_a_moment() -> Non
     joined, recorded, live = _joined([])
     back = joined.step(live[0].wall_time, -1)
     assert back is not None and back.wall_time == live[0].wall_time - 1  # recorded frame 24
-    assert joined.step(live[1].wall_time, -3).wall_time == live[0].wall_time - 2
+    assert _wall(joined.step(live[1].wall_time, -3)) == live[0].wall_time - 2
     forward = joined.step(recorded[20].wall_time, 10)  # 20 -> 24 recorded, then the ring
     assert forward is not None and forward.wall_time == recorded[20].wall_time + 10
     assert forward is joined.frame_at(forward.wall_time)
-    walls = [joined.step(T0, n).wall_time for n in range(40)]  # type: ignore[union-attr]
+    walls = [_wall(joined.step(T0, n)) for n in range(40)]
     assert walls == sorted(set(walls)) and len(walls) == 40
 
 

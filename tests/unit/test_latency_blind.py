@@ -16,7 +16,7 @@ def run(watch: BlindWatch, frames: list[tuple[dict[str, Disk], dict[str, int]]])
     return [watch.blind(counters, seen) for counters, seen in frames]
 
 
-def frames_of(done_per_frame: int, seen_per_frame: int, n: int, name: str = "sda"):  # type: ignore[no-untyped-def]
+def frames_of(done_per_frame: int, seen_per_frame: int, n: int, name: str = "sda"):
     out = []
     for i in range(n):
         out.append(({name: Disk(i * done_per_frame, 0)}, {name: seen_per_frame}))

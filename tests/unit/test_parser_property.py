@@ -213,7 +213,8 @@ def _tick_pairs(draw: st.DrawFn) -> tuple[dict[str, DiskCounters], dict[str, Dis
         elif kind == "same values":
             cur[name] = DiskCounters(8, 0, name, before.values, 17)
         elif kind == "id":
-            cur[name] = before._replace(**{draw(st.sampled_from(["major", "minor"])): 9})
+            field = draw(st.sampled_from(["major", "minor"]))
+            cur[name] = before._replace(major=9) if field == "major" else before._replace(minor=9)
         else:
             step = draw(st.lists(st.integers(0, 2), min_size=17, max_size=17))
             if kind == "back":

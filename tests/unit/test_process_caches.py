@@ -183,7 +183,7 @@ def test_top_json_writes_each_interval_as_it_ends(
     written_at_sample: list[int] = []
     real_sample = ProcessReader.sample
 
-    def sample(self: ProcessReader):  # type: ignore[no-untyped-def]
+    def sample(self: ProcessReader):
         written_at_sample.append(out.getvalue().count('"timestamp"'))
         return real_sample(self)
 

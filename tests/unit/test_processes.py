@@ -124,7 +124,7 @@ def fake(tmp_path: Path) -> FakeProc:
     return FakeProc(tmp_path)
 
 
-def by_pid(rates: dict, pid: int):  # type: ignore[no-untyped-def]
+def by_pid(rates: dict, pid: int):
     found = [r for key, r in rates.items() if key[0] == pid]
     assert len(found) == 1, rates
     return found[0]

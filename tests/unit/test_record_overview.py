@@ -130,9 +130,12 @@ def test_overview_prints_each_closed_minute_without_decoding_a_sample(
     rec = RecordingFile(tmp_path / "r.rec")
     decoded: list[int] = []
     real = RecordingFile.samples
-    monkeypatch.setattr(
-        RecordingFile, "samples", lambda self, i: decoded.append(i) or real(self, i)
-    )
+
+    def counted(self: RecordingFile, i: int) -> object:
+        decoded.append(i)
+        return real(self, i)
+
+    monkeypatch.setattr(RecordingFile, "samples", counted)
     code, text = run("--from", str(tmp_path / "r.rec"), "--overview", "-f", "json", "sd1")
     assert code == 0 and decoded == []
     doc = json.loads(text)

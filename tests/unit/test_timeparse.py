@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -13,8 +13,10 @@ PARIS = ZoneInfo("Europe/Paris")
 NOW = datetime(2026, 11, 23, 15, 0, 0, tzinfo=PARIS).timestamp()
 
 
-def at(*args: int, tz: object = PARIS) -> float:
-    return datetime(*args, tzinfo=tz).timestamp()  # type: ignore[arg-type]
+def at(
+    year: int, month: int, day: int, hour: int, minute: int, second: int = 0, tz: tzinfo = PARIS
+) -> float:
+    return datetime(year, month, day, hour, minute, second, tzinfo=tz).timestamp()
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 from dataclasses import dataclass, replace
+from typing import Any
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding
@@ -455,7 +456,7 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
 
 
 def open_experiment(
-    app: App[object],
+    app: App[Any],
     tuner: Tuner,
     runner: ProbeRunner,
     device: str,
