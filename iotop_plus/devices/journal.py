@@ -122,12 +122,6 @@ class Change:
         return HOST_SCOPE if self.scope == HOST_SCOPE else self.device
 
     @property
-    def mark_label(self) -> str:
-        """Short text for a chart mark: ``read_ahead_kb 128→16`` (``undo`` appended)."""
-        text = f"{self.setting} {self.old}→{self.effective}"
-        return text if self.action == "set" else f"{text} ({self.action})"
-
-    @property
     def summary(self) -> str:
         """One line for people: ``loop3 read-ahead: 128 -> 4 (asked 7: rounded ...)``."""
         label = SETTINGS[self.setting].label if self.setting in SETTINGS else self.setting
