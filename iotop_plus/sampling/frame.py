@@ -1,9 +1,12 @@
 """One frozen :class:`Frame` per instant, from a :class:`FrameSource`.
 
-Every view (the TUI's table, charts, header and Processes tab; the headless commands) reads
-frames and nothing else, so what works live works the same on a recording or a fixture tree.
-:class:`LiveSource` reads the roots; it reads the costly parts (processes, and later cgroups
-and latency) only while some consumer asks for them with :meth:`LiveSource.want`.
+Every view (the TUI's table, charts, marks and panels; the recorder, ``serve`` and the
+headless commands) reads frames and nothing else, so what works live works the same on a
+recording or a fixture tree. :class:`LiveSource` reads the roots: the disks, the queue settings
+(one reader, re-read when the devices change, when a setting change arrives and every
+:data:`QUEUE_REFRESH_S`) and the journals' new lines (setting and probe events); it reads
+the costly parts (processes, cgroups and latency) only while some consumer asks for them with
+:meth:`LiveSource.want`.
 """
 
 from __future__ import annotations
@@ -180,7 +183,7 @@ class Frame:
 
 
 class FrameSource(Protocol):
-    """Where frames come from: the live host, a fixture tree, later a recording."""
+    """Where frames come from: the live host, a fixture tree or a recording."""
 
     roots: Roots
     """The roots the frames describe (for facts a view shows about a device)."""

@@ -19,7 +19,7 @@ TASK_CGROUP_REFRESH_S = 30.0
 
 class TaskCgroups:
     """Each task's cgroup path from ``/proc/PID/cgroup``, read once per task and refreshed
-    every :data:`TASK_CGROUP_REFRESH_S`, so a tick reads only new (or stale) tasks."""
+    every :data:`TASK_CGROUP_REFRESH_S`, so a frame reads only new (or stale) tasks."""
 
     def __init__(self, roots: Roots) -> None:
         self.roots = roots
