@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.export.counters import MonotonicDisks
-from iotop_plus.probe.runner import _with_disk_util
+from iotop_plus.probe.device_reads import with_disk_util
 from iotop_plus.probe.target import ProbeTarget
 from iotop_plus.record.chunks import Rollup
 from iotop_plus.record.format import counters_columns
@@ -129,7 +129,7 @@ DEVICE = ProbeTarget("device", None, Path("/dev/loop3"), "loop3", 1 << 20, True)
 
 
 def test_probe_disk_util_across_a_32_bit_wrap() -> None:
-    _, doc = _with_disk_util("{}", {}, DEVICE, (10.0, WRAP_BEFORE), (10.0 + ELAPSED_S, WRAP_AFTER))
+    _, doc = with_disk_util("{}", {}, DEVICE, (10.0, WRAP_BEFORE), (10.0 + ELAPSED_S, WRAP_AFTER))
     (util,) = doc["disk_util"]
     assert util["util"] == pytest.approx(WRAP_MS * 100 / (ELAPSED_S * 1000))
     assert (util["read_ticks"], util["write_ticks"], util["in_queue"]) == (WRAP_MS,) * 3
@@ -139,6 +139,6 @@ def test_probe_disk_util_across_a_32_bit_wrap() -> None:
 @pytest.mark.parametrize("case", sorted(RESETS))
 def test_probe_gives_no_disk_util_after_a_reset(case: str) -> None:
     before, after = RESETS[case]
-    raw, doc = _with_disk_util("{}", {}, DEVICE, (10.0, before), (10.0 + ELAPSED_S, after))
+    raw, doc = with_disk_util("{}", {}, DEVICE, (10.0, before), (10.0 + ELAPSED_S, after))
     assert "disk_util" not in doc
     assert raw == "{}"

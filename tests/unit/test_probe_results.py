@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from iotop_plus.probe.fio_parse import parse_result
 from iotop_plus.probe.history import ProbeHistory, compare
 from iotop_plus.probe.presets import PRESETS
 from iotop_plus.probe.results import (
@@ -16,7 +17,6 @@ from iotop_plus.probe.results import (
     Latency,
     ProbeResult,
     hints_for,
-    parse_result,
     place,
 )
 
