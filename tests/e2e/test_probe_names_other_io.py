@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iotop_plus.probe.history import ProbeHistory, compare
-from iotop_plus.tui.widgets.probe_panel import result_card
+from iotop_plus.tui.widgets.probe_cards import result_card
 from tests.e2e.test_latency_real import need_tracer
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
