@@ -82,7 +82,7 @@ def live(tree: SyntheticTree, stop: threading.Event) -> threading.Thread:
 async def settle(pilot: Pilot[int], app: IotopPlusApp, ticks: int = 3) -> None:
     """Wait until the app has shown ``ticks`` samples (so rates are on screen)."""
     deadline = time.monotonic() + 15
-    while app.ticks < ticks and time.monotonic() < deadline:
+    while app.frames_received < ticks and time.monotonic() < deadline:
         await pilot.pause(0.1)
     await pilot.pause(0.3)
 

@@ -129,9 +129,9 @@ class IotopPlusApp(App[int]):
         return self.feed.thread
 
     @property
-    def ticks(self) -> int:
+    def frames_received(self) -> int:
         """Frames received."""
-        return self.feed.ticks
+        return self.feed.frames_received
 
     @property
     def latest_frame(self) -> Frame | None:

@@ -78,7 +78,7 @@ class FrameFeed:
         """The one clock; made by :meth:`start`."""
         self.latest_frame: Frame | None = None
         """The newest frame, shown or not."""
-        self.ticks = 0
+        self.frames_received = 0
         """Frames received."""
         self._source_notice: str | None = None
         self._last_problem = ""
@@ -107,7 +107,7 @@ class FrameFeed:
 
     def take(self, frame: Frame, paused: bool) -> None:
         """A frame arrived: count and record it; show it unless paused (or scrubbed back)."""
-        self.ticks += 1
+        self.frames_received += 1
         self.latest_frame = frame
         if frame.inventory.devices or not frame.inventory_changed:
             # (an early frame lists names only: the history waits for the full one)

@@ -43,7 +43,7 @@ class ScrubView(Protocol):
     """Display frozen: live frames are not shown."""
     scrub_at: float | None
     """Wall time of the frame shown when scrubbed; None when live or paused."""
-    last_tick: Frame | None
+    shown_frame: Frame | None
     """The frame on screen."""
 
     def show_mode(self, mode: str, wall_time: float | None) -> None:
@@ -119,7 +119,7 @@ class Scrubber:
     def _origin(self) -> float | None:
         if self.at is not None:
             return self.at
-        shown = self.view.last_tick
+        shown = self.view.shown_frame
         if shown is not None:
             return shown.wall_time
         span = self.timeline.span()

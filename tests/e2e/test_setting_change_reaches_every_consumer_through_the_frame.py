@@ -70,7 +70,7 @@ async def test_a_setting_change_reaches_marks_recording_and_exporter_through_the
         source = LiveSource(Roots(), journal=JournalPart(state))
         app = make_app(Roots(), Config(interval=0.25, show_all=True), source=source)
         async with app.run_test(size=(160, 40)) as pilot:
-            await wait_for(pilot, lambda: app.ticks >= 2, "two frames")
+            await wait_for(pilot, lambda: app.frames_received >= 2, "two frames")
             done = subprocess.run(
                 cli(state_dir, "set", loop, "read_ahead_kb=16"),
                 capture_output=True,

@@ -56,10 +56,10 @@ async def started(pilot: Pilot[int], app: IotopPlusApp, ticks: int = 2) -> None:
     (the ``step_clock`` fixture), step it for them."""
     await wait_for(pilot, lambda: app.sampler_thread is not None, "the sampler thread")
     thread = app.sampler_thread
-    if stepped(thread) is not None and app.ticks < ticks:
+    if stepped(thread) is not None and app.frames_received < ticks:
         assert thread is not None
-        await next_frames(pilot, thread, lambda: app.ticks, ticks - app.ticks)
-    await wait_for(pilot, lambda: app.ticks >= ticks, f"{ticks} frames")
+        await next_frames(pilot, thread, lambda: app.frames_received, ticks - app.frames_received)
+    await wait_for(pilot, lambda: app.frames_received >= ticks, f"{ticks} frames")
     await asyncio.sleep(0)
 
 
@@ -68,4 +68,4 @@ async def step(pilot: Pilot[int], app: IotopPlusApp, frames: int = 1) -> None:
     come, and wait until the app has received them."""
     thread = app.sampler_thread
     assert thread is not None and stepped(thread) is not None, "take the step_clock fixture"
-    await next_frames(pilot, thread, lambda: app.ticks, frames)
+    await next_frames(pilot, thread, lambda: app.frames_received, frames)

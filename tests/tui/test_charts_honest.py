@@ -190,13 +190,13 @@ async def test_charts_draw_the_history_at_once_and_every_tick_with_the_table() -
         dots = plot_dots(chart_lines(app, "chart-iops"))
         assert min(x for _, x in dots) <= 0.05 and max(x for _, x in dots) >= 0.95
         for _ in range(4):
-            ticks, draws = app.ticks, charts.draws
+            ticks, draws = app.frames_received, charts.draws
 
             def one_more(t: int = ticks) -> bool:
-                return app.ticks > t
+                return app.frames_received > t
 
             await wait_for(pilot, one_more, timeout=5)
             await pilot.pause()
             # Every frame shown in the table is a point on the charts, drawn with it.
             assert charts.draws >= draws + 1
-            assert app.main_screen.last_tick is not None
+            assert app.main_screen.shown_frame is not None

@@ -91,7 +91,7 @@ async def test_the_replay_header_says_settings_are_not_changed_not_not_root() ->
     timeline = fill(RingTimeline(minutes=5, interval=1.0), frames)  # no host facts: "recording"
     app = make_replay_app(HOST_ROOTS, timeline, None)
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: app.main_screen.last_tick is not None)
+        await wait_for(pilot, lambda: app.main_screen.shown_frame is not None)
         text = app.main_screen.query_one(HostHeader).text
         assert "REPLAY at" in text
         assert "not root" not in text and "read-only" not in text, text

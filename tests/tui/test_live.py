@@ -40,8 +40,8 @@ async def test_hotplugged_loop_devices_come_and_go_without_a_crash(make_loop) ->
         await wait_for(pilot, lambda: first not in table(app).visible_names())
         assert second in table(app).visible_names()
         assert app.main_screen.selected_device != first
-        ticks = app.ticks
-        await wait_for(pilot, lambda: app.ticks >= ticks + 2)  # still sampling
+        ticks = app.frames_received
+        await wait_for(pilot, lambda: app.frames_received >= ticks + 2)  # still sampling
         assert app.is_running
 
 
@@ -72,9 +72,9 @@ async def test_two_thousand_synthetic_disks_stay_usable(tmp_path: Path) -> None:
     tree = SyntheticTree(tmp_path, 2000)
     app = make_app(tree.roots, Config(interval=0.25))
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: app.ticks >= 1, timeout=30)
+        await wait_for(pilot, lambda: app.frames_received >= 1, timeout=30)
         tree.advance(1.0)
-        await wait_for(pilot, lambda: app.ticks >= 3, timeout=30)
+        await wait_for(pilot, lambda: app.frames_received >= 3, timeout=30)
         assert len(table(app).visible_names()) == 2000
         await pilot.press("end")
         assert app.main_screen.selected_device == tree.names[-1]
@@ -93,9 +93,9 @@ async def test_two_thousand_synthetic_disks_stay_usable(tmp_path: Path) -> None:
             if len(set(shown)) > 1:  # the synthetic disks differ once counters move
                 seen.append(shown)
                 return True
-            if app.ticks != advanced_at:
+            if app.frames_received != advanced_at:
                 tree.advance(1.0)
-                advanced_at = app.ticks
+                advanced_at = app.frames_received
             return False
 
         await wait_for(pilot, a_tick_with_rates, timeout=30)
@@ -133,7 +133,7 @@ async def test_end_puts_the_last_row_on_screen_not_under_a_scrollbar(tmp_path: P
     tree = SyntheticTree(tmp_path, 60)
     app = make_app(tree.roots, Config(interval=10.0))
     async with app.run_test(size=(100, 24)) as pilot:
-        await wait_for(pilot, lambda: app.ticks >= 1, timeout=30)
+        await wait_for(pilot, lambda: app.frames_received >= 1, timeout=30)
         t = table(app)
         t.focus()
         await pilot.press("end")

@@ -186,7 +186,7 @@ async def test_space_freezes_the_display_while_sampling_continues(step_clock: St
         await started(pilot, app)
         await pilot.press("space")
         assert "PAUSED" in header_text(app)
-        frozen = app.main_screen.last_tick
+        frozen = app.main_screen.shown_frame
 
         def sda_points() -> int:
             series = app.history.get("sda")
@@ -195,11 +195,11 @@ async def test_space_freezes_the_display_while_sampling_continues(step_clock: St
 
         history_before = sda_points()
         await step(pilot, app, 3)
-        assert app.main_screen.last_tick is frozen
+        assert app.main_screen.shown_frame is frozen
         assert sda_points() == history_before + 3
         await pilot.press("space")
         assert "LIVE" in header_text(app)
-        assert app.main_screen.last_tick is not frozen
+        assert app.main_screen.shown_frame is not frozen
 
 
 async def test_plus_and_minus_change_the_interval_within_limits() -> None:

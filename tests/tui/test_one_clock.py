@@ -24,11 +24,11 @@ async def test_space_freezes_the_processes_view_too() -> None:
         assert isinstance(app.source, LiveSource) and app.source.wants(PROCESSES)
         await pilot.press("space")
         assert app.main_screen.paused and "PAUSED" in app.main_screen.query_one(HostHeader).text
-        frozen_rows, frozen_table = panel.last, app.main_screen.last_tick
-        ticks = app.ticks
-        await wait_for(pilot, lambda: app.ticks >= ticks + 3)  # sampling goes on
+        frozen_rows, frozen_table = panel.last, app.main_screen.shown_frame
+        ticks = app.frames_received
+        await wait_for(pilot, lambda: app.frames_received >= ticks + 3)  # sampling goes on
         assert panel.last is frozen_rows, "the Processes tab moved while paused"
-        assert app.main_screen.last_tick is frozen_table
+        assert app.main_screen.shown_frame is frozen_table
         assert app.latest_frame is not None and app.latest_frame.processes is not None
         await pilot.press("space")
         assert not app.main_screen.paused
@@ -60,6 +60,6 @@ async def test_plus_and_minus_set_the_pace_of_every_view() -> None:
         assert 0.2 <= median <= 0.45, f"the Processes tab is not at 0.25 s: {gaps}"
         await pilot.press("minus", "minus", "minus")  # 0.25 -> 0.5 -> 1 -> 2
         assert app.main_screen.interval == 2.0 and app.sampler_thread.interval == 2.0
-        before = app.ticks
+        before = app.frames_received
         await pilot.pause(1.0)
-        assert app.ticks <= before + 1  # no longer every 0.25 s
+        assert app.frames_received <= before + 1  # no longer every 0.25 s

@@ -35,7 +35,7 @@ async def test_replay_scrubs_mutated_recordings_without_a_traceback(tmp_path: Pa
             continue
         app = make_replay_app(Roots(), timeline, None)
         async with app.run_test(size=(120, 36)) as pilot:
-            await wait_for(pilot, lambda: app.main_screen.last_tick is not None)  # noqa: B023
+            await wait_for(pilot, lambda: app.main_screen.shown_frame is not None)  # noqa: B023
             await pilot.press("right_square_bracket", "right_curly_bracket", "left_curly_bracket")
             await pilot.press("left_square_bracket", "l", "right_square_bracket")
             await pilot.pause()

@@ -97,7 +97,7 @@ async def test_the_replay_processes_tab_lists_the_recorded_processes(tmp_path: P
     timeline = open_timeline(rec_dir)
     app = make_replay_app(tree.roots, timeline, T0 + 4)
     async with app.run_test(size=(200, 50)) as pilot:
-        await wait_for(pilot, lambda: app.main_screen.last_tick is not None)
+        await wait_for(pilot, lambda: app.main_screen.shown_frame is not None)
         await app.main_screen.run_action("panel_tab('tab-processes')")
         panel = app.main_screen.process_panel
         await wait_for(pilot, lambda: panel.is_mounted and bool(panel.query("ProcessList")))

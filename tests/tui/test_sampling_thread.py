@@ -56,7 +56,7 @@ async def test_slow_ticks_never_stack_and_inventory_is_read_once() -> None:
     sampler = SlowSampler()
     app = make_app(HOST_ROOTS, Config(interval=0.25), sampler=sampler, host=sampler.host_info())
     async with app.run_test(size=(120, 36)) as pilot:
-        await wait_for(pilot, lambda: app.ticks >= 5)
+        await wait_for(pilot, lambda: app.frames_received >= 5)
         assert sampler.most_active == 1
         # The device set never changed, so the inventory was read on the first tick only.
         assert sampler.inventory_reads == 1
@@ -69,7 +69,7 @@ async def test_a_failing_tick_is_reported_and_sampling_goes_on() -> None:
         header = app.main_screen.query_one(HostHeader)
         await wait_for(pilot, lambda: "sampling failed" in header.text)
         assert "Input/output error" in header.text
-        ticks = app.ticks
-        await wait_for(pilot, lambda: app.ticks >= ticks + 2)
+        ticks = app.frames_received
+        await wait_for(pilot, lambda: app.frames_received >= ticks + 2)
         # The note stays a few seconds, then good ticks clear it.
         await wait_for(pilot, lambda: "sampling failed" not in header.text)

@@ -90,9 +90,9 @@ async def test_space_plus_and_scrubbing_change_the_main_screens_state() -> None:
         assert screen.paused and "PAUSED" in header.text
         await pilot.press("space")
         assert not screen.paused and screen.scrub_at is None
-        await wait_for(pilot, lambda: app.ticks >= 3)
+        await wait_for(pilot, lambda: app.frames_received >= 3)
         await pilot.press("left_square_bracket")
-        shown = screen.last_tick
+        shown = screen.shown_frame
         assert shown is not None and screen.scrub_at == shown.wall_time
         assert screen.paused and screen.scrubber.mode == "history"
         await pilot.press("l")

@@ -17,8 +17,8 @@ async def test_a_stepped_app_gets_exactly_the_frames_asked_for(step_clock: StepC
         await started(pilot, app)
         thread = app.sampler_thread
         assert thread is not None and thread.schedule.clock is step_clock
-        assert (app.ticks, thread.frames) == (2, 2)
+        assert (app.frames_received, thread.frames) == (2, 2)
         await step(pilot, app, 3)
-        assert (app.ticks, thread.frames) == (5, 5)
+        assert (app.frames_received, thread.frames) == (5, 5)
         # The clock moved one interval per frame after the short first one.
         assert step_clock.now() == pytest.approx(0.1 + 3 * 0.25)

@@ -103,7 +103,7 @@ VIEWS = ("view-table", "view-charts", "view-panel")
 
 
 class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
-    """Coordinates the widgets: ticks come down from the app, selections go up as messages."""
+    """Coordinates the widgets: frames come down from the app, selections go up as messages."""
 
     KEYS = (*PANEL_KEYS, *MAIN_KEYS)
     """Every key of the screen (the shown tab's first, for the footer); the bindings, the
@@ -160,9 +160,9 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         """The frame on screen when it is not the live one: ``[ ] { } g l``."""
         self.charts = ChartWindow(history, self.scrubber)
         """What window the charts draw, and when."""
-        self.last_tick: Frame | None = None
+        self.shown_frame: Frame | None = None
         """The last frame shown (frozen while paused)."""
-        self.ticks_seen = 0
+        self.frames_seen = 0
         """Ticks received, shown or not."""
         self.settings: tuple[str, tuple[SettingValue, ...]] | None = None
         """The last queue settings read: (device, values); read once per selection."""
@@ -256,7 +256,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         """The view shown in narrow mode."""
         return next((v for v in VIEWS if self.has_class(v)), "view-table")
 
-    # ---- ticks from the app --------------------------------------------------------------
+    # ---- frames from the app -------------------------------------------------------------
 
     def take_frame(self, frame: Frame) -> None:
         """A frame from the sampler thread: recorded, and shown unless paused."""
@@ -269,7 +269,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
 
     def count_frame(self, frame: Frame) -> None:
         """A frame arrived (shown or not)."""
-        self.ticks_seen += 1
+        self.frames_seen += 1
         if self._start_monotonic is None:
             self._start_monotonic = frame.sample.monotonic
 
@@ -297,22 +297,22 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
 
     def show_paused(self, paused: bool) -> None:
         """Pause state changed: the header says so."""
-        wall = self.last_tick.wall_time if self.last_tick else None
+        wall = self.shown_frame.wall_time if self.shown_frame else None
         self.show_mode("paused" if paused else "live", wall)
 
     def show_frame(self, frame: Frame) -> None:
         """Show a frame in every view: header, table, charts, device facts, processes."""
-        tick = frame
         # A scrub (or the way back to live) can skip the frame where the devices changed.
-        new_devices = self.last_tick is not None and tick.inventory is not self.last_tick.inventory
-        self.last_tick = tick
+        shown = self.shown_frame
+        new_devices = shown is not None and frame.inventory is not shown.inventory
+        self.shown_frame = frame
         header = self.query_one(HostHeader)
         start = self._start_monotonic if self._start_monotonic is not None else frame.monotonic
         header.show(wall_time=frame.wall_time)
         self.query_one(PressureGauge).show(frame.pressure, self.size.width)
         if self.host.uptime_s is not None:
-            header.show(uptime_s=self.host.uptime_s + tick.sample.monotonic - start)
-        problems = tick.sample.problems
+            header.show(uptime_s=self.host.uptime_s + frame.sample.monotonic - start)
+        problems = frame.sample.problems
         if problems:
             first = problems[0]
             # The file's name, not its path: a captured tree's path would push the reason off
@@ -321,10 +321,12 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             header.show(note=f"{len(problems)} bad line(s) in {where}: {first.reason}")
         elif header.note and time.monotonic() - self._problem_at >= PROBLEM_SHOWN_S:
             header.show(note="")
-        changed = tick.inventory_changed or new_devices
+        changed = frame.inventory_changed or new_devices
         table = self.query_one(DeviceTable)
         table.update_latency(frame.latency)
-        table.update_devices(tick.rates, tick.inventory, tick.ever_used, tick.nr_requests, changed)
+        table.update_devices(
+            frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, changed
+        )
         self.on_device_table_hidden_changed()
         latency_view = self.query_one(LatencyView)
         if latency_view.display:
@@ -333,11 +335,11 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             self._show_device_panel()
             if self.selected_device is not None and self._chart_timer is None:
                 self.read_settings()  # a device came or went: the selected one may be new
-        self.draw_charts(force=False, now=tick.sample.monotonic)
+        self.draw_charts(force=False, now=frame.sample.monotonic)
         if self.panels.mounted("tab-probe") is not None:
             probe = self.probe_panel
             if probe.probe_device is not None:
-                probe.update_device_rates(tick.rates.get(probe.probe_device))
+                probe.update_device_rates(frame.rates.get(probe.probe_device))
         if self.panels.mounted("tab-processes") is not None and self.process_panel.sampling:
             self.process_panel.show_processes(frame.processes, frame.process_error)
         cgroups = self.panels.mounted("tab-cgroups")
@@ -349,7 +351,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
 
     def _show_again(self) -> None:
         """Show the frame on screen again (a panel now wants what it carries)."""
-        shown = self.last_tick if self.is_mounted else None
+        shown = self.shown_frame if self.is_mounted else None
         if shown is not None:
             self.call_later(self.show_frame, shown)
 
@@ -366,7 +368,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         )
 
     def _now(self) -> float:
-        return self.last_tick.sample.monotonic if self.last_tick else time.monotonic()
+        return self.shown_frame.sample.monotonic if self.shown_frame else time.monotonic()
 
     # ---- selection -----------------------------------------------------------------------
 
@@ -476,7 +478,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             await self.panel_ready(event.pane.id)
 
     def _show_device_panel(self) -> None:
-        inventory = self.last_tick.inventory if self.last_tick else None
+        inventory = self.shown_frame.inventory if self.shown_frame else None
         name = self.selected_device
         dev = inventory.get(name) if inventory and name else None
         self.query_one(DevicePanel).show(dev, self._settings_of(name))

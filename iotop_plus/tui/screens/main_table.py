@@ -82,7 +82,7 @@ class TableActions:
         self._main.feed.want_latency(on)
         if on:
             view.show_latency(
-                None if self._main.last_tick is None else self._main.last_tick.latency,
+                None if self._main.shown_frame is None else self._main.shown_frame.latency,
                 self._main.selected_device,
             )
 
