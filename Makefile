@@ -51,6 +51,7 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check iotop_plus tests benchmarks scripts
 	$(BIN)/lint-imports --no-cache --no-logo
 
+# mypy over iotop_plus and tests ([tool.mypy] in pyproject.toml).
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
