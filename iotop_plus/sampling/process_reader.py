@@ -289,14 +289,8 @@ class ProcessReader:
             self._release(self._known.pop(pid))  # the PID was reused by a new process
             known = None
         if known is not None and known.denied and known.last.comm == st.comm:
-            # Still not ours to read (until it execs): skip a certain EACCES per tick.
-            last = known.last
-            ticks = self._ticks(pid, st, want_ticks)
-            if ticks != last.thread_ticks or st.state != last.state:
-                known.last = replace(
-                    last, state=st.state, num_threads=st.num_threads, thread_ticks=ticks
-                )
-            return known.last
+            # Still not ours to read (until it execs): skip a certain EACCES per frame.
+            return self._still_denied(pid, known, st, want_ticks)
         io_fd = -1
         denied = False
         io: IoCounters | None = None
@@ -348,6 +342,19 @@ class ProcessReader:
         else:
             known.last, known.io_fd, known.io_text, known.denied = task, io_fd, io_text, denied
         return task
+
+    def _still_denied(
+        self, pid: int, known: _Known, st: StatFields, want_ticks: bool
+    ) -> TaskCounters:
+        """A process whose io file we may not read: its last counters, with the state and
+        delay ticks of this ``stat``."""
+        last = known.last
+        ticks = self._ticks(pid, st, want_ticks)
+        if ticks != last.thread_ticks or st.state != last.state:
+            known.last = replace(
+                last, state=st.state, num_threads=st.num_threads, thread_ticks=ticks
+            )
+        return known.last
 
     def _ticks(
         self, pid: int, st: StatFields, want_ticks: bool
