@@ -381,28 +381,7 @@ class CgroupReader:
             # leaves, most cgroups, need no listing.
             if nlink == 2 or depth >= MAX_DEPTH:
                 continue
-            try:
-                with os.scandir(path) as entries:
-                    for entry in entries:
-                        if entry.is_dir(follow_symlinks=False):
-                            try:
-                                child = entry.stat(follow_symlinks=False)
-                            except OSError:
-                                continue
-                            name = entry.name
-                            stack.append(
-                                (
-                                    f"/{name}" if rel == "/" else f"{rel}/{name}",
-                                    entry.path,
-                                    child.st_ino,
-                                    child.st_nlink,
-                                    depth + 1,
-                                )
-                            )
-            except FileNotFoundError:
-                continue
-            except OSError as exc:
-                problems.append(f"cannot list {rel}: {exc.strerror or exc}")
+            _push_children(stack, rel, path, depth, problems)
 
     def _v2_counters(self, path: str) -> tuple[dict[str, IoCounters] | None, list[str]]:
         try:
@@ -553,3 +532,36 @@ def cgroup_members(reader: CgroupReader, path: str) -> tuple[tuple[int, str], ..
             continue  # exited since
         out.append((int(word), comm))
     return tuple(out)
+
+
+def _push_children(
+    stack: list[tuple[str, str, int, int, int]],
+    rel: str,
+    path: str,
+    depth: int,
+    problems: list[str],
+) -> None:
+    """Push the child cgroups of ``rel`` (at ``path``) on the walk's ``stack``; a directory
+    removed meanwhile has none, one that cannot be listed is one problem line."""
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    try:
+                        child = entry.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    name = entry.name
+                    stack.append(
+                        (
+                            f"/{name}" if rel == "/" else f"{rel}/{name}",
+                            entry.path,
+                            child.st_ino,
+                            child.st_nlink,
+                            depth + 1,
+                        )
+                    )
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        problems.append(f"cannot list {rel}: {exc.strerror or exc}")
