@@ -206,8 +206,15 @@ def parse_limits(io_max: str | None, weight: str | None, latency: str | None) ->
     Raises:
         ValueError: quoting the first line that is not in the kernel's format.
     """
+    maxes = _parse_io_max(io_max or "")  # in this order: the first bad line is the one quoted
+    default, weights = _parse_io_weight(weight or "")
+    return IoLimits(maxes, default, weights, _parse_io_latency(latency or ""))
+
+
+def _parse_io_max(text: str) -> dict[str, dict[str, int | None]]:
+    """``io.max``: ``MAJ:MIN rbps=N wbps=max ...`` per line; devices with no limit set left out."""
     maxes: dict[str, dict[str, int | None]] = {}
-    for line in (io_max or "").splitlines():
+    for line in text.splitlines():
         words = line.split()
         if not words:
             continue
@@ -224,9 +231,14 @@ def parse_limits(io_max: str | None, weight: str | None, latency: str | None) ->
                 raise ValueError(f"io.max: {line.strip()[:80]!r}") from None
         if any(v is not None for v in keys.values()):
             maxes[words[0]] = keys
+    return maxes
+
+
+def _parse_io_weight(text: str) -> tuple[int | None, dict[str, int]]:
+    """``io.weight``: ``default N`` and ``MAJ:MIN N`` lines; (the default, per device)."""
     default: int | None = None
     weights: dict[str, int] = {}
-    for line in (weight or "").splitlines():
+    for line in text.splitlines():
         words = line.split()
         if not words:
             continue
@@ -238,8 +250,13 @@ def parse_limits(io_max: str | None, weight: str | None, latency: str | None) ->
             weights[words[0]] = int(words[1])
         else:
             raise ValueError(f"io.weight: {line.strip()[:80]!r}")
+    return default, weights
+
+
+def _parse_io_latency(text: str) -> dict[str, int]:
+    """``io.latency``: ``MAJ:MIN target=N`` lines (``max`` or 0: no target)."""
     targets: dict[str, int] = {}
-    for line in (latency or "").splitlines():
+    for line in text.splitlines():
         words = line.split()
         if not words:
             continue
@@ -250,4 +267,4 @@ def parse_limits(io_max: str | None, weight: str | None, latency: str | None) ->
             targets[words[0]] = int(value)
         elif value != "max" and not value.isdigit():
             raise ValueError(f"io.latency: {line.strip()[:80]!r}")
-    return IoLimits(maxes, default, weights, targets)
+    return targets
