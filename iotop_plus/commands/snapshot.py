@@ -161,10 +161,6 @@ Report = tuple[
 events of the frames in the interval."""
 
 
-EVENT_KINDS = ("device-added", "device-removed", "setting", "probe", "io-error")
-"""The ``kind`` of a ``statistics[].events`` entry."""
-
-
 def event_json(event: FrameEvent, frame_wall: float, iso: Callable[[float], str]) -> dict:
     """One ``statistics[].events`` entry: ``{"time", "kind", "device", "text", "record"}``;
     a device event takes its frame's time, a journal line goes unchanged under ``record``."""

@@ -50,10 +50,6 @@ if TYPE_CHECKING:  # the process, cgroup and latency modules load only when some
 QUICK_FIRST_FRAME_DEVICES = 200
 """Above this many devices, the first frame lists them by name before the inventory is read."""
 
-NR_REQUESTS_REFRESH_S = QUEUE_REFRESH_S
-"""How often queue settings are re-read when nothing changed (the one definition is
-:data:`~iotop_plus.sampling.queue_settings.QUEUE_REFRESH_S`)."""
-
 PROCESSES = "processes"
 """What :meth:`LiveSource.want` takes for the per-process view (iotop)."""
 LATENCY = "latency"

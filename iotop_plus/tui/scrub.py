@@ -29,9 +29,6 @@ if TYPE_CHECKING:
 LIVE, PAUSED, HISTORY, REPLAY = "live", "paused", "history", "replay"
 """The modes the header shows."""
 
-MINUTE_S = 60.0
-"""What ``{`` and ``}`` move by."""
-
 MARKED_EVENTS = ("setting", "probe")
 """Frame event kinds drawn as marks on the charts."""
 
