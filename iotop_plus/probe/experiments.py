@@ -159,21 +159,7 @@ async def run_ab(
         ExperimentError: a refused value or a failed run (after the original is restored).
         asyncio.CancelledError: when cancelled (after the original is restored).
     """
-    if setting not in AB_SETTINGS:
-        raise ExperimentError(f"an A/B compares one of {', '.join(AB_SETTINGS)}, not {setting!r}")
-    if len(values) < 2:
-        raise ExperimentError("an A/B needs at least two values")
-    if rounds < 1:
-        raise ExperimentError(f"rounds must be at least 1: {rounds}")
-    try:
-        checked = [tuner.validate(device, setting, v) for v in values]
-        original = tuner.read_one(device, setting).value
-    except SettingError as exc:
-        raise ExperimentError(str(exc)) from None
-    if original is None:
-        raise ExperimentError(f"{device} {setting}: cannot be read")
-    if len(set(checked)) < len(checked):
-        raise ExperimentError(f"the values of {setting} must differ: {', '.join(values)}")
+    checked, original = _checked_values(tuner, device, setting, values, rounds)
     refuse_equal_effective(tuner, device, setting, checked)
     run_preset, run_params = ab_pattern(setting, preset, params or preset.params)
     # The target and fio first, the leftovers next: nothing changes before all three pass.
@@ -181,14 +167,7 @@ async def run_ab(
     refuse_leftovers(tuner.journal, tuner.roots, device)
     if tuner.change_refused:
         raise ExperimentError(f"{device} {setting}: {tuner.change_refused}")
-    notes: list[str] = []
-    if run_preset is not preset:
-        notes.append(
-            f"read-ahead acts on buffered sequential reads: ran {run_preset.name} "
-            f"({run_preset.rw}) instead of {preset.name}"
-        )
-    if setting == "read_ahead_kb":
-        notes.append("buffered (direct=0); the page cache was dropped before each run")
+    notes = _pattern_notes(setting, preset, run_preset)
     metric = headline_metric(run_preset)
     runs: list[AbRun] = []
     label = target
@@ -261,6 +240,46 @@ async def run_ab(
         notes=tuple(notes),
         complete=complete,
     )
+
+
+def _checked_values(
+    tuner: Tuner, device: str, setting: str, values: Sequence[str], rounds: int
+) -> tuple[list[str], str]:
+    """The A/B's values as the tuner would write them, and the value in force now.
+
+    Raises:
+        ExperimentError: not an A/B setting, fewer than two values or one round, a refused
+            or repeated value, or a setting that cannot be read.
+    """
+    if setting not in AB_SETTINGS:
+        raise ExperimentError(f"an A/B compares one of {', '.join(AB_SETTINGS)}, not {setting!r}")
+    if len(values) < 2:
+        raise ExperimentError("an A/B needs at least two values")
+    if rounds < 1:
+        raise ExperimentError(f"rounds must be at least 1: {rounds}")
+    try:
+        checked = [tuner.validate(device, setting, v) for v in values]
+        original = tuner.read_one(device, setting).value
+    except SettingError as exc:
+        raise ExperimentError(str(exc)) from None
+    if original is None:
+        raise ExperimentError(f"{device} {setting}: cannot be read")
+    if len(set(checked)) < len(checked):
+        raise ExperimentError(f"the values of {setting} must differ: {', '.join(values)}")
+    return checked, original
+
+
+def _pattern_notes(setting: str, preset: Preset, run_preset: Preset) -> list[str]:
+    """What the A/B says about the pattern it ran (read-ahead runs buffered reads)."""
+    notes: list[str] = []
+    if run_preset is not preset:
+        notes.append(
+            f"read-ahead acts on buffered sequential reads: ran {run_preset.name} "
+            f"({run_preset.rw}) instead of {preset.name}"
+        )
+    if setting == "read_ahead_kb":
+        notes.append("buffered (direct=0); the page cache was dropped before each run")
+    return notes
 
 
 def _undo(tuner: Tuner, change: Change) -> None:
