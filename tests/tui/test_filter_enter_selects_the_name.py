@@ -156,3 +156,17 @@ async def test_slash_on_an_80x24_screen_types_the_name_into_the_filter_not_the_t
         await pilot.press("enter")
         await wait_for(pilot, lambda: table(app).selected == "sdb")
         assert table(app).visible_names() == ["sdb"]
+
+
+async def test_keys_on_the_charts_view_after_a_filter_are_not_typed_into_the_filter() -> None:
+    # Narrow mode: with a filter kept, "2" hid the table; focus fell to the still shown filter
+    # box, so "q" was typed into it (the filter became "sdbq", nothing matched) and never quit.
+    app = canned_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await started(pilot, app)
+        await pilot.press("slash", "s", "d", "b", "enter")
+        await wait_for(pilot, lambda: table(app).selected == "sdb")
+        await pilot.press("2")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: app.return_code is not None, "q to quit the app")
+        assert app.main_screen.query_one("#filter", Input).value == "sdb"

@@ -580,13 +580,14 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         tabs = self.query_one("#view-tabs", Tabs)
         if tabs.active != view:
             tabs.active = view
-        # set_focus at once, not widget.focus() (which waits a turn of the message queue): "/"
-        # on a narrow screen shows the table, then focuses the filter box, and a deferred
-        # focus of the table landed after it, so the name typed next went to the table's keys.
+        # At once (focus() waits a turn; "/" focuses the filter box next). Charts: no focus,
+        # else a shown filter box took it and the keys typed next, q included, as filter text.
         if view == "view-table":
             self.set_focus(self.query_one(DeviceTable))
         elif view == "view-panel":
             self.set_focus(self.query_one("#side-panel", TabbedContent).query_one(Tabs))
+        else:
+            self.set_focus(None)
         self.call_after_refresh(self.draw_charts, True, self._now())
 
     @on(Tabs.TabActivated, "#view-tabs")
