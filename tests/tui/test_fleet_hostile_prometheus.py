@@ -146,6 +146,10 @@ async def test_fleet_tui_shows_label_values_as_text_never_markup() -> None:
         app = FleetApp(PrometheusClient(prom.url, timeout=5), refresh_s=60)
         async with app.run_test(size=(140, 30)) as pilot:
             await wait_for(pilot, lambda: app.rounds >= 1 and app.histories >= 1)
+            # Both rows drawn: on a loaded machine the table paints a turn after the round.
+            await wait_for(
+                pilot, lambda: sum("sd" in line for line in table_text(app)) >= 2, "both rows"
+            )
             lines = table_text(app)
             assert app.result is not None and app.result.error is None
             # Drawn literally: markup would have eaten "[/]" and "[bold red]".
