@@ -65,3 +65,15 @@ def step_clock(monkeypatch: pytest.MonkeyPatch) -> StepClock:
 
     monkeypatch.setattr(SamplerThread, "__init__", init)
     return clock
+
+
+@pytest.fixture(autouse=True)
+def _host_state_dir_untouched() -> Iterator[None]:
+    """A test never writes the host's state directory (root's /var/lib/iotop-plus): it passes
+    ``--state-dir`` or a StateDir of its own. The directory is checked after each test."""
+    from iotop_plus.state import ROOT_STATE_DIR
+
+    existed = ROOT_STATE_DIR.exists()
+    yield
+    if not existed and ROOT_STATE_DIR.exists():
+        pytest.fail(f"this test created {ROOT_STATE_DIR}: give it a --state-dir of its own")
