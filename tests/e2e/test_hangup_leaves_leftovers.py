@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import pytest
 from tests.e2e.test_tui_tmux import console_script, device_row, wait_for_table
 from tests.support.queue_guard import restored_queue
 from tests.support.tmux import TmuxSession, tmux_available
+from tests.support.wait import holds_within
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
@@ -48,10 +48,7 @@ def restore(state: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def wait(condition: Callable[[], bool], what: str, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+    assert holds_within(condition, timeout), f"timed out waiting for {what}"
 
 
 def alive(pid: int) -> bool:

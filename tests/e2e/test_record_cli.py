@@ -17,6 +17,7 @@ from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.timeline import open_timeline
+from tests.support.wait import holds_within
 
 pytestmark = pytest.mark.slow  # the recorder for seconds
 
@@ -55,22 +56,26 @@ def procs() -> Iterator[list[subprocess.Popen[str]]]:
             p.wait()
 
 
+def samples_in_last(directory: Path, files: int) -> int:
+    """Samples in the newest recording, 0 while there are fewer than ``files`` files or the
+    newest has no header yet (just created, on a loaded machine)."""
+    paths = recording_files(directory)
+    if len(paths) < files:
+        return 0
+    try:
+        rec = RecordingFile(paths[-1], follow=True)
+    except FormatError:
+        return 0
+    try:
+        return sum(c.n for c in rec.chunks)
+    finally:
+        rec.close()
+
+
 def wait_samples(directory: Path, n: int, files: int = 1, timeout: float = 30) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        paths = recording_files(directory)
-        if len(paths) >= files:
-            try:
-                rec = RecordingFile(paths[-1], follow=True)
-            except FormatError:  # created, its header not written yet (a loaded machine)
-                time.sleep(0.1)
-                continue
-            got = sum(c.n for c in rec.chunks)
-            rec.close()
-            if got >= n:
-                return got
-        time.sleep(0.1)
-    raise AssertionError(f"the recorder did not write {n} samples in {timeout} s")
+    got = holds_within(lambda: samples_in_last(directory, files) >= n, timeout)
+    assert got, f"the recorder did not write {n} samples in {timeout} s"
+    return samples_in_last(directory, files)
 
 
 def test_kill_9_loses_at_most_one_interval_and_a_restart_shows_the_gap(

@@ -13,7 +13,6 @@ import base64
 import contextlib
 import http.client
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from iotop_plus.export.webconfig import (
     load_web_config,
 )
 from iotop_plus.programs import find_program
+from tests.support.cli import serve
 
 START_TIMEOUT_S = 30.0
 """``serve`` refuses a bad config in well under a second; past this, it hung."""
@@ -209,29 +209,12 @@ def test_every_name_costs_the_highest_bcrypt_cost_configured(tmp_path: Path) -> 
     assert not web.check("nobody", "low-pw") and not web.check("low", "high-pw")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def serving(tmp_path: Path, config: Path) -> Iterator[int]:
-    port = free_port()
-    argv = serve_argv(tmp_path, "--web-config", str(config), port=port)
-    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-                break
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline, "serve did not start listening"
-            time.sleep(0.05)
+    with serve(
+        "--web-config", str(config), state=tmp_path / "state", timeout=START_TIMEOUT_S
+    ) as port:
         yield port
-    finally:
-        proc.terminate()
-        assert proc.wait(10) == 0
 
 
 def time_401(port: int, user: str) -> float:

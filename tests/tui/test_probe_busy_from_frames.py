@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable
 
 import pytest
@@ -21,6 +20,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.sampler import Sampler, rates_between
 from iotop_plus.tui.widgets.probe_panel import BusyDeviceScreen, ProbePanel, recent_iops
+from tests.support.wait import holds_within
 from tests.tui.test_probe_panel import ProbeHost, _fill, _text, _wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
@@ -35,15 +35,20 @@ class FramesHost(ProbeHost):
 
 
 def _frames_while(history: History, work: subprocess.Popen[bytes], seconds: float) -> None:
-    """Real samples of every device every 0.5 s into ``history``, as the app's feed does."""
+    """Real samples of every device, one each 0.5 s or more, into ``history`` until it covers
+    ``seconds``, as the app's feed does; then ``work`` is stopped."""
     sampler = Sampler(Roots())
-    prev = sampler.sample()
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        time.sleep(0.5)
+    first = prev = sampler.sample()
+
+    def covered() -> bool:
+        nonlocal prev
         cur = sampler.sample()
-        history.record(cur.monotonic, rates_between(prev, cur))
-        prev = cur
+        if cur.monotonic - prev.monotonic >= 0.5:
+            history.record(cur.monotonic, rates_between(prev, cur))
+            prev = cur
+        return prev.monotonic - first.monotonic >= seconds
+
+    assert holds_within(covered, seconds + 10), f"no {seconds} s of frames"
     os.killpg(work.pid, signal.SIGKILL)
     work.wait()
 
