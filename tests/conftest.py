@@ -77,3 +77,21 @@ def _host_state_dir_untouched() -> Iterator[None]:
     yield
     if not existed and ROOT_STATE_DIR.exists():
         pytest.fail(f"this test created {ROOT_STATE_DIR}: give it a --state-dir of its own")
+
+
+@pytest.fixture
+def delayacct_off() -> Iterator[Path]:
+    """The live kernel.task_delayacct, off for the test and put back afterwards (root)."""
+    import os
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch kernel.task_delayacct")
+    path = Path("/proc/sys/kernel/task_delayacct")
+    if not path.exists():
+        pytest.skip("no kernel.task_delayacct sysctl on this kernel")
+    before = path.read_text()
+    path.write_text("0\n")
+    try:
+        yield path
+    finally:
+        path.write_text(before)

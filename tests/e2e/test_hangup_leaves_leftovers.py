@@ -106,20 +106,6 @@ def test_a_closed_terminal_leaves_the_change_for_restore_to_offer_and_keep(
     assert "nothing to restore" in again.stderr
 
 
-@pytest.fixture
-def delayacct_off() -> Iterator[Path]:
-    """The live kernel.task_delayacct, off for the test and put back afterwards."""
-    path = Path("/proc/sys/kernel/task_delayacct")
-    if not path.exists():
-        pytest.skip("no kernel.task_delayacct sysctl on this kernel")
-    before = path.read_text()
-    path.write_text("0\n")
-    try:
-        yield path
-    finally:
-        path.write_text(before)
-
-
 def test_D_left_on_by_a_closed_terminal_is_restored_and_never_blocks_set(
     loop: str, tmp_path: Path, delayacct_off: Path
 ) -> None:

@@ -10,10 +10,8 @@ sysctl's value is put back afterwards, whatever happens.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,27 +20,10 @@ from textual.app import ComposeResult
 from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.delayacct import sysctl_path
 from iotop_plus.tui.widgets.process_panel import ProcessPanel
 from tests.tui.test_process_panel import WRITER, FeedApp, wait_for
 
 pytestmark = pytest.mark.root
-
-
-@pytest.fixture
-def sysctl_off() -> Iterator[Path]:
-    """The live sysctl switched off for the test, and its value put back afterwards."""
-    if os.geteuid() != 0:
-        pytest.skip("needs root to switch kernel.task_delayacct")
-    path = sysctl_path(Roots())
-    if not path.exists():
-        pytest.skip("no kernel.task_delayacct sysctl on this kernel")
-    before = path.read_text()
-    path.write_text("0\n")
-    try:
-        yield path
-    finally:
-        path.write_text(before)
 
 
 class Host(FeedApp):
@@ -79,7 +60,7 @@ def figure(cell: str | None) -> float | None:
 
 
 async def test_a_process_started_before_D_reads_n_a_and_a_later_one_a_figure(
-    sysctl_off: Path, tmp_path: Path
+    delayacct_off: Path, tmp_path: Path
 ) -> None:
     state = tmp_path / "state"
     tuner = Tuner(Roots(), Journal.in_dir(state))
@@ -91,7 +72,7 @@ async def test_a_process_started_before_D_reads_n_a_and_a_later_one_a_figure(
             panel = app.panel
             await wait_for(pilot, lambda: io_cell(panel, before.pid) == "off", "IO% off")
             await pilot.press("D")
-            await wait_for(pilot, lambda: sysctl_off.read_text().strip() == "1", "the switch")
+            await wait_for(pilot, lambda: delayacct_off.read_text().strip() == "1", "the switch")
             after = writer(tmp_path / "iotop-plus-after.dat")
             await wait_for(
                 pilot,
