@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, load_config
+from iotop_plus.config import load_config
 from iotop_plus.devices.tuner import Journal, Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import FrameSource, LiveSource
@@ -26,14 +26,7 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
     config = load_config(problems=problems)
     for line in problems:
         print(f"iotop-plus: {line}", file=sys.stderr)
-    interval = getattr(args, "interval", None)
-    if interval is not None and not MIN_INTERVAL <= interval <= MAX_INTERVAL:
-        print(
-            f"iotop-plus: error: --interval {interval:g}: must be {MIN_INTERVAL:g} to "
-            f"{MAX_INTERVAL:g} seconds",
-            file=sys.stderr,
-        )
-        return 2
+    interval = getattr(args, "interval", None)  # range checked by the parser (cli.py)
     if getattr(args, "tui_all", False):
         config = dataclasses.replace(config, show_all=True)
     if getattr(args, "read_only", False):
