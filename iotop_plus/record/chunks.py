@@ -13,9 +13,11 @@ import struct
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.record.format import (
+    PART_KINDS,
     TIMES,
     VERSION,
     DiskCodec,
@@ -58,6 +60,9 @@ class RecordedSample:
     """PSI totals as ``Pressure.as_json()`` gives them; None when not read."""
     events: tuple[Mapping[str, Any], ...] = ()
     """Device and journal events since the previous sample."""
+    parts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    """Version 4's JSON frame parts by record type (:data:`~iotop_plus.record.format.PART_KINDS`):
+    each is written as one record after the sample; absent types were not recorded."""
 
 
 def float_bits(value: float) -> int:
@@ -335,6 +340,10 @@ class ChunkWriter:
             out.append(record(b"R", _json(rs.pressure)))
         if rs.events:
             out.append(record(b"E", _json([dict(e) for e in rs.events])))
+        for kind in sorted(rs.parts):
+            if kind not in PART_KINDS:
+                raise ValueError(f"no recorded frame part of type {kind!r}")
+            out.append(record(kind.encode(), _json(rs.parts[kind])))
         return out
 
     def close_chunk(self) -> None:

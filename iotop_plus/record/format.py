@@ -1,4 +1,4 @@
-"""The recording format, versions 1 to 3: frames, chunks, records and the column codec.
+"""The recording format, versions 1 to 4: frames, chunks, records and the column codec.
 
 The byte layout is documented in ``docs/recording-format.md``; this module is its one
 implementation. A file is::
@@ -14,7 +14,8 @@ facts, the stream's CRC32, the per-minute roll-ups), which ends with its own len
 
 Inside the stream, records are ``u32 length | type (1 byte) | body``: ``K`` keyframe (absolute
 counters), ``D`` delta (predicted residuals), ``P`` processes, ``R`` pressure, ``E`` events
-(the last three JSON, belonging to the sample before them).
+(the last three JSON, belonging to the sample before them); version 4 adds JSON frame
+parts under the types of :data:`PART_KINDS`.
 """
 
 from __future__ import annotations
@@ -53,8 +54,13 @@ from iotop_plus.sampling.diskstats import (
 
 MAGIC = b"IOTPLREC"
 """The first 8 bytes of every recording and bundle."""
-VERSION = 3
-"""The format version this code writes and the newest it reads (it reads 1 and 2 too)."""
+VERSION = 4
+"""The format version this code writes and the newest it reads (it reads 1 to 3 too)."""
+PART_KINDS = frozenset("CHLMNW")
+"""Record types of the JSON frame parts added in version 4 (:attr:`RecordedSample.parts`):
+``C`` cgroups, ``H`` device health, ``L`` cgroup limits, ``M`` memory (dirty, writeback),
+``N`` command lines of new pids, ``W`` issuers per device. Readers keep any other unknown
+type out of the sample, so later parts need no new version."""
 FILE_PREFIX = struct.Struct("<8sHHI")
 FRAME = struct.Struct("<cII")
 """Frame header: type, payload length, CRC32 of the payload."""

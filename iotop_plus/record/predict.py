@@ -244,7 +244,7 @@ class DiskCodecV2:
     """``D`` records encoded since the keyframe."""
 
     def __post_init__(self) -> None:
-        if self.version not in (2, 3):
+        if self.version not in (2, 3, 4):
             raise ValueError(f"no version-{self.version} disk codec")
 
     @property

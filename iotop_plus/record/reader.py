@@ -27,6 +27,7 @@ from iotop_plus.record.format import (
     MAX_INFLATED_CHUNK,
     MAX_INFLATED_FRAME,
     MAX_WALL_NS,
+    PART_KINDS,
     TIMES,
     TRAILER,
     TRAILER_END,
@@ -518,6 +519,9 @@ def decode_stream(
             elif current is not None and kind in (b"P", b"R", b"E"):
                 current[kind.decode()] = load_json(bytes(body))
                 continue
+            elif current is not None and kind.decode("latin-1") in PART_KINDS:
+                current.setdefault("parts", {})[kind.decode()] = load_json(bytes(body))
+                continue
             else:
                 continue
             mono = bits_float(mono_bits)
@@ -550,6 +554,7 @@ def _finish(parts: dict[str, Any]) -> RecordedSample:
         tuple(p for p in procs if isinstance(p, dict)) if isinstance(procs, list) else None,
         parts.get("R") if isinstance(parts.get("R"), dict) else None,
         tuple(e for e in events if isinstance(e, dict)) if isinstance(events, list) else (),
+        MappingProxyType(parts.get("parts", {})),
     )
 
 

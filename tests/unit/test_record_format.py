@@ -181,3 +181,35 @@ def test_follow_mode_sees_samples_as_they_are_written(tmp_path: Path) -> None:
     timeline.close()
     assert [round(f.wall_time) for f in seen] == [round(s.wall_time) for s in samples[:25]]
     assert seen[-1].elapsed_s == pytest.approx(1.000371)
+
+
+def test_version_4_frame_parts_round_trip_and_unknown_types_are_skipped(tmp_path: Path) -> None:
+    """Each part of ``RecordedSample.parts`` comes back with its sample; a record type this
+    reader does not know (a later writer's part) is skipped, not an error."""
+    from iotop_plus.record.format import record
+
+    samples = make_samples(4, devices=2)
+    path = tmp_path / "p.rec"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        writer = ChunkWriter(fd, {"host": "h", "kernel": "k", "zone": "UTC", "inventory": []})
+        writer.append(RecordedSample(samples[0], parts={"M": {"dirty_kB": 12}}))
+        writer.append(RecordedSample(samples[1]))
+        # A later writer's part type: written by hand, as a future version would.
+        original = ChunkWriter._extras
+        writer._extras = lambda rs: [*original(rs), record(b"q", b'{"later": 1}')]  # type: ignore[method-assign]
+        writer.append(RecordedSample(samples[2], parts={"W": {"loop0": [{"pid": 7}]}}))
+        writer.close_chunk()
+    finally:
+        os.close(fd)
+    warnings: list[str] = []
+    got = read_all(path, warnings)
+    assert VERSION == 4
+    assert [dict(s.parts) for s in got] == [
+        {"M": {"dirty_kB": 12}},
+        {},
+        {"W": {"loop0": [{"pid": 7}]}},
+    ]
+    assert warnings == []
+    with pytest.raises(ValueError, match="no recorded frame part"):
+        ChunkWriter._extras(RecordedSample(samples[3], parts={"Z": {}}))
