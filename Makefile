@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml
 # installed only when missing and we are root; otherwise the tests that need them say so.
 sysdeps:
 	@start=$$(date +%s); missing=""; \
-	for pair in fio:fio iostat:sysstat tmux:tmux udevadm:udev bpftrace:bpftrace promtool:prometheus; do \
+	for pair in fio:fio iostat:sysstat tmux:tmux udevadm:udev bpftrace:bpftrace promtool:prometheus smartctl:smartmontools; do \
 		cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \
 	done; \
