@@ -156,9 +156,11 @@ Report = tuple[
     LatencyFrame | None,
     Pressure | None,
     Sequence[FrameEvent],
+    Frame | None,
 ]
-"""One interval: the two samples, the rates, the latency histograms, the pressure and the
-events of the frames in the interval."""
+"""One interval: the two samples, the rates, the latency histograms, the pressure, the
+events of the frames in the interval, and the interval's last frame (its other parts:
+memory, cgroups, issuers, health; None where there is none)."""
 
 
 def event_json(event: FrameEvent, frame_wall: float, iso: Callable[[float], str]) -> dict:
@@ -199,7 +201,7 @@ def emit(
         stats: list[dict[str, Any]] = []
         started: float | None = None  # the baseline's wall time: iostat's "date"
         pressure_note = PressureNote()
-        for prev, cur, rates, lat, pressure, events in reports:
+        for prev, cur, rates, lat, pressure, events, frame in reports:
             if started is None:
                 started = prev.wall_time
             names = _names(explicit, cur, inventory, args)
@@ -216,6 +218,7 @@ def emit(
                     "no_rates": [n for n in names if rates.get(n) is None],
                     "pressure": pressure_note.json(pressure),
                     "events": [event_json(e, cur.wall_time, _iso) for e in events],
+                    "memory": memory_json(frame),
                 }
             )
         doc = sysstat_json(host, platform or Platform(), started, tz, interval, stats)
@@ -234,7 +237,7 @@ def emit(
                 *(LATENCY_CSV_COLUMNS if latency else ()),
             ]
         )
-        for prev, cur, rates, lat, _pressure, _events in reports:
+        for prev, cur, rates, lat, _pressure, _events, _frame in reports:
             for name in _names(explicit, cur, inventory, args):
                 r = rates.get(name)
                 if r is None:
@@ -257,7 +260,7 @@ def emit(
             f"{printable(host.hostname)}  Linux {printable(host.kernel)}  iotop-plus {__version__}",
             file=out,
         )
-        for prev, cur, rates, lat, _pressure, _events in reports:
+        for prev, cur, rates, lat, _pressure, _events, _frame in reports:
             names = _names(explicit, cur, inventory, args)
             out.write(render_table(cur, prev, names, rates, inventory, tz))
             if latency:
@@ -301,6 +304,18 @@ def sysstat_json(
     }
 
 
+def memory_json(frame: Frame | None) -> dict[str, Any] | None:
+    """``statistics[].memory``: dirty, writeback and the thresholds (kB); null when the frame
+    has none (a recording made before they were recorded), with one stderr line (once)."""
+    memory = frame.memory if frame is not None else None
+    if memory is not None and memory.problem and memory.problem not in _said:
+        _said.add(memory.problem)
+        print(f"iotop-plus: note: {printable(memory.problem)}", file=sys.stderr)
+    if memory is None or (memory.dirty_kB is None and memory.dirty_threshold_kB is None):
+        return None
+    return memory.as_json()
+
+
 class PressureNote:
     """The ``pressure`` object of a statistic, or null with one stderr line (once) why not."""
 
@@ -336,7 +351,7 @@ _said: set[str] = set()  # latency problems already printed (one line each)
 
 def _intervals(source: LiveSource, first: Frame, interval: float, count: int) -> Iterator[Report]:
     for prev, cur in frames_on_schedule(source, interval, count, first=first, on_frame=_warn):
-        yield prev.sample, cur.sample, cur.rates, cur.latency, cur.pressure, cur.events
+        yield prev.sample, cur.sample, cur.rates, cur.latency, cur.pressure, cur.events, cur
 
 
 def _device_latency(lat: LatencyFrame | None, name: str) -> DeviceLatency | None:

@@ -87,7 +87,7 @@ def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
             return tuple(got)
 
         reports = (
-            (prev.sample, cur.sample, frame.rates, None, frame.pressure, events(prev, cur))
+            (prev.sample, cur.sample, frame.rates, None, frame.pressure, events(prev, cur), frame)
             for prev, cur, frame in chain((first,), pairs)
         )
 

@@ -33,6 +33,7 @@ from iotop_plus.export.counters import DISK_COUNTERS
 from iotop_plus.export.latency import latency_families
 from iotop_plus.export.queue import QUEUE_GAUGES
 from iotop_plus.export.view import ExportView
+from iotop_plus.export.why import memory_families
 from iotop_plus.sampling.diskstats import IN_FLIGHT
 
 PREFIX = "iotop_plus_"
@@ -223,6 +224,7 @@ FRAME_FAMILIES: tuple[Families, ...] = (
     latency_export,
     cgroup_export,
     health_families,
+    memory_families,
 )
 """Families that change every frame (latency histograms and cgroups go here)."""
 STATIC_FAMILIES: tuple[Families, ...] = (identity_families, queue_families, event_families)

@@ -199,9 +199,13 @@ def recorded_sample(frame: Frame, roots: Roots, n_processes: int) -> RecordedSam
     """What the recorder stores of one live frame (its events in the order they came)."""
     events = [recorded_event(e) for e in frame.events]
     pressure = frame.pressure.as_json() if frame.pressure is not None else None
+    parts: dict[str, Any] = {}  # version 4's frame parts, by record type
+    if frame.memory is not None:
+        parts["M"] = frame.memory.as_json()
     return RecordedSample(
         frame.sample,
         top_processes(frame, roots, n_processes),
         pressure or None,
         tuple(events),
+        parts,
     )

@@ -32,6 +32,7 @@ from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.times import zone_of
 from iotop_plus.sampling.frame import Frame, FrameEvent
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.memory import memory_from_json
 from iotop_plus.sampling.pressure import Pressure, PressureLine, ResourcePressure
 from iotop_plus.sampling.sampler import HostInfo, rates_between
 
@@ -266,6 +267,7 @@ class RecordingTimeline:
             events=tuple(frame_events(now.events)),
             pressure=pressure_of(now.pressure),
             processes=process_frame(now, before),
+            memory=memory_from_json(now.parts.get("M")),
         )
 
     def _frame(self, pos: Pos) -> Frame | None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.memory import Memory, MemoryPart
 from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.queue_settings import (
     QUEUE_REFRESH_S,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # the process, cgroup and latency modules load only when some
     from iotop_plus.sampling.blockdev import OpenBlockFile
     from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample
     from iotop_plus.sampling.clock import Clock
+    from iotop_plus.sampling.health_part import HealthFrame, HealthPart
     from iotop_plus.sampling.journal_events import JournalPart
     from iotop_plus.sampling.latency import LatencyPart
     from iotop_plus.sampling.latency_hist import LatencyFrame
@@ -58,7 +60,9 @@ LATENCY_QUEUE = "latency-queue"
 """Latency plus the queue split (insert to issue): the tracer attaches ``block_rq_insert`` too."""
 CGROUPS = "cgroups"
 """What :meth:`LiveSource.want` takes for per-cgroup I/O (the cgroups view, ``top --by cgroup``)."""
-_PARTS = (PROCESSES, LATENCY, LATENCY_QUEUE, CGROUPS)
+HEALTH = "health"
+"""Device health (a worker thread reads smartctl/sysfs) and I/O errors since the start."""
+_PARTS = (PROCESSES, LATENCY, LATENCY_QUEUE, CGROUPS, HEALTH)
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,8 @@ class FrameEvent:
     a probe finished."""
 
     kind: str
-    """``device-added``, ``device-removed``, ``setting``, ``probe``, ``io-error``."""
+    """``device-added``, ``device-removed``, ``setting``, ``probe``, ``io-error``,
+    ``writeback`` (dirty memory crossed the background threshold)."""
     text: str
     """One line for people."""
     device: str | None = None
@@ -166,6 +171,10 @@ class Frame:
     what was counted from them must be dropped."""
     journal_problems: tuple[str, ...] = ()
     """Why a journal could not be read for this frame (one line each)."""
+    memory: Memory | None = None
+    """Dirty and writeback memory and their thresholds (read with the disks; cheap)."""
+    health: HealthFrame | None = None
+    """Each device's latest health reading, its age and I/O errors, while :data:`HEALTH`."""
 
     @property
     def wall_time(self) -> float:
@@ -257,6 +266,8 @@ class LiveSource:
         self._primed: Frame | None = None
         self._primed_early: Frame | None = None
         self._latency: LatencyPart | None = None
+        self._memory = MemoryPart(self.roots)
+        self._health: HealthPart | None = None
 
     def prime(self) -> None:
         """Read the first frame now, in a thread, while the caller loads the UI.
@@ -299,6 +310,8 @@ class LiveSource:
         if self._procs is not None:
             self._procs.close()
             self._procs = None
+        if self._health is not None:
+            self._health = self._health.stopped()
         self._close_latency()
 
     def _close_latency(self) -> None:
@@ -353,6 +366,7 @@ class LiveSource:
             pressure = read_pressure(self.roots)  # three small files: always worth it
         else:
             cur = Sample(time.monotonic(), time.time(), MappingProxyType({}))
+        memory, memory_events = self._memory.read() if self.devices else (None, ())
         started = time.monotonic()
         changed = self._inventory is None or cur.names != self._names
         events: tuple[FrameEvent, ...] = ()
@@ -382,7 +396,7 @@ class LiveSource:
                 self._queues = MappingProxyType(queues)
                 self._nr_requests = MappingProxyType(nr_requests_of(queues))
             self._nr_read_at = started
-        events += journal_events
+        events += journal_events + memory_events
         process_error = None
         try:
             processes = self._process_frame()
@@ -393,8 +407,14 @@ class LiveSource:
         frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
         latency = latency_part.frame(cur.counters, cur.monotonic) if latency_part else None
         cgroups = self._cgroup_frame()
+        from iotop_plus.sampling.health_part import health_step
+
+        wanted = HEALTH in self._wanted and self.devices
+        self._health, health, bad = health_step(self._health, wanted, self.roots, inventory, cur)
         frame = dataclasses.replace(
             frame,
+            health=health,
+            events=frame.events + bad,
             process_error=process_error,
             pressure=pressure,
             latency=latency,
@@ -402,6 +422,7 @@ class LiveSource:
             queues=self._queues,
             journal_restarted=restarted,
             journal_problems=journal_problems,
+            memory=memory,
         )
         self._prev = cur
         return frame

@@ -144,6 +144,8 @@ def recorded_events(
 
 def is_marked(kind: str, record: Mapping[str, Any] | None) -> bool:
     """Whether an event of ``kind`` with this journal line is drawn as a chart mark."""
+    if kind == "writeback":  # dirty memory crossed the background threshold
+        return True
     if kind not in (SETTING, PROBE):
         return False
     return record is None or record.get("record") in MARKED_RECORDS

@@ -267,11 +267,10 @@ def test_malformed_line_is_a_warning_and_the_rest_is_reported(
     )
     assert code == 0
     assert _disks(iostat_host(json.loads(out))) == ["sda", "sda1", "dm-0"]
-    # (a 4.14 tree has no PSI: JSON says so in one note line of its own; the hidden count is
-    # a line of its own too)
-    warnings = [
-        w for w in err.splitlines() if "no pressure (PSI) figures" not in w and " hidden (" not in w
-    ]
+    # (a 4.14 tree has no PSI and no meminfo: JSON says so in one note line each; the hidden
+    # count is a line of its own too)
+    notes = ("no pressure (PSI) figures", "no dirty/writeback figures", " hidden (")
+    warnings = [w for w in err.splitlines() if not any(n in w for n in notes)]
     assert len(warnings) >= 1
     assert all(w.startswith("iotop-plus: warning: skipped ") for w in warnings)
     assert ":5: " in warnings[0] and "sdb" in warnings[0]
@@ -286,9 +285,11 @@ def test_every_fixture_tree_in_every_format(
             capsys, *_roots_args(scenario), "snapshot", "-i", "0.01", "-a", "-f", fmt
         )
         assert code == 0 and out
-        if fmt == "json":  # these trees have no /proc/pressure: null, and one line why
-            assert err.count("\n") == 1 and "no pressure (PSI) figures" in err, err
-            assert iostat_host(json.loads(out))["statistics"][0]["pressure"] is None
+        if fmt == "json":  # no /proc/pressure, meminfo or vmstat: null, and one line each why
+            assert err.count("\n") == 2 and "no pressure (PSI) figures" in err, err
+            assert "no dirty/writeback figures" in err, err
+            [stat] = iostat_host(json.loads(out))["statistics"]
+            assert stat["pressure"] is None and stat["memory"] is None
         else:
             assert err == ""
 
