@@ -1,0 +1,368 @@
+"""The health part of a frame: the latest reading of every device and its age, and the
+kernel's failed requests since this process started (:data:`~iotop_plus.sampling.frame.HEALTH`).
+
+Readings come from :class:`HealthWorker`, a thread of its own (never the frame thread or the
+UI): one device at a time, each at most every :data:`REFRESH_S`, smartctl killed after
+:data:`~iotop_plus.sampling.health.READ_TIMEOUT_S`. A device that cannot have health (loop,
+ram, zram, dm, md) is read once and says why. A frame only copies what the worker has.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.health import (
+    READ_TIMEOUT_S,
+    DeviceHealth,
+    device_driver,
+    no_health_reason,
+    read_health,
+)
+from iotop_plus.sampling.io_errors import ErrorCounts, KmsgErrors
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.frame import FrameEvent
+    from iotop_plus.sampling.inventory import Inventory
+    from iotop_plus.sampling.sampler import Sample
+
+REFRESH_S = 300.0
+"""A device's health is read at most this often (5 minutes)."""
+
+#: The ruled keys of ``disk[].health`` (REFERENCE.md, "Device health"), in order.
+HEALTH_KEYS = (
+    "source",
+    "reason",
+    "passed",
+    "media_errors",
+    "percentage_used",
+    "available_spare",
+    "temperature_c",
+    "critical_warning",
+    "reallocated_sectors",
+    "pending_sectors",
+    "power_on_hours",
+    "unsafe_shutdowns",
+    "io_errors",
+    "age_s",
+)
+_FIGURES = HEALTH_KEYS[2:12]
+_EXTRA = (
+    "error_log_entries",
+    "available_spare_threshold",
+    "temperature_warning_c",
+    "temperature_critical_c",
+    "exit_status",
+    "device_state",
+    "ioerr_cnt",
+    "iodone_cnt",
+)
+NOT_READ_YET = "not read yet (health is read one device at a time)"
+
+
+@dataclass(frozen=True)
+class HealthFrame:
+    """Health readings and I/O error counts as of one frame."""
+
+    readings: Mapping[str, DeviceHealth]
+    """The latest reading per device (devices not read yet are absent)."""
+    age_s: Mapping[str, float]
+    """How old each reading was at this frame, seconds."""
+    io_errors: Mapping[str, int] | None
+    """Failed requests per device since this process started; None when nothing counts them
+    (no tracer, no ``/dev/kmsg``)."""
+    io_error_source: str | None = None
+    """``tracer`` (``block_rq_error``) or ``kmsg``; None when nothing counts."""
+    problem: str | None = None
+    """Why I/O errors are not counted (one line), or None."""
+    new_errors: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    """Errors per device since the previous frame (for the table's severity mark)."""
+
+    def device_json(self, name: str) -> dict[str, Any]:
+        """``disk[].health`` for ``name``, exactly the ruled keys (absent values null)."""
+        reading = self.readings.get(name)
+        out: dict[str, Any] = dict.fromkeys(HEALTH_KEYS)
+        if reading is None:
+            out.update(source="none", reason=NOT_READ_YET)
+        else:
+            out.update(source=reading.source, reason=reading.reason)
+            out.update({k: getattr(reading, k) for k in _FIGURES})
+            age = self.age_s.get(name)
+            out["age_s"] = round(age, 1) if age is not None else None
+        if self.io_errors is not None:
+            out["io_errors"] = self.io_errors.get(name, 0)
+        return out
+
+    def severity(self, name: str) -> str | None:
+        """Why the device table marks ``name`` (one short phrase), or None."""
+        reading = self.readings.get(name)
+        if self.new_errors.get(name):
+            return f"{self.new_errors[name]} new I/O errors"
+        if reading is None:
+            return None
+        if reading.passed is False:
+            return "SMART: failing"
+        if reading.critical_warning:
+            return f"critical warning 0x{reading.critical_warning:02x}"
+        if reading.worn:
+            return f"wear {reading.percentage_used} %"
+        return None
+
+    def as_json(self) -> dict[str, Any]:
+        """What a recording stores (record type ``H``)."""
+        devices = {}
+        for name, reading in self.readings.items():
+            doc = {k: getattr(reading, k) for k in ("source", "reason", *_FIGURES, *_EXTRA)}
+            doc["age_s"] = self.age_s.get(name)
+            devices[name] = {k: v for k, v in doc.items() if v is not None}
+        return {
+            "devices": devices,
+            "io_errors": dict(self.io_errors) if self.io_errors is not None else None,
+            "io_error_source": self.io_error_source,
+            "problem": self.problem,
+            "new_errors": dict(self.new_errors),
+        }
+
+
+def health_from_json(doc: object) -> HealthFrame | None:
+    """A recorded ``H`` part back as a frame part (None when absent or not an object)."""
+    if not isinstance(doc, Mapping):
+        return None
+    fields = {f.name for f in dataclasses.fields(DeviceHealth)}
+    readings: dict[str, DeviceHealth] = {}
+    ages: dict[str, float] = {}
+    devices = doc.get("devices")
+    for name, one in devices.items() if isinstance(devices, Mapping) else ():
+        if not isinstance(one, Mapping) or not isinstance(one.get("source"), str):
+            continue
+        kept = {k: v for k, v in one.items() if k in fields and k != "exit_notes"}
+        try:
+            readings[str(name)] = DeviceHealth(**kept)
+        except TypeError:
+            continue
+        if isinstance(one.get("age_s"), int | float):
+            ages[str(name)] = float(one["age_s"])
+    counts = doc.get("io_errors")
+    io_errors = (
+        {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}
+        if isinstance(counts, Mapping)
+        else None
+    )
+    new = doc.get("new_errors")
+    source, problem = doc.get("io_error_source"), doc.get("problem")
+    return HealthFrame(
+        MappingProxyType(readings),
+        MappingProxyType(ages),
+        MappingProxyType(io_errors) if io_errors is not None else None,
+        source if isinstance(source, str) else None,
+        problem if isinstance(problem, str) else None,
+        MappingProxyType(
+            {str(k): v for k, v in new.items() if isinstance(v, int)}
+            if isinstance(new, Mapping)
+            else {}
+        ),
+    )
+
+
+class HealthWorker:
+    """One thread reading device health, one device at a time, each at most every
+    ``refresh_s``; the frame thread only copies what it has."""
+
+    def __init__(
+        self,
+        roots: Roots,
+        *,
+        refresh_s: float = REFRESH_S,
+        timeout: float = READ_TIMEOUT_S,
+        reader: Callable[..., DeviceHealth] = read_health,
+    ) -> None:
+        """Args:
+        roots: Where /sys is; smartctl runs only when it is the live host.
+        refresh_s: Least time between two readings of one device.
+        timeout: How long smartctl may take for one device.
+        reader: The reading function (:func:`~iotop_plus.sampling.health.read_health`).
+        """
+        self.roots = roots
+        self.refresh_s = refresh_s
+        self.timeout = timeout
+        self._reader = reader
+        self._cond = threading.Condition()
+        self._kinds: dict[str, str] = {}
+        self._due: dict[str, float] = {}
+        self._readings: dict[str, DeviceHealth] = {}
+        self._closed = False
+        self._thread: threading.Thread | None = None
+        self.reading: str | None = None
+        """The device being read now, if any."""
+
+    def watch(self, kinds: Mapping[str, str]) -> None:
+        """Read these devices (name -> inventory kind) from now on; new ones are due now."""
+        with self._cond:
+            if kinds.keys() == self._kinds.keys():
+                return
+            now = time.monotonic()
+            for name in kinds.keys() - self._kinds.keys():
+                self._due[name] = now
+            for name in self._kinds.keys() - kinds.keys():
+                self._due.pop(name, None)
+                self._readings.pop(name, None)
+            self._kinds = dict(kinds)
+            self._cond.notify_all()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="iotop-plus-health", daemon=True)
+            self._thread.start()
+
+    def readings(self) -> dict[str, DeviceHealth]:
+        """The latest reading of each watched device read so far."""
+        with self._cond:
+            return dict(self._readings)
+
+    def wait_all(self, timeout: float) -> bool:
+        """Wait until every watched device has a reading (a headless snapshot)."""
+        with self._cond:
+            return self._cond.wait_for(
+                lambda: self._closed or self._kinds.keys() <= self._readings.keys(), timeout
+            )
+
+    def close(self) -> None:
+        """Stop after the reading in progress (smartctl is killed by its own timeout)."""
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+    def _next(self) -> tuple[str, str] | None:
+        with self._cond:
+            while not self._closed:
+                now = time.monotonic()
+                due = [(t, n) for n, t in self._due.items() if t <= now]
+                if due:
+                    name = min(due)[1]
+                    return name, self._kinds[name]
+                later = min(self._due.values(), default=None)
+                self._cond.wait(None if later is None else max(0.0, later - now))
+            return None
+
+    def _run(self) -> None:
+        live = self.roots.is_live
+        while (job := self._next()) is not None:
+            name, kind = job
+            self.reading = name
+            once = no_health_reason(kind, device_driver(self.roots, name)) is not None
+            try:
+                found = self._reader(
+                    self.roots, name, kind, timeout=self.timeout, use_smartctl=live
+                )
+            except Exception as exc:  # one device's failure must not stop the others
+                found = DeviceHealth(source="none", reason=f"health read failed: {exc}")
+            self.reading = None
+            with self._cond:
+                if name not in self._kinds:
+                    continue
+                previous = self._readings.get(name)
+                kept = previous is not None and previous.source == "smartctl"
+                if kept and found.source == "none" and found.reason:
+                    # keep the last figures (and their age), say what went wrong
+                    assert previous is not None
+                    found = dataclasses.replace(previous, reason=found.reason)
+                self._readings[name] = found
+                self._due[name] = float("inf") if once else time.monotonic() + self.refresh_s
+                self._cond.notify_all()
+
+
+class HealthPart:
+    """The health worker, the I/O error counter and what the frames need between them."""
+
+    def __init__(self, roots: Roots, worker: HealthWorker | None = None) -> None:
+        """Start counting I/O errors now; the worker starts with the first frame."""
+        self.roots = roots
+        self.worker = worker if worker is not None else HealthWorker(roots)
+        self.counts = ErrorCounts()
+        self.kmsg: KmsgErrors | None = None
+        self.problem: str | None = None
+        if roots.is_live:
+            self.kmsg = KmsgErrors()
+            self.problem = self.kmsg.problem
+        else:
+            self.problem = "I/O errors are counted on the live host only, not on a captured tree"
+
+    def frame(
+        self,
+        inventory: Inventory,
+        monotonic: float,
+        tracer_errors: Mapping[tuple[str, str], int] | None = None,
+    ) -> tuple[HealthFrame, tuple[FrameEvent, ...]]:
+        """This frame's part and its new ``io-error`` events.
+
+        ``tracer_errors``: failed requests per (device, kind) the tracer saw since the
+        previous frame, while it runs; then the kernel log is only drained, not counted.
+        """
+        from iotop_plus.sampling.frame import FrameEvent
+
+        kinds = {n: d.kind for n, d in inventory.devices.items() if not d.is_partition}
+        self.worker.watch(kinds)
+        logged = self.kmsg.read() if self.kmsg is not None else []
+        if tracer_errors is not None:
+            new, source = self.counts.add_counts(tracer_errors), "tracer"
+        elif self.kmsg is not None and self.kmsg.problem is None:
+            new, source = self.counts.add(logged), "kmsg"
+        else:
+            new, source = {}, None
+        problem = self.kmsg.problem if self.kmsg is not None and source != "tracer" else None
+        events = tuple(
+            FrameEvent(
+                "io-error",
+                f"{n} {kind} error{'s' if n > 1 else ''} on {dev}"
+                f" ({self.counts.totals.get(dev, 0)} since start)",
+                dev,
+            )
+            for (dev, kind), n in sorted(new.items())
+        )
+        per_device: dict[str, int] = {}
+        for (dev, _kind), n in new.items():
+            per_device[dev] = per_device.get(dev, 0) + n
+        readings = self.worker.readings()
+        ages = {n: max(0.0, monotonic - r.read_monotonic) for n, r in readings.items()}
+        part = HealthFrame(
+            MappingProxyType(readings),
+            MappingProxyType(ages),
+            MappingProxyType(dict(self.counts.totals)) if source is not None else None,
+            source,
+            problem if source is None else None,
+            MappingProxyType(per_device),
+        )
+        return part, events
+
+    def close(self) -> None:
+        """Stop the worker and release the kernel log."""
+        self.worker.close()
+        if self.kmsg is not None:
+            self.kmsg.close()
+
+    def stopped(self) -> HealthPart | None:
+        """:meth:`close`, then None (for the owner's ``part = part.stopped()``)."""
+        self.close()
+        return None
+
+
+def health_step(
+    part: HealthPart | None,
+    wanted: bool,
+    roots: Roots,
+    inventory: Inventory,
+    sample: Sample,
+) -> tuple[HealthPart | None, HealthFrame | None, tuple[FrameEvent, ...]]:
+    """One frame's step of :class:`~iotop_plus.sampling.frame.LiveSource`: the part (started
+    when first wanted, closed when no longer wanted), this frame's health and its events."""
+    if not wanted:
+        if part is not None:
+            part.close()
+        return None, None, ()
+    part = part if part is not None else HealthPart(roots)
+    health, events = part.frame(inventory, sample.monotonic)
+    return part, health, events
