@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import subprocess
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -345,12 +346,13 @@ def sysfs_health(roots: Roots, name: str, reason: str | None = None) -> DeviceHe
 
 
 def run_smartctl(
-    name: str, timeout: float = READ_TIMEOUT_S
+    name: str, timeout: float = READ_TIMEOUT_S, cancel: threading.Event | None = None
 ) -> tuple[Mapping[str, Any] | None, str | None]:
     """Run ``smartctl --json --nocheck=standby -a /dev/NAME`` (found through the one program
     lookup) and return its document, or None and one line saying why not.
 
-    A smartctl that does not answer within ``timeout`` is killed: :data:`TIMED_OUT`.
+    A smartctl that does not answer within ``timeout`` is killed: :data:`TIMED_OUT`; so is
+    one still running when ``cancel`` is set (the app quits).
     """
     found = lookup_program("smartctl")
     if found.path is None:
@@ -367,13 +369,21 @@ def run_smartctl(
         )
     except OSError as exc:
         return None, f"cannot run smartctl: {exc.strerror or exc}"
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.communicate(timeout=1.0)  # a child stuck in the kernel is left to init
-        return None, f"{TIMED_OUT} (smartctl gave no answer in {timeout:g} s and was killed)"
+    deadline = time.monotonic() + timeout
+    out = None
+    while out is None:
+        try:
+            out, _ = proc.communicate(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            stopped = cancel is not None and cancel.is_set()
+            if not stopped and time.monotonic() < deadline:
+                continue
+            proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.communicate(timeout=1.0)  # a child stuck in the kernel is left to init
+            if stopped:
+                return None, "health read stopped"
+            return None, f"{TIMED_OUT} (smartctl gave no answer in {timeout:g} s and was killed)"
     if len(out) > MAX_OUTPUT_BYTES:
         return None, f"smartctl printed {len(out)} bytes for /dev/{name}: not its JSON"
     try:
@@ -393,6 +403,7 @@ def read_health(
     *,
     timeout: float = READ_TIMEOUT_S,
     use_smartctl: bool = True,
+    cancel: threading.Event | None = None,
 ) -> DeviceHealth:
     """One reading of ``name``'s health: smartctl, else sysfs, else why none (stamped now)."""
     now_wall, now_mono = time.time(), time.monotonic()
@@ -403,7 +414,7 @@ def read_health(
     elif not use_smartctl:
         found = sysfs_health(roots, name, "smartctl is not run on a captured tree")
     else:
-        doc, why = run_smartctl(name, timeout)
+        doc, why = run_smartctl(name, timeout, cancel)
         if doc is not None:
             try:
                 found = parse_smartctl(doc, driver)

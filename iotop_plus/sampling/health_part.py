@@ -18,8 +18,8 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling import health as _health
 from iotop_plus.sampling.health import (
-    READ_TIMEOUT_S,
     DeviceHealth,
     device_driver,
     no_health_reason,
@@ -179,24 +179,30 @@ class HealthWorker:
         roots: Roots,
         *,
         refresh_s: float = REFRESH_S,
-        timeout: float = READ_TIMEOUT_S,
+        timeout: float | None = None,
+        use_smartctl: bool | None = None,
         reader: Callable[..., DeviceHealth] = read_health,
     ) -> None:
         """Args:
-        roots: Where /sys is; smartctl runs only when it is the live host.
+        roots: Where /sys is.
         refresh_s: Least time between two readings of one device.
-        timeout: How long smartctl may take for one device.
+        timeout: How long smartctl may take for one device (default
+            :data:`~iotop_plus.sampling.health.READ_TIMEOUT_S`, read when the worker starts).
+        use_smartctl: Run smartctl (default: only when ``roots`` is the live host; never
+            for a captured tree, whose device names are not this host's).
         reader: The reading function (:func:`~iotop_plus.sampling.health.read_health`).
         """
         self.roots = roots
         self.refresh_s = refresh_s
-        self.timeout = timeout
+        self.timeout = timeout if timeout is not None else _health.READ_TIMEOUT_S
+        self.use_smartctl = roots.is_live if use_smartctl is None else use_smartctl
         self._reader = reader
         self._cond = threading.Condition()
         self._kinds: dict[str, str] = {}
         self._due: dict[str, float] = {}
         self._readings: dict[str, DeviceHealth] = {}
         self._closed = False
+        self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
         self.reading: str | None = None
         """The device being read now, if any."""
@@ -231,7 +237,8 @@ class HealthWorker:
             )
 
     def close(self) -> None:
-        """Stop after the reading in progress (smartctl is killed by its own timeout)."""
+        """Stop; a smartctl still running is killed."""
+        self._cancel.set()
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -249,14 +256,18 @@ class HealthWorker:
             return None
 
     def _run(self) -> None:
-        live = self.roots.is_live
         while (job := self._next()) is not None:
             name, kind = job
             self.reading = name
             once = no_health_reason(kind, device_driver(self.roots, name)) is not None
             try:
                 found = self._reader(
-                    self.roots, name, kind, timeout=self.timeout, use_smartctl=live
+                    self.roots,
+                    name,
+                    kind,
+                    timeout=self.timeout,
+                    use_smartctl=self.use_smartctl,
+                    cancel=self._cancel,
                 )
             except Exception as exc:  # one device's failure must not stop the others
                 found = DeviceHealth(source="none", reason=f"health read failed: {exc}")
