@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.issuers import IssuerPart, IssuersFrame
 from iotop_plus.sampling.memory import Memory, MemoryPart
 from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.queue_settings import (
@@ -62,7 +63,9 @@ CGROUPS = "cgroups"
 """What :meth:`LiveSource.want` takes for per-cgroup I/O (the cgroups view, ``top --by cgroup``)."""
 HEALTH = "health"
 """Device health (a worker thread reads smartctl/sysfs) and I/O errors since the start."""
-_PARTS = (PROCESSES, LATENCY, LATENCY_QUEUE, CGROUPS, HEALTH)
+ISSUERS = "issuers"
+"""Who issues each device's requests: the tracer charges each one to its process and cgroup."""
+_PARTS = (PROCESSES, LATENCY, LATENCY_QUEUE, CGROUPS, HEALTH, ISSUERS)
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,8 @@ class Frame:
     one-line status, while :data:`LATENCY` is wanted; None otherwise."""
     cgroups: CgroupFrame | None = None
     """Per-cgroup I/O, when wanted; None otherwise."""
+    issuers: IssuersFrame | None = None
+    """Who did each device's I/O, while :data:`ISSUERS` is wanted; None otherwise."""
     queues: Mapping[str, QueueSettings] = dataclasses.field(
         default_factory=lambda: MappingProxyType({})
     )
@@ -266,6 +271,7 @@ class LiveSource:
         self._primed: Frame | None = None
         self._primed_early: Frame | None = None
         self._latency: LatencyPart | None = None
+        self._issuers = IssuerPart(self.roots)
         self._memory = MemoryPart(self.roots)
         self._health: HealthPart | None = None
 
@@ -325,20 +331,20 @@ class LiveSource:
         return part is not None and part.wait_ready(timeout)
 
     def _latency_part(self) -> LatencyPart | None:
-        queue = LATENCY_QUEUE in self._wanted
-        if not queue and LATENCY not in self._wanted:
+        queue, who = LATENCY_QUEUE in self._wanted, ISSUERS in self._wanted
+        if not queue and not who and LATENCY not in self._wanted:
             self._close_latency()  # nobody looks: no tracer
             return None
-        if self._latency is not None and self._latency.queue != queue:
-            self._close_latency()  # attach block_rq_insert only while the split is wanted
+        if self._latency is not None and self._latency.kind != (queue, who):
+            self._close_latency()  # insert and attribution probes only while wanted
         if self._latency is None:
             from iotop_plus.sampling.latency import LatencyPart
 
             if self.roots.is_live:
-                self._latency = LatencyPart(queue=queue)
+                self._latency = LatencyPart(queue=queue, attribution=who)
             else:  # a captured tree has no tracepoints: never trace the host under it
                 why = "latency is traced on the live host only, not on a captured tree"
-                self._latency = LatencyPart(queue=queue, check=lambda: (why, None))
+                self._latency = LatencyPart(queue=queue, attribution=who, check=lambda: (why, None))
         return self._latency
 
     def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
@@ -419,6 +425,7 @@ class LiveSource:
             pressure=pressure,
             latency=latency,
             cgroups=cgroups,
+            issuers=self._issuers.frame(latency, processes) if ISSUERS in self._wanted else None,
             queues=self._queues,
             journal_restarted=restarted,
             journal_problems=journal_problems,

@@ -47,6 +47,7 @@ from iotop_plus.sampling.latency_hist import (
     DeviceLatency,
     LatencyFrame,
     OpLatency,
+    PidIO,
 )
 from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser, op_of
 from iotop_plus.sampling.latency_program import (
@@ -112,6 +113,24 @@ def _names_by_dev(counters: Mapping[str, object]) -> dict[int, str]:
     return out
 
 
+def _attributed(
+    batches: list[TracerBatch], names: Mapping[int, str]
+) -> tuple[Mapping[str, Mapping[int, PidIO]], frozenset[str]]:
+    """The batches' requests per device name and issuing pid, and the bdis written back."""
+    out: dict[str, dict[int, PidIO]] = {}
+    wb: set[str] = set()
+    for batch in batches:
+        wb |= batch.writeback
+        for (dev, pid), io in batch.attributed.items():
+            name = names.get(dev)
+            if name is None:
+                continue
+            mine = out.setdefault(name, {})
+            mine[pid] = mine[pid].merged(io) if pid in mine else io
+    frozen = {n: MappingProxyType(p) for n, p in out.items()}
+    return MappingProxyType(frozen), frozenset(wb)
+
+
 class LatencyPart:
     """The latency part of :class:`~iotop_plus.sampling.frame.LiveSource`'s frames."""
 
@@ -123,6 +142,7 @@ class LatencyPart:
         check: Callable[[], tuple[str | None, str | None]] = tracer_problem,
         issuers: bool = False,
         only_dev: int | None = None,
+        attribution: bool = False,
     ) -> None:
         """Args:
         queue: Trace the queue split too (``block_rq_insert``).
@@ -130,14 +150,17 @@ class LatencyPart:
         check: The preflight (root, bpftrace, tracepoints); tests inject one.
         issuers: A probe's tracer: devices' latency carries their issuers and flush+writes.
         only_dev: Trace only this kernel dev_t (a probe's device).
+        attribution: Charge requests to their issuers (:attr:`LatencyFrame.issuers`).
         """
         self.queue = queue
+        self.attribution = attribution
         self._make_tracer = make_tracer or (
             lambda: Tracer(
                 queue=queue,
                 issuers=issuers,
                 only_dev=only_dev,
                 marked=not issuers and marker_present(),  # a probe's tracer: its own ticks
+                attribution=attribution,
             )
         )
         self._check = check
@@ -150,6 +173,11 @@ class LatencyPart:
         self._partial = False
         self.waited_s: float | None = None
         """How long the last :meth:`align` waited for the tracer (measurements)."""
+
+    @property
+    def kind(self) -> tuple[bool, bool]:
+        """``(queue, attribution)``: what the tracer's program traces beside device time."""
+        return self.queue, self.attribution
 
     def start(self) -> None:
         """Check and start the tracer (once; :meth:`close` then a new part restarts)."""
@@ -216,6 +244,7 @@ class LatencyPart:
         names = _names_by_dev(counters)
         merged: dict[str, dict[str, OpLatency]] = {}
         who: dict[str, dict[tuple[int, str], int]] = {}
+        pids, wb = _attributed(batches, names)
         for batch in batches:
             for (dev, op), lat in batch.ops.items():
                 name = names.get(dev)
@@ -261,6 +290,9 @@ class LatencyPart:
             span_s=span,
             notice=notice,
             partial=partial,
+            attributed=self.attribution,
+            issuers=pids,
+            writeback=wb,
         )
 
     def _restart(self) -> None:

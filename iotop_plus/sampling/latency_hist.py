@@ -163,6 +163,40 @@ class OpLatency:
 
 
 @dataclass(frozen=True)
+class PidIO:
+    """One issuer's requests on one device over one interval (the tracer's attribution)."""
+
+    comm: str
+    """The submitting task's name (``""`` when only its completions were seen)."""
+    cgroup_id: int
+    """The v2 cgroup id it submitted from (0 when unknown; 1 is usually the v2 root)."""
+    ops: Mapping[str, OpLatency] = field(default_factory=lambda: MappingProxyType({}))
+    """Device time of its requests that completed, per operation (counts are its IOPS)."""
+    sectors: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
+    """512-byte sectors it submitted, per operation."""
+
+    def op(self, name: str) -> Histogram:
+        """The device-time histogram of ``name`` (empty when not seen)."""
+        found = self.ops.get(name)
+        return found.device if found is not None else Histogram()
+
+    def merged(self, other: PidIO) -> PidIO:
+        """Both intervals together (the later comm and cgroup win where known)."""
+        ops = dict(self.ops)
+        for name, op in other.ops.items():
+            ops[name] = ops[name].merged(op) if name in ops else op
+        sectors = dict(self.sectors)
+        for name, n in other.sectors.items():
+            sectors[name] = sectors.get(name, 0) + n
+        return PidIO(
+            other.comm or self.comm,
+            other.cgroup_id or self.cgroup_id,
+            MappingProxyType(ops),
+            MappingProxyType(sectors),
+        )
+
+
+@dataclass(frozen=True)
 class DeviceLatency:
     """One device's latency over one interval, per operation."""
 
@@ -281,6 +315,12 @@ class LatencyFrame:
     partial: bool = False
     """The tracer's output for this frame's end did not come within 50 ms: the histograms end
     at its last output before, and the rest goes to the next frame."""
+    attributed: bool = False
+    """The tracer charged each request to its issuer (:attr:`issuers` is meaningful)."""
+    issuers: Mapping[str, Mapping[int, PidIO]] = field(default_factory=lambda: MappingProxyType({}))
+    """Per device name, per submitting pid (0: no submission seen, e.g. kernel flushes)."""
+    writeback: frozenset[str] = frozenset()
+    """bdi names (``MAJ:MIN``) the flusher threads worked on over the interval."""
 
     @property
     def has_figures(self) -> bool:

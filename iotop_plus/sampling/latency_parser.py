@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from iotop_plus.sampling.latency_hist import Histogram, OpLatency, bucket_index
+from iotop_plus.sampling.latency_hist import Histogram, OpLatency, PidIO, bucket_index
 from iotop_plus.sampling.latency_program import FLUSH_WRITE
 
 
@@ -26,6 +27,15 @@ def op_of(rwbs: str) -> str | None:
         else:
             return "flush"
     return {"R": "read", "W": "write", "D": "discard"}.get(head)
+
+
+def rwbs_of(field: str) -> str:
+    """The ``rwbs`` flags of a map key field: the string itself, or the number the program
+    made of its first two bytes (:func:`~iotop_plus.sampling.latency_program.rwbs_offsets`)."""
+    if not field.isdigit():
+        return field
+    raw = int(field).to_bytes(2, sys.byteorder).split(b"\0", 1)[0]
+    return raw.decode("ascii", "replace")
 
 
 @dataclass
@@ -55,6 +65,26 @@ class TracerBatch:
     """Requests submitted per (kernel dev_t, pid, comm): a probe's tracer only."""
     marked: bool = False
     """Printed for a frame's marker syscall (``mark``), not by the child's own tick."""
+    attributed: Mapping[tuple[int, int], PidIO] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Per (kernel dev_t, submitting pid): an attributing tracer's requests (pid 0: no
+    submission seen)."""
+    writeback: frozenset[str] = frozenset()
+    """bdi names (``MAJ:MIN``) ``writeback_start`` saw the flusher work on."""
+
+
+@dataclass
+class _PidAcc:
+    ops: dict[str, _OpAcc] = field(default_factory=dict)
+    sectors: dict[str, int] = field(default_factory=dict)
+    comms: dict[str, int] = field(default_factory=dict)
+    cgroup_id: int = 0
+
+    def frozen(self) -> PidIO:
+        comm = max(self.comms, key=lambda c: (self.comms[c], c)) if self.comms else ""
+        ops = MappingProxyType({k: a.frozen() for k, a in self.ops.items()})
+        return PidIO(comm, self.cgroup_id, ops, MappingProxyType(dict(self.sectors)))
 
 
 class TracerParser:
@@ -67,7 +97,10 @@ class TracerParser:
     is JSON is ignored, and a line that is not JSON raises ``ValueError`` quoting it. Keys:
     ``dev,rwbs,exp,sub`` (``@h``), ``dev,rwbs`` (``@ds``, ``@dm``, ``@qs``, ``@qn``),
     ``dev,exp,sub`` (``@fh``), ``dev`` (``@fs``, ``@fm``) and ``dev,pid,comm`` (``@who``;
-    a comm may itself hold commas).
+    a comm may itself hold commas). An attributing program adds the pid as the last key of
+    ``@h``, ``@ds`` and ``@dm``, and prints ``@ab`` (``dev,pid,cgroup,rwbs,comm``: sectors
+    submitted) and ``@wb`` (``MAJ:MIN``: the flusher's work per bdi). ``rwbs`` is the
+    string or the number of its first two bytes (:func:`rwbs_of`).
     """
 
     def __init__(self) -> None:
@@ -75,6 +108,8 @@ class TracerParser:
         """True once bpftrace said its probes are attached."""
         self._acc: dict[tuple[int, str], _OpAcc] = {}
         self._who: dict[tuple[int, int, str], int] = {}
+        self._pids: dict[tuple[int, int], _PidAcc] = {}
+        self._wb: set[str] = set()
 
     def feed(self, line: str) -> TracerBatch | None:
         """Take one line; returns a batch when the line ended a tick."""
@@ -102,11 +137,15 @@ class TracerParser:
                 raise ValueError(f"bad tick line from the tracer: {data[:80]!r}") from None
             acc, self._acc = self._acc, {}
             who, self._who = self._who, {}
+            pids, self._pids = self._pids, {}
+            wb, self._wb = self._wb, set()
             return TracerBatch(
                 end_ns,
                 MappingProxyType({k: a.frozen() for k, a in acc.items()}),
                 MappingProxyType(who),
                 marked=data.startswith("mark "),
+                attributed=MappingProxyType({k: a.frozen() for k, a in pids.items()}),
+                writeback=frozenset(wb),
             )
         return None
 
@@ -114,31 +153,46 @@ class TracerParser:
         if name in ("@who", "@fh", "@fs", "@fm"):
             self._probe_map(name, values)
             return
+        if name in ("@ab", "@wb"):
+            self._attribution_map(name, values)
+            return
         if name not in ("@h", "@ds", "@dm", "@qs", "@qn"):
             return
+        by_pid = 5 if name == "@h" else 3  # the key length when the last key is the pid
         for key, value in values.items():
             if not isinstance(value, int):
                 continue
             parts = key.split(",")
             try:
                 dev = int(parts[0])
-                op = op_of(parts[1])
+                op = op_of(rwbs_of(parts[1]))
                 if op is None:
                     continue
-                acc = self._acc.setdefault((dev, op), _OpAcc())
-                if name == "@h":
-                    idx = bucket_index(int(parts[2]), int(parts[3]))
-                    acc.buckets[idx] = acc.buckets.get(idx, 0) + value
-                elif name == "@ds":
-                    acc.sum_ns += value
-                elif name == "@dm":
-                    acc.max_ns = max(acc.max_ns, value)
-                elif name == "@qs":
-                    acc.queue_sum_ns += value
-                else:
-                    acc.queue_count += value
+                _add(self._acc.setdefault((dev, op), _OpAcc()), name, parts, value)
+                if len(parts) == by_pid and name in ("@h", "@ds", "@dm"):
+                    mine = self._pids.setdefault((dev, int(parts[-1])), _PidAcc())
+                    _add(mine.ops.setdefault(op, _OpAcc()), name, parts, value)
             except (IndexError, ValueError):
                 raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
+
+    def _attribution_map(self, name: str, values: Mapping[str, object]) -> None:
+        """``@ab`` (sectors submitted by pid, cgroup and comm) and ``@wb`` (flusher work)."""
+        for key, value in values.items():
+            if not isinstance(value, int):
+                continue
+            if name == "@wb":
+                self._wb.add(key)
+                continue
+            try:
+                dev, pid, cgroup, rwbs, comm = key.split(",", 4)
+                op = op_of(rwbs_of(rwbs))
+                mine = self._pids.setdefault((int(dev), int(pid)), _PidAcc())
+                mine.cgroup_id = int(cgroup)
+            except ValueError:
+                raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
+            mine.comms[comm] = mine.comms.get(comm, 0) + value + 1
+            if op is not None:
+                mine.sectors[op] = mine.sectors.get(op, 0) + value
 
     def _probe_map(self, name: str, values: Mapping[str, object]) -> None:
         """The maps of a probe's tracer: issuers and the flush+write timings."""
@@ -162,3 +216,18 @@ class TracerParser:
                     acc.max_ns = max(acc.max_ns, value)
             except (IndexError, ValueError):
                 raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
+
+
+def _add(acc: _OpAcc, name: str, parts: list[str], value: int) -> None:
+    """One value of a device-time or queue map into ``acc``."""
+    if name == "@h":
+        idx = bucket_index(int(parts[2]), int(parts[3]))
+        acc.buckets[idx] = acc.buckets.get(idx, 0) + value
+    elif name == "@ds":
+        acc.sum_ns += value
+    elif name == "@dm":
+        acc.max_ns = max(acc.max_ns, value)
+    elif name == "@qs":
+        acc.queue_sum_ns += value
+    else:
+        acc.queue_count += value

@@ -8,7 +8,9 @@ frames use it); :func:`tracer_problem`, :func:`marker_present` and
 from __future__ import annotations
 
 import os
+import re
 import subprocess
+from collections.abc import Mapping
 
 from iotop_plus.programs import lookup_program
 
@@ -17,6 +19,7 @@ TICK_MS = 250
 TRACEFS = "/sys/kernel/tracing"
 """Where tracefs is mounted when it is missing."""
 _EVENT_DIRS = (f"{TRACEFS}/events/block", "/sys/kernel/debug/tracing/events/block")
+_RWBS_FIELD = re.compile(r"field:char rwbs\[\d+\];\s*offset:(\d+);\s*size:(?:[2-9]|\d\d+);")
 MARK_TRACEPOINT = "syscalls/sys_enter_kill"
 """Where the program catches the frame's marker syscall (``kill(tracer_pid, 0)``)."""
 MARKER = "iotop-plus-latency"
@@ -51,6 +54,9 @@ def tracer_program(
     submit: str = ISSUE_TRACEPOINTS[0],
     only_dev: int | None = None,
     marked: bool = False,
+    attribution: bool = False,
+    rwbs_at: Mapping[str, int] | None = None,
+    writeback: bool = False,
 ) -> str:
     """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
 
@@ -71,6 +77,18 @@ def tracer_program(
     once, FUA still set. Those completions end the timing; every completion of such a write
     is kept out of the plain writes. Flushes are not stamped at issue (no sectors): their
     stamp at sector 0 would time the empty write that completes there.
+
+    With ``attribution`` (the frame's issuers, while a view wants them) each request is
+    charged to the task that submitted it: at ``submit`` the sectors go to
+    ``@ab[dev, pid, cgroup, op, comm]`` (``cgroup`` is the v2 id) and the pid is kept in
+    ``@ow[dev, sector]`` until completion, where the device-time maps gain the pid as their
+    last key (``@h[dev, op, exp, sub, pid]``, ``@ds``/``@dm[dev, op, pid]``; pid 0: no
+    submission seen, e.g. a flush the kernel made). With ``writeback`` too,
+    ``writeback:writeback_start`` counts the flusher's work per bdi (``@wb["MAJ:MIN"]``).
+
+    ``rwbs_at`` (:func:`rwbs_offsets`): where each tracepoint's ``rwbs`` field sits, so
+    the maps are keyed by its first two bytes as one number (``*(uint16 *)``) instead of
+    the string; tracepoints not in it keep the string key.
     """
     lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip()]
     only = f" /args->dev == {int(only_dev)}/" if only_dev is not None else ""
@@ -78,17 +96,24 @@ def tracer_program(
         lines.append(
             f"tracepoint:block:block_rq_insert{only} {{ @iq[args->dev, args->sector] = nsecs; }}"
         )
+    if issuers or attribution:
+        lines.append(f"tracepoint:block:{submit}{only} {{")
+    if attribution:
+        lines += [
+            f"  @ab[args->dev, pid, cgroup, {_op(submit, rwbs_at)}, comm] = sum(args->nr_sector);",
+            "  @ow[args->dev, args->sector] = pid;",
+        ]
     if issuers:
         lines += [
-            f"tracepoint:block:{submit}{only} {{",
             "  @who[args->dev, pid, comm] = count();",
             '  if (strncmp(args->rwbs, "FW", 2) == 0) {',
             "    @fw[args->dev, args->sector] = (nsecs << 1) | 1;",
             '  } else if (strncmp(args->rwbs, "WF", 2) == 0) {',
             "    @fw[args->dev, args->sector] = nsecs << 1;",
             "  }",
-            "}",
         ]
+    if issuers or attribution:
+        lines.append("}")
     lines.append(f"tracepoint:block:block_rq_issue{only} {{")
     if issuers:
         lines.append("  if (args->nr_sector) { @is[args->dev, args->sector] = nsecs; }")
@@ -99,8 +124,9 @@ def tracer_program(
             "  $t = @iq[args->dev, args->sector];",
             "  if ($t) {",
             "    delete(@iq[args->dev, args->sector]);",
-            "    @qs[args->dev, args->rwbs] = sum(nsecs - $t);",
-            "    @qn[args->dev, args->rwbs] = count();",
+            f"    $o = {_op('block_rq_issue', rwbs_at)};",
+            "    @qs[args->dev, $o] = sum(nsecs - $t);",
+            "    @qn[args->dev, $o] = count();",
             "  }",
         ]
     lines += [
@@ -125,24 +151,37 @@ def tracer_program(
             "    }",
         ]
         plain = "  } else if ($t) {"
+    op = _op("block_rq_complete", rwbs_at)
+    by = ""
+    lines += [plain, "    delete(@is[args->dev, args->sector]);", "    $v = nsecs - $t;"]
+    if op != "args->rwbs":  # read once, used three times
+        lines.append(f"    $o = {op};")
+        op = "$o"
+    lines.append(_BUCKET.rstrip("\n"))
+    if attribution:
+        by = ", $p"
+        lines += [
+            "    $p = @ow[args->dev, args->sector];",
+            "    if ($p) { delete(@ow[args->dev, args->sector]); }",
+        ]
     lines += [
-        plain,
-        "    delete(@is[args->dev, args->sector]);",
-        "    $v = nsecs - $t;",
-        _BUCKET.rstrip("\n"),
-        "    @h[args->dev, args->rwbs, $e, $s] = count();",
-        "    @ds[args->dev, args->rwbs] = sum($v);",
-        "    @dm[args->dev, args->rwbs] = max($v);",
+        f"    @h[args->dev, {op}, $e, $s{by}] = count();",
+        f"    @ds[args->dev, {op}{by}] = sum($v);",
+        f"    @dm[args->dev, {op}{by}] = max($v);",
         "  }",
         "}",
-        f"interval:ms:{int(tick_ms)} {{",
     ]
+    if attribution and writeback:
+        lines.append("tracepoint:writeback:writeback_start { @wb[args->name] = count(); }")
+    lines.append(f"interval:ms:{int(tick_ms)} {{")
     maps = [
         "@h",
         "@ds",
         "@dm",
         *(["@qs", "@qn"] if queue else []),
         *(["@who", "@fh", "@fs", "@fm"] if issuers else []),
+        *(["@ab"] if attribution else []),
+        *(["@wb"] if attribution and writeback else []),
     ]
     lines += [f"  print({m}); clear({m});" for m in maps]
     lines += ['  printf("tick %llu\\n", nsecs);', "}"]
@@ -155,6 +194,41 @@ def tracer_program(
         lines += ['  printf("mark %llu\\n", nsecs);', "}"]
     # At exit bpftrace prints every map; the parser ignores anything after the last tick.
     return "\n".join(lines) + "\n"
+
+
+def _op(event: str, rwbs_at: Mapping[str, int] | None) -> str:
+    """The key of a request's operation at ``event``: the first two bytes of ``rwbs`` as
+    one number where its offset is known (a smaller key than the string), else the string."""
+    offset = rwbs_at.get(event) if rwbs_at is not None else None
+    if offset is None:
+        return "args->rwbs"
+    return f"*(uint16 *)((uint64)args + {int(offset)})"
+
+
+def rwbs_offsets(events: tuple[str, ...]) -> dict[str, int]:
+    """Where the ``rwbs`` field of each block tracepoint in ``events`` sits (from its
+    tracefs ``format``: ``field:char rwbs[10]; offset:34;...``); events whose format
+    cannot be read, or says something else, are left out (their maps keep the string)."""
+    out: dict[str, int] = {}
+    for event in events:
+        for base in _EVENT_DIRS:
+            try:
+                with open(os.path.join(base, event, "format"), encoding="ascii") as f:
+                    text = f.read(8192)
+            except (OSError, UnicodeDecodeError):
+                continue
+            found = _RWBS_FIELD.search(text)
+            if found is not None:
+                out[event] = int(found.group(1))
+            break
+    return out
+
+
+def writeback_present() -> bool:
+    """Whether the kernel has ``writeback:writeback_start`` (the flusher's work per bdi)."""
+    return any(
+        os.path.isdir(os.path.join(d, "..", "writeback", "writeback_start")) for d in _EVENT_DIRS
+    )
 
 
 def dev_t(major: int, minor: int) -> int:

@@ -21,8 +21,10 @@ from iotop_plus.sampling.latency_program import (
     ISSUE_TRACEPOINTS,
     TICK_MS,
     TRACEFS,
+    rwbs_offsets,
     submit_tracepoint,
     tracer_program,
+    writeback_present,
 )
 
 GONE_WAIT_S = 1.0
@@ -48,6 +50,7 @@ class Tracer:
         issuers: bool = False,
         only_dev: int | None = None,
         marked: bool = False,
+        attribution: bool = False,
     ) -> None:
         """Args:
         queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
@@ -55,6 +58,8 @@ class Tracer:
         issuers: Count requests by issuer and time flush+writes apart (a probe's tracer);
             costs one more probe (see :func:`tracer_program`).
         only_dev: Trace only this kernel dev_t (a probe's device).
+        attribution: Charge each request to the process and cgroup that submitted it (the
+            frame's issuers); costs one more probe (see :func:`tracer_program`).
         tick_ms: How often the child prints.
         tag: Text added to the program's first line (tests find their child by it).
         argv_prefix: ``[setpriv, --pdeathsig, KILL, --, bpftrace]`` override (tests).
@@ -64,6 +69,7 @@ class Tracer:
         self.issuers = issuers
         self.only_dev = only_dev
         self.marked = marked
+        self.attribution = attribution
         self.tick_ms = tick_ms
         self.tag = tag
         self._argv_prefix = argv_prefix
@@ -116,14 +122,18 @@ class Tracer:
             setpriv = lookup_program("setpriv").path or "setpriv"
             bpftrace = lookup_program("bpftrace").path or "bpftrace"
             prefix = (setpriv, "--pdeathsig", "KILL", "--", bpftrace)
+        submit = submit_tracepoint() if self.issuers or self.attribution else ISSUE_TRACEPOINTS[0]
         program = tracer_program(
             queue=self.queue,
             tick_ms=self.tick_ms,
             tag=self.tag,
             issuers=self.issuers,
-            submit=submit_tracepoint() if self.issuers else ISSUE_TRACEPOINTS[0],
+            submit=submit,
             only_dev=self.only_dev,
             marked=self.marked,
+            attribution=self.attribution,
+            rwbs_at=rwbs_offsets((submit, "block_rq_issue", "block_rq_complete")),
+            writeback=self.attribution and writeback_present(),
         )
         return [*prefix, "-f", "json", "-e", program]
 

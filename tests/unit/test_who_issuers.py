@@ -1,0 +1,240 @@
+"""Who does each device's I/O (#24 items 1-2): the attributing tracer program, its parser on
+captured output, and the frame's issuers part on a /proc tree the test writes."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from types import MappingProxyType
+
+import pytest
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.diskstats import DiskCounters
+from iotop_plus.sampling.frame import ProcessFrame
+from iotop_plus.sampling.issuers import (
+    ESTIMATE,
+    KERNEL,
+    TRACER,
+    IssuerPart,
+    IssuersFrame,
+    cgroup_of,
+)
+from iotop_plus.sampling.latency import LatencyPart, Tracer, TracerBatch, TracerParser
+from iotop_plus.sampling.latency_hist import FAILED, LatencyFrame
+from iotop_plus.sampling.latency_parser import rwbs_of
+from iotop_plus.sampling.latency_program import rwbs_offsets, tracer_program
+from iotop_plus.sampling.processes import ProcessSample, TaskCounters, TaskRates
+
+CAPTURED = Path(__file__).parent.parent / "fixtures" / "tracer" / "attribution-6.18.jsonl"
+"""Real ``bpftrace -f json`` output of the attributing program (Linux 6.18, bpftrace 0.17):
+a dd writing with O_DIRECT, pytest, a kworker flushing, and ``@wb`` for bdi 254:0 (vda)."""
+VDA = 254 << 20
+
+
+def batches_of(text: str) -> list[TracerBatch]:
+    parser = TracerParser()
+    return [b for line in text.splitlines(keepends=True) if (b := parser.feed(line)) is not None]
+
+
+def test_the_program_attributes_requests_only_while_issuers_are_wanted() -> None:
+    plain = tracer_program(queue=False)
+    who = tracer_program(queue=False, attribution=True, writeback=True)
+    assert "block_io_start" not in plain and "@ow" not in plain and "writeback" not in plain
+    assert "tracepoint:block:block_io_start {" in who
+    assert "@ab[args->dev, pid, cgroup, args->rwbs, comm] = sum(args->nr_sector);" in who
+    assert "@h[args->dev, args->rwbs, $e, $s, $p] = count();" in who
+    assert "tracepoint:writeback:writeback_start" in who
+    assert "kprobe" not in who
+    old = tracer_program(queue=False, attribution=True, submit="block_bio_queue")
+    assert "tracepoint:block:block_bio_queue {" in old
+
+
+def test_maps_are_keyed_by_the_number_of_rwbs_where_its_offset_is_known() -> None:
+    numeric = tracer_program(queue=True, rwbs_at={"block_rq_complete": 34, "block_rq_issue": 34})
+    assert "$o = *(uint16 *)((uint64)args + 34);" in numeric
+    assert "@h[args->dev, $o, $e, $s] = count();" in numeric
+    assert "@qn[args->dev, $o] = count();" in numeric
+    assert "args->rwbs" not in numeric
+    # The number is the first two bytes of rwbs: decoded back to the same operations.
+    for rwbs in ("R", "RA", "WS", "FW", "FF", "D", "W"):
+        number = int.from_bytes(rwbs.encode()[:2].ljust(2, b"\0"), "little")
+        assert rwbs_of(str(number)) == rwbs[:2]
+    assert rwbs_of("WS") == "WS"
+
+
+@pytest.mark.skipif(
+    not os.path.isdir("/sys/kernel/tracing/events/block/block_rq_complete"),
+    reason="no block tracepoints visible here (tracefs not mounted)",
+)
+def test_rwbs_offsets_come_from_this_kernels_tracepoint_format() -> None:
+    fmt = Path("/sys/kernel/tracing/events/block/block_rq_complete/format").read_text()
+    line = next(x for x in fmt.splitlines() if "rwbs[" in x)
+    offset = int(line.split("offset:")[1].split(";")[0])
+    assert rwbs_offsets(("block_rq_complete", "no_such_event")) == {"block_rq_complete": offset}
+
+
+def test_captured_attribution_output_becomes_requests_per_device_and_pid() -> None:
+    batches = batches_of(CAPTURED.read_text())
+    last = batches[-1]
+    assert last.writeback == frozenset({"254:0"})
+    dd = last.attributed[(VDA, 24045)]
+    assert dd.comm == "dd" and dd.cgroup_id == 1
+    assert dd.op("write").count == 1 + 1 + 1 + 1 + 2 + 5 + 8 + 41 + 97  # its @h keys
+    assert dd.sectors == {"write": 1256}
+    assert dd.op("write").max_ns == 88153
+    flusher = last.attributed[(VDA, 8145)]
+    assert flusher.comm == "kworker/u8:3" and flusher.op("write").count == 1
+    # The per-device histograms are the sums over the pids, as without attribution.
+    per_pid = sum(io.op("write").count for (dev, _), io in last.attributed.items() if dev == VDA)
+    assert last.ops[(VDA, "write")].device.count == per_pid
+
+
+class CannedTracer(Tracer):
+    """A tracer whose child never runs: the test pushes batches."""
+
+    def __init__(self) -> None:
+        super().__init__(queue=False, attribution=True)
+
+    def start(self) -> None:
+        self.attached.set()
+
+    def push(self, batch: TracerBatch) -> None:
+        self._batches.append(batch)
+        self.ready.set()
+
+
+def proc_tree(tmp_path: Path) -> Roots:
+    """A /proc with dd (in a v1 blkio cgroup), pytest (below the v2 root) and a kworker,
+    and a /sys where vda is 254:0."""
+    proc, sys = tmp_path / "proc", tmp_path / "sys"
+
+    def task(pid: int, comm: str, flags: int, cmdline: bytes, cgroup: str) -> None:
+        d = proc / str(pid)
+        d.mkdir(parents=True)
+        (d / "stat").write_text(f"{pid} ({comm}) S 2 0 0 0 -1 {flags} 0 0 0 0 0 0\n")
+        (d / "cmdline").write_bytes(cmdline)
+        (d / "cgroup").write_text(cgroup)
+
+    task(
+        24045, "dd", 0x400000, b"dd\0if=/dev/zero\0of=/x\0oflag=direct\0", "7:blkio:/jobs/a\n0::/\n"
+    )
+    task(23909, "pytest", 0x400000, b"pytest\0-q\0", "7:blkio:/\n0::/user.slice/t.scope\n")
+    task(23353, "python3", 0x400000, b"python3\0", "7:blkio:/\n0::/\n")
+    task(8145, "kworker/u8:3", 0x04208060, b"", "7:blkio:/\n0::/\n")
+    (sys / "class" / "block" / "vda").mkdir(parents=True)
+    (sys / "class" / "block" / "vda" / "dev").write_text("254:0\n")
+    return Roots(proc=proc, sys=sys)
+
+
+def traced_frames(roots: Roots) -> tuple[LatencyFrame, IssuersFrame | None]:
+    tracer = CannedTracer()
+    part = LatencyPart(make_tracer=lambda: tracer, check=lambda: (None, None), attribution=True)
+    counters = {"vda": DiskCounters(254, 0, "vda", (0,) * 11, 11)}
+    part.frame(counters, 0.0)
+    for batch in batches_of(CAPTURED.read_text()):
+        tracer.push(batch)
+    latency = part.frame(counters, 1e12)
+    return latency, IssuerPart(roots).frame(latency, None)
+
+
+def test_issuers_name_pid_command_line_and_cgroup_and_fold_kernel_threads(tmp_path: Path) -> None:
+    latency, issuers = traced_frames(proc_tree(tmp_path))
+    assert issuers is not None and issuers.source == TRACER and not issuers.estimate
+    who = {i.comm: i for i in issuers.of("vda")}
+    assert set(who) == {"dd", "pytest", "python3", KERNEL}
+    dd = who["dd"]
+    assert dd.pid == 24045 and dd.cmdline == "dd if=/dev/zero of=/x oflag=direct"
+    assert (dd.cgroup, dd.cgroup_source) == ("/jobs/a", "blkio")
+    assert (who["pytest"].cgroup, who["pytest"].cgroup_source) == ("/user.slice/t.scope", "v2")
+    span = latency.span_s or 0.0
+    traced = batches_of(CAPTURED.read_text())[1:]  # the first tick covers the attaching
+    dds = [b.attributed[(VDA, 24045)] for b in traced if (VDA, 24045) in b.attributed]
+    writes = sum(io.op("write").count for io in dds)
+    sectors = sum(io.sectors.get("write", 0) for io in dds)
+    assert dd.w_s == pytest.approx(writes / span) and dd.r_s == 0
+    assert dd.wkB_s == pytest.approx(sectors * 512 / 1024 / span)
+    kernel = who[KERNEL]
+    assert kernel.pid is None and kernel.cmdline is None and kernel.writeback
+    # Busiest first, by IOPS.
+    order = [i.iops for i in issuers.of("vda")]
+    assert order == sorted(order, reverse=True)
+    shares = {s.cgroup: s for s in issuers.cgroups["vda"]}
+    assert shares["/jobs/a"].w_s == pytest.approx(dd.w_s)
+
+
+def test_the_kernel_entry_says_writeback_only_when_the_flusher_worked_on_that_device(
+    tmp_path: Path,
+) -> None:
+    text = CAPTURED.read_text().replace('"254:0"', '"253:0"')  # the flusher wrote dm-0 back
+    tracer = CannedTracer()
+    part = LatencyPart(make_tracer=lambda: tracer, check=lambda: (None, None), attribution=True)
+    counters = {"vda": DiskCounters(254, 0, "vda", (0,) * 11, 11)}
+    part.frame(counters, 0.0)
+    for batch in batches_of(text):
+        tracer.push(batch)
+    issuers = IssuerPart(proc_tree(tmp_path)).frame(part.frame(counters, 1e12), None)
+    assert issuers is not None
+    kernel = next(i for i in issuers.of("vda") if i.is_kernel)
+    assert kernel.writeback is False
+
+
+def test_snapshot_json_of_an_issuer_has_exactly_the_ruled_keys(tmp_path: Path) -> None:
+    _, issuers = traced_frames(proc_tree(tmp_path))
+    assert issuers is not None
+    entries = [i.to_json() for i in issuers.of("vda")]
+    keys = {"pid", "comm", "cmdline", "cgroup", "cgroup_source", "r/s", "w/s", "rkB/s", "wkB/s"}
+    for entry in entries:
+        extra = {"writeback"} if entry["comm"] == KERNEL else set()
+        assert set(entry) == keys | {"latency"} | extra
+        assert set(entry["latency"]) == {"read", "write"}
+        assert set(entry["latency"]["write"]) == {"p50_ms", "p99_ms", "max_ms"}
+    dd = next(e for e in entries if e["comm"] == "dd")
+    assert dd["latency"]["write"]["max_ms"] == pytest.approx(0.088, abs=0.001)
+    assert dd["latency"]["read"] == {"p50_ms": None, "p99_ms": None, "max_ms": None}
+
+
+def test_recorded_issuers_read_back_with_the_same_figures(tmp_path: Path) -> None:
+    _, issuers = traced_frames(proc_tree(tmp_path))
+    assert issuers is not None
+    back = IssuersFrame.from_record(issuers.to_record())
+    assert back is not None
+    assert [i.to_json() for i in back.of("vda")] == [i.to_json() for i in issuers.of("vda")]
+    assert IssuersFrame.from_record({"devices": "nonsense"}) is None
+
+
+def test_proc_cgroup_gives_the_v2_path_below_the_root_else_the_blkio_path() -> None:
+    assert cgroup_of("7:blkio:/a\n0::/b.slice\n") == ("/b.slice", "v2")
+    assert cgroup_of("7:blkio:/a\n0::/\n") == ("/a", "blkio")
+    assert cgroup_of("7:cpu,blkio:/a/b\n") == ("/a/b", "blkio")
+    assert cgroup_of("0::/\n") == ("/", "v2")
+    assert cgroup_of("garbage") == (None, None)
+
+
+def test_without_the_tracer_issuers_are_an_estimate_from_proc_io(tmp_path: Path) -> None:
+    """This test process holds a file open on the root filesystem's block device: its
+    /proc/PID/io rates are charged to that device, marked as an estimate."""
+    holder = tmp_path / "held"
+    holder.write_bytes(b"x")
+    dev = os.stat(holder).st_dev
+    roots = Roots()
+    name = os.path.basename(os.path.realpath(f"/sys/dev/block/{os.major(dev)}:{os.minor(dev)}"))
+    if not os.path.exists(f"/sys/class/block/{name}"):
+        pytest.skip("the test directory is not on a block device here")
+    me = os.getpid()
+    task = TaskCounters(me, me, 1, "pytest", "pytest -q", 0, "root", "R", 1, None, None)
+    rates = TaskRates(task, 4096.0, 8192.0, None, None, None)
+    sample = ProcessSample(time.monotonic(), time.time(), None, {task.key: task}, None)  # type: ignore[arg-type]
+    processes = ProcessFrame(
+        sample, MappingProxyType({task.key: rates}), MappingProxyType({}), MappingProxyType({})
+    )
+    failed = LatencyFrame(FAILED, status="latency needs root (it runs bpftrace)")
+    with open(holder, "rb"):
+        issuers = IssuerPart(roots).frame(failed, processes)
+    assert issuers is not None and issuers.source == ESTIMATE and issuers.estimate
+    assert issuers.status is not None and "latency needs root" in issuers.status
+    mine = next(i for i in issuers.of(name) if i.pid == me)
+    assert mine.r_s is None and mine.w_s is None
+    assert (mine.rkB_s, mine.wkB_s) == (4.0, 8.0)
+    assert IssuerPart(roots).frame(failed, None) is None  # no processes read: nothing to say
