@@ -21,6 +21,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.frame import (
+    HEALTH,
     LATENCY_QUEUE,
     Frame,
     FrameEvent,
@@ -80,6 +81,12 @@ def add_parser(sub: Any) -> None:
         "the block layer with bpftrace)",
     )
     p.add_argument(
+        "--health",
+        action="store_true",
+        help="add each device's health (smartctl, else sysfs, else why none) and the I/O "
+        "errors since the start as disk[].health in JSON",
+    )
+    p.add_argument(
         "--from",
         dest="from_path",
         metavar="PATH",
@@ -135,6 +142,13 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         source.want(LATENCY_QUEUE, True)
         # The baseline is read once the probes are attached: every interval is traced whole.
         source.wait_latency(LATENCY_START_TIMEOUT_S)
+    if getattr(args, "health", False):
+        from iotop_plus.commands.snapshot_health import wait_for_health
+
+        source.want(HEALTH, True)
+        wait_for_health(source)  # the first reading of every device, before the baseline
+        if args.format != "json":
+            print("iotop-plus: note: --health adds disk[].health to JSON only", file=sys.stderr)
     first_frame = source.next_frame()
     first = first_frame.sample
     inventory = first_frame.inventory
@@ -210,6 +224,10 @@ def emit(
                 for disk in disks:
                     seen = _device_latency(lat, disk["disk_device"])
                     disk["latency"] = seen.to_json() if seen is not None else None
+            if getattr(args, "health", False):
+                from iotop_plus.commands.snapshot_health import add_health
+
+                add_health(disks, frame)
             stats.append(
                 {
                     "timestamp": _iso(cur.wall_time),

@@ -324,7 +324,7 @@ class HealthPart:
             new, source = self.counts.add(logged), "kmsg"
         else:
             new, source = {}, None
-        problem = self.kmsg.problem if self.kmsg is not None and source != "tracer" else None
+        problem = self.kmsg.problem if self.kmsg is not None else self.problem
         events = tuple(
             FrameEvent(
                 "io-error",
@@ -344,7 +344,7 @@ class HealthPart:
             MappingProxyType(ages),
             MappingProxyType(dict(self.counts.totals)) if source is not None else None,
             source,
-            problem if source is None else None,
+            None if source is not None else problem,
             MappingProxyType(per_device),
         )
         return part, events
