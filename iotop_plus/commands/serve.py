@@ -104,7 +104,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     from iotop_plus.export.server import ListenError, MetricsServer, is_loopback, parse_listen
     from iotop_plus.export.view import ExportSampler
     from iotop_plus.export.webconfig import WebConfig, WebConfigError, load_web_config
-    from iotop_plus.sampling.frame import LATENCY_QUEUE, LiveSource
+    from iotop_plus.sampling.frame import HEALTH, LATENCY_QUEUE, LiveSource
     from iotop_plus.state import StateDir, chosen_state_dir
 
     web = WebConfig()
@@ -137,6 +137,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
 
     state = StateDir(chosen_state_dir(args.state_dir))
     source = LiveSource(roots)
+    source.want(HEALTH, True)  # a worker reads it: at most one smartctl every 5 min a device
     if args.latency:
         source.want(LATENCY_QUEUE, True)
     sampler = ExportSampler(

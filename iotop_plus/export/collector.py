@@ -30,10 +30,11 @@ from prometheus_client.exposition import choose_encoder
 from iotop_plus import __version__
 from iotop_plus.export.cgroups import cgroup_families
 from iotop_plus.export.counters import DISK_COUNTERS
+from iotop_plus.export.health import health_export
 from iotop_plus.export.latency import latency_families
 from iotop_plus.export.queue import QUEUE_GAUGES
 from iotop_plus.export.view import ExportView
-from iotop_plus.export.why import memory_families
+from iotop_plus.export.why import cgroup_limit_families, memory_families
 from iotop_plus.sampling.diskstats import IN_FLIGHT
 
 PREFIX = "iotop_plus_"
@@ -225,6 +226,8 @@ FRAME_FAMILIES: tuple[Families, ...] = (
     cgroup_export,
     health_families,
     memory_families,
+    cgroup_limit_families,
+    health_export,
 )
 """Families that change every frame (latency histograms and cgroups go here)."""
 STATIC_FAMILIES: tuple[Families, ...] = (identity_families, queue_families, event_families)
