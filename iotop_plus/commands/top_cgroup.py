@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, DeviceLimit, device_limits
 from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, IoRates
 from iotop_plus.sampling.diskstats import printable
@@ -36,6 +37,8 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO) -> int:
     sample = first.cgroups.sample
     if sample.notice:
         print(f"iotop-plus: note: {printable(sample.notice)}", file=sys.stderr)
+    if sample.version == "v1":  # v1 or hybrid: blkio is v1
+        print(f"iotop-plus: note: {V1_WRITEBACK_NOTE}", file=sys.stderr)
     if sample.version is None:
         print("iotop-plus: error: no per-cgroup I/O figures on this host", file=sys.stderr)
         return EXIT_FAILURE
@@ -110,10 +113,20 @@ def _figures(r: IoRates | None) -> dict[str, float | None]:
     }
 
 
+def _with_limit(figures: dict[str, Any], limit: DeviceLimit | None) -> dict[str, Any]:
+    """A device's figures plus ``limits`` (null: none in force) and ``throttled``."""
+    figures["limits"] = limit.as_json() if limit is not None else None
+    figures["throttled"] = limit is not None and limit.throttled
+    return figures
+
+
 def interval_json(prev: CgroupSample, cur: CgroupFrame, show_all: bool) -> dict[str, Any]:
     """One interval: ``cgroups[]`` with the rulings' keys, figures per device by name."""
     sample = cur.sample
     names = sample.device_names
+    limits: dict[str, dict[str, DeviceLimit]] = {}
+    for limit in device_limits(sample, cur.rates):
+        limits.setdefault(limit.cgroup, {})[limit.devno] = limit
     rows = []
     for path, r in busiest(cur.rates, show_all):
         stat = sample.cgroups[path]
@@ -124,8 +137,12 @@ def interval_json(prev: CgroupSample, cur: CgroupFrame, show_all: bool) -> dict[
         row.update(_figures(r.total if r else None))
         row["io_some_avg10"] = some.avg10 if some is not None else None
         row["io_full_avg10"] = full.avg10 if full is not None else None
-        devices = sorted(r.devices.items()) if r is not None else []
-        row["devices"] = {names.get(dev, dev): _figures(dr) for dev, dr in devices}
+        devices: list[tuple[str, IoRates | None]] = sorted(r.devices.items()) if r else []
+        limited = limits.get(path, {})
+        devices += [(dev, None) for dev in sorted(limited) if r is None or dev not in r.devices]
+        row["devices"] = {
+            names.get(dev, dev): _with_limit(_figures(dr), limited.get(dev)) for dev, dr in devices
+        }
         if stat.limits is not None and stat.limits.any:
             row["limits"] = stat.limits.summary(names)
         rows.append(row)

@@ -47,3 +47,26 @@ def memory_families(view: ExportView) -> Iterator[Metric]:
             yield GaugeMetricFamily(
                 f"{PREFIX}memory_{name}_bytes", text, value=value * 1024, unit="bytes"
             )
+
+
+def cgroup_limit_families(view: ExportView) -> Iterator[Metric]:
+    """The cgroup I/O limits in force (v2 ``io.max``, v1 ``blkio.throttle``), one series per
+    cgroup, device and kind (``rbps``/``wbps`` in bytes/s, ``riops``/``wiops`` in I/Os/s);
+    only while the frames carry cgroups (``serve --cgroup-depth``)."""
+    from iotop_plus.sampling.cgroup_limits import LIMIT_KEYS, device_limits
+
+    part = view.frame.cgroups if view.frame is not None else None
+    if part is None:
+        return
+    family = GaugeMetricFamily(
+        PREFIX + "cgroup_io_limit",
+        "An I/O limit in force for a cgroup on a device: rbps/wbps bytes per second, "
+        "riops/wiops I/Os per second (io.max or blkio.throttle.*_device).",
+        labels=("cgroup", "device", "kind"),
+    )
+    for limit in device_limits(part.sample):
+        for kind in LIMIT_KEYS:
+            value = limit.limits.get(kind)
+            if value is not None:
+                family.add_metric((limit.cgroup, limit.device, kind), value)
+    yield family

@@ -15,6 +15,7 @@ from iotop_plus import __version__
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.format import VERSION
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.cgroup_limits import limits_doc
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.frame import Frame, FrameEvent
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
@@ -202,6 +203,8 @@ def recorded_sample(frame: Frame, roots: Roots, n_processes: int) -> RecordedSam
     parts: dict[str, Any] = {}  # version 4's frame parts, by record type
     if frame.memory is not None:
         parts["M"] = frame.memory.as_json()
+    if frame.cgroups is not None:  # the limits in force ({} none), with the cgroups
+        parts["L"] = limits_doc(frame.cgroups.sample)
     return RecordedSample(
         frame.sample,
         top_processes(frame, roots, n_processes),

@@ -54,7 +54,7 @@ class IoCounters:
 
 @dataclass(frozen=True)
 class IoLimits:
-    """The limits and weights in force in one cgroup (v2 only)."""
+    """The limits and weights in force in one cgroup (v2; v1's throttle limits in ``max``)."""
 
     max: Mapping[str, Mapping[str, int | None]] = field(default_factory=dict)
     """``io.max`` per device: ``rbps``/``wbps``/``riops``/``wiops`` (None: ``max``)."""
@@ -64,6 +64,8 @@ class IoLimits:
     """``io.weight`` per device."""
     latency_us: Mapping[str, int] = field(default_factory=dict)
     """``io.latency`` target per device, in µs."""
+    source: str = "io.max"
+    """Where ``max`` comes from: ``io.max`` (v2) or ``blkio.throttle`` (v1's four files)."""
 
     @property
     def any(self) -> bool:

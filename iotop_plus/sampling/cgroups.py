@@ -68,7 +68,7 @@ class CgroupStat:
     pressure: ResourcePressure | None = None
     """``io.pressure``, where the cgroup has one."""
     limits: IoLimits | None = None
-    """Limits and weights (v2), where any file was readable."""
+    """Limits and weights (v2) or throttle limits (v1), where any file was readable."""
 
 
 @dataclass(frozen=True)
@@ -367,12 +367,11 @@ class CgroupReader:
             if pressure_root is not None:
                 ppath = path if v2 else pressure_root + ("" if rel == "/" else rel)
                 pressure = self._pressure(ppath + "/io.pressure", rel, problems)
-            limits = None
-            if v2:
-                key = (rel, ino)
-                if refresh_limits or key not in self._limits:
-                    self._limits[key] = self._read_limits(path, rel, problems)
-                limits = self._limits[key]
+            key = (rel, ino)
+            if refresh_limits or key not in self._limits:
+                read = self._read_limits if v2 else _read_v1_limits  # io.max, or v1 throttles
+                self._limits[key] = read(path, rel, problems)
+            limits = self._limits[key]
             stats[rel] = CgroupStat(rel, ino, devices, pressure, limits)
             if len(stats) >= MAX_CGROUPS:
                 problems.append(f"more than {MAX_CGROUPS:,} cgroups: the rest not read")
@@ -458,6 +457,12 @@ class CgroupReader:
         return MappingProxyType(self._names)
 
 
+def _read_v1_limits(path: str, rel: str, problems: list[str]) -> IoLimits | None:
+    from iotop_plus.sampling.cgroup_limits import read_v1_limits
+
+    return read_v1_limits(path, rel, problems, _read)
+
+
 def _fast_psi(words: list[str]) -> PressureLine:
     a10, a60, a300, total = words
     if not (
@@ -500,7 +505,9 @@ def _roll_up(stats: dict[str, CgroupStat]) -> dict[str, CgroupStat]:
             have = target.get(dev)
             target[dev] = counters if have is None else have + counters
     return {
-        p: CgroupStat(p, s.ino, MappingProxyType(sums[p]) if p in sums else None, s.pressure)
+        p: CgroupStat(
+            p, s.ino, MappingProxyType(sums[p]) if p in sums else None, s.pressure, s.limits
+        )
         for p, s in stats.items()
     }
 

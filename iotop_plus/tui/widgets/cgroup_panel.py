@@ -19,6 +19,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
+from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, device_limits
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CgroupFrame
 from iotop_plus.tui.cgroup_rows import (
@@ -239,6 +240,10 @@ class CgroupPanel(ListPanel):
         lines = [" · ".join(parts), "Figures include each cgroup's children."]
         if sample.notice:
             lines.append(sample.notice)
+        if sample.version == "v1":  # v1 or hybrid: writeback is the root's
+            lines.append(V1_WRITEBACK_NOTE)
+        throttled = [t for t in device_limits(sample, frame.rates) if t.throttled]
+        lines += [f"throttled: {t.text()}" for t in throttled[:2]]
         if sample.problems:
             more = f" (+{len(sample.problems) - 1} more)" if len(sample.problems) > 1 else ""
             lines.append(f"skipped: {sample.problems[0]}{more}")
