@@ -87,6 +87,12 @@ def add_parser(sub: Any) -> None:
         "errors since the start as disk[].health in JSON",
     )
     p.add_argument(
+        "--issuers",
+        action="store_true",
+        help="add who did each device's I/O as disk[].issuers in JSON: up to 10 processes by "
+        "IOPS with command line, cgroup and latency (root; traces the block layer)",
+    )
+    p.add_argument(
         "--from",
         dest="from_path",
         metavar="PATH",
@@ -149,6 +155,10 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         wait_for_health(source)  # the first reading of every device, before the baseline
         if args.format != "json":
             print("iotop-plus: note: --health adds disk[].health to JSON only", file=sys.stderr)
+    if getattr(args, "issuers", False):
+        from iotop_plus.commands.snapshot_issuers import want_issuers
+
+        want_issuers(source, LATENCY_START_TIMEOUT_S, args.format)
     first_frame = source.next_frame()
     first = first_frame.sample
     inventory = first_frame.inventory
@@ -156,6 +166,8 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
     host = source.host_info()
     if first.notice:
         print(f"iotop-plus: note: {printable(first.notice)}", file=sys.stderr)
+    if getattr(args, "issuers", False) and not latency and first_frame.latency is not None:
+        _said.add(first_frame.latency.status or "")  # --issuers says why in its own line
     _warn(first_frame)
 
     reports = _intervals(source, first_frame, args.interval, args.count)
@@ -228,6 +240,10 @@ def emit(
                 from iotop_plus.commands.snapshot_health import add_health
 
                 add_health(disks, frame)
+            if getattr(args, "issuers", False):
+                from iotop_plus.commands.snapshot_issuers import add_issuers
+
+                add_issuers(disks, frame)
             stats.append(
                 {
                     "timestamp": _iso(cur.wall_time),

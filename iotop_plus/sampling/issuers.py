@@ -321,7 +321,9 @@ class IssuerPart:
             if who is None or who.kernel:
                 kernel = io if kernel is None else kernel.merged(io)
                 continue
-            out.append(_issuer(pid, io, who, span))
+            found = _issuer(pid, io, who, span)
+            if found.iops or found.rkB_s or found.wkB_s:  # a flush alone: nothing to show
+                out.append(found)
         if kernel is not None:
             k = _issuer(None, kernel, None, span)
             out.append(

@@ -1,0 +1,43 @@
+"""``snapshot --issuers``: ``disk[].issuers`` exactly as ruled (REFERENCE.md, "Who and why"),
+from the frame's issuers part; without the tracer (root and bpftrace) ``null`` and one stderr
+line saying what is missing, and the exit code stays 0."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.frame import ISSUERS, Frame, LiveSource
+from iotop_plus.sampling.issuers import TRACER
+
+_said: set[str] = set()
+
+
+def want_issuers(source: LiveSource, timeout: float, fmt: str = "json") -> None:
+    """Ask the frames for issuers and wait (up to ``timeout``) until the tracer attributes
+    requests, so the baseline frame starts a whole traced interval."""
+    _said.clear()
+    if fmt != "json":
+        print("iotop-plus: note: --issuers adds disk[].issuers to JSON only", file=sys.stderr)
+    source.want(ISSUERS, True)
+    source.wait_latency(timeout)
+
+
+def add_issuers(disks: Sequence[dict[str, Any]], frame: Frame | None) -> None:
+    """Give each ``disk[]`` entry its ``issuers`` (up to 10 by IOPS; null without the tracer),
+    and say once on stderr why they are null."""
+    issuers = frame.issuers if frame is not None else None
+    traced = issuers is not None and issuers.source == TRACER
+    for disk in disks:
+        who = issuers.of(disk["disk_device"]) if issuers is not None and traced else None
+        disk["issuers"] = [i.to_json() for i in who] if who is not None else None
+    if traced or not disks:
+        return
+    latency = frame.latency if frame is not None else None
+    why = latency.status if latency is not None and latency.status else None
+    note = f"--issuers needs the block tracer: {why}" if why else "no issuers in these frames"
+    if note not in _said:
+        _said.add(note)
+        print(f"iotop-plus: {printable(note)}; disk[].issuers is null", file=sys.stderr)

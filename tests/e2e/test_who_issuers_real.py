@@ -1,0 +1,241 @@
+"""Who does each device's I/O, for real (#24 items 1-2): fio jobs in their own v1 blkio
+cgroups on loop devices, a buffered writer's data written back by the flusher, and
+``snapshot --issuers`` with and without root."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.sampling.frame import ISSUERS, Frame, LiveSource
+from iotop_plus.sampling.issuers import KERNEL, TRACER
+from tests.support.nobody import nobody_env, nobody_python
+
+pytestmark = pytest.mark.slow
+
+BLKIO_V1 = Path("/sys/fs/cgroup/blkio")
+"""Where this hybrid host mounts the v1 blkio hierarchy (every task sits in the v2 root)."""
+
+
+def need_tracer() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (bpftrace)")
+    if shutil.which("bpftrace") is None:
+        pytest.skip("bpftrace is not installed (make sysdeps installs it)")
+
+
+@contextlib.contextmanager
+def blkio_cgroup(name: str) -> Iterator[str]:
+    """A new v1 blkio cgroup of this test (removed after); yields its path in the hierarchy."""
+    if not (BLKIO_V1 / "cgroup.procs").exists():
+        pytest.skip("no v1 blkio hierarchy mounted at /sys/fs/cgroup/blkio")
+    path = BLKIO_V1 / f"iotop-plus-test-{os.getpid()}-{name}"
+    path.mkdir()
+    try:
+        yield f"/{path.name}"
+    finally:
+        for _ in range(100):  # rmdir is EBUSY until its last task is reaped
+            try:
+                path.rmdir()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+def fio_in_cgroup(dev: str, cgroup: str, seconds: float) -> subprocess.Popen[str]:
+    """fio randread at QD1 on ``dev``, its job a thread of the one fio process (so that
+    process is the issuer), started inside ``cgroup`` (written before exec)."""
+    procs = BLKIO_V1 / cgroup.lstrip("/") / "cgroup.procs"
+
+    def enter() -> None:
+        procs.write_text(str(os.getpid()))
+
+    argv = [
+        "fio",
+        f"--name=who-{dev}",
+        f"--filename=/dev/{dev}",
+        "--rw=randread",
+        "--bs=4k",
+        "--direct=1",
+        "--ioengine=psync",
+        "--readonly",
+        "--thread",
+        "--rate_iops=2500",  # the machine is shared: enough requests, not all of a core
+        "--time_based",
+        f"--runtime={seconds}",
+        "--output-format=json",
+    ]
+    return subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=enter
+    )
+
+
+def frames_until(source: LiveSource, done: Callable[[], bool], limit_s: float) -> list[Frame]:
+    """Frames every ~0.3 s until ``done()`` (then one more: the end of the last requests)."""
+    frames = []
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        finished = done()
+        time.sleep(0.3)
+        frames.append(source.next_frame())
+        if finished:
+            break
+    return frames
+
+
+def traced_requests(frames: list[Frame], dev: str, pid: int | None) -> tuple[float, float]:
+    """(reads, writes) the frames charged to ``pid`` on ``dev`` (None: the kernel entry)."""
+    reads = writes = 0.0
+    for frame in frames:
+        lat, who = frame.latency, frame.issuers
+        if lat is None or who is None or who.source != TRACER or not lat.span_s:
+            continue
+        for issuer in who.of(dev):
+            if issuer.pid == pid:
+                reads += (issuer.r_s or 0.0) * lat.span_s
+                writes += (issuer.w_s or 0.0) * lat.span_s
+    return reads, writes
+
+
+@pytest.mark.root
+def test_two_fio_jobs_in_two_cgroups_are_named_on_their_devices(make_loop, fio_bin) -> None:
+    need_tracer()
+    devs = [make_loop(64), make_loop(64)]
+    source = LiveSource()
+    source.want(ISSUERS, True)
+    try:
+        assert source.wait_latency(20), "the tracer did not start"
+        source.next_frame()
+        with blkio_cgroup("a") as cg_a, blkio_cgroup("b") as cg_b:
+            jobs = [fio_in_cgroup(devs[0], cg_a, 3), fio_in_cgroup(devs[1], cg_b, 3)]
+            frames = frames_until(source, lambda: all(j.poll() is not None for j in jobs), 60)
+            outputs = [j.communicate()[0] for j in jobs]
+        for dev, job, out, cgroup in zip(devs, jobs, outputs, (cg_a, cg_b), strict=True):
+            assert job.returncode == 0, out
+            fio = json.loads(out)["jobs"][0]["read"]
+            seen = [i for f in frames if f.issuers for i in f.issuers.of(dev)]
+            mine = [i for i in seen if i.pid == job.pid]
+            assert mine, f"fio (pid {job.pid}) is not among {dev}'s issuers"
+            assert all(i.comm == "fio" for i in mine)
+            assert all(i.cmdline == " ".join(job.args) for i in mine)  # type: ignore[arg-type]
+            assert {(i.cgroup, i.cgroup_source) for i in mine} == {(cgroup, "blkio")}
+            reads, _ = traced_requests(frames, dev, job.pid)
+            # IOPS over fio's own runtime: the frames cover all of it.
+            traced_iops = reads / (fio["runtime"] / 1000)
+            print(f"{dev}: fio {fio['iops']:.0f} IOPS, traced {traced_iops:.0f}")
+            assert traced_iops == pytest.approx(fio["iops"], rel=0.05)
+            top = max(
+                (i for f in frames if f.issuers for i in f.issuers.of(dev)), key=lambda i: i.iops
+            )
+            assert top.pid == job.pid
+            assert top.read.p50_ms is not None and top.read.max_ms is not None
+        other = devs[1]
+        assert not any(
+            i.pid == jobs[0].pid for f in frames if f.issuers for i in f.issuers.of(other)
+        ), "the first job's I/O was charged to the other device"
+    finally:
+        source.close()
+
+
+@pytest.mark.root
+def test_a_buffered_writers_data_is_written_back_by_the_kernel(make_loop, tmp_path: Path) -> None:
+    """Buffered writes, then syncfs: the flusher writes them back, so the device's issuers
+    show the ``kernel`` entry with ``writeback`` true carrying the bytes, not the writer."""
+    need_tracer()
+    if shutil.which("mkfs.ext4") is None:
+        pytest.skip("mkfs.ext4 is not installed (e2fsprogs)")
+    dev = make_loop(128)
+    subprocess.run(["mkfs.ext4", "-q", "-F", f"/dev/{dev}"], check=True, capture_output=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "ext4", f"/dev/{dev}", str(mnt)], check=True)
+    source = LiveSource()
+    source.want(ISSUERS, True)
+    try:
+        assert source.wait_latency(20), "the tracer did not start"
+        source.next_frame()
+        size = 24 * 1024 * 1024
+        with open(mnt / "dirty", "wb") as f:
+            for _ in range(size // (1024 * 1024)):
+                f.write(os.urandom(1024 * 1024))
+        flush = subprocess.Popen(["sync", "-f", str(mnt / "dirty")])
+        frames = frames_until(source, lambda: flush.poll() is not None, 60)
+        assert flush.wait() == 0
+        kernel = [i for f in frames if f.issuers for i in f.issuers.of(dev) if i.is_kernel]
+        assert kernel and kernel[0].comm == KERNEL
+        assert any(i.writeback for i in kernel), "the flusher's work was not seen"
+        _, written = traced_requests(frames, dev, None)
+        kb = sum(
+            i.wkB_s * (f.latency.span_s or 0.0)
+            for f in frames
+            if f.issuers and f.latency
+            for i in f.issuers.of(dev)
+            if i.is_kernel
+        )
+        assert written > 0 and kb >= 0.9 * size / 1024, f"kernel wrote {kb:.0f} kB"
+        _, mine = traced_requests(frames, dev, os.getpid())
+        assert mine * 4 < written  # the writer itself issued (almost) none of it
+    finally:
+        source.close()
+        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+
+
+@pytest.mark.root
+def test_snapshot_issuers_names_fio_on_its_loop_device(make_loop, fio_bin, tmp_path: Path) -> None:
+    need_tracer()
+    dev = make_loop(64)
+    with blkio_cgroup("snap") as cgroup:
+        job = fio_in_cgroup(dev, cgroup, 8)
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
+                 "snapshot", "--issuers", "-f", "json", "-i", "1", "-c", "1", dev],
+                capture_output=True, text=True, timeout=60, check=False,
+                env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+            )  # fmt: skip
+        finally:
+            job.kill()
+            job.communicate()
+    assert done.returncode == 0, done.stderr
+    disk = json.loads(done.stdout)["sysstat"]["hosts"][0]["statistics"][0]["disk"][0]
+    assert disk["disk_device"] == dev
+    issuers = disk["issuers"]
+    assert 1 <= len(issuers) <= 10
+    fio = issuers[0]
+    assert (fio["pid"], fio["comm"], fio["cgroup"], fio["cgroup_source"]) == (
+        job.pid,
+        "fio",
+        cgroup,
+        "blkio",
+    )
+    assert fio["r/s"] > 0 and fio["rkB/s"] == pytest.approx(fio["r/s"] * 4, rel=0.01)
+    assert fio["latency"]["read"]["p50_ms"] is not None
+
+
+def test_not_root_snapshot_issuers_is_null_and_one_line(tmp_path: Path) -> None:
+    """As nobody, with a PATH that lacks bpftrace: issuers are null, one stderr line, exit 0."""
+    argv = nobody_python()
+    empty = tmp_path / "bin"
+    empty.mkdir(mode=0o755)
+    os.chmod(tmp_path, 0o755)
+    done = subprocess.run(
+        [*argv, "-m", "iotop_plus", "snapshot", "--issuers", "-f", "json", "--all",
+         "--interval", "0.3", "--count", "1"],
+        capture_output=True, text=True, timeout=60, cwd="/", check=False,
+        env=nobody_env(str(empty)),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--issuers" in lines[0] and "root" in lines[0], done.stderr
+    assert "Traceback" not in done.stderr
+    disks = json.loads(done.stdout)["sysstat"]["hosts"][0]["statistics"][0]["disk"]
+    assert disks and all(d["issuers"] is None for d in disks)
