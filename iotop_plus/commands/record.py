@@ -20,12 +20,13 @@ from iotop_plus.record.collect import (
     inventory_doc,
     recorded_sample,
 )
+from iotop_plus.record.recorded_health import HealthParts
 from iotop_plus.record.recorder import Recorder, RecorderError, recording_dir
 from iotop_plus.record.times import parse_duration, parse_size
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import Schedule
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import PROCESSES, LiveSource
+from iotop_plus.sampling.frame import HEALTH, PROCESSES, LiveSource
 from iotop_plus.sampling.journal_events import JournalPart
 from iotop_plus.sampling.sampler import read_platform
 from iotop_plus.state import StateDir, chosen_state_dir
@@ -80,6 +81,8 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     source = LiveSource(roots, journal=JournalPart(state))
     if args.processes:
         source.want(PROCESSES, True)
+    source.want(HEALTH, True)  # a worker reads it; H is written when it changes
+    health = HealthParts()
 
     def warn(line: str) -> None:
         print(f"iotop-plus record: {printable(line)}", file=sys.stderr, flush=True)
@@ -125,6 +128,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
                 warn(f"{problem}; its events are not recorded")
             said = set(frame.journal_problems)
             rs = recorded_sample(frame, roots, args.processes)
+            rs = health.add(rs, frame, recorder.files_started, recorder.writer is not None)
             changed = None
             if frame.inventory_changed and frame.seq > 1:
                 current_inventory = inventory_doc(

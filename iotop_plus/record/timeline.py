@@ -27,6 +27,7 @@ from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.collect import inventory_from_doc
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
+from iotop_plus.record.recorded_health import chunk_health
 from iotop_plus.record.recorded_processes import process_frame
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.times import zone_of
@@ -268,6 +269,7 @@ class RecordingTimeline:
             pressure=pressure_of(now.pressure),
             processes=process_frame(now, before),
             memory=memory_from_json(now.parts.get("M")),
+            health=chunk_health(self._samples(cur[0]), cur[1], sample.wall_time),
         )
 
     def _frame(self, pos: Pos) -> Frame | None:

@@ -1,0 +1,70 @@
+"""Health in the recording (#26): record type ``H`` written when health changed (and at
+each chunk or file start), not every sample, and back in replay with the ages moved on."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from iotop_plus import cli
+from iotop_plus.record.chunks import RecordedSample
+from iotop_plus.record.reader import RecordingFile
+from iotop_plus.record.recorded_health import HEALTH, chunk_health
+from iotop_plus.sampling.health import DeviceHealth
+from iotop_plus.sampling.health_part import HEALTH_KEYS, HealthFrame
+from iotop_plus.sampling.sampler import Sample
+
+
+@pytest.mark.root
+def test_recorded_health_replays_with_its_age(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    state, rec = tmp_path / "state", tmp_path / "rec"
+    argv = ["--state-dir", str(state), "record", "--dir", str(rec), "-i", "0.2", "--count", "8"]
+    assert cli.main([*argv, "--processes", "0"]) == 0
+    (path,) = sorted(rec.glob("*.rec"))
+    recording = RecordingFile(path)
+    samples = [s for i in range(len(recording.chunks)) for s in recording.samples(i)]
+    assert len(samples) == 8
+    with_h = [s for s in samples if HEALTH in s.parts]
+    assert samples[0].parts.get(HEALTH) is not None  # a file starts with it
+    assert len(with_h) < len(samples)  # not every sample: only when something changed
+    capsys.readouterr()
+    code = cli.main(
+        ["--state-dir", str(state), "snapshot", "--from", str(rec), "-f", "json", "--health", "-a"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    stats = json.loads(out)["sysstat"]["hosts"][0]["statistics"]
+    ages = []
+    for entry in stats:
+        for disk in entry["disk"]:
+            assert list(disk["health"]) == list(HEALTH_KEYS)
+            if disk["disk_device"].startswith("loop"):
+                assert disk["health"]["reason"].startswith("loop: ")
+        ages.append(max(d["health"]["age_s"] or 0 for d in entry["disk"]))
+    assert ages[-1] > ages[0]  # carried forward: the reading grows older
+
+
+def test_a_sample_without_h_takes_the_last_one_in_its_chunk() -> None:
+    reading = DeviceHealth(source="smartctl", passed=True, media_errors=7)
+    part = HealthFrame(
+        {"nvme0n1": reading}, {"nvme0n1": 10.0}, {"nvme0n1": 2}, "kmsg", None, {"nvme0n1": 2}
+    )
+    doc = {**part.as_json(), "wall": 1000.0}
+    empty = Sample(0.0, 0.0, {})
+    samples = [
+        RecordedSample(empty, None, None, (), {HEALTH: doc}),
+        RecordedSample(empty, None, None, (), {}),
+    ]
+    first = chunk_health(samples, 0, 1000.0)
+    later = chunk_health(samples, 1, 1005.0)
+    assert first is not None and later is not None
+    assert first.new_errors == {"nvme0n1": 2} and later.new_errors == {}
+    assert later.age_s["nvme0n1"] == pytest.approx(15.0)
+    assert later.device_json("nvme0n1")["media_errors"] == 7
+    assert later.device_json("nvme0n1")["io_errors"] == 2
+    assert chunk_health([RecordedSample(empty, None, None, (), {})], 0, time.time()) is None
