@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
+from iotop_plus.commands.snapshot_diagnosis import add_diagnosis
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
@@ -93,6 +94,12 @@ def add_parser(sub: Any) -> None:
         "IOPS with command line, cgroup and latency (root; traces the block layer)",
     )
     p.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="read cgroups and their limits too, so disk[].diagnosis (always in JSON) can "
+        "check throttling; --issuers implies it",
+    )
+    p.add_argument(
         "--from",
         dest="from_path",
         metavar="PATH",
@@ -155,6 +162,10 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         wait_for_health(source)  # the first reading of every device, before the baseline
         if args.format != "json":
             print("iotop-plus: note: --health adds disk[].health to JSON only", file=sys.stderr)
+    if getattr(args, "diagnose", False) or getattr(args, "issuers", False):
+        from iotop_plus.commands.snapshot_diagnosis import want_diagnosis
+
+        want_diagnosis(source)
     if getattr(args, "issuers", False):
         from iotop_plus.commands.snapshot_issuers import want_issuers
 
@@ -227,11 +238,13 @@ def emit(
         stats: list[dict[str, Any]] = []
         started: float | None = None  # the baseline's wall time: iostat's "date"
         pressure_note = PressureNote()
+        recent: dict[str, list[DeviceRates]] = {}  # earlier rates per device, for the verdict
         for prev, cur, rates, lat, pressure, events, frame in reports:
             if started is None:
                 started = prev.wall_time
             names = _names(explicit, cur, inventory, args)
             disks = [disk_json(n, rates[n], inventory) for n in names if rates.get(n)]
+            add_diagnosis(disks, frame, recent)
             if latency:
                 for disk in disks:
                     seen = _device_latency(lat, disk["disk_device"])

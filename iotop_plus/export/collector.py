@@ -34,7 +34,7 @@ from iotop_plus.export.health import health_export
 from iotop_plus.export.latency import latency_families
 from iotop_plus.export.queue import QUEUE_GAUGES
 from iotop_plus.export.view import ExportView
-from iotop_plus.export.why import cgroup_limit_families, memory_families
+from iotop_plus.export.why import cgroup_limit_families, diagnosis_families, memory_families
 from iotop_plus.sampling.diskstats import IN_FLIGHT
 
 PREFIX = "iotop_plus_"
@@ -227,6 +227,7 @@ FRAME_FAMILIES: tuple[Families, ...] = (
     health_families,
     memory_families,
     cgroup_limit_families,
+    diagnosis_families,
     health_export,
 )
 """Families that change every frame (latency histograms and cgroups go here)."""

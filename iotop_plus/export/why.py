@@ -70,3 +70,27 @@ def cgroup_limit_families(view: ExportView) -> Iterator[Metric]:
             if value is not None:
                 family.add_metric((limit.cgroup, limit.device, kind), value)
     yield family
+
+
+def diagnosis_families(view: ExportView) -> Iterator[Metric]:
+    """``iotop_plus_disk_diagnosis{device,cause}``: 1 for each cause that holds for an
+    exported device in the latest frame (``none`` when none does); causes that do not hold
+    have no series."""
+    from iotop_plus.sampling.diagnosis import diagnose
+
+    frame = view.frame
+    if frame is None:
+        return
+    family = GaugeMetricFamily(
+        PREFIX + "disk_diagnosis",
+        "1 while the cause holds for the device (queue, throttled, writeback, cpu, saturated, "
+        "issuer, errors; none: no clear cause), from the verdict line.",
+        labels=("device", "cause"),
+    )
+    for name in view.devices:
+        if frame.rates.get(name) is None:
+            continue
+        verdict = diagnose(frame, name)
+        for cause in verdict.held or ("none",):
+            family.add_metric((name, cause), 1)
+    yield family

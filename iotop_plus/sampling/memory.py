@@ -84,7 +84,7 @@ class Memory:
     def summary(self) -> str:
         """One short line: ``dirty 12M (bg 2.3G, max 4.6G)  writeback 0``."""
         if self.dirty_kB is None:
-            return self.problem or "no dirty/writeback figures"
+            return "no dirty/writeback figures (meminfo/vmstat not readable)"
         bg, top, wb = (
             self.dirty_background_threshold_kB,
             self.dirty_threshold_kB,

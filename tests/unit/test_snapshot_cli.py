@@ -90,7 +90,15 @@ def test_json_is_iostats_document_with_nodename_release_and_iostat_keys(
     assert doc["interval_s"] == 0.01
     assert len(doc["statistics"]) == 3
     entry = doc["statistics"][0]["disk"][0]
-    assert list(entry) == ["disk_device", *IOSTAT_KEYS, "in_flight", "name"]
+    # The rulings' additions per disk: the verdict and what it could not check.
+    assert list(entry) == [
+        "disk_device",
+        *IOSTAT_KEYS,
+        "in_flight",
+        "name",
+        "diagnosis",
+        "unchecked",
+    ]
     assert entry["disk_device"] == "nvme0n1" and entry["name"] == "nvme0n1"
     for stat in doc["statistics"]:
         assert stat["elapsed_s"] > 0 and stat["no_rates"] == []

@@ -78,6 +78,13 @@ PER_INSTANCE = frozenset({"psi_full_pct"})
 """The :data:`FLEET_QUERIES` answered per host, not per device."""
 
 
+DIAGNOSIS = f"{PREFIX}disk_diagnosis"
+"""The verdict's causes per device (``diagnosis_families`` in :mod:`iotop_plus.export.why`)."""
+DIAGNOSIS_QUERY = f"max by (instance, device, cause) ({DIAGNOSIS} == 1)"
+"""Every cause that holds now, per (instance, device): one series each (``none``: no clear
+cause)."""
+
+
 def _rate(series: str) -> str:
     return f"rate({series}{{sel}}[{{w}}])"
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from iotop_plus.export.fleet.client import PrometheusClient, PrometheusError
 from iotop_plus.export.fleet.queries import (
     DEFAULT_WINDOW,
+    DIAGNOSIS_QUERY,
     DISK_SERIES,
     FLEET_QUERIES,
     HISTORY_QUERIES,
@@ -42,6 +43,9 @@ class FleetRow:
     aqu_sz: float | None = None
     psi_full_pct: float | None = None
     """The host's I/O pressure (full), percent of wall time."""
+    diagnosis: str = ""
+    """The causes of the device's verdict that hold (``throttled, cpu``; ``none``), from
+    ``iotop_plus_disk_diagnosis``; empty where the host exports none."""
 
     @property
     def severity(self) -> tuple[float, float, float]:
@@ -71,6 +75,24 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
+def diagnoses(
+    client: PrometheusClient, wall: float, deadline: float
+) -> dict[tuple[str, str], list[str]]:
+    """The causes that hold per (instance, device), held ones before ``none``.
+
+    Raises:
+        PrometheusError: the query failed.
+    """
+    causes: dict[tuple[str, str], list[str]] = {}
+    for labels, _value in client.query(DIAGNOSIS_QUERY, at=wall, deadline=deadline):
+        device, cause = labels.get("device"), labels.get("cause")
+        if device is not None and cause is not None:
+            causes.setdefault((labels.get("instance", ""), device), []).append(cause)
+    for found in causes.values():
+        found.sort(key=lambda c: (c == "none", c))
+    return causes
+
+
 def fleet_round(client: PrometheusClient, window: str = DEFAULT_WINDOW) -> FleetRound:
     """Run every :data:`FLEET_QUERIES` once; never raises (a failure is ``error``)."""
     started, wall = time.monotonic(), time.time()
@@ -88,10 +110,18 @@ def fleet_round(client: PrometheusClient, window: str = DEFAULT_WINDOW) -> Fleet
                 device = labels.get("device")
                 if device is not None:
                     figures.setdefault((instance, device), {})[key] = _finite(value)
+        causes = diagnoses(client, wall, deadline)
     except PrometheusError as exc:
         return FleetRound(queried_at=wall, elapsed_s=time.monotonic() - started, error=str(exc))
     rows = [
-        FleetRow(instance, device, rank=0, psi_full_pct=psi.get(instance), **values)
+        FleetRow(
+            instance,
+            device,
+            rank=0,
+            psi_full_pct=psi.get(instance),
+            diagnosis=", ".join(causes.get((instance, device), ())),
+            **values,
+        )
         for (instance, device), values in figures.items()
     ]
     rows.sort(key=lambda r: (r.severity, r.instance, r.device), reverse=True)

@@ -52,6 +52,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("aqu_sz", "aqu-sz"),
     ("iops", "IOPS"),
     ("bytes_s", "MB/s"),
+    ("diagnosis", "why"),
 )
 
 
@@ -68,6 +69,7 @@ def row_cells(row: FleetRow) -> tuple[Text, ...]:
         two_decimals(row.aqu_sz),
         two_decimals(row.iops),
         two_decimals(row.bytes_s, 1e6),
+        printable(row.diagnosis) or "-",
     )
     return tuple(Text(cell) for cell in cells)
 

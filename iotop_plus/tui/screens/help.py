@@ -21,6 +21,7 @@ from iotop_plus.tui.keys import (
 )
 from iotop_plus.tui.process_rows import MEANINGS
 from iotop_plus.tui.screens.modal import Modal
+from iotop_plus.tui.why_lines import WHY_HELP
 from iotop_plus.tui.widgets.pressure import HELP as PRESSURE_HELP
 
 PALETTE_HELP = "command palette: every action by name"
@@ -107,7 +108,7 @@ def help_entries() -> list[tuple[str, int]]:
         ("[b]Processes columns[/b] (per process; rates over the measured interval)", 0),
     ]
     lines += [_named(name, f"{means}.") for name, means in MEANINGS]
-    for paragraph in (THRESHOLDS, PRESSURE_HELP, PROBE_HELP):
+    for paragraph in (THRESHOLDS, PRESSURE_HELP, PROBE_HELP, *WHY_HELP):
         lines += [("", 0), (paragraph, 0)]
     return lines
 

@@ -331,10 +331,9 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         latency_view = self.query_one(LatencyView)
         if latency_view.display:
             latency_view.show_latency(frame.latency, self.selected_device)
-        if changed:
-            self._show_device_panel()
-            if self.selected_device is not None and self._chart_timer is None:
-                self.read_settings()  # a device came or went: the selected one may be new
+        self._show_device_panel()  # its memory and verdict lines move with every frame
+        if changed and self.selected_device is not None and self._chart_timer is None:
+            self.read_settings()  # a device came or went: the selected one may be new
         self.draw_charts(force=False, now=frame.sample.monotonic)
         if self.panels.mounted("tab-probe") is not None:
             probe = self.probe_panel
@@ -481,7 +480,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         inventory = self.shown_frame.inventory if self.shown_frame else None
         name = self.selected_device
         dev = inventory.get(name) if inventory and name else None
-        self.query_one(DevicePanel).show(dev, self._settings_of(name))
+        self.query_one(DevicePanel).show(dev, self._settings_of(name), self.shown_frame)
 
     def read_settings(self) -> None:
         """Read the selected device's queue settings (in a worker) for the Device and Tune tabs.

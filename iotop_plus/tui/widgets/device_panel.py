@@ -12,8 +12,10 @@ from textual.widgets import Static
 
 from iotop_plus.devices.settings import SettingValue
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
 from iotop_plus.sampling.units import lsblk_size
+from iotop_plus.tui.why_lines import why_facts
 
 
 def device_facts(
@@ -91,11 +93,19 @@ class DevicePanel(VerticalScroll):
     def compose(self) -> ComposeResult:
         yield Static("No device selected.", id="device-facts")
 
-    def show(self, dev: BlockDevice | None, settings: Sequence[SettingValue] | None) -> None:
-        """Show ``dev``; repaints only when something changed."""
+    def show(
+        self,
+        dev: BlockDevice | None,
+        settings: Sequence[SettingValue] | None,
+        frame: Frame | None = None,
+    ) -> None:
+        """Show ``dev`` (with the memory and verdict lines of ``frame``); repaints only when
+        something changed."""
         self.device = dev
         self.settings = tuple(settings) if settings is not None else None
         facts = device_facts(dev, settings) if dev is not None else None
+        if facts is not None and dev is not None:
+            facts += why_facts(dev.name, frame)
         if facts == self._shown:
             return
         self._shown = facts

@@ -1,0 +1,37 @@
+"""``disk[].diagnosis`` and ``disk[].unchecked`` in ``snapshot`` JSON (always, from what the
+frame has), and ``snapshot --diagnose``, which has the frames read cgroups and their limits
+too (memory is read with every frame)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from iotop_plus.sampling.diagnosis import diagnose
+from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
+from iotop_plus.sampling.rates import DeviceRates
+
+RECENT = 5
+"""Earlier intervals kept per device for "await rising with depth"."""
+
+
+def want_diagnosis(source: FrameSource) -> None:
+    """Ask the frames for what the verdict needs beyond the disks: cgroups and limits."""
+    source.want(CGROUPS, True)
+
+
+def add_diagnosis(
+    disks: Sequence[dict[str, Any]], frame: Frame | None, recent: dict[str, list[DeviceRates]]
+) -> None:
+    """Give each ``disk[]`` entry ``diagnosis`` and ``unchecked``; ``recent`` keeps each
+    device's earlier rates across the reports (updated here)."""
+    if frame is None:
+        return
+    for disk in disks:
+        name = disk["disk_device"]
+        verdict = diagnose(frame, name, recent.get(name, ()))
+        disk["diagnosis"] = verdict.as_json()
+        disk["unchecked"] = list(verdict.unchecked)
+        rates = frame.rates.get(name)
+        if rates is not None:
+            recent[name] = [*recent.get(name, ()), rates][-RECENT:]

@@ -1,0 +1,344 @@
+"""Why a device is slow: a short ranked list of causes, each with its figures and how sure.
+
+A pure function of one frame (and, optionally, the device's earlier rates). Each cause is
+checked only from what the frame carries; a cause whose data the frame lacks is named in
+``unchecked``, never guessed. When nothing holds, the verdict is ``none`` ("no clear
+cause"). The causes and their thresholds:
+
+* ``throttled``: a cgroup ran at >= 90 % of one of its limits on the device over the
+  interval (v2 ``io.max``, v1 ``blkio.throttle``; :mod:`iotop_plus.sampling.cgroup_limits`).
+  Needs the cgroups part. High: the limit is what delays that cgroup's I/O.
+* ``errors``: failed requests on the device since the previous frame (high), or SMART says
+  failing / a critical warning (medium). Needs the health part.
+* ``saturated``: the queue is at ``nr_requests`` (aqu-sz >= 90 % of it: high), or the
+  device is >= 90 % busy while await rose with the queue depth over the recent intervals
+  (both up by half: medium).
+* ``writeback``: dirty memory is at or over the background threshold while the device
+  writes (medium), over the foreground threshold where writers are throttled, or the
+  flusher was seen writing this device (high). Needs the memory part.
+* ``queue``: requests spend more time in the scheduler queue than in the device (queue
+  share of queue + device time >= 50 %: medium; >= 75 %: high). Needs the latency tracer.
+* ``cpu``: CPU pressure (PSI cpu ``some`` avg10) >= 30 % (medium) or >= 60 % (high): tasks
+  wait for a CPU, and slow I/O is not the device's doing. Needs host PSI.
+* ``issuer``: one process does >= 80 % of the device's I/O (by IOPS when traced: medium;
+  by bytes from the estimate: low). Needs the issuers part.
+
+A device doing under :data:`MIN_IOPS` and under 5 % busy is idle: nothing to explain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.sampling.rates import DeviceRates
+
+CAUSES = ("throttled", "errors", "saturated", "writeback", "queue", "cpu", "issuer")
+"""Every cause, in the order they rank at equal confidence."""
+NONE = "none"
+CONFIDENCE = ("high", "medium", "low")
+MIN_IOPS = 1.0
+"""Below this many I/Os per second (and 5 % busy) a device is idle."""
+QUEUE_FULL = 0.9
+"""aqu-sz at this share of ``nr_requests``: the queue is full."""
+BUSY_PCT = 90.0
+"""%util from which a device whose await rises with depth counts as saturated."""
+RISE = 1.5
+"""Await and depth both at least this many times their earliest recent value: rising."""
+QUEUE_SHARE = (0.75, 0.5)
+"""Queue share of queue + device time for a high / medium ``queue`` verdict."""
+CPU_SOME = (60.0, 30.0)
+"""PSI cpu some avg10 (%) for a high / medium ``cpu`` verdict."""
+DOMINANT = 0.8
+"""Share of a device's I/O one issuer must do to dominate."""
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One reason the device may be slow, with the figures behind it."""
+
+    cause: str
+    """One of :data:`CAUSES`, or ``none``."""
+    evidence: Mapping[str, Any]
+    """The figures it rests on, by name."""
+    confidence: str
+    """``high``, ``medium`` or ``low``."""
+    text: str
+    """One line for people."""
+
+    def as_json(self) -> dict[str, Any]:
+        """One ``disk[].diagnosis`` entry."""
+        return {
+            "cause": self.cause,
+            "evidence": dict(self.evidence),
+            "confidence": self.confidence,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The verdict for one device in one frame."""
+
+    causes: tuple[Cause, ...]
+    """Ranked, most certain first; one ``none`` entry when no cause holds."""
+    unchecked: tuple[str, ...] = field(default=())
+    """Causes the frame had no data for."""
+
+    def as_json(self) -> list[dict[str, Any]]:
+        """``disk[].diagnosis``."""
+        return [c.as_json() for c in self.causes]
+
+    @property
+    def held(self) -> tuple[str, ...]:
+        """The causes that hold (empty for ``none``)."""
+        return tuple(c.cause for c in self.causes if c.cause != NONE)
+
+    def line(self, limit: int = 2) -> str:
+        """The verdict line: ``throttled by /h2: riops 100 (98 % used) [high] · ...``."""
+        if not self.held:
+            text = self.causes[0].text if self.causes else "no clear cause"
+            gaps = f" (unchecked: {', '.join(self.unchecked)})" if self.unchecked else ""
+            return text + gaps
+        shown = [f"{c.text} [{c.confidence}]" for c in self.causes[:limit]]
+        more = len(self.causes) - limit
+        return " · ".join(shown) + (f" · +{more}" if more > 0 else "")
+
+
+def _r(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _nr_requests(frame: Frame, device: str) -> int | None:
+    nr = frame.nr_requests.get(device)
+    if nr is None:
+        dev = frame.inventory.get(device)
+        if dev is not None and dev.parent:
+            nr = frame.nr_requests.get(dev.parent)
+    return nr
+
+
+def _throttled(frame: Frame, device: str) -> list[Cause]:
+    from iotop_plus.sampling.cgroup_limits import device_limits
+
+    part = frame.cgroups
+    assert part is not None
+    out = []
+    for limit in device_limits(part.sample, part.rates):
+        if limit.device != device or not limit.throttled or limit.binding is None:
+            continue
+        key = limit.binding
+        evidence = {
+            "cgroup": limit.cgroup,
+            "limit": key,
+            "limit_value": limit.limits.get(key),
+            "used_pct": _r(limit.usage[key] * 100, 1),
+            "source": limit.source,
+        }
+        text = f"throttled by {limit.cgroup}'s {limit.source} limit: {limit.text()}"
+        out.append(Cause("throttled", evidence, "high", text))
+    return out
+
+
+def _errors(frame: Frame, device: str) -> list[Cause]:
+    health = frame.health
+    assert health is not None
+    new = health.new_errors.get(device, 0)
+    if new:
+        return [Cause("errors", {"new_io_errors": new}, "high", f"{new} failed I/O requests")]
+    reading = health.readings.get(device)
+    if reading is not None and (reading.passed is False or reading.critical_warning):
+        evidence = {"passed": reading.passed, "critical_warning": reading.critical_warning}
+        return [Cause("errors", evidence, "medium", "the device reports itself failing")]
+    return []
+
+
+def _saturated(
+    frame: Frame, device: str, rates: DeviceRates, recent: Sequence[DeviceRates]
+) -> list[Cause]:
+    nr = _nr_requests(frame, device)
+    evidence: dict[str, Any] = {
+        "aqu-sz": _r(rates.aqu_sz),
+        "nr_requests": nr,
+        "%util": _r(rates.util),
+        "await": _r(_await(rates)),
+    }
+    if nr and rates.aqu_sz >= QUEUE_FULL * nr:
+        text = f"saturated: queue {rates.aqu_sz:.0f} of nr_requests {nr}"
+        return [Cause("saturated", evidence, "high", text)]
+    if rates.util >= BUSY_PCT and recent:
+        first = recent[0]
+        depth_up = rates.aqu_sz >= RISE * max(first.aqu_sz, 0.01)
+        await_up = _await(rates) >= RISE * max(_await(first), 0.001)
+        if depth_up and await_up:
+            evidence["await_before"] = _r(_await(first))
+            evidence["aqu-sz_before"] = _r(first.aqu_sz)
+            text = (
+                f"saturated: {rates.util:.0f} % busy, await {_await(first):.1f}→"
+                f"{_await(rates):.1f} ms as the queue grew {first.aqu_sz:.1f}→{rates.aqu_sz:.1f}"
+            )
+            return [Cause("saturated", evidence, "medium", text)]
+    return []
+
+
+def _await(rates: DeviceRates) -> float:
+    ios = rates.r_s + rates.w_s
+    if ios <= 0:
+        return 0.0
+    return (rates.r_await * rates.r_s + rates.w_await * rates.w_s) / ios
+
+
+def _writeback(frame: Frame, device: str, rates: DeviceRates) -> list[Cause]:
+    memory = frame.memory
+    assert memory is not None
+    dirty = memory.dirty_kB or 0
+    bg = memory.dirty_background_threshold_kB or 0
+    top = memory.dirty_threshold_kB or 0
+    flusher = frame.issuers is not None and any(
+        i.writeback for i in frame.issuers.of(device) if i.is_kernel
+    )
+    if rates.w_s <= 0 or not (memory.over_background or flusher):
+        return []
+    evidence = {
+        "dirty_kB": memory.dirty_kB,
+        "writeback_kB": memory.writeback_kB,
+        "dirty_background_threshold_kB": memory.dirty_background_threshold_kB,
+        "dirty_threshold_kB": memory.dirty_threshold_kB,
+        "w/s": _r(rates.w_s),
+    }
+    high = flusher or (top > 0 and dirty >= top)
+    if top > 0 and dirty >= top:
+        text = f"writeback storm: dirty {dirty // 1024} MB over the limit: writers are throttled"
+    elif memory.over_background:
+        text = f"writeback storm: dirty {dirty // 1024} MB over the background {bg // 1024} MB"
+    else:
+        text = "writeback: the flusher is writing this device back"
+    return [Cause("writeback", evidence, "high" if high else "medium", text)]
+
+
+def _queue(frame: Frame, device: str) -> list[Cause]:
+    lat = frame.latency
+    assert lat is not None
+    seen = lat.devices.get(device)
+    share = seen.queue_share() if seen is not None else None
+    if seen is None or share is None or share < QUEUE_SHARE[1]:
+        return []
+    evidence = {
+        "queue_ms_mean": _r(seen.queue_ms_mean, 3),
+        "device_ms_mean": _r(seen.device_ms_mean, 3),
+        "queue_share_pct": _r(share * 100, 1),
+    }
+    confidence = "high" if share >= QUEUE_SHARE[0] else "medium"
+    text = f"queue-bound: {share * 100:.0f} % of the time in the scheduler queue, not the device"
+    return [Cause("queue", evidence, confidence, text)]
+
+
+def _cpu(frame: Frame, rates: DeviceRates) -> list[Cause]:
+    pressure = frame.pressure
+    assert pressure is not None
+    cpu = pressure.resources.get("cpu")
+    some = cpu.some.avg10 if cpu is not None and cpu.some is not None else None
+    if some is None or some < CPU_SOME[1]:
+        return []
+    io = pressure.resources.get("io")
+    evidence = {
+        "cpu_some_avg10": some,
+        "io_some_avg10": io.some.avg10 if io is not None and io.some is not None else None,
+        "%util": _r(rates.util),
+    }
+    confidence = "high" if some >= CPU_SOME[0] else "medium"
+    text = f"CPU pressure {some:.0f} %: tasks wait for a CPU, the device is not the problem"
+    return [Cause("cpu", evidence, confidence, text)]
+
+
+def _issuer(frame: Frame, device: str) -> list[Cause]:
+    issuers = frame.issuers
+    assert issuers is not None
+    found = issuers.of(device)
+    if not found:
+        return []
+    exact = not issuers.estimate
+
+    def amount(i: Any) -> float:
+        if exact and i.r_s is not None and i.w_s is not None:
+            return float(i.r_s + i.w_s)
+        return float(i.rkB_s + i.wkB_s)
+
+    total = sum(amount(i) for i in found)
+    top = max(found, key=amount)
+    if total <= 0 or amount(top) < DOMINANT * total:
+        return []
+    share = amount(top) / total
+    who = top.comm if top.pid is None else f"pid {top.pid} ({top.comm})"
+    evidence = {
+        "pid": top.pid,
+        "comm": top.comm,
+        "cgroup": top.cgroup,
+        "share_pct": _r(share * 100, 1),
+    }
+    by = "IOPS" if exact else "bytes (estimated)"
+    text = f"one issuer dominates: {who} does {share * 100:.0f} % of the {by}"
+    return [Cause("issuer", evidence, "medium" if exact else "low", text)]
+
+
+def unchecked_causes(frame: Frame) -> tuple[str, ...]:
+    """The causes ``frame`` has no data for."""
+    missing = []
+    if frame.cgroups is None:
+        missing.append("throttled")
+    if frame.health is None:
+        missing.append("errors")
+    if frame.memory is None or not frame.memory.has_figures:
+        missing.append("writeback")
+    if frame.latency is None or not frame.latency.has_figures:
+        missing.append("queue")
+    pressure = frame.pressure
+    if pressure is None or "cpu" not in pressure.resources:
+        missing.append("cpu")
+    if frame.issuers is None:
+        missing.append("issuer")
+    return tuple(missing)
+
+
+def diagnose(frame: Frame, device: str, recent: Sequence[DeviceRates] = ()) -> Diagnosis:
+    """The verdict for ``device`` in ``frame``; ``recent``: its rates over earlier intervals,
+    oldest first (for "await rising with depth")."""
+    unchecked = unchecked_causes(frame)
+    rates = frame.rates.get(device)
+    if rates is None:
+        evidence: dict[str, Any] = {}
+        return Diagnosis(
+            (Cause(NONE, evidence, "low", "no rates yet: nothing to judge"),), unchecked
+        )
+    iops = rates.r_s + rates.w_s + rates.d_s
+    figures = {
+        "r/s": _r(rates.r_s),
+        "w/s": _r(rates.w_s),
+        "await": _r(_await(rates)),
+        "aqu-sz": _r(rates.aqu_sz),
+        "%util": _r(rates.util),
+    }
+    if iops < MIN_IOPS and rates.util < 5.0:
+        return Diagnosis((Cause(NONE, figures, "high", "idle: no I/O to explain"),), unchecked)
+    found: list[Cause] = []
+    if "throttled" not in unchecked:
+        found += _throttled(frame, device)
+    if "errors" not in unchecked:
+        found += _errors(frame, device)
+    found += _saturated(frame, device, rates, recent)
+    if "writeback" not in unchecked:
+        found += _writeback(frame, device, rates)
+    if "queue" not in unchecked:
+        found += _queue(frame, device)
+    if "cpu" not in unchecked:
+        found += _cpu(frame, rates)
+    if "issuer" not in unchecked:
+        found += _issuer(frame, device)
+    if not found:
+        confidence = "low" if unchecked else "medium"
+        return Diagnosis((Cause(NONE, figures, confidence, "no clear cause"),), unchecked)
+    found.sort(key=lambda c: (CONFIDENCE.index(c.confidence), CAUSES.index(c.cause)))
+    return Diagnosis(tuple(found), unchecked)

@@ -1,0 +1,42 @@
+"""The "why" lines of the Device tab: dirty/writeback memory and the verdict for the
+selected device, from the frame shown (live, paused or replayed)."""
+
+from __future__ import annotations
+
+from iotop_plus.sampling.diagnosis import diagnose
+from iotop_plus.sampling.frame import Frame
+
+
+def why_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
+    """(label, value) lines for ``device`` in ``frame``: memory, then the verdict."""
+    if frame is None:
+        return []
+    facts: list[tuple[str, str]] = []
+    memory = frame.memory
+    if memory is not None:
+        text = memory.summary()
+        if memory.over_background:
+            text += "  (over the background threshold: writing back)"
+        facts.append(("memory", text))
+    else:
+        facts.append(("memory", "not recorded"))
+    facts.append(("why", diagnose(frame, device).line()))
+    return facts
+
+
+WHY_HELP = (
+    "Device tab, memory: Dirty and Writeback from /proc/meminfo, bg and max the kernel's "
+    "dirty background and foreground thresholds (/proc/vmstat). At bg the flusher starts "
+    "writing back (a chart mark); at max writers are throttled. Host-wide, not per device.",
+    "Device tab, why: the verdict for the selected device, causes ranked by how sure "
+    "(high, medium, low), from the frame shown: throttled (a cgroup at >= 90 % of an io.max "
+    "or blkio.throttle limit; needs the Cgroups tab's figures), errors (failed requests, "
+    "SMART failing), saturated (aqu-sz >= 90 % of nr_requests, or >= 90 % busy with await "
+    "rising with the queue), writeback (dirty over the background threshold while the device "
+    "writes), queue (>= 50 % of the time in the scheduler queue; needs the latency columns), "
+    "cpu (PSI cpu some >= 30 %: the device is not the problem), issuer (one process does "
+    ">= 80 % of the I/O). 'no clear cause' when none holds; 'unchecked' names what the frame "
+    "had no figures for. Never a guess.",
+)
+"""The help's paragraphs on the memory and verdict lines (thresholds of
+:mod:`iotop_plus.sampling.diagnosis`)."""

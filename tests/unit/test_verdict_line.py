@@ -1,0 +1,267 @@
+"""Issue #24 item 5: the verdict for a device, on hand-made frames: each cause with its
+figures and confidence, "no clear cause" when nothing holds, and the causes the frame had no
+data for named as unchecked (never guessed)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from iotop_plus.sampling.cgroup_files import IoLimits
+from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, CgroupStat, IoRates
+from iotop_plus.sampling.diagnosis import CAUSES, Diagnosis, diagnose
+from iotop_plus.sampling.frame import CgroupFrame, Frame
+from iotop_plus.sampling.health import DeviceHealth
+from iotop_plus.sampling.health_part import HealthFrame
+from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.issuers import TRACER, IssuersFrame
+from iotop_plus.sampling.issuers import Issuer as IssuerRow
+from iotop_plus.sampling.latency_hist import (
+    RUNNING,
+    DeviceLatency,
+    Histogram,
+    LatencyFrame,
+    OpLatency,
+)
+from iotop_plus.sampling.memory import Memory
+from iotop_plus.sampling.pressure import Pressure, PressureLine, ResourcePressure
+from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.sampler import Sample
+
+
+def rates(
+    reads: int = 0,
+    writes: int = 0,
+    await_ms: float = 1.0,
+    busy_ms: int = 100,
+    queue_ms: int | None = None,
+) -> DeviceRates:
+    """One second of a device: ``reads``/``writes`` each taking ``await_ms``, busy
+    ``busy_ms`` ms, ``queue_ms`` ms of time-in-queue (aqu-sz = queue_ms / 1000)."""
+    after = [0] * 17
+    after[0], after[4] = reads, writes
+    after[2], after[6] = reads * 8, writes * 8
+    after[3], after[7] = round(reads * await_ms), round(writes * await_ms)
+    after[9] = busy_ms
+    after[10] = queue_ms if queue_ms is not None else round((reads + writes) * await_ms)
+    return DeviceRates((0,) * 17, tuple(after), 1.0)
+
+
+def psi(cpu_some: float = 0.0, io_some: float = 0.0) -> Pressure:
+    def res(some: float) -> ResourcePressure:
+        return ResourcePressure(PressureLine(some, some, some, 0), PressureLine(0, 0, 0, 0))
+
+    return Pressure({"io": res(io_some), "memory": res(0.0), "cpu": res(cpu_some)})
+
+
+QUIET_MEMORY = Memory(1000, 0, 400000, 200000)
+
+
+def frame(
+    device_rates: DeviceRates | None,
+    *,
+    nr_requests: int = 64,
+    pressure: Pressure | None = None,
+    memory: Memory | None = QUIET_MEMORY,
+    **parts: Any,
+) -> Frame:
+    return Frame(
+        sample=Sample(100.0, 1795669200.0, MappingProxyType({})),
+        rates=MappingProxyType({"sda": device_rates}),
+        inventory=Inventory({}),
+        inventory_changed=False,
+        nr_requests=MappingProxyType({"sda": nr_requests}),
+        elapsed_s=1.0,
+        ever_used=frozenset({"sda"}),
+        pressure=pressure if pressure is not None else psi(),
+        memory=memory,
+        **parts,
+    )
+
+
+def cgroups(
+    read_iops: float, riops_limit: int | None, source: str = "blkio.throttle"
+) -> CgroupFrame:
+    limits = None
+    if riops_limit is not None:
+        keys: Mapping[str, int | None] = {
+            "rbps": None,
+            "wbps": None,
+            "riops": riops_limit,
+            "wiops": None,
+        }
+        limits = IoLimits({"8:0": keys}, source=source)
+    stat = CgroupStat("/db", 1, MappingProxyType({}), None, limits)
+    sample = CgroupSample(
+        100.0,
+        1795669200.0,
+        "v1",
+        "/sys/fs/cgroup/blkio",
+        MappingProxyType({"/db": stat}),
+        MappingProxyType({"8:0": "sda"}),
+    )
+    r = IoRates(0.0, 0.0, read_iops, 0.0, 0.0)
+    return CgroupFrame(
+        sample, MappingProxyType({"/db": CgroupRates(r, MappingProxyType({"8:0": r}))})
+    )
+
+
+def everything(**overrides: Any) -> dict[str, Any]:
+    """Every part present and quiet: nothing unchecked unless a test takes one away."""
+    parts: dict[str, Any] = {
+        "cgroups": cgroups(100.0, None),
+        "health": HealthFrame(MappingProxyType({}), MappingProxyType({}), MappingProxyType({})),
+        "latency": LatencyFrame(RUNNING, MappingProxyType({}), span_s=1.0),
+        "issuers": IssuersFrame(TRACER),
+    }
+    parts.update(overrides)
+    return parts
+
+
+def causes(verdict: Diagnosis) -> list[str]:
+    return [c.cause for c in verdict.causes]
+
+
+def test_an_idle_device_has_nothing_to_explain() -> None:
+    verdict = diagnose(frame(rates(busy_ms=0), **everything()), "sda")
+    [none] = verdict.as_json()
+    assert none["cause"] == "none" and none["text"].startswith("idle")
+
+
+def test_quiet_io_with_every_part_present_is_no_clear_cause_and_nothing_unchecked() -> None:
+    verdict = diagnose(frame(rates(reads=200, await_ms=0.5), **everything()), "sda")
+    assert causes(verdict) == ["none"] and verdict.unchecked == ()
+    [none] = verdict.as_json()
+    assert none["text"] == "no clear cause" and none["confidence"] == "medium"
+    assert none["evidence"]["r/s"] == 200.0
+
+
+def test_a_bare_frame_names_what_it_could_not_check_and_never_guesses() -> None:
+    verdict = diagnose(frame(rates(reads=200, await_ms=40.0)), "sda")
+    assert causes(verdict) == ["none"] and verdict.causes[0].confidence == "low"
+    assert set(verdict.unchecked) == {"throttled", "errors", "queue", "issuer"}
+    assert "unchecked: throttled" in verdict.line()
+
+
+def test_no_rates_yet_is_none() -> None:
+    verdict = diagnose(frame(None), "sda")
+    assert causes(verdict) == ["none"] and "no rates" in verdict.causes[0].text
+
+
+def test_a_cgroup_at_90_percent_of_its_limit_is_throttled_with_its_figures() -> None:
+    verdict = diagnose(frame(rates(reads=98), **everything(cgroups=cgroups(98.0, 100))), "sda")
+    [throttled] = verdict.as_json()
+    assert throttled["cause"] == "throttled" and throttled["confidence"] == "high"
+    assert throttled["evidence"] == {
+        "cgroup": "/db",
+        "limit": "riops",
+        "limit_value": 100,
+        "used_pct": 98.0,
+        "source": "blkio.throttle",
+    }
+    assert "/db" in throttled["text"] and "riops 100" in throttled["text"]
+    below = diagnose(frame(rates(reads=85), **everything(cgroups=cgroups(85.0, 100))), "sda")
+    assert "throttled" not in causes(below)
+
+
+def test_the_queue_at_nr_requests_is_saturated() -> None:
+    # 1,000 I/Os of 60 ms: aqu-sz 60 of nr_requests 64.
+    verdict = diagnose(frame(rates(reads=1000, await_ms=60.0, busy_ms=1000), **everything()), "sda")
+    [saturated] = verdict.as_json()
+    assert saturated["cause"] == "saturated" and saturated["confidence"] == "high"
+    assert saturated["evidence"]["aqu-sz"] == 60.0 and saturated["evidence"]["nr_requests"] == 64
+
+
+def test_await_rising_with_depth_on_a_busy_device_is_saturated_with_medium_confidence() -> None:
+    before = rates(reads=1000, await_ms=2.0, busy_ms=950)  # aqu-sz 2
+    now = rates(reads=1000, await_ms=10.0, busy_ms=990)  # aqu-sz 10, await 5x
+    verdict = diagnose(frame(now, nr_requests=256, **everything()), "sda", [before])
+    assert causes(verdict) == ["saturated"] and verdict.causes[0].confidence == "medium"
+    assert verdict.causes[0].evidence["await_before"] == 2.0
+    # The same figures without the earlier interval: nothing says it is rising.
+    assert causes(diagnose(frame(now, nr_requests=256, **everything()), "sda")) == ["none"]
+
+
+@pytest.mark.parametrize(
+    ("dirty_kb", "confidence"), [(250000, "medium"), (450000, "high"), (150000, None)]
+)
+def test_dirty_over_the_background_threshold_while_writing_is_a_writeback_storm(
+    dirty_kb: int, confidence: str | None
+) -> None:
+    memory = Memory(dirty_kb, 30000, 400000, 200000)
+    verdict = diagnose(frame(rates(writes=300), memory=memory, **everything()), "sda")
+    if confidence is None:
+        assert causes(verdict) == ["none"]
+        return
+    [writeback] = verdict.as_json()
+    assert writeback["cause"] == "writeback" and writeback["confidence"] == confidence
+    assert writeback["evidence"]["dirty_kB"] == dirty_kb
+    assert writeback["evidence"]["dirty_background_threshold_kB"] == 200000
+    # Reads only: the dirty memory is not this device's business.
+    reads = diagnose(frame(rates(reads=300), memory=memory, **everything()), "sda")
+    assert causes(reads) == ["none"]
+
+
+def test_more_time_in_the_scheduler_queue_than_in_the_device_is_queue_bound() -> None:
+    op = OpLatency(Histogram(MappingProxyType({1: 100}), sum_ns=100 * 1_000_000), 400_000_000, 100)
+    lat = LatencyFrame(RUNNING, MappingProxyType({"sda": DeviceLatency({"read": op})}), span_s=1.0)
+    verdict = diagnose(frame(rates(reads=100), **everything(latency=lat)), "sda")
+    [queue] = verdict.as_json()
+    assert queue["cause"] == "queue" and queue["confidence"] == "high"
+    assert queue["evidence"] == {
+        "queue_ms_mean": 4.0,
+        "device_ms_mean": 1.0,
+        "queue_share_pct": 80.0,
+    }
+
+
+def test_cpu_pressure_says_the_device_is_not_the_problem() -> None:
+    verdict = diagnose(frame(rates(reads=50), pressure=psi(cpu_some=85.0), **everything()), "sda")
+    [cpu] = verdict.as_json()
+    assert cpu["cause"] == "cpu" and cpu["confidence"] == "high"
+    assert cpu["evidence"]["cpu_some_avg10"] == 85.0 and "not the problem" in cpu["text"]
+    mild = diagnose(frame(rates(reads=50), pressure=psi(cpu_some=10.0), **everything()), "sda")
+    assert causes(mild) == ["none"]
+
+
+def issuer(pid: int, comm: str, r_s: float) -> IssuerRow:
+    return IssuerRow(pid, comm, comm, "/db", "blkio", r_s, 0.0, r_s * 4, 0.0)
+
+
+def test_one_process_doing_most_of_the_io_dominates() -> None:
+    who = IssuersFrame(
+        TRACER, MappingProxyType({"sda": (issuer(42, "fio", 900.0), issuer(7, "cron", 100.0))})
+    )
+    verdict = diagnose(frame(rates(reads=1000), **everything(issuers=who)), "sda")
+    [dominant] = verdict.as_json()
+    assert dominant["cause"] == "issuer" and dominant["confidence"] == "medium"
+    assert dominant["evidence"]["pid"] == 42 and dominant["evidence"]["share_pct"] == 90.0
+    even = IssuersFrame(
+        TRACER, MappingProxyType({"sda": (issuer(42, "fio", 500.0), issuer(7, "cron", 500.0))})
+    )
+    assert causes(diagnose(frame(rates(reads=1000), **everything(issuers=even)), "sda")) == ["none"]
+
+
+def test_failed_requests_are_errors() -> None:
+    health = HealthFrame(
+        MappingProxyType({"sda": DeviceHealth("smartctl", passed=True)}),
+        MappingProxyType({"sda": 1.0}),
+        MappingProxyType({"sda": 3}),
+        new_errors=MappingProxyType({"sda": 3}),
+    )
+    verdict = diagnose(frame(rates(reads=10), **everything(health=health)), "sda")
+    [errors] = verdict.as_json()
+    assert errors["cause"] == "errors" and errors["evidence"] == {"new_io_errors": 3}
+
+
+def test_causes_rank_by_confidence_then_the_fixed_order() -> None:
+    who = IssuersFrame(TRACER, MappingProxyType({"sda": (issuer(42, "fio", 98.0),)}))
+    parts = everything(cgroups=cgroups(98.0, 100), issuers=who)
+    verdict = diagnose(frame(rates(reads=98), pressure=psi(cpu_some=40.0), **parts), "sda")
+    assert causes(verdict) == ["throttled", "cpu", "issuer"]
+    assert [c.confidence for c in verdict.causes] == ["high", "medium", "medium"]
+    assert verdict.line().startswith("throttled by /db") and verdict.line().endswith("+1")
+    assert set(causes(verdict)) <= set(CAUSES)
