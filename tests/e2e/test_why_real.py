@@ -1,0 +1,201 @@
+"""Why a device is slow, for real (#24 items 3-5): a v1 blkio throttle on a loop device is
+the limit in force and the verdict names it; a dirty-heavy buffered writer moves the
+writeback figures and the verdict; a CPU-bound host is not blamed on the device."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.sampling.diagnosis import diagnose
+from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.memory import WRITEBACK
+from tests.e2e.test_who_issuers_real import BLKIO_V1, blkio_cgroup, fio_in_cgroup
+from tests.support.cli import run_cli
+from tests.support.wait import holds_within
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+RIOPS = 50
+"""The read IOPS limit the throttle test sets (fio asks for 2,500)."""
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (cgroups, sysctls, loop devices)")
+
+
+def test_a_v1_throttle_is_the_limit_in_force_and_the_verdict_names_it(
+    make_loop, fio_bin: str, tmp_path: Path
+) -> None:
+    need_root()
+    dev = make_loop(64)
+    devno = Path(f"/sys/block/{dev}/dev").read_text().strip()
+    with blkio_cgroup("throttle") as cgroup:
+        where = BLKIO_V1 / cgroup.lstrip("/")
+        (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
+        fio = fio_in_cgroup(dev, cgroup, 30)
+        try:
+            served = where / "blkio.throttle.io_serviced"
+            assert holds_within(lambda: f"{devno} Read 0" not in served.read_text(), 15)
+            assert f"{devno} Read" in served.read_text()
+            state = tmp_path / "state"
+            snap = run_cli("snapshot", "--diagnose", "-f", "json", "-i", "3", dev, state=state)
+            top = run_cli("top", "--by", "cgroup", "-f", "json", "-i", "3", "-c", "1", state=state)
+        finally:
+            fio.kill()
+            fio.wait()
+    assert snap.returncode == 0, snap.stderr
+    [disk] = json.loads(snap.stdout)["sysstat"]["hosts"][0]["statistics"][0]["disk"]
+    # fio is held at the limit: about 50 reads a second, not 2,500.
+    assert disk["r/s"] <= RIOPS * 1.2
+    first = disk["diagnosis"][0]
+    assert first["cause"] == "throttled" and first["confidence"] == "high", disk["diagnosis"]
+    evidence = first["evidence"]
+    assert (evidence["cgroup"], evidence["limit"], evidence["limit_value"]) == (
+        cgroup,
+        "riops",
+        RIOPS,
+    )
+    assert evidence["used_pct"] >= 90 and evidence["source"] == "blkio.throttle"
+    assert "throttled" not in disk["unchecked"]
+    assert top.returncode == 0, top.stderr
+    assert top.stderr.count("buffered writes to the root cgroup") == 1
+    rows = {r["cgroup"]: r for r in json.loads(top.stdout)["statistics"][0]["cgroups"]}
+    limited = rows[cgroup]["devices"][dev]
+    assert limited["limits"] == {
+        "rbps": None,
+        "wbps": None,
+        "riops": RIOPS,
+        "wiops": None,
+        "source": "blkio.throttle",
+    }
+    assert limited["throttled"] is True
+
+
+SYSCTLS = ("dirty_background_bytes", "dirty_background_ratio", "dirty_bytes", "dirty_ratio")
+
+
+@contextlib.contextmanager
+def dirty_background_at(nbytes: int) -> Iterator[None]:
+    """The flusher starts at ``nbytes`` of dirty memory; every vm.dirty_* put back after
+    (a ratio is restored by writing it, which sets its bytes twin back to 0)."""
+    vm = Path("/proc/sys/vm")
+    before = {name: (vm / name).read_text().strip() for name in SYSCTLS}
+    (vm / "dirty_background_bytes").write_text(str(nbytes))
+    try:
+        yield
+    finally:
+        for pair in (SYSCTLS[:2], SYSCTLS[2:]):
+            by_bytes, by_ratio = pair
+            name = by_bytes if before[by_bytes] != "0" else by_ratio
+            (vm / name).write_text(before[name])
+        after = {name: (vm / name).read_text().strip() for name in SYSCTLS}
+        assert after == before
+
+
+@contextlib.contextmanager
+def mounted_ext4(dev: str, where: Path) -> Iterator[Path]:
+    subprocess.run(["mkfs.ext4", "-q", "-F", f"/dev/{dev}"], check=True, capture_output=True)
+    where.mkdir()
+    subprocess.run(["mount", f"/dev/{dev}", str(where)], check=True, capture_output=True)
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True)
+
+
+def test_a_dirty_heavy_buffered_writer_moves_the_writeback_figures_and_the_verdict(
+    make_loop, tmp_path: Path
+) -> None:
+    need_root()
+    dev = make_loop(512)
+    source = LiveSource()
+    frames: list[Frame] = []
+
+    def storm_seen() -> bool:
+        frame = source.next_frame()
+        frames.append(frame)
+        return "writeback" in diagnose(frame, dev).held
+
+    try:
+        with mounted_ext4(dev, tmp_path / "mnt") as mnt, dirty_background_at(16 << 20):
+            os.sync()  # start below the threshold, whatever else this host wrote
+            before = source.next_frame()
+            assert before.memory is not None and before.memory.dirty_background_threshold_kB
+            assert before.memory.dirty_background_threshold_kB == 16 * 1024
+            assert not before.memory.over_background, before.memory
+            writer = subprocess.Popen(
+                ["dd", "if=/dev/zero", f"of={mnt / 'big'}", "bs=1M", "count=300"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                assert holds_within(storm_seen, 60), [f.memory for f in frames[-3:]]
+            finally:
+                writer.kill()
+                writer.wait()
+    finally:
+        source.close()
+    storm = frames[-1]
+    assert storm.memory is not None and storm.memory.over_background
+    cause = next(c for c in diagnose(storm, dev).causes if c.cause == "writeback")
+    assert cause.evidence["dirty_kB"] >= 16 * 1024 and cause.evidence["w/s"] > 0
+    # The rise over the background threshold was marked on the charts.
+    marks = [e for f in [before, *frames] for e in f.events if e.kind == WRITEBACK]
+    assert marks and "writeback starts" in marks[0].text
+
+
+BUSY = "import time\nend = time.monotonic() + 90\nwhile time.monotonic() < end:\n    pass\n"
+
+
+def test_a_cpu_bound_host_is_not_blamed_on_the_device(make_loop, fio_bin: str) -> None:
+    need_root()
+    dev = make_loop(64)
+    loops = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(os.cpu_count() or 2)]
+    fio = subprocess.Popen(
+        [
+            fio_bin,
+            "--name=light",
+            f"--filename=/dev/{dev}",
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--readonly",
+            "--rate_iops=200",
+            "--time_based",
+            "--runtime=90",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    source = LiveSource()
+    seen: list[Frame] = []
+
+    def cpu_pressure_named() -> bool:
+        frame = source.next_frame()
+        seen.append(frame)
+        return "cpu" in diagnose(frame, dev).held
+
+    try:
+        source.next_frame()
+        assert holds_within(cpu_pressure_named, 60), [f.pressure for f in seen[-2:]]
+    finally:
+        for child in (*loops, fio):
+            child.kill()
+            child.wait()
+        source.close()
+    frame = seen[-1]
+    verdict = diagnose(frame, dev)
+    assert frame.pressure is not None
+    cpu = frame.pressure.resources["cpu"].some
+    assert cpu is not None and cpu.avg10 >= 30
+    assert not {"saturated", "queue", "throttled"} & set(verdict.held), verdict.as_json()
+    assert verdict.causes[0].cause == "cpu" and "not the problem" in verdict.causes[0].text
