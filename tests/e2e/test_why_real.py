@@ -169,6 +169,7 @@ def test_a_cpu_bound_host_is_not_blamed_on_the_device(make_loop, fio_bin: str) -
             "--bs=4k",
             "--direct=1",
             "--readonly",
+            "--thread",  # the job is a thread: killing fio ends it (a forked job would live on)
             "--rate_iops=200",
             "--time_based",
             "--runtime=90",
