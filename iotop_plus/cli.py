@@ -8,27 +8,14 @@ from __future__ import annotations
 import argparse
 import difflib
 import errno
+import importlib
 import itertools
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from iotop_plus import __version__
-from iotop_plus.commands import (
-    ab,
-    bundle,
-    fleet,
-    probe,
-    record,
-    replay,
-    restore,
-    serve,
-    snapshot,
-    sweep,
-    top,
-)
-from iotop_plus.commands import set as set_command
 from iotop_plus.commands.common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -38,26 +25,37 @@ from iotop_plus.commands.common import (
     UsageError,
     positive_float,
 )
-from iotop_plus.roots import Roots
-from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.sampler import SourceError
 
-#: Subcommand modules: each has ``add_parser(subparsers)``; the parser sets ``run``.
-COMMANDS = [
-    snapshot,
-    probe,
-    set_command,
-    top,
-    sweep,
-    ab,
-    restore,
-    record,
-    replay,
-    bundle,
-    serve,
-    fleet,
-]
+if TYPE_CHECKING:
+    from iotop_plus.roots import Roots
+
+#: Subcommands and their one-line help, in ``--help`` order. Each is the module
+#: ``iotop_plus.commands.NAME`` with ``add_parser(subparsers)`` (the parser sets ``run``). Only
+#: the module of the subcommand typed is imported; the others stand in ``--help`` as their name
+#: and this line (a test checks the lines against the modules'), so ``--version``, ``--help``
+#: and ``snapshot`` load nothing they do not use (#25).
+COMMANDS: dict[str, str] = {
+    "snapshot": "print iostat -x figures for an interval and exit",
+    "probe": "run a safe fio probe (a preset) on a directory or a device",
+    "set": "change queue settings (read-ahead, scheduler...) with read-back, all or nothing",
+    "top": "print the processes doing I/O (like iotop -b -o) and exit",
+    "sweep": "queue-depth sweep: IOPS and latency at QD 1, 2, 4 ... (read-only)",
+    "ab": "A/B test a queue setting: alternate values, run a probe, compare medians",
+    "restore": "put back queue settings that a run which died left changed (from the journal)",
+    "record": "record every interval's counters to files (for replay and bundles)",
+    "replay": "the TUI on a recording, a bundle or the recording directory",
+    "bundle": "write the last minutes of the recording to one file, for an incident ticket",
+    "serve": "Prometheus exporter: disk counters, queue settings, pressure, cgroups, probes",
+    "fleet": "many hosts through Prometheus: hosts x devices, worst first",
+}
+
+#: The subcommands that take ``--interval`` (a test checks it against their parsers).
+INTERVAL_COMMANDS = ("snapshot", "top", "record", "replay", "serve")
+
+
+def command_module(name: str) -> Any:
+    """The module of subcommand ``name`` (imported now if it was not)."""
+    return importlib.import_module(f"iotop_plus.commands.{name}")
 
 
 #: A subcommand's ``--interval`` default while parsing: "not given" (see ``_Parser``).
@@ -98,7 +96,7 @@ class _Parser(argparse.ArgumentParser):
         assert self.intervals is not None
         if command not in self.intervals:
             if text is not None:
-                takers = ", ".join(self.intervals)
+                takers = ", ".join(INTERVAL_COMMANDS)
                 self.error(
                     f"--interval {text} before {command!r}: {command} takes no interval "
                     f"(the TUI and {takers} do)"
@@ -119,6 +117,8 @@ class _Parser(argparse.ArgumentParser):
         setattr(args, action.dest, value)
 
     def _tui_interval(self, text: str) -> float:
+        from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
+
         try:
             value = positive_float(text)
         except argparse.ArgumentTypeError as exc:
@@ -131,8 +131,12 @@ class _Parser(argparse.ArgumentParser):
         return value
 
 
-def build_parser() -> _Parser:
-    """The full argument parser."""
+def build_parser(argv: Sequence[str] | None = None) -> _Parser:
+    """The argument parser: with ``argv``, only the subcommand it names is imported.
+
+    The other subcommands are placeholders carrying their help line (enough for ``--help``);
+    without ``argv`` every subcommand's real parser is built.
+    """
     parser = _Parser(
         prog="iotop-plus",
         description="Live Linux storage: iostat -x figures, the processes doing the I/O, "
@@ -185,8 +189,12 @@ def build_parser() -> _Parser:
     )
     parser.set_defaults(fleet_tui=_run_fleet_tui, replay_tui=_run_replay_tui)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for module in COMMANDS:
-        module.add_parser(sub)
+    wanted = set(COMMANDS) if argv is None else {command_word(argv)}
+    for name, help_line in COMMANDS.items():
+        if name in wanted:
+            command_module(name).add_parser(sub)
+        else:
+            sub.add_parser(name, help=help_line)
     parser.commands = tuple(sub.choices)
     parser.intervals = {}
     for name, subparser in sub.choices.items():
@@ -227,11 +235,35 @@ def split_devices(argv: Sequence[str], commands: Iterable[str]) -> tuple[list[st
     return rest, devices
 
 
+def command_word(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (the first bare word after the top-level options), if any."""
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            return None
+        if word.startswith("-"):
+            if word in _VALUED:
+                next(words, None)
+            continue
+        return word if word in COMMANDS else None
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``iotop-plus`` console script."""
-    parser = build_parser()
-    argv, devices = split_devices(sys.argv[1:] if argv is None else argv, parser.commands)
+    given = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(given)
+    argv, devices = split_devices(given, parser.commands)
     args = parser.parse_args(argv)
+    if args.command is not None and not hasattr(args, "run"):
+        # argparse found a different subcommand than command_word did: parse with them all.
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    # Imported once parsed: --version and --help load no sampling code (#25).
+    from iotop_plus.roots import Roots
+    from iotop_plus.sampling.diskstats import printable
+    from iotop_plus.sampling.sampler import SourceError
+
     args.tui_devices = devices
     args.command_names = tuple(parser.commands)
     stdout = sys.stdout

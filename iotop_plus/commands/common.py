@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import signal
 from collections.abc import Coroutine
-from typing import Any, TextIO, TypeVar
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+if TYPE_CHECKING:
+    import asyncio
 
 EXIT_OK, EXIT_FAILURE, EXIT_USAGE = 0, 1, 2
 
@@ -91,6 +93,8 @@ async def run_cancellable(coro: Coroutine[Any, Any, T]) -> tuple[T | None, int]:
     Cancelling lets the coroutine's ``finally`` blocks run (kill fio, remove probe files,
     restore settings) before the command exits with 128 + N.
     """
+    import asyncio  # here: snapshot, top and --version never load asyncio (#25)
+
     loop = asyncio.get_running_loop()
     task: asyncio.Task[T] = asyncio.ensure_future(coro)
     received: list[int] = []

@@ -1,0 +1,118 @@
+"""Headless start-up of iotop-plus against bare Python, ``import textual.app`` and iostat (#25).
+
+Prints figures; never asserts. Every row is the median wall time of ``--runs`` fresh processes,
+measured alternately with its reference in the same run (so a load change hits both), and the
+load average beside it:
+
+- ``iotop-plus --version`` and ``--help`` against ``python -c pass`` in the same editable venv
+  (target: <= 2x);
+- ``iotop-plus snapshot -c 1 -i 0.1 -f json`` minus its 0.1 s interval against a fresh
+  ``python -c 'import textual.app'`` (target: <= 0.4x, aim 0.3x), and ``iostat -d -x -o JSON``
+  (one report since boot: iostat takes whole seconds only) as the peer;
+- the modules ``--version`` and ``snapshot`` import that they should not (pyudev, asyncio,
+  prometheus_client, textual), from ``python -X importtime``.
+
+Usage: ``.venv/bin/python benchmarks/bench_startup.py [--runs 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = REPO / ".venv" / "bin"
+PYTHON = str(BIN / "python") if (BIN / "python").exists() else sys.executable
+SCRIPT = str(BIN / "iotop-plus") if (BIN / "iotop-plus").exists() else "iotop-plus"
+HEAVY = ("pyudev", "asyncio", "prometheus_client", "textual")
+
+
+def wall(argv: Sequence[str]) -> float:
+    """Seconds one run of ``argv`` takes to exit."""
+    t0 = time.perf_counter()
+    subprocess.run(
+        list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False, timeout=60
+    )
+    return time.perf_counter() - t0
+
+
+def alternate(pairs: dict[str, list[str]], runs: int) -> dict[str, float]:
+    """Median wall time of each command, run in turn ``runs`` times (one warm-up round first)."""
+    times: dict[str, list[float]] = {name: [] for name in pairs}
+    for argv in pairs.values():
+        wall(argv)  # page cache, .pyc files
+    for _ in range(runs):
+        for name, argv in pairs.items():
+            times[name].append(wall(argv))
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def heavy_modules(argv: Sequence[str]) -> list[str]:
+    """Top-level packages of :data:`HEAVY` that ``argv`` (a python command) imports."""
+    env = dict(os.environ, PYTHONPROFILEIMPORTTIME="1")
+    err = subprocess.run(list(argv), env=env, capture_output=True, text=True, check=False).stderr
+    seen = {m.group(1).split(".")[0] for m in re.finditer(r"\|\s+(\S+)$", err, re.M)}
+    return sorted(seen & set(HEAVY))
+
+
+def load() -> str:
+    """The 1-minute load average, as text."""
+    return f"{os.getloadavg()[0]:.2f}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure and print."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=5, help="runs per median (default 5)")
+    args = parser.parse_args(argv)
+    subprocess.run([PYTHON, "-m", "compileall", "-q", str(REPO / "iotop_plus")], check=True)
+    with tempfile.TemporaryDirectory(prefix="bench-startup-") as state:
+        snapshot = [SCRIPT, "--state-dir", state, "snapshot", "-c", "1", "-i", "0.1", "-f", "json"]
+        commands = {
+            "python -c pass": [PYTHON, "-c", "pass"],
+            "iotop-plus --version": [SCRIPT, "--version"],
+            "iotop-plus --help": [SCRIPT, "--help"],
+            "import textual.app": [PYTHON, "-c", "import textual.app"],
+            "snapshot -c1 -i0.1": snapshot,
+        }
+        iostat = shutil.which("iostat")
+        if iostat:
+            commands["iostat -dx -o JSON"] = [iostat, "-d", "-x", "-o", "JSON"]
+        else:
+            print("note: iostat missing (apt-get install sysstat): no peer row")
+        before = load()
+        med = alternate(commands, args.runs)
+        after = load()
+        print(f"median of {args.runs} alternating runs; load average {before} -> {after}")
+        for name, seconds in med.items():
+            print(f"  {name:<24} {seconds * 1000:8.1f} ms")
+        bare, textual = med["python -c pass"], med["import textual.app"]
+        snap = med["snapshot -c1 -i0.1"] - 0.1
+        print(
+            f"--version / python -c pass = {med['iotop-plus --version'] / bare:.2f}x (target <= 2x)"
+        )
+        print(f"--help / python -c pass = {med['iotop-plus --help'] / bare:.2f}x")
+        print(
+            f"snapshot minus interval = {snap * 1000:.1f} ms = {snap / textual:.2f}x "
+            "import textual.app (target <= 0.4x, aim 0.3x)"
+        )
+        if iostat:
+            peer = med["iostat -dx -o JSON"]
+            print(f"snapshot minus interval / iostat = {snap / peer:.1f}x")
+        for name, cmd in (("--version", [SCRIPT, "--version"]), ("snapshot", snapshot)):
+            heavy = heavy_modules([PYTHON, *cmd] if cmd[0] == SCRIPT else cmd)
+            print(f"{name} imports {', '.join(heavy) if heavy else 'none'} of {', '.join(HEAVY)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
