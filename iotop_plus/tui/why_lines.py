@@ -7,8 +7,9 @@ from iotop_plus.sampling.diagnosis import diagnose
 from iotop_plus.sampling.frame import Frame
 
 
-def why_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
-    """(label, value) lines for ``device`` in ``frame``: memory, then the verdict."""
+def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
+    """(label, value) lines of ``frame`` beside a device's facts: dirty and writeback memory
+    (host-wide, so the same for every device)."""
     if frame is None:
         return []
     facts: list[tuple[str, str]] = []
@@ -20,8 +21,14 @@ def why_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
         facts.append(("memory", text))
     else:
         facts.append(("memory", "not recorded"))
-    facts.append(("why", diagnose(frame, device).line()))
     return facts
+
+
+def verdict_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
+    """The verdict line for ``device`` in ``frame`` (the Device tab shows it first)."""
+    if frame is None:
+        return []
+    return [("why", diagnose(frame, device).line())]
 
 
 WHY_HELP = (

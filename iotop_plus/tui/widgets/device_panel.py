@@ -15,7 +15,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
 from iotop_plus.sampling.units import lsblk_size
-from iotop_plus.tui.why_lines import why_facts
+from iotop_plus.tui.why_lines import verdict_facts, why_facts
 
 
 def device_facts(
@@ -105,6 +105,7 @@ class DevicePanel(VerticalScroll):
         self.settings = tuple(settings) if settings is not None else None
         facts = device_facts(dev, settings) if dev is not None else None
         if facts is not None and dev is not None:
+            facts = verdict_facts(dev.name, frame) + facts  # why first: the question asked
             facts += why_facts(dev.name, frame)
         if facts == self._shown:
             return
