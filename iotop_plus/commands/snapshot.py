@@ -17,7 +17,7 @@ from typing import Any, TextIO
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
-from iotop_plus.commands.snapshot_diagnosis import add_diagnosis
+from iotop_plus.commands.snapshot_diagnosis import add_diagnosis, render_verdicts
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
@@ -307,11 +307,13 @@ def emit(
             f"{printable(host.hostname)}  Linux {printable(host.kernel)}  iotop-plus {__version__}",
             file=out,
         )
-        for prev, cur, rates, lat, _pressure, _events, _frame in reports:
+        verdicts: dict[str, list[DeviceRates]] = {}
+        for prev, cur, rates, lat, _pressure, _events, frame in reports:
             names = _names(explicit, cur, inventory, args)
             out.write(render_table(cur, prev, names, rates, inventory, tz))
             if latency:
                 out.write(render_latency(names, lat))
+            out.write(render_verdicts(args, names, frame, verdicts))  # --diagnose: why lines
             out.flush()
     return EXIT_OK
 

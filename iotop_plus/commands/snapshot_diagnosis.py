@@ -4,10 +4,12 @@ too (memory is read with every frame)."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Sequence
 from typing import Any
 
 from iotop_plus.sampling.diagnosis import diagnose
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
 from iotop_plus.sampling.rates import DeviceRates
 
@@ -35,3 +37,24 @@ def add_diagnosis(
         rates = frame.rates.get(name)
         if rates is not None:
             recent[name] = [*recent.get(name, ()), rates][-RECENT:]
+
+
+def render_verdicts(
+    args: argparse.Namespace,
+    names: Sequence[str],
+    frame: Frame | None,
+    recent: dict[str, list[DeviceRates]],
+) -> str:
+    """The table's verdict lines with ``--diagnose``: ``why sda: ...`` per device (else
+    nothing)."""
+    if frame is None or not getattr(args, "diagnose", False):
+        return ""
+    disks = [{"disk_device": n} for n in names if frame.rates.get(n) is not None]
+    lines = []
+    for disk in disks:
+        name = disk["disk_device"]
+        lines.append(f"why {printable(name)}: {diagnose(frame, name, recent.get(name, ())).line()}")
+        rates = frame.rates.get(name)
+        if rates is not None:
+            recent[name] = [*recent.get(name, ()), rates][-RECENT:]
+    return "\n".join(lines) + "\n" if lines else ""

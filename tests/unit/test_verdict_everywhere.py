@@ -148,3 +148,17 @@ def test_the_fleet_view_shows_each_devices_causes_from_the_metric() -> None:
     assert rows["db1", "sda"].diagnosis == "cpu, throttled"
     assert rows["db2", "sdb"].diagnosis == "none"
     assert DIAGNOSIS_QUERY in asked
+
+
+def test_the_table_gives_a_why_line_per_device_with_diagnose_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = nvme_with_memory(tmp_path)
+    roots = ["--proc-root", str(base / "proc"), "--sys-root", str(base / "sys")]
+    assert cli.main([*roots, "snapshot", "-i", "0.01", "--diagnose", "nvme0n1", "nvme0n2"]) == 0
+    out = capsys.readouterr().out
+    why = [line for line in out.splitlines() if line.startswith("why ")]
+    assert [line.split(":")[0] for line in why] == ["why nvme0n1", "why nvme0n2"]
+    assert all("idle: no I/O to explain" in line for line in why)  # a still fixture tree
+    assert cli.main([*roots, "snapshot", "-i", "0.01", "nvme0n1"]) == 0
+    assert "why " not in capsys.readouterr().out
