@@ -102,8 +102,9 @@ class HealthFrame:
     def severity(self, name: str) -> str | None:
         """Why the device table marks ``name`` (one short phrase), or None."""
         reading = self.readings.get(name)
-        if self.new_errors.get(name):
-            return f"{self.new_errors[name]} new I/O errors"
+        errors = self.io_errors.get(name, 0) if self.io_errors is not None else 0
+        if errors:
+            return f"{errors} I/O errors since start"
         if reading is None:
             return None
         if reading.passed is False:
@@ -300,7 +301,7 @@ class HealthPart:
             self.kmsg = KmsgErrors()
             self.problem = self.kmsg.problem
         else:
-            self.problem = "I/O errors are counted on the live host only, not on a captured tree"
+            self.problem = "I/O errors: counted on the live host only, not on a captured tree"
 
     def frame(
         self,

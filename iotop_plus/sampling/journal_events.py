@@ -144,7 +144,7 @@ def recorded_events(
 
 def is_marked(kind: str, record: Mapping[str, Any] | None) -> bool:
     """Whether an event of ``kind`` with this journal line is drawn as a chart mark."""
-    if kind == "writeback":  # dirty memory crossed the background threshold
+    if kind in ("writeback", "io-error"):  # dirty crossed the background threshold; failed I/O
         return True
     if kind not in (SETTING, PROBE):
         return False

@@ -17,6 +17,7 @@ from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import (
     CGROUPS,
+    HEALTH,
     LATENCY_QUEUE,
     PROCESSES,
     Frame,
@@ -85,6 +86,7 @@ class FrameFeed:
 
     def start(self, post: Callable[[Message], object], interval: float) -> None:
         """Start the sampler thread; it delivers through ``post`` (the app's post_message)."""
+        self.source.want(HEALTH, True)  # a worker thread reads it, never this one or the UI
         self.thread = SamplerThread(
             self.source,
             deliver=lambda frame: post(FrameReady(frame)),

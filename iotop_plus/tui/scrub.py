@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 LIVE, PAUSED, HISTORY, REPLAY = "live", "paused", "history", "replay"
 """The modes the header shows."""
 
-MARKED_EVENTS = ("setting", "probe", "writeback")
+MARKED_EVENTS = ("setting", "probe", "writeback", "io-error")
 """Frame event kinds drawn as marks on the charts."""
 
 

@@ -48,7 +48,7 @@ def test_health_on_a_captured_tree_has_the_ruled_keys_and_runs_nothing(
         assert "captured tree" in health["reason"]
         assert health["io_errors"] is None  # nothing counts errors under a captured tree
         assert health["age_s"] is not None
-    assert err.count("I/O errors are counted on the live host only") == 1
+    assert err.count("I/O errors: counted on the live host only") == 1
 
 
 def test_without_health_the_json_has_no_health(

@@ -10,6 +10,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from iotop_plus.sampling.figures import notes
+from iotop_plus.tui.health_lines import HEALTH_HELP
 from iotop_plus.tui.keys import (
     APP_KEYS,
     as_binding,
@@ -108,7 +109,7 @@ def help_entries() -> list[tuple[str, int]]:
         ("[b]Processes columns[/b] (per process; rates over the measured interval)", 0),
     ]
     lines += [_named(name, f"{means}.") for name, means in MEANINGS]
-    for paragraph in (THRESHOLDS, PRESSURE_HELP, PROBE_HELP, *WHY_HELP):
+    for paragraph in (THRESHOLDS, PRESSURE_HELP, PROBE_HELP, *HEALTH_HELP, *WHY_HELP):
         lines += [("", 0), (paragraph, 0)]
     return lines
 

@@ -323,7 +323,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             header.show(note="")
         changed = frame.inventory_changed or new_devices
         table = self.query_one(DeviceTable)
-        table.update_latency(frame.latency)
+        table.update_parts(frame)  # latency figures, health marks
         table.update_devices(
             frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, changed
         )

@@ -15,6 +15,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
 from iotop_plus.sampling.units import lsblk_size
+from iotop_plus.tui.health_lines import health_facts
 from iotop_plus.tui.why_lines import verdict_facts, why_facts
 
 
@@ -107,6 +108,7 @@ class DevicePanel(VerticalScroll):
         if facts is not None and dev is not None:
             facts = verdict_facts(dev.name, frame) + facts  # why first: the question asked
             facts += why_facts(dev.name, frame)
+            facts += health_facts(dev.name, frame)
         if facts == self._shown:
             return
         self._shown = facts

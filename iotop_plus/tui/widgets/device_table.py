@@ -19,9 +19,11 @@ from textual.strip import Strip
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, shown_by_default
 from iotop_plus.sampling.latency_hist import LatencyFrame
 from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.device_rows import TableRow, device_label, hidden_note, natural_key
@@ -121,6 +123,8 @@ class DeviceTable(CursorList[TableRow]):
         """A frame with rates has arrived (the starting device is picked from the first)."""
         self._rates: Mapping[str, DeviceRates | None] = {}
         self._latency: LatencyFrame | None = None
+        self.marks: dict[str, str] = {}
+        """Devices marked for their health (I/O errors, failing, worn), with why."""
         self._inventory = Inventory({})
         self._counters_names: list[str] = []
         self._scales: dict[str, int] = {}
@@ -198,6 +202,11 @@ class DeviceTable(CursorList[TableRow]):
     def update_latency(self, latency: LatencyFrame | None) -> None:
         """The latency columns' figures for the next :meth:`update_devices`."""
         self._latency = latency
+
+    def update_parts(self, frame: Frame) -> None:
+        """The frame's latency and health (the severity marks) for :meth:`update_devices`."""
+        self.update_latency(frame.latency)
+        self.marks = severity_marks(frame)
 
     def visible_names(self) -> list[str]:
         """Kernel names of all rows (in order), scrolled out of view or not."""
@@ -420,7 +429,8 @@ class DeviceTable(CursorList[TableRow]):
     def _row_content(self, row: TableRow, selected: bool) -> RowContent:
         """What a row shows: (text, style) per cell. Also the cache key."""
         rates = self._rates.get(row.name)
-        cells: list[tuple[str, Style]] = [(row.label, PLAIN)]
+        mark = SEVERITY_MARK if row.name in self.marks else ""
+        cells: list[tuple[str, Style]] = [(mark + row.label, PLAIN)]
         for col in self._columns:
             if col.key in LATENCY_KEYS:
                 cells.append(latency_cell(col.key, self._latency, row.name))
