@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from iotop_plus import cli
 from iotop_plus.export.collector import FrameCollector
@@ -22,7 +24,7 @@ from iotop_plus.record.collect import inventory_doc, recorded_sample
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import LiveSource
-from iotop_plus.sampling.memory import WRITEBACK, MemoryPart, read_memory
+from iotop_plus.sampling.memory import WRITEBACK, MemoryPart, parse_memory, read_memory
 from iotop_plus.sampling.sampler import Sampler
 from tests.support.synthetic import SyntheticTree
 
@@ -208,3 +210,28 @@ def test_snapshot_from_a_recording_without_memory_says_null(tmp_path: Path) -> N
     assert snapshot.run(args, tree.roots, out) == 0
     [stat] = json.loads(out.getvalue())["sysstat"]["hosts"][0]["statistics"]
     assert stat["memory"] is None
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Dirty:", "Writeback:", "nr_dirty_threshold", "DirtyX:", "x"]),
+            st.sampled_from(["12", "12 kB", "", "1 2 3", "-4"]),
+        ),
+        max_size=12,
+    )
+)
+def test_the_searched_lines_are_the_lines_a_full_split_finds(
+    lines: list[tuple[str, str]],
+) -> None:
+    text = "\n".join(f"{k} {v}".rstrip() for k, v in lines)
+    by_split = parse_memory(text, text, 4096)
+    naive: dict[str, int] = {}
+    for line in text.splitlines():
+        words = line.split()
+        key = {"Dirty:": "dirty_kB", "Writeback:": "writeback_kB"}.get(words[0])
+        if key and len(words) in (2, 3) and words[1].isdigit():
+            naive[key] = int(words[1])
+        if words[0] == "nr_dirty_threshold" and len(words) == 2 and words[1].isdigit():
+            naive["dirty_threshold_kB"] = int(words[1]) * 4
+    assert by_split[0] == naive
