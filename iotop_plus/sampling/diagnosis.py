@@ -138,7 +138,11 @@ def _throttled(frame: Frame, device: str) -> list[Cause]:
             "used_pct": _r(limit.usage[key] * 100, 1),
             "source": limit.source,
         }
-        text = f"throttled by {limit.cgroup}'s {limit.source} limit: {limit.text()}"
+        share = limit.usage[key] * 100
+        text = (
+            f"throttled by {limit.cgroup}'s {limit.source} limit: "
+            f"{key} {limit.limits.get(key)} ({share:.0f} % used)"
+        )
         out.append(Cause("throttled", evidence, "high", text))
     return out
 
