@@ -16,6 +16,7 @@ from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.format import VERSION
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroup_limits import limits_doc
+from iotop_plus.sampling.cgroup_names import parse_proc_cgroup
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.frame import Frame, FrameEvent
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
@@ -146,14 +147,16 @@ def header_doc(
 
 
 def _cgroup(roots: Roots, pid: int) -> str | None:
+    """A task's cgroup read now (when its frame has none): the v2 path when the task is below
+    the v2 root, else its v1 blkio path (on a hybrid host every task sits in the v2 root)."""
     try:
         text = read_bounded(roots.proc / str(pid) / "cgroup", MAX_ATTRIBUTE_BYTES)
     except OSError:
         return None
-    for line in text.splitlines():
-        if line.startswith("0::"):
-            return line[3:]
-    return text.splitlines()[0].split(":", 2)[-1] if text.strip() else None
+    v2 = parse_proc_cgroup(text, v2=True)
+    if v2 not in (None, "/"):
+        return v2
+    return parse_proc_cgroup(text, v2=False) or v2
 
 
 def top_processes(frame: Frame, roots: Roots, n: int) -> tuple[dict[str, Any], ...] | None:
@@ -177,7 +180,7 @@ def top_processes(frame: Frame, roots: Roots, n: int) -> tuple[dict[str, Any], .
             {
                 "pid": task.pid,
                 "comm": task.comm,
-                "cgroup": _cgroup(roots, task.pid),
+                "cgroup": part.cgroups.get(task.key) or _cgroup(roots, task.pid),
                 "read_bytes": io.read_bytes if io else None,
                 "write_bytes": io.disk_write_bytes if io else None,
                 "delay_ticks": task.blkio_ticks,

@@ -5,8 +5,9 @@ cumulative ``read_bytes`` and disk ``write_bytes`` of ``/proc/PID/io``, the bloc
 clock ticks, and the rates the recorder saw. Replay rebuilds the Processes view from them:
 rates come from two consecutive recorded samples of the same pid (so ``--interval`` and
 scrubbing give the figures of the pair on screen); a pid that was not in the top N of the
-sample before shows the rates the recorder saw. What was not recorded (command line, user,
-state, rchar/wchar) is left unknown: the name shown is the comm.
+sample before shows the rates the recorder saw. Since version 4 the command line of each
+pid is in its chunk (:mod:`iotop_plus.record.recorded_who`); older files (and pids whose line
+was not read) show the comm. What was not recorded (user, state, rchar/wchar) is left unknown.
 """
 
 from __future__ import annotations
@@ -32,11 +33,12 @@ def _float(value: Any) -> float | None:
     return float(value)
 
 
-def _task(doc: Mapping[str, Any]) -> TaskCounters | None:
+def _task(doc: Mapping[str, Any], cmdlines: Mapping[int, str]) -> TaskCounters | None:
     pid = _int(doc.get("pid"))
     if pid is None or pid <= 0:
         return None
     comm = str(doc.get("comm") or "?")[:64]
+    cmdline = cmdlines.get(pid) or comm
     read, write = _int(doc.get("read_bytes")), _int(doc.get("write_bytes"))
     io = None
     if read is not None and write is not None:
@@ -47,7 +49,7 @@ def _task(doc: Mapping[str, Any]) -> TaskCounters | None:
         tid=pid,
         starttime=0,
         comm=comm,
-        cmdline=comm,
+        cmdline=cmdline,
         uid=None,
         user="?",
         state="?",
@@ -57,11 +59,13 @@ def _task(doc: Mapping[str, Any]) -> TaskCounters | None:
     )
 
 
-def _by_pid(docs: Sequence[Any] | None) -> dict[int, tuple[TaskCounters, Mapping[str, Any]]]:
+def _by_pid(
+    docs: Sequence[Any] | None, cmdlines: Mapping[int, str]
+) -> dict[int, tuple[TaskCounters, Mapping[str, Any]]]:
     out: dict[int, tuple[TaskCounters, Mapping[str, Any]]] = {}
     for doc in docs or ():
         if isinstance(doc, Mapping):
-            task = _task(doc)
+            task = _task(doc, cmdlines)
             if task is not None:
                 out[task.pid] = (task, doc)
     return out
@@ -73,13 +77,19 @@ def _rate(now: int | None, before: int | None, dt: float) -> float | None:
     return (now - before) / dt
 
 
-def process_frame(now: RecordedSample, before: RecordedSample | None) -> ProcessFrame | None:
-    """The Processes view of ``now`` (rates since ``before``, a sample of the same file)."""
+def process_frame(
+    now: RecordedSample,
+    before: RecordedSample | None,
+    cmdlines: Mapping[int, str] | None = None,
+) -> ProcessFrame | None:
+    """The Processes view of ``now`` (rates since ``before``, a sample of the same file);
+    ``cmdlines``: the recorded command line per pid (else the comm is shown)."""
     if now.processes is None:
         return None
     sample = now.sample
-    tasks = _by_pid(now.processes)
-    prev = _by_pid(before.processes if before is not None else None)
+    lines = cmdlines or {}
+    tasks = _by_pid(now.processes, lines)
+    prev = _by_pid(before.processes if before is not None else None, lines)
     dt = sample.monotonic - before.sample.monotonic if before is not None else 0.0
     rates: dict[TaskKey, TaskRates | None] = {}
     cgroups: dict[TaskKey, str] = {}

@@ -29,8 +29,10 @@ from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorded_health import chunk_health
 from iotop_plus.record.recorded_processes import process_frame
+from iotop_plus.record.recorded_who import CGROUPS, cgroup_frame_of, chunk_command_lines
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.times import zone_of
+from iotop_plus.sampling.cgroup_limits import with_limits
 from iotop_plus.sampling.frame import Frame, FrameEvent
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.memory import memory_from_json
@@ -267,7 +269,13 @@ class RecordingTimeline:
             seq=self._index(cur) + 1,
             events=tuple(frame_events(now.events)),
             pressure=pressure_of(now.pressure),
-            processes=process_frame(now, before),
+            processes=process_frame(
+                now, before, chunk_command_lines(self._samples(cur[0]), cur[1])
+            ),
+            cgroups=with_limits(
+                cgroup_frame_of(now.parts.get(CGROUPS), sample.monotonic, sample.wall_time),
+                now.parts.get("L"),
+            ),
             memory=memory_from_json(now.parts.get("M")),
             health=chunk_health(self._samples(cur[0]), cur[1], sample.wall_time),
         )

@@ -416,7 +416,9 @@ class LiveSource:
         from iotop_plus.sampling.health_part import health_step
 
         wanted = HEALTH in self._wanted and self.devices
-        self._health, health, bad = health_step(self._health, wanted, self.roots, inventory, cur)
+        self._health, health, bad = health_step(
+            self._health, wanted, self.roots, inventory, cur, latency
+        )
         frame = dataclasses.replace(
             frame,
             health=health,

@@ -26,10 +26,12 @@ from iotop_plus.sampling.health import (
     read_health,
 )
 from iotop_plus.sampling.io_errors import ErrorCounts, KmsgErrors
+from iotop_plus.sampling.latency_hist import RUNNING
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame import FrameEvent
     from iotop_plus.sampling.inventory import Inventory
+    from iotop_plus.sampling.latency_hist import LatencyFrame
     from iotop_plus.sampling.sampler import Sample
 
 REFRESH_S = 300.0
@@ -368,13 +370,18 @@ def health_step(
     roots: Roots,
     inventory: Inventory,
     sample: Sample,
+    latency: LatencyFrame | None = None,
 ) -> tuple[HealthPart | None, HealthFrame | None, tuple[FrameEvent, ...]]:
     """One frame's step of :class:`~iotop_plus.sampling.frame.LiveSource`: the part (started
-    when first wanted, closed when no longer wanted), this frame's health and its events."""
+    when first wanted, closed when no longer wanted), this frame's health and its events.
+
+    The I/O errors come from ``latency``'s tracer while it counts them, else the kernel log.
+    """
     if not wanted:
         if part is not None:
             part.close()
         return None, None, ()
     part = part if part is not None else HealthPart(roots)
-    health, events = part.frame(inventory, sample.monotonic)
+    counted = latency.errors if latency is not None and latency.state == RUNNING else None
+    health, events = part.frame(inventory, sample.monotonic, counted)
     return part, health, events

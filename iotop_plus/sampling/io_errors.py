@@ -21,6 +21,11 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.latency_parser import TracerBatch
 
 KMSG = "/dev/kmsg"
 """The kernel log, one record per read."""
@@ -144,3 +149,18 @@ class ErrorCounts:
         for (device, _kind), n in counts.items():
             self.totals[device] = self.totals.get(device, 0) + n
         return {k: n for k, n in counts.items() if n}
+
+
+def tracer_errors(
+    batches: Iterable[TracerBatch], names: Mapping[int, str]
+) -> Mapping[tuple[str, str], int]:
+    """The tracer's failed requests of ``batches`` per (device name, kind), for the devices
+    in ``names`` (kernel dev_t -> name)."""
+    out: dict[tuple[str, str], int] = {}
+    for batch in batches:
+        for (dev, error), n in batch.errors.items():
+            name = names.get(dev)
+            if name is not None:
+                key = (name, ERRNO_KINDS.get(error, f"errno {-error}"))
+                out[key] = out.get(key, 0) + n
+    return MappingProxyType(out)

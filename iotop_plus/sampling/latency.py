@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
+from iotop_plus.sampling.io_errors import tracer_errors
 from iotop_plus.sampling.latency_blind import BLIND_FRAMES, BLIND_MIN_IOS, BLIND_RATIO, BlindWatch
 from iotop_plus.sampling.latency_hist import (
     FAILED,
@@ -58,6 +59,7 @@ from iotop_plus.sampling.latency_program import (
     TICK_MS,
     TRACEFS,
     dev_t,
+    errors_present,
     marker_present,
     submit_tracepoint,
     tracer_problem,
@@ -91,6 +93,7 @@ __all__ = [
     "TracerBatch",
     "TracerParser",
     "dev_t",
+    "errors_present",
     "marker_present",
     "op_of",
     "submit_tracepoint",
@@ -160,6 +163,7 @@ class LatencyPart:
                 issuers=issuers,
                 only_dev=only_dev,
                 marked=not issuers and marker_present(),  # a probe's tracer: its own ticks
+                errors=not issuers and errors_present(),  # the frames' I/O errors
                 attribution=attribution,
             )
         )
@@ -293,6 +297,7 @@ class LatencyPart:
             attributed=self.attribution,
             issuers=pids,
             writeback=wb,
+            errors=tracer_errors(batches, names) if tracer.errors else None,
         )
 
     def _restart(self) -> None:

@@ -321,6 +321,9 @@ class LatencyFrame:
     """Per device name, per submitting pid (0: no submission seen, e.g. kernel flushes)."""
     writeback: frozenset[str] = frozenset()
     """bdi names (``MAJ:MIN``) the flusher threads worked on over the interval."""
+    errors: Mapping[tuple[str, str], int] | None = None
+    """Failed requests per (device, kind) since the previous frame, while the tracer counts
+    them (``block_rq_error``); None when it does not."""
 
     @property
     def has_figures(self) -> bool:

@@ -65,6 +65,8 @@ class TracerBatch:
     """Requests submitted per (kernel dev_t, pid, comm): a probe's tracer only."""
     marked: bool = False
     """Printed for a frame's marker syscall (``mark``), not by the child's own tick."""
+    errors: Mapping[tuple[int, int], int] = field(default_factory=lambda: MappingProxyType({}))
+    """Failed requests per (kernel dev_t, negative errno) at ``block_rq_error``."""
     attributed: Mapping[tuple[int, int], PidIO] = field(
         default_factory=lambda: MappingProxyType({})
     )
@@ -108,6 +110,7 @@ class TracerParser:
         """True once bpftrace said its probes are attached."""
         self._acc: dict[tuple[int, str], _OpAcc] = {}
         self._who: dict[tuple[int, int, str], int] = {}
+        self._errors: dict[tuple[int, int], int] = {}
         self._pids: dict[tuple[int, int], _PidAcc] = {}
         self._wb: set[str] = set()
 
@@ -144,12 +147,16 @@ class TracerParser:
                 MappingProxyType({k: a.frozen() for k, a in acc.items()}),
                 MappingProxyType(who),
                 marked=data.startswith("mark "),
+                errors=self._take_errors(),
                 attributed=MappingProxyType({k: a.frozen() for k, a in pids.items()}),
                 writeback=frozenset(wb),
             )
         return None
 
     def _map(self, name: str, values: Mapping[str, object]) -> None:
+        if name == "@err":
+            self._error_map(values)
+            return
         if name in ("@who", "@fh", "@fs", "@fm"):
             self._probe_map(name, values)
             return
@@ -193,6 +200,21 @@ class TracerParser:
             mine.comms[comm] = mine.comms.get(comm, 0) + value + 1
             if op is not None:
                 mine.sectors[op] = mine.sectors.get(op, 0) + value
+
+    def _error_map(self, values: Mapping[str, object]) -> None:
+        """``@err``: failed requests keyed ``dev,error`` (the negative errno)."""
+        for key, value in values.items():
+            if not isinstance(value, int):
+                continue
+            try:
+                dev, error = (int(part) for part in key.split(","))
+            except ValueError:
+                raise ValueError(f"bad @err key from the tracer: {key[:80]!r}") from None
+            self._errors[(dev, error)] = self._errors.get((dev, error), 0) + value
+
+    def _take_errors(self) -> Mapping[tuple[int, int], int]:
+        errors, self._errors = self._errors, {}
+        return MappingProxyType(errors)
 
     def _probe_map(self, name: str, values: Mapping[str, object]) -> None:
         """The maps of a probe's tracer: issuers and the flush+write timings."""

@@ -54,6 +54,7 @@ def tracer_program(
     submit: str = ISSUE_TRACEPOINTS[0],
     only_dev: int | None = None,
     marked: bool = False,
+    errors: bool = False,
     attribution: bool = False,
     rwbs_at: Mapping[str, int] | None = None,
     writeback: bool = False,
@@ -62,6 +63,9 @@ def tracer_program(
 
     ``marked``: our ``kill(pid, 0)`` (signal 0 from this process, see :meth:`Tracer.mark`)
     also prints and clears the maps, ending with ``mark <nsecs>`` instead of ``tick``.
+
+    ``errors`` (where :func:`errors_present`): failed requests, per device and (negative)
+    errno, at ``block_rq_error`` into ``@err[dev, error]`` (device health's I/O errors).
 
     ``only_dev`` (a kernel dev_t) keeps every block probe to that device (a probe's tracer:
     a loop device's backing I/O costs nothing then).
@@ -173,11 +177,14 @@ def tracer_program(
     ]
     if attribution and writeback:
         lines.append("tracepoint:writeback:writeback_start { @wb[args->name] = count(); }")
+    if errors:
+        lines.append("tracepoint:block:block_rq_error { @err[args->dev, args->error] = count(); }")
     lines.append(f"interval:ms:{int(tick_ms)} {{")
     maps = [
         "@h",
         "@ds",
         "@dm",
+        *(["@err"] if errors else []),
         *(["@qs", "@qn"] if queue else []),
         *(["@who", "@fh", "@fs", "@fm"] if issuers else []),
         *(["@ab"] if attribution else []),
@@ -244,6 +251,11 @@ def marker_present() -> bool:
     """Whether the kernel has :data:`MARK_TRACEPOINT` (syscall tracepoints), so frames can
     mark their own ends; without it they wait for the tracer's next tick."""
     return any(os.path.isdir(os.path.join(d, "..", MARK_TRACEPOINT)) for d in _EVENT_DIRS)
+
+
+def errors_present() -> bool:
+    """Whether the kernel has ``block_rq_error`` (failed requests; Linux 5.13 and later)."""
+    return any(os.path.isdir(os.path.join(d, "block_rq_error")) for d in _EVENT_DIRS)
 
 
 def submit_tracepoint() -> str:

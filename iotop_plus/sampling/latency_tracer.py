@@ -50,11 +50,13 @@ class Tracer:
         issuers: bool = False,
         only_dev: int | None = None,
         marked: bool = False,
+        errors: bool = False,
         attribution: bool = False,
     ) -> None:
         """Args:
         queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
         marked: Frames mark their own ends (:meth:`mark`); needs :func:`marker_present`.
+        errors: Count failed requests (``block_rq_error``); needs :func:`errors_present`.
         issuers: Count requests by issuer and time flush+writes apart (a probe's tracer);
             costs one more probe (see :func:`tracer_program`).
         only_dev: Trace only this kernel dev_t (a probe's device).
@@ -69,6 +71,7 @@ class Tracer:
         self.issuers = issuers
         self.only_dev = only_dev
         self.marked = marked
+        self.errors = errors
         self.attribution = attribution
         self.tick_ms = tick_ms
         self.tag = tag
@@ -131,6 +134,7 @@ class Tracer:
             submit=submit,
             only_dev=self.only_dev,
             marked=self.marked,
+            errors=self.errors,
             attribution=self.attribution,
             rwbs_at=rwbs_offsets((submit, "block_rq_issue", "block_rq_complete")),
             writeback=self.attribution and writeback_present(),

@@ -3,8 +3,9 @@
 Every live frame is appended; frames older than ``minutes`` (and beyond the count that many
 minutes make at the current interval) are dropped, so memory stays bounded whatever runs.
 Frames keep sharing their inventory object (the live source hands out the same one until the
-devices change), and only the top processes by I/O are kept per frame: a busy host has
-thousands of tasks, and the Processes tab shows the top of the list anyway.
+devices change), and only the top processes by I/O (with their cgroups) and the cgroups that
+did I/O are kept per frame: a busy host has thousands of tasks and idle cgroups, and the
+Processes and Cgroups tabs show the top of their lists anyway.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections import deque
 from collections.abc import Iterable
 from types import MappingProxyType
 
+from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
 from iotop_plus.sampling.frame import Frame, ProcessFrame
 
@@ -84,7 +86,12 @@ class RingTimeline:
             self._walls.pop()
             self._frames.pop()
         self._walls.append(wall)
-        self._frames.append(strip_processes(frame, self.top_processes))
+        kept = strip_processes(frame, self.top_processes)
+        if kept.cgroups is not None:
+            kept = dataclasses.replace(
+                kept, cgroups=active_cgroup_frame(kept.cgroups, KEPT_CGROUPS)
+            )
+        self._frames.append(kept)
         self._trim()
 
     def _trim(self) -> None:
@@ -164,5 +171,6 @@ def strip_processes(frame: Frame, keep: int) -> Frame:
         totals=MappingProxyType({k: procs.totals[k] for k in top if k in procs.totals}),
         detail_rates=procs.detail_rates,
         open_files=procs.open_files,
+        cgroups=MappingProxyType({k: procs.cgroups[k] for k in top if k in procs.cgroups}),
     )
     return dataclasses.replace(frame, processes=kept)

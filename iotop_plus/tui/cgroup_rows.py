@@ -11,9 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from iotop_plus.sampling.active_cgroups import busy as active
 from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.cgroups import CgroupSample
 from iotop_plus.sampling.frame import CgroupFrame
+from iotop_plus.sampling.units import compact_bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,11 +189,16 @@ def _ordered(
     return rows
 
 
-def members_text(frame: CgroupFrame | None, path: str | None, limit: int = 12) -> str:
-    """The processes of the selected cgroup, one per line (pid, name)."""
+def members_text(
+    frame: CgroupFrame | None, path: str | None, limit: int = 12, *, recorded: bool = False
+) -> str:
+    """The processes of the selected cgroup, one per line (pid, name); ``recorded``: the
+    frame is one of the history or a replay (what it lacks is not recorded, not coming)."""
     if path is None:
         return ""
     if frame is None or frame.members_of != path:
+        if recorded:
+            return f"{path}: its processes were not recorded at this time"
         return f"{path}: reading its processes..."
     head = f"{cgroup_name(path)}  ({path})"
     stat = frame.sample.cgroups.get(path)
@@ -205,4 +212,33 @@ def members_text(frame: CgroupFrame | None, path: str | None, limit: int = 12) -
     lines += [f"{pid:>7} {comm}" for pid, comm in members[:limit]]
     if len(members) > limit:
         lines.append(f"... and {len(members) - limit} more")
+    return "\n".join(lines)
+
+
+def _rate(value: float) -> str:
+    return f"{value:.0f}" if value >= 10 or value == 0 else f"{value:.1f}"
+
+
+def device_split_text(frame: CgroupFrame | None, path: str, limit: int = 4) -> str:
+    """The I/O of cgroup ``path`` per device over the interval, busiest first: which disks it
+    reads and writes (``loop2  R 1.2M/s 300 r/s  W 4.0M/s 20 w/s``); empty without rates."""
+    rates = frame.rates.get(path) if frame is not None else None
+    if frame is None or rates is None:
+        return ""
+    names = frame.sample.device_names
+    busy = [(names.get(dev, dev), r) for dev, r in rates.devices.items() if active(r)]
+    if not busy:
+        return f"{cgroup_name(path)}: no I/O on any device in this interval"
+    busy.sort(key=lambda item: (-item[1].total_bps, item[0]))
+    lines = [f"{cgroup_name(path)} per device:"]
+    for name, r in busy[:limit]:
+        line = (
+            f"  {name:<10} R {compact_bytes(r.read_bps)}/s {_rate(r.read_iops)} r/s"
+            f"  W {compact_bytes(r.write_bps)}/s {_rate(r.write_iops)} w/s"
+        )
+        if r.discard_bps:
+            line += f"  D {compact_bytes(r.discard_bps)}/s"
+        lines.append(line)
+    if len(busy) > limit:
+        lines.append(f"  ... and {len(busy) - limit} more devices")
     return "\n".join(lines)

@@ -21,6 +21,7 @@ import pytest
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.frame import HEALTH, LATENCY, FrameEvent, LiveSource
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -146,3 +147,34 @@ def test_serve_exports_the_errors_per_device(failing_loop: str, tmp_path: Path) 
         assert holds_within(lambda: count(port) == 0.0, 20)  # counted, none yet
         with FailingWrites(dev):
             assert holds_within(lambda: count(port) > 0, 30)
+
+
+def test_while_the_tracer_runs_block_rq_error_counts_every_failed_request(
+    failing_loop: str,
+) -> None:
+    """With latency wanted, the tracer's ``block_rq_error`` counts the errors (exactly, not
+    rate-limited like the kernel log), as the same events and counts."""
+    dev = failing_loop
+    source = LiveSource(Roots())
+    source.want(LATENCY, True)
+    source.want(HEALTH, True)
+    try:
+        assert source.wait_latency(30), "the tracer did not start"
+        frame = source.next_frame()
+        assert frame.health is not None
+        with FailingWrites(dev) as writes:
+            assert holds_within(lambda: writes.failed >= 20, 30)
+        events: list[FrameEvent] = []
+
+        def counted() -> bool:
+            frame = source.next_frame()
+            events.extend(e for e in frame.events if e.kind == "io-error")
+            health = frame.health
+            assert health is not None and health.io_error_source == "tracer"
+            return (health.io_errors or {}).get(dev, 0) >= writes.failed
+
+        assert holds_within(counted, 10)
+        assert events and {e.device for e in events} == {dev}
+        assert all("critical space allocation error" in e.text for e in events)
+    finally:
+        source.close()

@@ -339,11 +339,7 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             probe = self.probe_panel
             if probe.probe_device is not None:
                 probe.update_device_rates(frame.rates.get(probe.probe_device))
-        if self.panels.mounted("tab-processes") is not None and self.process_panel.sampling:
-            self.process_panel.show_processes(frame.processes, frame.process_error)
-        cgroups = self.panels.mounted("tab-cgroups")
-        if cgroups is not None and getattr(cgroups, "sampling", False):
-            cgroups.show_cgroups(frame.cgroups)  # type: ignore[attr-defined]
+        self.show_who(frame)  # Processes, Cgroups: the frame's, or "not recorded" in history
 
     def _warn(self, line: str) -> None:
         self.notify(line, severity="warning", timeout=5, markup=False)

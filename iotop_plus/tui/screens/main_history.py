@@ -1,13 +1,23 @@
-"""The main screen's history keys (``[ ] { } g l``).
+"""The main screen's history keys (``[ ] { } g l``), and what the "who" tabs show in history.
 
 A mixin of :class:`~iotop_plus.tui.screens.main.MainScreen` that hands each key to the
 screen's :class:`~iotop_plus.tui.scrub.Scrubber`, the collaborator that moves the position
-and says what it cannot do.
+and says what it cannot do, and gives each frame's processes and cgroups to the Processes and
+Cgroups tabs: in history or a replay a part the frame does not carry is "not recorded", never
+the live one kept from before.
 """
 
 from __future__ import annotations
 
-from iotop_plus.tui.scrub import Scrubber
+from typing import TYPE_CHECKING, cast
+
+from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.tui.screens.side_panels import SidePanels
+    from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
 
 class HistoryActions:
@@ -15,6 +25,8 @@ class HistoryActions:
 
     scrubber: Scrubber
     """The frame on screen when it is not the live one (the main screen's)."""
+    panels: SidePanels
+    """The side panel's tabs (the main screen's)."""
 
     def action_step(self, n: int) -> None:
         """One sample back or forward in the history."""
@@ -31,3 +43,17 @@ class HistoryActions:
     def check_history_action(self, action: str) -> bool | None:
         """``l`` is offered (and shown) only away from live."""
         return action != "live" or self.scrubber.away_from_live
+
+    def show_who(self, frame: Frame) -> None:
+        """The Processes and Cgroups tabs (while shown) show ``frame``'s processes and
+        cgroups; in history or a replay, "not recorded" where the frame has none."""
+        recorded = self.scrubber.mode in (HISTORY, REPLAY)
+        processes = cast("ProcessPanel | None", self.panels.mounted("tab-processes"))
+        if processes is not None and processes.sampling:
+            if recorded and frame.processes is None:
+                processes.show_not_recorded()
+            else:
+                processes.show_processes(frame.processes, frame.process_error)
+        cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
+        if cgroups is not None and cgroups.sampling:
+            cgroups.show_cgroups(frame.cgroups, recorded=recorded)

@@ -59,8 +59,13 @@ class PanelFeed:
             self.show_again()
 
     def want_cgroups(self, on: bool) -> None:
-        """The Cgroups tab is shown (or no longer); the next frames carry cgroups or not."""
+        """The Cgroups tab is shown (or no longer); the next frames carry cgroups or not.
+
+        In replay or history the frame on screen shows its (recorded) cgroups at once, or
+        that they were not recorded."""
         self.feed.want_cgroups(on)
+        if on and (self.scrubber.replay or self.scrubber.scrubbed):
+            self.show_again()
 
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``."""

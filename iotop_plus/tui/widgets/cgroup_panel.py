@@ -9,6 +9,10 @@ Keys (active while the panel has focus; none clashes with the main screen's):
 * ``left``/``right`` sort column, ``i`` invert the order; ``o`` only cgroups doing I/O
 * ``f`` filter by path or name (``/`` stays the device filter), ``escape`` closes it
 * ``enter`` the processes in the selected cgroup (again: hide them)
+
+Under the list, the selected cgroup's I/O per device (its split: which disks it reads and
+writes). In history and replay the panel shows the frame's cgroups (those that did I/O, as the
+history and recordings keep them), or says they were not recorded: never the live ones.
 """
 
 from __future__ import annotations
@@ -29,12 +33,19 @@ from iotop_plus.tui.cgroup_rows import (
     CgroupRow,
     CgroupView,
     build_cgroup_rows,
+    device_split_text,
     members_text,
 )
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import compact_bytes, printable_lines
 from iotop_plus.tui.widgets.cursor_list import SortedList
 from iotop_plus.tui.widgets.list_panel import ListPanel
+
+NOT_RECORDED = (
+    "Cgroups: not recorded at this time (the history keeps them only while the Cgroups tab "
+    "is shown; a recorder of version 4 keeps them unless --no-cgroups)"
+)
+"""The status of a history or replay frame that carries no cgroups."""
 
 
 class CgroupFeed(Protocol):
@@ -130,6 +141,7 @@ class CgroupPanel(ListPanel):
     CgroupPanel { height: 1fr; }
     CgroupPanel > #cgroup-filter { display: none; }
     CgroupPanel > #cgroup-filter.shown { display: block; }
+    CgroupPanel > #cgroup-devices { height: auto; max-height: 6; }
     CgroupPanel > #cgroup-members { display: none; height: auto; }
     CgroupPanel > #cgroup-members.shown { display: block; }
     """
@@ -161,11 +173,14 @@ class CgroupPanel(ListPanel):
         """The cgroup whose processes are listed."""
         self.last: CgroupFrame | None = None
         """The latest frame's cgroups."""
+        self.recorded = False
+        """The frame shown is one of the history or a replay (not this host now)."""
 
     def compose(self) -> ComposeResult:
         yield Static("Cgroups: waiting for the first sample...", id="cgroup-status", markup=False)
         yield Input(placeholder="filter by cgroup path or name (Esc clears)", id="cgroup-filter")
         yield CgroupList(id="cgroup-list")
+        yield Static("", id="cgroup-devices", markup=False)
         yield Static("", id="cgroup-members", markup=False)
 
     @property
@@ -202,11 +217,13 @@ class CgroupPanel(ListPanel):
 
     # -- frames from the feed ----------------------------------------------------------------
 
-    def show_cgroups(self, cgroups: CgroupFrame | None) -> None:
-        """A frame's cgroups arrived."""
-        if cgroups is None:
+    def show_cgroups(self, cgroups: CgroupFrame | None, *, recorded: bool = False) -> None:
+        """A frame's cgroups arrived; ``recorded``: a frame of the history or a replay, where
+        None means they were not recorded (live, None means not read yet: keep waiting)."""
+        if cgroups is None and not recorded:
             return
         self.last = cgroups
+        self.recorded = recorded
         self._rerender()
         self._render_members()
 
@@ -217,17 +234,28 @@ class CgroupPanel(ListPanel):
         return CgroupView(plist.sort, plist.descending, self.only_active, self.filter_text)
 
     def _rerender(self) -> None:
-        if self.last is not None:
-            self.cgroup_list.set_rows(build_cgroup_rows(self.last, self.view))
+        rows = build_cgroup_rows(self.last, self.view) if self.last is not None else []
+        if self.last is not None or self.recorded:
+            self.cgroup_list.set_rows(rows)
         self.query_one("#cgroup-status", Static).update(printable_lines(self.status_text()))
+        self._render_devices()
+
+    def _render_devices(self) -> None:
+        row = self.cgroup_list.current
+        text = device_split_text(self.last, row.path) if row is not None else ""
+        self.query_one("#cgroup-devices", Static).update(printable_lines(text))
 
     def status_text(self) -> str:
         """Counts, the cgroup version and root, and what could not be read."""
         frame = self.last
+        if frame is None and self.recorded:
+            return NOT_RECORDED
         if frame is None:
             return "Cgroups: waiting for the first sample..."
         sample = frame.sample
         parts = [f"{len(self.cgroup_list.rows)} of {len(sample.cgroups)} cgroups"]
+        if self.recorded:
+            parts[0] += " doing I/O (recorded)"
         if sample.version is not None:
             parts.append(f"cgroup {sample.version}")
         if all(r is None for r in frame.rates.values()):
@@ -236,7 +264,8 @@ class CgroupPanel(ListPanel):
             parts.append("only doing I/O")
         if self.filter_text:
             parts.append(f"filter {self.filter_text!r}")
-        parts.append(f"{sample.duration_s * 1000:.0f} ms/sample")
+        if not self.recorded:
+            parts.append(f"{sample.duration_s * 1000:.0f} ms/sample")
         lines = [" · ".join(parts), "Figures include each cgroup's children."]
         if sample.notice:
             lines.append(sample.notice)
@@ -250,12 +279,13 @@ class CgroupPanel(ListPanel):
         return "\n".join(lines)
 
     def _render_members(self) -> None:
-        text = members_text(self.last, self.detail)
+        text = members_text(self.last, self.detail, recorded=self.recorded)
         self.query_one("#cgroup-members", Static).update(printable_lines(text))
 
     def selection_moved(self) -> None:
         """The cursor moved: the processes follow it while they are shown."""
         row = self.cgroup_list.current
+        self._render_devices()
         if self.detail is not None and row is not None and row.path != self.detail:
             self.set_detail(row.path)
             self._render_members()

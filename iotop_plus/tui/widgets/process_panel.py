@@ -154,6 +154,11 @@ class ProcessList(SortedList[ProcessRow]):
         return self._line(titles, width)
 
 
+NOT_RECORDED = "Processes: not recorded at this time (the history keeps them only while the \
+Processes tab is shown; a recorder keeps them unless --processes 0)"
+"""The status of a history or replay frame that carries no processes."""
+
+
 class ProcessPanel(ListPanel):
     """The iotop view: per-process I/O with sorting, filter, totals and details.
 
@@ -266,6 +271,8 @@ class ProcessPanel(ListPanel):
         self.detail_pid: int | None = None
         self.last: ProcessPanel.SampleReady | None = None
         """The latest arranged sample (for tests and the status line)."""
+        self.not_recorded = False
+        """The frame shown (history, replay) carries no processes."""
         self.error: str | None = None
         self._view_snapshot = View()
 
@@ -330,6 +337,16 @@ class ProcessPanel(ListPanel):
             return
         self._arrange(processes, self._view_snapshot)
 
+    def show_not_recorded(self) -> None:
+        """A frame of the history or a replay without processes: say so, show no rows (never
+        the live ones from before)."""
+        self.workers.cancel_group(self, "process-rows")
+        self.last = None
+        self.error = None
+        self.not_recorded = True
+        self.process_list.set_rows([])
+        self._render_status()
+
     @work(thread=True, exclusive=True, group="process-rows", exit_on_error=False)
     def _arrange(self, processes: ProcessFrame, view: View) -> None:
         # Sorting and filtering 5,000 rows takes ~40 ms: off the UI thread. The switch time
@@ -342,6 +359,7 @@ class ProcessPanel(ListPanel):
         message.stop()
         self.last = message
         self.error = None
+        self.not_recorded = False
         self._render_rows()
         self._render_status()
         self._render_detail()
@@ -376,6 +394,8 @@ class ProcessPanel(ListPanel):
         if msg is None:
             if self.error:
                 return f"Processes: sampling error: {self.error}"
+            if self.not_recorded:
+                return NOT_RECORDED
             return "Processes: waiting for the first sample..."
         sample = msg.sample
         shown = len(self.process_list.rows)
