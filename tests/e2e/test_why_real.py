@@ -18,7 +18,7 @@ from iotop_plus.sampling.diagnosis import diagnose
 from iotop_plus.sampling.frame import Frame, LiveSource
 from iotop_plus.sampling.memory import WRITEBACK
 from tests.e2e.test_who_issuers_real import BLKIO_V1, blkio_cgroup, fio_in_cgroup
-from tests.support.cli import run_cli
+from tests.support.cli import cli_argv, cli_env, run_cli
 from tests.support.wait import holds_within
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -200,3 +200,53 @@ def test_a_cpu_bound_host_is_not_blamed_on_the_device(make_loop, fio_bin: str) -
     assert cpu is not None and cpu.avg10 >= 30
     assert not {"saturated", "queue", "throttled"} & set(verdict.held), verdict.as_json()
     assert verdict.causes[0].cause == "cpu" and "not the problem" in verdict.causes[0].text
+
+
+def test_a_recorded_throttle_is_named_by_the_recorded_verdict(
+    make_loop, fio_bin: str, tmp_path: Path
+) -> None:
+    """``record`` keeps the limits in force (type ``L``) with the cgroups and memory (``M``):
+    ``snapshot --from`` names the throttle afterwards, on this host or any other."""
+    need_root()
+    dev = make_loop(64)
+    devno = Path(f"/sys/block/{dev}/dev").read_text().strip()
+    recordings, state = tmp_path / "rec", tmp_path / "state"
+    with blkio_cgroup("recorded") as cgroup:
+        where = BLKIO_V1 / cgroup.lstrip("/")
+        (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
+        fio = fio_in_cgroup(dev, cgroup, 30)
+        recorder = subprocess.Popen(
+            cli_argv("record", "-i", "1", "--dir", str(recordings), state=state),
+            env=cli_env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            # Until a recorded interval (fio held at the limit) is judged throttled.
+            assert holds_within(
+                lambda: (
+                    "throttled"
+                    in run_cli(
+                        "snapshot", "--from", str(recordings), "-f", "json", dev, state=state
+                    ).stdout
+                ),
+                30,
+            )
+        finally:
+            recorder.terminate()
+            recorder.wait()
+            fio.kill()
+            fio.wait()
+    done = run_cli("snapshot", "--from", str(recordings), "-f", "json", dev, state=state)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["sysstat"]["hosts"][0]["statistics"]
+    held = [s for s in stats if s["disk"] and s["disk"][0]["diagnosis"][0]["cause"] == "throttled"]
+    assert held
+    [disk] = held[-1]["disk"]
+    evidence = disk["diagnosis"][0]["evidence"]
+    assert (evidence["cgroup"], evidence["limit"], evidence["limit_value"]) == (
+        cgroup,
+        "riops",
+        RIOPS,
+    )
+    assert held[-1]["memory"]["dirty_background_threshold_kB"] > 0
