@@ -190,6 +190,9 @@ def render_table(prev: CgroupSample, cur: CgroupFrame, show_all: bool, human: An
         )
     if not rows:
         lines.append("(no cgroup did I/O in this interval; --all lists every cgroup)")
+    for limit in device_limits(sample, cur.rates):  # at >= 90 % of a limit
+        if limit.throttled:
+            lines.append(f"throttled: {printable(limit.text())}")
     return "\n".join(lines) + "\n\n"
 
 

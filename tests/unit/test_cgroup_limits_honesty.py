@@ -192,3 +192,19 @@ def test_serve_exports_each_limit_in_force(tmp_path: Path) -> None:
     assert f'iotop_plus_cgroup_io_limit{{cgroup="{CRON}",device="sda",kind="riops"}} 10.0' in text
     assert f'iotop_plus_cgroup_io_limit{{cgroup="{CRON}",device="sdb",kind="wbps"}} 1e+09' in text
     assert 'kind="rbps"' not in text  # no read bandwidth limit anywhere
+
+
+def test_the_table_names_each_throttled_cgroup_under_its_rows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    throttled_hybrid(tmp_path, scale=1)
+    timer = threading.Timer(0.2, throttled_hybrid, args=(tmp_path,), kwargs={"scale": 100})
+    timer.start()
+    try:
+        code = _run(tmp_path, "--by", "cgroup", "-c", "1", "-i", "0.5")
+    finally:
+        timer.join()
+    out = capsys.readouterr().out
+    assert code == 0
+    [line] = [x for x in out.splitlines() if x.startswith("throttled: ")]
+    assert line.startswith("throttled: riops 10 (") and line.endswith(f"on sda by {CRON}")
