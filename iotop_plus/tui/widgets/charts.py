@@ -165,7 +165,7 @@ class DeviceCharts(Grid):
             before = f"seconds before {at}" if at else "seconds before now"
             caption.update(
                 f"{printable(device)}: {len(history)} samples\n"
-                f"x axis: {before}\nmarks: settings, probes"
+                f"x axis: {before}\nmarks: settings, probes, writeback"
             )
         stamps = list(history.timestamps) if history is not None else []
         first = stamps[0] if stamps else now
