@@ -76,17 +76,17 @@ class TracerBatch:
     """bdi names (``MAJ:MIN``) ``writeback_start`` saw the flusher work on."""
 
 
+_IDS_KEPT = 8192
+
+
 @dataclass
 class _PidAcc:
     ops: dict[str, _OpAcc] = field(default_factory=dict)
     sectors: dict[str, int] = field(default_factory=dict)
-    comms: dict[str, int] = field(default_factory=dict)
-    cgroup_id: int = 0
 
-    def frozen(self) -> PidIO:
-        comm = max(self.comms, key=lambda c: (self.comms[c], c)) if self.comms else ""
+    def frozen(self, cgroup_id: int, comm: str) -> PidIO:
         ops = MappingProxyType({k: a.frozen() for k, a in self.ops.items()})
-        return PidIO(comm, self.cgroup_id, ops, MappingProxyType(dict(self.sectors)))
+        return PidIO(comm, cgroup_id, ops, MappingProxyType(dict(self.sectors)))
 
 
 class TracerParser:
@@ -100,9 +100,10 @@ class TracerParser:
     ``dev,rwbs,exp,sub`` (``@h``), ``dev,rwbs`` (``@ds``, ``@dm``, ``@qs``, ``@qn``),
     ``dev,exp,sub`` (``@fh``), ``dev`` (``@fs``, ``@fm``) and ``dev,pid,comm`` (``@who``;
     a comm may itself hold commas). An attributing program adds the pid as the last key of
-    ``@h``, ``@ds`` and ``@dm``, and prints ``@ab`` (``dev,pid,cgroup,rwbs,comm``: sectors
-    submitted) and ``@wb`` (``MAJ:MIN``: the flusher's work per bdi). ``rwbs`` is the
-    string or the number of its first two bytes (:func:`rwbs_of`).
+    ``@h``, ``@ds`` and ``@dm``, and prints ``@b`` (``dev,rwbs,pid``: sectors completed),
+    ``@ic`` (``pid,cgroup,comm``: who submitted in the tick) and ``@wb`` (``MAJ:MIN``: the
+    flusher's work per bdi). ``rwbs`` is the string or the number of its first two bytes
+    (:func:`rwbs_of`).
     """
 
     def __init__(self) -> None:
@@ -112,6 +113,9 @@ class TracerParser:
         self._who: dict[tuple[int, int, str], int] = {}
         self._errors: dict[tuple[int, int], int] = {}
         self._pids: dict[tuple[int, int], _PidAcc] = {}
+        self._ids: dict[int, tuple[int, str]] = {}
+        """pid -> (v2 cgroup id, comm) as last submitted (kept across ticks: a request
+        submitted in one tick may complete in the next; forgotten past _IDS_KEPT pids)."""
         self._wb: set[str] = set()
 
     def feed(self, line: str) -> TracerBatch | None:
@@ -141,6 +145,7 @@ class TracerParser:
             acc, self._acc = self._acc, {}
             who, self._who = self._who, {}
             pids, self._pids = self._pids, {}
+            ids = self._ids
             wb, self._wb = self._wb, set()
             return TracerBatch(
                 end_ns,
@@ -148,7 +153,9 @@ class TracerParser:
                 MappingProxyType(who),
                 marked=data.startswith("mark "),
                 errors=self._take_errors(),
-                attributed=MappingProxyType({k: a.frozen() for k, a in pids.items()}),
+                attributed=MappingProxyType(
+                    {k: a.frozen(*ids.get(k[1], (0, ""))) for k, a in pids.items()}
+                ),
                 writeback=frozenset(wb),
             )
         return None
@@ -160,7 +167,7 @@ class TracerParser:
         if name in ("@who", "@fh", "@fs", "@fm"):
             self._probe_map(name, values)
             return
-        if name in ("@ab", "@wb"):
+        if name in ("@ic", "@b", "@wb"):
             self._attribution_map(name, values)
             return
         if name not in ("@h", "@ds", "@dm", "@qs", "@qn"):
@@ -183,7 +190,8 @@ class TracerParser:
                 raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
 
     def _attribution_map(self, name: str, values: Mapping[str, object]) -> None:
-        """``@ab`` (sectors submitted by pid, cgroup and comm) and ``@wb`` (flusher work)."""
+        """``@b`` (sectors by device, operation and pid), ``@ic`` (each submitting pid's
+        cgroup and comm) and ``@wb`` (the flusher's work per bdi)."""
         for key, value in values.items():
             if not isinstance(value, int):
                 continue
@@ -191,13 +199,17 @@ class TracerParser:
                 self._wb.add(key)
                 continue
             try:
-                dev, pid, cgroup, rwbs, comm = key.split(",", 4)
+                if name == "@ic":
+                    pid, cgroup, comm = key.split(",", 2)
+                    if len(self._ids) >= _IDS_KEPT:
+                        self._ids.clear()
+                    self._ids[int(pid)] = (int(cgroup), comm)
+                    continue
+                dev, rwbs, pid = key.split(",")
                 op = op_of(rwbs_of(rwbs))
                 mine = self._pids.setdefault((int(dev), int(pid)), _PidAcc())
-                mine.cgroup_id = int(cgroup)
             except ValueError:
                 raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
-            mine.comms[comm] = mine.comms.get(comm, 0) + value + 1
             if op is not None:
                 mine.sectors[op] = mine.sectors.get(op, 0) + value
 

@@ -104,8 +104,8 @@ def tracer_program(
         lines.append(f"tracepoint:block:{submit}{only} {{")
     if attribution:
         lines += [
-            f"  @ab[args->dev, pid, cgroup, {_op(submit, rwbs_at)}, comm] = sum(args->nr_sector);",
             "  @ow[args->dev, args->sector] = pid;",
+            "  if (@id[pid] == 0) { @id[pid] = 1; @ic[pid, cgroup, comm] = count(); }",
         ]
     if issuers:
         lines += [
@@ -172,6 +172,7 @@ def tracer_program(
         f"    @h[args->dev, {op}, $e, $s{by}] = count();",
         f"    @ds[args->dev, {op}{by}] = sum($v);",
         f"    @dm[args->dev, {op}{by}] = max($v);",
+        *([f"    @b[args->dev, {op}, $p] = sum(args->nr_sector);"] if attribution else []),
         "  }",
         "}",
     ]
@@ -187,10 +188,11 @@ def tracer_program(
         *(["@err"] if errors else []),
         *(["@qs", "@qn"] if queue else []),
         *(["@who", "@fh", "@fs", "@fm"] if issuers else []),
-        *(["@ab"] if attribution else []),
+        *(["@ic", "@b"] if attribution else []),
         *(["@wb"] if attribution and writeback else []),
     ]
     lines += [f"  print({m}); clear({m});" for m in maps]
+    lines += ["  clear(@id);"] if attribution else []
     lines += ['  printf("tick %llu\\n", nsecs);', "}"]
     if marked:
         lines.append(
@@ -198,6 +200,7 @@ def tracer_program(
             f" /pid == {os.getpid()} && args->sig == 0/ {{"
         )
         lines += [f"  print({m}); clear({m});" for m in maps]
+        lines += ["  clear(@id);"] if attribution else []
         lines += ['  printf("mark %llu\\n", nsecs);', "}"]
     # At exit bpftrace prints every map; the parser ignores anything after the last tick.
     return "\n".join(lines) + "\n"
