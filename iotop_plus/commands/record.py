@@ -13,6 +13,7 @@ import argparse
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
@@ -29,7 +30,7 @@ from iotop_plus.record.times import parse_duration, parse_size
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import Schedule
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, HEALTH, PROCESSES, LiveSource
+from iotop_plus.sampling.frame import CGROUPS, HEALTH, ISSUERS, PROCESSES, Frame, LiveSource
 from iotop_plus.sampling.journal_events import JournalPart
 from iotop_plus.sampling.sampler import read_platform
 from iotop_plus.state import StateDir, chosen_state_dir
@@ -67,8 +68,20 @@ def add_parser(sub: Any) -> None:
         help="do not record the cgroups doing I/O (each sample reads every cgroup's I/O "
         "counters: about 30 us per cgroup)",
     )  # fmt: skip
+    p.add_argument(
+        "--issuers", action="store_true",
+        help="record who did each device's I/O (the top issuers per device; root: traces "
+        "the block layer with bpftrace)",
+    )  # fmt: skip
     p.add_argument("--count", type=int, default=0, help=argparse.SUPPRESS)  # tests: stop after N
     p.set_defaults(run=run)
+
+
+def _say_unrecorded_issuers(wanted: bool, first: Frame, warn: Callable[[str], None]) -> None:
+    """``--issuers`` where the tracer cannot run: one line saying why."""
+    lat = first.latency
+    if wanted and lat is not None and lat.state == "failed":
+        warn(f"issuers are not recorded: {lat.status}")
 
 
 def run(args: argparse.Namespace, roots: Roots) -> int:
@@ -93,12 +106,14 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         source.want(CGROUPS, True)
     who = WhoParts(CommandLines() if args.processes else None, cgroups=args.cgroups)
     source.want(HEALTH, True)  # a worker reads it; H is written when it changes
+    source.want(ISSUERS, args.issuers)  # W: the top issuers per device, while traced
     health = HealthParts()
 
     def warn(line: str) -> None:
         print(f"iotop-plus record: {printable(line)}", file=sys.stderr, flush=True)
 
     first = source.next_frame()
+    _say_unrecorded_issuers(args.issuers, first, warn)
     current_inventory = inventory_doc(first.inventory, roots, first.nr_requests, first.queues)
     host = source.host_info()
     platform = read_platform(roots)

@@ -208,6 +208,8 @@ def recorded_sample(frame: Frame, roots: Roots, n_processes: int) -> RecordedSam
         parts["M"] = frame.memory.as_json()
     if frame.cgroups is not None:  # the limits in force ({} none), with the cgroups
         parts["L"] = limits_doc(frame.cgroups.sample)
+    if frame.issuers is not None and not frame.issuers.estimate:  # while tracing only
+        parts["W"] = frame.issuers.to_record()
     return RecordedSample(
         frame.sample,
         top_processes(frame, roots, n_processes),

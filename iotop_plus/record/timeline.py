@@ -35,6 +35,7 @@ from iotop_plus.record.times import zone_of
 from iotop_plus.sampling.cgroup_limits import with_limits
 from iotop_plus.sampling.frame import Frame, FrameEvent
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.issuers import IssuersFrame
 from iotop_plus.sampling.memory import memory_from_json
 from iotop_plus.sampling.pressure import Pressure, PressureLine, ResourcePressure
 from iotop_plus.sampling.sampler import HostInfo, rates_between
@@ -277,6 +278,7 @@ class RecordingTimeline:
                 now.parts.get("L"),
             ),
             memory=memory_from_json(now.parts.get("M")),
+            issuers=IssuersFrame.from_record(now.parts.get("W")),
             health=chunk_health(self._samples(cur[0]), cur[1], sample.wall_time),
         )
 
