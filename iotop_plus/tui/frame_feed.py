@@ -18,6 +18,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import (
     CGROUPS,
     HEALTH,
+    ISSUERS,
     LATENCY_QUEUE,
     PROCESSES,
     Frame,
@@ -69,6 +70,8 @@ class FrameFeed:
     ) -> None:
         self.source = source
         """Where frames come from."""
+        self._issuers_by: set[str] = set()
+        """The views that show issuers (the tracer attributes requests while any does)."""
         self.history = history
         """Recent rates per device, for the charts (recorded even while paused)."""
         self.screen = screen
@@ -151,6 +154,13 @@ class FrameFeed:
         """The latency columns are shown (or no longer): start or stop the tracer. The queue
         split is shown with them, so ``block_rq_insert`` is traced too."""
         self.source.want(LATENCY_QUEUE, on)
+        self.want_issuers(on, by="latency")  # the Device tab names the top issuers
+
+    def want_issuers(self, on: bool, by: str = "processes") -> None:
+        """A view (``by``) shows who does each device's I/O (or no longer): the tracer
+        charges each request to its process while any view asks (``ISSUERS``)."""
+        (self._issuers_by.add if on else self._issuers_by.discard)(by)
+        self.source.want(ISSUERS, bool(self._issuers_by))
         if self.thread is not None:
             self.thread.sample_now()
 

@@ -6,12 +6,13 @@ benchmarks and tests use it directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.issuers import Issuer
 from iotop_plus.sampling.processes import (
     TaskKey,
     TaskRates,
@@ -60,11 +61,27 @@ MEANINGS: tuple[tuple[str, str], ...] = (
         "by thread. n/a: the process started before delay accounting was switched on, so the "
         "kernel keeps no delays for it",
     ),
+    ("DEV IO/s", "with v (this device only): requests/s it submitted to the selected device"),
+    (
+        "p50/p99 ms",
+        "with v: device time (issue to completion) of its requests on the selected device, "
+        "the slower of reads and writes; traced as root with bpftrace, '-' for an estimate",
+    ),
 )
 """(column, what it means) for the help screen."""
 
+DEVICE_COLUMNS: tuple[Column, ...] = (
+    Column("dev_iops", "DEV IO/s", 8, 0),
+    Column("dev_p50", "p50 ms", 7, 2),
+    Column("dev_p99", "p99 ms", 7, 0),
+)
+"""Shown before COMMAND in "this device only" mode (kept before READ and WRITE when narrow):
+the process's requests per second on the device and their device time (reads and writes
+together: the slower operation's figure)."""
 SORT_KEYS = ("total", *(c.key for c in COLUMNS))
 """``total`` (READ + WRITE, the default) then every column."""
+DEVICE_SORT_KEYS = (*SORT_KEYS, *(c.key for c in DEVICE_COLUMNS))
+"""The sort keys in "this device only" mode: the device columns too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +112,14 @@ class ProcessRow:
     """The cgroup's name for people (unit, container, pod); empty when unknown."""
     io_unmeasured: bool = False
     """IO% cannot be measured: the task started before delay accounting was switched on."""
+    dev_iops: float | None = None
+    """"This device only": its requests/s on the device (None: not traced)."""
+    dev_p50: float | None = None
+    """"This device only": median device time of its requests there, ms."""
+    dev_p99: float | None = None
+    """"This device only": 99th percentile device time of its requests there, ms."""
+    dev_kbs: float = 0.0
+    """"This device only": kB/s it read and wrote there (orders an estimate's rows)."""
 
     @property
     def total(self) -> float:
@@ -144,6 +169,9 @@ _SORTERS: dict[str, Callable[[ProcessRow], object]] = {
     "io": lambda r: r.io or 0.0,
     "command": lambda r: r.command,
     "cgroup": lambda r: r.cgroup,
+    "dev_iops": lambda r: (r.dev_iops or 0.0, r.dev_kbs),
+    "dev_p50": lambda r: r.dev_p50 or 0.0,
+    "dev_p99": lambda r: r.dev_p99 or 0.0,
 }
 
 
@@ -161,6 +189,8 @@ class View:
     """Totals since start instead of rates."""
     filter_text: str = ""
     """Case-insensitive substring of the command or user."""
+    device: str | None = None
+    """"This device only": the device whose issuers are kept (None: every process)."""
 
 
 def build_rows(
@@ -169,11 +199,14 @@ def build_rows(
     view: View,
     cgroups: Mapping[TaskKey, str] | None = None,
     delay_since: int | None = None,
+    issuers: Sequence[Issuer] | None = None,
 ) -> list[ProcessRow]:
     """Filtered, sorted rows for ``view`` (run in the worker: 5,000 rows cost ~40 ms).
 
     ``cgroups`` maps tasks to their cgroup paths, for the CGROUP column. ``delay_since``:
     clock ticks since boot of the last switch of delay accounting to on, or None (unknown).
+    ``issuers``: with ``view.device``, the device's issuers: only their processes are kept,
+    with their figures on the device (none known: no rows).
     """
     since = delay_since
     if view.totals_mode:
@@ -187,6 +220,8 @@ def build_rows(
         rows = [
             replace(r, cgroup=_cgroup_name(cgroups[r.key])) if r.key in cgroups else r for r in rows
         ]
+    if view.device is not None:
+        rows = device_rows(rows, issuers or ())
     return arrange(rows, view.sort, view.descending, view.only_active, view.filter_text)
 
 
@@ -206,6 +241,35 @@ def arrange(
     rows.sort(key=lambda r: r.pid)
     rows.sort(key=_SORTERS[sort], reverse=descending)  # type: ignore[arg-type]
     return rows
+
+
+def device_rows(rows: list[ProcessRow], issuers: Sequence[Issuer]) -> list[ProcessRow]:
+    """The rows of the processes among ``issuers``, with their figures on the device."""
+    by_pid = {i.pid: i for i in issuers if i.pid is not None}
+    out = []
+    for row in rows:
+        who = by_pid.get(row.key[0])
+        if who is None:
+            continue
+        p50 = _slower(who.read.p50_ms, who.write.p50_ms)
+        p99 = _slower(who.read.p99_ms, who.write.p99_ms)
+        iops = None if who.r_s is None and who.w_s is None else who.iops
+        kbs = who.rkB_s + who.wkB_s
+        out.append(replace(row, dev_iops=iops, dev_p50=p50, dev_p99=p99, dev_kbs=kbs))
+    return out
+
+
+def _slower(a: float | None, b: float | None) -> float | None:
+    return b if a is None else a if b is None else max(a, b)
+
+
+def device_cells(row: ProcessRow) -> dict[str, str]:
+    """The :data:`DEVICE_COLUMNS` cells of a row (``-`` where unknown)."""
+    return {
+        "dev_iops": "-" if row.dev_iops is None else f"{row.dev_iops:.0f}",
+        "dev_p50": "-" if row.dev_p50 is None else f"{row.dev_p50:.3g}",
+        "dev_p99": "-" if row.dev_p99 is None else f"{row.dev_p99:.3g}",
+    }
 
 
 @lru_cache(maxsize=4096)

@@ -80,6 +80,15 @@ PANEL_KEYS: tuple[Command, ...] = (
         "Processes: filter by command, user, pid or cgroup",
     ),
     panel_key(
+        "v",
+        PROCESSES,
+        "toggle_device_only",
+        "This device",
+        "Processes: this device only",
+        "Processes: only the selected device's issuers, with their device latency (traced "
+        "as root), or every process",
+    ),
+    panel_key(
         "D",
         PROCESSES,
         "toggle_delayacct",

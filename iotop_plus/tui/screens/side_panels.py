@@ -67,6 +67,13 @@ class PanelFeed:
         if on and (self.scrubber.replay or self.scrubber.scrubbed):
             self.show_again()
 
+    def want_issuers(self, on: bool) -> None:
+        """The Processes tab's "this device only" is on (or off): frames carry issuers or
+        not; in replay or history the frame on screen shows its recorded ones at once."""
+        self.feed.want_issuers(on)
+        if on and (self.scrubber.replay or self.scrubber.scrubbed):
+            self.show_again()
+
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``."""
         self.feed.set_detail_cgroup(path)

@@ -16,6 +16,7 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
 from iotop_plus.sampling.units import lsblk_size
 from iotop_plus.tui.health_lines import health_facts
+from iotop_plus.tui.issuer_lines import issuer_facts
 from iotop_plus.tui.why_lines import verdict_facts, why_facts
 
 
@@ -106,7 +107,8 @@ class DevicePanel(VerticalScroll):
         self.settings = tuple(settings) if settings is not None else None
         facts = device_facts(dev, settings) if dev is not None else None
         if facts is not None and dev is not None:
-            facts = verdict_facts(dev.name, frame) + facts  # why first: the question asked
+            who = issuer_facts(dev.name, frame)  # then who: the second question
+            facts = verdict_facts(dev.name, frame) + who + facts  # why first: the question asked
             facts += why_facts(dev.name, frame)
             facts += health_facts(dev.name, frame)
         if facts == self._shown:

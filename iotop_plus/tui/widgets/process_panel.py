@@ -56,16 +56,19 @@ from iotop_plus.sampling.processes import (
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import (
     COLUMNS,
+    DEVICE_COLUMNS,
     SORT_KEYS,
     Column,
     ProcessRow,
     View,
     build_rows,
     compact_bytes,
+    device_cells,
     pct,
     printable_lines,
 )
 from iotop_plus.tui.widgets.cursor_list import SortedList
+from iotop_plus.tui.widgets.device_only import DeviceOnly, Issuer
 from iotop_plus.tui.widgets.list_panel import ListPanel
 
 
@@ -96,6 +99,7 @@ class ProcessList(SortedList[ProcessRow]):
         super().__init__(id=id)
         self.totals_mode = False
         self.io_off = False
+        self.device_mode = False
 
     def row_key(self, row: ProcessRow) -> TaskKey:
         return row.key
@@ -105,8 +109,8 @@ class ProcessList(SortedList[ProcessRow]):
 
     def _columns(self, width: int) -> list[Column]:
         # Drop the least important columns until the fixed ones leave 12 for the command.
-        cols = list(COLUMNS)
-        for priority in (5, 3, 4, 2):  # RCHAR/WCHAR, then CGROUP, USER, IO%
+        cols = [*COLUMNS[:-1], *(DEVICE_COLUMNS if self.device_mode else ()), COLUMNS[-1]]
+        for priority in (5, 3, 4, 2, *((1,) if self.device_mode else ())):  # RCHAR... IO%
             if sum(c.width + 1 for c in cols) + 12 <= width:
                 break
             cols = [c for c in cols if c.priority != priority]
@@ -131,6 +135,7 @@ class ProcessList(SortedList[ProcessRow]):
             "io": io,
             "cgroup": printable(row.cgroup) or "-",
             "command": printable(row.command),
+            **device_cells(row),
         }
 
     def _line(self, cells: dict[str, str], width: int) -> str:
@@ -148,7 +153,7 @@ class ProcessList(SortedList[ProcessRow]):
     def header_text(self, width: int) -> str:
         """The header line with an arrow on the sorted column(s)."""
         titles = {}
-        for col in COLUMNS:
+        for col in (*COLUMNS, *DEVICE_COLUMNS):
             title = "WAIT" if self.totals_mode and col.key == "io" else col.title
             titles[col.key] = self.sort_title(col.key, title)
         return self._line(titles, width)
@@ -159,7 +164,7 @@ Processes tab is shown; a recorder keeps them unless --processes 0)"
 """The status of a history or replay frame that carries no processes."""
 
 
-class ProcessPanel(ListPanel):
+class ProcessPanel(DeviceOnly, ListPanel):
     """The iotop view: per-process I/O with sorting, filter, totals and details.
 
     Args:
@@ -188,6 +193,12 @@ class ProcessPanel(ListPanel):
             "i", "invert_sort", "Invert", show=False, id=panel_id("tab-processes", "invert_sort")
         ),
         Binding("f", "filter", "Find process", id=panel_id("tab-processes", "filter")),
+        Binding(
+            "v",
+            "toggle_device_only",
+            "This device",
+            id=panel_id("tab-processes", "toggle_device_only"),
+        ),
         Binding("enter", "details", "Threads/files"),
         Binding(
             "D", "toggle_delayacct", "Delay acct", id=panel_id("tab-processes", "toggle_delayacct")
@@ -335,7 +346,7 @@ class ProcessPanel(ListPanel):
                 self.error = error
                 self._render_status()
             return
-        self._arrange(processes, self._view_snapshot)
+        self._arrange(processes, self._view_snapshot, self.device_issuers())
 
     def show_not_recorded(self) -> None:
         """A frame of the history or a replay without processes: say so, show no rows (never
@@ -348,11 +359,11 @@ class ProcessPanel(ListPanel):
         self._render_status()
 
     @work(thread=True, exclusive=True, group="process-rows", exit_on_error=False)
-    def _arrange(self, processes: ProcessFrame, view: View) -> None:
+    def _arrange(self, processes: ProcessFrame, view: View, who: tuple[Issuer, ...]) -> None:
         # Sorting and filtering 5,000 rows takes ~40 ms: off the UI thread. The switch time
         # is read from the journal once (then cached by the tuner), also off the UI thread.
         since = switch_ticks(self.tuner.delayacct_switched_on())
-        rows = build_rows(processes.rates, processes.totals, view, processes.cgroups, since)
+        rows = build_rows(processes.rates, processes.totals, view, processes.cgroups, since, who)
         self.post_message(self.SampleReady(processes, rows, view, since))
 
     def on_process_panel_sample_ready(self, message: SampleReady) -> None:
@@ -369,7 +380,12 @@ class ProcessPanel(ListPanel):
         """The current sort, filter and modes (read by the worker thread too)."""
         plist = self.process_list
         return View(
-            plist.sort, plist.descending, self.only_active, self.totals_mode, self.filter_text
+            plist.sort,
+            plist.descending,
+            self.only_active,
+            self.totals_mode,
+            self.filter_text,
+            self.device_filter,
         )
 
     def _render_rows(self) -> None:
@@ -385,7 +401,14 @@ class ProcessPanel(ListPanel):
         else:
             # A key changed the view since the worker arranged the rows: redo them now.
             plist.set_rows(
-                build_rows(msg.rates, msg.totals, view, msg.processes.cgroups, msg.delay_since)
+                build_rows(
+                    msg.rates,
+                    msg.totals,
+                    view,
+                    msg.processes.cgroups,
+                    msg.delay_since,
+                    self.device_issuers(),
+                )
             )
 
     def status_text(self) -> str:
@@ -413,7 +436,7 @@ class ProcessPanel(ListPanel):
         if self.filter_text:
             parts.append(f"filter {self.filter_text!r}")
         parts.append(f"{sample.duration_s * 1000:.0f} ms/sample")
-        lines = [" · ".join(parts)]
+        lines = [" · ".join(parts), *filter(None, [self.device_status()])]
         if sample.delayacct is DelayAcct.OFF:
             how = (
                 "press D to turn it on (a small cost per task switch; off again at reboot)"
