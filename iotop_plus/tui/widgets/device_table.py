@@ -206,7 +206,10 @@ class DeviceTable(CursorList[TableRow]):
     def update_parts(self, frame: Frame) -> None:
         """The frame's latency and health (the severity marks) for :meth:`update_devices`."""
         self.update_latency(frame.latency)
-        self.marks = severity_marks(frame)
+        marks = severity_marks(frame)
+        if marks.keys() != self.marks.keys():
+            self._row_order_dirty = True  # the Device column widens for the mark
+        self.marks = marks
 
     def visible_names(self) -> list[str]:
         """Kernel names of all rows (in order), scrolled out of view or not."""
@@ -334,7 +337,7 @@ class DeviceTable(CursorList[TableRow]):
         self._scales = {}
         self.rows = rows
         self._row_order_dirty = False
-        width = max((len(r.label) for r in rows), default=8)
+        width = max((len(r.label) + (r.name in self.marks) for r in rows), default=8)
         device_width = min(max(width, len(DEVICE_TITLE)), MAX_DEVICE_WIDTH) + 1
         if device_width != self._device_width:
             self._device_width = device_width

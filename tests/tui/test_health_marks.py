@@ -1,0 +1,31 @@
+"""The device table's health mark (#26): a '!' before the name of a device with I/O errors,
+and the Device column widens for it rather than cutting the name."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from iotop_plus.sampling.health_part import HealthFrame
+from tests.support.frames import StepClock
+from tests.tui.canned import canned_app
+from tests.tui.helpers import row_line, started, step, table
+
+
+async def test_a_device_with_io_errors_is_marked_and_its_name_stays_whole(
+    step_clock: StepClock,
+) -> None:
+    app = canned_app()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        t = table(app)
+        widest = max(t.rows, key=lambda r: len(r.label))
+        frame = app.main_screen.shown_frame
+        assert frame is not None
+        health = HealthFrame({}, {}, {widest.name: 2}, "kmsg")
+        t.update_parts(dataclasses.replace(frame, health=health))
+        await step(pilot, app)  # the next frame's rows carry the mark
+        t.update_parts(dataclasses.replace(frame, health=health))
+        t.update_devices(frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, False)
+        await pilot.pause()
+        assert t.marks == {widest.name: "2 I/O errors since start"}
+        assert row_line(app, widest.name).startswith(f"!{widest.label} ")
