@@ -221,7 +221,8 @@ def _rate(value: float) -> str:
 
 def device_split_text(frame: CgroupFrame | None, path: str, limit: int = 4) -> str:
     """The I/O of cgroup ``path`` per device over the interval, busiest first: which disks it
-    reads and writes (``loop2  R 1.2M/s 300 r/s  W 4.0M/s 20 w/s``); empty without rates."""
+    reads and writes (``loop2    R 1.2M 300  W 4.0M 20``: bytes and requests per second, in
+    40 columns for the side panel at 120); empty without rates."""
     rates = frame.rates.get(path) if frame is not None else None
     if frame is None or rates is None:
         return ""
@@ -230,14 +231,14 @@ def device_split_text(frame: CgroupFrame | None, path: str, limit: int = 4) -> s
     if not busy:
         return f"{cgroup_name(path)}: no I/O on any device in this interval"
     busy.sort(key=lambda item: (-item[1].total_bps, item[0]))
-    lines = [f"{cgroup_name(path)} per device:"]
+    lines = [f"{cgroup_name(path)} per device (B/s IO/s):"]
     for name, r in busy[:limit]:
         line = (
-            f"  {name:<10} R {compact_bytes(r.read_bps)}/s {_rate(r.read_iops)} r/s"
-            f"  W {compact_bytes(r.write_bps)}/s {_rate(r.write_iops)} w/s"
+            f"  {name:<8} R {compact_bytes(r.read_bps)} {_rate(r.read_iops)}"
+            f"  W {compact_bytes(r.write_bps)} {_rate(r.write_iops)}"
         )
         if r.discard_bps:
-            line += f"  D {compact_bytes(r.discard_bps)}/s"
+            line += f"  D {compact_bytes(r.discard_bps)}"
         lines.append(line)
     if len(busy) > limit:
         lines.append(f"  ... and {len(busy) - limit} more devices")

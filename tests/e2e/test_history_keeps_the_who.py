@@ -187,6 +187,6 @@ async def test_a_recording_of_three_fio_processes_keeps_their_command_lines_and_
             cg.cgroup_list.move_cursor(paths.index(cgroups["who-b"]))
             split = cg.query_one("#cgroup-devices")
             await wait_for(pilot, lambda: dev in str(split.render()), "the device split")
-            assert "(recorded)" in cg.status_text()
+            assert "recorded (those with I/O or limits)" in cg.status_text()
     finally:
         timeline.close()

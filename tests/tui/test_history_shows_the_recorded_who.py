@@ -69,6 +69,11 @@ async def test_scrubbed_back_the_cgroups_tab_shows_the_recorded_frame(tmp_path: 
         live = app.latest_frame
         assert live is not None and live.cgroups is not None
         live_read = shown_read(p, POSTGRES)
+        # Live, the selected cgroup's I/O per device (the split of its figures).
+        p.cgroup_list.move_cursor([r.path for r in p.cgroup_list.rows].index(POSTGRES))
+        await pilot.pause()
+        split = str(p.query_one("#cgroup-devices").render())
+        assert split.startswith("postgresql.service per device") and "\n  sda " in split
         await pilot.press("left_square_bracket")
         shown = app.main_screen.shown_frame
         assert shown is not None and shown.wall_time < live.wall_time
@@ -77,7 +82,7 @@ async def test_scrubbed_back_the_cgroups_tab_shows_the_recorded_frame(tmp_path: 
         assert rates is not None
         await wait_for(pilot, lambda: shown_read(p, POSTGRES) == rates.total.read_bps)
         assert shown_read(p, POSTGRES) != live_read
-        assert "(recorded)" in p.status_text()
+        assert "recorded (those with I/O or limits)" in p.status_text()
         # Only the cgroups that did I/O are kept in history (the idle ones are not there).
         assert all(r.active for r in p.cgroup_list.rows)
         # The selected cgroup's split per device, from the recorded frame.
@@ -92,7 +97,7 @@ async def test_scrubbed_back_the_cgroups_tab_shows_the_recorded_frame(tmp_path: 
         assert p.cgroup_list.rows == []
         await pilot.press("l")  # live again: the live frame's cgroups
         await wait_for(pilot, lambda: shown_read(p, POSTGRES) == live_read)
-        assert "(recorded)" not in p.status_text()
+        assert "recorded (" not in p.status_text()
 
 
 @pytest.fixture

@@ -255,7 +255,7 @@ class CgroupPanel(ListPanel):
         sample = frame.sample
         parts = [f"{len(self.cgroup_list.rows)} of {len(sample.cgroups)} cgroups"]
         if self.recorded:
-            parts[0] += " doing I/O (recorded)"
+            parts[0] += " recorded (those with I/O or limits)"
         if sample.version is not None:
             parts.append(f"cgroup {sample.version}")
         if all(r is None for r in frame.rates.values()):
