@@ -239,3 +239,47 @@ def test_not_root_snapshot_issuers_is_null_and_one_line(tmp_path: Path) -> None:
     assert "Traceback" not in done.stderr
     disks = json.loads(done.stdout)["sysstat"]["hosts"][0]["statistics"][0]["disk"]
     assert disks and all(d["issuers"] is None for d in disks)
+
+
+@pytest.mark.root
+def test_record_issuers_then_snapshot_from_the_recording_names_fio(
+    make_loop, fio_bin, tmp_path: Path
+) -> None:
+    """record --issuers stores the top issuers (type W); snapshot --from --issuers prints
+    them from the recording: fio's pid, command line and cgroup on its loop device."""
+    need_tracer()
+    dev = make_loop(64)
+    rec = tmp_path / "rec"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    base = [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state")]
+    with blkio_cgroup("rec") as cgroup:
+        job = fio_in_cgroup(dev, cgroup, 20)
+        try:
+            done = subprocess.run(
+                [*base, "record", "--issuers", "--dir", str(rec), "-i", "0.5", "--count", "8"],
+                capture_output=True, text=True, timeout=90, check=False, env=env,
+            )  # fmt: skip
+        finally:
+            job.kill()
+            job.communicate()
+    assert done.returncode == 0, done.stderr
+    shown = subprocess.run(
+        [*base, "snapshot", "--from", str(rec), "--issuers", "-f", "json", dev],
+        capture_output=True, text=True, timeout=60, check=False, env=env,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    stats = json.loads(shown.stdout)["sysstat"]["hosts"][0]["statistics"]
+    named = [
+        i
+        for s in stats
+        for d in s["disk"]
+        if d["disk_device"] == dev and d["issuers"]
+        for i in d["issuers"]
+        if i["pid"] == job.pid
+    ]
+    assert named, f"fio is in no recorded interval: {shown.stderr}"
+    assert {(i["comm"], i["cgroup"], i["cgroup_source"]) for i in named} == {
+        ("fio", cgroup, "blkio")
+    }
+    assert all(i["cmdline"] == " ".join(job.args) for i in named)  # type: ignore[arg-type]
+    assert max(i["r/s"] for i in named) > 0
