@@ -314,6 +314,9 @@ def emit(
             if latency:
                 out.write(render_latency(names, lat))
             out.write(render_verdicts(args, names, frame, verdicts))  # --diagnose: why lines
+            from iotop_plus.commands.snapshot_issuers import who_lines
+
+            out.write(who_lines(args, names, frame))  # --issuers: who lines
             out.flush()
     return EXIT_OK
 

@@ -241,6 +241,20 @@ def _float_or_none(v: object) -> float | None:
     return None
 
 
+def issuer_text(issuer: Issuer) -> str:
+    """``fio[4242] 2,500 IO/s p99 0.05 ms`` (kernel threads: ``kernel writeback ...``)."""
+    name = f"{issuer.comm}[{issuer.pid}]" if issuer.pid is not None else issuer.comm
+    if issuer.is_kernel and issuer.writeback:
+        name += " writeback"
+    if issuer.r_s is None and issuer.w_s is None:  # an estimate: bytes only
+        return f"{name} {issuer.rkB_s + issuer.wkB_s:,.0f} kB/s"
+    text = f"{name} {issuer.iops:,.0f} IO/s"
+    p99 = [v for v in (issuer.read.p99_ms, issuer.write.p99_ms) if v is not None]
+    if p99:
+        text += f" p99 {max(p99):.3g} ms"
+    return text
+
+
 def cgroup_shares(issuers: Iterable[Issuer]) -> tuple[CgroupShare, ...]:
     """The issuers' figures summed per cgroup, busiest first (kernel threads are left out)."""
     sums: dict[tuple[str, str | None], list[float | None]] = {}

@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 
@@ -243,3 +244,25 @@ def test_without_the_tracer_issuers_are_an_estimate_from_proc_io(tmp_path: Path)
     assert mine.r_s is None and mine.w_s is None
     assert (mine.rkB_s, mine.wkB_s) == (4.0, 8.0)
     assert IssuerPart(roots).frame(failed, None) is None  # no processes read: nothing to say
+
+
+def test_the_snapshot_table_names_each_devices_top_three_issuers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import argparse
+    from types import SimpleNamespace
+
+    from iotop_plus.commands.snapshot_issuers import who_lines
+
+    latency, issuers = traced_frames(proc_tree(tmp_path))
+    frame: Any = SimpleNamespace(issuers=issuers, latency=latency)
+    asked = argparse.Namespace(issuers=True)
+    [line] = who_lines(asked, ["vda", "sdz"], frame).splitlines()
+    assert line.startswith("who vda: kernel writeback ")  # the flusher did the most requests
+    assert line.count(" · ") == 2 and "dd[23734] " in line and " IO/s p99 " in line
+    assert who_lines(argparse.Namespace(issuers=False), ["vda"], frame) == ""
+    failed: Any = SimpleNamespace(issuers=None, latency=LatencyFrame(FAILED, status="needs root"))
+    assert who_lines(asked, ["vda"], failed) == ""
+    assert capsys.readouterr().err == (
+        "iotop-plus: --issuers needs the block tracer: needs root; no who lines\n"
+    )
