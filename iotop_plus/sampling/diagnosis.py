@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.sampling.cgroup_limits import DeviceLimit
+    from iotop_plus.sampling.frame import CgroupFrame, Frame
     from iotop_plus.sampling.rates import DeviceRates
 
 CAUSES = ("throttled", "errors", "saturated", "writeback", "queue", "cpu", "issuer")
@@ -121,15 +122,33 @@ def _nr_requests(frame: Frame, device: str) -> int | None:
     return nr
 
 
-def _throttled(frame: Frame, device: str) -> list[Cause]:
+_last_throttled: tuple[Any, Mapping[str, list[DeviceLimit]]] = (None, {})
+"""The last cgroup part seen and its throttled limits by device: every device of a frame is
+judged against the same cgroups, walked once (one tuple, read and replaced whole: threads
+judging other frames never see a part with another's limits)."""
+
+
+def _throttled_limits(part: CgroupFrame) -> Mapping[str, list[DeviceLimit]]:
     from iotop_plus.sampling.cgroup_limits import device_limits
 
+    global _last_throttled
+    seen, found = _last_throttled
+    if seen is not part:
+        by_device: dict[str, list[DeviceLimit]] = {}
+        for limit in device_limits(part.sample, part.rates):
+            if limit.throttled and limit.binding is not None:
+                by_device.setdefault(limit.device, []).append(limit)
+        found = by_device
+        _last_throttled = (part, found)
+    return found
+
+
+def _throttled(frame: Frame, device: str) -> list[Cause]:
     part = frame.cgroups
     assert part is not None
     out = []
-    for limit in device_limits(part.sample, part.rates):
-        if limit.device != device or not limit.throttled or limit.binding is None:
-            continue
+    for limit in _throttled_limits(part).get(device, ()):
+        assert limit.binding is not None
         key = limit.binding
         evidence = {
             "cgroup": limit.cgroup,

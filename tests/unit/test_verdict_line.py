@@ -265,3 +265,26 @@ def test_causes_rank_by_confidence_then_the_fixed_order() -> None:
     assert [c.confidence for c in verdict.causes] == ["high", "medium", "medium"]
     assert verdict.line().startswith("throttled by /db") and verdict.line().endswith("+1")
     assert set(causes(verdict)) <= set(CAUSES)
+
+
+def test_the_cgroups_are_walked_once_per_frame_however_many_devices_are_judged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from iotop_plus.sampling import cgroup_limits
+
+    walks = []
+    real = cgroup_limits.device_limits
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        walks.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cgroup_limits, "device_limits", counted)
+    shown = frame(rates(reads=98), **everything(cgroups=cgroups(98.0, 100)))
+    for _ in range(5):
+        assert causes(diagnose(shown, "sda")) == ["throttled"]
+        assert causes(diagnose(shown, "sdb")) == ["none"]
+    assert len(walks) == 1
+    other = frame(rates(reads=98), **everything(cgroups=cgroups(50.0, 100)))
+    assert "throttled" not in causes(diagnose(other, "sda"))
+    assert len(walks) == 2
