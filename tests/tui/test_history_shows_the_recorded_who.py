@@ -255,3 +255,11 @@ async def test_a_replay_shows_each_recorded_processs_command_line(
         commands = sorted(r.command for r in panel.process_list.rows)
         assert [c.split()[-1] for c in commands] == ["--name=who-a", "--name=who-b", "--name=who-c"]
     timeline.close()
+
+
+def test_the_help_says_what_history_and_replay_show_of_the_who() -> None:
+    from iotop_plus.tui.screens.help import help_text
+
+    text = help_text()
+    assert "History and replay: the Processes and Cgroups tabs show" in text
+    assert "'not recorded'" in text

@@ -21,6 +21,7 @@ from iotop_plus.tui.keys import (
     tab_of,
 )
 from iotop_plus.tui.process_rows import MEANINGS
+from iotop_plus.tui.screens.main_history import WHO_HISTORY_HELP
 from iotop_plus.tui.screens.modal import Modal
 from iotop_plus.tui.why_lines import WHY_HELP
 from iotop_plus.tui.widgets.pressure import HELP as PRESSURE_HELP
@@ -109,7 +110,8 @@ def help_entries() -> list[tuple[str, int]]:
         ("[b]Processes columns[/b] (per process; rates over the measured interval)", 0),
     ]
     lines += [_named(name, f"{means}.") for name, means in MEANINGS]
-    for paragraph in (THRESHOLDS, PRESSURE_HELP, PROBE_HELP, *HEALTH_HELP, *WHY_HELP):
+    paragraphs = (THRESHOLDS, PRESSURE_HELP, PROBE_HELP, *HEALTH_HELP, *WHY_HELP, WHO_HISTORY_HELP)
+    for paragraph in paragraphs:
         lines += [("", 0), (paragraph, 0)]
     return lines
 

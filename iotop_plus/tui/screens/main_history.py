@@ -20,6 +20,17 @@ if TYPE_CHECKING:
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
 
+WHO_HISTORY_HELP = (
+    "History and replay: the Processes and Cgroups tabs show what the frame on screen carries. "
+    "The history keeps, while the tab is shown, the top processes with their cgroup and the "
+    "cgroups doing I/O; a recording (format 4) keeps the top processes with their command "
+    "lines and cgroup, and the cgroups doing I/O with their split per device. A frame without "
+    "them says 'not recorded', never shows the live figures. Under the cgroups, the selected "
+    "one's I/O per device (bytes and requests per second)."
+)
+"""The help's paragraph on what the history and replay show of the processes and cgroups."""
+
+
 class HistoryActions:
     """The history keys' actions: each is a move of :attr:`scrubber`."""
 
