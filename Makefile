@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint typecheck pytest screenshots bench clean sysdeps bytecode
+.PHONY: run test test-fast lint typecheck pytest screenshots bench bench-peers clean sysdeps bytecode
 
 # Set-up time (pip, apt) is printed apart from the tests' own time.
 $(STAMP): pyproject.toml
@@ -55,10 +55,15 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Serial: the root tests share loop devices, sysctls (kernel.task_delayacct), the block
-# layer's tracepoints and the machine's two cores with the fio they time.
+# Two phases. Tests that share nothing host-wide run on 4 workers: most of their time is spent
+# waiting on fio, tmux, bpftrace or a child process, so 4 keep the 2 cores busy. The `serial`
+# ones (tests/conftest.py SERIAL: a sysctl, the set of running tracers, a timing) run alone
+# afterwards. Both phases run, and either failing fails the target.
 pytest: $(STAMP) sysdeps
-	$(BIN)/pytest -q --durations=15
+	@status=0; \
+	$(BIN)/pytest -q -n 4 --dist worksteal -m "not serial" --durations=10 || status=1; \
+	$(BIN)/pytest -q -m serial --durations=10 || status=1; \
+	exit $$status
 
 test: lint typecheck pytest
 
@@ -80,6 +85,35 @@ screenshots: $(STAMP)
 
 bench: $(STAMP) sysdeps bytecode
 	$(BIN)/python benchmarks/bench_sampling.py
+
+# The peers the benchmarks compare against (#25): btop and atop from apt, bpytop in a
+# throwaway venv outside the repo ($(PEERS), what benchmarks/ read through
+# IOTOP_PLUS_BENCH_PEERS). A peer that cannot be installed is named, never skipped silently;
+# then the light benchmarks run (the TUI's CPU beside btop's, the start-up times).
+PEERS ?= /opt/iotop-peers
+bench-peers: $(STAMP) sysdeps bytecode
+	@missing=""; apt=""; \
+	for pair in btop:btop atop:atop; do \
+		command -v $${pair%%:*} >/dev/null 2>&1 || apt="$$apt $${pair##*:}"; \
+	done; \
+	if [ -n "$$apt" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing:$$apt"; \
+			apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$apt >/dev/null \
+				|| echo "note: apt-get install$$apt failed"; \
+		else \
+			echo "note: not root or no apt-get: cannot install$$apt"; \
+		fi; \
+	fi; \
+	[ -x $(PEERS)/bin/bpytop ] || { $(PYTHON) -m venv $(PEERS) && $(PEERS)/bin/pip install --quiet bpytop; } \
+		|| echo "note: pip install bpytop into $(PEERS) failed"; \
+	for cmd in btop atop iostat $(PEERS)/bin/bpytop; do \
+		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$(basename $$cmd)"; \
+	done; \
+	if [ -n "$$missing" ]; then echo "MISSING PEERS:$$missing (their rows will say so)"; \
+	else echo "peers: btop, atop, bpytop ($(PEERS)), iostat"; fi
+	IOTOP_PLUS_BENCH_PEERS=$(PEERS) $(BIN)/python benchmarks/bench_startup.py
+	IOTOP_PLUS_BENCH_PEERS=$(PEERS) $(BIN)/python benchmarks/bench_light.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

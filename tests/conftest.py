@@ -17,6 +17,34 @@ from tests.support.loopdev import loop_device
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+SERIAL = {
+    "tests/e2e/test_latency_real.py": "checks that no tracer runs on the host, and times fio",
+    "tests/e2e/test_latency_marker_real.py": "times the tracer's frame marker",
+    "tests/e2e/test_experiments.py": "finds the knee in fio's IOPS",
+    "tests/e2e/test_processes_real.py": "switches kernel.task_delayacct; fio's rate within 10 %",
+    "tests/e2e/test_probe_fio.py": "switches kernel.io_uring_disabled for every fio",
+    "tests/e2e/test_why_real.py": "raises vm.dirty_* and loads both cores",
+    "tests/e2e/test_iostat_parity.py": "compares with iostat over the same interval",
+    "tests/e2e/test_filter_enter_tmux.py": "attaches loop devices of chosen numbers",
+    "tests/tui/test_process_panel.py::test_delayacct_off_is_explained_and_D_turns_it_on_as_root": (
+        "switches kernel.task_delayacct"
+    ),
+}
+"""Test files (or single tests) that use something the whole host shares (a sysctl, the set of
+running tracers, the CPU a timing depends on): marked ``serial``, they run alone after the
+others (Makefile)."""
+SERIAL_FIXTURES = frozenset({"delayacct_off"})
+"""Fixtures that switch host-wide state: a test taking one is ``serial`` too."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SERIAL` files and :data:`SERIAL_FIXTURES` users ``serial``."""
+    for item in items:
+        path, test = item.nodeid.split("::", 1)[0], item.nodeid.split("[", 1)[0]
+        uses = set(getattr(item, "fixturenames", ()))
+        if path in SERIAL or test in SERIAL or uses & SERIAL_FIXTURES:
+            item.add_marker(pytest.mark.serial)
+
 
 @pytest.fixture
 def fixture_roots() -> Callable[[str], Roots]:
