@@ -144,7 +144,9 @@ def strip_processes(frame: Frame, keep: int) -> Frame:
     """``frame`` with only its ``keep`` busiest processes (by I/O over the interval).
 
     On the first process frame there are no rates yet: the biggest totals are kept instead.
-    The detailed process's threads and open files stay as they are (one process).
+    The processes among the frame's issuers are kept too (the Processes tab's "this device
+    only" lists them in history). The detailed process's threads and open files stay as they
+    are (one process).
     """
     procs = frame.processes
     if procs is None or len(procs.sample.tasks) <= keep:
@@ -161,7 +163,9 @@ def strip_processes(frame: Frame, keep: int) -> Frame:
             key=lambda k: (procs.totals[k].read_bytes or 0) + (procs.totals[k].write_bytes or 0),
             reverse=True,
         )
-    top = ranked[:keep]
+    issuers = frame.issuers.devices.values() if frame.issuers is not None else ()
+    wanted = {i.pid for who in issuers for i in who if i.pid is not None}
+    top = ranked[:keep] + [k for k in ranked[keep:] if k[0] in wanted]
     tasks = procs.sample.tasks
     kept = ProcessFrame(
         sample=dataclasses.replace(

@@ -27,14 +27,17 @@ from iotop_plus.record.recorder import Recorder
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, ProcessFrame
+from iotop_plus.sampling.issuers import IssuersFrame
 from iotop_plus.sampling.ring_timeline import fill
+from iotop_plus.tui.app import make_app
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.cgroup_panel import NOT_RECORDED, CgroupPanel
 from iotop_plus.tui.widgets.process_panel import NOT_RECORDED as NO_PROCESSES
 from iotop_plus.tui.widgets.process_panel import ProcessPanel
+from tests.support.frames import StepClock
 from tests.support.synthetic import SyntheticTree
-from tests.tui.canned import canned_app
-from tests.tui.helpers import started, wait_for
+from tests.tui.canned import HOST_ROOTS, canned_app
+from tests.tui.helpers import started, step, wait_for
 from tests.tui.history_frames import before_live
 from tests.tui.test_cgroup_panel import app_on, host_with_cgroups
 
@@ -98,6 +101,14 @@ async def test_scrubbed_back_the_cgroups_tab_shows_the_recorded_frame(tmp_path: 
         await pilot.press("l")  # live again: the live frame's cgroups
         await wait_for(pilot, lambda: shown_read(p, POSTGRES) == live_read)
         assert "recorded (" not in p.status_text()
+
+
+@pytest.fixture
+def sleeper() -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen(["sleep", "300"])
+    yield proc
+    proc.kill()
+    proc.wait()
 
 
 @pytest.fixture
@@ -263,3 +274,45 @@ def test_the_help_says_what_history_and_replay_show_of_the_who() -> None:
     text = help_text()
     assert "History and replay: the Processes and Cgroups tabs show" in text
     assert "'not recorded'" in text
+
+
+async def test_scrubbed_back_this_device_only_shows_the_recorded_issuers(
+    step_clock: StepClock, sleeper: subprocess.Popen[bytes]
+) -> None:
+    from tests.tui.test_who_this_device import WhoSource, pids, who
+
+    iops = {"now": 2500.0}
+
+    def issuers() -> IssuersFrame:
+        frame = who(sleeper.pid)
+        devices = {
+            name: tuple(dataclasses.replace(i, r_s=iops["now"]) if i.pid == sleeper.pid else i
+                        for i in entries)
+            for name, entries in frame.devices.items()
+        }  # fmt: skip
+        return dataclasses.replace(frame, devices=MappingProxyType(devices))
+
+    source = WhoSource(issuers)
+    app = make_app(HOST_ROOTS, Config(interval=10.0), source=source)
+    async with app.run_test(size=(160, 40)) as pilot:
+        await started(pilot, app)  # frames without issuers (nobody wanted them)
+        await pilot.press("p")
+        await wait_for(pilot, lambda: bool(app.main_screen.query(ProcessPanel)))
+        panel = app.main_screen.query_one(ProcessPanel)
+        await pilot.press("v")
+        await step(pilot, app, 2)
+        await wait_for(pilot, lambda: pids(panel)[:1] == [sleeper.pid], "the device's issuers")
+        assert "2500" in panel.process_list.render_line(1).text
+        iops["now"] = 777.0  # the live frame's issuers differ from the recorded ones
+        await step(pilot, app)
+        await wait_for(pilot, lambda: "777" in panel.process_list.render_line(1).text)
+        await pilot.press("left_square_bracket")
+        assert app.main_screen.scrubber.mode == "history"
+        # The recorded frame's issuers (the sleeper does no I/O of its own: the ring keeps
+        # the processes among the issuers next to the busiest ones).
+        await wait_for(pilot, lambda: "2500" in panel.process_list.render_line(1).text)
+        assert pids(panel)[:1] == [sleeper.pid]
+        while (frame := app.main_screen.shown_frame) is not None and frame.issuers is not None:
+            await pilot.press("left_square_bracket")
+        device = app.main_screen.selected_device
+        await wait_for(pilot, lambda: f"v: issuers of {device} not recorded" in panel.status_text())

@@ -19,6 +19,7 @@ from iotop_plus.sampling.issuers import Issuer, IssuersFrame
 __all__ = ["DeviceOnly", "Issuer", "IssuerFeed"]
 from iotop_plus.sampling.units import compact_bytes
 from iotop_plus.tui.process_rows import DEVICE_SORT_KEYS, SORT_KEYS
+from iotop_plus.tui.scrub import HISTORY, REPLAY
 
 
 class IssuerFeed(Protocol):
@@ -93,6 +94,9 @@ class DeviceOnly:
         if self.device is None:
             return "v: this device only (no device selected)"
         issuers = self.shown_issuers()
+        scrubber = getattr(self.screen, "scrubber", None)
+        if issuers is None and getattr(scrubber, "mode", None) in (HISTORY, REPLAY):
+            return f"v: issuers of {self.device} not recorded at this time"
         if issuers is None:
             return f"v: issuers of {self.device} (waiting for the tracer…)"
         head = f"v: issuers of {self.device}"
