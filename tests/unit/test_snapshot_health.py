@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 
 from iotop_plus import cli
 from iotop_plus.sampling.health_part import HEALTH_KEYS
+from tests.support.nobody import nobody_directory, nobody_env, nobody_python
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -85,3 +87,23 @@ def test_health_with_a_table_says_it_is_json_only(
     err = capsys.readouterr().err
     assert code == 0
     assert "--health adds disk[].health to JSON only" in err
+
+
+@pytest.mark.root
+def test_without_root_health_still_reads_and_says_errors_need_root() -> None:
+    """As uid 65534: the health line is there, I/O errors are null with one stderr line."""
+    disk = next(n for n in sorted(os.listdir("/sys/block")) if not n.startswith(("loop", "zram")))
+    with nobody_directory() as home:
+        argv = [*nobody_python(), "-m", "iotop_plus", "--state-dir", str(home / "state")]
+        argv += ["snapshot", "--health", "-f", "json", "-i", "0.2", disk]
+        env = nobody_env("/usr/sbin:/usr/bin:/sbin:/bin")
+        done = subprocess.run(argv, capture_output=True, text=True, env=env, cwd="/", timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        "iotop-plus: note: I/O errors: cannot read /dev/kmsg (run as root)"
+    ]
+    (host,) = json.loads(done.stdout)["sysstat"]["hosts"]
+    (entry,) = host["statistics"][0]["disk"]
+    assert list(entry["health"]) == list(HEALTH_KEYS)
+    assert entry["health"]["io_errors"] is None
+    assert entry["health"]["reason"]
