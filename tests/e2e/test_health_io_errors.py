@@ -178,3 +178,31 @@ def test_while_the_tracer_runs_block_rq_error_counts_every_failed_request(
         assert all("critical space allocation error" in e.text for e in events)
     finally:
         source.close()
+
+
+def test_recorded_errors_come_back_in_replay(failing_loop: str, tmp_path: Path) -> None:
+    """``record`` keeps the io-error events and the health part (type H); ``snapshot --from
+    --health`` gives them back with the device and the count."""
+    dev = failing_loop
+    rec = tmp_path / "rec"
+    argv = cli_argv("record", "--dir", str(rec), "-i", "0.5", "--processes", "0", state=tmp_path)
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=cli_env())
+    try:
+        assert holds_within(lambda: any(rec.glob("*.rec")), 20), "record did not start"
+        with FailingWrites(dev) as writes:
+            assert holds_within(lambda: writes.failed >= 10, 20)
+        assert holds_within(lambda: proc.poll() is None, 1.0)  # still recording
+        # two more samples after the last failed write, so its event is in the file
+        stop_after = os.path.getsize(next(rec.glob("*.rec")))
+        assert holds_within(lambda: os.path.getsize(next(rec.glob("*.rec"))) > stop_after, 10)
+    finally:
+        proc.terminate()
+        assert proc.wait(20) == 0, proc.stderr.read() if proc.stderr else ""
+    argv = cli_argv("snapshot", "--from", str(rec), "-f", "json", "--health", dev, state=tmp_path)
+    done = subprocess.run(argv, capture_output=True, text=True, env=cli_env(), timeout=60)
+    assert done.returncode == 0, done.stderr
+    stats = json.loads(done.stdout)["sysstat"]["hosts"][0]["statistics"]
+    events = [e for s in stats for e in s["events"] if e["kind"] == "io-error"]
+    assert events and {e["device"] for e in events} == {dev}
+    last = stats[-1]["disk"][0]["health"]
+    assert last["io_errors"] > 0 and last["reason"].startswith("loop: ")
