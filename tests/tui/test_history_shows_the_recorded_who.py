@@ -9,7 +9,6 @@ what it carries, or says it was not recorded.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import subprocess
 import sys
@@ -54,7 +53,9 @@ def shown_read(panel: CgroupPanel, path: str) -> float | None:
     return rows[path].read if path in rows else None
 
 
-async def test_scrubbed_back_the_cgroups_tab_shows_the_recorded_frame(tmp_path: Path) -> None:
+async def test_scrubbed_back_the_cgroups_tab_shows_the_recorded_frame(
+    step_clock: StepClock, tmp_path: Path
+) -> None:
     roots = host_with_cgroups(tmp_path)
     app = app_on(roots)
     async with app.run_test(size=(160, 40)) as pilot:
@@ -65,9 +66,7 @@ async def test_scrubbed_back_the_cgroups_tab_shows_the_recorded_frame(tmp_path: 
         await wait_for(pilot, lambda: p.last is not None)
         for scale in (2, 7):  # two frames with rates: the second's are bigger
             host_with_cgroups(tmp_path, scale=scale)
-            seen = app.frames_received
-            app.feed.thread.sample_now()
-            await wait_for(pilot, functools.partial(lambda n: app.frames_received > n, seen))
+            await step(pilot, app)
             await wait_for(pilot, lambda: (shown_read(p, POSTGRES) or 0) > 0)
         live = app.latest_frame
         assert live is not None and live.cgroups is not None
@@ -150,7 +149,7 @@ def _with_processes(frames: list[Frame], pids: list[int]) -> list[Frame]:
 
 
 async def test_scrubbed_back_the_processes_tab_shows_the_recorded_frame(
-    sleepers: list[subprocess.Popen[bytes]],
+    step_clock: StepClock, sleepers: list[subprocess.Popen[bytes]]
 ) -> None:
     app = canned_app(Config(interval=10.0, history_minutes=60.0))
     frames = _with_processes(before_live(6), [p.pid for p in sleepers])
