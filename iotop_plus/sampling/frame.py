@@ -413,7 +413,7 @@ class LiveSource:
         frame = self._frame(cur, inventory, self._nr_requests, changed, events, processes)
         latency = latency_part.frame(cur.counters, cur.monotonic) if latency_part else None
         cgroups = self._cgroup_frame()
-        from iotop_plus.sampling.health_part import health_step
+        from iotop_plus.sampling.health_gate import health_step
 
         wanted = HEALTH in self._wanted and self.devices
         self._health, health, bad = health_step(
