@@ -14,6 +14,7 @@ from typing import Any
 
 from iotop_plus.record.chunks import ChunkWriter
 from iotop_plus.record.format import MAX_INFLATED_FRAME
+from iotop_plus.record.recorded_who import CommandLines, rebundled
 from iotop_plus.record.timeline import RecordingTimeline
 
 
@@ -102,13 +103,14 @@ def write_bundle(
     try:
         writer = ChunkWriter(fd, header, sync=False)
         last_doc: dict[str, Any] | None = None
+        lines = CommandLines()  # each bundle chunk names its processes (type N)
         for rs, frame in timeline.frames(start, end):
             if n and frame.inventory_changed:
                 doc = timeline.inventory_doc(frame.wall_time)
                 if doc != last_doc:
                     writer.inventory(doc)
                     last_doc = doc
-            writer.append(rs)
+            writer.append(rebundled(rs, frame, lines))
             n += 1
         writer.close_chunk()
         os.fdatasync(fd)

@@ -66,8 +66,8 @@ class CommandLines:
         out = []
         for pid in pids:
             task = by_pid.get(pid)
-            if task is None or not task.cmdline:
-                continue
+            if task is None or not task.cmdline or task.cmdline == task.comm:
+                continue  # nothing a reader would not show anyway (its comm)
             key = (pid, task.comm)
             if key in self._seen:
                 continue
@@ -168,6 +168,18 @@ class WhoParts:
         return with_who(rs, frame, self.command_lines, self.cgroups)
 
 
+def rebundled(rs: RecordedSample, frame: Frame, memo: CommandLines) -> RecordedSample:
+    """A recorded sample as a bundle writes it again: its ``N`` part made anew for the
+    bundle's chunks (``frame``, the sample's replayed frame, has every command line in force),
+    so a bundle that starts mid-minute still names its processes."""
+    parts = {k: v for k, v in rs.parts.items() if k != COMMAND_LINES}
+    pids = [p["pid"] for p in rs.processes or () if type(p.get("pid")) is int]
+    lines = memo.part(frame, pids)
+    if lines:
+        parts[COMMAND_LINES] = lines
+    return replace(rs, parts=MappingProxyType(parts))
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -244,5 +256,6 @@ __all__ = [
     "cgroups_part",
     "chunk_command_lines",
     "command_lines",
+    "rebundled",
     "with_who",
 ]

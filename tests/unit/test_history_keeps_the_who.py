@@ -14,6 +14,7 @@ from types import MappingProxyType
 
 import pytest
 
+from iotop_plus.record.bundle import write_bundle
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.collect import recorded_sample
 from iotop_plus.record.recorded_who import (
@@ -23,6 +24,7 @@ from iotop_plus.record.recorded_who import (
     cgroup_frame_of,
     cgroups_part,
 )
+from iotop_plus.record.recorder import Recorder
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
@@ -263,3 +265,51 @@ def test_the_ring_keeps_each_kept_process_cgroup_and_only_busy_cgroups(tmp_path:
     busy = {p for p, r in part.rates.items() if r is not None and r.total.total_bps > 0}
     assert set(shown.sample.cgroups) == busy < set(part.sample.cgroups)
     assert shown.rates[POSTGRES] is part.rates[POSTGRES]
+
+
+def test_a_bundle_cut_mid_minute_still_names_its_processes(
+    sleepers: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    """The recorder wrote each command line once, in the minute's first sample; a bundle
+    starting later in that minute must carry them again in its own first chunk."""
+    pids = [p.pid for p in sleepers]
+    tree = SyntheticTree(tmp_path / "disks", 2)
+    source = LiveSource(tree.roots)
+    procs = LiveSource(Roots(), devices=False)
+    procs.want(PROCESSES, True)
+    recorder = Recorder(tmp_path / "rec", lambda: {"host": "h", "zone": "UTC", "inventory": []})
+    who = WhoParts(CommandLines(), cgroups=False)
+    try:
+        for k in range(6):
+            tree.advance(1.0)
+            frame = source.next_frame()
+            part = procs.next_frame().processes
+            assert part is not None
+            rates = {
+                key: dataclasses.replace(r, read_bps=1.0)
+                for key, r in part.rates.items()
+                if key[0] in pids and r is not None
+            }
+            frame = dataclasses.replace(
+                frame,
+                sample=dataclasses.replace(frame.sample, wall_time=T0 + k),
+                processes=dataclasses.replace(part, rates=MappingProxyType(rates)),
+            )
+            rs = recorded_sample(frame, Roots(), 20)
+            recorder.write(who.add(rs, frame, recorder.files_started, recorder.writer is not None))
+    finally:
+        recorder.close()
+        source.close()
+        procs.close()
+    timeline = open_timeline(tmp_path / "rec")
+    written = [timeline.recorded(T0 + k) for k in range(6)]
+    assert [bool(s and "N" in s.parts) for s in written] == [False, True] + [False] * 4
+    out = tmp_path / "cut.rec"
+    assert write_bundle(timeline, T0 + 3, T0 + 5, out) == 3
+    timeline.close()
+    bundle = open_timeline(out)
+    cut = bundle.frame_at(T0 + 5)
+    assert cut is not None and cut.processes is not None
+    lines = {t.cmdline.split()[-1][:8] for t in cut.processes.sample.tasks.values()}
+    assert lines == {"--name=a", "--name=b", "x" * 8}
+    bundle.close()
