@@ -332,9 +332,10 @@ class IssuerPart:
         kernel: PidIO | None = None
         for pid, io in pids.items():
             who = self._whois(pid, now) if pid else None
-            if who is None or who.kernel:
+            if not pid or (who is not None and who.kernel):  # 0: no submission seen
                 kernel = io if kernel is None else kernel.merged(io)
                 continue
+            # who is None: gone before we looked (a short-lived dd): the tracer's comm
             found = _issuer(pid, io, who, span)
             if found.iops or found.rkB_s or found.wkB_s:  # a flush alone: nothing to show
                 out.append(found)

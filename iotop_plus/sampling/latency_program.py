@@ -36,6 +36,13 @@ _BUCKET = """    $e = 0; $x = $v;
 """
 
 
+_PID_BITS = 22
+"""Bits of a pid (``pid_max`` is at most 2**22)."""
+_PID_MASK = (1 << _PID_BITS) - 1
+_NS_MASK = (1 << (64 - _PID_BITS)) - 1
+"""An attributing tracer's stamp is ``(nsecs mod 2**42) << 22 | pid``: device times are
+taken modulo 2**42 ns (73 minutes), so any shorter one comes out right across the wrap."""
+
 FLUSH_WRITE = "flush+write"
 """The operation of writes that carry a preflush or FUA (a filesystem's journal commits, the
 empty write each fsync of a raw device sends), timed from submission to the end of the
@@ -83,11 +90,14 @@ def tracer_program(
     stamp at sector 0 would time the empty write that completes there.
 
     With ``attribution`` (the frame's issuers, while a view wants them) each request is
-    charged to the task that submitted it: at ``submit`` the sectors go to
-    ``@ab[dev, pid, cgroup, op, comm]`` (``cgroup`` is the v2 id) and the pid is kept in
-    ``@ow[dev, sector]`` until completion, where the device-time maps gain the pid as their
-    last key (``@h[dev, op, exp, sub, pid]``, ``@ds``/``@dm[dev, op, pid]``; pid 0: no
-    submission seen, e.g. a flush the kernel made). With ``writeback`` too,
+    charged to the task that submitted it: at ``submit`` its pid is stamped into
+    ``@is[dev, sector]``, which the issue then packs with the time (see :data:`_NS_MASK`;
+    with ``issuers`` too, the pid waits in ``@ow`` instead), and the submitter's v2 cgroup id
+    and comm go to ``@ic[pid, cgroup, comm]`` once per pid and tick (``@id`` says who was
+    seen). At completion the device-time maps gain the pid as their last key
+    (``@h[dev, op, exp, sub, pid]``, ``@ds``/``@dm[dev, op, pid]``) and the sectors go to
+    ``@b[dev, op, pid]``; pid 0: no submission seen (a flush the kernel made, or a request
+    in flight when the tracer started). With ``writeback`` too,
     ``writeback:writeback_start`` counts the flusher's work per bdi (``@wb["MAJ:MIN"]``).
 
     ``rwbs_at`` (:func:`rwbs_offsets`): where each tracepoint's ``rwbs`` field sits, so
@@ -100,27 +110,16 @@ def tracer_program(
         lines.append(
             f"tracepoint:block:block_rq_insert{only} {{ @iq[args->dev, args->sector] = nsecs; }}"
         )
-    if issuers or attribution:
-        lines.append(f"tracepoint:block:{submit}{only} {{")
-    if attribution:
-        lines += [
-            "  @ow[args->dev, args->sector] = pid;",
-            "  if (@id[pid] == 0) { @id[pid] = 1; @ic[pid, cgroup, comm] = count(); }",
-        ]
-    if issuers:
-        lines += [
-            "  @who[args->dev, pid, comm] = count();",
-            '  if (strncmp(args->rwbs, "FW", 2) == 0) {',
-            "    @fw[args->dev, args->sector] = (nsecs << 1) | 1;",
-            '  } else if (strncmp(args->rwbs, "WF", 2) == 0) {',
-            "    @fw[args->dev, args->sector] = nsecs << 1;",
-            "  }",
-        ]
-    if issuers or attribution:
-        lines.append("}")
+    packed = attribution and not issuers  # the issuer rides in the request's stamp
+    lines += _submit_probe(f"tracepoint:block:{submit}{only}", issuers, attribution, packed)
     lines.append(f"tracepoint:block:block_rq_issue{only} {{")
     if issuers:
         lines.append("  if (args->nr_sector) { @is[args->dev, args->sector] = nsecs; }")
+    elif packed:
+        lines += [
+            f"  $p = @is[args->dev, args->sector] & {_PID_MASK};",
+            f"  @is[args->dev, args->sector] = ((nsecs & {_NS_MASK}) << {_PID_BITS}) | $p;",
+        ]
     else:
         lines.append("  @is[args->dev, args->sector] = nsecs;")
     if queue:
@@ -157,13 +156,22 @@ def tracer_program(
         plain = "  } else if ($t) {"
     op = _op("block_rq_complete", rwbs_at)
     by = ""
-    lines += [plain, "    delete(@is[args->dev, args->sector]);", "    $v = nsecs - $t;"]
+    if packed:  # submitted-only stamps (no time yet) are dropped, not timed
+        lines += [
+            "  if ($t) { delete(@is[args->dev, args->sector]); }",
+            f"  if ($t > {_PID_MASK}) {{",
+            f"    $v = ((nsecs & {_NS_MASK}) - ($t >> {_PID_BITS})) & {_NS_MASK};",
+            f"    $p = $t & {_PID_MASK};",
+        ]
+    else:
+        lines += [plain, "    delete(@is[args->dev, args->sector]);", "    $v = nsecs - $t;"]
     if op != "args->rwbs":  # read once, used three times
         lines.append(f"    $o = {op};")
         op = "$o"
     lines.append(_BUCKET.rstrip("\n"))
     if attribution:
         by = ", $p"
+    if attribution and not packed:
         lines += [
             "    $p = @ow[args->dev, args->sector];",
             "    if ($p) { delete(@ow[args->dev, args->sector]); }",
@@ -204,6 +212,30 @@ def tracer_program(
         lines += ['  printf("mark %llu\\n", nsecs);', "}"]
     # At exit bpftrace prints every map; the parser ignores anything after the last tick.
     return "\n".join(lines) + "\n"
+
+
+def _submit_probe(probe: str, issuers: bool, attribution: bool, packed: bool) -> list[str]:
+    """The probe at submission (none unless ``issuers`` or ``attribution``): see
+    :func:`tracer_program`."""
+    if not issuers and not attribution:
+        return []
+    lines = [f"{probe} {{"]
+    if attribution:
+        owner = "@is" if packed else "@ow"
+        lines += [
+            f"  {owner}[args->dev, args->sector] = pid;",
+            "  if (@id[pid] == 0) { @id[pid] = 1; @ic[pid, cgroup, comm] = count(); }",
+        ]
+    if issuers:
+        lines += [
+            "  @who[args->dev, pid, comm] = count();",
+            '  if (strncmp(args->rwbs, "FW", 2) == 0) {',
+            "    @fw[args->dev, args->sector] = (nsecs << 1) | 1;",
+            '  } else if (strncmp(args->rwbs, "WF", 2) == 0) {',
+            "    @fw[args->dev, args->sector] = nsecs << 1;",
+            "  }",
+        ]
+    return [*lines, "}"]
 
 
 def _op(event: str, rwbs_at: Mapping[str, int] | None) -> str:

@@ -283,3 +283,44 @@ def test_record_issuers_then_snapshot_from_the_recording_names_fio(
     }
     assert all(i["cmdline"] == " ".join(job.args) for i in named)  # type: ignore[arg-type]
     assert max(i["r/s"] for i in named) > 0
+
+
+@pytest.mark.root
+def test_an_issuers_device_latency_agrees_with_fios_own(make_loop, fio_bin) -> None:
+    """The attributing tracer times requests from the stamp it packs with the issuer's pid:
+    fio's reads (QD1 on a filled, direct-I/O loop device: they wait on the disk below) take
+    at most fio's clat and at least half of it, at p50 and p99, and they are all counted."""
+    need_tracer()
+    dev = make_loop(32, direct_io=True, filled=True)
+    source = LiveSource()
+    source.want(ISSUERS, True)
+    try:
+        assert source.wait_latency(20), "the tracer did not start"
+        source.next_frame()
+        # SCHED_FIFO 1 (as test_latency_real does): on a busy machine fio's clat is
+        # otherwise mostly time spent waiting for a CPU. It sleeps in every read (QD1).
+        chrt = ["chrt", "-f", "1"] if shutil.which("chrt") else []
+        job = subprocess.Popen(
+            [*chrt, "fio", "--name=lat", f"--filename=/dev/{dev}", "--rw=randread", "--bs=4k",
+             "--direct=1", "--ioengine=psync", "--readonly", "--thread", "--time_based",
+             "--runtime=3", "--output-format=json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        out, err = job.communicate(timeout=60)
+        frame = source.next_frame()
+    finally:
+        source.close()
+    assert job.returncode == 0, err
+    fio = json.loads(out[out.index("{") :])["jobs"][0]["read"]
+    clat = fio["clat_ns"]["percentile"]
+    assert frame.issuers is not None and frame.latency is not None
+    [mine] = [i for i in frame.issuers.of(dev) if i.pid == job.pid]
+    p50, p99 = mine.read.p50_ms, mine.read.p99_ms
+    print(f"fio clat p50 {clat['50.000000']} ns p99 {clat['99.000000']} ns; ours {p50} {p99} ms")
+    assert p50 is not None and p99 is not None
+    for ours_ms, theirs_ns in ((p50, clat["50.000000"]), (p99, clat["99.000000"])):
+        assert theirs_ns / 2 <= ours_ms * 1e6 <= theirs_ns * 1.07  # bucket width: 1/8
+    traced = (mine.r_s or 0.0) * (frame.latency.span_s or 0.0)
+    # (within 5 %, as the ruling asks of IOPS: under load the plain tracer too ends 1-2 %
+    # short of fio's count here)
+    assert traced == pytest.approx(fio["total_ios"], rel=0.05)

@@ -46,7 +46,11 @@ def test_the_program_attributes_requests_only_while_issuers_are_wanted() -> None
     who = tracer_program(queue=False, attribution=True, writeback=True)
     assert "block_io_start" not in plain and "@ow" not in plain and "writeback" not in plain
     assert "tracepoint:block:block_io_start {" in who
-    assert "@ow[args->dev, args->sector] = pid;" in who  # the issuer, until completion
+    # The issuer rides in the request's stamp: the pid at submission, packed with the time
+    # at issue, read back at completion (no map operation of its own per request).
+    assert "@is[args->dev, args->sector] = pid;" in who and "@ow" not in who
+    assert "@is[args->dev, args->sector] = ((nsecs & 4398046511103) << 22) | $p;" in who
+    assert "$p = $t & 4194303;" in who
     assert "@ic[pid, cgroup, comm] = count();" in who  # who it is, once per pid and tick
     assert "@h[args->dev, args->rwbs, $e, $s, $p] = count();" in who
     assert "@b[args->dev, args->rwbs, $p] = sum(args->nr_sector);" in who
@@ -54,6 +58,9 @@ def test_the_program_attributes_requests_only_while_issuers_are_wanted() -> None
     assert "kprobe" not in who
     old = tracer_program(queue=False, attribution=True, submit="block_bio_queue")
     assert "tracepoint:block:block_bio_queue {" in old
+    # With a probe's issuers too, the stamp stays the time and the pid waits in @ow.
+    both = tracer_program(queue=False, attribution=True, issuers=True)
+    assert "@ow[args->dev, args->sector] = pid;" in both
 
 
 def test_maps_are_keyed_by_the_number_of_rwbs_where_its_offset_is_known() -> None:
@@ -149,7 +156,10 @@ def test_issuers_name_pid_command_line_and_cgroup_and_fold_kernel_threads(tmp_pa
     latency, issuers = traced_frames(proc_tree(tmp_path))
     assert issuers is not None and issuers.source == TRACER and not issuers.estimate
     who = {i.comm: i for i in issuers.of("vda")}
-    assert set(who) == {"dd", "sync", "mypy", KERNEL}
+    assert set(who) == {"dd", "sync", "mypy", "bash", KERNEL}
+    # bash (a pid this /proc does not have: it exited before the frame) keeps the comm the
+    # tracer saw it submit with; it is no kernel thread.
+    assert (who["bash"].pid, who["bash"].cmdline, who["bash"].cgroup) == (17168, None, None)
     dd = who["dd"]
     assert dd.pid == 23734 and dd.cmdline == "dd if=/dev/zero of=/x oflag=direct"
     assert (dd.cgroup, dd.cgroup_source) == ("/jobs/a", "blkio")
