@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
@@ -169,6 +169,10 @@ class CgroupShare:
     """kB read per second."""
     wkB_s: float
     """kB written per second."""
+    read: LatencyFigures = field(default_factory=LatencyFigures)
+    """Device time of its reads (traced live; unknown from a recording or an estimate)."""
+    write: LatencyFigures = field(default_factory=LatencyFigures)
+    """Device time of its writes (likewise)."""
 
 
 @dataclass(frozen=True)
@@ -314,9 +318,18 @@ class IssuerPart:
             cgroups: dict[str, tuple[CgroupShare, ...]] = {}
             for name, pids in latency.issuers.items():
                 wb = _bdi_of(name, latency.writeback, self.roots)
-                every = self._device_issuers(pids, span, wb, now)
+                every, by_cgroup = self._device_issuers(pids, span, wb, now)
                 devices[name] = every[:TOP]
-                cgroups[name] = cgroup_shares(every)
+                cgroups[name] = tuple(
+                    replace(
+                        c,
+                        read=LatencyFigures.of(m.op("read")),
+                        write=LatencyFigures.of(m.op("write")),
+                    )
+                    if (m := by_cgroup.get(c.cgroup)) is not None
+                    else c
+                    for c in cgroup_shares(every)
+                )
             self._forget(now)
             return IssuersFrame(TRACER, MappingProxyType(devices), MappingProxyType(cgroups))
         status = latency.status if latency is not None else None
@@ -327,8 +340,11 @@ class IssuerPart:
 
     def _device_issuers(
         self, pids: Mapping[int, PidIO], span: float, writeback: bool, now: float
-    ) -> tuple[Issuer, ...]:
+    ) -> tuple[tuple[Issuer, ...], dict[str, PidIO]]:
+        """Every issuer of one device, busiest first, and each cgroup's requests merged
+        (their device-time histograms give the cgroup's latency)."""
         out: list[Issuer] = []
+        by_cgroup: dict[str, PidIO] = {}
         kernel: PidIO | None = None
         for pid, io in pids.items():
             who = self._whois(pid, now) if pid else None
@@ -339,6 +355,9 @@ class IssuerPart:
             found = _issuer(pid, io, who, span)
             if found.iops or found.rkB_s or found.wkB_s:  # a flush alone: nothing to show
                 out.append(found)
+            if found.cgroup is not None:
+                seen = by_cgroup.get(found.cgroup)
+                by_cgroup[found.cgroup] = io if seen is None else seen.merged(io)
         if kernel is not None:
             k = _issuer(None, kernel, None, span)
             out.append(
@@ -346,7 +365,7 @@ class IssuerPart:
                        k.read, k.write, writeback)
             )  # fmt: skip
         out.sort(key=lambda i: (-i.iops, -(i.rkB_s + i.wkB_s), i.comm, i.pid or 0))
-        return tuple(out)
+        return tuple(out), by_cgroup
 
     def _whois(self, pid: int, now: float) -> _Who | None:
         """The cached facts of ``pid``; None when it is gone and was never read."""

@@ -178,6 +178,8 @@ def test_issuers_name_pid_command_line_and_cgroup_and_fold_kernel_threads(tmp_pa
     assert order == sorted(order, reverse=True)
     shares = {s.cgroup: s for s in issuers.cgroups["vda"]}
     assert shares["/jobs/a"].w_s == pytest.approx(dd.w_s)
+    assert shares["/jobs/a"].write == dd.write  # the cgroup's latency: its one process's
+    assert shares["/jobs/a"].read.p50_ms is None
 
 
 def test_the_kernel_entry_says_writeback_only_when_the_flusher_worked_on_that_device(
