@@ -120,11 +120,19 @@ class DeviceCharts(Grid):
         self._last_draw = float("-inf")
         self.marks_drawn: list[Mark] = []
         """The marks on the charts at the last draw (tests read it)."""
+        self._caption_text = ""
 
     def compose(self) -> Iterable[BrailleChart | Static]:
         for spec in CHARTS:
             yield BrailleChart(spec.kind, spec.title, id=spec.id)
         yield Static("", id="chart-caption", markup=False)
+
+    def _caption(self, text: str) -> None:
+        """Show ``text`` under the charts: repainted only when it changed, and never with a
+        layout pass (its grid cell has a fixed size) (#25)."""
+        if text != self._caption_text:
+            self._caption_text = text
+            self.query_one("#chart-caption", Static).update(text, layout=False)
 
     def due(self, device: str | None, now: float) -> bool:
         """Whether a draw is worth doing: a new device, or another end time than the last draw
@@ -158,12 +166,11 @@ class DeviceCharts(Grid):
         self.device = device
         self._last_draw = now
         self.draws += 1
-        caption = self.query_one("#chart-caption", Static)
         if device is None or history is None or len(history) == 0:
-            caption.update(f"{printable(device or 'no device')}: no history yet")
+            self._caption(f"{printable(device or 'no device')}: no history yet")
         else:
             before = f"seconds before {at}" if at else "seconds before now"
-            caption.update(
+            self._caption(
                 f"{printable(device)}: {len(history)} samples\n"
                 f"x axis: {before}\nmarks: settings, probes, writeback"
             )

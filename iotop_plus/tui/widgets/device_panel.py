@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rich.cells import cell_len
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from textual.app import ComposeResult
@@ -77,6 +79,19 @@ def device_facts(
     return facts
 
 
+def _shape(facts: object, width: int, console: Console) -> object:
+    """What decides the facts' height at ``width`` cells: their labels and how many lines
+    each value wraps to beside them."""
+    if not isinstance(facts, list) or not facts:
+        return facts
+    label_w = max(cell_len(label) for label, _ in facts)
+    value_w = max(1, width - label_w - 1)
+    return [
+        (label, len(Text(printable(value), overflow="fold").wrap(console, value_w)))
+        for label, value in facts
+    ]
+
+
 class DevicePanel(VerticalScroll):
     """The facts and queue settings of the selected device."""
 
@@ -113,8 +128,14 @@ class DevicePanel(VerticalScroll):
             facts += health_facts(dev.name, frame)
         if facts == self._shown:
             return
-        self._shown = facts
+        # Figures that change every frame (memory, the verdict) mostly wrap to as many lines
+        # as before: then the height stays and no reflow of the screen is needed (#25).
         static = self.query_one("#device-facts", Static)
+        width = static.size.width
+        layout = _shape(facts, width, self.app.console) != _shape(
+            self._shown, width, self.app.console
+        )
+        self._shown = facts
         if facts is None:
             static.update("No device selected.")
             return
@@ -123,7 +144,7 @@ class DevicePanel(VerticalScroll):
         table.add_column(overflow="fold")
         for label, value in facts:
             table.add_row(label, Text(printable(value)))
-        static.update(table)
+        static.update(table, layout=layout)
 
     @property
     def text(self) -> str:

@@ -172,4 +172,4 @@ class HostHeader(Static):
         text = self._compose_text()
         if text.plain != self._shown:
             self._shown = text.plain
-            self.update(text)
+            self.update(text, layout=False)  # one line, as wide as the bar: no reflow (#25)

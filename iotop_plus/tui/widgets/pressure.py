@@ -113,8 +113,9 @@ class PressureGauge(Static):
         if pressure.io is None and pressure.problem:
             self.tooltip = pressure.problem
         if text != self._shown:
+            # Its width follows its text: a reflow only when the length changed (#25).
+            self.update(text, layout=len(text) != len(self._shown))
             self._shown = text
-            self.update(text)
 
     @property
     def text(self) -> str:

@@ -1,0 +1,266 @@
+"""The TUI's CPU and first figures beside btop's, measured the way issue #25's rulings say.
+
+Prints figures; never asserts. One run:
+
+- attaches 8 loop devices (sparse files in a temp dir, ext2, mounted read-only) and puts a
+  read-only fio load on them (``--iops`` per device, default 100);
+- **CPU**: the real console script in tmux at 120x36, ``-i 1``, the loop devices named on the
+  command line, default screen (charts shown); CPU ticks of the process (and its children) over
+  ``--seconds`` (60) after ``--settle`` (10) s; iotop-plus and btop alternate, ``--rounds`` (3)
+  rounds each, median per app; the load average is printed with every figure, and the ratio to
+  btop from the same rounds is the figure to judge (5 other people share the 2 cores);
+- **first figures**: time from Enter to the first screen whose device row shows numbers,
+  alternated with a fresh ``python -c 'import textual.app'`` and bpytop's first frame
+  (median of ``--starts``, default 5);
+- ``--charts hidden`` measures at 100x36, where iotop-plus shows only the table.
+
+btop comes from apt, bpytop from ``$IOTOP_PLUS_BENCH_PEERS/bin`` (``make bench-peers`` installs
+both); a missing peer is printed as missing, never skipped silently. Needs root, losetup,
+mkfs.ext2, fio and tmux. Usage: ``.venv/bin/python benchmarks/bench_light.py [--seconds 60]
+[--settle 10] [--rounds 3] [--starts 5] [--charts shown|hidden]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_tui import (
+    CLK_TCK,
+    HIDDEN_CHARTS_SIZE,
+    REPO,
+    App,
+    cpu_ticks,
+    loop_host,
+    start,
+    stop,
+)
+
+from tests.support.tmux import TmuxError, TmuxSession
+
+DEVICES = 8
+PEERS = Path(os.environ.get("IOTOP_PLUS_BENCH_PEERS", "/opt/iotop-peers"))
+
+
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages, as text."""
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+#: ``--tree DIR``: run iotop_plus from another checkout (``git archive`` of an older commit),
+#: for the figures before a change, in the same run as the peers.
+TREE: Path | None = None
+
+
+def ours(names: Sequence[str]) -> App:
+    """iotop-plus, the console script, the loop devices named on its command line."""
+    script = REPO / ".venv" / "bin" / "iotop-plus"
+    return App(
+        name="iotop-plus",
+        argv=(str(script), "-i", "1", *names),
+        env=(("PYTHONPATH", str(TREE)),) if TREE else (),
+        device_row=rf"\b{names[0]}\b",
+        figures_row=rf"\b{names[0]}\s+\d+\.\d\d\b",
+    )
+
+
+def btop(home: Path) -> App | None:
+    """btop at a 1 s update, with its disks box (None when it is not installed)."""
+    path = shutil.which("btop")
+    if path is None:
+        return None
+    conf = home / ".config" / "btop"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "btop.conf").write_text(
+        'update_ms = 1000\nshown_boxes = "cpu mem net proc"\nshow_disks = True\n'
+    )
+    return App(name="btop", argv=(path,), env=(("HOME", str(home)),), device_row=r"disks")
+
+
+def bpytop(home: Path) -> App | None:
+    """bpytop at a 1 s update from the peers' venv (None when it is not there)."""
+    path = PEERS / "bin" / "bpytop"
+    if not path.exists():
+        return None
+    conf = home / ".config" / "bpytop"
+    conf.mkdir(parents=True, exist_ok=True)
+    (conf / "bpytop.conf").write_text(
+        "update_ms=1000\nshow_disks=True\nshow_io_stat=True\ncheck_temp=False\n"
+    )
+    return App(name="bpytop", argv=(str(path),), env=(("HOME", str(home)),), device_row=r"─root─")
+
+
+@contextmanager
+def fio_load(names: Sequence[str], iops: int) -> Iterator[None]:
+    """A read-only random-read fio job per device at ``iops``, until exit."""
+    argv = ["fio", "--readonly", "--output=/dev/null"]
+    for name in names:
+        argv += [
+            f"--name={name}",
+            f"--filename=/dev/{name}",
+            "--rw=randread",
+            "--bs=4k",
+            "--direct=1",
+            "--ioengine=psync",
+            f"--rate_iops={iops}",
+            "--time_based",
+            "--runtime=86400",
+        ]
+    fio = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        yield
+    finally:
+        fio.terminate()
+        try:
+            fio.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            fio.kill()
+            fio.wait()
+
+
+def cpu_round(tmux: TmuxSession, app: App, settle: float, seconds: float) -> float | None:
+    """Percent of one core ``app`` used over ``seconds`` after ``settle`` (None: no screen)."""
+    try:
+        launched, _, _ = start(tmux, app, ())
+    except TmuxError as exc:
+        print(f"  {app.name}: no first screen: {str(exc).splitlines()[0]}")
+        return None
+    try:
+        pid = tmux.program_pid(launched)
+        time.sleep(settle)
+        t0, c0 = time.monotonic(), cpu_ticks(pid)
+        time.sleep(seconds)
+        t1, c1 = time.monotonic(), cpu_ticks(pid)
+    finally:
+        stop(tmux, launched)
+    return (c1 - c0) / CLK_TCK / (t1 - t0) * 100
+
+
+def first_figures(tmux: TmuxSession, app: App) -> float | None:
+    """Seconds from Enter to ``app``'s first figures (None: none within 30 s)."""
+    try:
+        launched, _, figures = start(tmux, app, ())
+    except TmuxError:
+        return None
+    stop(tmux, launched)
+    return figures
+
+
+def textual_import() -> float:
+    """Seconds a fresh interpreter takes to ``import textual.app``."""
+    python = REPO / ".venv" / "bin" / "python"
+    t0 = time.perf_counter()
+    subprocess.run([str(python), "-c", "import textual.app"], check=True)
+    return time.perf_counter() - t0
+
+
+def median(values: Sequence[float | None]) -> float | None:
+    """Median of the values that were measured."""
+    got = [v for v in values if v is not None]
+    return statistics.median(got) if got else None
+
+
+def measure_cpu(apps: Sequence[App], size: tuple[int, int], args: argparse.Namespace) -> None:
+    """Alternate the apps' CPU rounds and print each round and the medians."""
+    cpu: dict[str, list[float | None]] = {a.name: [] for a in apps}
+    with TmuxSession(*size) as tmux:
+        for r in range(args.rounds):
+            for app in apps:
+                pct = cpu_round(tmux, app, args.settle, args.seconds)
+                cpu[app.name].append(pct)
+                shown = "-" if pct is None else f"{pct:.2f} %"
+                print(f"  round {r + 1} {app.name:<10} CPU {shown:>8}  load {load()}", flush=True)
+    meds = {name: median(v) for name, v in cpu.items()}
+    print(f"CPU, median of {args.rounds} rounds ({args.seconds:g} s after {args.settle:g} s):")
+    for name, value in meds.items():
+        print(f"  {name:<10} {'-' if value is None else f'{value:.2f} %'}")
+    mine, peer = meds.get("iotop-plus"), meds.get("btop")
+    if mine is not None and peer:
+        ratios = [
+            a / b
+            for a, b in zip(cpu["iotop-plus"], cpu.get("btop", []), strict=False)
+            if a is not None and b
+        ]
+        print(
+            f"  iotop-plus / btop = {mine / peer:.2f}x (per round: "
+            + ", ".join(f"{x:.2f}x" for x in ratios)
+            + "); target <= btop's, never above 1 %"
+        )
+
+
+def measure_first_figures(apps: Sequence[App], size: tuple[int, int], starts: int) -> None:
+    """Alternate first-figure starts with ``import textual.app``; print medians and ratios."""
+    times: dict[str, list[float | None]] = {a.name: [] for a in apps}
+    times["import textual.app"] = []
+    with TmuxSession(*size) as tmux:
+        for _ in range(starts):
+            times["import textual.app"].append(textual_import())
+            for app in apps:
+                times[app.name].append(first_figures(tmux, app))
+    meds = {name: median(v) for name, v in times.items()}
+    print(f"first figures, median of {starts} starts (load {load()}):")
+    for name, value in meds.items():
+        print(f"  {name:<18} {'-' if value is None else f'{value * 1000:.0f} ms'}")
+    mine, textual = meds.get("iotop-plus"), meds["import textual.app"]
+    if mine is not None and textual:
+        print(f"  iotop-plus / import textual.app = {mine / textual:.2f}x (aim <= 1.5x)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Measure and print."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seconds", type=float, default=60.0, help="CPU window (default 60)")
+    parser.add_argument("--settle", type=float, default=10.0, help="wait before it (default 10)")
+    parser.add_argument("--rounds", type=int, default=3, help="CPU rounds per app (default 3)")
+    parser.add_argument("--starts", type=int, default=5, help="first-figure starts (default 5)")
+    parser.add_argument("--iops", type=int, default=100, help="fio IOPS per device (default 100)")
+    parser.add_argument("--charts", choices=("shown", "hidden"), default="shown")
+    parser.add_argument("--skip", default="", help="comma-separated: cpu, first")
+    parser.add_argument("--tree", type=Path, help="run iotop_plus from this checkout instead")
+    args = parser.parse_args(argv)
+    global TREE
+    TREE = args.tree
+    if TREE is not None:
+        print(f"iotop_plus from {TREE}")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(TREE)], check=True)
+    missing = [c for c in ("tmux", "losetup", "mkfs.ext2", "fio") if shutil.which(c) is None]
+    if os.geteuid() != 0 or missing:
+        print(f"cannot measure: needs root and {', '.join(missing) or 'nothing else'}")
+        return 1
+    size = HIDDEN_CHARTS_SIZE if args.charts == "hidden" else (120, 36)
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "iotop_plus")], check=True)
+    print(f"terminal {size[0]}x{size[1]}, charts {args.charts}; load at start {load()}")
+    with tempfile.TemporaryDirectory(prefix="bench-light-") as tmp:
+        work = Path(tmp)
+        (work / "host").mkdir()
+        peer_btop, peer_bpytop = btop(work / "btop-home"), bpytop(work / "bpytop-home")
+        if peer_btop is None:
+            print("MISSING PEER: btop (apt-get install btop, or make bench-peers)")
+        if peer_bpytop is None:
+            print(f"MISSING PEER: bpytop (not in {PEERS}/bin; make bench-peers)")
+        with loop_host(DEVICES, work / "host") as names, fio_load(names, args.iops):
+            print(f"{DEVICES} loop devices under fio ({args.iops} IOPS each): {' '.join(names)}")
+            skip = set(args.skip.split(","))
+            if "cpu" not in skip:
+                measure_cpu([ours(names), *filter(None, [peer_btop])], size, args)
+            if "first" not in skip:
+                with suppress(KeyboardInterrupt):
+                    measure_first_figures(
+                        [ours(names), *filter(None, [peer_bpytop])], size, args.starts
+                    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
