@@ -65,6 +65,7 @@ async def test_a_widget_whose_text_did_not_change_is_not_refreshed(
     app = canned_app(Config(interval=1))
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
+        await step(pilot, app, 2)
         await pilot.pause()
         screen = app.main_screen
         caption = screen.query_one("#chart-caption", Static)
@@ -75,3 +76,62 @@ async def test_a_widget_whose_text_did_not_change_is_not_refreshed(
             await pilot.pause()
         assert calls[("Static", caption.id, False)] + calls[("Static", caption.id, True)] == 0
         assert calls[("HostHeader", "header", False)] + calls[("HostHeader", "header", True)] == 0
+
+
+FACTS = [
+    ("why", "no clear cause (unchecked: throttled, writeback, queue, issuer)"),
+    ("device", "/dev/nvme0n1  (nvme)"),
+    ("memory", "dirty 20.3M (bg 2.2G, max 4.5G)  writeback 0"),
+]
+
+
+@pytest.mark.parametrize("width", [20, 39, 80, 200])
+def test_device_facts_read_as_the_grid_table_did(width: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from iotop_plus.tui.widgets.device_panel import facts_text
+
+    console = Console(width=width, color_system=None)
+    table = Table.grid(padding=(0, 1))
+    table.add_column(style="bold", no_wrap=True)
+    table.add_column(overflow="fold")
+    for label, value in FACTS:
+        table.add_row(label, Text(value))
+    with console.capture() as grid:
+        console.print(table)
+    with console.capture() as ours:
+        console.print(facts_text(FACTS, width, console))
+    assert ours.get().splitlines() == grid.get().splitlines()
+
+
+async def test_new_figures_in_the_device_facts_ask_for_no_layout_pass(
+    step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from iotop_plus.tui.widgets import device_panel
+
+    app = canned_app(Config(interval=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await pilot.pause()
+        panel = app.main_screen.query_one(device_panel.DevicePanel)
+        dev, settings, frame = panel.device, panel.settings, app.main_screen.shown_frame
+        assert dev is not None
+        memory = ["dirty 20.3M (bg 2.2G)"]
+        monkeypatch.setattr(device_panel, "why_facts", lambda *_: [("memory", memory[0])])
+        panel.show(dev, settings, frame)  # the memory line appears: a new height
+        await pilot.pause()
+        with refreshes(monkeypatch) as calls:
+            for dirty in ("19.8M", "21.0M", "20.9M"):  # the memory line, frame after frame
+                memory[0] = f"dirty {dirty} (bg 2.2G)"
+                panel.show(dev, settings, frame)
+                await pilot.pause()
+        assert "dirty 20.9M" in panel.text
+        assert calls[("_Facts", "device-facts", False)] >= 3
+        assert calls[("_Facts", "device-facts", True)] == 0
+        memory[0] = "dirty 20.9M (bg 2.2G) " + "and a long line that wraps " * 3
+        with refreshes(monkeypatch) as calls:
+            panel.show(dev, settings, frame)  # now it wraps to more lines: a reflow
+            await pilot.pause()
+        assert calls[("_Facts", "device-facts", True)] >= 1
