@@ -135,3 +135,43 @@ async def test_new_figures_in_the_device_facts_ask_for_no_layout_pass(
             panel.show(dev, settings, frame)  # now it wraps to more lines: a reflow
             await pilot.pause()
         assert calls[("_Facts", "device-facts", True)] >= 1
+
+
+async def test_a_chart_repaints_only_the_lines_that_changed(
+    step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+
+    app = canned_app(Config(interval=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await step(pilot, app, 2)
+        await pilot.pause()
+        chart = app.main_screen.query_one("#chart-iops", BrailleChart)
+        height = chart.size.height
+        painted: list[tuple[object, ...]] = []
+        original = Widget.refresh
+
+        def spy(self: Widget, *regions: object, **kwargs: bool) -> Widget:
+            if self is chart:
+                painted.append(regions)
+            return original(self, *regions, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Widget, "refresh", spy)
+        again = (chart.times, chart.connect, chart.lines, chart.span, chart.marks, chart.end_label)
+        chart.plot(*again)  # the same picture: nothing to paint
+        assert painted == []
+        first = chart.lines[0]
+        spike = [*first.values[:-1], max(first.values) * 0.5]  # the newest point moves
+        chart.plot(
+            chart.times,
+            chart.connect,
+            [Line(first.label, first.style, spike, first.short), *chart.lines[1:]],
+            chart.span,
+            chart.marks,
+            chart.end_label,
+        )
+        assert painted, "the moved point was not painted"
+        lines = [region for call in painted for region in call]
+        assert lines and all(getattr(r, "height", 0) == 1 for r in lines)  # line by line
+        assert len(lines) < height - 2  # not the legend and the x axis

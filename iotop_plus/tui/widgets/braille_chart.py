@@ -16,10 +16,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import zip_longest
 
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -218,8 +220,21 @@ class BrailleChart(Widget):
         self.span = max(span, 1e-9)
         self.marks = list(marks)
         self.end_label = end_label
-        self._built_for = None
-        self.refresh()
+        size = (self.size.width, self.size.height)
+        if self._built_for != size or not self._strips:
+            self._built_for = None  # drawn whole at the next paint
+            self.refresh()
+            return
+        # Drawn now, and only the lines that changed are painted again (the legend, the marks
+        # row and the x axis mostly stay as they were) (#25).
+        old, self._strips = self._strips, self.build(*size)
+        changed = [
+            Region(0, y, size[0], 1)
+            for y, (was, now) in enumerate(zip_longest(old, self._strips))
+            if was != now
+        ]
+        if changed:
+            self.refresh(*changed)
 
     def render_line(self, y: int) -> Strip:
         size = (self.size.width, self.size.height)
