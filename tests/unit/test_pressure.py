@@ -20,6 +20,11 @@ def _tree(tmp_path: Path, files: dict[str, str]) -> Roots:
     proc = tmp_path / "proc"
     (proc / "pressure").mkdir(parents=True)
     (proc / "diskstats").write_text("   7       0 loop0 1 0 8 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n")
+    # The memory reader's files, so the only note a test sees is its own (PSI).
+    (proc / "meminfo").write_text("Dirty:              1200 kB\nWriteback:             0 kB\n")
+    (proc / "vmstat").write_text(
+        "nr_dirty 300\nnr_writeback 0\nnr_dirty_threshold 1000\nnr_dirty_background_threshold 500\n"
+    )
     for name, text in files.items():
         (proc / "pressure" / name).write_text(text)
     (tmp_path / "sys" / "block").mkdir(parents=True)
