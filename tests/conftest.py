@@ -17,32 +17,59 @@ from tests.support.loopdev import loop_device
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
-SERIAL = {
-    "tests/e2e/test_latency_real.py": "checks that no tracer runs on the host, and times fio",
-    "tests/e2e/test_latency_marker_real.py": "times the tracer's frame marker",
-    "tests/e2e/test_experiments.py": "finds the knee in fio's IOPS",
-    "tests/e2e/test_processes_real.py": "switches kernel.task_delayacct; fio's rate within 10 %",
-    "tests/e2e/test_probe_fio.py": "switches kernel.io_uring_disabled for every fio",
-    "tests/e2e/test_why_real.py": "raises vm.dirty_* and loads both cores",
-    "tests/e2e/test_iostat_parity.py": "compares with iostat over the same interval",
-    "tests/e2e/test_filter_enter_tmux.py": "attaches loop devices of chosen numbers",
-    "tests/tui/test_process_panel.py::test_delayacct_off_is_explained_and_D_turns_it_on_as_root": (
-        "switches kernel.task_delayacct"
+SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
+    "tests/e2e/test_latency_real.py": (
+        "timings; every request counted; checks that no tracer runs on the host",
+        (
+            "test_percentiles_agree_with_fio_randread_qd1",
+            "test_percentiles_are_within_15_percent_of_a_per_request_capture",
+            "test_snapshot_latency_counts_exactly_the_interval_printed",
+            "test_probe_shows_device_side_percentiles_next_to_fios",
+        ),
+    ),
+    "tests/e2e/test_latency_marker_real.py": ("times the tracer's frame marker", ()),
+    "tests/e2e/test_experiments.py": (
+        "IOPS that rise with depth; device I/Os counted while fio runs",
+        (
+            "test_a_device_limited_to_4_requests_has_its_knee_at_or_below_4",
+            "test_a_sweep_from_the_cli_prints_a_monotone_table",
+            "test_read_ahead_ab_shows_fewer_device_ios_with_more_read_ahead",
+        ),
+    ),
+    "tests/e2e/test_processes_real.py": (
+        "switches kernel.task_delayacct; fio's rate within 10 %",
+        (
+            "test_fio_writer_rate_is_seen_within_10_percent_and_io_wait_with_delayacct",
+            "test_with_delayacct_off_top_explains_instead_of_zeros",
+        ),
+    ),
+    "tests/e2e/test_probe_fio.py": (
+        "switches kernel.io_uring_disabled for every fio",
+        ("test_io_uring_falls_back_to_libaio_when_the_sysctl_disables_it",),
+    ),
+    "tests/e2e/test_why_real.py": ("raises vm.dirty_* and loads both cores", ()),
+    "tests/e2e/test_iostat_parity.py": ("compares with iostat over the same interval", ()),
+    "tests/e2e/test_filter_enter_tmux.py": ("attaches loop devices of chosen numbers", ()),
+    "tests/tui/test_process_panel.py": (
+        "switches kernel.task_delayacct",
+        ("test_delayacct_off_is_explained_and_D_turns_it_on_as_root",),
     ),
 }
-"""Test files (or single tests) that use something the whole host shares (a sysctl, the set of
-running tracers, the CPU a timing depends on): marked ``serial``, they run alone after the
-others (Makefile)."""
+"""Tests that use something the whole host shares (a sysctl, the set of running tracers, the
+CPU a timing depends on), by file: the reason, and the tests (none named: all of the file's).
+Marked ``serial``, they run alone after the others (Makefile)."""
 SERIAL_FIXTURES = frozenset({"delayacct_off"})
 """Fixtures that switch host-wide state: a test taking one is ``serial`` too."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests of :data:`SERIAL` files and :data:`SERIAL_FIXTURES` users ``serial``."""
+    """Mark the tests :data:`SERIAL` names and the :data:`SERIAL_FIXTURES` users ``serial``."""
     for item in items:
-        path, test = item.nodeid.split("::", 1)[0], item.nodeid.split("[", 1)[0]
+        path, _, rest = item.nodeid.partition("::")
+        name = rest.split("[", 1)[0]
+        _, tests = SERIAL.get(path, ("", None))
         uses = set(getattr(item, "fixturenames", ()))
-        if path in SERIAL or test in SERIAL or uses & SERIAL_FIXTURES:
+        if (tests is not None and (not tests or name in tests)) or uses & SERIAL_FIXTURES:
             item.add_marker(pytest.mark.serial)
 
 
