@@ -16,7 +16,7 @@ from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.format import VERSION
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroup_limits import limits_doc
-from iotop_plus.sampling.cgroup_names import parse_proc_cgroup
+from iotop_plus.sampling.cgroup_names import task_cgroup
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.frame import Frame, FrameEvent
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
@@ -153,10 +153,7 @@ def _cgroup(roots: Roots, pid: int) -> str | None:
         text = read_bounded(roots.proc / str(pid) / "cgroup", MAX_ATTRIBUTE_BYTES)
     except OSError:
         return None
-    v2 = parse_proc_cgroup(text, v2=True)
-    if v2 not in (None, "/"):
-        return v2
-    return parse_proc_cgroup(text, v2=False) or v2
+    return task_cgroup(text)[0]  # the one rule (the Processes tab's and the issuers')
 
 
 def top_processes(frame: Frame, roots: Roots, n: int) -> tuple[dict[str, Any], ...] | None:

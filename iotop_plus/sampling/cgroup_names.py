@@ -106,3 +106,22 @@ def parse_proc_cgroup(text: str, v2: bool, controller: str = "blkio") -> str | N
         elif controller in parts[1].split(","):
             return parts[2].strip() or "/"
     return None
+
+
+def task_cgroup(text: str) -> tuple[str | None, str | None]:
+    """``(path, source)`` of a task's ``/proc/PID/cgroup``, by the one rule every view uses.
+
+    The v2 path when the task sits below the v2 root (``source`` ``v2``), else its v1
+    ``blkio`` path (``blkio``: on a hybrid host every task not moved into a v2 child is in the
+    v2 root, and v1 is where its I/O is charged and limited), else the v2 root itself;
+    ``(None, None)`` when the text names neither hierarchy.
+    """
+    v2 = parse_proc_cgroup(text, True)
+    if v2 is not None and v2 != "/":
+        return v2, "v2"
+    blkio = parse_proc_cgroup(text, False, "blkio")
+    if blkio is not None:
+        return blkio, "blkio"
+    if v2 is not None:
+        return v2, "v2"
+    return None, None

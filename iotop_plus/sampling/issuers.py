@@ -23,7 +23,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroup_names import parse_proc_cgroup
+from iotop_plus.sampling.cgroup_names import task_cgroup
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
 from iotop_plus.sampling.latency_hist import Histogram, PidIO
 
@@ -480,14 +480,6 @@ def _read_who(roots: Roots, pid: int, now: float) -> _Who | None:
 
 
 def cgroup_of(text: str) -> tuple[str | None, str | None]:
-    """``(path, source)`` of a ``/proc/PID/cgroup``: the v2 path when below the v2 root,
-    else the v1 ``blkio`` path, else the v2 root; ``(None, None)`` when it names neither."""
-    v2 = parse_proc_cgroup(text, True)
-    if v2 is not None and v2 != "/":
-        return v2, "v2"
-    blkio = parse_proc_cgroup(text, False, "blkio")
-    if blkio is not None:
-        return blkio, "blkio"
-    if v2 is not None:
-        return v2, "v2"
-    return None, None
+    """``(path, source)`` of a ``/proc/PID/cgroup``: the one rule of
+    :func:`~iotop_plus.sampling.cgroup_names.task_cgroup` (the Processes tab's too)."""
+    return task_cgroup(text)

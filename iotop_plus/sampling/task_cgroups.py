@@ -19,22 +19,23 @@ TASK_CGROUP_REFRESH_S = 30.0
 
 class TaskCgroups:
     """Each task's cgroup path from ``/proc/PID/cgroup``, read once per task and refreshed
-    every :data:`TASK_CGROUP_REFRESH_S`, so a frame reads only new (or stale) tasks."""
+    every :data:`TASK_CGROUP_REFRESH_S`, so a frame reads only new (or stale) tasks.
+
+    The path follows the one rule the issuers use too
+    (:func:`~iotop_plus.sampling.cgroup_names.task_cgroup`): the v2 path below the v2 root,
+    else the v1 blkio path, so the CGROUP column and the issuers name the same cgroup.
+    """
 
     def __init__(self, roots: Roots) -> None:
         self.roots = roots
         self._paths: dict[TaskKey, tuple[str, float]] = {}
-        self._v2: bool | None = None
 
     def update(
         self, tasks: Mapping[TaskKey, object], now: float | None = None
     ) -> Mapping[TaskKey, str]:
         """The paths of ``tasks``; forgets the tasks that are gone."""
-        from iotop_plus.sampling.cgroup_names import parse_proc_cgroup
-        from iotop_plus.sampling.cgroups import V1, detect_layout
+        from iotop_plus.sampling.cgroup_names import task_cgroup
 
-        if self._v2 is None:
-            self._v2 = detect_layout(self.roots).version != V1
         now = time.monotonic() if now is None else now
         known = self._paths
         fresh: dict[TaskKey, tuple[str, float]] = {}
@@ -46,7 +47,7 @@ class TaskCgroups:
                     text = read_bounded(f"{proc}/{key[0]}/cgroup", MAX_ATTRIBUTE_BYTES)
                 except OSError:
                     text = None
-                path = parse_proc_cgroup(text, self._v2) if text is not None else None
+                path = task_cgroup(text)[0] if text is not None else None
                 if path is not None:
                     entry = (path, now)
                 elif entry is None:
