@@ -73,7 +73,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Measure and print."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5, help="runs per median (default 5)")
+    parser.add_argument(
+        "--tree", type=Path, help="also time iotop_plus from this checkout (an older commit)"
+    )
     args = parser.parse_args(argv)
+    if args.tree is not None:
+        subprocess.run([PYTHON, "-m", "compileall", "-q", str(args.tree)], check=True)
     subprocess.run([PYTHON, "-m", "compileall", "-q", str(REPO / "iotop_plus")], check=True)
     with tempfile.TemporaryDirectory(prefix="bench-startup-") as state:
         snapshot = [SCRIPT, "--state-dir", state, "snapshot", "-c", "1", "-i", "0.1", "-f", "json"]
@@ -84,6 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "import textual.app": [PYTHON, "-c", "import textual.app"],
             "snapshot -c1 -i0.1": snapshot,
         }
+        if args.tree is not None:  # the same commands run from the older checkout
+            old = ["env", f"PYTHONPATH={args.tree}"]
+            commands["before: --version"] = [*old, SCRIPT, "--version"]
+            commands["before: snapshot"] = [*old, *snapshot]
         iostat = shutil.which("iostat")
         if iostat:
             commands["iostat -dx -o JSON"] = [iostat, "-d", "-x", "-o", "JSON"]
@@ -105,6 +114,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"snapshot minus interval = {snap * 1000:.1f} ms = {snap / textual:.2f}x "
             "import textual.app (target <= 0.4x, aim 0.3x)"
         )
+        if args.tree is not None:
+            before = med["before: snapshot"] - 0.1
+            print(
+                f"before: --version / python -c pass = "
+                f"{med['before: --version'] / bare:.2f}x; snapshot minus interval = "
+                f"{before * 1000:.1f} ms = {before / textual:.2f}x import textual.app"
+            )
         if iostat:
             peer = med["iostat -dx -o JSON"]
             print(f"snapshot minus interval / iostat = {snap / peer:.1f}x")
