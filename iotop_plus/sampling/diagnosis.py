@@ -8,8 +8,13 @@ cause"). The causes and their thresholds:
 * ``throttled``: a cgroup ran at >= 90 % of one of its limits on the device over the
   interval (v2 ``io.max``, v1 ``blkio.throttle``; :mod:`iotop_plus.sampling.cgroup_limits`).
   Needs the cgroups part. High: the limit is what delays that cgroup's I/O.
-* ``errors``: failed requests on the device since the previous frame (high), or SMART says
-  failing / a critical warning (medium). Needs the health part.
+* ``errors``: failed requests on the device since the previous frame (high), or "device
+  reports media errors": the drive's own error figures *grew* since this process started
+  (media errors, reallocated or pending sectors higher than at the first reading, a new
+  critical-warning bit, SMART turned from passed to failed: medium, as health is read at
+  most every 5 minutes). A lifetime count alone is not a cause: a drive that had 40
+  reallocated sectors when we started and still has 40 says nothing about this incident
+  (the health line and the table's mark still show it). Needs the health part.
 * ``saturated``: the queue is at ``nr_requests`` (aqu-sz >= 90 % of it: high), or the
   device is >= 90 % busy while await rose with the queue depth over the recent intervals
   (both up by half: medium).
@@ -166,17 +171,38 @@ def _throttled(frame: Frame, device: str) -> list[Cause]:
     return out
 
 
+_GROWN_WORDS = {
+    "media_errors": "media errors",
+    "reallocated_sectors": "reallocated",
+    "pending_sectors": "pending",
+    "ioerr_cnt": "SCSI ioerr_cnt",
+}
+
+
+def _grown_text(key: str, was: int, now: int) -> str:
+    if key == "critical_warning":
+        return f"critical warning 0x{was:02x}→0x{now:02x}"
+    if key == "failing":
+        return "SMART now failing"
+    return f"{_GROWN_WORDS.get(key, key)} {was}→{now}"
+
+
 def _errors(frame: Frame, device: str) -> list[Cause]:
     health = frame.health
     assert health is not None
     new = health.new_errors.get(device, 0)
-    if new:
-        return [Cause("errors", {"new_io_errors": new}, "high", f"{new} failed I/O requests")]
-    reading = health.readings.get(device)
-    if reading is not None and (reading.passed is False or reading.critical_warning):
-        evidence = {"passed": reading.passed, "critical_warning": reading.critical_warning}
-        return [Cause("errors", evidence, "medium", "the device reports itself failing")]
-    return []
+    grown = health.grown.get(device, {})
+    if not new and not grown:
+        return []
+    evidence: dict[str, Any] = {"new_io_errors": new} if new else {}
+    parts = [f"{new} failed I/O requests"] if new else []
+    if grown:
+        for key, (was, now) in grown.items():
+            evidence[key] = now
+            evidence[f"{key}_at_start"] = was
+        shown = ", ".join(_grown_text(k, *v) for k, v in grown.items())
+        parts.append(f"device reports media errors: {shown} since start")
+    return [Cause("errors", evidence, "high" if new else "medium", "; ".join(parts))]
 
 
 def _saturated(

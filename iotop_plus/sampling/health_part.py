@@ -66,6 +66,15 @@ _EXTRA = (
     "iodone_cnt",
 )
 NOT_READ_YET = "not read yet (health is read one device at a time)"
+GROWTH_FIGURES = (
+    "media_errors",
+    "critical_warning",
+    "reallocated_sectors",
+    "pending_sectors",
+    "ioerr_cnt",
+)
+"""The device's own error figures whose growth since this process started is a new fault
+(:func:`health_growth`); ``failing`` joins them when SMART turns from passed to failed."""
 
 
 @dataclass(frozen=True)
@@ -85,6 +94,12 @@ class HealthFrame:
     """Why I/O errors are not counted (one line), or None."""
     new_errors: Mapping[str, int] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
     """Errors per device since the previous frame (for the table's severity mark)."""
+    grown: Mapping[str, Mapping[str, tuple[int, int]]] = dataclasses.field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Per device, the error figures that grew since this process started (recording:
+    since the recorder started): figure -> (at the first reading, now). A lifetime count
+    that did not move is not here (:func:`health_growth`)."""
 
     def device_json(self, name: str) -> dict[str, Any]:
         """``disk[].health`` for ``name``, exactly the ruled keys (absent values null)."""
@@ -130,6 +145,7 @@ class HealthFrame:
             "io_error_source": self.io_error_source,
             "problem": self.problem,
             "new_errors": dict(self.new_errors),
+            "grown": {d: {k: list(v) for k, v in g.items()} for d, g in self.grown.items()},
         }
 
 
@@ -159,6 +175,7 @@ def health_from_json(doc: object) -> HealthFrame | None:
     )
     new = doc.get("new_errors")
     source, problem = doc.get("io_error_source"), doc.get("problem")
+    grown = _grown_from_json(doc.get("grown"))
     return HealthFrame(
         MappingProxyType(readings),
         MappingProxyType(ages),
@@ -170,7 +187,58 @@ def health_from_json(doc: object) -> HealthFrame | None:
             if isinstance(new, Mapping)
             else {}
         ),
+        grown,
     )
+
+
+def _grown_from_json(doc: object) -> Mapping[str, Mapping[str, tuple[int, int]]]:
+    out: dict[str, Mapping[str, tuple[int, int]]] = {}
+    for name, figures in doc.items() if isinstance(doc, Mapping) else ():
+        pairs = (
+            {
+                str(k): (int(v[0]), int(v[1]))
+                for k, v in figures.items()
+                if isinstance(v, list) and len(v) == 2 and all(type(x) is int for x in v)
+            }
+            if isinstance(figures, Mapping)
+            else {}
+        )
+        if pairs:
+            out[str(name)] = MappingProxyType(pairs)
+    return MappingProxyType(out)
+
+
+def _error_figures(reading: DeviceHealth) -> dict[str, int]:
+    found = {k: v for k in GROWTH_FIGURES if isinstance(v := getattr(reading, k), int)}
+    if reading.passed is not None:
+        found["failing"] = 0 if reading.passed else 1
+    return found
+
+
+def health_growth(
+    first: dict[str, dict[str, int]], readings: Mapping[str, DeviceHealth]
+) -> dict[str, Mapping[str, tuple[int, int]]]:
+    """The error figures of ``readings`` that grew since each one was first seen.
+
+    ``first`` keeps each device's first value of each figure (filled here as figures
+    appear; the caller keeps it across frames). A count grew when it is higher than at
+    first; ``critical_warning`` when it has a bit that was not set at first; ``failing``
+    when SMART said passed at first and failed now. A device that had 40 reallocated sectors
+    when we started and still has 40 has no new fault: the lifetime count alone says nothing
+    about this incident.
+    """
+    grown: dict[str, Mapping[str, tuple[int, int]]] = {}
+    for name, reading in readings.items():
+        base = first.setdefault(name, {})
+        changed: dict[str, tuple[int, int]] = {}
+        for key, now in _error_figures(reading).items():
+            was = base.setdefault(key, now)
+            rose = now & ~was if key == "critical_warning" else now > was
+            if rose:
+                changed[key] = (was, now)
+        if changed:
+            grown[name] = MappingProxyType(changed)
+    return grown
 
 
 class HealthWorker:
@@ -299,6 +367,8 @@ class HealthPart:
         self.counts = ErrorCounts()
         self.kmsg: KmsgErrors | None = None
         self.problem: str | None = None
+        self.first_figures: dict[str, dict[str, int]] = {}
+        """Each device's error figures at their first reading (the growth baseline)."""
         if roots.is_live:
             self.kmsg = KmsgErrors()
             self.problem = self.kmsg.problem
@@ -349,6 +419,7 @@ class HealthPart:
             source,
             None if source is not None else problem,
             MappingProxyType(per_device),
+            MappingProxyType(health_growth(self.first_figures, readings)),
         )
         return part, events
 

@@ -37,8 +37,10 @@ WHY_HELP = (
     "writing back (a chart mark); at max writers are throttled. Host-wide, not per device.",
     "Device tab, why: the verdict for the selected device, causes ranked by how sure "
     "(high, medium, low), from the frame shown: throttled (a cgroup at >= 90 % of an io.max "
-    "or blkio.throttle limit; needs the Cgroups tab's figures), errors (failed requests, "
-    "SMART failing), saturated (aqu-sz >= 90 % of nr_requests, or >= 90 % busy with await "
+    "or blkio.throttle limit; needs the Cgroups tab's figures), errors (failed requests "
+    "in the interval, or 'device reports media errors': media errors, reallocated or "
+    "pending sectors, critical-warning bits or a SMART failure that grew since iotop-plus "
+    "started; a lifetime count that did not move is not a cause), saturated (aqu-sz >= 90 % of nr_requests, or >= 90 % busy with await "
     "rising with the queue), writeback (dirty over the background threshold while the device "
     "writes), queue (>= 50 % of the time in the scheduler queue; needs the latency columns), "
     "cpu (PSI cpu some >= 30 %: the device is not the problem), issuer (one process does "
