@@ -8,13 +8,10 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from iotop_plus.sampling.diagnosis import diagnose
+from iotop_plus.sampling.diagnosis import RECENT, diagnose
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
 from iotop_plus.sampling.rates import DeviceRates
-
-RECENT = 5
-"""Earlier intervals kept per device for "await rising with depth"."""
 
 
 def want_diagnosis(source: FrameSource) -> None:

@@ -60,6 +60,8 @@ CPU_SOME = (60.0, 30.0)
 """PSI cpu some avg10 (%) for a high / medium ``cpu`` verdict."""
 DOMINANT = 0.8
 """Share of a device's I/O one issuer must do to dominate."""
+RECENT = 5
+"""Earlier intervals a view passes as ``recent`` (snapshot's reports, the TUI's frames)."""
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,10 @@ selected device, from the frame shown (live, paused or replayed)."""
 
 from __future__ import annotations
 
-from iotop_plus.sampling.diagnosis import diagnose
+from iotop_plus.sampling.diagnosis import RECENT, diagnose
 from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.timeline import Timeline
 
 
 def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
@@ -24,11 +26,26 @@ def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
     return facts
 
 
-def verdict_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
-    """The verdict line for ``device`` in ``frame`` (the Device tab shows it first)."""
+def recent_rates(device: str, frame: Frame, timeline: Timeline | None) -> list[DeviceRates]:
+    """``device``'s rates in the :data:`~iotop_plus.sampling.diagnosis.RECENT` frames of
+    ``timeline`` before ``frame``, oldest first: what "await rising with depth" compares
+    (live: the TUI's ring; scrubbed back or replayed: the frames before the one shown)."""
+    if timeline is None:
+        return []
+    step = frame.elapsed_s if frame.elapsed_s and frame.elapsed_s > 0 else 1.0
+    window = timeline.window(frame.wall_time, (RECENT + 1.5) * step)
+    earlier = [f for f in window if f.wall_time < frame.wall_time][-RECENT:]
+    return [r for f in earlier if (r := f.rates.get(device)) is not None]
+
+
+def verdict_facts(
+    device: str, frame: Frame | None, timeline: Timeline | None = None
+) -> list[tuple[str, str]]:
+    """The verdict line for ``device`` in ``frame`` (the Device tab shows it first), judged
+    with the device's earlier rates from ``timeline``."""
     if frame is None:
         return []
-    return [("why", diagnose(frame, device).line())]
+    return [("why", diagnose(frame, device, recent_rates(device, frame, timeline)).line())]
 
 
 WHY_HELP = (

@@ -139,7 +139,11 @@ class DevicePanel(VerticalScroll):
         facts = device_facts(dev, settings) if dev is not None else None
         if facts is not None and dev is not None:
             who = issuer_facts(dev.name, frame)  # then who: the second question
-            facts = verdict_facts(dev.name, frame) + who + facts  # why first: the question asked
+            # The frames before this one (the screen's ring or recording): "await rising".
+            scrubber = getattr(self.screen, "scrubber", None)
+            timeline = getattr(scrubber, "timeline", None)
+            why = verdict_facts(dev.name, frame, timeline)
+            facts = why + who + facts  # why first: the question asked
             facts += why_facts(dev.name, frame)
             facts += health_facts(dev.name, frame)
         if facts == self._shown:
