@@ -155,7 +155,7 @@ class DeviceCharts(Grid):
         Args:
             device: The device drawn.
             history: Its series (timestamps on the same clock as ``now`` and the marks).
-            marks: Setting changes and probes.
+            marks: Setting changes, probes, writeback crossings and I/O errors.
             now: The end of the window: live, the monotonic now; scrubbed, the wall time of
                 the frame shown.
             at: That frame's time for the caption, when scrubbed (None: live).
@@ -172,7 +172,7 @@ class DeviceCharts(Grid):
             before = f"seconds before {at}" if at else "seconds before now"
             self._caption(
                 f"{printable(device)}: {len(history)} samples\n"
-                f"x axis: {before}\nmarks: settings, probes, writeback"
+                f"x axis: {before}\nmarks: settings, probes, writeback, errors"
             )
         stamps = list(history.timestamps) if history is not None else []
         first = stamps[0] if stamps else now
