@@ -16,7 +16,6 @@ import errno
 import fcntl
 import json
 import os
-import secrets
 import stat
 import time
 from collections.abc import Iterator, Mapping
@@ -60,6 +59,8 @@ def chosen_state_dir(arg: str | os.PathLike[str] | None) -> Path:
 
 def new_run_id() -> str:
     """A run id unique across runs and hosts: ``20260102T030405-<pid>-<random>``."""
+    import secrets  # here: secrets loads random and hashlib, which snapshot never needs (#25)
+
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
