@@ -143,9 +143,10 @@ class DevicePanel(VerticalScroll):
             scrubber = getattr(self.screen, "scrubber", None)
             timeline = getattr(scrubber, "timeline", None)
             why = verdict_facts(dev.name, frame, timeline)
-            facts = why + who + facts  # why first: the question asked
+            # Health right after who, so it is on screen at 80x24 without scrolling.
+            health = health_facts(dev.name, frame)
+            facts = why + who + health + facts  # why first: the question asked
             facts += why_facts(dev.name, frame)
-            facts += health_facts(dev.name, frame)
         if facts == self._shown:
             return
         self._shown = facts
