@@ -122,14 +122,27 @@ async def test_new_figures_in_the_device_facts_ask_for_no_layout_pass(
         monkeypatch.setattr(device_panel, "why_facts", lambda *_: [("memory", memory[0])])
         panel.show(dev, settings, frame)  # the memory line appears: a new height
         await pilot.pause()
+        facts = panel.query_one("#device-facts")
+        painted: list[tuple[object, ...]] = []
         with refreshes(monkeypatch) as calls:
+            original = Widget.refresh  # the counting one
+
+            def spy(self: Widget, *regions: object, **kwargs: bool) -> Widget:
+                if self is facts:
+                    painted.append(regions)
+                return original(self, *regions, **kwargs)  # type: ignore[arg-type]
+
+            monkeypatch.setattr(Widget, "refresh", spy)
             for dirty in ("19.8M", "21.0M", "20.9M"):  # the memory line, frame after frame
                 memory[0] = f"dirty {dirty} (bg 2.2G)"
                 panel.show(dev, settings, frame)
                 await pilot.pause()
         assert "dirty 20.9M" in panel.text
-        assert calls[("_Facts", "device-facts", False)] >= 3
         assert calls[("_Facts", "device-facts", True)] == 0
+        # line by line: the memory line (and any other figure that moved), not the whole panel
+        lines = facts.size.height
+        assert painted and all(0 < len(regions) < lines // 2 for regions in painted), painted
+        assert all(getattr(r, "height", 0) == 1 for regions in painted for r in regions)
         memory[0] = "dirty 20.9M (bg 2.2G) " + "and a long line that wraps " * 3
         with refreshes(monkeypatch) as calls:
             panel.show(dev, settings, frame)  # now it wraps to more lines: a reflow

@@ -9,6 +9,8 @@ from rich.console import Console
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.geometry import Region, Size
+from textual.strip import Strip
 from textual.widgets import Static
 
 from iotop_plus.devices.settings import SettingValue
@@ -99,12 +101,54 @@ def facts_text(facts: Sequence[tuple[str, str]], width: int, console: Console) -
 
 
 class _Facts(Static):
-    """The facts' text, wrapped again when its width changes (a scroll bar came or went)."""
+    """The facts' text, wrapped again when its width changes (a scroll bar came or went).
+
+    Drawn line by line (Textual's Line API) from the wrapped text, so a frame that changes
+    one figure repaints that line only (#25)."""
+
+    def __init__(self, text: str, *, id: str | None = None) -> None:
+        super().__init__(text, id=id)
+        self._strips: list[Strip] | None = None
 
     def on_resize(self) -> None:
         panel = self.parent
         if isinstance(panel, DevicePanel):
             panel._paint()
+
+    def show_text(self, text: Text | None) -> None:
+        """Show ``text`` (None: the placeholder); only the lines that changed are painted,
+        and a reflow is asked for only when the number of lines changed."""
+        if text is None:
+            self._strips = None
+            self.update("No device selected.")
+            return
+        console = self.app.console
+        strips = [Strip(list(line.render(console))) for line in text.split("\n")]
+        old, self._strips = self._strips, strips
+        if old is None or len(old) != len(strips):
+            self.refresh(layout=True)
+            return
+        width = max(1, self.size.width)
+        changed = [
+            Region(0, y, width, 1)
+            for y, (a, b) in enumerate(zip(old, strips, strict=True))
+            if a != b
+        ]
+        if changed:
+            self.refresh(*changed)
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        if self._strips is None:
+            return super().get_content_height(container, viewport, width)
+        return len(self._strips)
+
+    def render_line(self, y: int) -> Strip:
+        if self._strips is None:
+            return super().render_line(y)
+        width, style = self.size.width, self.visual_style.rich_style  # the theme's, now
+        if y < len(self._strips):
+            return self._strips[y].apply_style(style).crop_extend(0, width, style)
+        return Strip.blank(width, style)
 
 
 class DevicePanel(VerticalScroll):
@@ -121,7 +165,6 @@ class DevicePanel(VerticalScroll):
         self.settings: tuple[SettingValue, ...] | None = None
         """Its settings as last read."""
         self._shown: object = None
-        self._lines = 0
 
     def compose(self) -> ComposeResult:
         yield _Facts("No device selected.", id="device-facts")
@@ -153,18 +196,14 @@ class DevicePanel(VerticalScroll):
         self._paint()
 
     def _paint(self) -> None:
-        static = self.query_one("#device-facts", Static)
+        static = self.query_one("#device-facts", _Facts)
         facts = self._shown
         if not isinstance(facts, list) or not facts:
-            self._lines = 0
-            static.update("No device selected.")
+            static.show_text(None)
             return
-        text = facts_text(facts, static.size.width, self.app.console)
         # Figures that change every frame (memory, the verdict) mostly wrap to as many lines
         # as before: then the height stays and no reflow of the screen is needed (#25).
-        lines = text.plain.count("\n") + 1
-        static.update(text, layout=lines != self._lines)
-        self._lines = lines
+        static.show_text(facts_text(facts, static.size.width, self.app.console))
 
     @property
     def text(self) -> str:
