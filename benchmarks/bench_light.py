@@ -12,10 +12,11 @@ Prints figures; never asserts. One run:
 - **first figures**: time from Enter to the first screen whose device row shows numbers,
   alternated with a fresh ``python -c 'import textual.app'`` and bpytop's first frame
   (median of ``--starts``, default 5);
-- ``--charts hidden`` measures at 100x36, where iotop-plus shows only the table.
+- ``--charts hidden`` measures at 100x36, where iotop-plus shows only the table; atop (1 s)
+  takes its CPU rounds too unless ``--skip atop``.
 
-btop comes from apt, bpytop from ``$IOTOP_PLUS_BENCH_PEERS/bin`` (``make bench-peers`` installs
-both); a missing peer is printed as missing, never skipped silently. Needs root, losetup,
+btop and atop come from apt, bpytop from ``$IOTOP_PLUS_BENCH_PEERS/bin`` (``make bench-peers``
+installs them); a missing peer is printed as missing, never skipped silently. Needs root, losetup,
 mkfs.ext2, fio and tmux. Usage: ``.venv/bin/python benchmarks/bench_light.py [--seconds 60]
 [--settle 10] [--rounds 3] [--starts 5] [--charts shown|hidden]``.
 """
@@ -86,6 +87,14 @@ def btop(home: Path) -> App | None:
         'update_ms = 1000\nshown_boxes = "cpu mem net proc"\nshow_disks = True\n'
     )
     return App(name="btop", argv=(path,), env=(("HOME", str(home)),), device_row=r"disks")
+
+
+def atop() -> App | None:
+    """atop at a 1 s interval (None when it is not installed); its DSK lines show the disks."""
+    path = shutil.which("atop")
+    if path is None:
+        return None
+    return App(name="atop", argv=(path, "1"), device_row=r"\b(DSK|LVM)\b")
 
 
 def bpytop(home: Path) -> App | None:
@@ -186,6 +195,9 @@ def measure_cpu(apps: Sequence[App], size: tuple[int, int], args: argparse.Names
     for name, value in meds.items():
         print(f"  {name:<10} {'-' if value is None else f'{value:.2f} %'}")
     mine, peer = meds.get("iotop-plus"), meds.get("btop")
+    for name, value in meds.items():
+        if name not in ("iotop-plus", "btop") and mine is not None and value:
+            print(f"  iotop-plus / {name} = {mine / value:.2f}x")
     if mine is not None and peer:
         ratios = [
             a / b
@@ -226,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--starts", type=int, default=5, help="first-figure starts (default 5)")
     parser.add_argument("--iops", type=int, default=100, help="fio IOPS per device (default 100)")
     parser.add_argument("--charts", choices=("shown", "hidden"), default="shown")
-    parser.add_argument("--skip", default="", help="comma-separated: cpu, first")
+    parser.add_argument("--skip", default="", help="comma-separated: cpu, first, atop")
     parser.add_argument("--tree", type=Path, help="run iotop_plus from this checkout instead")
     args = parser.parse_args(argv)
     global TREE
@@ -245,15 +257,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(tmp)
         (work / "host").mkdir()
         peer_btop, peer_bpytop = btop(work / "btop-home"), bpytop(work / "bpytop-home")
+        peer_atop = atop()
         if peer_btop is None:
             print("MISSING PEER: btop (apt-get install btop, or make bench-peers)")
+        if peer_atop is None:
+            print("MISSING PEER: atop (apt-get install atop, or make bench-peers)")
         if peer_bpytop is None:
             print(f"MISSING PEER: bpytop (not in {PEERS}/bin; make bench-peers)")
         with loop_host(DEVICES, work / "host") as names, fio_load(names, args.iops):
             print(f"{DEVICES} loop devices under fio ({args.iops} IOPS each): {' '.join(names)}")
             skip = set(args.skip.split(","))
+            if "atop" in skip:
+                peer_atop = None
             if "cpu" not in skip:
-                measure_cpu([ours(names), *filter(None, [peer_btop])], size, args)
+                measure_cpu([ours(names), *filter(None, [peer_btop, peer_atop])], size, args)
             if "first" not in skip:
                 with suppress(KeyboardInterrupt):
                     measure_first_figures(
