@@ -15,6 +15,7 @@ from iotop_plus.sampling.active_cgroups import busy as active
 from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.cgroups import CgroupSample
 from iotop_plus.sampling.frame import CgroupFrame
+from iotop_plus.sampling.issuers import CgroupShare, IssuersFrame, LatencyFigures
 from iotop_plus.sampling.units import compact_bytes
 
 
@@ -219,10 +220,48 @@ def _rate(value: float) -> str:
     return f"{value:.0f}" if value >= 10 or value == 0 else f"{value:.1f}"
 
 
-def device_split_text(frame: CgroupFrame | None, path: str, limit: int = 4) -> str:
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2g}" if value < 10 else f"{value:.0f}"
+
+
+def _pair(figures: LatencyFigures) -> str | None:
+    if figures.p50_ms is None and figures.p99_ms is None:
+        return None
+    return f"{_ms(figures.p50_ms)}/{_ms(figures.p99_ms)}"
+
+
+def share_latency_text(share: CgroupShare | None) -> str | None:
+    """``    p50/p99 ms R 0.21/1.3  W 0.1/0.4``: the device time of a cgroup's own tasks'
+    requests on one device, as the tracer measured them; None when unknown (an estimate, a
+    recording, no requests of that kind)."""
+    if share is None:
+        return None
+    read, write = _pair(share.read), _pair(share.write)
+    if read is None and write is None:
+        return None
+    parts = [f"R {read}" if read else "", f"W {write}" if write else ""]
+    return "    p50/p99 ms " + "  ".join(p for p in parts if p)
+
+
+def _traced_shares(issuers: IssuersFrame | None, path: str) -> dict[str, CgroupShare]:
+    if issuers is None or issuers.estimate:
+        return {}
+    return {
+        device: share
+        for device, shares in issuers.cgroups.items()
+        for share in shares
+        if share.cgroup == path
+    }
+
+
+def device_split_text(
+    frame: CgroupFrame | None, path: str, limit: int = 4, issuers: IssuersFrame | None = None
+) -> str:
     """The I/O of cgroup ``path`` per device over the interval, busiest first: which disks it
     reads and writes (``loop2    R 1.2M 300  W 4.0M 20``: bytes and requests per second, in
-    40 columns for the side panel at 120); empty without rates."""
+    40 columns for the side panel at 120); empty without rates. When ``issuers`` were
+    traced, each device's line is followed by the device latency (p50/p99) of the requests
+    of the cgroup's own tasks there (:func:`share_latency_text`)."""
     rates = frame.rates.get(path) if frame is not None else None
     if frame is None or rates is None:
         return ""
@@ -231,6 +270,7 @@ def device_split_text(frame: CgroupFrame | None, path: str, limit: int = 4) -> s
     if not busy:
         return f"{cgroup_name(path)}: no I/O on any device in this interval"
     busy.sort(key=lambda item: (-item[1].total_bps, item[0]))
+    shares = _traced_shares(issuers, path)
     lines = [f"{cgroup_name(path)} per device (B/s IO/s):"]
     for name, r in busy[:limit]:
         line = (
@@ -240,6 +280,9 @@ def device_split_text(frame: CgroupFrame | None, path: str, limit: int = 4) -> s
         if r.discard_bps:
             line += f"  D {compact_bytes(r.discard_bps)}"
         lines.append(line)
+        latency = share_latency_text(shares.get(name))
+        if latency is not None:
+            lines.append(latency)
     if len(busy) > limit:
         lines.append(f"  ... and {len(busy) - limit} more devices")
     return "\n".join(lines)

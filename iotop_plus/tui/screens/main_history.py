@@ -67,4 +67,4 @@ class HistoryActions:
                 processes.show_processes(frame.processes, frame.process_error)
         cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
         if cgroups is not None and cgroups.sampling:
-            cgroups.show_cgroups(frame.cgroups, recorded=recorded)
+            cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.issuers)

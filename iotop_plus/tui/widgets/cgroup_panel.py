@@ -26,6 +26,7 @@ from textual.widgets import Input, Static
 from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, device_limits
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CgroupFrame
+from iotop_plus.sampling.issuers import IssuersFrame
 from iotop_plus.tui.cgroup_rows import (
     CGROUP_COLUMNS,
     CGROUP_SORT_KEYS,
@@ -175,6 +176,8 @@ class CgroupPanel(ListPanel):
         """The latest frame's cgroups."""
         self.recorded = False
         """The frame shown is one of the history or a replay (not this host now)."""
+        self.issuers: IssuersFrame | None = None
+        """The frame's issuers: the per-device split shows their traced latency."""
 
     def compose(self) -> ComposeResult:
         yield Static("Cgroups: waiting for the first sample...", id="cgroup-status", markup=False)
@@ -217,12 +220,20 @@ class CgroupPanel(ListPanel):
 
     # -- frames from the feed ----------------------------------------------------------------
 
-    def show_cgroups(self, cgroups: CgroupFrame | None, *, recorded: bool = False) -> None:
+    def show_cgroups(
+        self,
+        cgroups: CgroupFrame | None,
+        *,
+        recorded: bool = False,
+        issuers: IssuersFrame | None = None,
+    ) -> None:
         """A frame's cgroups arrived; ``recorded``: a frame of the history or a replay, where
-        None means they were not recorded (live, None means not read yet: keep waiting)."""
+        None means they were not recorded (live, None means not read yet: keep waiting);
+        ``issuers``: the same frame's (the split per device shows their traced latency)."""
         if cgroups is None and not recorded:
             return
         self.last = cgroups
+        self.issuers = issuers
         self.recorded = recorded
         self._rerender()
         self._render_members()
@@ -242,7 +253,7 @@ class CgroupPanel(ListPanel):
 
     def _render_devices(self) -> None:
         row = self.cgroup_list.current
-        text = device_split_text(self.last, row.path) if row is not None else ""
+        text = device_split_text(self.last, row.path, issuers=self.issuers) if row else ""
         self.query_one("#cgroup-devices", Static).update(printable_lines(text))
 
     def status_text(self) -> str:
