@@ -2,15 +2,14 @@
 
 A bundle comes from an incident ticket, written by someone else. A real bundle is made with
 the real ``bundle`` command, then a frame is swapped for about 1 MB that inflates to 1 GiB;
-the real console script reads it in a child whose peak memory (``ru_maxrss`` from ``wait4``)
-is measured. Children run under a 3 GiB address-space limit, so a reader without the bounds
-fails with MemoryError instead of exhausting the machine.
+the real console script reads it in a child whose peak memory (``ru_maxrss`` from ``wait4``,
+in a small launcher) is measured. Children run under a 3 GiB address-space limit, so a reader
+without the bounds fails with MemoryError instead of exhausting the machine.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -34,22 +33,33 @@ MIB = 1 << 20
 NAME = "iotop-plus-000001-20231114-221330.rec"
 
 
-def _limit() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (3 * GIB, 3 * GIB))
+LAUNCHER = """
+import os, resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Runs the command under the address-space limit and writes its peak RSS (KiB) to argv[1].
+
+A child's ``ru_maxrss`` starts at its parent's resident size when it forks (the kernel keeps the
+old memory's high-water mark across exec), so the console script is started from this small
+launcher, not from the test process, which may have grown past the limit in an earlier test."""
 
 
 def child(tmp: Path, *args: str) -> tuple[int, str, float]:
     """Run the console script; its exit code, stderr, and peak resident memory in MiB."""
-    err_path = tmp / "stderr.txt"
+    err_path, peak_path = tmp / "stderr.txt", tmp / "peak-kib.txt"
     with open(err_path, "w") as err, open(os.devnull, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp / "state"), *args],
-            stdout=out, stderr=err, preexec_fn=_limit,
+        proc = subprocess.run(
+            [sys.executable, "-c", LAUNCHER, str(peak_path),
+             sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp / "state"), *args],
+            stdout=out, stderr=err, check=False,
             env={**os.environ, "PYTHONPATH": str(REPO), "TZ": "UTC"},
         )  # fmt: skip
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return proc.returncode, err_path.read_text(), usage.ru_maxrss / 1024
+    return proc.returncode, err_path.read_text(), int(peak_path.read_text()) / 1024
 
 
 @pytest.fixture
