@@ -24,9 +24,11 @@ HOST_KEYS = ("nodename", "sysname", "release", "machine", "number-of-cpus")
 
 
 def key_paths(node: Any, prefix: str = "") -> set[str]:
-    """jq-style paths of every key: ``.sysstat.hosts[].statistics[].disk[].util``."""
+    """jq-style paths of every key: ``.sysstat.hosts[].statistics[].disk[].util``. A cause's
+    ``evidence`` is a map of whatever figures back it (the ruling's ``{figure: value}``), so its
+    keys are not part of the shape."""
     paths = {prefix} if prefix else set()
-    if isinstance(node, dict):
+    if isinstance(node, dict) and not prefix.endswith(".evidence"):
         for key, value in node.items():
             paths |= key_paths(value, f"{prefix}.{key}")
     elif isinstance(node, list):
