@@ -27,6 +27,12 @@ from iotop_plus.sampling.blockdev import read_dev_numbers
 from iotop_plus.sampling.latency import FLUSH_WRITE, LatencyPart, dev_t
 from iotop_plus.sampling.latency_hist import FAILED, DeviceLatency, Histogram
 
+PROBE_SAMPLE = 16
+"""A probe's tracer times one request in this many (chosen on the sector, so the figures
+are an unbiased sample; requests without sectors, such as preflushes, are all kept): every
+request costs the traced device about 1.2 us of BPF here, a sampled one about 0.25 us
+(benchmarks/bench_probe_trace.py), and a probe completes tens of thousands of requests
+a second, so the sample still holds thousands."""
 READY_TIMEOUT_S = 5.0
 """How long a probe waits for the tracer to attach before running untraced."""
 BLOCK_PERCENTILES: tuple[tuple[str, float], ...] = (("p50", 50.0), ("p99", 99.0), ("p99.9", 99.9))
@@ -42,13 +48,20 @@ class _DevNumbers:
 
 
 def block_line(block: BlockLatency) -> str:
-    """``mean 41.2  p50 38.0  p99 77.1  p99.9 120.5  max 240.0  (90,112 requests)``: µs."""
+    """``mean 41.2  p50 38.0  p99 77.1  p99.9 120.5  max 240.0  (90,112 requests)``: µs;
+    sampled: ``(about 90,112 requests, 1 in 16 timed)``."""
     pcts = "  ".join(f"{label} {v:,.1f}" for label, v in block.percentiles_us)
-    return f"mean {block.mean_us:,.1f}  {pcts}  max {block.max_us:,.1f}  ({block.count:,} requests)"
+    count = (
+        f"about {block.count:,} requests, 1 in {block.sampled} timed"
+        if block.sampled > 1
+        else f"{block.count:,} requests"
+    )
+    return f"mean {block.mean_us:,.1f}  {pcts}  max {block.max_us:,.1f}  ({count})"
 
 
-def block_latency(hist: Histogram) -> BlockLatency | None:
-    """The shown figures of one direction's histogram; None when it saw no request."""
+def block_latency(hist: Histogram, sampled: int = 1) -> BlockLatency | None:
+    """The shown figures of one direction's histogram (of one request in ``sampled``);
+    None when it saw no request."""
     if not hist.count:
         return None
     pcts = tuple(
@@ -62,6 +75,7 @@ def block_latency(hist: Histogram) -> BlockLatency | None:
         mean_us=round(mean / 1000.0, 3),
         max_us=round(hist.max_ns / 1000.0, 3),
         percentiles_us=pcts,
+        sampled=sampled,
     )
 
 
@@ -76,11 +90,12 @@ class ProbeTracer:
         """Args:
         roots: Where the target device's numbers are read.
         make_part: Builds the latency part for a kernel dev_t (tests); default one that
-            traces only that device, without the queue split, with issuers.
+            traces only that device, without the queue split, with issuers, timing one
+            request in :data:`PROBE_SAMPLE`.
         """
         self.roots = roots
         self._make_part = make_part or (
-            lambda dev: LatencyPart(queue=False, issuers=True, only_dev=dev)
+            lambda dev: LatencyPart(queue=False, issuers=True, only_dev=dev, sample=PROBE_SAMPLE)
         )
         self._part: LatencyPart | None = None
         self._dev: int | None = None
@@ -187,7 +202,7 @@ def issuers_of(
     """
     fio = journal = 0
     others: dict[str, int] = {}
-    for (pid, comm), n in latency.issuers.items():
+    for (pid, comm), n in latency.issuers.items():  # sampled: the tracer scaled them
         if pid == fio_pid or (buffered and comm.startswith(WRITEBACK_COMM)):
             fio += n
         elif fs_device is not None and journal_thread(comm, fs_device):
@@ -197,12 +212,14 @@ def issuers_of(
     if not fio:
         return None
     ranked = tuple(sorted(others.items(), key=lambda kv: (-kv[1], kv[0])))
-    return Issuers(fio=fio, journal=journal, others=ranked)
+    return Issuers(fio=fio, journal=journal, others=ranked, sampled=latency.sampled)
 
 
 def flush_write_of(latency: DeviceLatency | None) -> BlockLatency | None:
     """The device-side latency of the writes that carried a preflush or FUA, or None."""
-    return block_latency(latency.op(FLUSH_WRITE)) if latency is not None else None
+    if latency is None:
+        return None
+    return block_latency(latency.op(FLUSH_WRITE), latency.sampled)
 
 
 def with_block_latency(
@@ -216,6 +233,10 @@ def with_block_latency(
     read, write = result.read, result.write
     return replace(
         result,
-        read=replace(read, block=block_latency(latency.op("read"))) if read else None,
-        write=replace(write, block=block_latency(latency.op("write"))) if write else None,
+        read=replace(read, block=block_latency(latency.op("read"), latency.sampled))
+        if read
+        else None,
+        write=replace(write, block=block_latency(latency.op("write"), latency.sampled))
+        if write
+        else None,
     )

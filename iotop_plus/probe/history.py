@@ -242,7 +242,12 @@ def _issuers(doc: Any) -> Issuers | None:
     if doc is None:
         return None
     others = tuple((str(name), int(n)) for name, n in doc.get("others", []))
-    return Issuers(fio=int(doc["fio"]), journal=int(doc["journal"]), others=others)
+    return Issuers(
+        fio=int(doc["fio"]),
+        journal=int(doc["journal"]),
+        others=others,
+        sampled=int(doc.get("sampled", 1)),  # kept before sampling: exact counts
+    )
 
 
 def _figures(r: ProbeResult) -> list[tuple[str, float | None, bool]]:

@@ -55,6 +55,10 @@ class BlockLatency:
     """Longest device time (exact)."""
     percentiles_us: tuple[tuple[str, float], ...] = ()
     """(label, value) for p50, p99 and p99.9."""
+    sampled: int = 1
+    """The tracer timed one request in this many, chosen on the sector (so the figures are
+    an unbiased sample; :attr:`count` estimates all requests, :attr:`max_us` is the
+    sample's); 1: all."""
 
     def percentile(self, label: str) -> float | None:
         """The percentile called ``label`` (``p99``), or None."""
@@ -124,6 +128,9 @@ class Issuers:
     commits a probe's own fsyncs cause."""
     others: tuple[tuple[str, int], ...] = ()
     """``("comm[pid]", requests)`` of every other issuer, most first."""
+    sampled: int = 1
+    """The counts are estimates: the tracer counted one request in this many (chosen on the
+    sector) and they are scaled up by it; 1: exact."""
 
     @property
     def other_requests(self) -> int:
@@ -520,8 +527,9 @@ def other_io_note(
             else ", ".join(f"{name} ({n:,})" for name, n in named)
         )
         more = f" and {len(issuers.others) - 3} more" if len(issuers.others) > 3 else ""
+        about = "about " if issuers.sampled > 1 else ""
         return (
-            f"other I/O hit the device during {what}: {others:,} requests from {who}{more}, "
+            f"other I/O hit the device during {what}: {about}{others:,} requests from {who}{more}, "
             f"against fio's {issuers.fio:,} (+{others / own:.0%}); these figures include "
             "that load"
         )

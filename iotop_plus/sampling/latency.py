@@ -146,6 +146,7 @@ class LatencyPart:
         issuers: bool = False,
         only_dev: int | None = None,
         attribution: bool = False,
+        sample: int = 1,
     ) -> None:
         """Args:
         queue: Trace the queue split too (``block_rq_insert``).
@@ -154,9 +155,12 @@ class LatencyPart:
         issuers: A probe's tracer: devices' latency carries their issuers and flush+writes.
         only_dev: Trace only this kernel dev_t (a probe's device).
         attribution: Charge requests to their issuers (:attr:`LatencyFrame.issuers`).
+        sample: Time one request in this many (a power of two, chosen on the sector; the
+            devices' :attr:`DeviceLatency.sampled` says so); 1: every request.
         """
         self.queue = queue
         self.attribution = attribution
+        self.sample = sample
         self._make_tracer = make_tracer or (
             lambda: Tracer(
                 queue=queue,
@@ -165,6 +169,7 @@ class LatencyPart:
                 marked=not issuers and marker_present(),  # a probe's tracer: its own ticks
                 errors=not issuers and errors_present(),  # the frames' I/O errors
                 attribution=attribution,
+                sample=sample,
             )
         )
         self._check = check
@@ -272,11 +277,15 @@ class LatencyPart:
         end_ns = self._last_end_ns
         span = (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0
         devices = {
-            n: DeviceLatency(MappingProxyType(merged.get(n, {})), MappingProxyType(who.get(n, {})))
+            n: DeviceLatency(
+                MappingProxyType(merged.get(n, {})),
+                MappingProxyType(who.get(n, {})),
+                self.sample,
+            )
             for n in merged.keys() | who.keys()
         }
         status = tracer.error  # died after this frame's batches: say so now
-        seen = {
+        seen = {  # sampled: the tracer's estimates of all requests
             n: d.op("read").count + d.op("write").count + d.op(FLUSH_WRITE).count
             for n, d in devices.items()
         }

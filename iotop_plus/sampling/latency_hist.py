@@ -205,6 +205,11 @@ class DeviceLatency:
     operation not seen is absent."""
     issuers: Mapping[tuple[int, str], int] = field(default_factory=lambda: MappingProxyType({}))
     """Requests submitted, by issuer ``(pid, comm)``: only from a probe's tracer."""
+    sampled: int = 1
+    """The tracer timed one request in this many (chosen on the sector, see
+    :func:`~iotop_plus.sampling.latency_program.sample_filter`): the histograms' counts
+    and sums and :attr:`issuers` are estimates of all requests (the tracer weighs each timed
+    one), the percentiles an unbiased sample, the max that of the sample; 1: every request."""
 
     def op(self, name: str) -> Histogram:
         """The device-time histogram of ``name`` (empty when not seen)."""
@@ -244,17 +249,22 @@ class DeviceLatency:
         who = dict(self.issuers)
         for key, n in other.issuers.items():
             who[key] = who.get(key, 0) + n
-        return DeviceLatency(MappingProxyType(out), MappingProxyType(who))
+        return DeviceLatency(
+            MappingProxyType(out), MappingProxyType(who), max(self.sampled, other.sampled)
+        )
 
     def to_json(self) -> dict[str, object]:
         """The ``latency`` object of ``snapshot`` JSON (read and write always; flush and
-        discard when seen)."""
+        discard when seen; ``sampled`` when the tracer timed one request in N: the counts are
+        then estimates of all requests)."""
         out: dict[str, object] = {}
         for name in OPS:
             if name in ("read", "write") or name in self.ops:
                 out[name] = self.op(name).summary()
         out["queue_ms_mean"] = self.queue_ms_mean
         out["device_ms_mean"] = self.device_ms_mean
+        if self.sampled > 1:
+            out["sampled"] = self.sampled
         return out
 
 

@@ -65,6 +65,7 @@ def tracer_program(
     attribution: bool = False,
     rwbs_at: Mapping[str, int] | None = None,
     writeback: bool = False,
+    sample: int = 1,
 ) -> str:
     """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
 
@@ -103,15 +104,21 @@ def tracer_program(
     ``rwbs_at`` (:func:`rwbs_offsets`): where each tracepoint's ``rwbs`` field sits, so
     the maps are keyed by its first two bytes as one number (``*(uint16 *)``) instead of
     the string; tracepoints not in it keep the string key.
+
+    ``sample`` (a power of two, :func:`sample_filter`): every block probe keeps one request
+    in ``sample``, chosen on a hash of ``sector >> 3``, so the others cost one filter test.
+    Counts and sums then weigh each kept request with sectors ``sample`` times (``$n``) and
+    each without once (all of those are kept): the maps are estimates of all requests, and
+    the percentiles an unbiased sample.
     """
     lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip()]
-    only = f" /args->dev == {int(only_dev)}/" if only_dev is not None else ""
+    only = sample_filter(only_dev, sample)
     if queue:
         lines.append(
             f"tracepoint:block:block_rq_insert{only} {{ @iq[args->dev, args->sector] = nsecs; }}"
         )
     packed = attribution and not issuers  # the issuer rides in the request's stamp
-    lines += _submit_probe(f"tracepoint:block:{submit}{only}", issuers, attribution, packed)
+    lines += _submit_probe(f"tracepoint:block:{submit}{only}", issuers, attribution, packed, sample)
     lines.append(f"tracepoint:block:block_rq_issue{only} {{")
     if issuers:
         lines.append("  if (args->nr_sector) { @is[args->dev, args->sector] = nsecs; }")
@@ -128,8 +135,9 @@ def tracer_program(
             "  if ($t) {",
             "    delete(@iq[args->dev, args->sector]);",
             f"    $o = {_op('block_rq_issue', rwbs_at)};",
-            "    @qs[args->dev, $o] = sum(nsecs - $t);",
-            "    @qn[args->dev, $o] = count();",
+            *(_weighed("    ", "args->nr_sector", sample)),
+            f"    @qs[args->dev, $o] = sum({_times('nsecs - $t', sample)});",
+            f"    @qn[args->dev, $o] = {_count(sample)};",
             "  }",
         ]
     lines += [
@@ -146,10 +154,11 @@ def tracer_program(
             "    if (args->nr_sector == 0 ||",
             '        (($w & 1) == 0 && strncmp(args->rwbs, "WF", 2) == 0)) {',
             "      delete(@fw[args->dev, args->sector]);",
-            "      $v = nsecs - ($w >> 1);",
+            "      $v = nsecs - ($w >> 2);",
+            *(_weighed("      ", "$w & 2", sample)),
             _BUCKET.rstrip("\n"),
-            "      @fh[args->dev, $e, $s] = count();",
-            "      @fs[args->dev] = sum($v);",
+            f"      @fh[args->dev, $e, $s] = {_count(sample)};",
+            f"      @fs[args->dev] = sum({_times('$v', sample)});",
             "      @fm[args->dev] = max($v);",
             "    }",
         ]
@@ -169,6 +178,7 @@ def tracer_program(
         lines.append(f"    $o = {op};")
         op = "$o"
     lines.append(_BUCKET.rstrip("\n"))
+    lines += _weighed("    ", "args->nr_sector", sample)
     if attribution:
         by = ", $p"
     if attribution and not packed:
@@ -177,10 +187,14 @@ def tracer_program(
             "    if ($p) { delete(@ow[args->dev, args->sector]); }",
         ]
     lines += [
-        f"    @h[args->dev, {op}, $e, $s{by}] = count();",
-        f"    @ds[args->dev, {op}{by}] = sum($v);",
+        f"    @h[args->dev, {op}, $e, $s{by}] = {_count(sample)};",
+        f"    @ds[args->dev, {op}{by}] = sum({_times('$v', sample)});",
         f"    @dm[args->dev, {op}{by}] = max($v);",
-        *([f"    @b[args->dev, {op}, $p] = sum(args->nr_sector);"] if attribution else []),
+        *(
+            [f"    @b[args->dev, {op}, $p] = sum({_times('args->nr_sector', sample)});"]
+            if attribution
+            else []
+        ),
         "  }",
         "}",
     ]
@@ -214,9 +228,61 @@ def tracer_program(
     return "\n".join(lines) + "\n"
 
 
-def _submit_probe(probe: str, issuers: bool, attribution: bool, packed: bool) -> list[str]:
+SAMPLE_HASH = 2654435761
+"""Knuth's multiplicative hash (2**32 / golden ratio): its top bits of ``(sector >> 3) * it``
+spread 4k-aligned, sequential and random sectors alike over the sample classes."""
+SAMPLE_MAX = 256
+"""The sparsest sampling: one request in 256."""
+
+
+def sample_filter(only_dev: int | None, sample: int) -> str:
+    """The block probes' filter: only ``only_dev`` (when given) and, with ``sample`` above 1,
+    one request in ``sample``: those whose ``sector >> 3`` (a 4k block: 4k-aligned sectors
+    have their low three bits zero) hashes to 0 mod ``sample`` (:data:`SAMPLE_HASH`, top bits
+    of the 32-bit product). The choice depends on the sector alone, never on the time a
+    request takes, so the timed ones are an unbiased sample, and the same request is chosen
+    at submission, insert, issue and completion. Requests without sectors (a preflush, the
+    end of a flush sequence) are always kept: they all sit at one sector."""
+    if sample < 1 or sample > SAMPLE_MAX or sample & (sample - 1):
+        raise ValueError(f"sample must be a power of two from 1 to {SAMPLE_MAX}, not {sample}")
+    tests = [f"args->dev == {int(only_dev)}"] if only_dev is not None else []
+    if sample > 1:
+        bits = sample.bit_length() - 1
+        tests.append(
+            f"(args->nr_sector == 0 || ((((args->sector >> 3) * {SAMPLE_HASH}) >> {32 - bits})"
+            f" & {sample - 1}) == 0)"
+        )
+    return f" /{' && '.join(tests)}/" if tests else ""
+
+
+def sample_kept(sector: int, nr_sector: int, sample: int) -> bool:
+    """Whether :func:`sample_filter` keeps a request (the same arithmetic, in Python)."""
+    if sample <= 1 or nr_sector == 0:
+        return True
+    bits = sample.bit_length() - 1
+    return (((sector >> 3) * SAMPLE_HASH) >> (32 - bits)) & (sample - 1) == 0
+
+
+def _weighed(indent: str, has_sectors: str, sample: int) -> list[str]:
+    """``$n``, the weight of a kept request (see :func:`tracer_program`); none unsampled."""
+    return [f"{indent}$n = ({has_sectors}) ? {int(sample)} : 1;"] if sample > 1 else []
+
+
+def _count(sample: int) -> str:
+    return "count()" if sample == 1 else "sum($n)"
+
+
+def _times(value: str, sample: int) -> str:
+    return value if sample == 1 else f"({value}) * $n"
+
+
+def _submit_probe(
+    probe: str, issuers: bool, attribution: bool, packed: bool, sample: int = 1
+) -> list[str]:
     """The probe at submission (none unless ``issuers`` or ``attribution``): see
-    :func:`tracer_program`."""
+    :func:`tracer_program`. Sampled (``sample`` above 1), ``@who`` adds ``sample`` for each
+    request with sectors that :func:`sample_filter` kept and 1 for each without (all of
+    which it keeps), so its counts are estimates of all requests."""
     if not issuers and not attribution:
         return []
     lines = [f"{probe} {{"]
@@ -228,11 +294,13 @@ def _submit_probe(probe: str, issuers: bool, attribution: bool, packed: bool) ->
         ]
     if issuers:
         lines += [
-            "  @who[args->dev, pid, comm] = count();",
+            "  @who[args->dev, pid, comm] = count();"
+            if sample == 1
+            else f"  @who[args->dev, pid, comm] = sum(args->nr_sector ? {int(sample)} : 1);",
             '  if (strncmp(args->rwbs, "FW", 2) == 0) {',
-            "    @fw[args->dev, args->sector] = (nsecs << 1) | 1;",
+            "    @fw[args->dev, args->sector] = (nsecs << 2) | (args->nr_sector ? 3 : 1);",
             '  } else if (strncmp(args->rwbs, "WF", 2) == 0) {',
-            "    @fw[args->dev, args->sector] = nsecs << 1;",
+            "    @fw[args->dev, args->sector] = (nsecs << 2) | (args->nr_sector ? 2 : 0);",
             "  }",
         ]
     return [*lines, "}"]

@@ -52,6 +52,7 @@ class Tracer:
         marked: bool = False,
         errors: bool = False,
         attribution: bool = False,
+        sample: int = 1,
     ) -> None:
         """Args:
         queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
@@ -62,6 +63,8 @@ class Tracer:
         only_dev: Trace only this kernel dev_t (a probe's device).
         attribution: Charge each request to the process and cgroup that submitted it (the
             frame's issuers); costs one more probe (see :func:`tracer_program`).
+        sample: Time one request in this many (a power of two; see
+            :func:`~iotop_plus.sampling.latency_program.sample_filter`).
         tick_ms: How often the child prints.
         tag: Text added to the program's first line (tests find their child by it).
         argv_prefix: ``[setpriv, --pdeathsig, KILL, --, bpftrace]`` override (tests).
@@ -73,6 +76,7 @@ class Tracer:
         self.marked = marked
         self.errors = errors
         self.attribution = attribution
+        self.sample = sample
         self.tick_ms = tick_ms
         self.tag = tag
         self._argv_prefix = argv_prefix
@@ -138,6 +142,7 @@ class Tracer:
             attribution=self.attribution,
             rwbs_at=rwbs_offsets((submit, "block_rq_issue", "block_rq_complete")),
             writeback=self.attribution and writeback_present(),
+            sample=self.sample,
         )
         return [*prefix, "-f", "json", "-e", program]
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from iotop_plus.probe.block_latency import PROBE_SAMPLE
 from iotop_plus.programs import search_path_override
 from iotop_plus.sampling.diskstats import parse_diskstats
 from iotop_plus.sampling.frame import LATENCY, LATENCY_QUEUE, Frame, LiveSource
@@ -531,8 +532,12 @@ def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tm
     # wide): the bucket holding our percentile must start at or below fio's
     for rank in ("p50", "p99"):
         assert _bucket_low_us(ours[rank]) <= fio_pcts[rank] * (1 + 1 / 128), (rank, ours, fio_pcts)
-    # a few completions are not reported to BPF under load (see BlindWatch): 2 %
-    assert abs(block["count"] - read["total_ios"]) <= 0.02 * read["total_ios"] + 5
+    # one request in PROBE_SAMPLE is timed, chosen on its sector (#25), and it says so; the
+    # count is the tracer's estimate (each timed request weighs PROBE_SAMPLE: random
+    # sectors, binomial, a few % apart); a few completions are not reported to BPF under
+    # load (see BlindWatch)
+    assert block["sampled"] == PROBE_SAMPLE > 1
+    assert abs(block["count"] - read["total_ios"]) <= 0.1 * read["total_ios"]
     assert doc["write"] is None
     plain = subprocess.run(
         [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
