@@ -7,7 +7,9 @@ cause"). The causes and their thresholds:
 
 * ``throttled``: a cgroup ran at >= 90 % of one of its limits on the device over the
   interval (v2 ``io.max``, v1 ``blkio.throttle``; :mod:`iotop_plus.sampling.cgroup_limits`).
-  Needs the cgroups part. High: the limit is what delays that cgroup's I/O.
+  Needs the cgroups part, or the cheap throttle check that reads only the limited cgroups
+  (:mod:`iotop_plus.sampling.throttle_watch`, the TUI's frames while the Cgroups tab is
+  closed). High: the limit is what delays that cgroup's I/O.
 * ``errors``: failed requests on the device since the previous frame (high), or "device
   reports media errors": the drive's own error figures *grew* since this process started
   (media errors, reallocated or pending sectors higher than at the first reading, a new
@@ -150,8 +152,16 @@ def _throttled_limits(part: CgroupFrame) -> Mapping[str, list[DeviceLimit]]:
     return found
 
 
+def _limits_part(frame: Frame) -> CgroupFrame | None:
+    """The cgroups that say what limits are in force: the full part, else the throttle
+    check's limited cgroups (None: throttling is not checked)."""
+    if frame.cgroups is not None:
+        return frame.cgroups
+    return frame.throttles.part if frame.throttles is not None else None
+
+
 def _throttled(frame: Frame, device: str) -> list[Cause]:
-    part = frame.cgroups
+    part = _limits_part(frame)
     assert part is not None
     out = []
     for limit in _throttled_limits(part).get(device, ()):
@@ -338,7 +348,7 @@ def _issuer(frame: Frame, device: str) -> list[Cause]:
 def unchecked_causes(frame: Frame) -> tuple[str, ...]:
     """The causes ``frame`` has no data for."""
     missing = []
-    if frame.cgroups is None:
+    if _limits_part(frame) is None:
         missing.append("throttled")
     if frame.health is None:
         missing.append("errors")

@@ -37,7 +37,7 @@ from iotop_plus.sampling.task_cgroups import TaskCgroups
 
 if TYPE_CHECKING:  # the process, cgroup and latency modules load only when someone wants them
     from iotop_plus.sampling.blockdev import OpenBlockFile
-    from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample
+    from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample, ThrottleFrame
     from iotop_plus.sampling.clock import Clock
     from iotop_plus.sampling.health_part import HealthFrame, HealthPart
     from iotop_plus.sampling.journal_events import JournalPart
@@ -180,6 +180,8 @@ class Frame:
     """Dirty and writeback memory and their thresholds (read with the disks; cheap)."""
     health: HealthFrame | None = None
     """Each device's latest health reading, its age and I/O errors, while :data:`HEALTH`."""
+    throttles: ThrottleFrame | None = None
+    """The limited cgroups' rates without the cgroups part (:mod:`.throttle_watch`)."""
 
     @property
     def wall_time(self) -> float:

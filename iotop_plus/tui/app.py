@@ -18,11 +18,12 @@ from iotop_plus.config import Config
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
-from iotop_plus.sampling.frame import Frame, FrameSource, LiveSource
+from iotop_plus.sampling.frame import Frame, FrameSource
 from iotop_plus.sampling.history import History
 from iotop_plus.sampling.joined_timeline import JoinedTimeline
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
+from iotop_plus.sampling.throttle_watch import ThrottleSource
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import APP_KEYS, bindings
@@ -197,7 +198,7 @@ def make_app(
     a frame source or a runner of their own. ``devices``: kernel names named on the command
     line, shown alone (the first selected)."""
     return IotopPlusApp(
-        source if source is not None else LiveSource(roots, sampler),
+        source if source is not None else ThrottleSource(roots, sampler),
         config or Config(),
         history=history,
         host=host,

@@ -15,6 +15,7 @@ from iotop_plus.devices.tuner import Journal, Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import FrameSource, LiveSource
 from iotop_plus.sampling.journal_events import JournalPart
+from iotop_plus.sampling.throttle_watch import ThrottleSource
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.state import StateDir, chosen_state_dir
 from iotop_plus.tui.app import make_app
@@ -35,7 +36,7 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
     journal = Journal.in_dir(state_dir)
     tuner = Tuner(roots, journal, is_root=is_root)
-    source = source if source is not None else LiveSource(roots)
+    source = source if source is not None else ThrottleSource(roots)
     if isinstance(source, LiveSource) and source.journal is None:
         # Setting changes and probe results (this run's and others') come with the frames.
         source.journal = JournalPart(StateDir(state_dir))

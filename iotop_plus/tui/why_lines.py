@@ -45,7 +45,11 @@ def verdict_facts(
     with the device's earlier rates from ``timeline``."""
     if frame is None:
         return []
-    return [("why", diagnose(frame, device, recent_rates(device, frame, timeline)).line())]
+    facts = [("why", diagnose(frame, device, recent_rates(device, frame, timeline)).line())]
+    throttles = frame.throttles
+    if frame.cgroups is None and throttles is not None and throttles.problem:
+        facts.append(("why note", throttles.problem))  # the throttle check was too costly
+    return facts
 
 
 WHY_HELP = (
@@ -54,7 +58,7 @@ WHY_HELP = (
     "writing back (a chart mark); at max writers are throttled. Host-wide, not per device.",
     "Device tab, why: the verdict for the selected device, causes ranked by how sure "
     "(high, medium, low), from the frame shown: throttled (a cgroup at >= 90 % of an io.max "
-    "or blkio.throttle limit; needs the Cgroups tab's figures), errors (failed requests "
+    "or blkio.throttle limit; read from the limited cgroups), errors (failed requests "
     "in the interval, or 'device reports media errors': media errors, reallocated or "
     "pending sectors, critical-warning bits or a SMART failure that grew since iotop-plus "
     "started; a lifetime count that did not move is not a cause), saturated (aqu-sz >= "
