@@ -1,0 +1,62 @@
+"""The TUI's frames judge a real v1 throttle with the Cgroups tab closed (#24 gap 2): fio in
+a blkio cgroup limited to 50 read IOPS on a loop device; the frames carry no cgroups, only
+the throttle check's limited cgroups, and the verdict names the limit."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.diagnosis import diagnose
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.throttle_watch import ThrottleSource
+from tests.e2e.test_who_issuers_real import BLKIO_V1, blkio_cgroup, fio_in_cgroup
+from tests.e2e.test_why_real import RIOPS, need_root
+from tests.support.wait import holds_within
+
+pytestmark = [pytest.mark.root, pytest.mark.slow]
+
+
+def test_the_tuis_frames_name_a_v1_throttle_without_reading_every_cgroup(
+    make_loop, fio_bin: str
+) -> None:
+    need_root()
+    dev = make_loop(64)
+    devno = Path(f"/sys/block/{dev}/dev").read_text().strip()
+    source = ThrottleSource(Roots())
+    with blkio_cgroup("throttle-check") as cgroup:
+        where = BLKIO_V1 / cgroup.lstrip("/")
+        (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
+        fio = fio_in_cgroup(dev, cgroup, 30)
+        frames: list[Frame] = [source.next_frame()]
+
+        def named() -> bool:
+            if time.monotonic() - frames[-1].monotonic < 1.0:  # a frame a second, as the TUI
+                return False
+            frames.append(source.next_frame())
+            causes = diagnose(frames[-1], dev).as_json()
+            return any(c["cause"] == "throttled" for c in causes)
+
+        try:
+            assert holds_within(named, 20), diagnose(frames[-1], dev).line()
+        finally:
+            fio.kill()
+            fio.wait()
+            source.close()
+    frame = frames[-1]
+    assert frame.cgroups is None and frame.throttles is not None
+    part = frame.throttles.part
+    assert part is not None and cgroup in part.sample.cgroups
+    # Only limited cgroups are read each frame, never the whole tree.
+    assert all(s.limits is not None and s.limits.max for s in part.sample.cgroups.values())
+    [cause] = [c for c in diagnose(frame, dev).as_json() if c["cause"] == "throttled"]
+    evidence = cause["evidence"]
+    assert (evidence["cgroup"], evidence["limit"], evidence["limit_value"]) == (
+        cgroup,
+        "riops",
+        RIOPS,
+    )
+    assert evidence["source"] == "blkio.throttle" and evidence["used_pct"] >= 90
