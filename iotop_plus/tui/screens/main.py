@@ -1,7 +1,7 @@
 """The one coordinating screen: header, device table, charts and the side panel.
 
 Wide terminals show the table over the charts, with the side panel on the right. Narrow ones
-(80x24 over SSH) show one of them at a time, chosen with the view tabs or the keys 1, 2, 3.
+(80x24 over SSH) show one of them at a time (:mod:`iotop_plus.tui.screens.main_views`).
 
 How the side panel works:
 
@@ -38,7 +38,7 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Input, Tab, TabbedContent, TabPane, Tabs
 
-from iotop_plus.config import MAX_INTERVAL, MIN_INTERVAL, Config
+from iotop_plus.config import Config
 from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
@@ -53,9 +53,10 @@ from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.main_charts import ChartWindow
 from iotop_plus.tui.screens.main_history import HistoryActions
-from iotop_plus.tui.screens.main_keys import MAIN_KEYS
-from iotop_plus.tui.screens.main_panels import PANEL_KEYS, PANEL_PALETTE, PanelActions
-from iotop_plus.tui.screens.main_table import TableActions
+from iotop_plus.tui.screens.main_keys import MAIN_KEYS, step_interval
+from iotop_plus.tui.screens.main_panels import PANEL_KEYS, PANEL_PALETTE, PanelKeys
+from iotop_plus.tui.screens.main_table import TableKeys
+from iotop_plus.tui.screens.main_views import ScreenViews
 from iotop_plus.tui.screens.refusals import Refusals
 from iotop_plus.tui.screens.side_panels import (
     DEFERRED_TABS,
@@ -83,26 +84,14 @@ if TYPE_CHECKING:
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
-INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
-"""What ``+`` and ``-`` step through (seconds)."""
-
-NARROW_WIDTH = 110
-"""Below this many columns the table, charts and panel become tabs of their own."""
-NARROW_HEIGHT = 30
-"""Below this many lines, too."""
-WIDE_WIDTH = 150
-"""From this width the side panel takes a share of it, not its 42 columns."""
-
 CHART_SETTLE_S = 0.15
 """The charts and the settings follow a new selection after the cursor has rested this long."""
 
 PROBLEM_SHOWN_S = 5.0
 """A sampling problem stays in the header at least this long, so it can be read."""
 
-VIEWS = ("view-table", "view-charts", "view-panel")
 
-
-class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
+class MainScreen(HistoryActions, Screen[None]):
     """Coordinates the widgets: frames come down from the app, selections go up as messages."""
 
     KEYS = (*PANEL_KEYS, *MAIN_KEYS)
@@ -181,6 +170,12 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
             self.refusals,
         )
         """The deferred side-panel tabs' panels."""
+        self.views = ScreenViews(self)
+        """The views shown for the screen's size (narrow: one at a time)."""
+        self.table_keys = TableKeys(self, self.feed.want_latency)
+        """The table's keys (``/`` Esc ``a`` ``c`` ``<`` ``>`` ``r``) and the device keys act on."""
+        self.panel_keys = PanelKeys(self, self.panels, self.table_keys)
+        """The side-panel tabs' keys from anywhere, and ``R`` ``S`` ``u`` ``U`` ``X``."""
 
     def validate_interval(self, seconds: float) -> float:
         return clamp_interval(seconds)
@@ -232,29 +227,25 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
     def on_mount(self) -> None:
         self.add_class("view-table")
         self.query_one(LatencyView).display = False
-        self._apply_size(self.size.width, self.size.height)
+        self.views.fit(self.size.width, self.size.height)
         table = self.query_one(DeviceTable)
         table.focus()
         if table.column_set == LATENCY_SET:  # column_set = "latency" in the config
-            self.show_latency_view(True)
+            self.table_keys.show_latency_view(True)
 
     def on_resize(self, event: object) -> None:
         size = getattr(event, "size", self.size)
-        self._apply_size(size.width, size.height)
-
-    def _apply_size(self, width: int, height: int) -> None:
-        self.set_class(width < NARROW_WIDTH or height < NARROW_HEIGHT, "narrow")
-        self.set_class(width >= WIDE_WIDTH, "wide")  # the side panel takes a share (app.tcss)
+        self.views.fit(size.width, size.height)
 
     @property
     def narrow(self) -> bool:
         """Whether one view at a time is shown."""
-        return self.has_class("narrow")
+        return self.views.narrow
 
     @property
     def view(self) -> str:
         """The view shown in narrow mode."""
-        return next((v for v in VIEWS if self.has_class(v)), "view-table")
+        return self.views.view
 
     # ---- frames from the app -------------------------------------------------------------
 
@@ -383,25 +374,6 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         """Make ``name`` the device the charts and panels are about."""
         self.selected_device = name
 
-    def device_to_act_on(self) -> str | None:
-        """The device under the table's cursor, for R, S, d and X.
-
-        The table tells the screen with a message, which a key typed in the same burst can
-        overtake (Down then R): the table's own selection is the one shown, so catch up first.
-        """
-        table = self.query_one(DeviceTable)
-        if table.selected != self.selected_device:
-            self.select_device(table.selected)
-        return self.selected_device
-
-    def device_or_say(self) -> str | None:
-        """The device to act on; None, and "no device selected" said, when there is none
-        (a filter that matches nothing)."""
-        name = self.device_to_act_on()
-        if name is None:
-            self.notify("no device selected", severity="warning", timeout=4)
-        return name
-
     def watch_selected_device(self, name: str | None) -> None:
         if not self.is_mounted:
             return
@@ -511,23 +483,11 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
         else:
             self.paused = not self.paused
 
-    def set_interval_s(self, seconds: float) -> None:
-        """Change the interval of every view (clamped to 0.25..10 s)."""
-        self.interval = seconds
-
     # ---- tuning, probes and experiments (the side-panel tabs) -----------------------------
 
     def action_panel_tab(self, tab_id: str) -> None:
         """Show one side-panel tab (on narrow screens, the panel view too)."""
-        if self.narrow:
-            self.action_view("view-panel")
-        side = self.query_one("#side-panel", TabbedContent)
-        focused = self.focused
-        if side.active != tab_id and focused is not None and side in focused.ancestors:
-            # Else Textual moves the focus to a widget of the tab being hidden (an open filter
-            # box), and focusing it switches that tab back.
-            self.set_focus(None)
-        side.active = tab_id
+        self.panel_keys.show_tab(tab_id)
 
     def on_settings_panel_changed(self, _message: SettingsPanel.Changed) -> None:
         """A setting changed: its mark comes with the next frame (the journal part reads the
@@ -540,20 +500,18 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
 
     def action_faster(self) -> None:
         """Sample more often."""
-        shorter = [s for s in INTERVAL_STEPS if s < self.interval - 1e-9]
-        self.set_interval_s(shorter[-1] if shorter else MIN_INTERVAL)
+        self.interval = step_interval(self.interval, -1)
 
     def action_slower(self) -> None:
         """Sample less often."""
-        longer = [s for s in INTERVAL_STEPS if s > self.interval + 1e-9]
-        self.set_interval_s(longer[0] if longer else MAX_INTERVAL)
+        self.interval = step_interval(self.interval, 1)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         # "/" is text in a focused text box (the filter itself, a probe's target path).
         if action == "filter" and isinstance(self.focused, Input):
             return False
         if action.startswith("panel_"):
-            return self.check_panel_action(action, parameters)
+            return self.panel_keys.check(action, parameters)
         return self.check_history_action(action)
 
     @on(Input.Changed, "#filter")
@@ -570,25 +528,54 @@ class MainScreen(PanelActions, HistoryActions, TableActions, Screen[None]):
 
     def action_view(self, view: str) -> None:
         """In narrow mode, show one of: the table, the charts, the side panel."""
-        for v in VIEWS:
-            self.set_class(v == view, v)
-        tabs = self.query_one("#view-tabs", Tabs)
-        if tabs.active != view:
-            tabs.active = view
-        # At once (focus() waits a turn; "/" focuses the filter box next). Charts: no focus,
-        # else a shown filter box took it and the keys typed next, q included, as filter text.
-        if view == "view-table":
-            self.set_focus(self.query_one(DeviceTable))
-        elif view == "view-panel":
-            self.set_focus(self.query_one("#side-panel", TabbedContent).query_one(Tabs))
-        else:
-            self.set_focus(None)
+        self.views.show(view)
         self.call_after_refresh(self.draw_charts, True, self._now())
 
     @on(Tabs.TabActivated, "#view-tabs")
     def on_view_tab(self, event: Tabs.TabActivated) -> None:
         if event.tab.id and not self.has_class(event.tab.id):
             self.action_view(event.tab.id)
+
+    # ---- keys run by the collaborators (Textual looks an action up on the screen) ---------
+
+    def action_filter(self) -> None:
+        self.table_keys.open_filter()
+
+    def action_clear_filter(self) -> None:
+        self.table_keys.clear_filter()
+
+    def finish_filter(self, value: str) -> None:
+        self.table_keys.finish_filter(value)  # Enter in the filter box (FilterInput)
+
+    def action_toggle_all(self) -> None:
+        self.table_keys.toggle_all()
+
+    def action_cycle_columns(self) -> None:
+        self.table_keys.cycle_columns()
+
+    def action_sort(self, step: int) -> None:
+        self.table_keys.sort(step)
+
+    def action_reverse_sort(self) -> None:
+        self.table_keys.reverse_sort()
+
+    async def action_panel_key(self, tab: str, action: str) -> None:
+        await self.panel_keys.run(tab, action)
+
+    async def action_panel_command(self, tab: str, action: str) -> None:
+        await self.panel_keys.command(tab, action)
+
+    async def action_tune(self, setting: str) -> None:
+        await self.panel_keys.tune(setting)
+
+    async def action_undo_setting(self) -> None:
+        await self.panel_keys.undo_setting()
+
+    async def action_revert_settings(self) -> None:
+        await self.panel_keys.revert_settings()
+
+    def action_experiment(self) -> None:
+        self.panel_keys.experiment()
 
     def commands(self) -> Iterable[tuple[str, str, str]]:
         """(title, help, action) of every screen action, for the command palette."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
 from iotop_plus.sampling.figures import figure
 from iotop_plus.tui.keys import (
     TUNE_READ_AHEAD,
@@ -241,3 +242,16 @@ MAIN_KEYS: tuple[Command, ...] = (
     ),
 )
 """Every key of the main screen, in the order the help lists them."""
+
+
+INTERVAL_STEPS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0)
+"""What ``+`` and ``-`` step through (seconds)."""
+
+
+def step_interval(seconds: float, step: int) -> float:
+    """The interval after ``+`` (``step`` -1: the next shorter one) or ``-`` (1: longer)."""
+    if step < 0:
+        shorter = [s for s in INTERVAL_STEPS if s < seconds - 1e-9]
+        return shorter[-1] if shorter else MIN_INTERVAL
+    longer = [s for s in INTERVAL_STEPS if s > seconds + 1e-9]
+    return longer[0] if longer else MAX_INTERVAL

@@ -11,23 +11,35 @@ Enter starting a probe while the cursor is in the device table would start fio b
 The palette lists every panel action (:data:`PANEL_PALETTE` adds those on Enter, Esc and the
 arrows); choosing one shows its tab first. The screen's own keys that act through a panel
 (``R`` ``S`` ``u`` ``U`` on the Tune panel, ``X`` with the Probe panel's history) are here too.
+
+:class:`PanelKeys` runs them: a collaborator the main screen owns, given the screen as a
+:class:`PanelView`, the side panels and the table's keys (the device a key acts on). The
+screen keeps a one-line ``action_*`` for each, as Textual looks actions up on the screen.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from textual.widgets import TabbedContent
 
 from iotop_plus.tui.keys import Command, panel_key
+from iotop_plus.tui.screens.main_table import TableKeys
+from iotop_plus.tui.screens.side_panels import SidePanels
 
 if TYPE_CHECKING:
-    from iotop_plus.tui.screens.main import MainScreen
+    from textual.app import App
+    from textual.widget import Widget
+
+    from iotop_plus.tui.widgets.probe_panel import ProbePanel
+    from iotop_plus.tui.widgets.settings_panel import SettingsPanel
 
 TUNE = "tab-tune"
 PROCESSES = "tab-processes"
 CGROUPS = "tab-cgroups"
 PROBE = "tab-probe"
+
+W = TypeVar("W", bound="Widget")
 
 PANEL_KEYS: tuple[Command, ...] = (
     panel_key(
@@ -219,78 +231,131 @@ PANEL_PALETTE: tuple[Command, ...] = (
 bound on the screen; the palette lists them."""
 
 
-class PanelActions:
-    """Runs a side-panel tab's command from the screen (mixed into the main screen)."""
+class PanelView(Protocol):
+    """What the side-panel keys need of the main screen."""
+
+    focused: Widget | None
+    """The widget with the keyboard."""
 
     @property
-    def _screen(self) -> MainScreen:
-        return cast("MainScreen", self)
+    def app(self) -> App[object]:
+        """The app (experiments are screens of their own)."""
+
+    @property
+    def narrow(self) -> bool:
+        """Whether one view at a time is shown."""
+
+    @property
+    def view(self) -> str:
+        """The view shown in narrow mode."""
+
+    def action_view(self, view: str) -> None:
+        """In narrow mode, show one of the views."""
+
+    def set_focus(self, widget: Widget | None) -> None:
+        """Focus ``widget`` at once (or nothing)."""
+
+    def query_one(self, selector: str, expect_type: type[W]) -> W:
+        """The screen's widget ``selector``."""
+
+    async def panel_ready(self, tab_id: str) -> None:
+        """Mount the panel of ``tab_id`` if it is not yet (it learns the selection)."""
+
+
+class PanelKeys:
+    """Runs a side-panel tab's command from anywhere on the main screen.
+
+    Args:
+        view: The main screen: its side panel's tabs and views.
+        panels: The deferred tabs' panels, with the tuner, the probe runner factory and the
+            refusals (a replay, read-only) they were built with.
+        devices: The device a key acts on (the table's cursor).
+    """
+
+    def __init__(self, view: PanelView, panels: SidePanels, devices: TableKeys) -> None:
+        self.view = view
+        self.panels = panels
+        self.devices = devices
+
+    @property
+    def side(self) -> TabbedContent:
+        """The side panel's tabs."""
+        return self.view.query_one("#side-panel", TabbedContent)
 
     def tab_shown(self, tab: str) -> bool:
         """Whether side-panel tab ``tab`` is on screen (on narrow screens: the panel view)."""
-        main = self._screen
-        if main.narrow and main.view != "view-panel":
+        if self.view.narrow and self.view.view != "view-panel":
             return False
-        return main.query_one("#side-panel", TabbedContent).active == tab
+        return self.side.active == tab
 
-    def check_panel_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+    def check(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """A panel key acts (and shows in the footer) only while its tab is shown."""
         if action == "panel_key":
             return bool(parameters) and self.tab_shown(str(parameters[0]))
         return True
 
-    async def action_panel_key(self, tab: str, action: str) -> None:
+    def show_tab(self, tab_id: str) -> None:
+        """Show one side-panel tab (on narrow screens, the panel view too)."""
+        view = self.view
+        if view.narrow:
+            view.action_view("view-panel")
+        side = self.side
+        focused = view.focused
+        if side.active != tab_id and focused is not None and side in focused.ancestors:
+            # Else Textual moves the focus to a widget of the tab being hidden (an open filter
+            # box), and focusing it switches that tab back.
+            view.set_focus(None)
+        side.active = tab_id
+
+    async def run(self, tab: str, action: str) -> None:
         """Run the shown panel's ``action`` (its key pressed anywhere on the screen: ``d``
         probes the selected device). The panels first learn of a selection the table has not
-        yet reported (see ``device_to_act_on``)."""
-        main = self._screen
-        main.device_to_act_on()
-        if main.refusals.refused(f"{tab}:{action}"):
+        yet reported (see :meth:`TableKeys.device_to_act_on`)."""
+        self.devices.device_to_act_on()
+        if self.panels.refusals.refused(f"{tab}:{action}"):
             return
-        await main.panel_ready(tab)
-        await main.panel(tab).run_action(action)
+        await self.view.panel_ready(tab)
+        await self.panels.panel(tab).run_action(action)
 
-    async def action_panel_command(self, tab: str, action: str) -> None:
+    async def command(self, tab: str, action: str) -> None:
         """From the palette: show ``tab``, then run its panel's ``action``."""
-        main = self._screen
-        if main.refusals.refused(f"{tab}:{action}"):
+        if self.panels.refusals.refused(f"{tab}:{action}"):
             return
-        main.action_panel_tab(tab)
-        await main.panel_ready(tab)
-        await main.panel(tab).run_action(action)
+        self.show_tab(tab)
+        await self.view.panel_ready(tab)
+        await self.panels.panel(tab).run_action(action)
 
-    async def action_tune(self, setting: str) -> None:
+    async def _tune_panel(self) -> SettingsPanel:
+        await self.view.panel_ready(TUNE)
+        return cast("SettingsPanel", self.panels.panel(TUNE))
+
+    async def tune(self, setting: str) -> None:
         """Edit a queue setting of the selected device from anywhere (R, S)."""
-        main = self._screen
-        if main.refusals.refused("tune") or main.device_or_say() is None:
+        if self.panels.refusals.refused("tune") or self.devices.device_or_say() is None:
             return
-        main.action_panel_tab(TUNE)
-        await main.panel_ready(TUNE)
-        main.settings_panel.action_edit(setting)
+        self.show_tab(TUNE)
+        (await self._tune_panel()).action_edit(setting)
 
-    async def action_undo_setting(self) -> None:
+    async def undo_setting(self) -> None:
         """Undo the last setting change (u)."""
-        main = self._screen
-        if main.refusals.refused("undo_setting"):
-            return
-        await main.panel_ready(TUNE)
-        main.settings_panel.action_undo()
+        if not self.panels.refusals.refused("undo_setting"):
+            (await self._tune_panel()).action_undo()
 
-    async def action_revert_settings(self) -> None:
+    async def revert_settings(self) -> None:
         """Put back every setting changed in this run (U)."""
-        main = self._screen
-        if main.refusals.refused("revert_settings"):
-            return
-        await main.panel_ready(TUNE)
-        main.settings_panel.action_revert_all()
+        if not self.panels.refusals.refused("revert_settings"):
+            (await self._tune_panel()).action_revert_all()
 
-    def action_experiment(self) -> None:
+    def experiment(self) -> None:
         """Queue-depth sweep or A/B of a setting on the selected device (X)."""
-        main = self._screen
-        device = None if main.refusals.refused("experiment") else main.device_or_say()
+        refused = self.panels.refusals.refused("experiment")
+        device = None if refused else self.devices.device_or_say()
         if device is None:
             return
         from iotop_plus.tui.screens.experiments import open_experiment
 
-        history = main.probe_panel.history
-        open_experiment(main.app, main.tuner, main.runner_factory(), device, history=history)
+        panels = self.panels
+        history = cast("ProbePanel", panels.panel(PROBE)).history
+        open_experiment(
+            self.view.app, panels.tuner, panels.runner_factory(), device, history=history
+        )

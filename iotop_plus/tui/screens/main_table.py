@@ -1,96 +1,177 @@
 """The main screen's device-table keys: the name filter, all devices, column sets, sorting.
 
-A mixin of :class:`~iotop_plus.tui.screens.main.MainScreen` (the filter box's ``Changed``
-handler stays there: Textual collects ``@on`` handlers from the screen class itself).
+:class:`TableKeys` is a collaborator the main screen owns. It is given what it needs: the
+screen as a :class:`TableView` (its widgets by id, its views, its selection, the frame shown)
+and the feed's switch for the tracer's latency. Textual looks actions up on the screen, so
+the screen keeps a one-line ``action_*`` for each key; the filter box's ``Changed`` handler
+stays there too (Textual collects ``@on`` handlers from the screen class itself).
+
+It also says which device a key acts on: the one under the table's cursor
+(:meth:`TableKeys.device_to_act_on`), which the side-panel keys ask for too.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
-
-from textual.widgets import Input
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from iotop_plus.tui.widgets.device_table import DeviceTable
+from iotop_plus.tui.widgets.filter_input import FilterInput
 from iotop_plus.tui.widgets.latency_view import LatencyView
 from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
-    from iotop_plus.tui.screens.main import MainScreen
+    from textual.notifications import SeverityLevel
+    from textual.widget import Widget
+
+    from iotop_plus.sampling.frame import Frame
+
+W = TypeVar("W", bound="Widget")
 
 
-class TableActions:
-    """The device-table actions of the main screen (mixed into it)."""
+class TableView(Protocol):
+    """What the table's keys need of the main screen."""
+
+    selected_device: str | None
+    """The device the charts and panels are about."""
+    shown_frame: Frame | None
+    """The frame on screen."""
 
     @property
-    def _main(self) -> MainScreen:
-        return cast("MainScreen", self)
+    def narrow(self) -> bool:
+        """Whether one view at a time is shown."""
 
-    def action_filter(self) -> None:
+    def action_view(self, view: str) -> None:
+        """In narrow mode, show one of the views."""
+
+    def select_device(self, name: str | None) -> None:
+        """Make ``name`` the device the charts and panels are about."""
+
+    def set_focus(self, widget: Widget | None) -> None:
+        """Focus ``widget`` at once (or nothing)."""
+
+    def query_one(self, selector: str, expect_type: type[W]) -> W:
+        """The screen's widget ``selector``."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Say one line."""
+
+
+class TableKeys:
+    """The device table's keys on the main screen, and the device a key acts on.
+
+    Args:
+        view: The main screen: its table, filter box and latency view, its selection.
+        want_latency: Asks the frames for the tracer's latency figures (or no longer).
+    """
+
+    def __init__(self, view: TableView, want_latency: Callable[[bool], object]) -> None:
+        self.view = view
+        self.want_latency = want_latency
+
+    @property
+    def table(self) -> DeviceTable:
+        """The device table."""
+        return self.view.query_one("#table", DeviceTable)
+
+    @property
+    def box(self) -> FilterInput:
+        """The name filter's text box."""
+        return self.view.query_one("#filter", FilterInput)
+
+    def open_filter(self) -> None:
         """Show the name filter and focus it."""
-        if self._main.narrow:
-            self._main.action_view("view-table")
-        box = self._main.query_one("#filter", Input)
+        if self.view.narrow:
+            self.view.action_view("view-table")
+        box = self.box
         box.add_class("shown")
         # At once, not box.focus() (which waits a turn of the message queue): the name typed
         # right after "/" may already be queued, and would go to the table's keys.
-        self._main.set_focus(box)
+        self.view.set_focus(box)
 
-    def action_clear_filter(self) -> None:
+    def clear_filter(self) -> None:
         """Drop the filter."""
-        box = self._main.query_one("#filter", Input)
+        box = self.box
         box.value = ""
         box.remove_class("shown")
-        self._main.query_one(DeviceTable).set_filter("")
-        self._main.query_one(DeviceTable).focus()
+        table = self.table
+        table.set_filter("")
+        table.focus()
 
     def finish_filter(self, value: str) -> None:
         """Enter in the filter, handled in turn with the keys typed before it (see
         :class:`FilterInput`): apply the box's text, then select the device named exactly,
         else the first match in the current sort order, else nothing."""
-        box = self._main.query_one("#filter", Input)
         text = value.strip()
         if not text:
-            box.remove_class("shown")
-        table = self._main.query_one(DeviceTable)
+            self.box.remove_class("shown")
+        table = self.table
         table.pick(text)
         # At once, not when the table's DeviceSelected arrives: a key typed right after
         # Enter (R, S, d, X in the same burst) must act on this device.
-        self._main.select_device(table.selected)
-        self._main.set_focus(table)  # at once: the key typed next is the table's
+        self.view.select_device(table.selected)
+        self.view.set_focus(table)  # at once: the key typed next is the table's
 
-    def action_toggle_all(self) -> None:
+    def toggle_all(self) -> None:
         """Switch between the default device selection and all devices."""
-        table = self._main.query_one(DeviceTable)
+        table = self.table
         table.toggle_all()
-        self._main.notify(
+        self.view.notify(
             "showing all devices" if table.show_all else "showing used whole disks",
             timeout=2,
         )
 
-    def action_cycle_columns(self) -> None:
+    def cycle_columns(self) -> None:
         """Next column set."""
-        name = self._main.query_one(DeviceTable).cycle_columns()
-        self._main.notify(f"columns: {name}", timeout=2)
+        name = self.table.cycle_columns()
+        self.view.notify(f"columns: {name}", timeout=2)
         self.show_latency_view(name == LATENCY_SET)
 
     def show_latency_view(self, on: bool) -> None:
         """Show (or hide) the latency view; the tracer runs only while it is shown."""
-        view = self._main.query_one(LatencyView)
-        if view.display == on:
+        latency = self.view.query_one("#latency-view", LatencyView)
+        if latency.display == on:
             return
-        view.display = on
-        self._main.feed.want_latency(on)
+        latency.display = on
+        self.want_latency(on)
         if on:
-            view.show_latency(
-                None if self._main.shown_frame is None else self._main.shown_frame.latency,
-                self._main.selected_device,
+            shown = self.view.shown_frame
+            latency.show_latency(
+                None if shown is None else shown.latency, self.view.selected_device
             )
 
-    def action_sort(self, step: int) -> None:
+    def sort(self, step: int) -> None:
         """Sort by the previous or next column."""
-        title = self._main.query_one(DeviceTable).move_sort(step)
-        self._main.notify(f"sorted by {title}", timeout=2)
+        title = self.table.move_sort(step)
+        self.view.notify(f"sorted by {title}", timeout=2)
 
-    def action_reverse_sort(self) -> None:
+    def reverse_sort(self) -> None:
         """Reverse the sort order."""
-        self._main.query_one(DeviceTable).reverse_sort()
+        self.table.reverse_sort()
+
+    def device_to_act_on(self) -> str | None:
+        """The device under the table's cursor, for R, S, d and X.
+
+        The table tells the screen with a message, which a key typed in the same burst can
+        overtake (Down then R): the table's own selection is the one shown, so catch up first.
+        """
+        selected = self.table.selected
+        if selected != self.view.selected_device:
+            self.view.select_device(selected)
+        return self.view.selected_device
+
+    def device_or_say(self) -> str | None:
+        """The device to act on; None, and "no device selected" said, when there is none
+        (a filter that matches nothing)."""
+        name = self.device_to_act_on()
+        if name is None:
+            self.view.notify("no device selected", severity="warning", timeout=4)
+        return name
