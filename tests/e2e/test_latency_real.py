@@ -517,7 +517,7 @@ def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tm
     done = subprocess.run(
         [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
          "probe", "randread", "-t", f"/dev/{dev}",
-         "-r", "2", "-q", "-f", "json", "-s", "iodepth=1", "-s", "ioengine=psync"],
+         "-r", "2", "-q", "-f", "json", "-s", "iodepth=1", "-s", "ioengine=psync", "--trace"],
         capture_output=True, text=True, timeout=120, cwd=REPO, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -52,7 +52,7 @@ def _ext4(dev: str, mnt: Path) -> Iterator[Path]:
 def _probe_cli(state: Path, target: str, *extra: str, fmt: str = "json") -> list[str]:
     return [
         sys.executable, "-m", "iotop_plus", "--state-dir", str(state), "probe", "wal",
-        "-t", target, "-r", str(RUNTIME_S), "--format", fmt, *extra,
+        "-t", target, "-r", str(RUNTIME_S), "--format", fmt, "--trace", *extra,
     ]  # fmt: skip
 
 
@@ -197,7 +197,8 @@ def test_a_traced_sweep_while_another_reader_hits_the_device_names_the_reader(
     try:
         done = subprocess.run(
             [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"), "sweep",
-             "--target", f"/dev/{dev}", "--max-qd", "1", "--step-runtime", "2", "--quiet"],
+             "--target", f"/dev/{dev}", "--max-qd", "1", "--step-runtime", "2", "--quiet",
+             "--trace"],
             capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
     finally:
