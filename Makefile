@@ -69,8 +69,11 @@ test: lint typecheck pytest
 
 # No lint, no mypy, no root, no slow: what the unit and Pilot tests say, on two workers
 # (worksteal: an idle worker takes tests from the busy one, so a long test does not end alone).
+# The hypothesis profile `fast` (tests/conftest.py) runs a fifth of the property examples and
+# seeded fuzz cases (tests/support/budget.py), from a fixed seed; `make test` runs them all.
 test-fast: $(STAMP)
-	$(BIN)/pytest -q -n 2 --dist worksteal --timeout=60 -m "not slow and not root" tests/unit tests/tui
+	$(BIN)/pytest -q -n 2 --dist worksteal --timeout=60 --hypothesis-profile fast \
+		-m "not slow and not root" tests/unit tests/tui
 
 # PNG copies need rsvg-convert (librsvg2-bin); without it the script writes SVG only.
 screenshots: $(STAMP)

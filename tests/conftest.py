@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
@@ -61,6 +63,12 @@ Marked ``serial``, they run alone after the others (Makefile)."""
 SERIAL_FIXTURES = frozenset({"delayacct_off"})
 """Fixtures that switch host-wide state: a test taking one is ``serial`` too."""
 
+settings.register_profile("fast", max_examples=20, derandomize=True, database=None)
+"""``make test-fast``'s profile (``--hypothesis-profile fast``): a fifth of the examples
+(tests/support/budget.py scales the explicit counts the same way), drawn from a fixed seed
+so the fast lane gives the same cases on every run. ``make test`` keeps the default profile:
+the full counts, random draws and the example database."""
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests :data:`SERIAL` names and the :data:`SERIAL_FIXTURES` users ``serial``."""
@@ -82,6 +90,25 @@ def fixture_roots() -> Callable[[str], Roots]:
         return Roots(proc=base / "proc", sys=base / "sys")
 
     return make
+
+
+@pytest.fixture
+def mem_path(tmp_path: Path) -> Iterator[Path]:
+    """A fresh directory in memory (under /dev/shm when it is there), removed after the test:
+    for fixture trees of thousands of files, whose creation and (for files the product holds
+    open) final close cost ~1 ms each on the disk's file system under load. Falls back to
+    ``tmp_path``."""
+    import tempfile
+
+    shm = Path("/dev/shm")
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    path = Path(tempfile.mkdtemp(prefix="iotop-plus-test-", dir=shm))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

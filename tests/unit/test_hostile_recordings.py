@@ -25,11 +25,13 @@ import pytest
 from iotop_plus.cli import main
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import open_timeline
+from tests.support.budget import examples
 from tests.support.hostile_recordings import build, mutate, parse, write_small_recording
 
 REPO = Path(__file__).resolve().parents[2]
 SEED = 2211
-CASES = 300
+CASES = examples(300)
+"""300 in ``make test``; ``make test-fast`` runs the first 60 of the same seeded sequence."""
 
 
 @pytest.fixture(scope="module")

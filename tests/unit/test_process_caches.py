@@ -20,8 +20,8 @@ from tests.unit.test_processes import IO_TEXT, FakeProc, at, run_top, stat_line
 
 
 @pytest.fixture
-def fake(tmp_path: Path) -> FakeProc:
-    return FakeProc(tmp_path)
+def fake(mem_path: Path) -> FakeProc:
+    return FakeProc(mem_path)
 
 
 def open_fds() -> int:
