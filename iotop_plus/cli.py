@@ -322,9 +322,9 @@ def _discard_stdout() -> None:
 def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     # The first frame is read while Textual loads (~0.3-0.5 s of imports), so the first
     # screen already has figures over that time.
-    from iotop_plus.sampling.frame import LiveSource
+    from iotop_plus.sampling.throttle_watch import ThrottleSource
 
-    source = LiveSource(roots)
+    source = ThrottleSource(roots)  # the Device tab's verdict checks throttling (cheaply)
     if args.tui_devices:
         # Named devices are checked before the screen starts: a typo is a usage error.
         from iotop_plus.commands.snapshot import resolve_devices

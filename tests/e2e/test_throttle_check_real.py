@@ -4,7 +4,10 @@ the throttle check's limited cgroups, and the verdict names the limit."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -13,8 +16,10 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.diagnosis import diagnose
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.throttle_watch import ThrottleSource
+from tests.e2e.test_tui_tmux import console_script, wait_for_table
 from tests.e2e.test_who_issuers_real import BLKIO_V1, blkio_cgroup, fio_in_cgroup
 from tests.e2e.test_why_real import RIOPS, need_root
+from tests.support.tmux import TmuxSession, tmux_available
 from tests.support.wait import holds_within
 
 pytestmark = [pytest.mark.root, pytest.mark.slow]
@@ -60,3 +65,43 @@ def test_the_tuis_frames_name_a_v1_throttle_without_reading_every_cgroup(
         RIOPS,
     )
     assert evidence["source"] == "blkio.throttle" and evidence["used_pct"] >= 90
+
+
+@pytest.fixture
+def tmux() -> Iterator[TmuxSession]:
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    with TmuxSession(120, 36) as session:
+        yield session
+
+
+def test_the_device_tab_names_the_throttle_in_the_real_console_script(
+    make_loop, fio_bin: str, tmux: TmuxSession
+) -> None:
+    """As a user sees it: the TUI started as ``iotop-plus DEV``, the Cgroups tab never
+    opened, and the Device tab's why line names the cgroup's limit (it listed throttled as
+    unchecked before, and the console script did not use the check at first)."""
+    need_root()
+    dev = make_loop(64)
+    devno = Path(f"/sys/block/{dev}/dev").read_text().strip()
+    state = tempfile.mkdtemp(prefix="iotop-plus-test-state-")
+    with blkio_cgroup("throttle-tui") as cgroup:
+        where = BLKIO_V1 / cgroup.lstrip("/")
+        (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
+        fio = fio_in_cgroup(dev, cgroup, 40)
+        try:
+            tmux.launch([console_script(), "--state-dir", state, "--interval", "1", dev])
+            wait_for_table(tmux)
+            screen = tmux.wait_until(
+                lambda s: "why            throttled by" in s and "riops 50" in s,
+                30,
+                what="the why line",
+            )
+        finally:
+            tmux.send_keys("q")
+            fio.kill()
+            fio.wait()
+    # The side panel wraps the cgroup's path; its name and the limit's source are there.
+    assert f"/iotop-plus-test-{os.getpid()}" in screen and cgroup.startswith("/iotop-plus-test-")
+    assert "blkio.throttle limit" in screen and "[high]" in screen
