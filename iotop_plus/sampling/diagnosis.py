@@ -199,6 +199,11 @@ def _grown_text(key: str, was: int, now: int) -> str:
     return f"{_GROWN_WORDS.get(key, key)} {was}→{now}"
 
 
+def growth_text(grown: Mapping[str, tuple[int, int]]) -> str:
+    """``media errors 7→9, pending 0→8``: the error figures that grew since the start."""
+    return ", ".join(_grown_text(k, *v) for k, v in grown.items())
+
+
 def _errors(frame: Frame, device: str) -> list[Cause]:
     health = frame.health
     assert health is not None
@@ -212,8 +217,7 @@ def _errors(frame: Frame, device: str) -> list[Cause]:
         for key, (was, now) in grown.items():
             evidence[key] = now
             evidence[f"{key}_at_start"] = was
-        shown = ", ".join(_grown_text(k, *v) for k, v in grown.items())
-        parts.append(f"device reports media errors: {shown} since start")
+        parts.append(f"device reports media errors: {growth_text(grown)} since start")
     return [Cause("errors", evidence, "high" if new else "medium", "; ".join(parts))]
 
 

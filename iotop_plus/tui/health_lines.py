@@ -3,6 +3,7 @@ from the frame's health part (#26). Pure text: the widgets show it."""
 
 from __future__ import annotations
 
+from iotop_plus.sampling.diagnosis import growth_text
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.health import DeviceHealth
 from iotop_plus.sampling.health_part import NOT_READ_YET
@@ -87,6 +88,9 @@ def health_facts(name: str, frame: Frame | None) -> list[tuple[str, str]]:
         )
         if reading.reason:
             facts.append(("health note", reading.reason))
+        grown = health.grown.get(name)
+        if grown:  # what the verdict's "device reports media errors" rests on
+            facts.append(("health grew", f"{growth_text(grown)} since start"))
     if health.io_errors is not None:
         count = health.io_errors.get(name, 0)
         facts.append(("I/O errors", f"{count:,} since start ({health.io_error_source})"))

@@ -4,6 +4,7 @@ since this process started; a lifetime count that did not move is not a cause.""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import stat
 import time
@@ -115,3 +116,19 @@ def test_failed_requests_and_grown_figures_make_one_errors_cause() -> None:
     assert errors["text"] == (
         "2 failed I/O requests; device reports media errors: pending 0→8 since start"
     )
+
+
+def test_the_device_tab_says_which_figures_grew_under_the_health_line() -> None:
+    from iotop_plus.sampling.health import DeviceHealth
+    from iotop_plus.tui.health_lines import health_facts
+
+    health = HealthFrame(
+        MappingProxyType({"sda": DeviceHealth("smartctl", passed=True, media_errors=9)}),
+        MappingProxyType({"sda": 30.0}),
+        None,
+        grown=MappingProxyType({"sda": MappingProxyType({"media_errors": (7, 9)})}),
+    )
+    facts = health_facts("sda", frame(rates(reads=200), **everything(health=health)))
+    assert ("health grew", "media errors 7→9 since start") in facts
+    quiet = dataclasses.replace(health, grown=MappingProxyType({}))
+    assert all(k != "health grew" for k, _ in health_facts("sda", frame(None, health=quiet)))
