@@ -15,6 +15,7 @@ then steps the first frames itself. Tests about the clock itself keep the real o
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -121,3 +122,25 @@ async def step_until(
             return
         await next_frames(pilot, thread, lambda: thread.frames)
     assert condition(), f"{what} not met within {frames} frames"
+
+
+async def step_awaiting(
+    pilot: Pilot[Any],
+    thread: SamplerThread,
+    condition: Callable[[], object],
+    what: str = "the condition",
+    timeout: float = 15.0,
+    pace: float = 0.1,
+) -> None:
+    """For a condition on something that runs in real time (a tracer, a writer process, a
+    device being attached): step ``thread``'s clock one frame every ``pace`` s of wall time,
+    so the outside world moves on between frames, until ``condition()`` holds; fail naming
+    ``what`` after ``timeout`` s. Frames still come only when stepped."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not met within {timeout} s of stepped frames")
+        await next_frames(pilot, thread, lambda: thread.frames, timeout=timeout)
+        if not condition():
+            await pilot.pause(pace)
+    await pilot.pause()

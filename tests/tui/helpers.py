@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 from textual import events
@@ -14,7 +15,16 @@ from iotop_plus.tui.widgets.device_table import DeviceTable
 from tests.support.frames import next_frames, stepped
 from tests.support.wait import wait_for
 
-__all__ = ["burst", "row_line", "started", "step", "table", "table_lines", "wait_for"]
+__all__ = [
+    "burst",
+    "row_line",
+    "started",
+    "step",
+    "step_to",
+    "table",
+    "table_lines",
+    "wait_for",
+]
 
 
 CHARACTERS = {"slash": "/", "minus": "-", "plus": "+", "space": " "}
@@ -63,9 +73,29 @@ async def started(pilot: Pilot[int], app: IotopPlusApp, ticks: int = 2) -> None:
     await asyncio.sleep(0)
 
 
-async def step(pilot: Pilot[int], app: IotopPlusApp, frames: int = 1) -> None:
+async def step(
+    pilot: Pilot[int], app: IotopPlusApp, frames: int = 1, timeout: float = 10.0
+) -> None:
     """On a stepped clock (the ``step_clock`` fixture): let exactly ``frames`` more frames
-    come, and wait until the app has received them."""
+    come, and wait (up to ``timeout`` s) until the app has received them."""
     thread = app.sampler_thread
     assert thread is not None and stepped(thread) is not None, "take the step_clock fixture"
-    await next_frames(pilot, thread, lambda: app.frames_received, frames)
+    await next_frames(pilot, thread, lambda: app.frames_received, frames, timeout)
+
+
+async def step_to(
+    pilot: Pilot[int],
+    app: IotopPlusApp,
+    condition: Callable[[], object],
+    what: str = "the condition",
+    frames: int = 20,
+    timeout: float = 10.0,
+) -> None:
+    """On a stepped clock: let frames come one at a time, each received by the app (within
+    ``timeout`` s), until ``condition()`` holds; fail naming ``what`` after ``frames`` frames."""
+    for _ in range(frames):
+        if condition():
+            await pilot.pause()
+            return
+        await step(pilot, app, timeout=timeout)
+    assert condition(), f"{what} not met within {frames} frames"

@@ -20,7 +20,7 @@ from iotop_plus.sampling.rates import compute_rates
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from tests.tui.canned import HOST_ROOTS, START, CannedSampler, canned_app
-from tests.tui.helpers import started, wait_for
+from tests.tui.helpers import started, step, step_to, wait_for
 
 CHART_IDS = ("chart-iops", "chart-throughput", "chart-await", "chart-queue", "chart-util")
 DOT = re.compile("[\u2801-\u28ff]")  # a braille cell with at least one dot
@@ -90,7 +90,7 @@ async def test_a_fresh_start_draws_its_few_points_at_the_right_not_stretched() -
     app = canned_app(Config(interval=0.25), with_history=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
-        await wait_for(pilot, lambda: len(app.history.get("dm-0") or ()) >= 3)
+        await step_to(pilot, app, lambda: len(app.history.get("dm-0") or ()) >= 3, "3 points")
         await pilot.pause()
         dots = plot_dots(chart_lines(app, "chart-util"))
         assert dots
@@ -151,8 +151,7 @@ async def test_mark_labels_and_lines_stay_inside_their_charts_and_legends_stay_r
         for t in (START - 119, START - 60, START):
             app.history.mark(Mark(t, "read_ahead_kb 128→16", None))
         draws = charts.draws
-        await wait_for(pilot, lambda: charts.draws >= draws + 2)
-        await pilot.pause()
+        await step_to(pilot, app, lambda: charts.draws >= draws + 2, "two draws")
         legends = {
             "chart-iops": ("r/s", "w/s"),
             "chart-await": ("r(_await)?", "w(_await)?"),
@@ -186,17 +185,14 @@ async def test_charts_draw_the_history_at_once_and_every_tick_with_the_table() -
         # The 120 s of history before the start are drawn with the first frames (under load
         # the very first draw can come before the device is selected: wait for the dots). A
         # few live points could not span the width: the history is what fills it.
-        await wait_for(pilot, lambda: bool(plot_dots(chart_lines(app, "chart-iops"))), timeout=5)
+        await step_to(pilot, app, lambda: bool(plot_dots(chart_lines(app, "chart-iops"))), "dots")
         dots = plot_dots(chart_lines(app, "chart-iops"))
         assert min(x for _, x in dots) <= 0.05 and max(x for _, x in dots) >= 0.95
         for _ in range(4):
             ticks, draws = app.frames_received, charts.draws
-
-            def one_more(t: int = ticks) -> bool:
-                return app.frames_received > t
-
-            await wait_for(pilot, one_more, timeout=5)
+            await step(pilot, app)
             await pilot.pause()
+            assert app.frames_received == ticks + 1
             # Every frame shown in the table is a point on the charts, drawn with it.
             assert charts.draws >= draws + 1
             assert app.main_screen.shown_frame is not None

@@ -21,6 +21,7 @@ from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.tui.widgets.process_panel import ProcessPanel
+from tests.support.frames import step_awaiting
 from tests.tui.test_process_panel import WRITER, FeedApp, wait_for
 
 pytestmark = pytest.mark.root
@@ -70,12 +71,15 @@ async def test_a_process_started_before_D_reads_n_a_and_a_later_one_a_figure(
         app = Host(tuner)
         async with app.run_test(size=(110, 30)) as pilot:
             panel = app.panel
-            await wait_for(pilot, lambda: io_cell(panel, before.pid) == "off", "IO% off")
+            await step_awaiting(
+                pilot, app.clock, lambda: io_cell(panel, before.pid) == "off", "IO% off"
+            )
             await pilot.press("D")
             await wait_for(pilot, lambda: delayacct_off.read_text().strip() == "1", "the switch")
             after = writer(tmp_path / "iotop-plus-after.dat")
-            await wait_for(
+            await step_awaiting(
                 pilot,
+                app.clock,
                 lambda: (
                     io_cell(panel, before.pid) == "n/a"
                     and (figure(io_cell(panel, after.pid)) or 0.0) > 0.0

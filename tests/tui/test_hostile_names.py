@@ -25,7 +25,7 @@ from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.support.frames import StepClock
 from tests.tui import host_tree
-from tests.tui.helpers import started, step, table, table_lines, wait_for
+from tests.tui.helpers import started, step, step_to, table, table_lines, wait_for
 
 DISK = "sd[bold]q\x1b[31m"
 """A disk whose kernel name holds markup and an escape (a directory name can hold both)."""
@@ -160,17 +160,18 @@ async def test_a_process_named_with_markup_shows_in_the_processes_tab(
         await app.main_screen.run_action("panel_tab('tab-processes')")
         panel = app.main_screen.process_panel
         await wait_for(pilot, lambda: panel.is_mounted and bool(panel.query("ProcessList")))
-        await wait_for(
-            pilot, lambda: renamed.pid in [r.pid for r in panel.process_list.rows], timeout=15
+        await step_to(
+            pilot, app, lambda: renamed.pid in [r.pid for r in panel.process_list.rows], "its row"
         )
         panel.process_list.focus()
         await pilot.pause()
         await pilot.press("f", "left_square_bracket", "slash", "right_square_bracket", "x")
         await pilot.press("enter")
-        await wait_for(
+        await step_to(
             pilot,
+            app,
             lambda: [r.pid for r in panel.process_list.rows] == [renamed.pid],
-            timeout=5,
+            "it alone",
         )
         status = shown(panel.query_one("#process-status", Static))
         assert "filter '[/]x'" in status

@@ -24,6 +24,7 @@ from iotop_plus.sampling.latency_hist import (
 )
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.latency_view import LatencyView
+from tests.support.frames import step_awaiting
 from tests.tui.helpers import started, table, wait_for
 
 
@@ -54,13 +55,15 @@ async def test_latency_columns_start_and_stop_the_tracer(make_loop) -> None:
         assert [c.title for c in t.columns][2:6] == ["r_p50", "r_p99", "r_p99.9", "r_max"]
         view = app.main_screen.query_one(LatencyView)
         assert view.display
-        await wait_for(pilot, lambda: len(tracers()) == 1, timeout=15)
+        thread = app.sampler_thread
+        assert thread is not None
+        await step_awaiting(pilot, thread, lambda: len(tracers()) == 1, timeout=15)
 
         def tracing() -> bool:
             latest = app.feed.latest_frame
             return bool(latest and latest.latency and latest.latency.has_figures)
 
-        await wait_for(pilot, tracing, timeout=15)
+        await step_awaiting(pilot, thread, tracing, timeout=15)
         # reads on the loop device, then its percentiles in the table
         subprocess.run(
             ["dd", f"if=/dev/{dev}", "of=/dev/null", "bs=4k", "count=2000", "iflag=direct"],
@@ -74,16 +77,16 @@ async def test_latency_columns_start_and_stop_the_tracer(make_loop) -> None:
             lat = latest.latency if latest else None
             return bool(lat and lat.state == RUNNING and dev in lat.devices)
 
-        await wait_for(pilot, shown, timeout=15)
+        await step_awaiting(pilot, thread, shown, timeout=15)
         await pilot.pause()
         text = str(view.render())
         assert "latency" in text and "time in queue" in text, text
         await pilot.press("c")  # back to basic: the tracer stops
         await pilot.pause()
         assert not view.display
-        await wait_for(pilot, lambda: tracers() == [], timeout=10)
+        await step_awaiting(pilot, thread, lambda: tracers() == [], timeout=10)
         await pilot.press("c", "c")  # and latency again: a new tracer
-        await wait_for(pilot, lambda: len(tracers()) == 1, timeout=15)
+        await step_awaiting(pilot, thread, lambda: len(tracers()) == 1, timeout=15)
         await pilot.press("q")
     assert tracers() == []
 

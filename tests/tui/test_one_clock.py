@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import PROCESSES, LiveSource
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.header import HostHeader
-from tests.tui.helpers import started, wait_for
+from tests.support.frames import step_until
+from tests.tui.helpers import started, step, wait_for
 
 
 async def test_space_freezes_the_processes_view_too() -> None:
@@ -20,21 +23,27 @@ async def test_space_freezes_the_processes_view_too() -> None:
         await started(pilot, app)
         await pilot.press("p")
         panel = app.main_screen.process_panel
-        await wait_for(pilot, lambda: panel.last is not None and bool(panel.last.rates))
+        thread = app.sampler_thread
+        assert thread is not None
+        await step_until(
+            pilot, thread, lambda: panel.last is not None and bool(panel.last.rates), "rates"
+        )
         assert isinstance(app.source, LiveSource) and app.source.wants(PROCESSES)
         await pilot.press("space")
         assert app.main_screen.paused and "PAUSED" in app.main_screen.query_one(HostHeader).text
         frozen_rows, frozen_table = panel.last, app.main_screen.shown_frame
         ticks = app.frames_received
-        await wait_for(pilot, lambda: app.frames_received >= ticks + 3)  # sampling goes on
+        await step(pilot, app, 3)  # sampling goes on
+        assert app.frames_received == ticks + 3
         assert panel.last is frozen_rows, "the Processes tab moved while paused"
         assert app.main_screen.shown_frame is frozen_table
         assert app.latest_frame is not None and app.latest_frame.processes is not None
         await pilot.press("space")
         assert not app.main_screen.paused
-        await wait_for(pilot, lambda: panel.last is not frozen_rows)
+        await step_until(pilot, thread, lambda: panel.last is not frozen_rows, "a new view")
 
 
+@pytest.mark.real_clock("the pace of the views is measured in wall-clock gaps between frames")
 async def test_plus_and_minus_set_the_pace_of_every_view() -> None:
     app = make_app(Roots(), Config(interval=1.0))
     async with app.run_test(size=(160, 40)) as pilot:

@@ -104,11 +104,12 @@ async def test_writer_shows_up_and_o_keeps_only_processes_doing_io(
     app = Host()
     async with app.run_test(size=(110, 30)) as pilot:
         panel = app.panel
-        await wait_for(pilot, lambda: writer.pid in pids(panel), "the writer's row")
+        await step_until(pilot, app.clock, lambda: writer.pid in pids(panel), "the writer's row")
         everything = len(panel.process_list.rows)
         await pilot.press("o")
-        await wait_for(
+        await step_until(
             pilot,
+            app.clock,
             lambda: len(panel.process_list.rows) < everything and writer.pid in pids(panel),
             "only active rows",
         )
@@ -125,7 +126,7 @@ async def test_sort_keys_move_between_columns_and_invert(
     app = Host()
     async with app.run_test(size=(110, 30)) as pilot:
         panel = app.panel
-        await wait_for(pilot, lambda: writer.pid in pids(panel), "rows")
+        await step_until(pilot, app.clock, lambda: writer.pid in pids(panel), "rows")
         await pilot.press("right")  # total -> pid
         await wait_for(pilot, lambda: panel.process_list.sort == "pid", "the sort on PID")
         assert pids(panel) == sorted(pids(panel))
@@ -143,17 +144,19 @@ async def test_filter_by_name_then_details_show_threads_and_the_open_file(
     app = Host()
     async with app.run_test(size=(110, 40)) as pilot:
         panel = app.panel
-        await wait_for(pilot, lambda: writer.pid in pids(panel), "rows")
+        await step_until(pilot, app.clock, lambda: writer.pid in pids(panel), "rows")
         # The pytest run's own directory makes the name unique: another test run on the same
         # host (CI, a second checkout) has writers of the same name.
         unique = f"{tmp_path.parent.name}/{tmp_path.name}/iotop-plus-panel-writer"
         await pilot.press("f")
         await pilot.press(*unique)
         await pilot.press("enter")
-        await wait_for(pilot, lambda: pids(panel) == [writer.pid], "the filtered row")
+        await step_until(pilot, app.clock, lambda: pids(panel) == [writer.pid], "the filtered row")
         assert f"filter '{unique}'" in panel.status_text()
         await pilot.press("enter")  # details of the selected process
-        await wait_for(pilot, lambda: "Open files" in panel.detail_text(), "the details")
+        await step_until(
+            pilot, app.clock, lambda: "Open files" in panel.detail_text(), "the details"
+        )
         text = panel.detail_text()
         assert f"PID {writer.pid}" in text
         assert str(tmp_path / "iotop-plus-panel-writer.dat") in text
@@ -161,7 +164,7 @@ async def test_filter_by_name_then_details_show_threads_and_the_open_file(
         await pilot.press("escape")  # closes the details
         assert panel.detail_pid is None
         await pilot.press("f", "escape")  # opens, then clears the filter
-        await wait_for(pilot, lambda: len(pids(panel)) > 1, "all rows again")
+        await step_until(pilot, app.clock, lambda: len(pids(panel)) > 1, "all rows again")
         assert panel.filter_text == ""
 
 
@@ -169,7 +172,7 @@ async def test_totals_mode_counts_bytes_since_start(writer: subprocess.Popen[byt
     app = Host()
     async with app.run_test(size=(110, 30)) as pilot:
         panel = app.panel
-        await wait_for(pilot, lambda: writer.pid in pids(panel), "rows")
+        await step_until(pilot, app.clock, lambda: writer.pid in pids(panel), "rows")
         await pilot.press("t")
         assert "WAIT" in panel.process_list.header_text(110)
 
@@ -178,7 +181,9 @@ async def test_totals_mode_counts_bytes_since_start(writer: subprocess.Popen[byt
             return row.write or 0.0 if row else 0.0
 
         first = writer_total()
-        await wait_for(pilot, lambda: writer_total() > first + 65536, "growing totals")
+        await step_until(
+            pilot, app.clock, lambda: writer_total() > first + 65536, "growing totals", 200
+        )
         assert "totals since start" in panel.status_text()
 
 
@@ -194,15 +199,18 @@ async def test_delayacct_off_is_explained_and_D_turns_it_on_as_root() -> None:
         app = Host()
         async with app.run_test(size=(110, 30)) as pilot:
             panel = app.panel
-            await wait_for(pilot, lambda: bool(panel.process_list.rows), "rows")
+            await step_until(pilot, app.clock, lambda: bool(panel.process_list.rows), "rows")
             assert "IO% off: delay accounting is off" in panel.status_text()
             assert panel.process_list.io_off
             line = panel.process_list.render_line(1).text
             assert " off " in line  # the IO% cell says off, not 0.0
             await pilot.press("D")  # through the tuner, in a worker (#22 item 4)
             await wait_for(pilot, lambda: path.read_text().strip() == "1", "the switch on")
-            await wait_for(
-                pilot, lambda: "IO% off" not in panel.status_text(), "the explanation to go"
+            await step_until(
+                pilot,
+                app.clock,
+                lambda: "IO% off" not in panel.status_text(),
+                "the explanation to go",
             )
             assert not panel.process_list.io_off
             await pilot.press("D")
@@ -246,7 +254,7 @@ async def test_a_narrow_panel_drops_columns_but_keeps_the_command() -> None:
     app = Host()
     async with app.run_test(size=(50, 20)) as pilot:
         panel = app.panel
-        await wait_for(pilot, lambda: bool(panel.process_list.rows), "rows")
+        await step_until(pilot, app.clock, lambda: bool(panel.process_list.rows), "rows")
         assert panel.process_list.size.width <= 50
         header = panel.process_list.render_line(0).text  # what the narrow panel shows
         assert "COMMAND" in header and "RCHAR" not in header and "READ" in header
@@ -261,11 +269,12 @@ async def test_an_unreadable_proc_root_is_a_status_line_not_a_crash(tmp_path: Pa
     app = Broken(Roots(proc=tmp_path / "no-such-proc", sys=tmp_path))
     async with app.run_test(size=(80, 20)) as pilot:
         panel = app.query_one(ProcessPanel)
-        await wait_for(pilot, lambda: panel.error is not None, "the error")
+        await step_until(pilot, app.clock, lambda: panel.error is not None, "the error")
         assert "sampling error: cannot read" in panel.status_text()
         assert "No such file" in (panel.error or "")
         frames = app.clock.frames
-        await wait_for(pilot, lambda: app.clock.frames >= frames + 2, "frames to go on")
+        await next_frames(pilot, app.clock, lambda: app.clock.frames, 2)  # frames go on
+        assert app.clock.frames == frames + 2 and panel.error is not None
 
 
 async def test_in_a_tab_it_samples_only_while_its_tab_is_shown(step_clock: StepClock) -> None:

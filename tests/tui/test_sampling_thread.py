@@ -7,13 +7,17 @@ import threading
 import time
 from collections.abc import Iterable
 
+import pytest
+
 from iotop_plus.config import Config
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.sampler import Sample
 from iotop_plus.tui.app import make_app
+from iotop_plus.tui.screens.main import PROBLEM_SHOWN_S
 from iotop_plus.tui.widgets.header import HostHeader
+from tests.support.frames import stepped
 from tests.tui.canned import HOST_ROOTS, CannedSampler
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import started, step, wait_for
 
 
 class SlowSampler(CannedSampler):
@@ -52,6 +56,7 @@ class FailingSampler(CannedSampler):
         return super().sample()
 
 
+@pytest.mark.real_clock("reads slower than the interval on the wall clock must not stack")
 async def test_slow_ticks_never_stack_and_inventory_is_read_once() -> None:
     sampler = SlowSampler()
     app = make_app(HOST_ROOTS, Config(interval=0.25), sampler=sampler, host=sampler.host_info())
@@ -67,9 +72,19 @@ async def test_a_failing_tick_is_reported_and_sampling_goes_on() -> None:
     app = make_app(HOST_ROOTS, Config(interval=0.25), sampler=sampler, host=sampler.host_info())
     async with app.run_test(size=(120, 36)) as pilot:
         header = app.main_screen.query_one(HostHeader)
+        await started(pilot, app)  # the first two reads
+        clock = stepped(app.sampler_thread)
+        assert clock is not None
+        await wait_for(pilot, clock.release_waiter, "the thread waiting for its third read")
         await wait_for(pilot, lambda: "sampling failed" in header.text)
+        shown_at = time.monotonic()
         assert "Input/output error" in header.text
         ticks = app.frames_received
-        await wait_for(pilot, lambda: app.frames_received >= ticks + 2)
-        # The note stays a few seconds, then good ticks clear it.
-        await wait_for(pilot, lambda: "sampling failed" not in header.text)
+        await step(pilot, app, 2)  # sampling goes on
+        assert app.frames_received == ticks + 2
+        # The note stays PROBLEM_SHOWN_S (the screen's wall time), then a good frame clears it.
+        await wait_for(
+            pilot, lambda: time.monotonic() - shown_at >= PROBLEM_SHOWN_S, "the note's time"
+        )
+        await step(pilot, app)
+        assert "sampling failed" not in header.text

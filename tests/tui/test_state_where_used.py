@@ -19,7 +19,7 @@ from iotop_plus.tui.screens.main import MainScreen
 from iotop_plus.tui.screens.refusals import READ_ONLY_REFUSAL, REPLAY_REFUSAL, Refusals
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
-from tests.tui.helpers import started, wait_for
+from tests.tui.helpers import started, step_to
 
 TUI = Path(__file__).resolve().parents[2] / "iotop_plus" / "tui"
 BELOW_THE_APP = [
@@ -90,7 +90,7 @@ async def test_space_plus_and_scrubbing_change_the_main_screens_state() -> None:
         assert screen.paused and "PAUSED" in header.text
         await pilot.press("space")
         assert not screen.paused and screen.scrub_at is None
-        await wait_for(pilot, lambda: app.frames_received >= 3)
+        await step_to(pilot, app, lambda: app.frames_received >= 3, "a third frame")
         await pilot.press("left_square_bracket")
         shown = screen.shown_frame
         assert shown is not None and screen.scrub_at == shown.wall_time
