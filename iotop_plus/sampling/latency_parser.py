@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from iotop_plus.sampling.latency_hist import Histogram, OpLatency, PidIO, bucket_index
-from iotop_plus.sampling.latency_program import FLUSH_WRITE
+from iotop_plus.sampling.latency_program import DP_SHIFT, DP_UNIT_BITS, FLUSH_WRITE
 
 
 def op_of(rwbs: str) -> str | None:
@@ -100,7 +100,9 @@ class TracerParser:
     ``dev,rwbs,exp,sub`` (``@h``), ``dev,rwbs`` (``@ds``, ``@dm``, ``@qs``, ``@qn``),
     ``dev,exp,sub`` (``@fh``), ``dev`` (``@fs``, ``@fm``) and ``dev,pid,comm`` (``@who``;
     a comm may itself hold commas). An attributing program adds the pid as the last key of
-    ``@h``, ``@ds`` and ``@dm``, and prints ``@b`` (``dev,rwbs,pid``: sectors completed),
+    ``@h`` and ``@dm``, and prints ``@dp`` (``dev,rwbs,pid``: device time and sectors in one
+    sum, see :data:`~iotop_plus.sampling.latency_program.DP_SHIFT`) where older ones printed
+    ``@ds`` with the pid and ``@b`` (``dev,rwbs,pid``: sectors completed),
     ``@ic`` (``pid,cgroup,comm``: who submitted in the tick) and ``@wb`` (``MAJ:MIN``: the
     flusher's work per bdi). ``rwbs`` is the string or the number of its first two bytes
     (:func:`rwbs_of`).
@@ -170,6 +172,9 @@ class TracerParser:
         if name in ("@ic", "@b", "@wb"):
             self._attribution_map(name, values)
             return
+        if name == "@dp":
+            self._packed_map(values)
+            return
         if name not in ("@h", "@ds", "@dm", "@qs", "@qn"):
             return
         by_pid = 5 if name == "@h" else 3  # the key length when the last key is the pid
@@ -212,6 +217,25 @@ class TracerParser:
                 raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
             if op is not None:
                 mine.sectors[op] = mine.sectors.get(op, 0) + value
+
+    def _packed_map(self, values: Mapping[str, object]) -> None:
+        """``@dp`` (``dev,rwbs,pid``): device time (in units of ``2**DP_UNIT_BITS`` ns) in the
+        low :data:`DP_SHIFT` bits of each sum, sectors above them."""
+        for key, value in values.items():
+            if not isinstance(value, int):
+                continue
+            try:
+                dev, rwbs, pid = key.split(",")
+                op = op_of(rwbs_of(rwbs))
+                if op is None:
+                    continue
+                mine = self._pids.setdefault((int(dev), int(pid)), _PidAcc())
+            except ValueError:
+                raise ValueError(f"bad @dp key from the tracer: {key[:80]!r}") from None
+            sum_ns = (value & ((1 << DP_SHIFT) - 1)) << DP_UNIT_BITS
+            self._acc.setdefault((int(dev), op), _OpAcc()).sum_ns += sum_ns
+            mine.ops.setdefault(op, _OpAcc()).sum_ns += sum_ns
+            mine.sectors[op] = mine.sectors.get(op, 0) + (value >> DP_SHIFT)
 
     def _error_map(self, values: Mapping[str, object]) -> None:
         """``@err``: failed requests keyed ``dev,error`` (the negative errno)."""

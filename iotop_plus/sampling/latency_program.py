@@ -43,6 +43,13 @@ _NS_MASK = (1 << (64 - _PID_BITS)) - 1
 """An attributing tracer's stamp is ``(nsecs mod 2**42) << 22 | pid``: device times are
 taken modulo 2**42 ns (73 minutes), so any shorter one comes out right across the wrap."""
 
+DP_UNIT_BITS = 8
+"""An attributing tracer sums device time in units of 256 ns (rounded to the nearest)..."""
+DP_SHIFT = 36
+"""...in the low 36 bits of ``@dp``, and sectors above them: 2**36 units are 4.8 hours of
+device time and 2**28 sectors 128 GiB, per device, operation, pid and tick (at most 250 ms
+apart), far above any device's."""
+
 FLUSH_WRITE = "flush+write"
 """The operation of writes that carry a preflush or FUA (a filesystem's journal commits, the
 empty write each fsync of a raw device sends), timed from submission to the end of the
@@ -96,9 +103,10 @@ def tracer_program(
     with ``issuers`` too, the pid waits in ``@ow`` instead), and the submitter's v2 cgroup id
     and comm go to ``@ic[pid, cgroup, comm]`` once per pid and tick (``@id`` says who was
     seen). At completion the device-time maps gain the pid as their last key
-    (``@h[dev, op, exp, sub, pid]``, ``@ds``/``@dm[dev, op, pid]``) and the sectors go to
-    ``@b[dev, op, pid]``; pid 0: no submission seen (a flush the kernel made, or a request
-    in flight when the tracer started). With ``writeback`` too,
+    (``@h[dev, op, exp, sub, pid]``, ``@dm[dev, op, pid]``), and one sum,
+    ``@dp[dev, op, pid]``, holds both the device time and the sectors (:data:`DP_SHIFT`:
+    one map operation fewer per request than a sum of each); pid 0: no submission seen (a
+    flush the kernel made, or a request in flight when the tracer started). With ``writeback`` too,
     ``writeback:writeback_start`` counts the flusher's work per bdi (``@wb["MAJ:MIN"]``).
 
     ``rwbs_at`` (:func:`rwbs_offsets`): where each tracepoint's ``rwbs`` field sits, so
@@ -186,15 +194,15 @@ def tracer_program(
             "    $p = @ow[args->dev, args->sector];",
             "    if ($p) { delete(@ow[args->dev, args->sector]); }",
         ]
+    packed_sum = (
+        f"(($v + {1 << (DP_UNIT_BITS - 1)}) >> {DP_UNIT_BITS}) | (args->nr_sector << {DP_SHIFT})"
+    )
     lines += [
         f"    @h[args->dev, {op}, $e, $s{by}] = {_count(sample)};",
-        f"    @ds[args->dev, {op}{by}] = sum({_times('$v', sample)});",
+        f"    @dp[args->dev, {op}{by}] = sum({_times(packed_sum, sample)});"
+        if attribution
+        else f"    @ds[args->dev, {op}] = sum({_times('$v', sample)});",
         f"    @dm[args->dev, {op}{by}] = max($v);",
-        *(
-            [f"    @b[args->dev, {op}, $p] = sum({_times('args->nr_sector', sample)});"]
-            if attribution
-            else []
-        ),
         "  }",
         "}",
     ]
@@ -205,12 +213,12 @@ def tracer_program(
     lines.append(f"interval:ms:{int(tick_ms)} {{")
     maps = [
         "@h",
-        "@ds",
+        "@dp" if attribution else "@ds",
         "@dm",
         *(["@err"] if errors else []),
         *(["@qs", "@qn"] if queue else []),
         *(["@who", "@fh", "@fs", "@fm"] if issuers else []),
-        *(["@ic", "@b"] if attribution else []),
+        *(["@ic"] if attribution else []),
         *(["@wb"] if attribution and writeback else []),
     ]
     lines += [f"  print({m}); clear({m});" for m in maps]
