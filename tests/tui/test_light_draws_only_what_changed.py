@@ -188,3 +188,26 @@ async def test_a_chart_repaints_only_the_lines_that_changed(
         lines = [region for call in painted for region in call]
         assert lines and all(getattr(r, "height", 0) == 1 for r in lines)  # line by line
         assert len(lines) < height - 2  # not the legend and the x axis
+
+
+def test_a_fact_that_did_not_change_is_not_wrapped_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    from iotop_plus.tui.widgets.device_panel import facts_text
+
+    console = Console(width=39)
+    wraps: list[str] = []
+    original = Text.wrap
+
+    def counting(self: Text, *args: object, **kwargs: object) -> object:
+        wraps.append(self.plain)
+        return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Text, "wrap", counting)
+    first = facts_text(FACTS, 39, console)
+    wraps.clear()
+    moved = [*FACTS[:2], ("memory", "dirty 19.9M (bg 2.2G, max 4.5G)  writeback 0")]
+    second = facts_text(moved, 39, console)
+    assert wraps == [moved[2][1]]  # only the memory line is wrapped again
+    assert second.plain.splitlines()[:-2] == first.plain.splitlines()[:-2]

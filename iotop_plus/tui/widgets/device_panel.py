@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 from rich.cells import cell_len
@@ -90,14 +91,20 @@ def facts_text(facts: Sequence[tuple[str, str]], width: int, console: Console) -
     value_w = min(widest, max(1, width - label_w - 1)) if width > 0 else widest
     text = Text(no_wrap=True, overflow="crop")
     for (label, _), value in zip(facts, values, strict=True):
-        lines = Text(value, overflow="fold").wrap(console, value_w)
-        for i, line in enumerate(lines):
+        for i, line in enumerate(_wrapped(value, value_w, console)):
             if text:
                 text.append("\n")
             text.append((label if i == 0 else "").ljust(label_w + 1), "bold")
-            line.pad_right(value_w - line.cell_len)
-            text.append_text(line)
+            text.append(line)
     return text
+
+
+@functools.lru_cache(maxsize=512)
+def _wrapped(value: str, width: int, console: Console) -> tuple[str, ...]:
+    """``value`` wrapped (words, long ones folded) and padded to ``width`` cells: most facts
+    are the same from frame to frame, so each is wrapped once (#25)."""
+    lines = Text(value, overflow="fold").wrap(console, width)
+    return tuple(line.plain + " " * (width - line.cell_len) for line in lines)
 
 
 class _Facts(Static):
