@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -269,17 +267,8 @@ def test_live_process_frames_carry_each_tasks_cgroup() -> None:
     assert mine and mine[0].startswith("/")
 
 
-@pytest.fixture
-def fast_tmp(tmp_path: Path) -> Iterator[Path]:
-    """A temporary directory in memory where there is one (10,000 cgroups are 30,000 files)."""
-    if not Path("/dev/shm").is_dir():
-        yield tmp_path
-        return
-    with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="iotop-plus-test-") as tmp:
-        yield Path(tmp)
-
-
-def test_ten_thousand_cgroups_are_read_ranked_and_laid_out_as_a_tree(fast_tmp: Path) -> None:
+def test_ten_thousand_cgroups_are_read_ranked_and_laid_out_as_a_tree(mem_path: Path) -> None:
+    fast_tmp = mem_path  # in memory (tests/conftest.py): 10,000 cgroups are 30,000 files
     from iotop_plus.sampling.frame import CgroupFrame
     from iotop_plus.tui.cgroup_rows import CgroupView, build_cgroup_rows
     from tests.support.cgroup_trees import bump_io_stat, synthetic_tree
