@@ -46,8 +46,11 @@ def test_slash_loop2_enter_in_one_burst_selects_loop2_not_loop22(
 ) -> None:
     state = tempfile.mkdtemp(prefix="iotop-plus-test-state-")
     with prefix_pair(tmp_path) as (short, long):
+        # Named, so the rows fit however many devices the host has; the last one is neither
+        # of the pair (the cursor starts there, a row index away from both).
+        last_name = max(p.name for p in Path("/sys/block").iterdir() if p.name not in (short, long))
         launched = tmux.launch(
-            [console_script(), "--state-dir", state, "--all", "--interval", "0.5"]
+            [console_script(), "--state-dir", state, "--interval", "0.5", short, long, last_name]
         )
         wait_for_table(tmux)
         # Rates on screen: the starting device (the busiest) is chosen by then.
