@@ -101,6 +101,15 @@ __all__ = [
     "tracer_program",
 ]
 
+BUSY_IOPS = 20_000
+"""A frame tracer whose devices complete this many requests a second (over
+:data:`BUSY_FRAMES` frames in a row) starts timing one in :data:`BUSY_SAMPLE`: each request
+costs the device about 1 us of BPF (benchmarks/bench_latency.py), a sampled one about 0.2."""
+BUSY_FRAMES = 3
+BUSY_SAMPLE = 8
+QUIET_FRAMES = 10
+"""...and times every request again after this many frames in a row below a quarter of
+:data:`BUSY_IOPS` (each switch restarts the tracer: hysteresis keeps them rare)."""
 MARK_WAIT_S = 0.05
 """How long a frame waits for the tracer's output after its marker syscall (then: partial)."""
 ALIGN_SLACK_NS = 20_000_000
@@ -146,7 +155,7 @@ class LatencyPart:
         issuers: bool = False,
         only_dev: int | None = None,
         attribution: bool = False,
-        sample: int = 1,
+        sample: int | None = None,
     ) -> None:
         """Args:
         queue: Trace the queue split too (``block_rq_insert``).
@@ -156,11 +165,14 @@ class LatencyPart:
         only_dev: Trace only this kernel dev_t (a probe's device).
         attribution: Charge requests to their issuers (:attr:`LatencyFrame.issuers`).
         sample: Time one request in this many (a power of two, chosen on the sector; the
-            devices' :attr:`DeviceLatency.sampled` says so); 1: every request.
+            devices' :attr:`DeviceLatency.sampled` says so); 1: every request. None (the
+            frames' tracer): every request until the devices are busy (:data:`BUSY_IOPS`).
         """
         self.queue = queue
         self.attribution = attribution
-        self.sample = sample
+        self.adaptive = sample is None
+        self.sample = sample or 1
+        self._busy = self._quiet = 0
         self._make_tracer = make_tracer or (
             lambda: Tracer(
                 queue=queue,
@@ -169,7 +181,7 @@ class LatencyPart:
                 marked=not issuers and marker_present(),  # a probe's tracer: its own ticks
                 errors=not issuers and errors_present(),  # the frames' I/O errors
                 attribution=attribution,
-                sample=sample,
+                sample=self.sample,
             )
         )
         self._check = check
@@ -295,6 +307,8 @@ class LatencyPart:
                 "latency tracer restarted: its map of requests in flight had filled up with "
                 "completions the kernel did not report"
             )
+        elif status is None and self.adaptive and batches:
+            notice = self._adapt(sum(seen.values()), span) or notice
         partial, self._partial = self._partial and not status, False
         return LatencyFrame(
             FAILED if status else RUNNING,
@@ -308,6 +322,31 @@ class LatencyPart:
             writeback=wb,
             errors=tracer_errors(batches, names) if tracer.errors else None,
         )
+
+    def _adapt(self, requests: int, span_s: float) -> str | None:
+        """Switch between timing every request and one in :data:`BUSY_SAMPLE` by the rate
+        of the frame just taken; the notice when it switched."""
+        if span_s <= 0:
+            return None
+        rate = requests / span_s
+        if self.sample == 1:
+            self._busy = self._busy + 1 if rate >= BUSY_IOPS else 0
+            if self._busy < BUSY_FRAMES:
+                return None
+            self.sample = BUSY_SAMPLE
+            said = (
+                f"latency: over {BUSY_IOPS:,} requests/s: timing 1 request in {BUSY_SAMPLE} "
+                "(chosen on the sector: an unbiased sample; counts are scaled)"
+            )
+        else:
+            self._quiet = self._quiet + 1 if rate < BUSY_IOPS / 4 else 0
+            if self._quiet < QUIET_FRAMES:
+                return None
+            self.sample = 1
+            said = "latency: timing every request again"
+        self._busy = self._quiet = 0
+        self._restart()
+        return said
 
     def _restart(self) -> None:
         if self.tracer is not None:

@@ -128,6 +128,8 @@ class LatencyView(Static):
             )
         else:
             text.append("   time in queue -, in device -")
+        if dev is not None and dev.sampled > 1:  # counts below are the sample's
+            text.append(f"   sampled 1 in {dev.sampled}", style="dim")
         now = rows_of(dev.op("read").merged(dev.op("write"))) if dev is not None else []
         now_top = max(now, default=0) or 1
         columns, bar_cells = fit(width, len(str(max(now, default=0))))
