@@ -172,7 +172,7 @@ async def test_a_chart_repaints_only_the_lines_that_changed(
 
         monkeypatch.setattr(Widget, "refresh", spy)
         again = (chart.times, chart.connect, chart.lines, chart.span, chart.marks, chart.end_label)
-        chart.plot(*again)  # the same picture: nothing to paint
+        chart.plot(*again, anchor=chart.end_time)  # the same picture: nothing to paint
         assert painted == []
         first = chart.lines[0]
         spike = [*first.values[:-1], max(first.values) * 0.5]  # the newest point moves
@@ -183,6 +183,7 @@ async def test_a_chart_repaints_only_the_lines_that_changed(
             chart.span,
             chart.marks,
             chart.end_label,
+            anchor=chart.end_time,
         )
         assert painted, "the moved point was not painted"
         lines = [region for call in painted for region in call]

@@ -115,22 +115,54 @@ def columns(cols: Sequence[int], connect: Sequence[bool]) -> list[tuple[int, int
     return runs
 
 
-_RUNS_CACHE: dict[tuple[int, int, float, int], tuple[object, list[tuple[int, int, int, bool]]]] = {}
+_RUNS_CACHE: dict[
+    tuple[int, int, float, int, float | None], tuple[object, list[tuple[int, int, int, bool]]]
+] = {}
+
+COLUMN_RATIO = 1.1
+"""Anchored charts: a dot column's width in seconds is a power of this, at or above what the
+window needs, so it stays the same from frame to frame (see :func:`column_seconds`)."""
+
+
+def column_seconds(span: float, dots_w: int, was: float | None = None) -> float:
+    """The seconds one dot column covers in an anchored chart of ``dots_w`` dot columns over
+    ``span`` seconds: the previous width ``was`` while it still fits (the window may grow by a
+    quarter before it changes), else the smallest power of :data:`COLUMN_RATIO` that fits."""
+    need = span / max(dots_w - 1, 1)
+    if was is not None and need <= was <= need * 1.25:
+        return was
+    return float(COLUMN_RATIO ** math.ceil(math.log(max(need, 1e-9), COLUMN_RATIO) - 1e-9))
+
+
+def anchored_column(stamp: float, end: float, width: float, last: int) -> int:
+    """The dot column of time ``stamp`` in an anchored chart ending at ``end`` (column
+    ``last``): columns hold fixed slices of time (multiples of ``width`` seconds), so a
+    column's points stay in it as the window moves and the picture shifts by whole columns."""
+    return last - (math.floor(end / width) - math.floor(stamp / width))
 
 
 def _runs_for(
-    times: Sequence[float], connect: Sequence[bool], span: float, dots_w: int
+    times: Sequence[float],
+    connect: Sequence[bool],
+    span: float,
+    dots_w: int,
+    anchor: float | None = None,
 ) -> list[tuple[int, int, int, bool]]:
     """The dot-column runs of ``times``; the five charts of a draw share one ``times``, and
-    mostly one width, so the last few results are kept."""
-    key = (id(times), len(times), span, dots_w)
+    mostly one width, so the last few results are kept. With an ``anchor`` (the absolute time
+    of the window's end), ``span`` is the width of a column (:func:`anchored_column`)."""
+    key = (id(times), len(times), span, dots_w, anchor)
     hit = _RUNS_CACHE.get(key)
     if hit is not None and hit[0] is times:
         return hit[1]
     xs = (dots_w - 1) / span
     last = dots_w - 1
-    # times lie in [-span, 0]: only float rounding can step outside, and min/max catch it.
-    cols = [int((span + t) * xs + 0.5) for t in times]
+    if anchor is not None:
+        k_end = math.floor(anchor / span)
+        cols = [last - k_end + math.floor((anchor + t) / span) for t in times]
+    else:
+        # times lie in [-span, 0]: only float rounding can step outside, and min/max catch it.
+        cols = [int((span + t) * xs + 0.5) for t in times]
     if cols and (cols[0] < 0 or cols[-1] > last):
         cols = [min(last, max(0, c)) for c in cols]
     runs = columns(cols, connect)
@@ -200,6 +232,10 @@ class BrailleChart(Widget):
         self.span = 60.0
         self.end_label = "now"
         self.marks: list[tuple[float, str]] = []
+        self.end_time: float | None = None
+        """The absolute time of the window's end, for anchored columns (None: the points are
+        placed by their exact time, and every point moves as the window does)."""
+        self._column_s: tuple[int, float] | None = None
         self.ticks: list[str] = []
         """The y tick labels of the last render, bottom to top (tests read them)."""
         self._strips: list[Strip] = []
@@ -213,10 +249,18 @@ class BrailleChart(Widget):
         span: float,
         marks: Sequence[tuple[float, str]] = (),
         end_label: str = "now",
+        anchor: float | None = None,
     ) -> None:
         """Show ``lines`` over ``times`` (seconds relative to the end, all <= 0) on an x axis
-        from ``-span`` to 0, with ``marks`` (relative time, label)."""
+        from ``-span`` to 0, with ``marks`` (relative time, label).
+
+        With ``anchor``, the absolute time of the end (#25), each dot column holds a fixed
+        slice of time: between two column steps only the newest column changes, so only the
+        lines it touches are painted again; the x axis covers up to a tenth more than
+        ``span`` (see :func:`column_seconds`). Lines with their own ``times`` need no anchor.
+        """
         self.times, self.connect, self.lines = times, connect, list(lines)
+        self.end_time = anchor
         self.span = max(span, 1e-9)
         self.marks = list(marks)
         self.end_label = end_label
@@ -260,14 +304,19 @@ class BrailleChart(Widget):
         label_w = max(cell_len(s) for s in labels)
         plot_w = max(1, width - label_w - 1)
         dots_w, dots_h = plot_w * 2, plot_h * 4
+        span, column = self.span, None
+        if self.end_time is not None:
+            column = column_seconds(span, dots_w, self._column_width(dots_w))
+            self._column_s = (dots_w, column)
+            span = column * (dots_w - 1)
 
         # Legend first, so nothing can cover it.
         out: list[Strip] = [self._legend(axis.unit, width)]
-        cells = self._cells(plot_w, plot_h, dots_w, dots_h, top * axis.divisor)
+        cells = self._cells(plot_w, plot_h, dots_w, dots_h, top * axis.divisor, column)
         mark_cols = [
-            (min(dots_w - 1, max(0, round((self.span + t) / self.span * (dots_w - 1)))) >> 1, s)
+            (min(dots_w - 1, max(0, self._mark_column(t, span, dots_w, column))) >> 1, s)
             for t, s in self.marks
-            if -self.span <= t <= 0
+            if -span <= t <= 0
         ]
         if has_marks_row:
             out.append(self._mark_labels(mark_cols, label_w + 1, plot_w, width))
@@ -286,18 +335,41 @@ class BrailleChart(Widget):
             segs.extend(self._plot_row(cells, row, plot_w, mark_set))
             out.append(Strip(segs).crop(0, width))
         if has_x_row:
-            out.append(self._x_axis(label_w, plot_w, width))
+            out.append(self._x_axis(label_w, plot_w, width, span))
         return [s.extend_cell_length(width) for s in out[:height]]
 
+    def _column_width(self, dots_w: int) -> float | None:
+        """The anchored column width of the last build at this many dot columns."""
+        was = self._column_s
+        return was[1] if was is not None and was[0] == dots_w else None
+
+    def _mark_column(self, t: float, span: float, dots_w: int, column: float | None) -> int:
+        """The dot column of a mark ``t`` seconds before the end."""
+        if column is not None and self.end_time is not None:
+            return anchored_column(self.end_time + t, self.end_time, column, dots_w - 1)
+        return round((span + t) / span * (dots_w - 1))
+
     def _cells(
-        self, plot_w: int, plot_h: int, dots_w: int, dots_h: int, top: float
+        self,
+        plot_w: int,
+        plot_h: int,
+        dots_w: int,
+        dots_h: int,
+        top: float,
+        column: float | None = None,
     ) -> list[tuple[int, Style | None]]:
         """(braille bits, style) per cell; a cell shared by two lines takes the later one's
-        colour."""
+        colour. ``column``: the anchored column width (seconds), if any."""
         cells: list[tuple[int, Style | None]] = [(0, None)] * (plot_w * plot_h)
         if not self.times and all(line.times is None for line in self.lines):
             return cells
-        shared = _runs_for(self.times, self.connect, self.span, dots_w) if self.times else []
+        shared = (
+            _runs_for(self.times, self.connect, column, dots_w, self.end_time)
+            if self.times and column is not None
+            else _runs_for(self.times, self.connect, self.span, dots_w)
+            if self.times
+            else []
+        )
         ys = (dots_h - 1) / top if top > 0 else 0.0
         bottom = dots_h - 1
 
@@ -372,17 +444,17 @@ class BrailleChart(Widget):
                 taken[start + i] = True
         return Strip([Segment(" " * offset), Segment("".join(row), MARK_STYLE)]).crop(0, width)
 
-    def _x_axis(self, label_w: int, plot_w: int, width: int) -> Strip:
-        """``-2m   -1m   now`` under the plot at round seconds."""
+    def _x_axis(self, label_w: int, plot_w: int, width: int, span: float) -> Strip:
+        """``-2m   -1m   now`` under the plot at round seconds (``span``: the axis' seconds)."""
         row = [" "] * plot_w
         end = self.end_label
         row[max(0, plot_w - len(end)) :] = list(end[-plot_w:])
         free_until = plot_w - len(end) - 1
         wanted = max(1, plot_w // 7)
-        step = next((s for s in NICE_SECONDS if self.span / s <= wanted), NICE_SECONDS[-1])
+        step = next((s for s in NICE_SECONDS if span / s <= wanted), NICE_SECONDS[-1])
         k = 1
-        while k * step <= self.span:
-            col = round((self.span - k * step) / self.span * (plot_w - 1)) if plot_w > 1 else 0
+        while k * step <= span:
+            col = round((span - k * step) / span * (plot_w - 1)) if plot_w > 1 else 0
             text = ago(k * step)
             start = col - len(text) // 2
             start = max(0, start)

@@ -205,4 +205,4 @@ class DeviceCharts(Grid):
                 if history is not None and times
                 else []
             )
-            chart.plot(times, connect, lines, span, placed, "0" if at else "now")
+            chart.plot(times, connect, lines, span, placed, "0" if at else "now", anchor=now)
