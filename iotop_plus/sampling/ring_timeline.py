@@ -5,24 +5,32 @@ minutes make at the current interval) are dropped, so memory stays bounded whate
 Frames keep sharing their inventory object (the live source hands out the same one until the
 devices change), and only the top processes by I/O (with their cgroups) and the cgroups that
 did I/O are kept per frame: a busy host has thousands of tasks and idle cgroups, and the
-Processes and Cgroups tabs show the top of their lists anyway.
+Processes and Cgroups tabs show the top of their lists anyway. The disk counters and rates,
+the bulk of a frame, are kept packed (:mod:`~iotop_plus.sampling.packed_frames`) and a frame
+is rebuilt when it is looked up.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from array import array
 from bisect import bisect_right
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
+from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.frame import Frame, ProcessFrame
+from iotop_plus.sampling.packed_frames import PackedFrame, Packer
 
 DEFAULT_MINUTES = 15
 """Minutes of frames kept by default (``history_minutes`` in the config)."""
+
+FLATS_KEPT = 16
+"""Frames whose unpacked counter values are kept (the last appended, the last looked up)."""
 
 TOP_PROCESSES = 20
 """Processes kept per frame, the busiest by I/O over the frame's interval."""
@@ -49,7 +57,13 @@ class RingTimeline:
         self.capacity = self._capacity_for(interval)
         """Frames kept at most: ``minutes`` at the current interval."""
         self._walls: deque[float] = deque()
-        self._frames: deque[Frame] = deque()
+        self._frames: deque[PackedFrame] = deque()
+        self._packer = Packer()
+        # The last frame appended: the base of the next one's differences and rates.
+        self._last: tuple[PackedFrame, array[int], Mapping[str, DiskCounters]] | None = None
+        self._since_key = 0
+        # Flat counter values of a few frames lately unpacked (by the packed frame's id).
+        self._flats: dict[int, tuple[PackedFrame, array[int]]] = {}
 
     def _capacity_for(self, interval: float) -> int:
         return math.ceil(self.minutes * 60.0 / clamp_interval(interval)) + 1
@@ -69,7 +83,7 @@ class RingTimeline:
 
     def frames(self) -> list[Frame]:
         """Every frame kept, oldest first."""
-        return list(self._frames)
+        return self._unpack(0, len(self._frames))
 
     def append(self, frame: Frame) -> None:
         """Keep ``frame`` (stripped to its top processes); drop what is now too old.
@@ -85,13 +99,19 @@ class RingTimeline:
         while self._walls and self._walls[-1] >= wall:
             self._walls.pop()
             self._frames.pop()
+            self._last = None
         self._walls.append(wall)
         kept = strip_processes(frame, self.top_processes)
         if kept.cgroups is not None:
             kept = dataclasses.replace(
                 kept, cgroups=active_cgroup_frame(kept.cgroups, KEPT_CGROUPS)
             )
-        self._frames.append(kept)
+        prev, prev_flat, prev_counters = self._last if self._last else (None, None, None)
+        packed, flat = self._packer.pack(kept, prev, prev_counters, prev_flat, self._since_key)
+        self._since_key = 0 if packed.is_key else self._since_key + 1
+        self._last = (packed, flat, kept.sample.counters)
+        self._remember(packed, flat)
+        self._frames.append(packed)
         self._trim()
 
     def _trim(self) -> None:
@@ -99,7 +119,78 @@ class RingTimeline:
         oldest_kept = newest - self.minutes * 60.0
         while self._frames and (len(self._frames) > self.capacity or self._walls[0] < oldest_kept):
             self._walls.popleft()
-            self._frames.popleft()
+            gone = self._frames.popleft()
+            self._flats.pop(id(gone), None)
+            if self._frames:
+                self._rebase(gone)
+        if not self._frames:
+            self._last = None
+
+    def _rebase(self, gone: PackedFrame) -> None:
+        """The oldest frame kept stands alone: full values, rates of its own."""
+        first = self._frames[0]
+        if first.is_key and first.rates is not None:
+            return
+        gone_flat = self._flat(gone, 0)
+        flat = self._packer.values(first, gone_flat)
+        frame = self._packer.frame(
+            first,
+            self._packer.counters(first, flat),
+            self._packer.counters(gone, gone_flat),
+        )
+        packed, _ = self._packer.pack(frame, None, None, None, 0)
+        self._frames[0] = packed
+        if self._last is not None and self._last[0] is first:
+            self._last = (packed, self._last[1], self._last[2])
+        self._flats[id(packed)] = (packed, flat)
+
+    def _flat(self, packed: PackedFrame, index: int) -> array[int]:
+        """The flat counter values of ``packed``, at ``index`` (or before it, when it moved)."""
+        hit = self._flats.get(id(packed))
+        if hit is not None and hit[0] is packed:
+            return hit[1]
+        if not packed.is_key:
+            while index > 0 and self._frames[index] is not packed:
+                index -= 1
+            base: array[int] | None = self._flat(self._frames[index - 1], index - 1)
+        else:
+            base = None
+        flat = self._packer.values(packed, base)
+        self._remember(packed, flat)
+        return flat
+
+    def _remember(self, packed: PackedFrame, flat: array[int]) -> None:
+        """Keep ``flat`` for a while: the verdict looks back on the last few frames each frame."""
+        if len(self._flats) >= FLATS_KEPT:
+            self._flats.pop(next(iter(self._flats)))
+        self._flats[id(packed)] = (packed, flat)
+
+    def _unpack(self, lo: int, hi: int) -> list[Frame]:
+        """Frames ``lo`` to ``hi - 1`` rebuilt, oldest first."""
+        out: list[Frame] = []
+        prev_counters: Mapping[str, DiskCounters] | None = None
+        base: array[int] | None = None
+        if lo > 0 and lo < hi:
+            before = self._frames[lo - 1]
+            base = self._flat(before, lo - 1)
+            prev_counters = self._packer.counters(before, base)
+        for i in range(lo, hi):
+            packed = self._frames[i]
+            hit = self._flats.get(id(packed))
+            if hit is not None and hit[0] is packed:
+                flat = hit[1]
+            elif base is None or packed.is_key:
+                flat = self._flat(packed, i)
+            else:
+                flat = self._packer.values(packed, base)
+                self._remember(packed, flat)
+            counters = self._packer.counters(packed, flat)
+            out.append(self._packer.frame(packed, counters, prev_counters))
+            base, prev_counters = flat, counters
+        return out
+
+    def _frame(self, index: int) -> Frame:
+        return self._unpack(index, index + 1)[0]
 
     # ---- the Timeline protocol -------------------------------------------------------------
 
@@ -117,20 +208,20 @@ class RingTimeline:
         """The frame at ``wall`` or the last one before it (the first if ``wall`` is earlier)."""
         if not self._frames:
             return None
-        return self._frames[self._index_at(wall)]
+        return self._frame(self._index_at(wall))
 
     def step(self, wall: float, n: int) -> Frame | None:
         """The frame ``n`` samples after or before the one at ``wall``, clamped to the ends."""
         if not self._frames:
             return None
         index = min(len(self._frames) - 1, max(0, self._index_at(wall) + n))
-        return self._frames[index]
+        return self._frame(index)
 
     def window(self, end: float, seconds: float) -> list[Frame]:
         """Frames with ``end - seconds < wall_time <= end``, oldest first."""
         lo = bisect_right(self._walls, end - seconds)
         hi = bisect_right(self._walls, end)
-        return [self._frames[i] for i in range(lo, hi)]
+        return self._unpack(lo, hi)
 
 
 def fill(ring: RingTimeline, frames: Iterable[Frame]) -> RingTimeline:

@@ -58,7 +58,7 @@ async def test_replay_opens_at_the_time_given_and_scrubs_without_a_sampler() -> 
     timeline, frames = recording()
     app = make_replay_app(HOST_ROOTS, timeline, frames[200].wall_time + 0.5)
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: app.main_screen.shown_frame is frames[200])
+        await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[200])
         assert app.sampler_thread is None and app.frames_received == 0
         text = header(app)
         assert "db-replica-03" in text
@@ -66,16 +66,16 @@ async def test_replay_opens_at_the_time_given_and_scrubs_without_a_sampler() -> 
         assert f"REPLAY at {clock_text(frames[200].wall_time, KOLKATA, time.time())}" in text
         assert "IST UTC+05:30" in text  # the recorded zone differs from the viewer's (UTC)
         await pilot.press("right_square_bracket")
-        assert app.main_screen.shown_frame is frames[201]
+        assert app.main_screen.shown_frame == frames[201]
         assert shows_frame_in_zone(app, frames[201])
         await pilot.press("left_curly_bracket")
-        assert app.main_screen.shown_frame is frames[141]
+        assert app.main_screen.shown_frame == frames[141]
         await pilot.press("right_curly_bracket", "right_curly_bracket")
-        assert app.main_screen.shown_frame is frames[261]
+        assert app.main_screen.shown_frame == frames[261]
         await pilot.press("left_square_bracket")
-        assert app.main_screen.shown_frame is frames[260]
+        assert app.main_screen.shown_frame == frames[260]
         await pilot.press("l")  # the end of the recording
-        assert app.main_screen.shown_frame is frames[-1]
+        assert app.main_screen.shown_frame == frames[-1]
         assert "REPLAY at" in header(app) and "LIVE" not in header(app)
 
 
@@ -97,7 +97,7 @@ async def test_replay_starts_at_the_first_frame_with_figures_by_default() -> Non
     timeline, frames = recording(30)
     app = make_replay_app(HOST_ROOTS, timeline, None)
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: app.main_screen.shown_frame is frames[1])
+        await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[1])
         await pilot.press("right_square_bracket")
         assert shows_frame(app, frames[2]) or shows_frame_in_zone(app, frames[2])
 
@@ -106,7 +106,7 @@ async def test_g_reads_times_in_the_recorded_hosts_zone() -> None:
     timeline, frames = recording()
     app = make_replay_app(HOST_ROOTS, timeline, None)
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: app.main_screen.shown_frame is frames[1])
+        await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[1])
         for text, index in (("02:45", 300), ("02:45:30", 330), ("21:15:10Z", 310)):
             await pilot.press("g")
             await wait_for(pilot, lambda: isinstance(app.screen, JumpScreen))
@@ -115,14 +115,14 @@ async def test_g_reads_times_in_the_recorded_hosts_zone() -> None:
             app.screen.query_one("#jump-time", Input).value = text
             await pilot.press("enter")
             await wait_for(pilot, lambda: not isinstance(app.screen, JumpScreen))
-            assert app.main_screen.shown_frame is frames[index], text
+            assert app.main_screen.shown_frame == frames[index], text
 
 
 async def test_recorded_setting_and_probe_events_are_marked_on_the_charts() -> None:
     timeline, frames = recording()
     app = make_replay_app(HOST_ROOTS, timeline, frames[330].wall_time)
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: app.main_screen.shown_frame is frames[330])
+        await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[330])
         app.main_screen.select_device("sdb")
         charts = app.main_screen.query_one(DeviceCharts)
         await wait_for(pilot, lambda: charts.device == "sdb")
@@ -141,7 +141,7 @@ async def test_replay_refuses_tuning_probes_and_experiments_with_the_reason() ->
     timeline, frames = recording(30)
     app = make_replay_app(HOST_ROOTS, timeline, None)
     async with app.run_test(size=(160, 40)) as pilot:
-        await wait_for(pilot, lambda: app.main_screen.shown_frame is frames[1])
+        await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[1])
         screen = app.main_screen
         screen.select_device("sdb")
         await pilot.pause(0.3)

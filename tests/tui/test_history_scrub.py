@@ -62,16 +62,16 @@ async def test_stepping_back_and_forward_shows_each_frames_figures() -> None:
         for _ in range(5):
             await pilot.press("left_square_bracket")
         target = frames[EARLIER - 5]
-        assert app.main_screen.shown_frame is target
+        assert app.main_screen.shown_frame == target
         assert shows_frame(app, target)
         await pilot.press("right_square_bracket", "right_square_bracket")
-        assert app.main_screen.shown_frame is frames[EARLIER - 3]
+        assert app.main_screen.shown_frame == frames[EARLIER - 3]
         assert shows_frame(app, frames[EARLIER - 3])
         # Sampling goes on: new frames fill the ring, the screen stays on the scrubbed one.
         before = app.timeline.span()
         app.feed.thread.sample_now()  # type: ignore[union-attr]
         await wait_for(pilot, lambda: app.timeline.span() != before)
-        assert app.main_screen.shown_frame is frames[EARLIER - 3]
+        assert app.main_screen.shown_frame == frames[EARLIER - 3]
         assert "HISTORY at" in header(app)
 
 
@@ -81,17 +81,17 @@ async def test_minute_jumps() -> None:
         await started(pilot, app)
         # Two back from live (the app's two live frames): the last canned one.
         await pilot.press("left_square_bracket", "left_square_bracket")
-        assert app.main_screen.shown_frame is frames[-1]
+        assert app.main_screen.shown_frame == frames[-1]
         await pilot.press("left_curly_bracket")
-        assert app.main_screen.shown_frame is frames[-61]
+        assert app.main_screen.shown_frame == frames[-61]
         await pilot.press("left_curly_bracket", "left_curly_bracket")
-        assert app.main_screen.shown_frame is frames[-181]
+        assert app.main_screen.shown_frame == frames[-181]
         assert shows_frame(app, frames[-181])
         await pilot.press("right_curly_bracket")
-        assert app.main_screen.shown_frame is frames[-121]
+        assert app.main_screen.shown_frame == frames[-121]
         for _ in range(10):  # clamped at the oldest frame kept
             await pilot.press("left_curly_bracket")
-        assert app.main_screen.shown_frame is frames[0]
+        assert app.main_screen.shown_frame == frames[0]
 
 
 async def jump(pilot, app: IotopPlusApp, text: str) -> None:
@@ -120,7 +120,7 @@ async def test_g_goes_to_a_time_in_each_form() -> None:
         for text in forms:
             await jump(pilot, app, text)
             await wait_for(pilot, lambda: not isinstance(app.screen, JumpScreen))
-            assert app.main_screen.shown_frame is target, text
+            assert app.main_screen.shown_frame == target, text
             assert shows_frame(app, target)
             await pilot.press("l")
         await jump(pilot, app, "4m ago")  # minutes, from the newest frame kept
@@ -156,7 +156,7 @@ async def test_l_returns_to_live_and_space_pauses_then_scrubs_from_there() -> No
         await pilot.pause()
         assert " l Live " in str(hints.render())
         await pilot.press("left_square_bracket")  # from the paused frame, not the newest
-        assert app.main_screen.shown_frame is app.timeline.step(paused_on.wall_time, -1)
+        assert app.main_screen.shown_frame == app.timeline.step(paused_on.wall_time, -1)
         assert "HISTORY at" in header(app)
         await pilot.press("l")
         scrub = app.main_screen.scrubber
@@ -181,7 +181,7 @@ async def test_charts_show_the_window_ending_at_the_frame_and_its_marks() -> Non
         await wait_for(pilot, lambda: bool(charts.marks_drawn), "the mark drawn")
         assert [m.label for m in charts.marks_drawn] == ["read_ahead_kb 128→16"]  # live
         await jump(pilot, app, clock_text(frames[280].wall_time, None))
-        await wait_for(pilot, lambda: app.main_screen.shown_frame is frames[280])
+        await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[280])
         await pilot.pause()
         assert [m.label for m in charts.marks_drawn] == ["read_ahead_kb 128→16"]
         assert charts.marks_drawn[0].timestamp == marked.wall_time  # moved to the wall clock
@@ -190,7 +190,7 @@ async def test_charts_show_the_window_ending_at_the_frame_and_its_marks() -> Non
         assert "280 samples" in caption  # frames 0..280; the first has no rates
         # Before the change: no mark in that window.
         await jump(pilot, app, clock_text(frames[240].wall_time, None))
-        await wait_for(pilot, lambda: app.main_screen.shown_frame is frames[240])
+        await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[240])
         await pilot.pause()
         assert charts.marks_drawn == []
 

@@ -46,7 +46,7 @@ async def test_the_device_tab_says_saturated_when_await_rises_with_depth() -> No
     app = make_replay_app(HOST_ROOTS, timeline, frames[-1].wall_time)
     async with app.run_test(size=(120, 36)) as pilot:
         screen = app.main_screen
-        await wait_for(pilot, lambda: screen.shown_frame is frames[-1])
+        await wait_for(pilot, lambda: screen.shown_frame == frames[-1])
         assert screen.selected_device == DEVICE
         panel = screen.query_one(DevicePanel)
         await wait_for(pilot, lambda: why_line(panel) != "")
@@ -55,7 +55,7 @@ async def test_the_device_tab_says_saturated_when_await_rises_with_depth() -> No
         )
         # Scrubbed back, the verdict compares with the frames before the one shown.
         await pilot.press("left_square_bracket", "left_square_bracket")
-        assert screen.shown_frame is frames[3]
+        assert screen.shown_frame == frames[3]
         await wait_for(
             pilot, lambda: "await 1.0→1.6 ms as the queue grew 0.2→0.4" in why_line(panel)
         )

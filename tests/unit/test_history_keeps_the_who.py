@@ -264,7 +264,7 @@ def test_the_ring_keeps_each_kept_process_cgroup_and_only_busy_cgroups(tmp_path:
     assert shown is not None
     busy = {p for p, r in part.rates.items() if r is not None and r.total.total_bps > 0}
     assert set(shown.sample.cgroups) == busy < set(part.sample.cgroups)
-    assert shown.rates[POSTGRES] is part.rates[POSTGRES]
+    assert shown.rates[POSTGRES] == part.rates[POSTGRES]
 
 
 def test_a_bundle_cut_mid_minute_still_names_its_processes(

@@ -39,8 +39,8 @@ def test_recordings_are_opened_only_when_a_scrub_passes_the_rings_start() -> Non
     opened: list[int] = []
     joined, _, live = _joined(opened)
     assert joined.span() == (live[0].wall_time, live[-1].wall_time)
-    assert joined.frame_at(live[3].wall_time) is live[3]
-    assert joined.step(live[5].wall_time, -2) is live[3]
+    assert joined.frame_at(live[3].wall_time) == live[3]
+    assert joined.step(live[5].wall_time, -2) == live[3]
     assert opened == []  # still inside the ring
     assert _wall(joined.frame_at(T0 + 10)) == T0 + 10  # before the ring: recorded
     assert opened == [1]
@@ -54,7 +54,7 @@ def test_stepping_crosses_the_join_both_ways_without_repeating_a_moment() -> Non
     assert _wall(joined.step(live[1].wall_time, -3)) == live[0].wall_time - 2
     forward = joined.step(recorded[20].wall_time, 10)  # 20 -> 24 recorded, then the ring
     assert forward is not None and forward.wall_time == recorded[20].wall_time + 10
-    assert forward is joined.frame_at(forward.wall_time)
+    assert forward == joined.frame_at(forward.wall_time)
     walls = [_wall(joined.step(T0, n)) for n in range(40)]
     assert walls == sorted(set(walls)) and len(walls) == 40
 
@@ -64,14 +64,14 @@ def test_the_chart_window_joins_recorded_and_ring_frames() -> None:
     window = joined.window(live[4].wall_time, 10.0)
     walls = [f.wall_time for f in window]
     assert walls == [live[4].wall_time - k for k in range(9, -1, -1)]
-    assert window[-1] is live[4]
+    assert window[-1] == live[4]
 
 
 def test_no_recordings_is_the_ring_alone() -> None:
     opened: list[int] = []
     joined, _, live = _joined(opened, with_older=False)
-    assert joined.frame_at(T0) is live[0]
-    assert joined.step(live[0].wall_time, -5) is live[0]
+    assert joined.frame_at(T0) == live[0]
+    assert joined.step(live[0].wall_time, -5) == live[0]
     assert joined.span() == (live[0].wall_time, live[-1].wall_time) and opened == [1]
 
 
@@ -86,5 +86,5 @@ def test_a_recording_that_cannot_be_read_is_one_warning_and_the_ring_keeps_worki
         raise OSError("Permission denied")
 
     joined = JoinedTimeline(ring, broken, warn=warned.append)
-    assert joined.step(frames[0].wall_time, -1) is frames[0]
+    assert joined.step(frames[0].wall_time, -1) == frames[0]
     assert warned == ["recordings not used for history: Permission denied"]

@@ -27,14 +27,14 @@ def test_lookups_by_wall_time() -> None:
     ring = fill(RingTimeline(minutes=15, interval=1.0), frames)
     t0 = frames[0].wall_time
     assert ring.span() == (t0, t0 + 9)
-    assert ring.frame_at(t0 + 3) is frames[3]
-    assert ring.frame_at(t0 + 3.7) is frames[3]  # the last one before
-    assert ring.frame_at(t0 - 100) is frames[0]  # earlier than all: the first
-    assert ring.frame_at(t0 + 100) is frames[9]
-    assert ring.step(t0 + 3, 1) is frames[4]
-    assert ring.step(t0 + 3, -2) is frames[1]
-    assert ring.step(t0 + 3, -50) is frames[0]  # clamped
-    assert ring.step(t0 + 3, 50) is frames[9]
+    assert ring.frame_at(t0 + 3) == frames[3]
+    assert ring.frame_at(t0 + 3.7) == frames[3]  # the last one before
+    assert ring.frame_at(t0 - 100) == frames[0]  # earlier than all: the first
+    assert ring.frame_at(t0 + 100) == frames[9]
+    assert ring.step(t0 + 3, 1) == frames[4]
+    assert ring.step(t0 + 3, -2) == frames[1]
+    assert ring.step(t0 + 3, -50) == frames[0]  # clamped
+    assert ring.step(t0 + 3, 50) == frames[9]
     window = ring.window(t0 + 5, 3)
     assert [f.seq for f in window] == [f.seq for f in frames[3:6]]  # (end-3, end]
 
