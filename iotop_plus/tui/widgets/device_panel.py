@@ -116,6 +116,7 @@ class _Facts(Static):
     def __init__(self, text: str, *, id: str | None = None) -> None:
         super().__init__(text, id=id)
         self._strips: list[Strip] | None = None
+        self._lines: list[Text] = []
 
     def on_resize(self) -> None:
         panel = self.parent
@@ -126,12 +127,12 @@ class _Facts(Static):
         """Show ``text`` (None: the placeholder); only the lines that changed are painted,
         and a reflow is asked for only when the number of lines changed."""
         if text is None:
-            self._strips = None
+            self._strips, self._lines = None, []
             self.update("No device selected.")
             return
-        console = self.app.console
-        strips = [Strip(list(line.render(console))) for line in text.split("\n")]
-        old, self._strips = self._strips, strips
+        lines = list(text.split("\n"))
+        strips = self._line_strips(lines)
+        old, self._strips, self._lines = self._strips, strips, lines
         if old is None or len(old) != len(strips):
             self.refresh(layout=True)
             return
@@ -143,6 +144,18 @@ class _Facts(Static):
         ]
         if changed:
             self.refresh(*changed)
+
+    def _line_strips(self, lines: list[Text]) -> list[Strip]:
+        """The strips of ``lines``: a line as it was at the last frame keeps its strip, so
+        only the lines that changed are rendered again (#25)."""
+        console, was, old = self.app.console, self._lines, self._strips or []
+        same = len(was) == len(lines) == len(old)
+        return [
+            old[y]
+            if same and line == was[y] and line.style == was[y].style
+            else Strip(list(line.render(console)))
+            for y, line in enumerate(lines)
+        ]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         if self._strips is None:
