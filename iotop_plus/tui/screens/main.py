@@ -299,10 +299,10 @@ class MainScreen(HistoryActions, Screen[None]):
         self.shown_frame = frame
         header = self.query_one(HostHeader)
         start = self._start_monotonic if self._start_monotonic is not None else frame.monotonic
-        header.show(wall_time=frame.wall_time)
+        up = self.host.uptime_s  # one header update per frame (#25)
+        uptime = None if up is None else up + frame.sample.monotonic - start
+        header.show(wall_time=frame.wall_time, uptime_s=uptime)
         self.query_one(PressureGauge).show(frame.pressure, self.size.width)
-        if self.host.uptime_s is not None:
-            header.show(uptime_s=self.host.uptime_s + frame.sample.monotonic - start)
         problems = frame.sample.problems
         if problems:
             first = problems[0]

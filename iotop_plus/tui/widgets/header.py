@@ -69,6 +69,7 @@ class HostHeader(Static):
         self.hidden: tuple[int, str | None] = (0, None)
         """Devices the table hides by default, and the busy one among them (named here)."""
         self._shown = ""
+        self._painted: tuple[object, ...] = ()
 
     def on_mount(self) -> None:
         self._paint()
@@ -84,7 +85,8 @@ class HostHeader(Static):
         wall_time: float | None = None,
         hidden: tuple[int, str | None] | None = None,
     ) -> None:
-        """Change what the header says; repaints only when the text changes."""
+        """Change what the header says; its text is composed again only when a figure changed,
+        and repainted only when the text did (#25: once per frame, not once per figure)."""
         if hidden is not None:
             self.hidden = hidden
         if interval is not None:
@@ -99,7 +101,21 @@ class HostHeader(Static):
             self.note = note
         if wall_time is not None:
             self.wall_time = wall_time
-        self._paint()
+        if self._figures() != self._painted:
+            self._paint()
+
+    def _figures(self) -> tuple[object, ...]:
+        """What the header's text is made of (beyond the host and the width)."""
+        return (
+            self.hidden,
+            self.interval,
+            self.mode,
+            self.uptime_s,
+            self.note,
+            self.wall_time,
+            self.zone,
+            self.read_only,
+        )
 
     @property
     def text(self) -> str:
@@ -169,6 +185,7 @@ class HostHeader(Static):
         return time.time() if self.mode == "replay" else None
 
     def _paint(self) -> None:
+        self._painted = self._figures()
         text = self._compose_text()
         if text.plain != self._shown:
             self._shown = text.plain
