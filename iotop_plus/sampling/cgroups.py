@@ -31,6 +31,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.cgroup_fds import OpenFiles
 from iotop_plus.sampling.cgroup_files import (
     IoCounters,
     IoLimits,
@@ -297,6 +298,7 @@ class CgroupReader:
         """Where the counters come from (found once)."""
         self._limits: dict[tuple[str, int], IoLimits | None] = {}
         self._limits_at = float("-inf")
+        self._files = OpenFiles(_read)  # v2's io.stat and io.pressure, kept open
         self._names: dict[str, str] = {}
         self._names_at = float("-inf")
         self._parsed: dict[str, tuple[str, dict[str, IoCounters]]] = {}
@@ -317,6 +319,7 @@ class CgroupReader:
         if layout.version is not None:
             self._parsed_now = {}
             self._walk(layout, stats, problems, refresh_limits)
+            self._files.sweep()
             self._parsed, self._parsed_now = self._parsed_now, {}
             self._psi, self._psi_now = self._psi_now, {}
             if layout.version == V1:
@@ -357,7 +360,7 @@ class CgroupReader:
             rel, path, ino, nlink, depth = stack.pop()
             try:
                 if v2:
-                    devices, bad = self._v2_counters(path)
+                    devices, bad = self._v2_counters(path, ino)
                 else:
                     devices, bad = self._v1_counters(path)
             except FileNotFoundError:
@@ -370,7 +373,7 @@ class CgroupReader:
             pressure = None
             if pressure_root is not None:
                 ppath = path if v2 else pressure_root + ("" if rel == "/" else rel)
-                pressure = self._pressure(ppath + "/io.pressure", rel, problems)
+                pressure = self._pressure(ppath + "/io.pressure", rel, problems, v2 and ino)
             key = (rel, ino)
             if refresh_limits or key not in self._limits:
                 read = self._read_limits if v2 else _read_v1_limits  # io.max, or v1 throttles
@@ -386,9 +389,9 @@ class CgroupReader:
                 continue
             _push_children(stack, rel, path, depth, problems)
 
-    def _v2_counters(self, path: str) -> tuple[dict[str, IoCounters] | None, list[str]]:
+    def _v2_counters(self, path: str, ino: int) -> tuple[dict[str, IoCounters] | None, list[str]]:
         try:
-            text = _read(path + "/io.stat")
+            text = self._files.read(path + "/io.stat", ino)
         except FileNotFoundError:
             if not os.path.isdir(path):
                 raise
@@ -409,9 +412,11 @@ class CgroupReader:
         serviced = _read(path + "/blkio.throttle.io_serviced")
         return parse_v1_blkio(service_bytes, serviced)
 
-    def _pressure(self, path: str, rel: str, problems: list[str]) -> ResourcePressure | None:
-        try:
-            text = _read(path)
+    def _pressure(
+        self, path: str, rel: str, problems: list[str], ino: int | bool
+    ) -> ResourcePressure | None:
+        try:  # v2: the cgroup's own file, kept open (ino); v1: in the pressure tree
+            text = _read(path) if ino is False else self._files.read(path, ino)
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as exc:
