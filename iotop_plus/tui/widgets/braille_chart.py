@@ -126,8 +126,9 @@ window needs, so it stays the same from frame to frame (see :func:`column_second
 
 def column_seconds(span: float, dots_w: int, was: float | None = None) -> float:
     """The seconds one dot column covers in an anchored chart of ``dots_w`` dot columns over
-    ``span`` seconds: the previous width ``was`` while it still fits (the window may grow by a
-    quarter before it changes), else the smallest power of :data:`COLUMN_RATIO` that fits."""
+    ``span`` seconds: the previous width ``was`` while the window fits in it and fills at least
+    four fifths of it (a window that jitters keeps its columns), else the smallest power of
+    :data:`COLUMN_RATIO` that fits."""
     need = span / max(dots_w - 1, 1)
     if was is not None and need <= was <= need * 1.25:
         return was
@@ -257,7 +258,8 @@ class BrailleChart(Widget):
         With ``anchor``, the absolute time of the end (#25), each dot column holds a fixed
         slice of time: between two column steps only the newest column changes, so only the
         lines it touches are painted again; the x axis covers up to a tenth more than
-        ``span`` (see :func:`column_seconds`). Lines with their own ``times`` need no anchor.
+        ``span`` (a quarter while a shorter window keeps the last width, see
+        :func:`column_seconds`). Lines with their own ``times`` need no anchor.
         """
         self.times, self.connect, self.lines = times, connect, list(lines)
         self.end_time = anchor
