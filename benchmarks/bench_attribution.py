@@ -41,6 +41,7 @@ from bench_latency import fio, tmpfs_loop  # this directory: run as a script
 
 from iotop_plus.sampling import latency_tracer
 from iotop_plus.sampling.frame import ISSUERS, LATENCY, LiveSource
+from iotop_plus.sampling.latency import LatencyPart
 from iotop_plus.sampling.latency_program import MARKER
 
 VARIANTS = ("untraced", "plain", "attributed", "plain-string")
@@ -93,13 +94,20 @@ def prog_stats(pid: int) -> dict[str, tuple[int, int]]:
 
 
 class Traced:
-    """A LiveSource wanting ``parts``, read every second in a thread, until closed."""
+    """A LiveSource wanting ``parts``, read every second in a thread, until closed.
 
-    def __init__(self, parts: tuple[str, ...]) -> None:
+    ``sample``: its tracer times one request in this many, fixed (1: every request; a frame
+    tracer left to itself would switch to sampling on a busy device, restarting its child
+    in the middle of a run)."""
+
+    def __init__(self, parts: tuple[str, ...], sample: int = 1) -> None:
         self.source = LiveSource()
         for part in parts:
             self.source.want(part, True)
-        if not self.source.wait_latency(20):
+        defaults = {**(LatencyPart.__init__.__kwdefaults__ or {}), "sample": sample}
+        with mock.patch.object(LatencyPart.__init__, "__kwdefaults__", defaults):
+            started = self.source.wait_latency(20)
+        if not started:
             raise SystemExit(f"tracer did not start: {self.source.next_frame().latency}")
         self.source.next_frame()
         self.pid = tracer_pid()

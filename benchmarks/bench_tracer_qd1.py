@@ -19,13 +19,12 @@ import argparse
 import os
 import statistics
 import sys
-from unittest import mock
 
 from bench_attribution import Traced, enable_bpf_stats, prog_stats  # this directory
 from bench_latency import fio, tmpfs_loop
 
 from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.latency import BUSY_SAMPLE, LatencyPart
+from iotop_plus.sampling.latency import BUSY_SAMPLE
 
 VARIANTS = ("untraced", "every", "sampled")
 
@@ -35,9 +34,7 @@ def run(name: str, dev: str, runtime: float) -> tuple[float, float | None]:
     if name == "untraced":
         return fio(dev, runtime, None)["iops"], None
     sample = 1 if name == "every" else BUSY_SAMPLE
-    defaults = {**(LatencyPart.__init__.__kwdefaults__ or {}), "sample": sample}
-    with mock.patch.object(LatencyPart.__init__, "__kwdefaults__", defaults):
-        traced = Traced((LATENCY,))
+    traced = Traced((LATENCY,), sample)
     try:
         before = prog_stats(traced.pid)
         done = fio(dev, runtime, None)

@@ -102,7 +102,10 @@ def tracer_program(
     ``@is[dev, sector]``, which the issue then packs with the time (see :data:`_NS_MASK`;
     with ``issuers`` too, the pid waits in ``@ow`` instead), and the submitter's v2 cgroup id
     and comm go to ``@ic[pid, cgroup, comm]`` once per pid and tick (``@id`` says who was
-    seen). At completion the device-time maps gain the pid as their last key
+    seen), looked at for one request in 8 (chosen on the sector as in :func:`sample_filter`,
+    and every request without sectors): the lookup is a fifth of attribution's cost, and a
+    pid that submits at all does so many times (the parser keeps identities across ticks).
+    At completion the device-time maps gain the pid as their last key
     (``@h[dev, op, exp, sub, pid]``, ``@dm[dev, op, pid]``), and one sum,
     ``@dp[dev, op, pid]``, holds both the device time and the sectors (:data:`DP_SHIFT`:
     one map operation fewer per request than a sum of each); pid 0: no submission seen (a
@@ -298,7 +301,10 @@ def _submit_probe(
         owner = "@is" if packed else "@ow"
         lines += [
             f"  {owner}[args->dev, args->sector] = pid;",
-            "  if (@id[pid] == 0) { @id[pid] = 1; @ic[pid, cgroup, comm] = count(); }",
+            "  if (args->nr_sector == 0 ||",
+            f"      ((((args->sector >> 3) * {SAMPLE_HASH}) >> 29) & 7) == 0) {{",
+            "    if (@id[pid] == 0) { @id[pid] = 1; @ic[pid, cgroup, comm] = count(); }",
+            "  }",
         ]
     if issuers:
         lines += [

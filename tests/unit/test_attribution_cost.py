@@ -61,3 +61,14 @@ def test_the_fields_do_not_overflow_into_each_other_at_extremes() -> None:
     assert value < 1 << 64
     assert value >> DP_SHIFT == 4096 * 1024
     assert (value & ((1 << DP_SHIFT) - 1)) << DP_UNIT_BITS == 1024 * (10_000_000_000 // 256 * 256)
+
+
+def test_who_a_pid_is_looked_up_for_one_request_in_8() -> None:
+    """The submitter's cgroup and comm are looked up for one request in 8 (on the sector's
+    hash, and every request without sectors), not for every request: a pid that submits at
+    all is seen, and the parser keeps it across ticks."""
+    submit = tracer_program(queue=False, attribution=True).split("tracepoint:block:block_rq")[0]
+    guard = "((((args->sector >> 3) * 2654435761) >> 29) & 7) == 0) {"
+    assert "if (args->nr_sector == 0 ||" in submit and guard in submit
+    assert submit.index(guard) < submit.index("if (@id[pid] == 0)")
+    assert "@is[args->dev, args->sector] = pid;" in submit  # every request still stamped
