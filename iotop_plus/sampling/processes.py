@@ -7,9 +7,10 @@ the counters are parsed by :mod:`iotop_plus.sampling.pid_files`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import astuple, dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from iotop_plus.sampling.delayacct import DelayAcct
 from iotop_plus.sampling.pid_files import USER_HZ, IoCounters
@@ -334,18 +335,22 @@ class Accumulator:
         self._started = False
         self._base.clear()
 
-    def update(self, sample: ProcessSample) -> dict[TaskKey, TaskTotals]:
-        """Totals of every task in ``sample`` since the start."""
+    def update(self, sample: ProcessSample) -> Mapping[TaskKey, TaskTotals]:
+        """Totals of every task in ``sample`` since the start, each computed when read.
+
+        A consumer reads a few (the recorder none, the Processes tab in totals mode the
+        rows it shows); computing all of them was a fifth of the recorder's CPU (#25).
+        """
         if not self._started:
             self._started = True
             self._start_uptime = sample.uptime_ticks
             self._base = dict(sample.tasks)
-        out: dict[TaskKey, TaskTotals] = {}
         base = self._base
+        start = self._start_uptime
         for key, task in sample.tasks.items():
             if key not in base:
-                base[key] = None if _started_since(task, self._start_uptime) else task
-            out[key] = _totals(base[key], task)
+                base[key] = None if _started_since(task, start) else task
+        out = _Totals(base, sample.tasks)
         if len(base) > len(sample.tasks):
             # Forget the dead (base holds every task of the sample, so the rest are gone):
             # totals are shown only for live tasks, and churn must not grow this.
@@ -360,3 +365,38 @@ def _totals(base: TaskCounters | None, cur: TaskCounters) -> TaskTotals:
     if deltas is None:
         return TaskTotals(cur, None, None, None, None, wait)
     return TaskTotals(cur, *deltas, io_wait_s=wait)
+
+
+class _Totals(Mapping[TaskKey, TaskTotals]):
+    """Totals of a sample's tasks from their base counters, each made (once) when read.
+
+    ``base`` holds a base for every task of ``tasks`` (the accumulator's map of that tick;
+    a later tick may add keys or move to a new map, never change a base).
+    """
+
+    __slots__ = ("_base", "_made", "_tasks")
+
+    def __init__(
+        self, base: Mapping[TaskKey, TaskCounters | None], tasks: Mapping[TaskKey, TaskCounters]
+    ) -> None:
+        self._base = base
+        self._tasks = tasks
+        self._made: dict[TaskKey, TaskTotals] = {}
+
+    def __getitem__(self, key: TaskKey) -> TaskTotals:
+        made = self._made.get(key)
+        if made is None:
+            made = self._made[key] = _totals(self._base[key], self._tasks[key])
+        return made
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._tasks
+
+    def __iter__(self) -> Iterator[TaskKey]:
+        return iter(self._tasks)
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return dict, (dict(self.items()),)  # pickled (the history ring) as the plain totals
