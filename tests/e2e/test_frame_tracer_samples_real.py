@@ -9,6 +9,7 @@ within the range fio's own clat spans."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +31,10 @@ def _reads(dev: str) -> int:
 
 
 def _sampled_child() -> bool:
-    found = subprocess.run(["pgrep", "-af", MARKER], capture_output=True, text=True).stdout
+    # This process's tracer only: another test's may run beside this one (make test's workers).
+    found = subprocess.run(
+        ["pgrep", "-af", f"{MARKER} pid={os.getpid()}( |$)"], capture_output=True, text=True
+    ).stdout
     return "nr_sector == 0 ||" in found
 
 
