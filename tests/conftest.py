@@ -50,6 +50,10 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         ("test_io_uring_falls_back_to_libaio_when_the_sysctl_disables_it",),
     ),
     "tests/e2e/test_why_real.py": ("raises vm.dirty_* and loads both cores", ()),
+    "tests/e2e/test_health_io_errors.py": (
+        "counts failed requests, also from the kernel log, whose rate limit the host shares",
+        (),
+    ),
     "tests/e2e/test_iostat_parity.py": ("compares with iostat over the same interval", ()),
     "tests/e2e/test_filter_enter_tmux.py": ("attaches loop devices of chosen numbers", ()),
     "tests/tui/test_process_panel.py": (
