@@ -12,10 +12,13 @@ import gc
 import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import Frame, LiveSource
-from iotop_plus.sampling.packed_frames import KEY_EVERY
+from iotop_plus.sampling.packed_frames import KEY_EVERY, Packer
 from iotop_plus.sampling.ring_timeline import RingTimeline, strip_processes
 from tests.support.synthetic import SyntheticTree
 
@@ -98,3 +101,25 @@ def test_frames_after_a_dropped_one_and_a_clock_step_keep_their_own_rates(
     ring.append(stepped)
     ring.append(frames[10])
     assert ring.frames() == [*frames[:4], frames[5], stepped, frames[10]]
+
+
+def test_the_charts_window_asked_again_is_not_rebuilt(
+    mem_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frames = list(_frames(mem_path, 80))
+    ring = RingTimeline(15, 0.25)
+    for frame in frames:
+        ring.append(frame)
+    rebuilt: list[float] = []
+    real = Packer.frame
+
+    def counting(*args: Any) -> Frame:
+        made = real(*args)
+        rebuilt.append(made.wall_time)
+        return made
+
+    monkeypatch.setattr(Packer, "frame", staticmethod(counting))
+    end = frames[70].wall_time
+    first = ring.window(end, 15.0)  # 60 frames: what a paused history's charts redraw
+    assert len(first) == 60 and len(rebuilt) == 60
+    assert ring.window(end, 15.0) == first and len(rebuilt) == 60  # the same, not rebuilt
