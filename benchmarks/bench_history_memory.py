@@ -19,6 +19,7 @@ import argparse
 import dataclasses
 import gc
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -97,6 +98,7 @@ def main() -> None:
         print(f"  {stat.size // 1024:>8} KiB  {stat.count:>8}  {stat.traceback[0]}")
     disks.close()
     host.close()
+    shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
