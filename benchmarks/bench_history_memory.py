@@ -56,6 +56,14 @@ def main() -> None:
     args = ap.parse_args()
 
     base = Path(tempfile.mkdtemp(prefix="bench-history-", dir="/dev/shm"))
+    try:
+        run(args, base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, base: Path) -> None:
+    """Fill the ring from a synthetic tree under ``base``."""
     tree = SyntheticTree(base, args.devices)
     disks = LiveSource(tree.roots)
     host = LiveSource(Roots(), devices=False)
@@ -98,7 +106,6 @@ def main() -> None:
         print(f"  {stat.size // 1024:>8} KiB  {stat.count:>8}  {stat.traceback[0]}")
     disks.close()
     host.close()
-    shutil.rmtree(base, ignore_errors=True)
 
 
 if __name__ == "__main__":
