@@ -33,6 +33,9 @@ from iotop_plus.probe.runner import build_argv
 from iotop_plus.probe.target import plan_target
 from iotop_plus.roots import Roots
 
+STATE = tempfile.mkdtemp(prefix="iotop-plus-bench-state-")
+"""A state directory of the benchmark's own: probe results never go to root's /var/lib."""
+
 
 def attach_loop(directory: Path, size_mb: int) -> str:
     """A loop device on a new sparse file in ``directory``; returns ``/dev/loopN``."""
@@ -48,7 +51,8 @@ def run_iotop_plus(device: str, runtime: int, size_mb: int) -> tuple[float, list
     """IOPS from ``iotop-plus probe randread``, the fio argv it ran, and the CPU seconds the
     wrapper itself used (not fio's), sampled until it exits."""
     proc = psutil.Popen(
-        [sys.executable, "-m", "iotop_plus", "probe", "randread", "--target", device,
+        [sys.executable, "-m", "iotop_plus", "--state-dir", STATE,
+         "probe", "randread", "--target", device,
          "--runtime", str(runtime), "--set", f"size={size_mb}", "--format", "json", "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip

@@ -26,6 +26,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -40,6 +41,9 @@ from iotop_plus.probe.runner import build_argv
 from iotop_plus.probe.target import plan_target
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.latency_program import MARKER
+
+STATE = tempfile.mkdtemp(prefix="iotop-plus-bench-state-")
+"""A state directory of the benchmark's own: probe results never go to root's /var/lib."""
 
 
 def _child_tracer(pid: int) -> int | None:
@@ -73,7 +77,8 @@ def run_probe(
     """IOPS of one probe, the tracer's ns per request (None untraced), how many requests it
     timed per request run (``sampled``), and the fio argv it ran."""
     proc = psutil.Popen(
-        [sys.executable, "-m", "iotop_plus", "probe", "randread", "--target", device,
+        [sys.executable, "-m", "iotop_plus", "--state-dir", STATE,
+         "probe", "randread", "--target", device,
          "--runtime", str(runtime), "--set", f"size={size_mb}", "--format", "json", "--quiet",
          *flags],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
