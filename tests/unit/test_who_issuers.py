@@ -55,8 +55,7 @@ def test_the_program_attributes_requests_only_while_issuers_are_wanted() -> None
     assert "@h[args->dev, args->rwbs, $e, $s, $p] = count();" in who
     # device time and sectors in one sum (#25: one map operation fewer per request)
     assert (
-        "@dp[args->dev, args->rwbs, $p] = sum((($v + 128) >> 8) | (args->nr_sector << 36));"
-        in who
+        "@dp[args->dev, args->rwbs, $p] = sum((($v + 128) >> 8) | (args->nr_sector << 36));" in who
     )
     assert "tracepoint:writeback:writeback_start" in who
     assert "kprobe" not in who
