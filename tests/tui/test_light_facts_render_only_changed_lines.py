@@ -9,6 +9,7 @@ from rich.text import Text
 
 from iotop_plus.config import Config
 from tests.support.frames import StepClock
+from tests.support.wait import wait_for
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started
 
@@ -23,6 +24,11 @@ async def test_a_new_memory_figure_renders_one_line_of_the_facts(
         await started(pilot, app)
         await pilot.pause()
         panel = app.main_screen.query_one(device_panel.DevicePanel)
+        # The queue settings are read in a worker: once they are in, a show() with what the
+        # panel holds changes nothing but the memory line.
+        await wait_for(
+            pilot, lambda: panel.settings is not None and "…" not in panel.text, "the settings read"
+        )
         dev, settings, frame = panel.device, panel.settings, app.main_screen.shown_frame
         assert dev is not None
         memory = ["dirty 20.3M (bg 2.2G)"]
