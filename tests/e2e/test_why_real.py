@@ -159,7 +159,10 @@ BUSY = "import time\nend = time.monotonic() + 90\nwhile time.monotonic() < end:\
 def test_a_cpu_bound_host_is_not_blamed_on_the_device(make_loop, fio_bin: str) -> None:
     need_root()
     dev = make_loop(64)
-    loops = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(os.cpu_count() or 2)]
+    # More busy loops than cores, so some task always waits for a CPU (PSI cpu "some"): one
+    # loop a core left the pressure below 30 % on a quiet host.
+    cores = os.cpu_count() or 2
+    loops = [subprocess.Popen([sys.executable, "-c", BUSY]) for _ in range(2 * cores + 1)]
     fio = subprocess.Popen(
         [
             fio_bin,
