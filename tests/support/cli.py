@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -41,16 +42,29 @@ def run_cli(
     cwd: Path | str = "/",
     stdin: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run one command to its end; its output as text. ``env`` adds to :func:`cli_env`."""
-    return subprocess.run(
+    """Run one command to its end; its output as text. ``env`` adds to :func:`cli_env`.
+
+    A command still running after ``timeout`` is stopped with SIGABRT, and the failure shows
+    where each of its threads was (``faulthandler``): a hang says where it hung.
+    """
+    with subprocess.Popen(
         cli_argv(*args, state=state),
-        capture_output=True,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        env=cli_env(env),
+        env=cli_env({"PYTHONFAULTHANDLER": "1", **(env or {})}),
         cwd=cwd,
-        timeout=timeout,
-        input=stdin,
-    )
+    ) as proc:
+        try:
+            out, err = proc.communicate(stdin, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGABRT)
+            out, err = proc.communicate()
+            raise AssertionError(
+                f"{' '.join(args)} still ran after {timeout} s; its threads then:\n{err[-6000:]}"
+            ) from None
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def free_port() -> int:
