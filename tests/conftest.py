@@ -56,6 +56,11 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "tests/e2e/test_iostat_parity.py": ("compares with iostat over the same interval", ()),
     "tests/e2e/test_filter_enter_tmux.py": ("attaches loop devices of chosen numbers", ()),
+    "tests/tui/test_cgroup_panel.py": (
+        "moves a process into a v1 blkio cgroup and waits for its row among all the host's "
+        "processes, while other tests make and remove cgroups and processes (missed once)",
+        ("test_the_processes_view_names_each_processs_cgroup",),
+    ),
     "tests/tui/test_process_panel.py": (
         "switches kernel.task_delayacct",
         ("test_delayacct_off_is_explained_and_D_turns_it_on_as_root",),
