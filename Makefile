@@ -55,13 +55,16 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Two phases. Tests that share nothing host-wide run on 4 workers: most of their time is spent
-# waiting on fio, tmux, bpftrace or a child process, so 4 keep the 2 cores busy. The `serial`
-# ones (tests/conftest.py SERIAL: a sysctl, the set of running tracers, a timing) run alone
-# afterwards. Both phases run, and either failing fails the target.
+# Two phases. Tests that share nothing host-wide run on $(WORKERS) workers (0: in one process);
+# the `serial` ones (tests/conftest.py SERIAL: a sysctl, the set of running tracers, a timing)
+# then run alone. Both phases run, and either failing fails the target. `make test WORKERS=4`
+# takes about 7 minutes here instead of about 14, but three of four such runs each had one
+# failure (two commands that hung under load, one row missed), so CI runs them in one process
+# until those are understood (see the closing note of issue 23).
+WORKERS ?= 0
 pytest: $(STAMP) sysdeps
 	@status=0; \
-	$(BIN)/pytest -q -n 4 --dist worksteal -m "not serial" --durations=10 || status=1; \
+	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal -m "not serial" --durations=10 || status=1; \
 	$(BIN)/pytest -q -m serial --durations=10 || status=1; \
 	exit $$status
 
