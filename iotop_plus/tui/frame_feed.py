@@ -9,7 +9,7 @@ next frames should carry (processes, one process's details) for the Processes ta
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from textual.message import Message
 
@@ -27,14 +27,11 @@ from iotop_plus.sampling.frame import (
 )
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
-from iotop_plus.tui.messages import FrameReady, SamplerProblem
+from iotop_plus.tui.messages import FrameReady, Notifies, SamplerProblem
 from iotop_plus.tui.scrub import MARKED_EVENTS
 
-if TYPE_CHECKING:
-    from textual.notifications import SeverityLevel
 
-
-class FrameView(Protocol):
+class FrameView(Notifies, Protocol):
     """Where the feed shows frames and tells problems (the main screen)."""
 
     def count_frame(self, frame: Frame) -> None:
@@ -45,17 +42,6 @@ class FrameView(Protocol):
 
     def show_problem(self, text: str) -> None:
         """Show a one-line problem for a few seconds."""
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None:
-        """Say one line."""
 
 
 class FrameFeed:

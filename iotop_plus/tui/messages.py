@@ -8,10 +8,30 @@ Messages here and in the widgets are dataclasses, as Textual's own (``Input.Chan
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
 from iotop_plus.sampling.frame import Frame
+
+if TYPE_CHECKING:
+    from textual.notifications import SeverityLevel
+
+
+class Notifies(Protocol):
+    """What says one line to the user (a Textual screen or app): the part of a view every
+    collaborator of the main screen uses."""
+
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = True,
+    ) -> None:
+        """Say one line."""
 
 
 @dataclass

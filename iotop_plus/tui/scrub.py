@@ -16,15 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import tzinfo
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.history import DeviceHistory, History, Mark
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.sampling.timeparse import TimeParseError, clock_text, parse_time, zone_label
-
-if TYPE_CHECKING:
-    from textual.notifications import SeverityLevel
+from iotop_plus.tui.messages import Notifies
 
 LIVE, PAUSED, HISTORY, REPLAY = "live", "paused", "history", "replay"
 """The modes the header shows."""
@@ -33,7 +31,7 @@ MARKED_EVENTS = ("setting", "probe", "writeback", "io-error")
 """Frame event kinds drawn as marks on the charts."""
 
 
-class ScrubView(Protocol):
+class ScrubView(Notifies, Protocol):
     """Where the scrubbed frame is shown, and the state it is kept in (the main screen)."""
 
     paused: bool
@@ -48,17 +46,6 @@ class ScrubView(Protocol):
 
     def show_frame(self, frame: Frame) -> None:
         """Show ``frame`` in every view."""
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None:
-        """Say one line."""
 
 
 class Scrubber:

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from iotop_plus.tui.messages import Notifies
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.filter_input import FilterInput
 from iotop_plus.tui.widgets.latency_view import LatencyView
 from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
-    from textual.notifications import SeverityLevel
     from textual.widget import Widget
 
     from iotop_plus.sampling.frame import Frame
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 W = TypeVar("W", bound="Widget")
 
 
-class TableView(Protocol):
+class TableView(Notifies, Protocol):
     """What the table's keys need of the main screen."""
 
     selected_device: str | None
@@ -52,17 +52,6 @@ class TableView(Protocol):
 
     def query_one(self, selector: str, expect_type: type[W]) -> W:
         """The screen's widget ``selector``."""
-
-    def notify(
-        self,
-        message: str,
-        *,
-        title: str = "",
-        severity: SeverityLevel = "information",
-        timeout: float | None = None,
-        markup: bool = True,
-    ) -> None:
-        """Say one line."""
 
 
 class TableKeys:
