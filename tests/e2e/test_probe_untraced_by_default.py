@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import pytest
 
 from iotop_plus.cli import build_parser
 from iotop_plus.sampling.latency import MARKER
+from tests.support.wait import holds_within
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -58,10 +58,15 @@ def test_a_default_probe_starts_no_tracer_and_says_nothing_about_it(
          "probe", "randread", "-t", f"/dev/{dev}", "-r", "2", "-q", "-f", "json"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
     )  # fmt: skip
-    traced = False
-    while proc.poll() is None:  # as long as it runs, no tracer of its own appears
-        traced = traced or _tracer_of(proc.pid)
-        time.sleep(0.05)
+    seen: list[bool] = []
+
+    def ended() -> bool:
+        """Whether the probe ended; meanwhile, whether a tracer of its own ran."""
+        seen.append(_tracer_of(proc.pid))
+        return proc.poll() is not None
+
+    assert holds_within(ended, 120), "the probe did not end"
+    traced = any(seen)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert not traced

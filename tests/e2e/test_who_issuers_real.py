@@ -10,7 +10,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from iotop_plus.sampling import latency
 from iotop_plus.sampling.frame import ISSUERS, Frame, LiveSource
 from iotop_plus.sampling.issuers import KERNEL, TRACER
 from tests.support.nobody import nobody_env, nobody_python
+from tests.support.wait import holds_within
 
 pytestmark = pytest.mark.slow
 
@@ -44,12 +44,16 @@ def blkio_cgroup(name: str) -> Iterator[str]:
     try:
         yield f"/{path.name}"
     finally:
-        for _ in range(100):  # rmdir is EBUSY until its last task is reaped
-            try:
-                path.rmdir()
-                break
-            except OSError:
-                time.sleep(0.05)
+        # rmdir is EBUSY until the cgroup's last task is reaped
+        holds_within(lambda: _removed(path), 5)
+
+
+def _removed(path: Path) -> bool:
+    try:
+        path.rmdir()
+    except OSError:
+        return False
+    return True
 
 
 def fio_in_cgroup(dev: str, cgroup: str, seconds: float) -> subprocess.Popen[str]:
@@ -81,15 +85,16 @@ def fio_in_cgroup(dev: str, cgroup: str, seconds: float) -> subprocess.Popen[str
 
 
 def frames_until(source: LiveSource, done: Callable[[], bool], limit_s: float) -> list[Frame]:
-    """Frames every ~0.3 s until ``done()`` (then one more: the end of the last requests)."""
-    frames = []
-    deadline = time.monotonic() + limit_s
-    while time.monotonic() < deadline:
+    """A frame at each look at ``done()`` until it holds (the last one after: the end of the
+    last requests). Rates times spans add up to the requests whatever the frames' pace."""
+    frames: list[Frame] = []
+
+    def taken() -> bool:
         finished = done()
-        time.sleep(0.3)
         frames.append(source.next_frame())
-        if finished:
-            break
+        return finished
+
+    holds_within(taken, limit_s)
     return frames
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
@@ -34,6 +33,7 @@ from iotop_plus.tui.widgets.cgroup_panel import NOT_RECORDED, CgroupPanel
 from iotop_plus.tui.widgets.process_panel import NOT_RECORDED as NO_PROCESSES
 from iotop_plus.tui.widgets.process_panel import ProcessPanel
 from tests.support.frames import StepClock
+from tests.support.idle import idle_processes
 from tests.support.synthetic import SyntheticTree
 from tests.tui.canned import HOST_ROOTS, canned_app
 from tests.tui.helpers import started, step, wait_for
@@ -113,12 +113,8 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
 @pytest.fixture
 def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
     """Three real processes with the same comm and their own command lines."""
-    script = "import sys, time; time.sleep(120)"
-    procs = [subprocess.Popen([sys.executable, "-c", script, f"--name=who-{n}"]) for n in "abc"]
-    yield procs
-    for p in procs:
-        p.kill()
-        p.wait()
+    with idle_processes(*([f"--name=who-{n}"] for n in "abc")) as procs:
+        yield procs
 
 
 def _busy(part: ProcessFrame | None, pids: list[int]) -> ProcessFrame | None:

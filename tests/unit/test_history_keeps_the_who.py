@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import MappingProxyType
@@ -32,6 +31,7 @@ from iotop_plus.sampling.cgroups import CgroupReader, cgroup_rates_between
 from iotop_plus.sampling.frame import PROCESSES, CgroupFrame, Frame, LiveSource
 from iotop_plus.sampling.ring_timeline import RingTimeline, strip_processes
 from tests.support.cgroup_trees import synthetic_tree, systemd_tree
+from tests.support.idle import idle_processes
 from tests.support.synthetic import SyntheticTree
 
 POSTGRES = "/system.slice/postgresql.service"
@@ -41,16 +41,9 @@ T0 = 1_700_000_000.0  # a minute boundary
 @pytest.fixture
 def sleepers() -> Iterator[list[subprocess.Popen[bytes]]]:
     """Three real processes with the same comm and three command lines, one of them long."""
-    script = "import sys, time; time.sleep(120)"
     long = "x" * (MAX_CMDLINE * 2)
-    procs = [
-        subprocess.Popen([sys.executable, "-c", script, arg])
-        for arg in ("--name=a", "--name=b", long)
-    ]
-    yield procs
-    for p in procs:
-        p.kill()
-        p.wait()
+    with idle_processes(["--name=a"], ["--name=b"], [long]) as procs:
+        yield procs
 
 
 def _process_frame(wall: float, *, changed: bool = False) -> Frame:
