@@ -141,6 +141,8 @@ async def step_awaiting(
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout} s of stepped frames")
         await next_frames(pilot, thread, lambda: thread.frames, timeout=timeout)
-        if not condition():
-            await pilot.pause(pace)
+        # Up to ``pace`` of wall time for the outside world, no longer than the condition needs.
+        rest = time.monotonic() + pace
+        while not condition() and time.monotonic() < rest:
+            await pilot.pause(POLL_S)
     await pilot.pause()
