@@ -237,11 +237,13 @@ def test_kill_9_of_the_probe_kills_fio_and_the_next_probe_removes_the_leftover(
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=100m", "tmpfs", str(small)], check=True)
     fio: list[psutil.Process] = []
     try:
+        # One job at QD1: eight io_uring jobs on a tmpfs keep both cores of a 2-core host in
+        # the kernel, and every other process there waited up to a minute for a CPU.
         params = replace(PRESETS["randread"].params, size_mb=1024)
         clean_size = plan_target(str(small), PRESETS["randread"], params, Roots()).size_bytes
         cli = subprocess.Popen(
             [sys.executable, "-m", "iotop_plus", "probe", "index", "-t", str(small), "-r", "60",
-             "-s", "size=1024"],
+             "-s", "size=1024", "-s", "numjobs=1", "-s", "iodepth=1"],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
         )  # fmt: skip
         assert cli.stderr is not None
