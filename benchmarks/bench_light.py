@@ -18,7 +18,9 @@ Prints figures; never asserts. One run:
 btop and atop come from apt, bpytop from ``$IOTOP_PLUS_BENCH_PEERS/bin`` (``make bench-peers``
 installs them); a missing peer is printed as missing, never skipped silently. Needs root, losetup,
 mkfs.ext2, fio and tmux. Usage: ``.venv/bin/python benchmarks/bench_light.py [--seconds 60]
-[--settle 10] [--rounds 3] [--starts 5] [--charts shown|hidden]``.
+[--settle 10] [--rounds 3] [--starts 5] [--charts shown|hidden] [--before DIR]``;
+``--before DIR`` (a ``git archive`` of an older commit) adds that tree's iotop-plus to the
+same CPU rounds, for before/after figures on one load.
 """
 
 from __future__ import annotations
@@ -59,18 +61,26 @@ def load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+STATE_DIR = Path(tempfile.gettempdir()) / "bench-light-state"
+"""iotop-plus's state directory in the runs (set to one in the run's temp dir): never
+/var/lib/iotop-plus."""
+BEFORE = "before"
+"""The name of ``--before DIR``'s iotop-plus in the printed figures."""
+
 #: ``--tree DIR``: run iotop_plus from another checkout (``git archive`` of an older commit),
 #: for the figures before a change, in the same run as the peers.
 TREE: Path | None = None
 
 
-def ours(names: Sequence[str]) -> App:
-    """iotop-plus, the console script, the loop devices named on its command line."""
+def ours(names: Sequence[str], tree: Path | None = None, name: str = "iotop-plus") -> App:
+    """iotop-plus, the console script, the loop devices named on its command line (from
+    ``tree``, else ``TREE``, else this checkout)."""
     script = REPO / ".venv" / "bin" / "iotop-plus"
+    tree = tree or TREE
     return App(
-        name="iotop-plus",
-        argv=(str(script), "-i", "1", *names),
-        env=(("PYTHONPATH", str(TREE)),) if TREE else (),
+        name=name,
+        argv=(str(script), "-i", "1", "--state-dir", str(STATE_DIR), *names),
+        env=(("PYTHONPATH", str(tree)),) if tree else (),
         device_row=rf"\b{names[0]}\b",
         figures_row=rf"\b{names[0]}\s+\d+\.\d\d\b",
     )
@@ -198,6 +208,9 @@ def measure_cpu(apps: Sequence[App], size: tuple[int, int], args: argparse.Names
     for name, value in meds.items():
         if name not in ("iotop-plus", "btop") and mine is not None and value:
             print(f"  iotop-plus / {name} = {mine / value:.2f}x")
+    before = meds.get(BEFORE)
+    if before is not None and peer:
+        print(f"  {BEFORE} / btop = {before / peer:.2f}x")
     if mine is not None and peer:
         ratios = [
             a / b
@@ -240,12 +253,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--charts", choices=("shown", "hidden"), default="shown")
     parser.add_argument("--skip", default="", help="comma-separated: cpu, first, atop")
     parser.add_argument("--tree", type=Path, help="run iotop_plus from this checkout instead")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        help="also measure iotop_plus from this checkout (a `git archive` of an older commit) "
+        "in the same CPU rounds, named 'before'",
+    )
     args = parser.parse_args(argv)
     global TREE
     TREE = args.tree
     if TREE is not None:
         print(f"iotop_plus from {TREE}")
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(TREE)], check=True)
+    if args.before is not None:
+        print(f"before: iotop_plus from {args.before}")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.before)], check=True)
     missing = [c for c in ("tmux", "losetup", "mkfs.ext2", "fio") if shutil.which(c) is None]
     if os.geteuid() != 0 or missing:
         print(f"cannot measure: needs root and {', '.join(missing) or 'nothing else'}")
@@ -256,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-light-") as tmp:
         work = Path(tmp)
         (work / "host").mkdir()
+        global STATE_DIR
+        STATE_DIR = work / "state"
         peer_btop, peer_bpytop = btop(work / "btop-home"), bpytop(work / "bpytop-home")
         peer_atop = atop()
         if peer_btop is None:
@@ -270,7 +294,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if "atop" in skip:
                 peer_atop = None
             if "cpu" not in skip:
-                measure_cpu([ours(names), *filter(None, [peer_btop, peer_atop])], size, args)
+                before = [ours(names, args.before, BEFORE)] if args.before is not None else []
+                measure_cpu(
+                    [ours(names), *before, *filter(None, [peer_btop, peer_atop])], size, args
+                )
             if "first" not in skip:
                 with suppress(KeyboardInterrupt):
                     measure_first_figures(
