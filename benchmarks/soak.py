@@ -8,12 +8,15 @@ For ``--minutes`` (default 10) it runs, at the same time:
 - a churner that starts about ``--procs-per-minute`` (1,000) short processes a minute, each a
   ``dd`` that reads a small file and writes another with fsync, in a temp dir of its own;
 - ``--loop-cycles`` (50) attach/detach cycles of loop devices on backing files of its own;
-- fio on a loop device of its own, rate-limited (``--fio-rate-iops``).
+- fio on a loop device of its own, rate-limited (``--fio-rate-iops``);
+- ``--devices`` (0) more loop devices of its own, attached for the whole run (sparse 16 MiB
+  files), so the TUI's history ring holds that many devices (#25: "about 60 devices").
 
 Every 30 s it prints the RSS (VmRSS of /proc/PID/status) of the TUI and of ``top``. At the end
 it prints the table, the slope over the last half of the run (least squares, KiB/min) and a
 verdict per program: ``flat`` when the slope is below ``--flat-kib-per-min``, else
-``growing``.
+``growing``. It also prints the slope once the TUI's 15-minute history ring is full
+(``--ring-minutes`` after the TUI started), in KB/s (#25's target: < 1 KB/s).
 
 Everything it made is removed on exit, also on Ctrl-C or SIGTERM: the tmux session, ``top``,
 fio, the churner's processes, every loop device it attached (only those: each is checked to be
@@ -22,6 +25,10 @@ backed by one of its own files before ``losetup -d``) and the temp dir.
 Usage (root, tmux, losetup, fio and dd needed)::
 
     .venv/bin/python benchmarks/soak.py [--minutes 10] [--iotop-plus PATH]
+
+#25's TUI memory row (20 minutes at 0.25 s, about 60 devices, Processes tab open)::
+
+    .venv/bin/python benchmarks/soak.py --minutes 20 --devices 56 --every 10 --no-top
 
 ``--iotop-plus`` defaults to this checkout's ``.venv/bin/iotop-plus``; point it at another
 install to compare versions.
@@ -198,7 +205,7 @@ def tmux(*args: str, check: bool = True) -> str:
     return done.stdout
 
 
-def start_tui(binary: str) -> int:
+def start_tui(binary: str, state_dir: Path) -> int:
     """The TUI in a detached tmux session; returns its pid once it shows a screen."""
     tmux(
         "new-session",
@@ -209,7 +216,7 @@ def start_tui(binary: str) -> int:
         "160",
         "-y",
         "48",
-        f"exec {binary} -i 0.25",
+        f"exec {binary} --state-dir {state_dir} -i 0.25",
     )
     pid = int(tmux("display-message", "-p", "-t", SESSION, "#{pane_pid}").strip())
     # Wait for the first device row (the header alone is not the whole app).
@@ -266,6 +273,12 @@ def loop_cycles(loops: Loops, cycles: int, seconds: float, stop: threading.Event
     return
 
 
+def count_devices() -> int:
+    """Lines of /proc/diskstats: the devices the TUI sees."""
+    with open("/proc/diskstats") as fh:
+        return sum(1 for _ in fh)
+
+
 def ignore_signals() -> None:
     """Ignore SIGINT, SIGTERM and SIGHUP (while cleaning up)."""
     for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -282,6 +295,21 @@ def stop_process(proc: subprocess.Popen[bytes] | None) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait(timeout=5)
+
+
+def report_ring_full(series: list[Series], ring_full_s: float) -> None:
+    """Print each program's RSS at the end and its slope after ``ring_full_s``, in KB/s."""
+    for s in series:
+        late = [(t, v) for t, v in s.points if v is not None and t >= ring_full_s]
+        slope = slope_kib_per_min(late)
+        if slope is None:
+            print(f"{s.name}: the run ended before the ring was full (t={ring_full_s:.0f} s)")
+            continue
+        print(
+            f"{s.name}: ring full at t={ring_full_s:.0f} s: RSS {late[0][1] / 1024:.1f} MiB then, "
+            f"{late[-1][1] / 1024:.1f} MiB at the end; slope after {slope * 1.024 / 60:+.3f} KB/s "
+            f"({len(late)} readings)"
+        )
 
 
 def report(series: list[Series], flat_limit: float) -> bool:
@@ -318,7 +346,8 @@ def report(series: list[Series], flat_limit: float) -> bool:
     return all_flat
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0, help="run time (default 10)")
     parser.add_argument(
@@ -332,17 +361,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--fio-rate-iops", type=int, default=200)
     parser.add_argument("--flat-kib-per-min", type=float, default=50.0)
     parser.add_argument("--no-tui", action="store_true", help="only top (e.g. a quick check)")
+    parser.add_argument("--no-top", action="store_true", help="only the TUI")
+    parser.add_argument("--devices", type=int, default=0, help="loop devices held all along")
+    parser.add_argument(
+        "--ring-minutes", type=float, default=15.0, help="the TUI's history ring (default 15)"
+    )
     parser.add_argument("--dir", default="/var/tmp", help="where the temp dir goes")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def missing(binary: str) -> str | None:
+    """What this machine lacks for the soak, or None."""
     if os.geteuid() != 0:
-        print("soak: needs root (loop devices)", file=sys.stderr)
-        return 2
+        return "needs root (loop devices)"
     for tool in ("tmux", "losetup", "fio", "dd"):
         if shutil.which(tool) is None:
-            print(f"soak: {tool} is not installed", file=sys.stderr)
-            return 2
-    if not os.access(args.iotop_plus, os.X_OK):
-        print(f"soak: {args.iotop_plus}: not an executable", file=sys.stderr)
+            return f"{tool} is not installed"
+    if not os.access(binary, os.X_OK):
+        return f"{binary}: not an executable"
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    lacking = missing(args.iotop_plus)
+    if lacking:
+        print(f"soak: {lacking}", file=sys.stderr)
         return 2
 
     def on_term(_signum: int, _frame: object) -> None:
@@ -372,6 +416,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Runs first: a second Ctrl-C must not cut the cleanup short.
         cleanup.callback(ignore_signals)
         try:
+            for _ in range(args.devices):
+                loops.attach(16)
             fio = start_fio(loops, seconds, args.fio_rate_iops)
             churner = Churner(workdir, args.procs_per_minute)
             churner.start()
@@ -383,16 +429,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             cycler.start()
             if not args.no_tui:
-                series.append(Series("tui", start_tui(args.iotop_plus)))
-            count = str(int(seconds / 0.25) + 400)
-            top = subprocess.Popen(
-                [args.iotop_plus, "top", "-i", "0.25", "-c", count, "--format", "json"],
-                stdout=subprocess.DEVNULL,
-                stdin=subprocess.DEVNULL,
-            )
-            series.append(Series("top", top.pid))
+                series.append(Series("tui", start_tui(args.iotop_plus, workdir / "state")))
+            if not args.no_top:
+                count = str(int(seconds / 0.25) + 400)
+                top = subprocess.Popen(
+                    [
+                        args.iotop_plus,
+                        "--state-dir",
+                        str(workdir / "state"),
+                        "top",
+                        "-i",
+                        "0.25",
+                        "-c",
+                        count,
+                        "--format",
+                        "json",
+                    ],
+                    stdout=subprocess.DEVNULL,
+                    stdin=subprocess.DEVNULL,
+                )
+                series.append(Series("top", top.pid))
             started = time.monotonic()
             print(f"soak: {args.minutes:g} min, {args.iotop_plus}, workdir {workdir}")
+            print(f"devices in /proc/diskstats: {count_devices()}, load {os.getloadavg()}")
             print(f"{'t (s)':>7} " + " ".join(f"{s.name:>10}" for s in series) + "  churned")
             next_at = 0.0
             while True:
@@ -414,6 +473,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if churner is not None:
         print(f"churner: {churner.started_count} processes started, {churner.failed} failed")
     ok = report(series, args.flat_kib_per_min) if series else False
+    print(f"devices in /proc/diskstats at the end: {count_devices()}, load {os.getloadavg()}")
+    report_ring_full(series, args.ring_minutes * 60)
     left = [d for d in loops.attached]
     if left:
         print(f"soak: could not detach {left}", file=sys.stderr)
