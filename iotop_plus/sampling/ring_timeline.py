@@ -38,6 +38,11 @@ WINDOW_KEPT_FROM = 32
 WINDOWS_KEPT = 2
 """... this many of them, the latest."""
 
+RECENT_KEPT = 8
+"""The last frames appended are kept as they came: the Device tab's verdict looks back on the
+five before the one shown at every frame, and rebuilding them (their pickled parts: health
+per device) was half the TUI's busy time at 2,000 devices (#25)."""
+
 TOP_PROCESSES = 20
 """Processes kept per frame, the busiest by I/O over the frame's interval."""
 
@@ -73,6 +78,8 @@ class RingTimeline:
         # The last windows rebuilt (the charts ask for the same 600 frames at every redraw
         # while history is shown; a frame with its processes takes ~0.3 ms to rebuild).
         self._windows: dict[tuple[int, int, int], tuple[PackedFrame, PackedFrame, list[Frame]]] = {}
+        # The last frames appended, as they came (by the packed frame's id).
+        self._recent: dict[int, tuple[PackedFrame, Frame]] = {}
 
     def _capacity_for(self, interval: float) -> int:
         return math.ceil(self.minutes * 60.0 / clamp_interval(interval)) + 1
@@ -107,7 +114,7 @@ class RingTimeline:
         wall = frame.wall_time
         while self._walls and self._walls[-1] >= wall:
             self._walls.pop()
-            self._frames.pop()
+            self._recent.pop(id(self._frames.pop()), None)
             self._last = None
         self._walls.append(wall)
         kept = strip_processes(frame, self.top_processes)
@@ -120,6 +127,9 @@ class RingTimeline:
         self._since_key = 0 if packed.is_key else self._since_key + 1
         self._last = (packed, flat, kept.sample.counters)
         self._remember(packed, flat)
+        if len(self._recent) >= RECENT_KEPT:
+            self._recent.pop(next(iter(self._recent)))
+        self._recent[id(packed)] = (packed, kept)
         self._frames.append(packed)
         self._trim()
 
@@ -130,6 +140,7 @@ class RingTimeline:
             self._walls.popleft()
             gone = self._frames.popleft()
             self._flats.pop(id(gone), None)
+            self._recent.pop(id(gone), None)
             if self._frames:
                 self._rebase(gone)
         if not self._frames:
@@ -199,6 +210,11 @@ class RingTimeline:
             prev_counters = self._packer.counters(before, base)
         for i in range(lo, hi):
             packed = self._frames[i]
+            recent = self._recent.get(id(packed))
+            if recent is not None and recent[0] is packed:  # kept as it came: no rebuild
+                out.append(recent[1])
+                base, prev_counters = self._flat(packed, i), recent[1].sample.counters
+                continue
             hit = self._flats.get(id(packed))
             if hit is not None and hit[0] is packed:
                 flat = hit[1]

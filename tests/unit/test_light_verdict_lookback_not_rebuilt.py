@@ -1,0 +1,53 @@
+"""The Device tab's verdict looks back on the frames just before the one shown, at every frame.
+
+Rebuilding those from the packed ring (their pickled parts: health for every device) was half
+the TUI's busy time at 2,000 devices (#25); the ring keeps its last frames as they came.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from iotop_plus.sampling.diagnosis import RECENT
+from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.packed_frames import Packer
+from iotop_plus.sampling.ring_timeline import RingTimeline
+from iotop_plus.tui.why_lines import recent_rates
+from tests.tui.canned import HOST_ROOTS, CannedSampler
+
+
+def canned_frames(count: int) -> list[Frame]:
+    """``count`` frames of the tui_host fixture, one second apart."""
+    source = LiveSource(HOST_ROOTS, CannedSampler())
+    return [source.next_frame() for _ in range(count)]
+
+
+def test_the_verdicts_lookback_rebuilds_no_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = canned_frames(40)
+    ring = RingTimeline(minutes=15, interval=1.0)
+    rebuilt: list[object] = []
+    real = Packer.frame
+
+    def counting(*args: object) -> Frame:
+        rebuilt.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Packer, "frame", staticmethod(counting))
+    device = next(name for name, r in frames[-1].rates.items() if r is not None)
+    for frame in frames:
+        ring.append(frame)
+        rebuilt.clear()
+        looked_back = recent_rates(device, frame, ring)  # what the Device tab asks each frame
+        assert not rebuilt, f"frame {frame.seq}: {len(rebuilt)} frames rebuilt"
+        earlier = [f for f in frames if f.wall_time < frame.wall_time][-RECENT:]
+        assert looked_back == [r for f in earlier if (r := f.rates.get(device)) is not None]
+
+
+def test_older_frames_are_still_rebuilt_equal() -> None:
+    frames = canned_frames(40)
+    ring = RingTimeline(minutes=15, interval=1.0)
+    for frame in frames:
+        ring.append(frame)
+    assert ring.frames() == frames
+    assert ring.window(frames[-1].wall_time, 3.5) == frames[-4:]
+    assert ring.frame_at(frames[5].wall_time) == frames[5]
