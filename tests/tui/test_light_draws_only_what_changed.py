@@ -74,7 +74,8 @@ async def test_a_widget_whose_text_did_not_change_is_not_refreshed(
             screen.draw_charts(force=True)  # the same window again: the same caption
             header.show(note=header.note)  # the same header text
             await pilot.pause()
-        assert calls[("Static", caption.id, False)] + calls[("Static", caption.id, True)] == 0
+        caption_calls = [("ChartCaption", caption.id, layout) for layout in (False, True)]
+        assert sum(calls[call] for call in caption_calls) == 0
         assert calls[("HostHeader", "header", False)] + calls[("HostHeader", "header", True)] == 0
 
 

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import pairwise, zip_longest
 
 from rich.style import Style
 from textual.containers import Grid
+from textual.geometry import Region
 from textual.widgets import Static
 
 from iotop_plus.sampling.diskstats import printable
@@ -103,6 +104,46 @@ def joins(times: Sequence[float]) -> list[bool]:
     ]
 
 
+class ChartCaption(Static):
+    """The text under the charts (device, sample count, what the axes mean).
+
+    Its sample count moves every frame until the history is full; a new text repaints only
+    the lines whose rendering changed, not all of the caption's lines (#25)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__("", id=id, markup=False)
+        self._quiet = False
+
+    def refresh(self, *regions: Region, **kwargs: bool) -> ChartCaption:
+        """As Textual's, except while :meth:`show` swaps the text: then only the cached
+        visual is dropped, and :meth:`show` repaints the lines that changed."""
+        if self._quiet:
+            return super().refresh(repaint=False)
+        return super().refresh(*regions, **kwargs)
+
+    def show(self, text: str) -> None:
+        """Show ``text``, repainting only the lines it changed (never a layout pass: the
+        caption's grid cell has a fixed size)."""
+        width, height = self.size
+        drawn = self._render_cache
+        if not (width and height and drawn.size == self.size and not self._dirty_regions):
+            self.update(text, layout=False)  # nothing drawn at this size to compare with
+            return
+        old = drawn.lines
+        self._quiet = True
+        try:
+            self.update(text, layout=False)
+        finally:
+            self._quiet = False
+        self._render_content()
+        new = self._render_cache.lines
+        changed = [
+            Region(0, y, width, 1) for y, (a, b) in enumerate(zip_longest(old, new)) if a != b
+        ]
+        if changed:
+            self.refresh(*changed)
+
+
 class DeviceCharts(Grid):
     """Five small charts of the selected device, seconds before now on the x axis."""
 
@@ -125,14 +166,14 @@ class DeviceCharts(Grid):
     def compose(self) -> Iterable[BrailleChart | Static]:
         for spec in CHARTS:
             yield BrailleChart(spec.kind, spec.title, id=spec.id)
-        yield Static("", id="chart-caption", markup=False)
+        yield ChartCaption(id="chart-caption")
 
     def _caption(self, text: str) -> None:
         """Show ``text`` under the charts: repainted only when it changed, and never with a
         layout pass (its grid cell has a fixed size) (#25)."""
         if text != self._caption_text:
             self._caption_text = text
-            self.query_one("#chart-caption", Static).update(text, layout=False)
+            self.query_one("#chart-caption", ChartCaption).show(text)
 
     def due(self, device: str | None, now: float) -> bool:
         """Whether a draw is worth doing: a new device, or another end time than the last draw

@@ -197,7 +197,14 @@ class DeviceTable(CursorList[TableRow]):
                 busy = top
         if busy != self.busy_hidden:
             self.busy_hidden = busy
-            self.refresh()
+            self._refresh_note_line()
+
+    def _refresh_note_line(self) -> None:
+        """Repaint the line under the rows that names the hidden devices (the busy one's name
+        came or went), not the whole table (#25)."""
+        line = HEADER_LINES + len(self.rows) - self.scroll_offset.y
+        if HEADER_LINES <= line < self.size.height:
+            self.refresh(Region(0, line, self.size.width, 1))
 
     def update_latency(self, latency: LatencyFrame | None) -> None:
         """The latency columns' figures for the next :meth:`update_devices`."""

@@ -1,0 +1,141 @@
+"""#25: a frame repaints the lines whose text changed, and no others.
+
+Every line Textual repaints costs twice: the widget renders it, and the compositor cuts every
+widget on that screen row again. So a frame with the same figures repaints no table line; a
+busy hidden device coming or going repaints the one line under the rows that names it, not
+the whole table; and the chart caption, whose sample count moves every frame until the
+history is full, repaints the line that count is on, not all of its lines. Counted through a
+spy on ``refresh`` (the regions asked for), never through time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from textual.geometry import Region
+from textual.widget import Widget
+
+from iotop_plus.config import Config
+from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.tui.widgets.charts import DeviceCharts
+from iotop_plus.tui.widgets.device_table import HEADER_LINES, DeviceTable
+from tests.support.frames import StepClock
+from tests.tui.canned import CannedSampler, canned_app
+from tests.tui.helpers import started, step
+from tests.tui.test_starting_device_and_busy_hidden import (
+    LOOP0_BUSY,
+    TableAlone,
+    feed,
+    host_copy,
+)
+
+
+@contextmanager
+def repaints(monkeypatch: pytest.MonkeyPatch, widget: Widget) -> Iterator[list[tuple[Region, ...]]]:
+    """The regions of every ``refresh`` of ``widget`` that repaints, while the block runs
+    (() = all of it; ``repaint=False`` only drops cached sizes and paints nothing)."""
+    calls: list[tuple[Region, ...]] = []
+    original = Widget.refresh
+
+    def spy(self: Widget, *regions: Region, **kwargs: bool) -> Widget:
+        if self is widget and kwargs.get("repaint", True):
+            calls.append(regions)
+        return original(self, *regions, **kwargs)
+
+    monkeypatch.setattr(Widget, "refresh", spy)
+    yield calls
+
+
+def lines_of(t: DeviceTable) -> list[str]:
+    """The text of every line the table shows."""
+    return [t.render_line(y).text.rstrip() for y in range(t.size.height)]
+
+
+def show(t: DeviceTable, frame: Frame, rates: object = None) -> None:
+    """A steady frame: the same devices, these rates (the frame's own by default)."""
+    t.update_devices(
+        rates or frame.rates,  # type: ignore[arg-type]
+        frame.inventory,
+        frame.ever_used,
+        frame.nr_requests,
+        False,
+    )
+
+
+async def test_a_frame_with_unchanged_figures_refreshes_no_table_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roots = host_copy(tmp_path)
+    source = LiveSource(roots, CannedSampler(roots))
+    source.next_frame()
+    frame = source.next_frame()
+    app = TableAlone()
+    async with app.run_test(size=(120, 20)) as pilot:
+        t = app.query_one(DeviceTable)
+        feed(t, frame)
+        await pilot.pause()
+        with repaints(monkeypatch, t) as calls:
+            show(t, frame)
+            show(t, frame)
+            await pilot.pause()
+        assert calls == []
+
+
+async def test_a_busy_hidden_device_going_quiet_repaints_only_the_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roots = host_copy(tmp_path, loop0=LOOP0_BUSY)
+    source = LiveSource(roots, CannedSampler(roots))
+    source.next_frame()
+    frame = source.next_frame()
+    app = TableAlone()
+    async with app.run_test(size=(120, 20)) as pilot:
+        t = app.query_one(DeviceTable)
+        feed(t, frame)
+        await pilot.pause()
+        assert t.busy_hidden == "loop0"
+        assert any("loop0 busy" in line for line in lines_of(t))
+        with repaints(monkeypatch, t) as calls:
+            show(t, frame, {**frame.rates, "loop0": None})  # loop0 went quiet (no rates)
+            await pilot.pause()
+        assert t.busy_hidden is None
+        note = Region(0, HEADER_LINES + len(t.rows), t.size.width, 1)
+        assert calls == [(note,)]
+        lines = lines_of(t)
+        assert not any("busy" in line for line in lines)
+        assert any(f"{t.hidden} hidden (a: show all)" in line for line in lines)
+        with repaints(monkeypatch, t) as calls:
+            show(t, frame)  # busy again
+            await pilot.pause()
+        assert calls == [(note,)]
+        assert any("loop0 busy" in line for line in lines_of(t))
+
+
+async def test_a_new_sample_count_repaints_only_the_caption_lines_it_changed(
+    step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = canned_app(Config(interval=1), with_history=False)
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await step(pilot, app, 2)
+        await pilot.pause()
+        charts = app.main_screen.query_one(DeviceCharts)
+        caption = charts.query_one("#chart-caption")
+        height = caption.size.height
+        assert height > 3
+        counts = []
+        with repaints(monkeypatch, caption) as calls:
+            for _ in range(3):
+                await step(pilot, app)
+                await pilot.pause()
+                counts.append(str(caption.render()).split(" samples")[0])
+        assert len(set(counts)) == 3, counts  # the count moved every frame
+        assert calls, "the caption was never repainted"
+        assert all(regions for regions in calls), calls  # never the whole caption
+        assert all(r.height == 1 for regions in calls for r in regions)
+        assert all(len(regions) < height // 2 for regions in calls), calls
+        shown = [strip.text for strip in caption.render_lines(Region(0, 0, *caption.size))]
+        assert shown[0].strip().startswith(counts[-1] + " samples")
