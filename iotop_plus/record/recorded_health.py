@@ -33,6 +33,12 @@ def _unchanging(doc: Mapping[str, Any]) -> Any:
     return (devices, doc.get("io_errors"), doc.get("io_error_source"), doc.get("problem"))
 
 
+def _rest(health: HealthFrame) -> tuple[Any, ...]:
+    """What of ``health`` besides its readings goes into the ``H`` key."""
+    errors = dict(health.io_errors) if health.io_errors is not None else None
+    return (errors, health.io_error_source, health.problem)
+
+
 class HealthParts:
     """Adds ``H`` to the recorder's samples when health changed or a chunk or file starts."""
 
@@ -41,6 +47,22 @@ class HealthParts:
         self._last: Any = None
         self._minute: int | None = None
         self._files: int | None = None
+        self._seen: tuple[Any, ...] | None = None
+        """The last health looked at: its readings (the objects) and the rest of the key."""
+
+    def _same_as_seen(self, health: HealthFrame) -> bool:
+        """Whether ``health`` holds the very readings and the same counts as the last one
+        looked at (then its ``H`` key is the same: no need to encode it to know)."""
+        seen = self._seen
+        if seen is None:
+            return False
+        readings, rest = seen
+        now = health.readings
+        return (
+            len(now) == len(readings)
+            and all(readings.get(name) is reading for name, reading in now.items())
+            and rest == _rest(health)
+        )
 
     def add(
         self, rs: RecordedSample, frame: Frame, files_started: int, file_open: bool
@@ -53,9 +75,12 @@ class HealthParts:
         minute = int(frame.wall_time // CHUNK_S)
         new_file = not file_open or files_started != self._files
         self._files = files_started if file_open else files_started + 1
+        due = new_file or minute != self._minute or frame.inventory_changed or health.new_errors
+        if not due and self._same_as_seen(health):
+            return rs  # most samples: the readings change at most every few minutes
+        self._seen = (dict(health.readings), _rest(health))
         doc = health.as_json()
         key = _unchanging(doc)
-        due = new_file or minute != self._minute or frame.inventory_changed or health.new_errors
         if not due and key == self._last:
             return rs
         self._last, self._minute = key, minute

@@ -1,0 +1,100 @@
+"""#25, recorder CPU at 60 devices: what each sample costs, cut where the profile showed it.
+
+A profile of ``record -i 1`` on a host with ~70 devices and ~120 processes showed, besides
+reading counters: the ``H`` document of all devices' health encoded every sample only to find
+it unchanged, ``/proc/PID/stat`` read whole for every process whose ``io`` text moved (most
+only in their character counters), and rates worked out field by field for idle processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import pytest
+
+from iotop_plus.record.chunks import RecordedSample
+from iotop_plus.record.recorded_health import HEALTH, HealthParts
+from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.health import DeviceHealth
+from iotop_plus.sampling.health_part import HealthFrame
+from tests.support.synthetic import SyntheticTree
+
+
+def _frames(tmp_path: Path, n_devices: int, count: int) -> list[Frame]:
+    tree = SyntheticTree(tmp_path / "tree", n_devices)
+    source = LiveSource(tree.roots)
+    try:
+        frames = []
+        for _ in range(count):
+            tree.advance(1.0)
+            frames.append(source.next_frame())
+        return frames
+    finally:
+        source.close()
+
+
+def _health(readings: dict[str, DeviceHealth], age: float) -> HealthFrame:
+    return HealthFrame(
+        MappingProxyType(readings),
+        MappingProxyType(dict.fromkeys(readings, age)),
+        MappingProxyType({}),
+        "kmsg",
+    )
+
+
+def test_unchanged_health_is_not_encoded_every_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    frames = _frames(tmp_path, 60, 3)
+    names = sorted(frames[0].sample.counters)
+    readings = {n: DeviceHealth("sysfs", temperature_c=40) for n in names}
+    encoded: list[int] = []
+    as_json = HealthFrame.as_json
+
+    def counting(self: HealthFrame) -> dict[str, Any]:
+        encoded.append(1)
+        return as_json(self)
+
+    monkeypatch.setattr(HealthFrame, "as_json", counting)
+    parts = HealthParts()
+    wall = 1_700_000_040.0  # 20 s before a minute starts: all samples in one chunk
+    written = []
+    for i in range(10):
+        # Each live frame has a health part of its own (the ages move), the readings stay.
+        frame = dataclasses.replace(
+            frames[-1],
+            sample=dataclasses.replace(frames[-1].sample, wall_time=wall + i),
+            health=_health(dict(readings), age=float(i)),
+            inventory_changed=False,
+        )
+        rs = parts.add(RecordedSample(frame.sample), frame, 1, True)
+        written.append(HEALTH in rs.parts)
+    assert written == [True] + [False] * 9  # the first of the file, then nothing changed
+    assert len(encoded) == 1  # was 10: 60 devices' document built each sample to compare
+
+
+def test_a_new_reading_is_still_written_at_once(tmp_path: Path) -> None:
+    frames = _frames(tmp_path, 4, 2)
+    names = sorted(frames[0].sample.counters)
+    readings = {n: DeviceHealth("sysfs", temperature_c=40) for n in names}
+    parts = HealthParts()
+    wall = 1_700_000_040.0
+    seen = []
+    for i in range(6):
+        if i == 3:  # the worker read one device again and its figure moved
+            readings = {**readings, names[0]: DeviceHealth("sysfs", temperature_c=41)}
+        if i == 5:  # read again with the same figures: a new object, nothing to write
+            readings = {**readings, names[1]: DeviceHealth("sysfs", temperature_c=40)}
+        frame = dataclasses.replace(
+            frames[-1],
+            sample=dataclasses.replace(frames[-1].sample, wall_time=wall + i),
+            health=_health(dict(readings), age=float(i)),
+            inventory_changed=False,
+        )
+        rs = parts.add(RecordedSample(frame.sample), frame, 1, True)
+        doc = rs.parts.get(HEALTH)
+        seen.append(None if doc is None else doc["devices"][names[0]]["temperature_c"])
+    assert seen == [40, None, None, 41, None, None]
