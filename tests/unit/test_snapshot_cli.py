@@ -9,7 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -220,19 +220,32 @@ def test_fractional_interval_is_measured(capsys: pytest.CaptureFixture[str]) -> 
     assert elapsed[0] >= 0.25 - 1e-6 and sum(elapsed) >= 0.5 - 2e-6
 
 
+def _after_the_baseline(monkeypatch: pytest.MonkeyPatch, change: Callable[[], object]) -> None:
+    """Run ``change`` once, right after the baseline frame is read.
+
+    A hook on the frame source, not on ``time.sleep``: a loaded host can make the baseline read
+    outlast a 0.01 s interval, and then the schedule takes the next frame without sleeping.
+    """
+    real_next = frame_module.LiveSource.next_frame
+    calls = []
+
+    def next_frame(self: frame_module.LiveSource) -> frame_module.Frame:
+        frame = real_next(self)
+        calls.append(frame)
+        if len(calls) == 1:
+            change()
+        return frame
+
+    monkeypatch.setattr(frame_module.LiveSource, "next_frame", next_frame)
+
+
 def test_rates_over_a_changing_tree(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The tree moves from t0 to t1 during the interval: figures are the iostat formulas."""
     shutil.copytree(FIXTURES / "nvme", tmp_path / "nvme", symlinks=True)
     proc = tmp_path / "nvme" / "proc"
-    real_sleep = time.sleep
-
-    def sleep_then_advance(seconds: float) -> None:
-        real_sleep(seconds)
-        (proc / "diskstats.t1").replace(proc / "diskstats")
-
-    monkeypatch.setattr(frame_module.time, "sleep", sleep_then_advance)
+    _after_the_baseline(monkeypatch, lambda: (proc / "diskstats.t1").replace(proc / "diskstats"))
     doc = run_json(capsys, tmp_path / "nvme", "nvme0n1", "nvme0n1p2")
     stat = doc["statistics"][0]
     disk, part = stat["disk"]
@@ -253,13 +266,11 @@ def test_device_that_vanishes_is_left_out(
 ) -> None:
     shutil.copytree(FIXTURES / "dm", tmp_path / "dm", symlinks=True)
     stats = tmp_path / "dm" / "proc" / "diskstats"
-    real_sleep = time.sleep
 
-    def sleep_then_remove_dm1(seconds: float) -> None:
-        real_sleep(seconds)
+    def remove_dm1() -> None:
         stats.write_text("".join(x for x in stats.read_text().splitlines(True) if "dm-1" not in x))
 
-    monkeypatch.setattr(frame_module.time, "sleep", sleep_then_remove_dm1)
+    _after_the_baseline(monkeypatch, remove_dm1)
     doc = run_json(capsys, tmp_path / "dm", "dm-0", "dm-1")
     assert _disks(doc) == ["dm-0"]
 
