@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -78,8 +79,11 @@ def test_a_closed_terminal_leaves_the_change_for_restore_to_offer_and_keep(
         tmux.send_keys("R")  # the selected device's read-ahead: a picker
         tmux.wait_for("read-ahead", timeout=10)
         tmux.send_text("48")
+        tmux.wait_for(re.compile(r"▊\s+48\s"), timeout=10)  # typed into the value box
         tmux.send_keys("Enter")
-        wait(lambda: read_ahead(loop) == "48", "the change to reach sysfs")
+        assert holds_within(lambda: read_ahead(loop) == "48", 30), (
+            f"the change did not reach sysfs; the screen:\n{tmux.capture()}"
+        )
         pid = tmux.program_pid(launched)
     finally:
         tmux.kill()  # the session is gone: SIGHUP, and no terminal any more
