@@ -139,3 +139,34 @@ async def test_a_new_sample_count_repaints_only_the_caption_lines_it_changed(
         assert all(len(regions) < height // 2 for regions in calls), calls
         shown = [strip.text for strip in caption.render_lines(Region(0, 0, *caption.size))]
         assert shown[0].strip().startswith(counts[-1] + " samples")
+
+
+async def test_a_changed_table_row_is_built_once_a_frame_not_again_at_the_paint(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roots = host_copy(tmp_path)
+    source = LiveSource(roots, CannedSampler(roots))
+    source.next_frame()
+    frame = source.next_frame()
+    app = TableAlone()
+    async with app.run_test(size=(120, 20)) as pilot:
+        t = app.query_one(DeviceTable)
+        feed(t, frame)
+        await pilot.pause()
+        quiet = t.visible_names()[-1]
+        assert quiet != t.selected
+        built: list[str] = []
+        original = DeviceTable._row_content
+
+        def spy(self: DeviceTable, row: object, selected: bool) -> object:
+            built.append(row.name)  # type: ignore[attr-defined]
+            return original(self, row, selected)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(DeviceTable, "_row_content", spy)
+        with repaints(monkeypatch, t) as calls:
+            show(t, frame, {**frame.rates, quiet: None})  # its figures go: dashes
+            await pilot.pause()
+        row_y = HEADER_LINES + t.visible_names().index(quiet)
+        assert calls == [(Region(0, row_y, t.size.width, 1),)]
+        assert lines_of(t)[row_y].split()[1:] == ["-"] * len(t.columns)
+        assert sorted(built) == sorted(t.visible_names())  # each row once: no second build

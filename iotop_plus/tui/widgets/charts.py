@@ -142,6 +142,7 @@ class ChartCaption(Static):
         ]
         if changed:
             self.refresh(*changed)
+            self._dirty_regions.clear()  # the lines just rendered are the new text's
 
 
 class DeviceCharts(Grid):

@@ -134,6 +134,10 @@ class DeviceTable(CursorList[TableRow]):
         self._columns: tuple[Column, ...] = ()
         self._device_width = 10
         self._cache: dict[str, tuple[tuple[RowContent, int, TableRow], Strip]] = {}
+        self._checked: dict[str, bool] = {}
+        """Rows whose cached strip :meth:`_refresh_changed_lines` found current this frame,
+        with whether they were under the cursor: painted from the cache without building
+        their content again (#25). Forgotten with any new data, layout or whole repaint."""
         self._header_strips: tuple[Strip, ...] | None = None
         self._row_order_dirty = True
 
@@ -148,6 +152,7 @@ class DeviceTable(CursorList[TableRow]):
         devices_changed: bool,
     ) -> None:
         """Show a new tick; repaint only the visible lines whose content changed."""
+        self._checked.clear()
         self._rates = rates
         self._nr_requests = nr_requests
         self._scales = {}  # refitted below, once the rows are known
@@ -208,12 +213,14 @@ class DeviceTable(CursorList[TableRow]):
 
     def update_latency(self, latency: LatencyFrame | None) -> None:
         """The latency columns' figures for the next :meth:`update_devices`."""
+        self._checked.clear()
         self._latency = latency
 
     def update_parts(self, frame: Frame) -> None:
         """The frame's latency and health (the severity marks) for :meth:`update_devices`."""
         self.update_latency(frame.latency)
         marks = severity_marks(frame)
+        self._checked.clear()
         if marks.keys() != self.marks.keys():
             self._row_order_dirty = True  # the Device column widens for the mark
         self.marks = marks
@@ -290,6 +297,7 @@ class DeviceTable(CursorList[TableRow]):
         self._row_order_dirty = True
         self._header_strips = None
         self._cache.clear()
+        self._checked.clear()
         self._rebuild_rows()
         self._find_busy_hidden()
         self.refresh()
@@ -350,6 +358,7 @@ class DeviceTable(CursorList[TableRow]):
             self._device_width = device_width
             self._header_strips = None
             self._cache.clear()
+            self._checked.clear()
         self._fit_columns()
         self.fit_virtual_size()
         self._place_cursor()
@@ -397,6 +406,7 @@ class DeviceTable(CursorList[TableRow]):
         if columns != self._columns:
             self._columns = columns
             self._cache.clear()
+            self._checked.clear()
             self._header_strips = None
             # Clamped quietly: the caller is already laying the table out.
             self.set_reactive(DeviceTable.sort_column, min(self.sort_column, len(columns)))
@@ -424,6 +434,7 @@ class DeviceTable(CursorList[TableRow]):
     def on_resize(self) -> None:
         self._header_strips = None
         self._cache.clear()
+        self._checked.clear()
         self._fit_columns()
         self.fit_virtual_size()
 
@@ -523,11 +534,22 @@ class DeviceTable(CursorList[TableRow]):
             return Strip.blank(width)
         return self._strip_for(index, width)
 
+    def refresh(self, *regions: Region, **kwargs: bool) -> DeviceTable:
+        """As Textual's; a repaint of the whole table builds every row's content again."""
+        if not regions:
+            self._checked.clear()
+        return super().refresh(*regions, **kwargs)
+
     def _strip_for(self, index: int, width: int) -> Strip:
         row = self.rows[index]
-        content = self._row_content(row, index == self.cursor)
-        key = (content, width, row)
+        selected = index == self.cursor
         cached = self._cache.get(row.name)
+        if cached is not None and self._checked.get(row.name) is selected:
+            key = cached[0]
+            if key[1] == width and key[2] == row:
+                return cached[1]
+        content = self._row_content(row, selected)
+        key = (content, width, row)
         if cached is not None and cached[0] == key:
             return cached[1]
         strip = self._render_row(content, width)
@@ -544,9 +566,14 @@ class DeviceTable(CursorList[TableRow]):
                 break
             row = self.rows[index]
             cached = self._cache.get(row.name)
-            content = self._row_content(row, index == self.cursor)
-            if cached is None or cached[0] != (content, width, row):
+            selected = index == self.cursor
+            content = self._row_content(row, selected)
+            key = (content, width, row)
+            if cached is None or cached[0] != key:
+                # Drawn now, once: the paint takes it from the cache.
+                self._cache[row.name] = (key, self._render_row(content, width))
                 self.refresh(Region(0, line + HEADER_LINES, width, 1))
+            self._checked[row.name] = selected
 
     # ---- cursor --------------------------------------------------------------------------
 
