@@ -149,8 +149,21 @@ async def test_a_recording_of_three_fio_processes_keeps_their_command_lines_and_
     try:
         span = timeline.span()
         assert span is not None
-        frame = timeline.frame_at(span[1])
-        assert frame is not None and frame.processes is not None
+        # The latest frame in which all three cgroups read the device: on a loaded host a
+        # 0.5 s interval can pass without a 200 IOPS job getting a CPU.
+        busy = [
+            (rs.sample.wall_time, f)
+            for rs, f in timeline.frames(*span)
+            if f.cgroups is not None
+            and all(
+                (r := f.cgroups.rates.get(cgroups[job])) is not None
+                and r.devices.get(dev) is not None
+                for job in JOBS
+            )
+        ]
+        assert busy, "no recorded frame has all three cgroups reading the device"
+        at, frame = busy[-1]
+        assert frame.processes is not None
         tasks = {k: r.task for k, r in frame.processes.rates.items() if r is not None}
         by_job = {
             job: [k for k, t in tasks.items() if f"--name={job}" in t.cmdline] for job in JOBS
@@ -168,7 +181,7 @@ async def test_a_recording_of_three_fio_processes_keeps_their_command_lines_and_
             assert rates is not None and rates.devices[dev].read_iops > 0
         # Replay shows the recorded frame: the three command lines, the three cgroups and
         # the selected one's device split.
-        app = make_replay_app(Roots(), timeline, span[1])
+        app = make_replay_app(Roots(), timeline, at)
         async with app.run_test(size=(200, 50)) as pilot:
             await wait_for(pilot, lambda: app.main_screen.shown_frame is not None)
             await app.main_screen.run_action("panel_tab('tab-processes')")
