@@ -187,9 +187,12 @@ def raster(
     bits = bytearray(width * height)
     prev_c = prev_r = -1
     for c, lo_i, hi_i, joined in runs:
-        seg = values[lo_i:hi_i]
-        r_first, r_last = to_row(seg[0]), to_row(seg[-1])
-        r_top, r_bottom = to_row(max(seg)), to_row(min(seg))
+        if hi_i - lo_i == 1:  # one point in the column (most, at 1 s): one row
+            r_first = r_last = r_top = r_bottom = to_row(values[lo_i])
+        else:
+            seg = values[lo_i:hi_i]
+            r_first, r_last = to_row(seg[0]), to_row(seg[-1])
+            r_top, r_bottom = to_row(max(seg)), to_row(min(seg))
         if joined and prev_c >= 0:
             # Every dot column between the two gets a vertical run to the line's height
             # there, so steep changes stay continuous.
@@ -376,7 +379,8 @@ class BrailleChart(Widget):
         bottom = dots_h - 1
 
         def to_row(v: float) -> int:
-            return min(bottom, max(0, bottom - int(v * ys + 0.5)))
+            r = bottom - int(v * ys + 0.5)
+            return bottom if r > bottom else 0 if r < 0 else r
 
         for line in self.lines:
             runs = (
