@@ -29,7 +29,6 @@ from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import APP_KEYS, bindings
 from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
-from iotop_plus.tui.palette import screen_commands
 from iotop_plus.tui.screens.main import MainScreen
 
 if TYPE_CHECKING:
@@ -140,16 +139,21 @@ class IotopPlusApp(App[int]):
         return self.feed.latest_frame
 
     async def on_mount(self) -> None:
-        # The screen must be composed before the first frame arrives.
+        live = not self.main_screen.scrubber.replay
+        if live:
+            # Frames are read while the screen composes: those that come before it is mounted
+            # are shown from its on_mount, before its first paint (#25, first figures).
+            self.feed.start(
+                self.main_screen.early.hold(self.post_message), self.main_screen.interval
+            )
         await self.push_screen(self.main_screen)
         for note in self.notes:  # printed before the alternate screen too, but gone from view
             self.notify(note, severity="warning", timeout=15, markup=False)
         self.lifecycle.install_signal_handlers()
-        if self.main_screen.scrubber.replay:
+        if not live:
             self.main_screen.start_replay(self.replay_at)
             return
         self.lifecycle.offer_restore()
-        self.feed.start(self.post_message, self.main_screen.interval)
 
     async def action_quit(self) -> None:
         """Quit; when settings were changed in this run, ask whether to keep them."""
@@ -173,6 +177,8 @@ class IotopPlusApp(App[int]):
             self.feed.problem(message.text)
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
+        from iotop_plus.tui.palette import screen_commands  # the palette, once opened (#25)
+
         yield from super().get_system_commands(screen)
         yield from screen_commands(self.main_screen)
 

@@ -23,7 +23,6 @@ from textual.app import App
 
 from iotop_plus.devices.journal import RESTORE_HINT, JournalError
 from iotop_plus.devices.tuner import Tuner, TuningError
-from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
 
 EXIT_WATCHDOG_S = 3.0
 """After a signal, the process ends this long after exit began even if Textual's shutdown
@@ -104,6 +103,8 @@ class SettingsLifecycle:
                     continue
                 app.notify(f"restored {change.summary}", markup=False)
 
+        from iotop_plus.tui.screens.settings_modals import RestoreLeftoversScreen  # (#25)
+
         app.push_screen(RestoreLeftoversScreen(leftovers), answered)
 
     def exit_on_signal(self, sig: int) -> None:
@@ -146,6 +147,9 @@ class SettingsLifecycle:
             elif choice == "keep":
                 self.tuner.keep("quit")
                 self.app.exit()
+
+        # Imported here: the first screen never shows a modal (#25, first figures).
+        from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen
 
         if not isinstance(self.app.screen, KeepOrRevertScreen):
             self.app.push_screen(KeepOrRevertScreen(self.tuner.active), answered)

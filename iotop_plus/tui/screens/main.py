@@ -51,6 +51,7 @@ from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
+from iotop_plus.tui.screens.early_frames import EarlyFrames
 from iotop_plus.tui.screens.main_charts import ChartWindow
 from iotop_plus.tui.screens.main_history import HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS, step_interval
@@ -160,6 +161,8 @@ class MainScreen(HistoryActions, Screen[None]):
         self._problem_at = float("-inf")
         self._chart_timer: Timer | None = None
         self._start_monotonic: float | None = None
+        self.early = EarlyFrames()
+        """Frames read while the screen composes, shown from on_mount (before the first paint)."""
         self.refusals = Refusals(replay=replay, read_only=config.read_only, say=self._warn)
         """What a replay and read-only refuse."""
         self.panels = SidePanels(
@@ -198,6 +201,9 @@ class MainScreen(HistoryActions, Screen[None]):
     # ---- layout --------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
+        # The screen's classes before its children mount: set after, each restyles them all.
+        self.add_class("view-table")
+        self.views.fit(self.app.size.width, self.app.size.height)
         with Horizontal(id="header-row"):
             yield HostHeader(self.host, self.interval, id="header", read_only=self.config.read_only)
             yield PressureGauge(id="pressure")
@@ -213,7 +219,9 @@ class MainScreen(HistoryActions, Screen[None]):
                     placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
                 )
                 yield DeviceTable(self.config, only=self.devices, id="table")
-                yield LatencyView(id="latency-view")
+                latency_view = LatencyView(id="latency-view")
+                latency_view.display = False  # until the latency columns are shown
+                yield latency_view
                 yield DeviceCharts(id="charts")
             with TabbedContent(id="side-panel"):
                 # The deferred tabs start empty: panel_ready() mounts each panel on first use.
@@ -225,13 +233,12 @@ class MainScreen(HistoryActions, Screen[None]):
         yield KeyHints()
 
     def on_mount(self) -> None:
-        self.add_class("view-table")
-        self.query_one(LatencyView).display = False
-        self.views.fit(self.size.width, self.size.height)
+        self.views.fit(self.size.width, self.size.height)  # set in compose: no change, no restyle
         table = self.query_one(DeviceTable)
         table.focus()
         if table.column_set == LATENCY_SET:  # column_set = "latency" in the config
             self.table_keys.show_latency_view(True)
+        self.early.release(lambda frame: self.feed.take(frame, self.paused))
 
     def on_resize(self, event: object) -> None:
         size = getattr(event, "size", self.size)
