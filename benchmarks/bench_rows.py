@@ -7,8 +7,9 @@ default screen (charts shown); CPU ticks of the process (and its children) over 
 the figures before a change) and btop alternate, ``--rounds`` (3) rounds each, median per app,
 with the load average beside every round.
 
-- up to ``--loop-max`` (256) devices: REAL loop devices on sparse ext2 files, mounted read-only, under a
-  read-only fio load of about 5 IOPS per device (``bench_tui.loop_host``); btop sees them;
+- up to ``--loop-max`` (256) devices: REAL loop devices on sparse ext2 files, mounted
+  read-only, under a read-only fio load of about 5 IOPS per device (``bench_tui.loop_host``);
+  btop sees them;
 - above: a SyntheticTree (``--proc-root``/``--sys-root``) advanced once a second; btop cannot
   read a synthetic tree, so it runs on the real host as the load reference.
 
