@@ -2,17 +2,34 @@
 
 ``wait_for`` lets a Pilot app run until a condition holds; ``holds_within`` polls one from
 plain (non-async) code, such as a test that watches a child process or a file.
+
+Both look again soon at first and then less often (``FIRST_LOOK_S`` doubling up to
+``STEP_S``): most conditions hold within a few milliseconds (a frame delivered, a key
+handled), and a fixed 50 ms look made every one of them cost 50 ms; a condition that takes
+longer is looked at no more often than before, so the checks cost no more CPU.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from textual.pilot import Pilot
 
 STEP_S = 0.05
+"""The longest gap between two looks at a condition."""
+FIRST_LOOK_S = 0.001
+"""The first gap; each next one is twice as long, up to ``STEP_S``."""
+
+
+def gaps() -> Iterator[float]:
+    """The gaps between looks at a condition: ``FIRST_LOOK_S`` doubling up to ``STEP_S``."""
+    gap = FIRST_LOOK_S
+    while True:
+        yield gap
+        gap = min(gap * 2, STEP_S)
 
 
 async def wait_for(
@@ -23,21 +40,26 @@ async def wait_for(
 ) -> None:
     """Let the app run until ``condition()`` is true; fail naming ``what`` after ``timeout`` s.
 
-    The app gets one more turn once it holds, so what the condition saw is drawn.
+    Between looks the app runs (its messages, timers and screen updates); once the condition
+    holds, the app gets one more turn (``pilot.pause()``) so what the condition saw is drawn.
     """
     deadline = time.monotonic() + timeout
-    while not condition():
+    for gap in gaps():
+        if condition():
+            break
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout} s")
-        await pilot.pause(STEP_S)
+        await asyncio.sleep(gap)
     await pilot.pause()
 
 
 def holds_within(condition: Callable[[], object], timeout: float) -> bool:
     """Whether ``condition()`` becomes true within ``timeout`` seconds (polled, no app)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    for gap in gaps():
         if condition():
             return True
-        time.sleep(STEP_S)
-    return bool(condition())
+        if time.monotonic() >= deadline:
+            return bool(condition())
+        time.sleep(gap)
+    raise AssertionError("unreachable")  # gaps() never ends

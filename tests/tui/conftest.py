@@ -6,13 +6,25 @@ and ``step``, ``tests.support.frames.next_frames`` and ``step_until``), never on
 clock, whatever the machine's load. A test about the real clock itself (the pace of the
 views, a frame taken in time, a slow frame that must not stack) says so with
 ``@pytest.mark.real_clock("why")``.
+
+Pilot's own idle check (``pilot.pause()``, and twice for every key of ``pilot.press``) looks
+at the process's CPU time over a window; Textual's window is 20 ms, so every pause and every
+key cost at least 20 ms of sleep, about a third of the Pilot tests' wall time. Here the window
+is ``IDLE_WINDOW_S`` with the same idle rule (under 5 % CPU in the window). A pause still
+first waits until the screen and every widget have handled what was queued
+(``Pilot._wait_for_screen``); what a test depends on beyond that it waits for by name
+(``wait_for``, ``step_to``).
 """
 
 from __future__ import annotations
 
 import pytest
+import textual._wait
 
 from tests.support.frames import StepClock
+
+IDLE_WINDOW_S = 0.004
+"""Pilot's idle window here (Textual's is 20 ms)."""
 
 
 @pytest.fixture(autouse=True)
@@ -24,3 +36,11 @@ def _stepped_by_default(request: pytest.FixtureRequest) -> StepClock | None:
         return None
     clock: StepClock = request.getfixturevalue("step_clock")
     return clock
+
+
+@pytest.fixture(autouse=True)
+def _short_idle_window(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pilot's idle check looks at ``IDLE_WINDOW_S`` windows (same 5 % rule as Textual's)."""
+    ratio = textual._wait.SLEEP_IDLE / textual._wait.SLEEP_GRANULARITY
+    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", IDLE_WINDOW_S)
+    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", IDLE_WINDOW_S * ratio)
