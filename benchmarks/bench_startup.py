@@ -10,9 +10,14 @@ load average beside it:
   ``python -c 'import textual.app'`` (target: <= 0.4x, aim 0.3x), and ``iostat -d -x -o JSON``
   (one report since boot: iostat takes whole seconds only) as the peer;
 - the modules ``--version`` and ``snapshot`` import that they should not (pyudev, asyncio,
-  prometheus_client, textual), from ``python -X importtime``.
+  prometheus_client, textual), from ``python -X importtime``;
+- ``--first-figures N``: the TUI's first figures (Enter at a shell prompt in tmux at 120x36 to
+  the first screen whose device row shows numbers; this host's own devices, ``-i 1``),
+  alternated with a fresh ``python -c 'import textual.app'``, bpytop's first frame, and
+  iotop_plus from ``--tree`` when given; median of N starts each, and the ratio (aim <= 1.5x).
 
-Usage: ``.venv/bin/python benchmarks/bench_startup.py [--runs 5]``.
+Usage: ``.venv/bin/python benchmarks/bench_startup.py [--runs 5] [--first-figures 9]
+[--tree /tmp/old-checkout]``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tree", type=Path, help="also time iotop_plus from this checkout (an older commit)"
     )
+    parser.add_argument(
+        "--first-figures", type=int, default=0, metavar="N", help="also the TUI's, N starts"
+    )
     args = parser.parse_args(argv)
     if args.tree is not None:
         subprocess.run([PYTHON, "-m", "compileall", "-q", str(args.tree)], check=True)
@@ -115,11 +124,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "import textual.app (target <= 0.4x, aim 0.3x)"
         )
         if args.tree is not None:
-            before = med["before: snapshot"] - 0.1
+            old_snap = med["before: snapshot"] - 0.1
             print(
                 f"before: --version / python -c pass = "
                 f"{med['before: --version'] / bare:.2f}x; snapshot minus interval = "
-                f"{before * 1000:.1f} ms = {before / textual:.2f}x import textual.app"
+                f"{old_snap * 1000:.1f} ms = {old_snap / textual:.2f}x import textual.app"
             )
         if iostat:
             peer = med["iostat -dx -o JSON"]
@@ -127,7 +136,43 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, cmd in (("--version", [SCRIPT, "--version"]), ("snapshot", snapshot)):
             heavy = heavy_modules([PYTHON, *cmd] if cmd[0] == SCRIPT else cmd)
             print(f"{name} imports {', '.join(heavy) if heavy else 'none'} of {', '.join(HEAVY)}")
+        if args.first_figures:
+            first_figures(args.first_figures, Path(state), args.tree)
     return 0
+
+
+def first_figures(starts: int, state: Path, tree: Path | None) -> None:
+    """The TUI's first figures against ``import textual.app`` and bpytop (see the docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from bench_light import bpytop, first_figures, median, textual_import
+    from bench_tui import ours
+
+    from tests.support.tmux import TmuxSession
+
+    mine = ours()
+    argv = (*mine.argv, "--state-dir", str(state))
+    apps = {"iotop-plus": replace(mine, argv=argv)}
+    if tree is not None:
+        apps["iotop-plus (before)"] = replace(mine, argv=argv, env=(("PYTHONPATH", str(tree)),))
+    peer = bpytop(state / "bpytop-home")
+    if peer is None:
+        print("MISSING PEER: bpytop (make bench-peers)")
+    else:
+        apps["bpytop"] = peer
+    times: dict[str, list[float | None]] = {name: [] for name in ["import textual.app", *apps]}
+    before = load()
+    with TmuxSession(120, 36) as tmux:
+        for _ in range(starts):
+            times["import textual.app"].append(textual_import())
+            for name, app in apps.items():
+                times[name].append(first_figures(tmux, app))
+    meds = {name: median(values) for name, values in times.items()}
+    print(f"first figures, median of {starts} alternating starts; load {before} -> {load()}")
+    textual = meds["import textual.app"]
+    for name, value in meds.items():
+        ratio = f" = {value / textual:.2f}x import textual.app" if value and textual else ""
+        print(f"  {name:<22} {'-' if value is None else f'{value * 1000:.0f} ms'}{ratio}")
+    print("  (aim: iotop-plus <= 1.5x import textual.app)")
 
 
 if __name__ == "__main__":
