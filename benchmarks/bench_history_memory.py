@@ -3,7 +3,8 @@
 Fills a :class:`~iotop_plus.sampling.ring_timeline.RingTimeline` (15 minutes at 0.25 s:
 3,601 frames) in-process with frames of a synthetic host of ``--devices`` (60) disks, each
 frame also carrying this host's real processes (read once per frame from /proc, the ring
-keeps the top 20) and memory figures, as the TUI's would. The chart history
+keeps the top 20) and memory figures, as the TUI's would (``--tui-parts``: also each device's
+health and the host's cgroups). The chart history
 (:class:`~iotop_plus.sampling.history.History`, ``history_points`` per device) is filled
 alongside, as the app does. Prints, every ``--every`` frames, the traced Python memory
 (tracemalloc) and VmRSS, then the bytes per device per frame held by the ring once full.
@@ -53,6 +54,11 @@ def main() -> None:
     ap.add_argument("--interval", type=float, default=0.25)
     ap.add_argument("--every", type=int, default=300)
     ap.add_argument("--no-processes", action="store_true", help="frames without processes")
+    ap.add_argument(
+        "--tui-parts",
+        action="store_true",
+        help="also the parts the TUI's frames carry: health (per device) and cgroups",
+    )
     args = ap.parse_args()
 
     base = Path(tempfile.mkdtemp(prefix="bench-history-", dir="/dev/shm"))
@@ -69,6 +75,9 @@ def run(args: argparse.Namespace, base: Path) -> None:
     host = LiveSource(Roots(), devices=False)
     if not args.no_processes:
         host.want("processes", True)
+    if args.tui_parts:
+        disks.want("health", True)
+        host.want("cgroups", True)
     ring = RingTimeline(15, args.interval)
     charts = History(600)
     print(f"devices {args.devices}, ring capacity {ring.capacity} frames, load {os.getloadavg()}")
@@ -89,6 +98,7 @@ def run(args: argparse.Namespace, base: Path) -> None:
             sample=dataclasses.replace(frame.sample, wall_time=wall),
             processes=procs.processes,
             memory=procs.memory,
+            cgroups=procs.cgroups,
         )
         ring.append(frame)
         charts.record(frame.monotonic, frame.rates)

@@ -205,8 +205,15 @@ def tmux(*args: str, check: bool = True) -> str:
     return done.stdout
 
 
-def start_tui(binary: str, state_dir: Path) -> int:
-    """The TUI in a detached tmux session; returns its pid once it shows a screen."""
+def start_tui(binary: str, state_dir: Path, traced: Path | None = None) -> int:
+    """The TUI in a detached tmux session; returns its pid once it shows a screen.
+
+    ``traced``: run it under tracemalloc (``tui_tracemalloc.py``), snapshots into that dir.
+    """
+    command = f"exec {binary}"
+    if traced is not None:
+        python = Path(binary).parent / "python"
+        command = f"exec {python} {REPO / 'benchmarks' / 'tui_tracemalloc.py'} run {traced}"
     tmux(
         "new-session",
         "-d",
@@ -216,7 +223,7 @@ def start_tui(binary: str, state_dir: Path) -> int:
         "160",
         "-y",
         "48",
-        f"exec {binary} --state-dir {state_dir} -i 0.25",
+        f"{command} --state-dir {state_dir} -i 0.25",
     )
     pid = int(tmux("display-message", "-p", "-t", SESSION, "#{pane_pid}").strip())
     # Wait for the first device row (the header alone is not the whole app).
@@ -367,6 +374,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--ring-minutes", type=float, default=15.0, help="the TUI's history ring (default 15)"
     )
     parser.add_argument("--dir", default="/var/tmp", help="where the temp dir goes")
+    parser.add_argument(
+        "--tracemalloc",
+        metavar="DIR",
+        help="run the TUI under tracemalloc; SIGUSR1 snapshots into DIR at --snapshot-at",
+    )
+    parser.add_argument(
+        "--snapshot-at",
+        default="120,300",
+        help="seconds (comma-separated) at which to take the tracemalloc snapshots",
+    )
     return parser.parse_args(argv)
 
 
@@ -428,8 +445,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 daemon=True,
             )
             cycler.start()
+            traced = Path(args.tracemalloc) if args.tracemalloc else None
             if not args.no_tui:
-                series.append(Series("tui", start_tui(args.iotop_plus, workdir / "state")))
+                series.append(Series("tui", start_tui(args.iotop_plus, workdir / "state", traced)))
             if not args.no_top:
                 count = str(int(seconds / 0.25) + 400)
                 top = subprocess.Popen(
@@ -454,8 +472,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"devices in /proc/diskstats: {count_devices()}, load {os.getloadavg()}")
             print(f"{'t (s)':>7} " + " ".join(f"{s.name:>10}" for s in series) + "  churned")
             next_at = 0.0
+            snaps = sorted(float(x) for x in args.snapshot_at.split(",")) if traced else []
             while True:
                 now = time.monotonic() - started
+                if snaps and now >= snaps[0] and series and series[0].name == "tui":
+                    snaps.pop(0)
+                    with suppress(OSError):
+                        os.kill(series[0].pid, signal.SIGUSR1)
                 if now >= next_at:
                     for s in series:
                         s.points.append((round(next_at), vm_rss_kib(s.pid)))

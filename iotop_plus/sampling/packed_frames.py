@@ -27,6 +27,7 @@ from typing import Any
 
 from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.health_part import HealthFrame
 from iotop_plus.sampling.rates import DeviceRates
 
 KEY_EVERY = 32
@@ -63,7 +64,7 @@ _DISPATCH = copyreg.dispatch_table.copy()
 _DISPATCH[MappingProxyType] = _reduce_proxy
 
 
-def _dumps(parts: tuple[Any, ...]) -> bytes | None:
+def _pickled(parts: tuple[Any, ...]) -> bytes | None:
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
     pickler.dispatch_table = _DISPATCH
@@ -71,7 +72,62 @@ def _dumps(parts: tuple[Any, ...]) -> bytes | None:
         pickler.dump(parts)
     except (pickle.PicklingError, TypeError, AttributeError):
         return None  # something that does not pickle: the parts stay as they are
-    return zlib.compress(buf.getvalue(), 1)
+    return buf.getvalue()
+
+
+# Consecutive frames' parts are mostly the same bytes (the same top processes with their
+# command lines, every device's health reading, the cgroup paths): each frame's are
+# compressed with the pickled parts of a recent "base" frame as zlib's preset dictionary, so
+# only what differs costs (#25: the Processes tab's frames held ~2-3 KB of parts each).
+_BASES: dict[int, tuple[bytes, bytes]] = {}
+"""Compressed base parts (by id) -> their pickled bytes, for a few bases lately unpacked."""
+
+
+def _compressed(raw: bytes, base: bytes | None) -> bytes:
+    if base is None:
+        return zlib.compress(raw, 1)
+    comp = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, zdict=base)
+    return comp.compress(raw) + comp.flush()
+
+
+def _base_raw(base: bytes) -> bytes:
+    hit = _BASES.get(id(base))
+    if hit is not None and hit[0] is base:
+        return hit[1]
+    raw = zlib.decompress(base)
+    if len(_BASES) >= 8:
+        _BASES.pop(next(iter(_BASES)))
+    _BASES[id(base)] = (base, raw)
+    return raw
+
+
+def _ages(health: HealthFrame, monotonic: float) -> dict[str, float]:
+    """Each reading's age at ``monotonic``, as the live health part works it out."""
+    return {n: max(0.0, monotonic - r.read_monotonic) for n, r in health.readings.items()}
+
+
+def _packable(frame: Frame, name: str) -> Any:
+    """The part ``name`` of ``frame`` as pickled: a live health part without its ages, which
+    are rebuilt from the readings and the frame's time (they were a third of the pickled
+    parts at 60 devices, and the only thing in health that moves every frame)."""
+    value = getattr(frame, name)
+    if name == "health" and value is not None and value.age_s == _ages(value, frame.monotonic):
+        return dataclasses.replace(value, **{"age_s": None})
+    return value
+
+
+def _with_ages(health: Any, monotonic: float) -> Any:
+    if isinstance(health, HealthFrame) and health.age_s is None:
+        return dataclasses.replace(health, age_s=MappingProxyType(_ages(health, monotonic)))
+    return health
+
+
+def _parts_of(packed: PackedFrame) -> tuple[Any, ...]:
+    assert packed.parts is not None
+    if packed.parts_base is None:
+        return tuple(pickle.loads(zlib.decompress(packed.parts)))
+    comp = zlib.decompressobj(15, zdict=_base_raw(packed.parts_base))
+    return tuple(pickle.loads(comp.decompress(packed.parts) + comp.flush()))
 
 
 # (name, major, minor, n_fields, n_values) per device, in the frame's order.
@@ -88,6 +144,7 @@ class PackedFrame:
         "keys",
         "none_rates",
         "parts",
+        "parts_base",
         "rate_names",
         "rate_set",
         "rates",
@@ -104,6 +161,7 @@ class PackedFrame:
         none_rates: frozenset[str],
         rates: Mapping[str, DeviceRates | None] | None,
         parts: bytes | None = None,
+        parts_base: bytes | None = None,
     ) -> None:
         self.shell = shell
         """The frame with empty counters and rates."""
@@ -125,6 +183,9 @@ class PackedFrame:
         """The interval the rates cover."""
         self.parts = parts
         """The pickled processes, cgroups and issuers (then None in the shell), or None."""
+        self.parts_base = parts_base
+        """The compressed parts of the base frame whose pickled bytes were the preset
+        dictionary of ``parts`` (shared by the frames after it); None: ``parts`` alone."""
 
 
 def _flat(frame: Frame) -> tuple[Keys, array[int]]:
@@ -176,6 +237,29 @@ def _shell(frame: Frame, prev: PackedFrame | None, pickled: bool) -> Frame:
 class Packer:
     """Packs frames in order and unpacks them; the owner keeps the list of packed frames."""
 
+    def __init__(self) -> None:
+        """No base parts yet."""
+        self._base: tuple[bytes, bytes] | None = None
+        """The current base frame's parts: (compressed, pickled)."""
+        self._since_base = 0
+
+    def _pack_parts(self, frame: Frame, chained: bool) -> tuple[bytes | None, bytes | None]:
+        """``frame``'s pickled parts compressed, and the base they need (or None).
+
+        ``chained``: the frame follows the last one packed (a re-packed oldest frame does
+        not, and leaves the base alone). A new base every :data:`KEY_EVERY` frames.
+        """
+        raw = _pickled(tuple(_packable(frame, name) for name in _PICKLED))
+        if raw is None:
+            return None, None
+        if not chained:
+            return _compressed(raw, None), None
+        if self._base is None or self._since_base + 1 >= KEY_EVERY:
+            self._base, self._since_base = (_compressed(raw, None), raw), 0
+            return self._base[0], None
+        self._since_base += 1
+        return _compressed(raw, self._base[1]), self._base[0]
+
     def pack(
         self,
         frame: Frame,
@@ -198,7 +282,7 @@ class Packer:
         else:
             data = array("q", map(int.__sub__, flat, prev_flat))
         rebuild = _rebuildable(frame, prev_counters)
-        parts = _dumps(tuple(getattr(frame, name) for name in _PICKLED))
+        parts, parts_base = self._pack_parts(frame, prev is not None)
         packed = PackedFrame(
             shell=_shell(frame, prev, parts is not None),
             keys=keys,
@@ -208,6 +292,7 @@ class Packer:
             none_rates=frozenset(n for n, r in frame.rates.items() if r is None),
             rates=None if rebuild else frame.rates,
             parts=parts,
+            parts_base=parts_base,
         )
         if prev is not None:  # one object for what did not change since the frame before
             if packed.rate_names == prev.rate_names:
@@ -249,7 +334,8 @@ class Packer:
         shell = packed.shell
         parts: dict[str, Any] = {}
         if packed.parts is not None:
-            parts = dict(zip(_PICKLED, pickle.loads(zlib.decompress(packed.parts)), strict=True))
+            parts = dict(zip(_PICKLED, _parts_of(packed), strict=True))
+            parts["health"] = _with_ages(parts["health"], shell.monotonic)
         return dataclasses.replace(
             shell,
             sample=dataclasses.replace(shell.sample, counters=counters),
