@@ -143,8 +143,12 @@ async def test_replay_refuses_tuning_probes_and_experiments_with_the_reason() ->
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[1])
         screen = app.main_screen
+        charts = screen.query_one(DeviceCharts)
+        assert charts.device != "sdb"
         screen.select_device("sdb")
-        await pilot.pause(0.3)
+        # Once the selection has settled the charts are drawn for it, and in the same turn a
+        # live screen would read the device's settings (the read this test says never comes).
+        await wait_for(pilot, lambda: charts.device == "sdb", "the charts of sdb")
         for key in ("R", "S", "u", "U", "X"):
             await pilot.press(key)
             await pilot.pause()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
 
 import pytest
 from rich.text import Text
@@ -25,6 +24,7 @@ from iotop_plus.sampling.latency_hist import (
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.latency_view import LatencyView
 from tests.support.frames import step_awaiting
+from tests.support.wait import holds_within
 from tests.tui.helpers import started, table, wait_for
 
 
@@ -116,8 +116,4 @@ async def test_config_column_set_latency_starts_with_the_view_and_tracer() -> No
         assert table(app).column_set == "latency"
         assert app.main_screen.query_one(LatencyView).display
         await wait_for(pilot, lambda: len(tracers()) == 1, timeout=15)
-    for _ in range(100):  # quitting kills it
-        if not tracers():
-            break
-        time.sleep(0.05)
-    assert tracers() == []
+    assert holds_within(lambda: not tracers(), 5), tracers()  # quitting kills it

@@ -10,11 +10,12 @@ import pytest
 
 from iotop_plus.devices import settings as settings_module
 from iotop_plus.sampling.inventory import hidden_by_default
+from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.messages import SamplerProblem
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
-from tests.tui.helpers import burst, started, table, wait_for
+from tests.tui.helpers import burst, started, step, table, wait_for
 
 
 def count_settings_reads(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
@@ -45,9 +46,11 @@ async def test_holding_down_reads_the_settings_once_the_cursor_rests(
         await wait_for(pilot, lambda: screen.settings_panel.is_mounted)
         table(app).focus()
         await pilot.press("home")
-        await wait_for(pilot, lambda: sum(reads.values()) > 0 and not app.workers._workers)
         names = table(app).visible_names()
         assert len(names) == 9
+        # Home selects the first row: wait for its own read, not an earlier one still counted
+        # (under load the read of the row selected before could pass for it).
+        await wait_for(pilot, lambda: settled(app, names[0]), f"the settings of {names[0]}")
         reads.clear()
 
         # A held-down key: every press queued before the first is handled, down and back up.
@@ -56,11 +59,22 @@ async def test_holding_down_reads_the_settings_once_the_cursor_rests(
         assert screen.selected_device == last
         await wait_for(pilot, lambda: "read_ahead_kb: 128" in screen.query_one(DevicePanel).text)
         await wait_for(pilot, lambda: any("read-ahead" in s for s in _tune_lines(screen)))
-        await pilot.pause(0.3)  # any late read would have started by now
+        # No late read: the last row's read is shown, so every rest timer set on the way has
+        # fired (each was set before it); a frame after the rest reads nothing either; and no
+        # read still runs in a worker.
+        await step(pilot, app)
+        await wait_for(pilot, lambda: settled(app, last), "no settings read still running")
         assert reads == Counter({last: 1}), reads
         panel_text = screen.query_one(DevicePanel).text
         assert f"device: /dev/{last}" in panel_text
         assert f"Queue settings of {last}" in screen.settings_panel.text
+
+
+def settled(app: IotopPlusApp, name: str) -> bool:
+    """The settings of ``name`` are read and shown, and no read runs in a worker."""
+    screen = app.main_screen
+    shown = screen.settings is not None and screen.settings[0] == name
+    return shown and screen.selected_device == name and len(app.workers) == 0
 
 
 def _tune_lines(screen) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from iotop_plus.config import Config, config_from_mapping
 from iotop_plus.tui.screens.refusals import READ_ONLY_REFUSAL
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
-from tests.tui.helpers import started
+from tests.tui.helpers import started, wait_for
 
 
 def test_read_only_is_a_global_option_and_a_config_key() -> None:
@@ -29,7 +29,8 @@ async def test_read_only_refuses_tuning_probes_and_experiments_with_the_reason()
         screen = app.main_screen
         assert "read-only" in screen.query_one(HostHeader).text
         screen.select_device("sda")
-        await pilot.pause(0.3)
+        # The selection has settled once the settings of sda are read (watching goes on).
+        await wait_for(pilot, lambda: screen.settings is not None and screen.settings[0] == "sda")
         for key in ("R", "S", "u", "U", "X"):
             await pilot.press(key)
             await pilot.pause()
