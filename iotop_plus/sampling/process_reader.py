@@ -46,6 +46,8 @@ class _Known:
     io_text: bytes = b""
     stat_fd: int = -1
     denied: bool = False
+    comm: bytes | None = None
+    """``/proc/PID/comm`` as last read (None: not read yet)."""
 
 
 class ProcessReader:
@@ -238,6 +240,8 @@ class ProcessReader:
         stat_text: bytes | None,
     ) -> TaskCounters | None:
         """A known live process whose held io file (and maybe stat) we just read."""
+        if stat_text is None and self._same_but_chars(pid, known, io_text):
+            return known.last
         if stat_text is None:
             st = self._stat(f"{pid}/stat", problems)
         else:
@@ -275,6 +279,32 @@ class ProcessReader:
             st.ppid,
         )
         return known.last
+
+    def _same_but_chars(self, pid: int, known: _Known, io_text: bytes) -> bool:
+        """Whether only the character and syscall counters of ``io_text`` moved (a process
+        reading a pipe, a terminal or the page cache) and its name is the same: then its
+        ``stat`` (costly: most of the reader's time on a quiet host, #25) is not read again
+        and the task's state, threads and parent stay as last read; ``known`` takes the new
+        io. A process that did disk I/O, or exec'd, is read whole."""
+        last = known.last.io
+        try:
+            io = parse_io(io_text)
+        except ValueError:
+            return False  # _refresh reports it
+        if (
+            last is None
+            or io.read_bytes != last.read_bytes
+            or io.write_bytes != last.write_bytes
+            or io.cancelled_write_bytes != last.cancelled_write_bytes
+        ):
+            return False
+        comm = self._read(f"{pid}/comm", 64)
+        if not comm or comm != known.comm:
+            known.comm = comm  # the stat read next gives the name that goes with it
+            return False
+        known.io_text = io_text
+        known.last = replace(known.last, io=io)
+        return True
 
     def _read_fresh(
         self, pid: int, known: _Known | None, want_ticks: bool, problems: list[str]
