@@ -170,3 +170,47 @@ async def test_a_changed_table_row_is_built_once_a_frame_not_again_at_the_paint(
         assert calls == [(Region(0, row_y, t.size.width, 1),)]
         assert lines_of(t)[row_y].split()[1:] == ["-"] * len(t.columns)
         assert sorted(built) == sorted(t.visible_names())  # each row once: no second build
+
+
+async def test_a_fact_wrapping_to_fewer_lines_again_asks_for_no_layout_pass(
+    step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from iotop_plus.tui.widgets import device_panel
+
+    app = canned_app(Config(interval=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await pilot.pause()
+        panel = app.main_screen.query_one(device_panel.DevicePanel)
+        dev, settings, frame = panel.device, panel.settings, app.main_screen.shown_frame
+        assert dev is not None
+        facts = panel.query_one("#device-facts")
+        memory = [""]
+        monkeypatch.setattr(device_panel, "why_facts", lambda *_: [("memory", memory[0])])
+        # A writing host: writeback moves between 0 and a figure, and the line wraps to
+        # three lines, then two, frame after frame.
+        long = "dirty 32.5M (bg 2.2G, max 4.4G)  writeback 64K " + "x" * 30
+        short = "dirty 33.0M (bg 2.2G, max 4.4G)  writeback 0"
+        memory[0] = long
+        panel.show(dev, settings, frame)  # the tallest text yet: a reflow, once
+        await pilot.pause()
+        height = facts.size.height
+        layouts: list[bool] = []
+        original = Widget.refresh
+
+        def spy(self: Widget, *regions: Region, **kwargs: bool) -> Widget:
+            if self is facts:
+                layouts.append(bool(kwargs.get("layout")))
+            return original(self, *regions, **kwargs)
+
+        monkeypatch.setattr(Widget, "refresh", spy)
+        for text in (short, long, short):
+            memory[0] = text
+            panel.show(dev, settings, frame)
+            await pilot.pause()
+            assert facts.size.height == height
+        assert layouts and not any(layouts), layouts  # lines repainted, never a reflow
+        assert "writeback 0" in panel.text
+        shown = [facts.render_line(y).text.rstrip() for y in range(height)]
+        assert shown[-1] == ""  # the line the long text had is blank now
+        assert any("writeback 0" in line for line in shown)

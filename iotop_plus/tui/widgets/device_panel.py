@@ -117,22 +117,33 @@ class _Facts(Static):
         super().__init__(text, id=id)
         self._strips: list[Strip] | None = None
         self._lines: list[Text] = []
+        self._shown_width = 0
 
     def on_resize(self) -> None:
         panel = self.parent
         if isinstance(panel, DevicePanel):
             panel._paint()
 
-    def show_text(self, text: Text | None) -> None:
+    def show_text(self, text: Text | None, keep_height: bool = False) -> None:
         """Show ``text`` (None: the placeholder); only the lines that changed are painted,
-        and a reflow is asked for only when the number of lines changed."""
+        and a reflow is asked for only when the number of lines changed.
+
+        With ``keep_height`` (the same device at the same width), text that wraps to fewer
+        lines than shown keeps the height with blank lines at the end: the memory line
+        wrapping to 3 lines, then 2 (``writeback 64K``, then ``0``) had asked every frame of a
+        writing host for a layout pass, which repaints the whole panel column (#25)."""
         if text is None:
             self._strips, self._lines = None, []
             self.update("No device selected.")
             return
         lines = list(text.split("\n"))
         strips = self._line_strips(lines)
-        old, self._strips, self._lines = self._strips, strips, lines
+        old = self._strips
+        same_width = self._shown_width == self.size.width
+        if keep_height and same_width and old is not None and len(strips) < len(old):
+            strips += [Strip([])] * (len(old) - len(strips))
+        self._shown_width = self.size.width
+        self._strips, self._lines = strips, lines
         if old is None or len(old) != len(strips):
             self.refresh(layout=True)
             return
@@ -149,7 +160,7 @@ class _Facts(Static):
         """The strips of ``lines``: a line as it was at the last frame keeps its strip, so
         only the lines that changed are rendered again (#25)."""
         console, was, old = self.app.console, self._lines, self._strips or []
-        same = len(was) == len(lines) == len(old)
+        same = len(was) == len(lines) <= len(old)  # old may end in blank lines (keep_height)
         return [
             old[y]
             if same and line == was[y] and line.style == was[y].style
@@ -185,6 +196,8 @@ class DevicePanel(VerticalScroll):
         self.settings: tuple[SettingValue, ...] | None = None
         """Its settings as last read."""
         self._shown: object = None
+        self._painted_name: str | None = None
+        """The device whose facts were painted last (its height is kept, see show_text)."""
 
     def compose(self) -> ComposeResult:
         yield _Facts("No device selected.", id="device-facts")
@@ -223,7 +236,9 @@ class DevicePanel(VerticalScroll):
             return
         # Figures that change every frame (memory, the verdict) mostly wrap to as many lines
         # as before: then the height stays and no reflow of the screen is needed (#25).
-        static.show_text(facts_text(facts, static.size.width, self.app.console))
+        name = self.device.name if self.device is not None else None
+        same_device, self._painted_name = name == self._painted_name, name
+        static.show_text(facts_text(facts, static.size.width, self.app.console), same_device)
 
     @property
     def text(self) -> str:
