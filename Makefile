@@ -57,11 +57,11 @@ typecheck: $(STAMP)
 
 # Two phases. Tests that share nothing host-wide run on $(WORKERS) workers (0: in one process);
 # the `serial` ones (tests/conftest.py SERIAL: a sysctl, the set of running tracers, a timing)
-# then run alone. Both phases run, and either failing fails the target. `make test WORKERS=4`
-# takes about 7 minutes here instead of about 14, but three of four such runs each had one
-# failure (two commands that hung under load, one row missed), so CI runs them in one process
-# until those are understood (see the closing note of issue 23).
-WORKERS ?= 0
+# then run alone. Both phases run, and either failing fails the target. Four workers take about
+# 7 minutes here instead of about 14 in one process. (The "hangs" that once kept this at 0 were
+# one probe test whose eight io_uring jobs on a tmpfs starved every other process of a CPU for
+# up to a minute; it runs one job now.)
+WORKERS ?= 4
 pytest: $(STAMP) sysdeps
 	@status=0; \
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal -m "not serial" --durations=10 || status=1; \
