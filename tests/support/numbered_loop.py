@@ -26,8 +26,9 @@ LOOP_CTL_ADD = 0x4C80
 LOOP_CTL_REMOVE = 0x4C81
 LOOP_MAJOR = 7
 
-PAIRS = ((2, 22), (3, 33), (4, 44), (5, 55), (6, 66), (7, 77))
-"""Numbers tried, in order: the second's name starts with the first's."""
+PAIRS = ((2, 22), (3, 33), (4, 44), (5, 55), (6, 66), (7, 77), (8, 88), (9, 99), (700, 7000))
+"""Numbers tried, in order: the second's name starts with the first's (the last pair for a host
+where someone else holds the first 100 loop devices)."""
 
 
 class NumberTaken(Exception):
