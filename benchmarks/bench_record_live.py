@@ -4,7 +4,8 @@ Attaches ``--devices`` (60) loop devices on sparse files of its own under a temp
 puts a light fio load (``--fio-iops`` each, random 4k reads and writes) on ``--fio-devices``
 (3) of them, then for ``--rounds`` (3) rounds runs, at the same time:
 
-- the console script ``iotop-plus --state-dir DIR record -i 1 --processes 20``;
+- the console script ``iotop-plus --state-dir DIR record -i 1 --processes 20`` (and, with
+  ``--baseline PATH``, that program too, e.g. a wrapper running an older commit);
 - ``iostat -x 1`` and ``atop 1`` (peers; their output goes to /dev/null).
 
 Each program's CPU is its ticks (utime + stime of /proc/PID/stat) over ``--seconds`` (60) after
@@ -93,20 +94,15 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 def one_round(args: argparse.Namespace, state: Path) -> dict[str, float | None]:
     """Run the recorder and the peers together; their CPU in % of a core."""
-    cmds = {
-        "recorder": [
-            args.iotop_plus,
-            "--state-dir",
-            str(state),
-            "record",
-            "-i",
-            "1",
-            "--processes",
-            str(args.processes),
-        ],
-        "iostat": ["iostat", "-x", "1"],
-        "atop": ["atop", "1"],
-    }
+
+    def recorder(binary: str, state: Path) -> list[str]:
+        n = str(args.processes)
+        return [binary, "--state-dir", str(state), "record", "-i", "1", "--processes", n]
+
+    cmds = {"recorder": recorder(args.iotop_plus, state)}
+    if args.baseline:
+        cmds["baseline"] = recorder(args.baseline, state.with_name(state.name + "-baseline"))
+    cmds.update({"iostat": ["iostat", "-x", "1"], "atop": ["atop", "1"]})
     procs: dict[str, subprocess.Popen[bytes]] = {}
     with ExitStack() as stack:
         for name, argv in cmds.items():
@@ -117,7 +113,7 @@ def one_round(args: argparse.Namespace, state: Path) -> dict[str, float | None]:
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE if name == "recorder" else subprocess.DEVNULL,
+                stderr=subprocess.PIPE if name in ("recorder", "baseline") else subprocess.DEVNULL,
                 env={**os.environ, "TERM": "xterm"},
             )
             stack.callback(stop, procs[name])
@@ -131,11 +127,12 @@ def one_round(args: argparse.Namespace, state: Path) -> dict[str, float | None]:
         for name in procs:
             a, b = first[name], last[name]
             out[name] = None if a is None or b is None else (b - a) / TICK / took * 100
-        rec = procs["recorder"]
-        if rec.poll() is not None:
-            err = rec.stderr.read().decode() if rec.stderr else ""
-            print(f"  recorder exited with {rec.returncode}: {err.strip()}")
-            out["recorder"] = None
+        for name in ("recorder", "baseline"):
+            rec = procs.get(name)
+            if rec is not None and rec.poll() is not None:
+                err = rec.stderr.read().decode() if rec.stderr else ""
+                print(f"  {name} exited with {rec.returncode}: {err.strip()}")
+                out[name] = None
     return out
 
 
@@ -150,6 +147,11 @@ def main() -> int:
     ap.add_argument("--warmup", type=float, default=10.0)
     ap.add_argument("--seconds", type=float, default=60.0)
     ap.add_argument("--iotop-plus", default=str(REPO / ".venv" / "bin" / "iotop-plus"))
+    ap.add_argument(
+        "--baseline",
+        metavar="PATH",
+        help="another iotop-plus (e.g. an older commit's) recording beside it in each round",
+    )
     args = ap.parse_args()
     reason = can_use_loop_devices()
     if reason or shutil.which("fio") is None:
@@ -183,7 +185,7 @@ def main() -> int:
             )
     names = {k for res in results for k in res}
     print("medians of % of a core:")
-    for name in ("recorder", "iostat", "atop"):
+    for name in ("recorder", "baseline", "iostat", "atop"):
         if name in names:
             vals = [v for res in results if (v := res.get(name)) is not None]
             print(f"  {name}: {statistics.median(vals):.2f} %" if vals else f"  {name}: -")

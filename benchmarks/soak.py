@@ -16,7 +16,7 @@ Every 30 s it prints the RSS (VmRSS of /proc/PID/status) of the TUI and of ``top
 it prints the table, the slope over the last half of the run (least squares, KiB/min) and a
 verdict per program: ``flat`` when the slope is below ``--flat-kib-per-min``, else
 ``growing``. It also prints the slope once the TUI's 15-minute history ring is full
-(``--ring-minutes`` after the TUI started), in KB/s (#25's target: < 1 KB/s).
+(``--history-minutes``, default 15, after the TUI started), in KB/s (#25's target: < 1 KB/s).
 
 Everything it made is removed on exit, also on Ctrl-C or SIGTERM: the tmux session, ``top``,
 fio, the churner's processes, every loop device it attached (only those: each is checked to be
@@ -205,15 +205,21 @@ def tmux(*args: str, check: bool = True) -> str:
     return done.stdout
 
 
-def start_tui(binary: str, state_dir: Path, traced: Path | None = None) -> int:
+def start_tui(
+    binary: str, state_dir: Path, traced: Path | None = None, config_home: Path | None = None
+) -> int:
     """The TUI in a detached tmux session; returns its pid once it shows a screen.
 
     ``traced``: run it under tracemalloc (``tui_tracemalloc.py``), snapshots into that dir.
+    ``config_home``: its ``XDG_CONFIG_HOME`` (the tmux server keeps its own environment).
     """
     command = f"exec {binary}"
+    if config_home is not None:
+        command = f"exec env XDG_CONFIG_HOME={config_home} {binary}"
     if traced is not None:
         python = Path(binary).parent / "python"
-        command = f"exec {python} {REPO / 'benchmarks' / 'tui_tracemalloc.py'} run {traced}"
+        script = REPO / "benchmarks" / "tui_tracemalloc.py"
+        command = command.replace(binary, f"{python} {script} run {traced}")
     tmux(
         "new-session",
         "-d",
@@ -278,6 +284,17 @@ def loop_cycles(loops: Loops, cycles: int, seconds: float, stop: threading.Event
             return
         loops.detach(dev)
     return
+
+
+def own_config(workdir: Path, history_minutes: float | None) -> Path | None:
+    """An ``XDG_CONFIG_HOME`` in ``workdir`` whose config sets ``history_minutes`` (None:
+    none, the TUI reads the user's)."""
+    if history_minutes is None:
+        return None
+    home = workdir / "config"
+    (home / "iotop-plus").mkdir(parents=True)
+    (home / "iotop-plus" / "config.toml").write_text(f"history_minutes = {history_minutes}\n")
+    return home
 
 
 def count_devices() -> int:
@@ -371,7 +388,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-top", action="store_true", help="only the TUI")
     parser.add_argument("--devices", type=int, default=0, help="loop devices held all along")
     parser.add_argument(
-        "--ring-minutes", type=float, default=15.0, help="the TUI's history ring (default 15)"
+        "--history-minutes",
+        type=float,
+        help="the TUI's history ring in minutes (history_minutes in a config of the soak's "
+        "own; default: the TUI's, 15); e.g. 2 to see the memory after the ring is full sooner",
     )
     parser.add_argument("--dir", default="/var/tmp", help="where the temp dir goes")
     parser.add_argument(
@@ -446,8 +466,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             cycler.start()
             traced = Path(args.tracemalloc) if args.tracemalloc else None
+            config_home = own_config(workdir, args.history_minutes)
             if not args.no_tui:
-                series.append(Series("tui", start_tui(args.iotop_plus, workdir / "state", traced)))
+                pid = start_tui(args.iotop_plus, workdir / "state", traced, config_home)
+                series.append(Series("tui", pid))
             if not args.no_top:
                 count = str(int(seconds / 0.25) + 400)
                 top = subprocess.Popen(
@@ -497,7 +519,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"churner: {churner.started_count} processes started, {churner.failed} failed")
     ok = report(series, args.flat_kib_per_min) if series else False
     print(f"devices in /proc/diskstats at the end: {count_devices()}, load {os.getloadavg()}")
-    report_ring_full(series, args.ring_minutes * 60)
+    ring_minutes = 15.0 if args.history_minutes is None else args.history_minutes
+    report_ring_full(series, ring_minutes * 60)
     left = [d for d in loops.attached]
     if left:
         print(f"soak: could not detach {left}", file=sys.stderr)

@@ -239,8 +239,15 @@ def _rates_of(
 ) -> dict[TaskKey, TaskRates | None]:
     reaped = {} if per_thread else _reaped_children(prev_tasks, cur_tasks)
     out: dict[TaskKey, TaskRates | None] = {}
+    # The reader hands back the very same counters for a task that did nothing since: its
+    # rates are zero, made without working them out field by field (most tasks, #25).
+    idle_wait = 0.0 if delay_measured else None
     for key, task in cur_tasks.items():
         before = prev_tasks.get(key)
+        if before is task and elapsed_s > 0 and task.io is not None and task.pid not in reaped:
+            wait = idle_wait if task.thread_ticks is not None else None
+            out[key] = TaskRates(task, 0.0, 0.0, 0.0, 0.0, wait)
+            continue
         if before is None and not _started_since(task, prev_uptime):
             # First sight of an older process: no baseline, no rates (never a spike).
             out[key] = None

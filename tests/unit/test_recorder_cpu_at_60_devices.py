@@ -98,3 +98,33 @@ def test_a_new_reading_is_still_written_at_once(tmp_path: Path) -> None:
         doc = rs.parts.get(HEALTH)
         seen.append(None if doc is None else doc["devices"][names[0]]["temperature_c"])
     assert seen == [40, None, None, 41, None, None]
+
+
+def test_idle_processes_get_zero_rates_without_working_them_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from iotop_plus.sampling import processes
+    from iotop_plus.sampling.process_reader import ProcessReader
+
+    with ProcessReader() as reader:
+        first = reader.sample()
+        second = reader.sample()
+    idle = [k for k, t in second.tasks.items() if first.tasks.get(k) is t]
+    assert idle  # on any host most processes did nothing in between
+    worked: list[int] = []
+    real = processes.task_rates
+
+    def counting(*args: Any, **kwargs: Any) -> processes.TaskRates:
+        worked.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(processes, "task_rates", counting)
+    rates = processes.rates_between(first, second)
+    assert len(worked) <= len(second.tasks) - len(idle) + 1  # was every task: the idle too
+    elapsed = second.monotonic - first.monotonic
+    measured = first.delayacct.measurable and second.delayacct.measurable
+    for key in idle:
+        task = second.tasks[key]
+        if task.pid in {t.ppid for k, t in first.tasks.items() if k not in second.tasks}:
+            continue  # a parent whose child was reaped in between: worked out as before
+        assert rates[key] == real(task, task, elapsed, delay_measured=measured)
