@@ -28,6 +28,7 @@ from iotop_plus.probe.target import ConfirmationNeeded, TargetError, live_probe_
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
 from tests.support.loopdev import require_loop_devices, start_at_loop_defaults
+from tests.support.mounts import unmount
 from tests.support.nobody import nobody_directory, nobody_env, nobody_python
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
@@ -272,7 +273,7 @@ def test_kill_9_of_the_probe_kills_fio_and_the_next_probe_removes_the_leftover(
             with contextlib.suppress(psutil.Error):
                 p.kill()
         psutil.wait_procs(fio, timeout=5)
-        subprocess.run(["umount", str(small)], check=False)
+        unmount(str(small))
 
 
 def _alive_after(procs: list[psutil.Process], seconds: float) -> list[psutil.Process]:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.mounts import unmount
+
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 
@@ -22,7 +24,7 @@ def _mounted(dev: str, mnt: Path) -> Iterator[Path]:
     try:
         yield mnt
     finally:
-        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+        unmount(str(mnt))
 
 
 def _cli(state: Path, *args: str) -> subprocess.CompletedProcess[str]:

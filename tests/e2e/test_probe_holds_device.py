@@ -20,6 +20,7 @@ import pytest
 from iotop_plus.probe.presets import PRESETS
 from iotop_plus.probe.target import TargetError, plan_target
 from iotop_plus.roots import Roots
+from tests.support.mounts import unmount
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -69,7 +70,7 @@ def test_mkfs_and_mount_during_a_confirmed_write_probe_get_ebusy(
     finally:
         probe.kill()
         probe.wait()
-        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+        unmount(str(mnt))
     assert still_probing, "the probe ended before mkfs and mount were tried"
     assert mkfs.returncode != 0, "mkfs made a filesystem on a device a write probe was using"
     assert "apparently in use by the system" in mkfs.stderr

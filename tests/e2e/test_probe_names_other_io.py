@@ -28,7 +28,7 @@ from rich.table import Table
 from iotop_plus.probe.history import ProbeHistory, compare
 from iotop_plus.tui.widgets.probe_cards import result_card
 from tests.e2e.test_latency_real import need_tracer
-from tests.support.wait import holds_within
+from tests.support.mounts import unmount
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -47,14 +47,7 @@ def _ext4(dev: str, mnt: Path) -> Iterator[Path]:
     try:
         yield mnt
     finally:
-        # A killed reader can hold the mount for a moment after its group is gone: retry,
-        # then detach it lazily, so neither the mount nor its loop device is left behind.
-        def unmounted() -> bool:
-            done = subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
-            return done.returncode == 0
-
-        if not holds_within(unmounted, 10):
-            subprocess.run(["umount", "-l", str(mnt)], check=False, capture_output=True)
+        unmount(mnt)
 
 
 def _probe_cli(state: Path, target: str, *extra: str, fmt: str = "json") -> list[str]:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.mounts import unmount
+
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 DEVICES_CGROUP = Path("/sys/fs/cgroup/devices")
@@ -59,7 +61,7 @@ def test_a_mounted_device_the_kernel_refuses_root_is_named_mounted_not_permissio
                 prefix, tmp_path / "state", "wal", "-t", f"/dev/{dev}", "--confirm", dev, "-r", "1"
             )
     finally:
-        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+        unmount(str(mnt))
     assert proc.returncode == 1
     assert proc.stderr == (
         f"iotop-plus: probe failed: refusing to write to /dev/{dev}: {dev} is mounted on {mnt} "

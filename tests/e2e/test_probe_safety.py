@@ -27,6 +27,7 @@ from iotop_plus.probe.runner import (
 from iotop_plus.probe.target import ConfirmationNeeded, TargetError, live_probe_files, plan_target
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
+from tests.support.mounts import unmount
 
 pytestmark = [pytest.mark.slow]
 
@@ -72,7 +73,7 @@ def _mounted_ext4(dev: str, mountpoint: Path) -> Iterator[Path]:
     try:
         yield mountpoint
     finally:
-        subprocess.run(["umount", str(mountpoint)], check=False, capture_output=True)
+        unmount(str(mountpoint))
 
 
 @pytest.mark.root
@@ -128,7 +129,7 @@ def _mounted_ext4_again(dev: str, mountpoint: Path) -> Iterator[Path]:
     try:
         yield mountpoint
     finally:
-        subprocess.run(["umount", str(mountpoint)], check=False, capture_output=True)
+        unmount(str(mountpoint))
 
 
 @pytest.mark.root
@@ -188,7 +189,7 @@ def test_the_probe_file_is_sized_from_free_space(tmp_path: Path) -> None:
         with pytest.raises(TargetError, match="not enough free space"):
             plan_target(str(small), PRESETS["randread"], params, Roots())
     finally:
-        subprocess.run(["umount", str(small)], check=False)
+        unmount(str(small))
 
 
 async def test_a_cancelled_probe_leaves_no_file_and_no_fio(tmp_path: Path, fio_bin: str) -> None:

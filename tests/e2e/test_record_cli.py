@@ -17,6 +17,7 @@ from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.timeline import open_timeline
+from tests.support.mounts import unmount
 from tests.support.wait import holds_within
 
 pytestmark = pytest.mark.slow  # the recorder for seconds
@@ -207,7 +208,7 @@ def test_a_full_file_system_is_reported_once_and_the_recorder_keeps_running(
         assert len(warnings) <= 1
         rec.close()
     finally:
-        subprocess.run(["umount", str(mnt)], check=False)
+        unmount(str(mnt))
 
 
 def test_bundle_writes_one_private_file_that_replays_and_never_overwrites(

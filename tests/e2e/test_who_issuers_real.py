@@ -18,6 +18,7 @@ import pytest
 from iotop_plus.sampling import latency
 from iotop_plus.sampling.frame import ISSUERS, Frame, LiveSource
 from iotop_plus.sampling.issuers import KERNEL, TRACER
+from tests.support.mounts import unmount
 from tests.support.nobody import nobody_env, nobody_python
 from tests.support.wait import holds_within
 
@@ -197,7 +198,7 @@ def test_a_buffered_writers_data_is_written_back_by_the_kernel(make_loop, tmp_pa
         assert mine * 4 < written  # the writer itself issued (almost) none of it
     finally:
         source.close()
-        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+        unmount(str(mnt))
 
 
 @pytest.mark.root

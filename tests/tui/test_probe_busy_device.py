@@ -11,6 +11,7 @@ import pytest
 from textual.widgets import Input, OptionList, Static
 
 from iotop_plus.tui.widgets.probe_panel import BusyDeviceScreen, ProbePanel
+from tests.support.mounts import unmount
 from tests.tui.test_probe_panel import ProbeHost, _fill, _text, _wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
@@ -47,4 +48,4 @@ async def test_a_read_probe_on_a_mounted_device_asks_once_naming_the_mount_and_i
             await _wait_for(pilot, lambda: len(panel.history) == 1)
             assert not isinstance(app.screen, BusyDeviceScreen)  # asked once, not per second
     finally:
-        subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
+        unmount(str(mnt))
