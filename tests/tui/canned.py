@@ -6,6 +6,7 @@ figures on every run (a real sampler's measured interval differs per run).
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 from types import MappingProxyType
@@ -57,8 +58,22 @@ class CannedSampler(Sampler):
         return HostInfo("db-primary-07", "6.1.0-18-amd64", 356521.37, True)
 
 
+_HISTORIES: dict[tuple[type[CannedSampler], Roots, int], History] = {}
+"""Each canned history built once per process; every app gets its own copy."""
+
+
 def canned_history(sampler: CannedSampler, seconds: int = 120) -> History:
-    """A minute or two of varied, deterministic history ending just before the first sample."""
+    """A minute or two of varied, deterministic history ending just before the first sample.
+
+    The same for every app on the same roots: built once (about 10 ms) and copied (under 1 ms),
+    since most Pilot tests start an app with it."""
+    key = (type(sampler), sampler.roots, seconds)
+    if key not in _HISTORIES:
+        _HISTORIES[key] = _build_history(sampler, seconds)
+    return copy.deepcopy(_HISTORIES[key])
+
+
+def _build_history(sampler: CannedSampler, seconds: int) -> History:
     history = History(600)
     for k in range(seconds):
         t = START - seconds + k
