@@ -8,6 +8,7 @@ next frames should carry (processes, one process's details) for the Processes ta
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import Protocol
 
@@ -29,6 +30,14 @@ from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.messages import FrameReady, Notifies, SamplerProblem
 from iotop_plus.tui.scrub import MARKED_EVENTS
+
+MAX_PENDING = 4
+"""Frames posted to the UI and not yet taken, at most. While the UI is that far behind (a host
+so loaded that it cannot draw at the chosen pace) the sampler thread waits, and its next frame
+covers the longer interval, instead of queueing frames without bound (#25: at 0.25 s the TUI
+under tracemalloc fell behind and grew by ~450 KB/s of queued frames)."""
+PENDING_WAIT_S = 5.0
+"""The longest the sampler thread waits for the UI before posting a frame all the same."""
 
 
 class FrameView(Notifies, Protocol):
@@ -72,20 +81,37 @@ class FrameFeed:
         """Frames received."""
         self._source_notice: str | None = None
         self._last_problem = ""
+        self._pending = 0
+        self._pending_changed = threading.Condition()
+        self._stopping = False
 
     def start(self, post: Callable[[Message], object], interval: float) -> None:
         """Start the sampler thread; it delivers through ``post`` (the app's post_message)."""
         self.source.want(HEALTH, True)  # a worker thread reads it, never this one or the UI
+        self._stopping = False
         self.thread = SamplerThread(
             self.source,
-            deliver=lambda frame: post(FrameReady(frame)),
+            deliver=lambda frame: self._post_frame(post, frame),
             failed=lambda text: post(SamplerProblem(text)),
             interval=interval,
         )
         self.thread.start()
 
+    def _post_frame(self, post: Callable[[Message], object], frame: Frame) -> None:
+        """Post ``frame`` (in the sampler thread) once fewer than :data:`MAX_PENDING` wait."""
+        with self._pending_changed:
+            # Not for ever: a frame the app drops (shutting down) is never taken.
+            self._pending_changed.wait_for(
+                lambda: self._pending < MAX_PENDING or self._stopping, PENDING_WAIT_S
+            )
+            self._pending += 1
+        post(FrameReady(frame))
+
     def stop(self) -> None:
         """Stop the sampler thread and wait briefly for it."""
+        with self._pending_changed:
+            self._stopping = True
+            self._pending_changed.notify_all()
         if self.thread is not None:
             self.thread.stop()
         self.source.close()  # the latency tracer dies with the app, not later
@@ -98,6 +124,10 @@ class FrameFeed:
 
     def take(self, frame: Frame, paused: bool) -> None:
         """A frame arrived: count and record it; show it unless paused (or scrubbed back)."""
+        with self._pending_changed:
+            if self._pending:
+                self._pending -= 1
+                self._pending_changed.notify()
         self.frames_received += 1
         self.latest_frame = frame
         if frame.inventory.devices or not frame.inventory_changed:
