@@ -15,12 +15,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from rich.style import Style
+from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.widget import Widget
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.frame import Frame, LiveSource
-from iotop_plus.tui.widgets.charts import DeviceCharts
+from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+from iotop_plus.tui.widgets.charts import DeviceCharts, joins
 from iotop_plus.tui.widgets.device_table import HEADER_LINES, DeviceTable
 from tests.support.frames import StepClock
 from tests.tui.canned import CannedSampler, canned_app
@@ -135,8 +138,7 @@ async def test_a_new_sample_count_repaints_only_the_caption_lines_it_changed(
         assert len(set(counts)) == 3, counts  # the count moved every frame
         assert calls, "the caption was never repainted"
         assert all(regions for regions in calls), calls  # never the whole caption
-        assert all(r.height == 1 for regions in calls for r in regions)
-        assert all(len(regions) < height // 2 for regions in calls), calls
+        assert all(sum(r.height for r in regions) < height // 2 for regions in calls), calls
         shown = [strip.text for strip in caption.render_lines(Region(0, 0, *caption.size))]
         assert shown[0].strip().startswith(counts[-1] + " samples")
 
@@ -214,3 +216,62 @@ async def test_a_fact_wrapping_to_fewer_lines_again_asks_for_no_layout_pass(
         shown = [facts.render_line(y).text.rstrip() for y in range(height)]
         assert shown[-1] == ""  # the line the long text had is blank now
         assert any("writeback 0" in line for line in shown)
+
+
+class OneChart(App[None]):
+    """One braille chart alone, 26x11 cells."""
+
+    CSS = "BrailleChart { width: 26; height: 11; }"
+
+    def compose(self) -> ComposeResult:
+        yield BrailleChart("iops", "IOPS")
+
+
+async def test_a_chart_redrawn_whole_asks_for_one_region_not_one_per_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    times = [float(t) for t in range(-59, 1)]
+    connect = joins(times)
+    app = OneChart()
+    async with app.run_test(size=(40, 15)) as pilot:
+        chart = app.query_one(BrailleChart)
+        chart.plot(times, connect, [Line("r/s", Style(), [10.0] * 60)], 60.0, anchor=1000.0)
+        await pilot.pause()
+        before = chart.render_lines(Region(0, 0, 26, 11))
+        with repaints(monkeypatch, chart) as calls:
+            # Another scale: every tick, every plot row and the legend stay or change at once.
+            values = [float(900 + (i % 7) * 30) for i in range(60)]
+            chart.plot(times, connect, [Line("r/s", Style(), values)], 60.0, anchor=1000.0)
+            await pilot.pause()
+        after = chart.render_lines(Region(0, 0, 26, 11))
+        changed = {y for y, (a, b) in enumerate(zip(before, after, strict=True)) if a != b}
+        assert len(changed) >= 6
+        assert len(calls) == 1
+        (regions,) = calls
+        assert len(regions) <= 2, regions  # adjacent lines are one region
+        covered = {y for r in regions for y in range(r.y, r.y + r.height)}
+        assert changed <= covered
+
+
+async def test_adjacent_changed_table_rows_are_one_region(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roots = host_copy(tmp_path)
+    source = LiveSource(roots, CannedSampler(roots))
+    source.next_frame()
+    frame = source.next_frame()
+    app = TableAlone()
+    async with app.run_test(size=(120, 20)) as pilot:
+        t = app.query_one(DeviceTable)
+        feed(t, frame)
+        await pilot.pause()
+        names = t.visible_names()
+        quiet = [n for n in names if n != t.selected][-2:]
+        first = names.index(quiet[0])
+        assert names.index(quiet[1]) == first + 1
+        with repaints(monkeypatch, t) as calls:
+            show(t, frame, {**frame.rates, quiet[0]: None, quiet[1]: None})
+            await pilot.pause()
+        assert calls == [(Region(0, HEADER_LINES + first, t.size.width, 2),)]
+        shown = lines_of(t)
+        assert all(set(shown[HEADER_LINES + first + i].split()[1:]) == {"-"} for i in (0, 1))

@@ -21,11 +21,11 @@ from itertools import zip_longest
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
-from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
 from iotop_plus.sampling.units import ago, plain_number, si_number
+from iotop_plus.tui.widgets.line_regions import line_regions
 
 # Bit of the dot at (sub-column, sub-row) in a braille cell (U+2800 + bits).
 _DOTS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
@@ -277,13 +277,9 @@ class BrailleChart(Widget):
         # Drawn now, and only the lines that changed are painted again (the legend, the marks
         # row and the x axis mostly stay as they were) (#25).
         old, self._strips = self._strips, self.build(*size)
-        changed = [
-            Region(0, y, size[0], 1)
-            for y, (was, now) in enumerate(zip_longest(old, self._strips))
-            if was != now
-        ]
+        changed = [y for y, (was, now) in enumerate(zip_longest(old, self._strips)) if was != now]
         if changed:
-            self.refresh(*changed)
+            self.refresh(*line_regions(changed, size[0]))
 
     def render_line(self, y: int) -> Strip:
         size = (self.size.width, self.size.height)

@@ -26,6 +26,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import figure
 from iotop_plus.sampling.history import DeviceHistory, Mark
 from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+from iotop_plus.tui.widgets.line_regions import line_regions
 
 SHORT = {"r_s": "r", "w_s": "w", "rkb_s": "read", "wkb_s": "write", "r_await": "r", "w_await": "w"}
 """Legend text for narrow charts."""
@@ -137,11 +138,9 @@ class ChartCaption(Static):
             self._quiet = False
         self._render_content()
         new = self._render_cache.lines
-        changed = [
-            Region(0, y, width, 1) for y, (a, b) in enumerate(zip_longest(old, new)) if a != b
-        ]
+        changed = [y for y, (a, b) in enumerate(zip_longest(old, new)) if a != b]
         if changed:
-            self.refresh(*changed)
+            self.refresh(*line_regions(changed, width))
             self._dirty_regions.clear()  # the lines just rendered are the new text's
 
 

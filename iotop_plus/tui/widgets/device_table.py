@@ -27,17 +27,23 @@ from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.device_rows import TableRow, device_label, hidden_note, natural_key
+from iotop_plus.tui.widgets.line_regions import line_regions
 from iotop_plus.tui.widgets.table_columns import (
     COLUMN_SETS,
+    DEVICE_TITLE,
     DIM,
     EXTENDED_PRIORITY,
     LATENCY_KEYS,
-    NOT_SATURATION_MARK,
     PLAIN,
     Column,
     cell,
     column_scale,
+    header_strips,
     latency_cell,
+    row_strip,
+)
+from iotop_plus.tui.widgets.table_columns import (
+    NOT_SATURATION_MARK as NOT_SATURATION_MARK,  # re-exported (tests use it)
 )
 
 HEADER_LINES = 2
@@ -47,7 +53,6 @@ HEADER_LINES = 2
 SELECT_HELP = "select a device (charts and panel follow)"
 """The help screen's line for the cursor keys."""
 
-DEVICE_TITLE = "Device"
 MAX_DEVICE_WIDTH = 16
 """Longer labels are cut with an ellipsis, so the figures keep their room at 80 columns."""
 
@@ -465,55 +470,23 @@ class DeviceTable(CursorList[TableRow]):
 
     def _render_row(self, content: RowContent, width: int) -> Strip:
         selected, cells = content
-        base = self.get_component_rich_style("device-table--cursor") if selected else PLAIN
-        segments: list[Segment] = []
-        label = cells[0][0]
-        room = self._device_width - 1
-        if len(label) > room:
-            label = label[: room - 1] + "…"
-        segments.append(Segment(label.ljust(self._device_width)))
-        for (text, style), col in zip(cells[1:], self._columns, strict=False):
-            cell = str(text)
-            pad = col.width - len(cell)
-            if cell.endswith(NOT_SATURATION_MARK):
-                segments.append(Segment(" " * pad + cell, style))
-            else:
-                # Keep the digits aligned with rows that carry the "~" mark.
-                segments.append(Segment(" " * (pad - 1) + cell + " ", style))
-        strip = Strip(segments).crop_extend(0, width, None)
-        return strip.apply_style(base) if selected else strip
+        strip = row_strip(cells, self._columns, self._device_width, width)
+        if not selected:
+            return strip
+        return strip.apply_style(self.get_component_rich_style("device-table--cursor"))
 
     def _header(self, width: int) -> tuple[Strip, ...]:
         if self._header_strips is None:
-            style = self.get_component_rich_style("device-table--header")
-            sorted_style = self.get_component_rich_style("device-table--sorted")
-            arrow = "▲" if not self._reverse_effective() else "▼"
-            names = [
-                Segment(
-                    (DEVICE_TITLE + (arrow if self.sort_column == 0 else "")).ljust(
-                        self._device_width
-                    ),
-                    sorted_style if self.sort_column == 0 else style,
-                )
-            ]
-            room = self._device_width - 1
-            count = ""
-            if self.hidden:  # "4 hidden", or "4 hid." in a narrow column, never a cut word
-                forms = (f"{self.hidden} hidden", f"{self.hidden} hid.", f"+{self.hidden}")
-                count = next((f for f in forms if len(f) <= room), forms[-1][:room])
-            units = [Segment(count.ljust(self._device_width), DIM)]
-            for i, col in enumerate(self._columns, start=1):
-                title = col.title + (arrow if self.sort_column == i else "")
-                names.append(
-                    Segment(
-                        title.rjust(col.width - 1) + " ",
-                        sorted_style if self.sort_column == i else style,
-                    )
-                )
-                units.append(Segment(col.unit.rjust(col.width - 1) + " ", DIM))
-            self._header_strips = (
-                Strip(names).crop_extend(0, width, style),
-                Strip(units).crop_extend(0, width, None),
+            self._header_strips = header_strips(
+                self._columns,
+                self._device_width,
+                width,
+                (self.sort_column, "▲" if not self._reverse_effective() else "▼"),
+                self.hidden,
+                (
+                    self.get_component_rich_style("device-table--header"),
+                    self.get_component_rich_style("device-table--sorted"),
+                ),
             )
         return self._header_strips
 
@@ -560,6 +533,7 @@ class DeviceTable(CursorList[TableRow]):
         """Repaint only the visible rows whose text or colour changed since last painted."""
         width = self.size.width
         first = self.scroll_offset.y
+        changed: list[int] = []
         for line in range(max(self.size.height - HEADER_LINES, 0)):
             index = first + line
             if index >= len(self.rows):
@@ -572,8 +546,10 @@ class DeviceTable(CursorList[TableRow]):
             if cached is None or cached[0] != key:
                 # Drawn now, once: the paint takes it from the cache.
                 self._cache[row.name] = (key, self._render_row(content, width))
-                self.refresh(Region(0, line + HEADER_LINES, width, 1))
+                changed.append(line + HEADER_LINES)
             self._checked[row.name] = selected
+        if changed:
+            self.refresh(*line_regions(changed, width))  # adjacent rows: one region
 
     # ---- cursor --------------------------------------------------------------------------
 

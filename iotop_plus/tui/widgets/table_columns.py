@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rich.segment import Segment
 from rich.style import Style
+from textual.strip import Strip
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.figures import FIGURES, LATENCY_FIGURES, Figure, figure
@@ -128,6 +130,9 @@ EXTENDED_PRIORITY: tuple[str, ...] = (
 """What the extended set keeps first when narrowed: the awaits (latency is what an incident
 is about), then the figures the basic set does not show."""
 
+DEVICE_TITLE = "Device"
+"""The first column's title."""
+
 NOT_SATURATION_MARK = "~"
 """Appended to %util where 100% does not mean saturated (parallel devices)."""
 
@@ -218,3 +223,70 @@ def latency_cell(key: str, latency: LatencyFrame | None, name: str) -> tuple[str
 
 
 _RANKS = {"p50": 50.0, "p99": 99.0, "p999": 99.9}
+
+
+def row_strip(
+    cells: tuple[tuple[str, Style], ...],
+    columns: tuple[Column, ...],
+    device_width: int,
+    width: int,
+) -> Strip:
+    """One table row, ``width`` cells wide: the device label (cut with an ellipsis to fit
+    ``device_width``), then each cell right-aligned in its column."""
+    segments: list[Segment] = []
+    label = cells[0][0]
+    room = device_width - 1
+    if len(label) > room:
+        label = label[: room - 1] + "…"
+    segments.append(Segment(label.ljust(device_width)))
+    for (text, style), col in zip(cells[1:], columns, strict=False):
+        cell = str(text)
+        pad = col.width - len(cell)
+        if cell.endswith(NOT_SATURATION_MARK):
+            segments.append(Segment(" " * pad + cell, style))
+        else:
+            # Keep the digits aligned with rows that carry the "~" mark.
+            segments.append(Segment(" " * (pad - 1) + cell + " ", style))
+    return Strip(segments).crop_extend(0, width, None)
+
+
+def header_strips(
+    columns: tuple[Column, ...],
+    device_width: int,
+    width: int,
+    sort: tuple[int, str],
+    hidden: int,
+    styles: tuple[Style, Style],
+) -> tuple[Strip, Strip]:
+    """The table's two header lines: the titles (the sort column's with its ``sort`` arrow,
+    in the sorted style of ``styles``), then the units under a count of ``hidden`` devices.
+
+    Args:
+        columns: The value columns shown.
+        device_width: The Device column's width.
+        width: The table's width.
+        sort: (0 for the device name or the n-th value column, the arrow).
+        hidden: Devices the default selection hides.
+        styles: (the header's style, the sort column's).
+    """
+    column, arrow = sort
+    style, sorted_style = styles
+    names = [
+        Segment(
+            (DEVICE_TITLE + (arrow if column == 0 else "")).ljust(device_width),
+            sorted_style if column == 0 else style,
+        )
+    ]
+    room = device_width - 1
+    count = ""
+    if hidden:  # "4 hidden", or "4 hid." in a narrow column, never a cut word
+        forms = (f"{hidden} hidden", f"{hidden} hid.", f"+{hidden}")
+        count = next((f for f in forms if len(f) <= room), forms[-1][:room])
+    units = [Segment(count.ljust(device_width), DIM)]
+    for i, col in enumerate(columns, start=1):
+        title = col.title + (arrow if column == i else "")
+        names.append(
+            Segment(title.rjust(col.width - 1) + " ", sorted_style if column == i else style)
+        )
+        units.append(Segment(col.unit.rjust(col.width - 1) + " ", DIM))
+    return Strip(names).crop_extend(0, width, style), Strip(units).crop_extend(0, width, None)
