@@ -150,7 +150,7 @@ def test_the_minute_rollups_take_deltas_by_column_with_the_same_rule(
         if step == 4:
             cols[0][2] = 5  # a device re-created: its reads fall
         samples.append(cols)
-    per_device: list[list[int]] = []
+    per_device: list[int] = []
 
     def counting(before: Any, after: Any) -> Any:
         per_device.append(1)
