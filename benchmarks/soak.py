@@ -219,7 +219,9 @@ def start_tui(
     if traced is not None:
         python = Path(binary).parent / "python"
         script = REPO / "benchmarks" / "tui_tracemalloc.py"
+        frames = os.environ.get("TRACEMALLOC_FRAMES", "12")  # the tmux server has its own env
         command = command.replace(binary, f"{python} {script} run {traced}")
+        command = command.replace("exec ", f"exec env TRACEMALLOC_FRAMES={frames} ", 1)
     tmux(
         "new-session",
         "-d",
@@ -295,6 +297,24 @@ def own_config(workdir: Path, history_minutes: float | None) -> Path | None:
     (home / "iotop-plus").mkdir(parents=True)
     (home / "iotop-plus" / "config.toml").write_text(f"history_minutes = {history_minutes}\n")
     return home
+
+
+def end_pid(pid: int) -> None:
+    """SIGTERM ``pid`` if it still runs (after its tmux session was killed), SIGKILL after 5 s."""
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        with suppress(OSError):
+            os.kill(pid, signum)
+        for _ in range(50):
+            if vm_rss_kib(pid) is None:
+                return
+            time.sleep(0.1)
+
+
+def end_tuis(series: list[Series]) -> None:
+    """:func:`end_pid` for the TUI (when one runs)."""
+    for s in series:
+        if s.name == "tui":
+            end_pid(s.pid)
 
 
 def count_devices() -> int:
@@ -448,6 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         cleanup.callback(lambda: stop_process(fio))
         cleanup.callback(lambda: churner.kill_all() if churner else None)
         cleanup.callback(lambda: stop_process(top))
+        # The TUI itself too: one under tracemalloc outlived its killed session once (50 % CPU).
+        cleanup.callback(end_tuis, series)
         cleanup.callback(lambda: tmux("kill-session", "-t", SESSION, check=False))
         cleanup.callback(stop.set)
         # Runs first: a second Ctrl-C must not cut the cleanup short.

@@ -15,13 +15,14 @@ frame of this project's code), with their bytes and counts.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import tracemalloc
 from pathlib import Path
 from types import FrameType
 
-FRAMES = 12
+FRAMES = int(os.environ.get("TRACEMALLOC_FRAMES", "12"))
 """Frames kept per traceback (enough to reach the project's code from the stdlib's)."""
 
 
