@@ -275,3 +275,45 @@ async def test_adjacent_changed_table_rows_are_one_region(
         assert calls == [(Region(0, HEADER_LINES + first, t.size.width, 2),)]
         shown = lines_of(t)
         assert all(set(shown[HEADER_LINES + first + i].split()[1:]) == {"-"} for i in (0, 1))
+
+
+async def test_a_fact_wrapping_to_another_line_count_renders_only_the_lines_that_changed(
+    step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rich.text import Text
+
+    from iotop_plus.tui.widgets import device_panel
+
+    app = canned_app(Config(interval=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await pilot.pause()
+        panel = app.main_screen.query_one(device_panel.DevicePanel)
+        dev, settings, frame = panel.device, panel.settings, app.main_screen.shown_frame
+        assert dev is not None
+        memory = ["dirty 33.0M (bg 2.2G, max 4.4G)  writeback 0"]
+        monkeypatch.setattr(device_panel, "why_facts", lambda *_: [("memory", memory[0])])
+        panel.show(dev, settings, frame)
+        await pilot.pause()
+        rendered: list[str] = []
+        original = Text.render
+
+        def spy(self: Text, *args: object, **kwargs: object) -> object:
+            rendered.append(self.plain)
+            return original(self, *args, **kwargs)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(Text, "render", spy)
+        for text in (
+            "dirty 32.5M (bg 2.2G, max 4.4G)  writeback 64K " + "x" * 30,  # a line more
+            "dirty 33.1M (bg 2.2G, max 4.4G)  writeback 0",  # and back
+        ):
+            memory[0] = text
+            rendered.clear()
+            panel.show(dev, settings, frame)
+            await pilot.pause()
+            assert rendered, "the memory line was not drawn"
+            # the memory fact's lines (its label, then continuation lines), not the ~30 others
+            assert rendered[0].startswith("memory"), rendered
+            assert all(line.startswith(" ") for line in rendered[1:]), rendered
+            assert len(rendered) <= 4, rendered
+        assert "writeback 0" in panel.text

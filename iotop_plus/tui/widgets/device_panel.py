@@ -157,13 +157,15 @@ class _Facts(Static):
             self.refresh(*changed)
 
     def _line_strips(self, lines: list[Text]) -> list[Strip]:
-        """The strips of ``lines``: a line as it was at the last frame keeps its strip, so
-        only the lines that changed are rendered again (#25)."""
+        """The strips of ``lines``: a line as it was at the same place in the last frame
+        keeps its strip, so only the lines that changed are rendered again, also when the
+        text has another number of lines (a value at the end wrapping to one line more or
+        less) (#25)."""
         console, was, old = self.app.console, self._lines, self._strips or []
-        same = len(was) == len(lines) <= len(old)  # old may end in blank lines (keep_height)
+        kept = min(len(was), len(old))  # old may end in blank lines (keep_height)
         return [
             old[y]
-            if same and line == was[y] and line.style == was[y].style
+            if y < kept and line == was[y] and line.style == was[y].style
             else Strip(list(line.render(console)))
             for y, line in enumerate(lines)
         ]
