@@ -11,7 +11,6 @@ longer is looked at no more often than before, so the checks cost no more CPU.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -40,8 +39,9 @@ async def wait_for(
 ) -> None:
     """Let the app run until ``condition()`` is true; fail naming ``what`` after ``timeout`` s.
 
-    Between looks the app runs (its messages, timers and screen updates); once the condition
-    holds, the app gets one more turn (``pilot.pause()``) so what the condition saw is drawn.
+    Between looks the app handles what is queued, runs for the gap and updates its screen
+    (``pilot.pause(gap)``); once the condition holds, the app gets one more turn
+    (``pilot.pause()``) so what the condition saw is drawn.
     """
     deadline = time.monotonic() + timeout
     for gap in gaps():
@@ -49,7 +49,7 @@ async def wait_for(
             break
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not met within {timeout} s")
-        await asyncio.sleep(gap)
+        await pilot.pause(gap)  # the app handles what is queued, runs ``gap``, then updates
     await pilot.pause()
 
 
