@@ -56,6 +56,12 @@ class StepClock:
                 self._until = None
         return event is not None and event.is_set()
 
+    @property
+    def waiting(self) -> bool:
+        """Whether a thread waits on this clock now."""
+        with self._moved:
+            return self._until is not None
+
     def release_waiter(self) -> bool:
         """Move the clock to the time a thread waits for, if one waits; True if one did."""
         with self._moved:
@@ -94,6 +100,7 @@ async def next_frames(
     moves only while the thread waits, so it never takes one frame more than asked."""
     clock = stepped(thread)
     assert clock is not None, "the sampler thread does not run on a StepClock"
+    await wait_for(pilot, lambda: at_rest(thread, clock, delivered), "the sampler thread at rest")
     taken = thread.frames + n
     received = delivered() + n
 
@@ -105,6 +112,14 @@ async def next_frames(
         return False
 
     await wait_for(pilot, arrived, f"{n} more frame(s)", timeout)
+
+
+def at_rest(thread: SamplerThread, clock: StepClock, delivered: Callable[[], int]) -> bool:
+    """The thread waits on the clock with no frame asked for at once (``sample_now``: a view
+    just mounted or a detail opened), and every frame it took has been received. Stepping
+    counts from there, so a frame a view asked for never passes for a stepped one."""
+    woken = thread._wake.is_set()  # sample_now() or a new interval: a frame comes at once
+    return clock.waiting and not woken and delivered() >= thread.frames
 
 
 async def step_until(

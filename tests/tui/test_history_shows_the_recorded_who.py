@@ -12,6 +12,7 @@ import dataclasses
 import os
 import subprocess
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from types import MappingProxyType
 
@@ -27,7 +28,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, ProcessFrame
 from iotop_plus.sampling.issuers import IssuersFrame
 from iotop_plus.sampling.ring_timeline import fill
-from iotop_plus.tui.app import make_app
+from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.cgroup_panel import NOT_RECORDED, CgroupPanel
 from iotop_plus.tui.widgets.process_panel import NOT_RECORDED as NO_PROCESSES
@@ -309,5 +310,13 @@ async def test_scrubbed_back_this_device_only_shows_the_recorded_issuers(
         assert pids(panel)[:1] == [sleeper.pid]
         while (frame := app.main_screen.shown_frame) is not None and frame.issuers is not None:
             await pilot.press("left_square_bracket")
+            # One frame back before looking again: a look at the frame still shown pressed
+            # once too often, at the oldest frame the status says something else.
+            await wait_for(pilot, partial(moved_from, app, frame), "one frame back")
         device = app.main_screen.selected_device
         await wait_for(pilot, lambda: f"v: issuers of {device} not recorded" in panel.status_text())
+
+
+def moved_from(app: IotopPlusApp, frame: object) -> bool:
+    """The main screen shows another frame than ``frame``."""
+    return app.main_screen.shown_frame is not frame
