@@ -69,6 +69,7 @@ async def test_reads_on_a_loop_device_show_up_as_r_per_second(make_loop, tmp_pat
         await step_to(pilot, app, reads_shown, "reads shown")
 
 
+@pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 async def test_two_thousand_synthetic_disks_stay_usable(mem_path: Path) -> None:
     """2,000 disks, stepped frame by frame: the frames the test needs, not one every 0.25 s
     for as long as the machine is slow (the tree is in memory: 30,000 files)."""

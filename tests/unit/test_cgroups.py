@@ -267,6 +267,7 @@ def test_live_process_frames_carry_each_tasks_cgroup() -> None:
     assert mine and mine[0].startswith("/")
 
 
+@pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_ten_thousand_cgroups_are_read_ranked_and_laid_out_as_a_tree(mem_path: Path) -> None:
     fast_tmp = mem_path  # in memory (tests/conftest.py): 10,000 cgroups are 30,000 files
     from iotop_plus.sampling.frame import CgroupFrame

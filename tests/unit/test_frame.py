@@ -210,6 +210,7 @@ def test_a_primed_source_reads_its_first_frame_while_the_caller_loads(tree: Root
     assert second.seq == 2 and second.elapsed_s is not None and second.elapsed_s >= 0.2
 
 
+@pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_a_primed_big_host_hands_over_its_early_frame(tmp_path: Path) -> None:
     from tests.support.synthetic import SyntheticTree
 

@@ -107,6 +107,7 @@ def check_cli(path: Path, state: Path, directory: Path, case: int) -> None:
         exercise_reader(out)
 
 
+@pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_mutated_recordings_never_give_a_traceback(
     original: bytes, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

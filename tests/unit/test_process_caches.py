@@ -46,6 +46,7 @@ def gone(fake: FakeProc, pid: int) -> None:
     d.rmdir()
 
 
+@pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_ten_thousand_short_lived_pids_leave_caches_and_fds_bounded(fake: FakeProc) -> None:
     """20 samples, each seeing 500 new PIDs (with their own uids, as in a user namespace
     range) while the previous 500 exit: what the reader, the totals and the held files keep

@@ -47,6 +47,7 @@ def _frames(base: Path, count: int, *, processes: bool = False) -> Iterator[Fram
         host.close()
 
 
+@pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_the_ring_keeps_a_frame_in_under_100_bytes_a_device(mem_path: Path) -> None:
     ring = RingTimeline(15, 0.25)
     frames = _frames(mem_path, 301)

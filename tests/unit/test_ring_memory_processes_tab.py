@@ -16,6 +16,8 @@ import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import Frame, LiveSource
 from iotop_plus.sampling.health import DeviceHealth
@@ -59,6 +61,7 @@ def _frames(base: Path, count: int) -> Iterator[Frame]:
         host.close()
 
 
+@pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_a_processes_tab_frame_costs_what_changed_not_its_whole_parts(mem_path: Path) -> None:
     ring = RingTimeline(15, 0.25)
     frames = _frames(mem_path, 2 * KEY_EVERY + 256)

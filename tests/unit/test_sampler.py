@@ -182,6 +182,7 @@ def test_live_rates_of_reads_on_a_real_loop_device(make_loop: Callable[..., str]
     assert rates.w_s == 0
 
 
+@pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_synthetic_tree_of_many_devices(tmp_path: Path) -> None:
     tree = SyntheticTree(tmp_path, 300, busy_fraction=0.1)
     sampler = Sampler(tree.roots)
