@@ -50,6 +50,10 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         ("test_io_uring_falls_back_to_libaio_when_the_sysctl_disables_it",),
     ),
     "tests/e2e/test_why_real.py": ("raises vm.dirty_* and loads both cores", ()),
+    "tests/e2e/test_who_issuers_real.py": (
+        "the host's dirty pages: others' writes start the flusher on this test's data early",
+        ("test_a_buffered_writers_data_is_written_back_by_the_kernel",),
+    ),
     "tests/e2e/test_health_io_errors.py": (
         "counts failed requests, also from the kernel log, whose rate limit the host shares",
         (),

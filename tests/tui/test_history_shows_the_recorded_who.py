@@ -295,6 +295,10 @@ async def test_scrubbed_back_this_device_only_shows_the_recorded_issuers(
         await pilot.press("p")
         await wait_for(pilot, lambda: bool(app.main_screen.query(ProcessPanel)))
         panel = app.main_screen.query_one(ProcessPanel)
+        # A frame with the processes but no issuers yet, the one the scrub-back ends on (the
+        # frames before the tab was opened have no processes, and say so instead).
+        await step(pilot, app)
+        await wait_for(pilot, lambda: panel.last is not None, "the processes")
         await pilot.press("v")
         await step(pilot, app, 2)
         await wait_for(pilot, lambda: pids(panel)[:1] == [sleeper.pid], "the device's issuers")
