@@ -98,6 +98,7 @@ def test_fleet_once_reads_json_nested_exactly_64_levels() -> None:
     assert [(r["device"], r["rank"]) for r in rows] == [("sda", 1)]
 
 
+@pytest.mark.slow  # seconds on the wall clock (a timeout against a dripping server)
 def test_fleet_once_timeout_bounds_a_server_that_drips_its_answer() -> None:
     timeout_s = 1.0
     # One byte a second: the whole answer (a few hundred bytes) would take minutes, yet no
@@ -186,6 +187,7 @@ async def test_fleet_tui_rank_column_is_filled_worst_first() -> None:
             assert [str(r[rank]) for r in rows] == ["2", "1"]
 
 
+@pytest.mark.slow  # seconds on the wall clock (a timeout against a dripping server)
 async def test_fleet_tui_timeout_bounds_a_server_that_drips_its_answer() -> None:
     labels = [{"instance": "h", "device": "sda"}]
     with fake_prometheus(series_answer(labels), drip_s=1.0) as prom:

@@ -43,6 +43,7 @@ async def test_space_freezes_the_processes_view_too() -> None:
         await step_until(pilot, thread, lambda: panel.last is not frozen_rows, "a new view")
 
 
+@pytest.mark.slow  # seconds on the wall clock (the pace is what it tests)
 @pytest.mark.real_clock("the pace of the views is measured in wall-clock gaps between frames")
 async def test_plus_and_minus_set_the_pace_of_every_view() -> None:
     app = make_app(Roots(), Config(interval=1.0))

@@ -56,6 +56,7 @@ class FailingSampler(CannedSampler):
         return super().sample()
 
 
+@pytest.mark.slow  # seconds on the wall clock (slow ticks are what it tests)
 @pytest.mark.real_clock("reads slower than the interval on the wall clock must not stack")
 async def test_slow_ticks_never_stack_and_inventory_is_read_once() -> None:
     sampler = SlowSampler()

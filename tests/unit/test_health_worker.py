@@ -52,6 +52,7 @@ def _alive(pids: Path) -> list[int]:
     return [int(p) for p in pids.read_text().split() if Path(f"/proc/{p}").exists()]
 
 
+@pytest.mark.slow  # seconds on the wall clock (a hung smartctl's timeout)
 def test_a_hung_smartctl_is_killed_and_the_other_device_keeps_updating(tmp_path: Path) -> None:
     bin_dir, pids = _smartctl(tmp_path, "sdb")
     worker = HealthWorker(

@@ -53,6 +53,7 @@ def feed(mem_path: Path) -> Iterator[FrameFeed]:
         feed.stop()
 
 
+@pytest.mark.slow  # seconds on the wall clock (no frame comes for 2 s)
 def test_the_sampler_waits_while_the_ui_has_frames_to_take(feed: FrameFeed) -> None:
     posted: list[Frame] = []
 
