@@ -42,22 +42,40 @@ def _wait_for_progress(probe: subprocess.Popen[str], timeout: float = 60) -> lis
     raise AssertionError(f"the probe never reported progress: {''.join(seen)!r}")
 
 
+def _started_probe(argv: list[str], dev: str, tries: int = 3) -> subprocess.Popen[str]:
+    """The CLI probe, once fio is writing.
+
+    Another test's ``losetup --find`` can hold ``dev`` open for a moment (it was offered the
+    number just before this test's attach took it), and the probe rightly refuses a device
+    someone has open: only that refusal is tried again.
+    """
+    for _ in range(tries):
+        probe = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )  # fmt: skip
+        try:
+            _wait_for_progress(probe)
+            return probe
+        except AssertionError as exc:
+            probe.kill()
+            probe.wait()
+            if f"(losetup) has /dev/{dev} open" not in str(exc):
+                raise
+    raise AssertionError(f"losetup kept /dev/{dev} open through {tries} tries")
+
+
 def test_mkfs_and_mount_during_a_confirmed_write_probe_get_ebusy(
     tmp_path: Path, make_loop: Callable[..., str], fio_bin: str
 ) -> None:
     dev = make_loop(size_mb=64)
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    probe = subprocess.Popen(
-        [
-            sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
-            "probe", "wal", "-t", f"/dev/{dev}", "--confirm", dev, "-r", str(RUNTIME_S),
-            "--no-trace",
-        ],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+    argv = [
+        sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
+        "probe", "wal", "-t", f"/dev/{dev}", "--confirm", dev, "-r", str(RUNTIME_S), "--no-trace",
+    ]  # fmt: skip
+    probe = _started_probe(argv, dev)
     try:
-        _wait_for_progress(probe)
         # Another user's shell, mid-probe: a new filesystem, then a mount of it.
         mkfs = subprocess.run(
             ["mkfs.ext4", "-q", "-F", f"/dev/{dev}"], capture_output=True, text=True, check=False
