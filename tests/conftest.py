@@ -50,6 +50,11 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         ("test_io_uring_falls_back_to_libaio_when_the_sysctl_disables_it",),
     ),
     "tests/e2e/test_why_real.py": ("raises vm.dirty_* and loads both cores", ()),
+    "tests/tui/test_fleet_hostile_prometheus.py": (
+        "its fleet table was not drawn within 10 s under four workers (3 of ~12 parallel runs; "
+        "the cause is not found yet)",
+        ("test_fleet_tui_shows_label_values_as_text_never_markup",),
+    ),
     "tests/e2e/test_who_issuers_real.py": (
         "the host's dirty pages: others' writes start the flusher on this test's data early",
         ("test_a_buffered_writers_data_is_written_back_by_the_kernel",),

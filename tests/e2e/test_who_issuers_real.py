@@ -96,6 +96,13 @@ def frames_until(source: LiveSource, done: Callable[[], bool], limit_s: float) -
         return finished
 
     holds_within(taken, limit_s)
+    # A partial frame (the tracer's output for its end came late) leaves the rest of its
+    # requests to the next frame: take frames until one is whole, so none is left out.
+    for _ in range(20):
+        lat = frames[-1].latency
+        if lat is None or not lat.partial:
+            break
+        frames.append(source.next_frame())
     return frames
 
 
