@@ -57,11 +57,11 @@ typecheck: $(STAMP)
 
 # Two phases. Tests that share nothing host-wide run on $(WORKERS) workers (0: in one process);
 # the `serial` ones (tests/conftest.py SERIAL: a sysctl, the set of running tracers, a timing)
-# then run alone. Both phases run, and either failing fails the target. Four workers take about
-# 7 minutes here instead of about 14 in one process. (The "hangs" that once kept this at 0 were
-# one probe test whose eight io_uring jobs on a tmpfs starved every other process of a CPU for
-# up to a minute; it runs one job now.)
-WORKERS ?= 4
+# then run alone. Both phases run, and either failing fails the target. `make test WORKERS=4`
+# takes about 6 minutes here instead of about 14, but 3 of the last 5 such fresh-clone runs
+# still had a flaky test or three (timing under four workers; see issue 23's note), so the
+# default stays one process until those are gone.
+WORKERS ?= 0
 pytest: $(STAMP) sysdeps
 	@status=0; \
 	$(BIN)/pytest -q -n $(WORKERS) --dist worksteal -m "not serial" --durations=10 || status=1; \
