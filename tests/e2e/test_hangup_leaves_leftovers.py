@@ -77,7 +77,9 @@ def test_a_closed_terminal_leaves_the_change_for_restore_to_offer_and_keep(
         tmux.wait_until(lambda s: device_row(s, loop) is not None, 20, what=f"{loop}'s row")
         wait_for_table(tmux)
         tmux.send_keys("R")  # the selected device's read-ahead: a picker
-        tmux.wait_for("read-ahead", timeout=10)
+        # The picker's own title: the Tune tab it opens over says "read-ahead" too, and
+        # digits typed before the picker is up go to the main screen.
+        tmux.wait_for(f"{loop} read-ahead (now", timeout=10)
         tmux.send_text("48")
         tmux.wait_for(re.compile(r"▊\s+48\s"), timeout=10)  # typed into the value box
         tmux.send_keys("Enter")
