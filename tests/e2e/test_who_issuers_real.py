@@ -120,6 +120,17 @@ def traced_requests(frames: list[Frame], dev: str, pid: int | None) -> tuple[flo
     return reads, writes
 
 
+def _coverage(frames: list[Frame]) -> str:
+    """What the frames' tracer covered, for a failure's message."""
+    spans = [f.latency.span_s or 0.0 for f in frames if f.latency]
+    untraced = sum(1 for f in frames if f.issuers is None or f.issuers.source != TRACER)
+    partial = sum(1 for f in frames if f.latency and f.latency.partial)
+    return (
+        f"{len(frames)} frames, traced span {sum(spans):.2f} s, "
+        f"{untraced} without the tracer's issuers, {partial} partial"
+    )
+
+
 @pytest.mark.root
 def test_two_fio_jobs_in_two_cgroups_are_named_on_their_devices(
     make_loop, fio_bin, monkeypatch: pytest.MonkeyPatch
@@ -151,7 +162,7 @@ def test_two_fio_jobs_in_two_cgroups_are_named_on_their_devices(
             # IOPS over fio's own runtime: the frames cover all of it.
             traced_iops = reads / (fio["runtime"] / 1000)
             print(f"{dev}: fio {fio['iops']:.0f} IOPS, traced {traced_iops:.0f}")
-            assert traced_iops == pytest.approx(fio["iops"], rel=0.05)
+            assert traced_iops == pytest.approx(fio["iops"], rel=0.05), _coverage(frames)
             top = max(
                 (i for f in frames if f.issuers for i in f.issuers.of(dev)), key=lambda i: i.iops
             )
