@@ -79,6 +79,21 @@ class ListPanel(Vertical, can_focus=False):
 
     # -- frames from the feed ----------------------------------------------------------------
 
+    def on_mount(self) -> None:
+        # Textual's Show can be lost: a scroll-only refresh between a display change and its
+        # layout leaves the widget in the compositor's map, so the layout sees nothing new
+        # (1 in 15 runs of the panel's test under load). Every layout refresh checks again.
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._check_shown)
+
+    def _check_shown(self, screen: Any) -> None:
+        node: Any = self
+        while node is not None and node is not screen:
+            if not node.display:
+                self._want(False)
+                return
+            node = node.parent
+        self._want(node is screen)
+
     def on_show(self) -> None:
         self._want(True)
 
