@@ -18,6 +18,7 @@ import pytest
 from iotop_plus.sampling import latency
 from iotop_plus.sampling.frame import ISSUERS, Frame, LiveSource
 from iotop_plus.sampling.issuers import KERNEL, TRACER
+from tests.support.cgroup_trees import remove_live_cgroup
 from tests.support.mounts import unmount
 from tests.support.nobody import nobody_env, nobody_python
 from tests.support.wait import holds_within
@@ -45,16 +46,7 @@ def blkio_cgroup(name: str) -> Iterator[str]:
     try:
         yield f"/{path.name}"
     finally:
-        # rmdir is EBUSY until the cgroup's last task is reaped
-        holds_within(lambda: _removed(path), 5)
-
-
-def _removed(path: Path) -> bool:
-    try:
-        path.rmdir()
-    except OSError:
-        return False
-    return True
+        remove_live_cgroup(path)
 
 
 def fio_in_cgroup(dev: str, cgroup: str, seconds: float) -> subprocess.Popen[str]:

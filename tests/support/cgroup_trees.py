@@ -13,6 +13,8 @@ import random
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.support.wait import holds_within
+
 DOCKER_ID = "4f6c3b2a1d0e9f8a7b6c5d4e3f2a1b0c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a"
 CONTAINERD_ID = "9b1e7c3d5f2a4e6c8b0d1f3a5c7e9b2d4f6a8c0e1b3d5f7a9c2e4b6d8f0a1c3e"
 POD_UID = "1f2e3d4c-1234-5678-9abc-def012345678"
@@ -250,3 +252,18 @@ def bump_io_stat(base: Path, paths: list[str], tick: int, *, every: int = 1) -> 
         (where / "io.stat").write_text(
             io_line("8:0", (i + 1) * 4096 * t, (i + 2) * 4096 * t) + io_line("8:16", i * t, 0)
         )
+
+
+def remove_live_cgroup(cgroup: Path, timeout_s: float = 5.0) -> bool:
+    """Remove a real (empty) cgroup directory of a test; False if still there after
+    ``timeout_s``: rmdir is EBUSY until the kernel has let the cgroup's last task go, which
+    can be a moment after that task was reaped."""
+
+    def removed() -> bool:
+        try:
+            cgroup.rmdir()
+        except OSError:
+            return False
+        return True
+
+    return holds_within(removed, timeout_s)

@@ -13,8 +13,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import CGROUPS
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
-from tests.support.cgroup_trees import DOCKER_ID, systemd_tree
-from tests.support.wait import holds_within
+from tests.support.cgroup_trees import DOCKER_ID, remove_live_cgroup, systemd_tree
 from tests.tui.canned import FIXTURES, CannedSampler
 from tests.tui.helpers import started, wait_for
 
@@ -177,14 +176,4 @@ async def test_the_processes_view_names_each_processs_cgroup(tmp_path: Path) -> 
     finally:
         sleeper.kill()
         sleeper.wait(timeout=10)
-        # The kernel may still count the reaped sleeper in the cgroup for a moment.
-        assert holds_within(lambda: _removed(child), 5), f"{child} not removed"
-
-
-def _removed(cgroup: Path) -> bool:
-    """Remove the (empty) cgroup directory; False while the kernel says it is busy."""
-    try:
-        cgroup.rmdir()
-    except OSError:
-        return False
-    return True
+        assert remove_live_cgroup(child), f"{child} not removed"

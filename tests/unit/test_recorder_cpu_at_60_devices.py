@@ -64,17 +64,24 @@ def test_unchanged_health_is_not_encoded_every_sample(
     wall = 1_700_000_040.0  # 20 s before a minute starts: all samples in one chunk
     written = []
     for i in range(10):
-        # Each live frame has a health part of its own (the ages move), the readings stay.
-        frame = dataclasses.replace(
-            frames[-1],
-            sample=dataclasses.replace(frames[-1].sample, wall_time=wall + i),
-            health=_health(dict(readings), age=float(i)),
-            inventory_changed=False,
-        )
-        rs = parts.add(RecordedSample(frame.sample), frame, 1, True)
+        # The readings stay.
+        rs = _add_health(parts, frames[-1], wall + i, readings, age=float(i))
         written.append(HEALTH in rs.parts)
     assert written == [True] + [False] * 9  # the first of the file, then nothing changed
     assert len(encoded) == 1  # was 10: 60 devices' document built each sample to compare
+
+
+def _add_health(
+    parts: HealthParts, last: Frame, wall: float, readings: dict[str, DeviceHealth], age: float
+) -> RecordedSample:
+    """Record ``last`` again at ``wall`` with a health part of its own (the ages move)."""
+    frame = dataclasses.replace(
+        last,
+        sample=dataclasses.replace(last.sample, wall_time=wall),
+        health=_health(dict(readings), age=age),
+        inventory_changed=False,
+    )
+    return parts.add(RecordedSample(frame.sample), frame, 1, True)
 
 
 def test_a_new_reading_is_still_written_at_once(tmp_path: Path) -> None:
@@ -89,13 +96,7 @@ def test_a_new_reading_is_still_written_at_once(tmp_path: Path) -> None:
             readings = {**readings, names[0]: DeviceHealth("sysfs", temperature_c=41)}
         if i == 5:  # read again with the same figures: a new object, nothing to write
             readings = {**readings, names[1]: DeviceHealth("sysfs", temperature_c=40)}
-        frame = dataclasses.replace(
-            frames[-1],
-            sample=dataclasses.replace(frames[-1].sample, wall_time=wall + i),
-            health=_health(dict(readings), age=float(i)),
-            inventory_changed=False,
-        )
-        rs = parts.add(RecordedSample(frame.sample), frame, 1, True)
+        rs = _add_health(parts, frames[-1], wall + i, readings, age=float(i))
         doc = rs.parts.get(HEALTH)
         seen.append(None if doc is None else doc["devices"][names[0]]["temperature_c"])
     assert seen == [40, None, None, 41, None, None]

@@ -8,8 +8,6 @@ blob, and rebuilds the very same frame when it is looked up.
 from __future__ import annotations
 
 import dataclasses
-import gc
-import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import Frame, LiveSource
 from iotop_plus.sampling.packed_frames import KEY_EVERY, Packer
 from iotop_plus.sampling.ring_timeline import RingTimeline, strip_processes
+from tests.support.memory import bytes_kept
 from tests.support.synthetic import SyntheticTree
 
 DEVICES = 60
@@ -52,17 +51,7 @@ def test_the_ring_keeps_a_frame_in_under_100_bytes_a_device(mem_path: Path) -> N
     ring = RingTimeline(15, 0.25)
     frames = _frames(mem_path, 301)
     ring.append(next(frames))  # the sources' caches are made: what grows now is the ring
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for frame in frames:  # each frame dies once appended, as in the TUI
-            ring.append(frame)
-        del frame
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    held = bytes_kept(ring.append, frames)
     per = held / (len(ring) - 1) / DEVICES
     # As objects, each frame's counters alone were ~650 bytes a device.
     assert per < 100, f"{per:.0f} bytes a device a frame"

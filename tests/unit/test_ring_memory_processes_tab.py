@@ -11,8 +11,6 @@ part of it that moves every frame, are rebuilt from its readings and the frame's
 from __future__ import annotations
 
 import dataclasses
-import gc
-import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from iotop_plus.sampling.health import DeviceHealth
 from iotop_plus.sampling.health_part import HealthFrame
 from iotop_plus.sampling.packed_frames import KEY_EVERY
 from iotop_plus.sampling.ring_timeline import RingTimeline, strip_processes
+from tests.support.memory import bytes_kept
 from tests.support.synthetic import SyntheticTree
 
 DEVICES = 60
@@ -67,17 +66,7 @@ def test_a_processes_tab_frame_costs_what_changed_not_its_whole_parts(mem_path: 
     frames = _frames(mem_path, 2 * KEY_EVERY + 256)
     for _ in range(2 * KEY_EVERY):  # the ring's own caches are full: what grows now is frames
         ring.append(next(frames))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        for frame in frames:
-            ring.append(frame)
-        del frame
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0] - before
-    finally:
-        tracemalloc.stop()
+    held = bytes_kept(ring.append, frames)
     per = held / 256
     # Was ~5.4 KB (the top processes and 60 devices' health pickled and compressed alone),
     # now ~2.6 KB, of which the parts are ~0.3 KB.
