@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import html
+import re
 import shutil
 import subprocess
 import sys
@@ -28,6 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from rich.cells import cell_len  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
 from iotop_plus.config import Config  # noqa: E402
@@ -131,6 +134,47 @@ SCENES: list[tuple[str, tuple[int, int], Scene | None]] = [
 ]
 
 
+PNG_FONT = '"DejaVu Sans Mono", "DejaVu Sans"'
+"""The PNGs' font: DejaVu Sans Mono's box-drawing and bold glyphs fit Textual's 12.2 px cell.
+Its braille (absent from fonts-dejavu 2.37's Sans Mono) comes from DejaVu Sans, named
+here so the fallback is the same on every machine; each glyph is put in its own cell."""
+
+_TEXT = re.compile(
+    r'<text (class="[^"]*") x="([\d.]+)" (y="[\d.]+") textLength="([\d.]+)"([^>]*)>([^<]*)</text>'
+)
+"""One run of text in Textual's export (Rich's ``export_svg``): class, x, y, textLength."""
+
+
+def _cell_placed(match: re.Match[str]) -> str:
+    """One ``<text>`` of the export with each character in a ``<tspan>`` at its own cell."""
+    cls, x, y, length, rest, escaped = match.groups()
+    text = html.unescape(escaped)
+    width = float(length) / max(cell_len(text), 1)
+    left = float(x)
+    spans = []
+    for char in text:
+        # The class again on each tspan: librsvg draws a text's underline only there.
+        spans.append(f'<tspan {cls} x="{left:.2f}">{html.escape(char)}</tspan>')
+        left += cell_len(char) * width
+    return f'<text {cls} {y}{rest} xml:space="preserve">{"".join(spans)}</text>'
+
+
+def png_svg(svg: str) -> str:
+    """Textual's SVG as rsvg-convert should draw it for the PNG.
+
+    Textual places a run of text by its first cell and ``textLength``, which librsvg (2.54)
+    ignores, and it asks for Fira Code, which has no braille. librsvg also strips leading
+    non-breaking spaces. So with this machine's fonts a run drifts by every glyph whose
+    advance is not the cell's (a chart's braille spills out of its box) and a run that
+    starts with spaces moves left onto its neighbour (``synthetic6.1.0``, right-aligned
+    numbers drawn left-aligned). Here every character gets its cell's x (librsvg 2.54
+    ignores a list of x on one text, but not a tspan's x), whitespace is kept, and the
+    font is :data:`PNG_FONT`. The SVG files themselves are left as Textual wrote them.
+    """
+    svg = svg.replace("font-family: Fira Code, monospace;", f"font-family: {PNG_FONT};")
+    return _TEXT.sub(_cell_placed, svg)
+
+
 def to_png(svg: Path) -> Path | None:
     """Convert with rsvg-convert; None (with a note) when it is not installed."""
     tool = shutil.which("rsvg-convert")
@@ -138,7 +182,10 @@ def to_png(svg: Path) -> Path | None:
         print("note: rsvg-convert not found (apt-get install librsvg2-bin): SVG only")
         return None
     png = svg.with_suffix(".png")
-    subprocess.run([tool, "--zoom", "1.0", "-o", str(png), str(svg)], check=True)
+    with tempfile.TemporaryDirectory(prefix="png-") as tmp:
+        placed = Path(tmp) / svg.name
+        placed.write_text(png_svg(svg.read_text(encoding="utf-8")), encoding="utf-8")
+        subprocess.run([tool, "--zoom", "1.0", "-o", str(png), str(placed)], check=True)
     return png
 
 
