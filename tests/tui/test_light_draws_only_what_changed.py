@@ -16,12 +16,11 @@ import pytest
 from textual.widget import Widget
 from textual.widgets import Static
 
-from iotop_plus.config import Config
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.support.frames import StepClock
-from tests.tui.canned import canned_app
-from tests.tui.helpers import started, step
+from tests.tui.helpers import step
+from tests.tui.light_support import memory_fact, started_app, texts_through
 
 Call = tuple[str, str | None, bool]
 """(widget class, id, whether a layout pass was asked for)."""
@@ -44,11 +43,7 @@ def refreshes(monkeypatch: pytest.MonkeyPatch) -> Iterator[collections.Counter[C
 async def test_steady_frames_ask_for_no_layout_pass(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = canned_app(Config(interval=1))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
-        await step(pilot, app, 3)
-        await pilot.pause()
+    async with started_app(3) as (pilot, app):
         charts = app.main_screen.query_one(DeviceCharts)
         draws = charts.draws
         with refreshes(monkeypatch) as calls:
@@ -62,11 +57,7 @@ async def test_steady_frames_ask_for_no_layout_pass(
 async def test_a_widget_whose_text_did_not_change_is_not_refreshed(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = canned_app(Config(interval=1))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
-        await step(pilot, app, 2)
-        await pilot.pause()
+    async with started_app(2) as (pilot, app):
         screen = app.main_screen
         caption = screen.query_one("#chart-caption", Static)
         header = screen.query_one(HostHeader)
@@ -110,20 +101,9 @@ def test_device_facts_read_as_the_grid_table_did(width: int) -> None:
 async def test_new_figures_in_the_device_facts_ask_for_no_layout_pass(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from iotop_plus.tui.widgets import device_panel
-
-    app = canned_app(Config(interval=1))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
-        await pilot.pause()
-        panel = app.main_screen.query_one(device_panel.DevicePanel)
-        dev, settings, frame = panel.device, panel.settings, app.main_screen.shown_frame
-        assert dev is not None
-        memory = ["dirty 20.3M (bg 2.2G)"]
-        monkeypatch.setattr(device_panel, "why_facts", lambda *_: [("memory", memory[0])])
-        panel.show(dev, settings, frame)  # the memory line appears: a new height
-        await pilot.pause()
-        facts = panel.query_one("#device-facts")
+    # the memory line appears: a new height
+    async with memory_fact(monkeypatch, "dirty 20.3M (bg 2.2G)") as (pilot, tab):
+        facts = tab.panel.query_one("#device-facts")
         painted: list[tuple[object, ...]] = []
         with refreshes(monkeypatch) as calls:
             original = Widget.refresh  # the counting one
@@ -135,18 +115,17 @@ async def test_new_figures_in_the_device_facts_ask_for_no_layout_pass(
 
             monkeypatch.setattr(Widget, "refresh", spy)
             for dirty in ("19.8M", "21.0M", "20.9M"):  # the memory line, frame after frame
-                memory[0] = f"dirty {dirty} (bg 2.2G)"
-                panel.show(dev, settings, frame)
+                tab.show(f"dirty {dirty} (bg 2.2G)")
                 await pilot.pause()
-        assert "dirty 20.9M" in panel.text
+        assert "dirty 20.9M" in tab.panel.text
         assert calls[("_Facts", "device-facts", True)] == 0
         # line by line: the memory line (and any other figure that moved), not the whole panel
         lines = facts.size.height
         assert painted and all(0 < len(regions) < lines // 2 for regions in painted), painted
         assert all(getattr(r, "height", 0) == 1 for regions in painted for r in regions)
-        memory[0] = "dirty 20.9M (bg 2.2G) " + "and a long line that wraps " * 3
         with refreshes(monkeypatch) as calls:
-            panel.show(dev, settings, frame)  # now it wraps to more lines: a reflow
+            # now it wraps to more lines: a reflow
+            tab.show("dirty 20.9M (bg 2.2G) " + "and a long line that wraps " * 3)
             await pilot.pause()
         assert calls[("_Facts", "device-facts", True)] >= 1
 
@@ -156,11 +135,7 @@ async def test_a_chart_repaints_only_the_lines_that_changed(
 ) -> None:
     from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
 
-    app = canned_app(Config(interval=1))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
-        await step(pilot, app, 2)
-        await pilot.pause()
+    async with started_app(2) as (_, app):
         chart = app.main_screen.query_one("#chart-iops", BrailleChart)
         height = chart.size.height
         painted: list[tuple[object, ...]] = []
@@ -194,22 +169,14 @@ async def test_a_chart_repaints_only_the_lines_that_changed(
 
 def test_a_fact_that_did_not_change_is_not_wrapped_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
-    from rich.text import Text
 
     from iotop_plus.tui.widgets.device_panel import facts_text
 
     console = Console(width=39)
-    wraps: list[str] = []
-    original = Text.wrap
-
-    def counting(self: Text, *args: object, **kwargs: object) -> object:
-        wraps.append(self.plain)
-        return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Text, "wrap", counting)
-    first = facts_text(FACTS, 39, console)
-    wraps.clear()
-    moved = [*FACTS[:2], ("memory", "dirty 19.9M (bg 2.2G, max 4.5G)  writeback 0")]
-    second = facts_text(moved, 39, console)
+    with texts_through(monkeypatch, "wrap") as wraps:
+        first = facts_text(FACTS, 39, console)
+        wraps.clear()
+        moved = [*FACTS[:2], ("memory", "dirty 19.9M (bg 2.2G, max 4.5G)  writeback 0")]
+        second = facts_text(moved, 39, console)
     assert wraps == [moved[2][1]]  # only the memory line is wrapped again
     assert second.plain.splitlines()[:-2] == first.plain.splitlines()[:-2]

@@ -20,20 +20,14 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.widget import Widget
 
-from iotop_plus.config import Config
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
 from iotop_plus.tui.widgets.charts import DeviceCharts, joins
 from iotop_plus.tui.widgets.device_table import HEADER_LINES, DeviceTable
 from tests.support.frames import StepClock
-from tests.tui.canned import CannedSampler, canned_app
-from tests.tui.helpers import started, step
-from tests.tui.test_starting_device_and_busy_hidden import (
-    LOOP0_BUSY,
-    TableAlone,
-    feed,
-    host_copy,
-)
+from tests.tui.helpers import step
+from tests.tui.light_support import memory_fact, started_app, table_alone, texts_through
+from tests.tui.test_starting_device_and_busy_hidden import LOOP0_BUSY
 
 
 @contextmanager
@@ -71,15 +65,7 @@ def show(t: DeviceTable, frame: Frame, rates: object = None) -> None:
 async def test_a_frame_with_unchanged_figures_refreshes_no_table_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    roots = host_copy(tmp_path)
-    source = LiveSource(roots, CannedSampler(roots))
-    source.next_frame()
-    frame = source.next_frame()
-    app = TableAlone()
-    async with app.run_test(size=(120, 20)) as pilot:
-        t = app.query_one(DeviceTable)
-        feed(t, frame)
-        await pilot.pause()
+    async with table_alone(tmp_path) as (pilot, t, frame):
         with repaints(monkeypatch, t) as calls:
             show(t, frame)
             show(t, frame)
@@ -90,15 +76,7 @@ async def test_a_frame_with_unchanged_figures_refreshes_no_table_line(
 async def test_a_busy_hidden_device_going_quiet_repaints_only_the_line_naming_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    roots = host_copy(tmp_path, loop0=LOOP0_BUSY)
-    source = LiveSource(roots, CannedSampler(roots))
-    source.next_frame()
-    frame = source.next_frame()
-    app = TableAlone()
-    async with app.run_test(size=(120, 20)) as pilot:
-        t = app.query_one(DeviceTable)
-        feed(t, frame)
-        await pilot.pause()
+    async with table_alone(tmp_path, loop0=LOOP0_BUSY) as (pilot, t, frame):
         assert t.busy_hidden == "loop0"
         assert any("loop0 busy" in line for line in lines_of(t))
         with repaints(monkeypatch, t) as calls:
@@ -120,11 +98,7 @@ async def test_a_busy_hidden_device_going_quiet_repaints_only_the_line_naming_it
 async def test_a_new_sample_count_repaints_only_the_caption_lines_it_changed(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = canned_app(Config(interval=1), with_history=False)
-    async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
-        await step(pilot, app, 2)
-        await pilot.pause()
+    async with started_app(2, with_history=False) as (pilot, app):
         charts = app.main_screen.query_one(DeviceCharts)
         caption = charts.query_one("#chart-caption")
         height = caption.size.height
@@ -146,15 +120,7 @@ async def test_a_new_sample_count_repaints_only_the_caption_lines_it_changed(
 async def test_a_changed_table_row_is_built_once_a_frame_not_again_at_the_paint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    roots = host_copy(tmp_path)
-    source = LiveSource(roots, CannedSampler(roots))
-    source.next_frame()
-    frame = source.next_frame()
-    app = TableAlone()
-    async with app.run_test(size=(120, 20)) as pilot:
-        t = app.query_one(DeviceTable)
-        feed(t, frame)
-        await pilot.pause()
+    async with table_alone(tmp_path) as (pilot, t, frame):
         quiet = t.visible_names()[-1]
         assert quiet != t.selected
         built: list[str] = []
@@ -177,25 +143,13 @@ async def test_a_changed_table_row_is_built_once_a_frame_not_again_at_the_paint(
 async def test_a_fact_wrapping_to_fewer_lines_again_asks_for_no_layout_pass(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from iotop_plus.tui.widgets import device_panel
-
-    app = canned_app(Config(interval=1))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
-        await pilot.pause()
-        panel = app.main_screen.query_one(device_panel.DevicePanel)
-        dev, settings, frame = panel.device, panel.settings, app.main_screen.shown_frame
-        assert dev is not None
-        facts = panel.query_one("#device-facts")
-        memory = [""]
-        monkeypatch.setattr(device_panel, "why_facts", lambda *_: [("memory", memory[0])])
-        # A writing host: writeback moves between 0 and a figure, and the line wraps to
-        # three lines, then two, frame after frame.
-        long = "dirty 32.5M (bg 2.2G, max 4.4G)  writeback 64K " + "x" * 30
-        short = "dirty 33.0M (bg 2.2G, max 4.4G)  writeback 0"
-        memory[0] = long
-        panel.show(dev, settings, frame)  # the tallest text yet: a reflow, once
-        await pilot.pause()
+    # A writing host: writeback moves between 0 and a figure, and the line wraps to three
+    # lines, then two, frame after frame.
+    long = "dirty 32.5M (bg 2.2G, max 4.4G)  writeback 64K " + "x" * 30
+    short = "dirty 33.0M (bg 2.2G, max 4.4G)  writeback 0"
+    # the tallest text yet first: a reflow, once
+    async with memory_fact(monkeypatch, long) as (pilot, tab):
+        facts = tab.panel.query_one("#device-facts")
         height = facts.size.height
         layouts: list[bool] = []
         original = Widget.refresh
@@ -207,12 +161,11 @@ async def test_a_fact_wrapping_to_fewer_lines_again_asks_for_no_layout_pass(
 
         monkeypatch.setattr(Widget, "refresh", spy)
         for text in (short, long, short):
-            memory[0] = text
-            panel.show(dev, settings, frame)
+            tab.show(text)
             await pilot.pause()
             assert facts.size.height == height
         assert layouts and not any(layouts), layouts  # lines repainted, never a reflow
-        assert "writeback 0" in panel.text
+        assert "writeback 0" in tab.panel.text
         shown = [facts.render_line(y).text.rstrip() for y in range(height)]
         assert shown[-1] == ""  # the line the long text had is blank now
         assert any("writeback 0" in line for line in shown)
@@ -256,15 +209,7 @@ async def test_a_chart_redrawn_whole_asks_for_one_region_not_one_per_line(
 async def test_adjacent_changed_table_rows_are_one_region(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    roots = host_copy(tmp_path)
-    source = LiveSource(roots, CannedSampler(roots))
-    source.next_frame()
-    frame = source.next_frame()
-    app = TableAlone()
-    async with app.run_test(size=(120, 20)) as pilot:
-        t = app.query_one(DeviceTable)
-        feed(t, frame)
-        await pilot.pause()
+    async with table_alone(tmp_path) as (pilot, t, frame):
         names = t.visible_names()
         quiet = [n for n in names if n != t.selected][-2:]
         first = names.index(quiet[0])
@@ -280,40 +225,19 @@ async def test_adjacent_changed_table_rows_are_one_region(
 async def test_a_fact_wrapping_to_another_line_count_renders_only_the_lines_that_changed(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rich.text import Text
-
-    from iotop_plus.tui.widgets import device_panel
-
-    app = canned_app(Config(interval=1))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
-        await pilot.pause()
-        panel = app.main_screen.query_one(device_panel.DevicePanel)
-        dev, settings, frame = panel.device, panel.settings, app.main_screen.shown_frame
-        assert dev is not None
-        memory = ["dirty 33.0M (bg 2.2G, max 4.4G)  writeback 0"]
-        monkeypatch.setattr(device_panel, "why_facts", lambda *_: [("memory", memory[0])])
-        panel.show(dev, settings, frame)
-        await pilot.pause()
-        rendered: list[str] = []
-        original = Text.render
-
-        def spy(self: Text, *args: object, **kwargs: object) -> object:
-            rendered.append(self.plain)
-            return original(self, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(Text, "render", spy)
-        for text in (
-            "dirty 32.5M (bg 2.2G, max 4.4G)  writeback 64K " + "x" * 30,  # a line more
-            "dirty 33.1M (bg 2.2G, max 4.4G)  writeback 0",  # and back
-        ):
-            memory[0] = text
-            rendered.clear()
-            panel.show(dev, settings, frame)
-            await pilot.pause()
-            assert rendered, "the memory line was not drawn"
-            # the memory fact's lines (its label, then continuation lines), not the ~30 others
-            assert rendered[0].startswith("memory"), rendered
-            assert all(line.startswith(" ") for line in rendered[1:]), rendered
-            assert len(rendered) <= 4, rendered
-        assert "writeback 0" in panel.text
+    short = "dirty 33.0M (bg 2.2G, max 4.4G)  writeback 0"
+    async with memory_fact(monkeypatch, short) as (pilot, tab):
+        with texts_through(monkeypatch, "render") as rendered:
+            for text in (
+                "dirty 32.5M (bg 2.2G, max 4.4G)  writeback 64K " + "x" * 30,  # a line more
+                "dirty 33.1M (bg 2.2G, max 4.4G)  writeback 0",  # and back
+            ):
+                rendered.clear()
+                tab.show(text)
+                await pilot.pause()
+                assert rendered, "the memory line was not drawn"
+                # the memory fact's lines (label, then continuation lines), not the ~30 others
+                assert rendered[0].startswith("memory"), rendered
+                assert all(line.startswith(" ") for line in rendered[1:]), rendered
+                assert len(rendered) <= 4, rendered
+        assert "writeback 0" in tab.panel.text

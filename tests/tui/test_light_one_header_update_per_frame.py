@@ -4,21 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from iotop_plus.config import Config
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.support.frames import StepClock
-from tests.tui.canned import canned_app
-from tests.tui.helpers import started, step
+from tests.tui.helpers import step
+from tests.tui.light_support import started_app
 
 
 async def test_a_frame_composes_the_header_once(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    app = canned_app(Config(interval=1))
-    async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
-        await step(pilot, app, 2)
-        await pilot.pause()
+    async with started_app(2) as (pilot, app):
         assert app.host.uptime_s is not None  # the uptime is one of the header's figures
         composed = [0]
         original = HostHeader._compose_text
