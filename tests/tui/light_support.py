@@ -82,19 +82,18 @@ class MemoryFact:
 
 @asynccontextmanager
 async def memory_fact(
-    monkeypatch: pytest.MonkeyPatch, memory: str, *, settings_read: bool = False
+    monkeypatch: pytest.MonkeyPatch, memory: str
 ) -> AsyncIterator[tuple[Pilot[int], MemoryFact]]:
-    """The started app's Device tab showing the memory line ``memory`` (painted); with
-    ``settings_read``, only once the queue settings are read, so that a ``show`` changes
-    nothing but the memory line."""
+    """The started app's Device tab showing the memory line ``memory`` (painted), once the
+    queue settings are read (in a worker: arriving later, they would repaint their own lines
+    between two ``show``s, 1 run in 20), so that a ``show`` changes nothing but that line."""
     async with started_app() as (pilot, app):
         panel = app.main_screen.query_one(device_panel.DevicePanel)
-        if settings_read:  # the settings are read in a worker
-            await wait_for(
-                pilot,
-                lambda: panel.settings is not None and "…" not in panel.text,
-                "the settings read",
-            )
+        await wait_for(
+            pilot,
+            lambda: panel.settings is not None and "…" not in panel.text,
+            "the settings read",
+        )
         dev = panel.device
         assert dev is not None
         fact = MemoryFact(panel, dev, panel.settings, app.main_screen.shown_frame, memory)

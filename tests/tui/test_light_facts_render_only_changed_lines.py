@@ -16,7 +16,7 @@ async def test_a_new_memory_figure_renders_one_line_of_the_facts(
     # Once the queue settings are read, a show() with what the panel holds changes nothing
     # but the memory line.
     first = "dirty 20.3M (bg 2.2G)"
-    async with memory_fact(monkeypatch, first, settings_read=True) as (pilot, tab):
+    async with memory_fact(monkeypatch, first) as (pilot, tab):
         with texts_through(monkeypatch, "render") as rendered:
             for dirty in ("19.8M", "21.0M"):
                 rendered.clear()
