@@ -18,9 +18,10 @@ Prints figures; never asserts. One run:
 btop and atop come from apt, bpytop from ``$IOTOP_PLUS_BENCH_PEERS/bin`` (``make bench-peers``
 installs them); a missing peer is printed as missing, never skipped silently. Needs root, losetup,
 mkfs.ext2, fio and tmux. Usage: ``.venv/bin/python benchmarks/bench_light.py [--seconds 60]
-[--settle 10] [--rounds 3] [--starts 5] [--charts shown|hidden] [--before DIR]``;
-``--before DIR`` (a ``git archive`` of an older commit) adds that tree's iotop-plus to the
-same CPU rounds, for before/after figures on one load.
+[--settle 10] [--rounds 3] [--starts 5] [--charts shown|hidden] [--before DIR]
+[--profile FILE]``; ``--profile FILE`` samples iotop-plus with py-spy instead of the CPU rounds
+(collapsed stacks, for where the time goes); ``--before DIR`` (a ``git archive`` of an older
+commit) adds that tree's iotop-plus to the same CPU rounds, for before/after figures on one load.
 """
 
 from __future__ import annotations
@@ -166,6 +167,21 @@ def cpu_round(tmux: TmuxSession, app: App, settle: float, seconds: float) -> flo
     return (c1 - c0) / CLK_TCK / (t1 - t0) * 100
 
 
+def profile_round(tmux: TmuxSession, app: App, settle: float, seconds: float, out: Path) -> None:
+    """Sample ``app`` with py-spy for ``seconds`` after ``settle``, into ``out`` (collapsed
+    stacks, one line per stack with its sample count; idle samples left out)."""
+    spy = shutil.which("py-spy") or str(REPO / ".venv" / "bin" / "py-spy")
+    launched, _, _ = start(tmux, app, ())
+    try:
+        pid = tmux.program_pid(launched)
+        time.sleep(settle)
+        argv = [spy, "record", "-p", str(pid), "-d", f"{seconds:g}", "-r", "200", "-t"]
+        subprocess.run([*argv, "-f", "raw", "-o", str(out)], check=True, stdout=subprocess.DEVNULL)
+    finally:
+        stop(tmux, launched)
+    print(f"  profile of {app.name} ({seconds:g} s after {settle:g} s) in {out}, load {load()}")
+
+
 def first_figures(tmux: TmuxSession, app: App) -> float | None:
     """Seconds from Enter to ``app``'s first figures (None: none within 30 s)."""
     try:
@@ -254,6 +270,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip", default="", help="comma-separated: cpu, first, atop")
     parser.add_argument("--tree", type=Path, help="run iotop_plus from this checkout instead")
     parser.add_argument(
+        "--profile",
+        type=Path,
+        help="instead of the CPU rounds, sample iotop-plus with py-spy (pip install py-spy) "
+        "for --seconds after --settle and write its collapsed stacks to this file",
+    )
+    parser.add_argument(
         "--before",
         type=Path,
         help="also measure iotop_plus from this checkout (a `git archive` of an older commit) "
@@ -293,7 +315,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             skip = set(args.skip.split(","))
             if "atop" in skip:
                 peer_atop = None
-            if "cpu" not in skip:
+            if args.profile is not None:
+                with TmuxSession(*size) as tmux:
+                    profile_round(tmux, ours(names), args.settle, args.seconds, args.profile)
+            elif "cpu" not in skip:
                 before = [ours(names, args.before, BEFORE)] if args.before is not None else []
                 measure_cpu(
                     [ours(names), *before, *filter(None, [peer_btop, peer_atop])], size, args

@@ -21,6 +21,7 @@ from itertools import zip_longest
 from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
@@ -244,6 +245,10 @@ class BrailleChart(Widget):
         """The y tick labels of the last render, bottom to top (tests read them)."""
         self._strips: list[Strip] = []
         self._built_for: tuple[int, int] | None = None
+        self._painting: tuple[int, int] | None = None
+        self._kept: dict[str, tuple[object, Strip]] = {}
+        """The legend, marks row and x axis of the last build, each with what it was drawn
+        from: a frame mostly draws them again from the same inputs (#25)."""
 
     def plot(
         self,
@@ -281,8 +286,18 @@ class BrailleChart(Widget):
         if changed:
             self.refresh(*line_regions(changed, size[0]))
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """As Textual's, with the widget's size looked up once for all the lines painted
+        (``Widget.size`` walks up to the screen: once a line was ~40 lookups a frame) (#25)."""
+        size = self.size
+        self._painting = (size.width, size.height)
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._painting = None
+
     def render_line(self, y: int) -> Strip:
-        size = (self.size.width, self.size.height)
+        size = self._painting or (self.size.width, self.size.height)
         if self._built_for != size:
             self._strips = self.build(*size)
             self._built_for = size
@@ -312,7 +327,15 @@ class BrailleChart(Widget):
             span = column * (dots_w - 1)
 
         # Legend first, so nothing can cover it.
-        out: list[Strip] = [self._legend(axis.unit, width)]
+        legend_key = (
+            self.title,
+            axis.unit,
+            width,
+            [(x.label, x.short, x.style) for x in self.lines],
+        )
+        out: list[Strip] = [
+            self._kept_strip("legend", legend_key, lambda: self._legend(axis.unit, width), width)
+        ]
         cells = self._cells(plot_w, plot_h, dots_w, dots_h, top * axis.divisor, column)
         mark_cols = [
             (min(dots_w - 1, max(0, self._mark_column(t, span, dots_w, column))) >> 1, s)
@@ -320,13 +343,21 @@ class BrailleChart(Widget):
             if -span <= t <= 0
         ]
         if has_marks_row:
-            out.append(self._mark_labels(mark_cols, label_w + 1, plot_w, width))
+            out.append(
+                self._kept_strip(
+                    "marks",
+                    (mark_cols, label_w, plot_w, width),
+                    lambda: self._mark_labels(mark_cols, label_w + 1, plot_w, width),
+                    width,
+                )
+            )
         # Tick rows: each tick on the cell row nearest its value.
         tick_at: dict[int, str] = {}
         for value, label in zip(ticks, labels, strict=True):
             row = plot_h - 1 - round(value / top * (plot_h - 1)) if plot_h > 1 else 0
             tick_at.setdefault(row, label)
         mark_set = {c for c, _ in mark_cols}
+        exact = label_w + 1 + plot_w == width  # the rows fill the width: no crop, no padding
         for row in range(plot_h):
             tick = tick_at.get(row)
             segs = [
@@ -334,10 +365,27 @@ class BrailleChart(Widget):
                 Segment("┤" if tick is not None else "│", AXIS_STYLE),
             ]
             segs.extend(self._plot_row(cells, row, plot_w, mark_set))
-            out.append(Strip(segs).crop(0, width))
+            out.append(Strip(segs, width) if exact else Strip(segs).crop(0, width))
         if has_x_row:
-            out.append(self._x_axis(label_w, plot_w, width, span))
+            out.append(
+                self._kept_strip(
+                    "x",
+                    (label_w, plot_w, width, span, self.end_label),
+                    lambda: self._x_axis(label_w, plot_w, width, span),
+                    width,
+                )
+            )
         return [s.extend_cell_length(width) for s in out[:height]]
+
+    def _kept_strip(self, part: str, key: object, draw: Callable[[], Strip], width: int) -> Strip:
+        """The strip of ``part`` drawn from ``key`` (what it shows): the last one when it was
+        drawn from an equal key, else a new one from ``draw()``."""
+        kept = self._kept.get(part)
+        if kept is not None and kept[0] == key:
+            return kept[1]
+        strip = draw().extend_cell_length(width)
+        self._kept[part] = (key, strip)
+        return strip
 
     def _column_width(self, dots_w: int) -> float | None:
         """The anchored column width of the last build at this many dot columns."""

@@ -162,18 +162,21 @@ class DeviceCharts(Grid):
         self.marks_drawn: list[Mark] = []
         """The marks on the charts at the last draw (tests read it)."""
         self._caption_text = ""
+        self._charts = [BrailleChart(spec.kind, spec.title, id=spec.id) for spec in CHARTS]
+        """The charts, in :data:`CHARTS` order (kept: a query each per frame cost more than
+        drawing some of them)."""
+        self._caption_widget = ChartCaption(id="chart-caption")
 
     def compose(self) -> Iterable[BrailleChart | Static]:
-        for spec in CHARTS:
-            yield BrailleChart(spec.kind, spec.title, id=spec.id)
-        yield ChartCaption(id="chart-caption")
+        yield from self._charts
+        yield self._caption_widget
 
     def _caption(self, text: str) -> None:
         """Show ``text`` under the charts: repainted only when it changed, and never with a
         layout pass (its grid cell has a fixed size) (#25)."""
         if text != self._caption_text:
             self._caption_text = text
-            self.query_one("#chart-caption", ChartCaption).show(text)
+            self._caption_widget.show(text)
 
     def due(self, device: str | None, now: float) -> bool:
         """Whether a draw is worth doing: a new device, or another end time than the last draw
@@ -231,8 +234,7 @@ class DeviceCharts(Grid):
         placed = [(m.timestamp - now, printable(m.label)) for m in self.marks_drawn]
         connect = joins(times)
         styles = (READ_STYLE, WRITE_STYLE)
-        for spec in CHARTS:
-            chart = self.query_one(f"#{spec.id}", BrailleChart)
+        for spec, chart in zip(CHARTS, self._charts, strict=True):
             lines = (
                 [
                     Line(
