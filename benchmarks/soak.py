@@ -3,7 +3,7 @@
 For ``--minutes`` (default 10) it runs, at the same time:
 
 - the TUI from the console script, in tmux, at ``-i 0.25``, with all devices shown (``a``)
-  and the Processes tab open (``p``);
+  and the Processes tab open (``p``), and the same way a ``--baseline`` one beside it;
 - ``iotop-plus top --interval 0.25 --format json``, its output going to /dev/null;
 - a churner that starts about ``--procs-per-minute`` (1,000) short processes a minute, each a
   ``dd`` that reads a small file and writes another with fsync, in a temp dir of its own;
@@ -31,7 +31,15 @@ Usage (root, tmux, losetup, fio and dd needed)::
     .venv/bin/python benchmarks/soak.py --minutes 20 --devices 56 --every 10 --no-top
 
 ``--iotop-plus`` defaults to this checkout's ``.venv/bin/iotop-plus``; point it at another
-install to compare versions.
+install to compare versions, or run one beside it with ``--baseline PATH`` (a second TUI in
+its own tmux session, same devices and churn, shown as ``baseline``). A console script for
+an older commit::
+
+    git archive COMMIT iotop_plus | tar -x -C /tmp/base
+    printf '#!/bin/sh\nPYTHONPATH=/tmp/base exec %s -m iotop_plus "$@"\n' \
+        "$PWD/.venv/bin/python" > /tmp/base/iotop-plus && chmod +x /tmp/base/iotop-plus
+
+(run the soak from outside the checkout: ``python -m`` puts the working directory first).
 """
 
 from __future__ import annotations
@@ -206,12 +214,17 @@ def tmux(*args: str, check: bool = True) -> str:
 
 
 def start_tui(
-    binary: str, state_dir: Path, traced: Path | None = None, config_home: Path | None = None
+    binary: str,
+    state_dir: Path,
+    traced: Path | None = None,
+    config_home: Path | None = None,
+    session: str = SESSION,
 ) -> int:
     """The TUI in a detached tmux session; returns its pid once it shows a screen.
 
     ``traced``: run it under tracemalloc (``tui_tracemalloc.py``), snapshots into that dir.
     ``config_home``: its ``XDG_CONFIG_HOME`` (the tmux server keeps its own environment).
+    ``session``: the tmux session's name.
     """
     command = f"exec {binary}"
     if config_home is not None:
@@ -226,25 +239,39 @@ def start_tui(
         "new-session",
         "-d",
         "-s",
-        SESSION,
+        session,
         "-x",
         "160",
         "-y",
         "48",
         f"{command} --state-dir {state_dir} -i 0.25",
     )
-    pid = int(tmux("display-message", "-p", "-t", SESSION, "#{pane_pid}").strip())
+    pid = int(tmux("display-message", "-p", "-t", session, "#{pane_pid}").strip())
     # Wait for the first device row (the header alone is not the whole app).
     for _ in range(150):
-        screen = tmux("capture-pane", "-p", "-t", SESSION, check=False)
+        screen = tmux("capture-pane", "-p", "-t", session, check=False)
         if "Processes" in screen or "Device" in screen:
             break
         time.sleep(0.2)
     time.sleep(2.0)
-    tmux("send-keys", "-t", SESSION, "a")
+    tmux("send-keys", "-t", session, "a")
     time.sleep(0.5)
-    tmux("send-keys", "-t", SESSION, "p")
+    tmux("send-keys", "-t", session, "p")
     return pid
+
+
+def start_tuis(
+    args: argparse.Namespace, workdir: Path, traced: Path | None, series: list[Series]
+) -> None:
+    """The TUI (unless ``--no-tui``) and the ``--baseline`` one, each added to ``series``."""
+    config_home = own_config(workdir, args.history_minutes)
+    if not args.no_tui:
+        pid = start_tui(args.iotop_plus, workdir / "state", traced, config_home)
+        series.append(Series("tui", pid))
+    if args.baseline:
+        state = workdir / "state-baseline"
+        pid = start_tui(args.baseline, state, None, config_home, f"{SESSION}-b")
+        series.append(Series("baseline", pid))
 
 
 def start_fio(loops: Loops, seconds: float, rate_iops: int) -> subprocess.Popen[bytes]:
@@ -311,9 +338,9 @@ def end_pid(pid: int) -> None:
 
 
 def end_tuis(series: list[Series]) -> None:
-    """:func:`end_pid` for the TUI (when one runs)."""
+    """:func:`end_pid` for the TUIs (when they run)."""
     for s in series:
-        if s.name == "tui":
+        if s.name in ("tui", "baseline"):
             end_pid(s.pid)
 
 
@@ -413,6 +440,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="the TUI's history ring in minutes (history_minutes in a config of the soak's "
         "own; default: the TUI's, 15); e.g. 2 to see the memory after the ring is full sooner",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="PATH",
+        help="a second TUI in the same run, from this console script (e.g. an older commit's, "
+        "see below), shown as 'baseline': the peer to judge the TUI's RSS by",
+    )
     parser.add_argument("--dir", default="/var/tmp", help="where the temp dir goes")
     parser.add_argument(
         "--tracemalloc",
@@ -471,6 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The TUI itself too: one under tracemalloc outlived its killed session once (50 % CPU).
         cleanup.callback(end_tuis, series)
         cleanup.callback(lambda: tmux("kill-session", "-t", SESSION, check=False))
+        cleanup.callback(lambda: tmux("kill-session", "-t", f"{SESSION}-b", check=False))
         cleanup.callback(stop.set)
         # Runs first: a second Ctrl-C must not cut the cleanup short.
         cleanup.callback(ignore_signals)
@@ -488,10 +522,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             cycler.start()
             traced = Path(args.tracemalloc) if args.tracemalloc else None
-            config_home = own_config(workdir, args.history_minutes)
-            if not args.no_tui:
-                pid = start_tui(args.iotop_plus, workdir / "state", traced, config_home)
-                series.append(Series("tui", pid))
+            start_tuis(args, workdir, traced, series)
             if not args.no_top:
                 count = str(int(seconds / 0.25) + 400)
                 top = subprocess.Popen(

@@ -9,15 +9,16 @@ counters do not move in 0.25 s), with full values every :data:`KEY_EVERY` frames
 oldest frame kept, so any frame is rebuilt from at most that many arrays. The rates are
 rebuilt from the counters of the frame before and the interval, which is what they hold, and
 are stored as they are only when they are something else (a frame after a dropped one, a
-device whose counters went back). Everything else in the frame (processes, cgroups, issuers,
-memory, health, events...) is kept as it was, already stripped by the ring.
+device whose counters went back). The parts made anew each frame (processes, cgroups,
+issuers, health, memory...) are kept as bytes by :mod:`~iotop_plus.sampling.packed_parts`,
+and the rest of the frame (its "shell") is a template shared by the frames after it, while
+they differ from it only in plain values (times, sequence number, flags), which are kept with
+the parts.
 """
 
 from __future__ import annotations
 
-import copyreg
 import dataclasses
-import io
 import pickle
 import zlib
 from array import array
@@ -27,108 +28,23 @@ from typing import Any
 
 from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.health_part import HealthFrame
+from iotop_plus.sampling.packed_parts import (
+    PICKLED,
+    SAME,
+    compressed,
+    dumped,
+    parts_of,
+    pickled,
+    with_ages,
+)
 from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.sampler import Sample
 
 KEY_EVERY = 32
 """A frame with the full counter values at least every this many frames."""
 
 _NO_COUNTERS: Mapping[str, DiskCounters] = MappingProxyType({})
 _NO_RATES: Mapping[str, DeviceRates | None] = MappingProxyType({})
-
-# The parts of a frame made anew each frame (the top processes, the active cgroups, the
-# issuers, each device's health with its age, the latency histograms...) are pickled and
-# compressed together: a tenth to a fifth of their objects' size. The health part alone was
-# ~3 KB a frame at 60 devices.
-_PICKLED = (
-    "processes",
-    "cgroups",
-    "issuers",
-    "health",
-    "latency",
-    "pressure",
-    "memory",
-    "throttles",
-)
-
-
-def _proxy(d: dict[Any, Any]) -> MappingProxyType[Any, Any]:
-    return MappingProxyType(d)
-
-
-def _reduce_proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
-    return _proxy, (dict(m),)
-
-
-_DISPATCH = copyreg.dispatch_table.copy()
-_DISPATCH[MappingProxyType] = _reduce_proxy
-
-
-def _pickled(parts: tuple[Any, ...]) -> bytes | None:
-    buf = io.BytesIO()
-    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
-    pickler.dispatch_table = _DISPATCH
-    try:
-        pickler.dump(parts)
-    except (pickle.PicklingError, TypeError, AttributeError):
-        return None  # something that does not pickle: the parts stay as they are
-    return buf.getvalue()
-
-
-# Consecutive frames' parts are mostly the same bytes (the same top processes with their
-# command lines, every device's health reading, the cgroup paths): each frame's are
-# compressed with the pickled parts of a recent "base" frame as zlib's preset dictionary, so
-# only what differs costs (#25: the Processes tab's frames held ~2-3 KB of parts each).
-_BASES: dict[int, tuple[bytes, bytes]] = {}
-"""Compressed base parts (by id) -> their pickled bytes, for a few bases lately unpacked."""
-
-
-def _compressed(raw: bytes, base: bytes | None) -> bytes:
-    if base is None:
-        return zlib.compress(raw, 1)
-    comp = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, zdict=base)
-    return comp.compress(raw) + comp.flush()
-
-
-def _base_raw(base: bytes) -> bytes:
-    hit = _BASES.get(id(base))
-    if hit is not None and hit[0] is base:
-        return hit[1]
-    raw = zlib.decompress(base)
-    if len(_BASES) >= 8:
-        _BASES.pop(next(iter(_BASES)))
-    _BASES[id(base)] = (base, raw)
-    return raw
-
-
-def _ages(health: HealthFrame, monotonic: float) -> dict[str, float]:
-    """Each reading's age at ``monotonic``, as the live health part works it out."""
-    return {n: max(0.0, monotonic - r.read_monotonic) for n, r in health.readings.items()}
-
-
-def _packable(frame: Frame, name: str) -> Any:
-    """The part ``name`` of ``frame`` as pickled: a live health part without its ages, which
-    are rebuilt from the readings and the frame's time (they were a third of the pickled
-    parts at 60 devices, and the only thing in health that moves every frame)."""
-    value = getattr(frame, name)
-    if name == "health" and value is not None and value.age_s == _ages(value, frame.monotonic):
-        return dataclasses.replace(value, **{"age_s": None})
-    return value
-
-
-def _with_ages(health: Any, monotonic: float) -> Any:
-    if isinstance(health, HealthFrame) and health.age_s is None:
-        return dataclasses.replace(health, age_s=MappingProxyType(_ages(health, monotonic)))
-    return health
-
-
-def _parts_of(packed: PackedFrame) -> tuple[Any, ...]:
-    assert packed.parts is not None
-    if packed.parts_base is None:
-        return tuple(pickle.loads(zlib.decompress(packed.parts)))
-    comp = zlib.decompressobj(15, zdict=_base_raw(packed.parts_base))
-    return tuple(pickle.loads(comp.decompress(packed.parts) + comp.flush()))
-
 
 # (name, major, minor, n_fields, n_values) per device, in the frame's order.
 Keys = tuple[tuple[str, int, int, int, int], ...]
@@ -162,9 +78,11 @@ class PackedFrame:
         rates: Mapping[str, DeviceRates | None] | None,
         parts: bytes | None = None,
         parts_base: bytes | None = None,
+        elapsed: float | None = None,
     ) -> None:
         self.shell = shell
-        """The frame with empty counters and rates."""
+        """The frame with empty counters and rates, or a template shared with other frames,
+        which differs from the frame only in the plain values kept with the parts."""
         self.keys = keys
         """Which device each group of numbers is (shared between frames while unchanged)."""
         self.blob = blob
@@ -179,7 +97,7 @@ class PackedFrame:
         """Devices whose rates are None."""
         self.rates = rates
         """The rates as they were, when they are not rebuilt from the counters; else None."""
-        self.elapsed = shell.elapsed_s
+        self.elapsed = elapsed
         """The interval the rates cover."""
         self.parts = parts
         """The pickled processes, cgroups and issuers (then None in the shell), or None."""
@@ -220,7 +138,7 @@ def _rebuildable(frame: Frame, prev: Mapping[str, DiskCounters] | None) -> bool:
 def _shell(frame: Frame, prev: PackedFrame | None, pickled: bool) -> Frame:
     """``frame`` without counters, rates and (``pickled``) the pickled parts; the sets and
     mappings equal to the frame before's are that frame's objects."""
-    changes: dict[str, Any] = dict.fromkeys(_PICKLED) if pickled else {}
+    changes: dict[str, Any] = dict.fromkeys(PICKLED) if pickled else {}
     if prev is not None:
         before = prev.shell
         for name in ("ever_used", "nr_requests", "queues", "journal_restarted"):
@@ -234,31 +152,87 @@ def _shell(frame: Frame, prev: PackedFrame | None, pickled: bool) -> Frame:
     )
 
 
+def _plain(value: Any) -> bool:
+    return value is None or type(value) in (bool, int, float, str) or value == ()
+
+
+def _differing(obj: Any, template: Any, names: tuple[str, ...]) -> dict[str, Any] | None:
+    """The fields of ``obj`` that are not ``template``'s, or None when one is not plain."""
+    out: dict[str, Any] = {}
+    for name in names:
+        value, kept = getattr(obj, name), getattr(template, name)
+        if value is kept or (_plain(value) and type(value) is type(kept) and value == kept):
+            continue
+        if not _plain(value):
+            return None
+        out[name] = value
+    return out
+
+
+_FRAME_FIELDS = tuple(f.name for f in dataclasses.fields(Frame) if f.name != "sample")
+_SAMPLE_FIELDS = tuple(f.name for f in dataclasses.fields(Sample) if f.name != "counters")
+
+# (the frame's fields, its sample's) that differ from its shell's, a template's.
+ShellChanges = tuple[dict[str, Any], dict[str, Any]]
+
+
+def _changes(shell: Frame, template: Frame) -> ShellChanges | None:
+    """What ``shell`` has that ``template`` has not, if only plain values (times, sequence
+    number, flags): a frame's shell was ~400 bytes, the same as the one before but for those."""
+    frame = _differing(shell, template, _FRAME_FIELDS)
+    sample = _differing(shell.sample, template.sample, _SAMPLE_FIELDS)
+    if frame is None or sample is None:
+        return None
+    return frame, sample
+
+
 class Packer:
     """Packs frames in order and unpacks them; the owner keeps the list of packed frames."""
 
     def __init__(self) -> None:
         """No base parts yet."""
-        self._base: tuple[bytes, bytes] | None = None
-        """The current base frame's parts: (compressed, pickled)."""
+        self._base: tuple[bytes, bytes, tuple[bytes, ...]] | None = None
+        """The current base frame's parts: compressed, pickled, and each part pickled."""
         self._since_base = 0
+        self._template: Frame | None = None
+        """The shell later frames are kept as changes of, while only plain values change."""
 
-    def _pack_parts(self, frame: Frame, chained: bool) -> tuple[bytes | None, bytes | None]:
-        """``frame``'s pickled parts compressed, and the base they need (or None).
+    def _on_template(self, shell: Frame) -> tuple[Frame, ShellChanges | None]:
+        """The shell to keep for ``shell`` and its changes: the template and what differs
+        from it, or ``shell`` itself (then the new template) and None."""
+        if self._template is not None:
+            changes = _changes(shell, self._template)
+            if changes is not None:
+                return self._template, changes
+        self._template = shell
+        return shell, None
+
+    def _pack_parts(
+        self, frame: Frame, chained: bool, changes: ShellChanges | None
+    ) -> tuple[bytes | None, bytes | None]:
+        """``frame``'s pickled parts and its shell's ``changes`` compressed, and the base
+        they need (or None).
 
         ``chained``: the frame follows the last one packed (a re-packed oldest frame does
         not, and leaves the base alone). A new base every :data:`KEY_EVERY` frames.
         """
-        raw = _pickled(tuple(_packable(frame, name) for name in _PICKLED))
-        if raw is None:
+        parts = pickled(frame)
+        if parts is None:
+            return None, None
+        try:
+            parts += (dumped(changes),)
+        except (pickle.PicklingError, TypeError, AttributeError):
             return None, None
         if not chained:
-            return _compressed(raw, None), None
+            return compressed(dumped(parts), None), None
         if self._base is None or self._since_base + 1 >= KEY_EVERY:
-            self._base, self._since_base = (_compressed(raw, None), raw), 0
+            raw = dumped(parts)
+            self._base, self._since_base = (compressed(raw, None), raw, parts), 0
             return self._base[0], None
         self._since_base += 1
-        return _compressed(raw, self._base[1]), self._base[0]
+        base, base_raw, base_parts = self._base
+        stored = tuple(SAME if p == b else p for p, b in zip(parts, base_parts, strict=True))
+        return compressed(dumped(stored), base_raw), base
 
     def pack(
         self,
@@ -282,9 +256,12 @@ class Packer:
         else:
             data = array("q", map(int.__sub__, flat, prev_flat))
         rebuild = _rebuildable(frame, prev_counters)
-        parts, parts_base = self._pack_parts(frame, prev is not None)
+        shell, changes = self._on_template(_shell(frame, prev, True))
+        parts, parts_base = self._pack_parts(frame, prev is not None, changes)
+        if parts is None:  # the parts stay in the frame's own shell
+            shell = _shell(frame, prev, False)
         packed = PackedFrame(
-            shell=_shell(frame, prev, parts is not None),
+            shell=shell,
             keys=keys,
             blob=zlib.compress(data.tobytes(), 1),
             is_key=is_key,
@@ -293,6 +270,7 @@ class Packer:
             rates=None if rebuild else frame.rates,
             parts=parts,
             parts_base=parts_base,
+            elapsed=frame.elapsed_s,
         )
         if prev is not None:  # one object for what did not change since the frame before
             if packed.rate_names == prev.rate_names:
@@ -333,15 +311,17 @@ class Packer:
             rates = _Rates(packed, counters, prev_counters, packed.elapsed)
         shell = packed.shell
         parts: dict[str, Any] = {}
+        sample_changes: dict[str, Any] = {}
         if packed.parts is not None:
-            parts = dict(zip(_PICKLED, _parts_of(packed), strict=True))
-            parts["health"] = _with_ages(parts["health"], shell.monotonic)
-        return dataclasses.replace(
-            shell,
-            sample=dataclasses.replace(shell.sample, counters=counters),
-            rates=rates,
-            **parts,
-        )
+            *values, changes = parts_of(packed.parts, packed.parts_base)
+            parts = dict(zip(PICKLED, values, strict=True))
+            if changes is not None:
+                frame_changes, sample_changes = changes
+                parts.update(frame_changes)
+        sample = dataclasses.replace(shell.sample, counters=counters, **sample_changes)
+        if "health" in parts:
+            parts["health"] = with_ages(parts["health"], sample.monotonic)
+        return dataclasses.replace(shell, sample=sample, rates=rates, **parts)
 
 
 _INDEXES: dict[int, tuple[Keys, dict[str, tuple[int, int]]]] = {}

@@ -1,0 +1,227 @@
+"""A frame's parts in the history ring: pickled one by one and compressed against a base frame's.
+
+The parts of a frame made anew each frame (the top processes, the active cgroups, the issuers,
+each device's health, the memory and pressure figures...) are kept as bytes (#25, TUI memory):
+each part pickled alone, the processes one task at a time, all compressed with a recent base
+frame's as zlib's preset dictionary, and a part with the very bytes of the base's not stored
+again. :mod:`~iotop_plus.sampling.packed_frames` packs the rest of the frame.
+"""
+
+from __future__ import annotations
+
+import copyreg
+import dataclasses
+import io
+import pickle
+import zlib
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any
+
+from iotop_plus.sampling.frame import Frame, ProcessFrame
+from iotop_plus.sampling.health_part import HealthFrame
+from iotop_plus.sampling.processes import TaskCounters, TaskKey, TaskRates, TaskTotals
+
+PICKLED = (
+    "processes",
+    "cgroups",
+    "issuers",
+    "health",
+    "latency",
+    "pressure",
+    "memory",
+    "throttles",
+)
+"""The frame's fields kept here (None in the ring's shell of the frame). As objects they were
+five to ten times their pickles' size; the health part alone was ~3 KB a frame at 60 devices."""
+
+
+def _proxy(d: dict[Any, Any]) -> MappingProxyType[Any, Any]:
+    return MappingProxyType(d)
+
+
+def _reduce_proxy(m: MappingProxyType[Any, Any]) -> tuple[Any, tuple[dict[Any, Any]]]:
+    return _proxy, (dict(m),)
+
+
+_DISPATCH = copyreg.dispatch_table.copy()
+_DISPATCH[MappingProxyType] = _reduce_proxy
+
+
+def dumped(value: Any) -> bytes:
+    """``value`` pickled alone, with a memo of its own.
+
+    A pickle numbers the objects it has seen in order and refers back to them by number: in
+    one pickle of all the parts, a new process among the top ones shifted every number after
+    it, and the health part of 60 devices, the same every frame, no longer matched its base's
+    bytes (#25: about half of a Processes-tab frame's parts).
+    """
+    buf = io.BytesIO()
+    pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(value)
+    return buf.getvalue()
+
+
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})
+_RATE_FIELDS = tuple(f.name for f in dataclasses.fields(TaskRates) if f.name != "task")
+_TOTAL_FIELDS = tuple(f.name for f in dataclasses.fields(TaskTotals) if f.name != "task")
+
+
+def _in_order(part: Mapping[TaskKey, Any], tasks: Mapping[TaskKey, Any]) -> bool:
+    return type(part) in (dict, MappingProxyType) and list(part) == [k for k in tasks if k in part]
+
+
+def _task_records(procs: ProcessFrame) -> tuple[bytes, ...] | None:
+    """``procs`` as its shell (no tasks, rates, totals, cgroups) pickled, then one pickle per
+    task; None when its mappings are not the ring's (the part is then pickled whole).
+
+    A task's record is (key, counters, rate, totals, cgroup): the rate's and totals' fields
+    without their task (the same counters), ``()`` for a None rate, None where the task has
+    no rate, totals or cgroup. A task that did not change costs a match against the base
+    frame's record, and a new one its own record only.
+    """
+    tasks, rates, totals = procs.sample.tasks, procs.rates, procs.totals
+    cgroups = procs.cgroups
+    if not all(_in_order(part, tasks) for part in (tasks, rates, totals, cgroups)):
+        return None
+    shell = dataclasses.replace(
+        procs,
+        sample=dataclasses.replace(procs.sample, tasks=_EMPTY),
+        rates=_EMPTY,
+        totals=_EMPTY,
+        cgroups=_EMPTY,
+    )
+    records = [dumped(shell)]
+    for key, task in tasks.items():
+        rate: tuple[Any, ...] | None = None
+        if key in rates:
+            r = rates[key]
+            if r is not None and r.task != task:
+                return None
+            rate = () if r is None else tuple(getattr(r, name) for name in _RATE_FIELDS)
+        total: tuple[Any, ...] | None = None
+        if key in totals:
+            t = totals[key]
+            if t.task != task:
+                return None
+            total = tuple(getattr(t, name) for name in _TOTAL_FIELDS)
+        records.append(dumped((key, task, rate, total, cgroups.get(key))))
+    return tuple(records)
+
+
+def _processes_from(records: tuple[bytes, ...]) -> ProcessFrame:
+    """The process part again from :func:`_task_records`' pickles."""
+    shell: ProcessFrame = pickle.loads(records[0])
+    tasks: dict[TaskKey, TaskCounters] = {}
+    rates: dict[TaskKey, TaskRates | None] = {}
+    totals: dict[TaskKey, TaskTotals] = {}
+    cgroups: dict[TaskKey, str] = {}
+    for record in records[1:]:
+        key, task, rate, total, cgroup = pickle.loads(record)
+        tasks[key] = task
+        if rate is not None:
+            rates[key] = TaskRates(task, *rate) if rate else None
+        if total is not None:
+            totals[key] = TaskTotals(task, *total)
+        if cgroup is not None:
+            cgroups[key] = cgroup
+    return dataclasses.replace(
+        shell,
+        sample=dataclasses.replace(shell.sample, tasks=MappingProxyType(tasks)),
+        rates=MappingProxyType(rates),
+        totals=MappingProxyType(totals),
+        cgroups=MappingProxyType(cgroups),
+    )
+
+
+def pickled(frame: Frame) -> tuple[bytes, ...] | None:
+    """Each of ``frame``'s parts pickled alone (the processes task by task), or None."""
+    out: list[bytes] = []
+    try:
+        for name in PICKLED:
+            value = _packable(frame, name)
+            if name == "processes" and value is not None:
+                value = _task_records(value) or value
+            out.append(dumped(value))
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return None  # something that does not pickle: the parts stay as they are
+    return tuple(out)
+
+
+def _unpickled(parts: tuple[bytes, ...]) -> tuple[Any, ...]:
+    values = [pickle.loads(part) for part in parts]
+    processes = PICKLED.index("processes")
+    if isinstance(values[processes], tuple):
+        values[processes] = _processes_from(values[processes])
+    return tuple(values)
+
+
+# Consecutive frames' parts are mostly the same bytes (the same top processes with their
+# command lines, every device's health reading, the cgroup paths): each frame's are
+# compressed with the pickled parts of a recent "base" frame as zlib's preset dictionary, so
+# only what differs costs (#25: the Processes tab's frames held ~2-3 KB of parts each), and a
+# part whose bytes are the base's is not stored again (:data:`SAME`).
+_BASES: dict[int, tuple[bytes, bytes, tuple[bytes, ...]]] = {}
+"""Compressed base parts (by id) -> their bytes and each part's, for a few bases lately
+unpacked."""
+
+LEVEL = 6
+"""zlib's level for the parts: a fifth smaller than level 1 at ~0.1 ms more a frame (#25)."""
+
+SAME = b""
+"""A part stored as this has the very bytes of the base frame's (a pickle is never empty)."""
+
+
+def compressed(raw: bytes, base: bytes | None) -> bytes:
+    """``raw`` compressed, with ``base`` as the preset dictionary if given."""
+    if base is None:
+        return zlib.compress(raw, LEVEL)
+    comp = zlib.compressobj(LEVEL, zlib.DEFLATED, 15, 9, zlib.Z_DEFAULT_STRATEGY, zdict=base)
+    return comp.compress(raw) + comp.flush()
+
+
+def _base_raw(base: bytes) -> tuple[bytes, tuple[bytes, ...]]:
+    hit = _BASES.get(id(base))
+    if hit is not None and hit[0] is base:
+        return hit[1], hit[2]
+    raw = zlib.decompress(base)
+    parts = pickle.loads(raw)
+    if len(_BASES) >= 8:
+        _BASES.pop(next(iter(_BASES)))
+    _BASES[id(base)] = (base, raw, parts)
+    return raw, parts
+
+
+def _ages(health: HealthFrame, monotonic: float) -> dict[str, float]:
+    """Each reading's age at ``monotonic``, as the live health part works it out."""
+    return {n: max(0.0, monotonic - r.read_monotonic) for n, r in health.readings.items()}
+
+
+def _packable(frame: Frame, name: str) -> Any:
+    """The part ``name`` of ``frame`` as pickled: a live health part without its ages, which
+    are rebuilt from the readings and the frame's time (they were a third of the pickled
+    parts at 60 devices, and the only thing in health that moves every frame)."""
+    value = getattr(frame, name)
+    if name == "health" and value is not None and value.age_s == _ages(value, frame.monotonic):
+        return dataclasses.replace(value, **{"age_s": None})
+    return value
+
+
+def with_ages(health: Any, monotonic: float) -> Any:
+    """A health part packed without its ages with them again, as at ``monotonic``."""
+    if isinstance(health, HealthFrame) and health.age_s is None:
+        return dataclasses.replace(health, age_s=MappingProxyType(_ages(health, monotonic)))
+    return health
+
+
+def parts_of(parts: bytes, base: bytes | None) -> tuple[Any, ...]:
+    """The values packed into ``parts`` (compressed against ``base``'s, if given)."""
+    if base is None:
+        return _unpickled(pickle.loads(zlib.decompress(parts)))
+    base_raw, base_parts = _base_raw(base)
+    comp = zlib.decompressobj(15, zdict=base_raw)
+    stored = pickle.loads(comp.decompress(parts) + comp.flush())
+    return _unpickled(
+        tuple(b if b != SAME else base for b, base in zip(stored, base_parts, strict=True))
+    )
