@@ -3,8 +3,8 @@
 Prints figures; never asserts. Each row, the ruling's way (``bench_light.py`` does the 8-device
 row): the real console script in tmux at 120x36, ``-i 1``, every device shown (``--all``),
 default screen (charts shown); CPU ticks of the process (and its children) over ``--seconds``
-(60) after ``--settle`` (10) s; iotop-plus, iotop-plus from ``--tree`` (an older checkout, for
-the figures before a change) and btop alternate, ``--rounds`` (3) rounds each, median per app,
+(60) after ``--settle`` (10) s; iotop-plus, iotop-plus from each ``--tree`` (an older checkout,
+for the figures before a change) and btop alternate, ``--rounds`` (3) rounds each, median per app,
 with the load average beside every round.
 
 - up to ``--loop-max`` (256) devices: REAL loop devices on sparse ext2 files, mounted
@@ -14,7 +14,9 @@ with the load average beside every round.
   read a synthetic tree, so it runs on the real host as the load reference.
 
 Needs root, losetup, mkfs.ext2, fio and tmux. Usage: ``.venv/bin/python benchmarks/bench_rows.py
-[--devices 200,2000] [--rounds 3] [--seconds 60] [--settle 10] [--tree /tmp/old-checkout]``.
+[--devices 200,2000] [--rounds 3] [--seconds 60] [--settle 10] [--tree /tmp/old-checkout]``;
+``--tree before --tree after --trees-only`` compares two checkouts alone (say, ``git archive``
+of HEAD with and without one change), when the working tree holds others' changes too.
 """
 
 from __future__ import annotations
@@ -74,7 +76,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="CPU rounds per app (default 3)")
     parser.add_argument("--seconds", type=float, default=60.0, help="CPU window (default 60)")
     parser.add_argument("--settle", type=float, default=10.0, help="wait before it (default 10)")
-    parser.add_argument("--tree", type=Path, help="also run iotop_plus from this checkout")
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        action="append",
+        default=[],
+        help="also run iotop_plus from this checkout (repeatable: before and after a change)",
+    )
+    parser.add_argument(
+        "--trees-only",
+        action="store_true",
+        help="run only the --tree checkouts (and btop), not this working tree, which other "
+        "changes in progress may share",
+    )
     parser.add_argument(
         "--loop-max",
         type=int,
@@ -87,7 +101,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if os.geteuid() != 0 or missing:
         print(f"cannot measure: needs root and {', '.join(missing) or 'nothing else'}")
         return 1
-    for tree in filter(None, [REPO / "iotop_plus", args.tree]):
+    for tree in [REPO / "iotop_plus", *args.tree]:
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=True)
     print(f"terminal 120x36, charts shown, -i 1, --all; load at start {load()}")
     with tempfile.TemporaryDirectory(prefix="bench-rows-") as tmp:
@@ -107,9 +121,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     tree = stack.enter_context(synthetic_host(n, host))
                     extra = ["--proc-root", str(tree.roots.proc), "--sys-root", str(tree.roots.sys)]
                     print(f"{n} devices: synthetic tree (btop on the real host, as load reference)")
-                apps = [ours("iotop-plus", extra, work / "state")]
-                if args.tree is not None:
-                    apps.append(ours("iotop-plus (before)", extra, work / "state", args.tree))
+                apps = [] if args.trees_only else [ours("iotop-plus", extra, work / "state")]
+                for tree in args.tree:
+                    label = "before" if len(args.tree) == 1 else tree.name
+                    apps.append(ours(f"iotop-plus ({label})", extra, work / "state", tree))
                 if peer is not None:
                     apps.append(peer)
                 measure_row(apps, args.rounds, args.settle, args.seconds)

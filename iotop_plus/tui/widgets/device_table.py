@@ -22,7 +22,7 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, shown_by_default
 from iotop_plus.sampling.latency_hist import LatencyFrame
-from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.rates import DeviceRates, FigureColumns
 from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
@@ -35,6 +35,7 @@ from iotop_plus.tui.widgets.table_columns import (
     EXTENDED_PRIORITY,
     LATENCY_KEYS,
     PLAIN,
+    SCALE_2_BELOW,
     Column,
     cell,
     column_scale,
@@ -445,12 +446,13 @@ class DeviceTable(CursorList[TableRow]):
 
     def _scale_of(self, col: Column) -> int | None:
         """The column's one number format, fitted to its largest figure among the rows."""
-        scale = self._scales.get(col.key)
-        if scale is None and not col.figure.integer and col.key not in LATENCY_KEYS:
-            names = (row.name for row in self.rows)
-            values = (getattr(r, col.key) for r in map(self._rates.get, names) if r)
-            scale = self._scales[col.key] = column_scale(max(values, default=0.0))
-        return scale
+        if col.key not in self._scales and not col.figure.integer and col.key not in LATENCY_KEYS:
+            # Every column at once (#25): the rows' rates and the counters' deltas once.
+            keys = [c.key for c in self._columns if not c.figure.integer]
+            figures = FigureColumns([r for row in self.rows if (r := self._rates.get(row.name))])
+            for key in (k for k in keys if k not in LATENCY_KEYS):
+                self._scales[key] = column_scale(figures.top(key, enough=SCALE_2_BELOW))
+        return self._scales.get(col.key)
 
     def _row_content(self, row: TableRow, selected: bool) -> RowContent:
         """What a row shows: (text, style) per cell. Also the cache key."""

@@ -152,13 +152,17 @@ _AWAITS = frozenset({"r_await", "w_await", "d_await", "f_await"})
 _QUEUES = frozenset({"aqu_sz", "in_flight"})
 
 
+SCALE_2_BELOW = 9_999.995
+"""Figures below this are written with 2 decimals (they round to at most 9999.99)."""
+
+
 def column_scale(top: float) -> int:
     """How a column whose largest figure is ``top`` writes all its figures, in 7 characters:
     2 or 1 decimals, 0 (whole numbers), or -3 (thousands, ``k``).
 
     One format per column (#17): "41600" under "3840.00" read as two different units.
     """
-    if top < 9_999.995:
+    if top < SCALE_2_BELOW:
         return 2
     if top < 99_999.95:
         return 1
