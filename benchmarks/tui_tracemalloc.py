@@ -10,7 +10,8 @@ Each SIGUSR1 writes ``DIR/snap-N.tracemalloc`` (N = 1, 2...). Then::
         DIR/snap-2.tracemalloc
 
 prints the allocation sites that grew most between the two (by line, and by the deepest
-frame of this project's code), with their bytes and counts.
+frame of this project's code), with their bytes and counts; ``top DIR/snap-N.tracemalloc``
+prints where one snapshot's memory is (by the project's deepest frame, and by module).
 """
 
 from __future__ import annotations
@@ -78,12 +79,37 @@ def diff(a: Path, b: Path, top: int = 25) -> None:
         print(f"  {size / 1024:+9.0f} KiB {count:+8d}  {site}")
 
 
+def top(path: Path, count: int = 25) -> None:
+    """Print where the memory of one snapshot is, by the project's deepest frame and by module."""
+    snap = tracemalloc.Snapshot.load(str(path))
+    total = sum(t.size for t in snap.traces)
+    print(f"traced: {total / 2**20:.1f} MiB")
+    by_site: dict[str, list[int]] = {}
+    by_module: dict[str, int] = {}
+    for trace in snap.traces:
+        site = project_site(trace.traceback)
+        cell = by_site.setdefault(site, [0, 0])
+        cell[0] += trace.size
+        cell[1] += 1
+        module = site.rsplit(":", 1)[0]
+        by_module[module] = by_module.get(module, 0) + trace.size
+    print("by the project's deepest frame:")
+    for site, (size, n) in sorted(by_site.items(), key=lambda kv: -kv[1][0])[:count]:
+        print(f"  {size / 1024:9.0f} KiB {n:8d}  {site}")
+    print("by module:")
+    for module, size in sorted(by_module.items(), key=lambda kv: -kv[1])[:count]:
+        print(f"  {size / 1024:9.0f} KiB  {module}")
+
+
 def main() -> int:
-    """``run DIR ARGS...`` or ``diff A B``."""
+    """``run DIR ARGS...``, ``diff A B`` or ``top SNAP``."""
     if len(sys.argv) >= 3 and sys.argv[1] == "run":
         return run(Path(sys.argv[2]), sys.argv[3:])
     if len(sys.argv) == 4 and sys.argv[1] == "diff":
         diff(Path(sys.argv[2]), Path(sys.argv[3]))
+        return 0
+    if len(sys.argv) == 3 and sys.argv[1] == "top":
+        top(Path(sys.argv[2]))
         return 0
     print(__doc__, file=sys.stderr)
     return 2

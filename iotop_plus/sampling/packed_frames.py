@@ -29,6 +29,7 @@ from typing import Any
 from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.packed_parts import (
+    LEVEL,
     PICKLED,
     SAME,
     compressed,
@@ -263,7 +264,7 @@ class Packer:
         packed = PackedFrame(
             shell=shell,
             keys=keys,
-            blob=zlib.compress(data.tobytes(), 1),
+            blob=zlib.compress(data.tobytes(), LEVEL),
             is_key=is_key,
             rate_names=tuple(frame.rates),
             none_rates=frozenset(n for n, r in frame.rates.items() if r is None),
