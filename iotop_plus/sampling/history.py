@@ -7,8 +7,10 @@ from array import array
 from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import repeat
 from operator import attrgetter
 
+from iotop_plus.sampling.gcpause import gc_paused
 from iotop_plus.sampling.rates import DeviceRates, figure_columns
 
 #: The metrics a chart can draw, by DeviceRates attribute name.
@@ -90,7 +92,11 @@ class DeviceHistory:
         self.append_figures(timestamp, _METRIC_FIGURES(rates))
 
     def append_figures(self, timestamp: float, figures: Iterable[float]) -> None:
-        """Record one interval's figures, given in :data:`METRICS` order.
+        """Record one interval's figures, given in :data:`METRICS` order."""
+        self._append_row((timestamp, *figures))
+
+    def _append_row(self, row: Iterable[float]) -> None:
+        """Record (timestamp, *figures in :data:`METRICS` order).
 
         The rings fill and wrap together, so one index serves them all: at 2,000 devices
         ten ``Ring.append`` calls per device were a third of ``record``'s ~5 ms a frame (#25).
@@ -98,11 +104,11 @@ class DeviceHistory:
         arrays = self._arrays
         timestamps = self.timestamps
         if len(arrays[0]) < timestamps.capacity:
-            for data, value in zip(arrays, (timestamp, *figures), strict=True):
+            for data, value in zip(arrays, row, strict=True):
                 data.append(value)
             return
         start = timestamps._start
-        for data, value in zip(arrays, (timestamp, *figures), strict=True):
+        for data, value in zip(arrays, row, strict=True):
             data[start] = value
         start = (start + 1) % timestamps.capacity
         for ring in self._rings:
@@ -128,15 +134,18 @@ class History:
     ) -> None:
         """Append the rates of one interval; devices without rates are skipped."""
         names = rates.keys() if only is None else only
-        live = [(name, r) for name in names if (r := rates.get(name)) is not None]
-        # Each figure for every device at once, then one row of figures per device (#25).
-        columns = figure_columns([r for _, r in live], METRICS)
-        devices = self.devices
-        for (name, _), figures in zip(live, zip(*columns, strict=True), strict=True):
-            hist = devices.get(name)
-            if hist is None:
-                hist = devices[name] = DeviceHistory(self.capacity)
-            hist.append_figures(timestamp, figures)
+        live = [name for name in names if rates.get(name) is not None]
+        # Each figure for every device at once, then one row (time, figures) per device
+        # (#25); the rows are the only objects made, and make no cycles: no collection.
+        with gc_paused():
+            columns = figure_columns([r for n in live if (r := rates[n]) is not None], METRICS)
+            rows = zip(repeat(timestamp), *columns)
+            devices = self.devices
+            for name, row in zip(live, rows, strict=True):
+                hist = devices.get(name)
+                if hist is None:
+                    hist = devices[name] = DeviceHistory(self.capacity)
+                hist._append_row(row)
 
     def forget(self, keep: Iterable[str]) -> None:
         """Drop devices that are gone."""
