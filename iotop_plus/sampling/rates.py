@@ -267,11 +267,11 @@ def compute_all(
     return out
 
 
-# How each figure is worked out from the counters' deltas, for :func:`figure_values`:
-# (per second: (counter, divisor after the per-second division, 32-bit ms counter?)), or
-# (per I/O: (amount counter, halved (sectors to KiB)?, 32-bit ms?, I/O count counter)), or
-# (percentage merged: (merged counter, done counter)). The same operations in the same order
-# as the properties above, so every value is the property's, bit for bit.
+# How FigureColumns works each figure out from the counters' deltas: per second (counter,
+# divisor after the per-second division, 32-bit ms counter?), per I/O (amount counter, halved
+# (sectors to KiB; else a 32-bit ms counter)?, I/O count counter), or percentage merged
+# (merged counter, done counter). The same operations in the same order as the properties
+# above, so every value is the property's, bit for bit.
 _PER_SECOND: dict[str, tuple[int, float | None, bool]] = {
     "r_s": (READS, None, False),
     "w_s": (WRITES, None, False),
