@@ -4,10 +4,14 @@ column's label, and the note about hidden devices."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.inventory import BlockDevice
+from iotop_plus.sampling.latency_hist import LatencyFrame
+from iotop_plus.sampling.rates import DeviceRates, FigureColumns
+from iotop_plus.tui.widgets.table_columns import LATENCY_KEYS, latency_cell
 
 
 @dataclass(frozen=True)
@@ -63,3 +67,32 @@ def hidden_note(count: int, busy: str | None, room: int) -> str:
     else:
         forms = (f"{count} hidden (a: show all)", f"{count} hidden (a)")
     return next((f for f in forms if len(f) <= room), forms[-1])
+
+
+def figure_sort_keys(
+    names: Sequence[str],
+    rates: Mapping[str, DeviceRates | None],
+    latency: LatencyFrame | None,
+    key: str,
+) -> Callable[[str], tuple[float]]:
+    """The sort key of each of ``names`` by its ``key`` figure, -1.0 where it has none.
+
+    The rows are sorted again every frame while a figure sorts them: at 2,000 devices that
+    took the table's frame from 3.2 to 7.0 ms with a property call per row, 5.5 ms with the
+    figures worked out a column at a time (#25).
+    """
+    if key in LATENCY_KEYS:
+
+        def latency_key(name: str) -> tuple[float]:
+            text, _ = latency_cell(key, latency, name)
+            try:
+                return (float(text),)
+            except ValueError:
+                return (-1.0,)
+
+        return latency_key
+    shown = [r for name in names if (r := rates.get(name)) is not None]
+    have = [name for name in names if rates.get(name) is not None]
+    keys = dict.fromkeys(names, (-1.0,))
+    keys.update(zip(have, zip(map(float, FigureColumns(shown).values(key))), strict=True))
+    return keys.__getitem__

@@ -8,7 +8,7 @@ text or colour changed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -26,7 +26,13 @@ from iotop_plus.sampling.rates import DeviceRates, FigureColumns
 from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
-from iotop_plus.tui.widgets.device_rows import TableRow, device_label, hidden_note, natural_key
+from iotop_plus.tui.widgets.device_rows import (
+    TableRow,
+    device_label,
+    figure_sort_keys,
+    hidden_note,
+    natural_key,
+)
 from iotop_plus.tui.widgets.line_regions import line_regions
 from iotop_plus.tui.widgets.table_columns import (
     COLUMN_SETS,
@@ -349,7 +355,7 @@ class DeviceTable(CursorList[TableRow]):
                 children.setdefault(parent, []).append(name)
             else:
                 top.append(name)
-        top.sort(key=self._sort_key, reverse=self._reverse_effective())
+        top.sort(key=self._sort_keys(top), reverse=self._reverse_effective())
         rows: list[TableRow] = []
         for name in top:
             rows.append(self._make_row(name, 0))
@@ -373,19 +379,11 @@ class DeviceTable(CursorList[TableRow]):
         # Names read best A→Z; figures read best busiest first.
         return self.sort_reverse if self.sort_column == 0 else not self.sort_reverse
 
-    def _sort_key(self, name: str) -> tuple[object, ...]:
+    def _sort_keys(self, names: list[str]) -> Callable[[str], tuple[object, ...]]:
         if self.sort_column == 0 or self.sort_column > len(self._columns):
-            return natural_key(name)
-        rates = self._rates.get(name)
+            return natural_key
         key = self._columns[self.sort_column - 1].key
-        if key in LATENCY_KEYS:
-            text, _ = latency_cell(key, self._latency, name)
-            try:
-                return (float(text),)
-            except ValueError:
-                return (-1.0,)
-        value = float(getattr(rates, key)) if rates is not None else -1.0
-        return (value,)
+        return figure_sort_keys(names, self._rates, self._latency, key)
 
     def _make_row(self, name: str, depth: int) -> TableRow:
         dev = self._inventory.get(name)
