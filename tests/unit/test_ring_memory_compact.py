@@ -17,7 +17,7 @@ import pytest
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import Frame, LiveSource
 from iotop_plus.sampling.packed_frames import KEY_EVERY, Packer
-from iotop_plus.sampling.ring_timeline import RingTimeline, strip_processes
+from iotop_plus.sampling.ring_timeline import RECENT_KEPT, RingTimeline, strip_processes
 from tests.support.memory import bytes_kept
 from tests.support.synthetic import SyntheticTree
 
@@ -120,7 +120,7 @@ def test_the_charts_window_asked_again_is_not_rebuilt(
 def test_a_frame_with_new_devices_keeps_its_own_inventory_and_the_frames_after_share_it(
     mem_path: Path,
 ) -> None:
-    frames = list(_frames(mem_path, 12))
+    frames = list(_frames(mem_path, 12 + RECENT_KEPT))  # the first 12 rebuilt when read
     # The devices changed at frame 5: a new inventory object, then the same one again.
     changed = dataclasses.replace(frames[5].inventory)
     later = [dataclasses.replace(f, inventory=changed) for f in frames[5:]]

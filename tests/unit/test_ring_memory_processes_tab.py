@@ -26,7 +26,7 @@ from iotop_plus.sampling.health_part import HealthFrame
 from iotop_plus.sampling.packed_frames import KEY_EVERY
 from iotop_plus.sampling.pid_files import IoCounters
 from iotop_plus.sampling.processes import TaskCounters, TaskKey, TaskRates, TaskTotals
-from iotop_plus.sampling.ring_timeline import RingTimeline, strip_processes
+from iotop_plus.sampling.ring_timeline import RECENT_KEPT, RingTimeline, strip_processes
 from tests.support.memory import bytes_kept
 from tests.support.synthetic import SyntheticTree
 
@@ -165,3 +165,39 @@ def test_recorded_ages_that_are_not_the_readings_own_are_kept(mem_path: Path) ->
     for frame in odd:
         ring.append(frame)
     assert [f.health for f in ring.frames()] == [f.health for f in odd]
+
+
+def test_process_parts_the_records_cannot_hold_come_back_equal_too(mem_path: Path) -> None:
+    frames = list(_frames(mem_path, 6 + RECENT_KEPT, churn=True))  # the odd ones rebuilt
+    procs = frames[0].processes
+    assert procs is not None
+    first, second = list(procs.sample.tasks)[:2]
+    odd = [
+        # A rate whose task is not the sample's (kept whole), plain dicts, a rate of None,
+        # a task with no totals and no cgroup, and totals in another order.
+        dataclasses.replace(
+            procs,
+            rates={**procs.rates, first: procs.rates[second]},
+        ),
+        dataclasses.replace(
+            procs,
+            rates={k: (None if k == first else r) for k, r in procs.rates.items()},
+            totals={k: t for k, t in procs.totals.items() if k != second},
+            cgroups={k: c for k, c in procs.cgroups.items() if k != first},
+        ),
+        dataclasses.replace(procs, totals=dict(reversed(list(procs.totals.items())))),
+    ]
+    appended = [
+        frames[0],
+        *(dataclasses.replace(f, processes=p) for f, p in zip(frames[1:], odd, strict=False)),
+        *frames[4:],
+    ]
+    ring = RingTimeline(15, 0.25)
+    for frame in appended:
+        ring.append(frame)
+    back = ring.frames()
+    assert back == appended
+    assert [f.processes for f in back] == [f.processes for f in appended]
+    reordered, original = back[3].processes, appended[3].processes
+    assert reordered is not None and original is not None
+    assert list(reordered.totals) == list(original.totals)
