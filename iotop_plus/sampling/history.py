@@ -80,29 +80,31 @@ class Series:
     """One metric of a :class:`DeviceHistory`, oldest first, as a :class:`Ring` reads: a
     view of the device's figures, which are kept together, one interval after another."""
 
-    __slots__ = ("_history", "_offset")
+    __slots__ = ("_figures", "_offset", "_timestamps")
 
-    def __init__(self, history: DeviceHistory, offset: int) -> None:
-        self._history = history
+    def __init__(self, timestamps: Ring, figures: array[float], offset: int) -> None:
+        # The history's parts, not the history: no reference cycle to wait for the collector.
+        self._timestamps = timestamps
+        self._figures = figures
         self._offset = offset
 
     @property
     def capacity(self) -> int:
         """The most values kept."""
-        return self._history.timestamps.capacity
+        return self._timestamps.capacity
 
     def __len__(self) -> int:
-        return len(self._history.timestamps)
+        return len(self._timestamps)
 
     def first(self) -> float | None:
         """The oldest value kept, or None when empty."""
-        if not len(self):
+        if not len(self._timestamps):
             return None
-        return self._history._figures[self._history.timestamps._start * _WIDTH + self._offset]
+        return self._figures[self._timestamps._start * _WIDTH + self._offset]
 
     def __iter__(self) -> Iterator[float]:
-        figures, k = self._history._figures, self._offset
-        start = self._history.timestamps._start * _WIDTH
+        figures, k = self._figures, self._offset
+        start = self._timestamps._start * _WIDTH
         return itertools.chain(figures[start + k :: _WIDTH], figures[k:start:_WIDTH])
 
 
@@ -118,7 +120,9 @@ class DeviceHistory:
         # side by side: at 2,000 devices, a ring per metric made each frame's appends touch
         # 20,000 places in memory; record took 5.0 ms a frame to write them, now 1.6 (#25).
         self._figures: array[float] = array("f")
-        self.series: dict[str, Series] = {m: Series(self, k) for k, m in enumerate(METRICS)}
+        self.series: dict[str, Series] = {
+            m: Series(self.timestamps, self._figures, k) for k, m in enumerate(METRICS)
+        }
 
     def append(self, timestamp: float, rates: DeviceRates) -> None:
         """Record one interval's rates."""

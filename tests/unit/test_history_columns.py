@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import random
+import weakref
 from array import array
 from collections import deque
 
@@ -70,3 +72,30 @@ def test_a_device_history_built_by_hand_wraps_like_the_recorded_one() -> None:
     assert list(by_hand.timestamps) == list(recorded.timestamps) == [4.0, 5.0, 6.0]
     for metric in METRICS:
         assert list(by_hand.series[metric]) == list(recorded.series[metric])
+
+
+def test_a_forgotten_device_is_freed_at_once_without_the_collector() -> None:
+    """Its series views hold its parts, not the history: no cycle waits for a collection."""
+    history = History(capacity=3)
+    history.record(1.0, {"sda": _random_rates(random.Random(1))})
+    kept = weakref.ref(history.devices["sda"])
+    gc.disable()
+    try:
+        history.forget([])
+        assert kept() is None
+    finally:
+        gc.enable()
+
+
+def test_a_series_reads_as_a_ring_does() -> None:
+    rng = random.Random(2)
+    history = History(capacity=3)
+    for t in range(5):
+        history.record(float(t), {"sda": _random_rates(rng)})
+    sda = history.get("sda")
+    assert sda is not None
+    for metric in METRICS:
+        series = sda.series[metric]
+        assert series.capacity == 3 and len(series) == 3
+        assert series.first() == next(iter(series))
+    assert DeviceHistory(3).series["r_s"].first() is None
