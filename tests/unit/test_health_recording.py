@@ -40,12 +40,19 @@ def test_recorded_health_replays_with_its_age(
     assert code == 0
     stats = json.loads(out)["sysstat"]["hosts"][0]["statistics"]
     ages = []
+    loops_seen = loops_read = 0
     for entry in stats:
         for disk in entry["disk"]:
             assert list(disk["health"]) == list(HEALTH_KEYS)
             if disk["disk_device"].startswith("loop"):
-                assert disk["health"]["reason"].startswith("loop: ")
+                # One device is read at a time: on a host that lists hundreds of loop devices
+                # (a benchmark's, detached), 8 samples do not reach them all.
+                reason = disk["health"]["reason"]
+                loops_seen += 1
+                assert reason.startswith(("loop: ", "not read yet")), reason
+                loops_read += reason.startswith("loop: ")
         ages.append(max(d["health"]["age_s"] or 0 for d in entry["disk"]))
+    assert loops_read or not loops_seen  # a read one says why a loop has no health figures
     assert ages[-1] > ages[0]  # carried forward: the reading grows older
 
 
