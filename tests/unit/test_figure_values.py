@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iotop_plus.sampling.rates import COLUMNS, MS_WRAP, DeviceRates, FigureColumns, figure_values
+from tests.support.budget import examples
 
 # Small counts so that zero I/Os (the 0.0 of await and req-sz) and zero merges come up often;
 # ms counters near 2**32 so that the 32-bit wrap does too.
@@ -27,7 +28,7 @@ def _bits(value: float) -> tuple[type, bytes]:
     return type(value), struct.pack("<d", value)
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(100))
 @given(st.lists(_device(), max_size=20))
 def test_every_figure_of_a_column_is_the_propertys(rates: list[DeviceRates]) -> None:
     for key in (*COLUMNS, "iops", "kb_s"):
@@ -44,7 +45,7 @@ def test_no_io_gives_zero_await_and_size_as_the_properties_do() -> None:
 _FIGURES = [k for k in COLUMNS if k != "in_flight"]
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(100))
 @given(
     st.lists(_device(), max_size=20),
     st.sampled_from([float("inf"), 9_999.995, 99_999.95, 50.0, 0.5]),
