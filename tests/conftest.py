@@ -62,6 +62,9 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         (
             "test_a_buffered_writers_data_is_written_back_by_the_kernel",
             "test_two_fio_jobs_in_two_cgroups_are_named_on_their_devices",
+            # its snapshot's tracer switches to timing 1 request in 8 when other workers'
+            # fio pass 20,000 IOPS host-wide: fio's kB/s came out 4.12 x its r/s, not 4, once
+            "test_snapshot_issuers_names_fio_on_its_loop_device",
         ),
     ),
     "tests/e2e/test_health_io_errors.py": (
