@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -21,20 +22,22 @@ def type_read_ahead(session: TmuxSession, value: str) -> None:
     On a loaded machine the digits once arrived before the picker had taken focus (a fresh
     clone's full run): the picker is then closed and opened again, waiting longer.
     """
+    typed = re.compile(rf"▊\s+{re.escape(value)}\s")
     for attempt in range(3):
         session.send_keys("R")
-        session.wait_for("or type a value")
+        # The picker's own title: the Tune tab it opens over says "read-ahead" too.
+        session.wait_for("read-ahead (now")
         time.sleep(0.5 + attempt)  # let the picker take focus before typing
         session.send_text(value)
         try:
-            session.wait_for(f"▊  {value} ", timeout=5)
+            session.wait_for(typed, timeout=5)
             break
         except TmuxError:
             if attempt == 2:
                 raise
-            if "or type a value" in session.capture():
+            if "read-ahead (now" in session.capture():
                 session.send_keys("Escape")  # close the picker, then try again
-                session.wait_gone("or type a value")
+                session.wait_gone("read-ahead (now")
     session.send_keys("Enter")
 
 
