@@ -265,18 +265,35 @@ def _rates_of(
 def _reaped_children(
     prev_tasks: Mapping[TaskKey, TaskCounters], cur_tasks: Mapping[TaskKey, TaskCounters]
 ) -> dict[int, IoCounters]:
-    """Per parent pid, the summed last-seen counters of its children that are gone now.
+    """Per parent pid, the summed last-seen counters of its children that are gone now
+    (and of their children that went with them, see ``_surviving_ancestor``).
 
     (A thread view has no such problem: a thread's own counters never take a child's.)
     """
+    gone_parent = {task.pid: task.ppid for key, task in prev_tasks.items() if key not in cur_tasks}
     gone: dict[int, list[IoCounters]] = {}
     for key, task in prev_tasks.items():
         if key not in cur_tasks and task.io is not None and task.ppid > 0:
-            gone.setdefault(task.ppid, []).append(task.io)
+            gone.setdefault(_surviving_ancestor(task.ppid, gone_parent), []).append(task.io)
     return {
         ppid: IoCounters(*(sum(column) for column in zip(*map(astuple, ios), strict=True)))
         for ppid, ios in gone.items()
     }
+
+
+def _surviving_ancestor(ppid: int, gone_parent: Mapping[int, int]) -> int:
+    """The first ancestor from ``ppid`` up that is still listed.
+
+    A child and its parent that both exit in one interval (fio's job, then fio itself) land
+    in the grandparent: the parent reaped the child before the grandparent reaped it. Had
+    the parent died without reaping, the child went to init and the grandparent is
+    over-corrected, which the never-negative rule turns into 0, not a spike.
+    """
+    seen = {ppid}
+    while ppid in gone_parent and gone_parent[ppid] > 0 and gone_parent[ppid] not in seen:
+        ppid = gone_parent[ppid]
+        seen.add(ppid)
+    return ppid
 
 
 def rates_between(prev: ProcessSample, cur: ProcessSample) -> dict[TaskKey, TaskRates | None]:

@@ -44,3 +44,26 @@ def test_a_reaped_child_does_not_make_its_parent_spike(tmp_path: Path) -> None:
     parent = rates_between(b, c)[(100, 100)]
     assert parent is not None
     assert parent.read_bps == 4096  # what the child did in this interval, not 1 GiB/s
+
+
+def test_a_child_and_grandchild_gone_in_one_interval_do_not_make_the_grandparent_spike(
+    tmp_path: Path,
+) -> None:
+    """bash runs fio, fio's job process does the I/O: the job exits and fio reaps it, then
+    fio exits and bash reaps it, all within one interval. bash gets both lifetimes at once
+    (ci33 saw a shell at 25 GB/s); what was already shown as theirs comes back out."""
+    fake = FakeProc(tmp_path)
+    fake.process(100, comm="bash", write=0)
+    fake.process(200, comm="fio", write=0)
+    fake.process(300, comm="fio", write=2 * GB)
+    set_ppid(fake, 200, 100)
+    set_ppid(fake, 300, 200)
+    reader = ProcessReader(fake.roots)
+    a = sample(reader, 1000.0)
+    fake.exit(300)
+    fake.exit(200)
+    fake.process(100, comm="bash", write=2 * GB + 8192)
+    b = sample(reader, 1001.0)
+    shell = rates_between(a, b)[(100, 100)]
+    assert shell is not None
+    assert shell.write_bps == 8192
