@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App, SystemCommand
+from textual.app import SystemCommand
 from textual.screen import Screen
 
 from iotop_plus.config import Config
@@ -30,12 +30,13 @@ from iotop_plus.tui.keys import APP_KEYS, bindings
 from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
 from iotop_plus.tui.screens.main import MainScreen
+from iotop_plus.tui.type_ahead import TypeAheadApp
 
 if TYPE_CHECKING:
     from iotop_plus.probe.runner import ProbeRunner
 
 
-class IotopPlusApp(App[int]):
+class IotopPlusApp(TypeAheadApp[int]):
     """iotop-plus: live iostat -x figures per device, with charts and a side panel.
 
     Thin: it builds the main screen from its collaborators, starts and stops the sampler

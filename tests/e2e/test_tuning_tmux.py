@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,18 +15,17 @@ from tests.support.tmux import TmuxError, TmuxSession
 pytestmark = [pytest.mark.root, pytest.mark.slow]
 
 
-def type_read_ahead(session: TmuxSession, value: str) -> None:
+def type_read_ahead(session: TmuxSession, device: str, value: str) -> None:
     """R opens the read-ahead picker; typing digits goes to its input; Enter confirms.
 
     On a loaded machine the digits once arrived before the picker had taken focus (a fresh
-    clone's full run): the picker is then closed and opened again, waiting longer.
+    clone's full run): the picker is then closed and opened again.
     """
     typed = re.compile(rf"▊\s+{re.escape(value)}\s")
     for attempt in range(3):
         session.send_keys("R")
         # The picker's own title: the Tune tab it opens over says "read-ahead" too.
-        session.wait_for("read-ahead (now")
-        time.sleep(0.5 + attempt)  # let the picker take focus before typing
+        session.wait_for(f"{device} read-ahead (now")
         session.send_text(value)
         try:
             session.wait_for(typed, timeout=5)
@@ -58,21 +56,21 @@ def test_keys_tune_a_loop_device_and_undo_restores(
         )
         wait_for_table(tmux)
         tmux.send_keys("a")  # loop devices are hidden by default
-        time.sleep(2)  # let the first ticks settle the selection before typing
         tmux.send_keys("/")
         tmux.wait_for("filter devices by name")  # the filter box is open and focused
         tmux.send_text(dev)
         tmux.wait_for(f"▊  {dev} ")
         tmux.send_keys("Enter")  # selects the exact match
         tmux.wait_for(f"/dev/{dev}")  # the Device tab follows the selection
-        time.sleep(1)  # its settings are read in a worker: let them arrive
+        # Its settings are read in a worker: the panel shows "…" until they arrive.
+        tmux.wait_for(re.compile(r"read_ahead_kb\s+\d+"))
 
         tmux.send_keys("S")
-        tmux.wait_for("scheduler (now none)")
+        tmux.wait_for(f"{dev} I/O scheduler (now none)")
         tmux.send_keys("Down", "Enter")  # none -> mq-deadline
         wait(lambda: queue_values(dev)["scheduler"] == "mq-deadline", "scheduler in sysfs")
 
-        type_read_ahead(tmux, "16")
+        type_read_ahead(tmux, dev, "16")
         wait(lambda: queue_values(dev)["read_ahead_kb"] == "16", "read_ahead_kb in sysfs")
         tmux.wait_for("16")
 
@@ -85,7 +83,7 @@ def test_keys_tune_a_loop_device_and_undo_restores(
         wait(lambda: queue_values(dev) == original, "scheduler and nr_requests undone")
 
         # A change kept until quitting: the app asks, and "revert" puts it back.
-        type_read_ahead(tmux, "32")
+        type_read_ahead(tmux, dev, "32")
         wait(lambda: queue_values(dev)["read_ahead_kb"] == "32", "read_ahead_kb 32 in sysfs")
         tmux.send_keys("q")
         tmux.wait_for("made in this run")

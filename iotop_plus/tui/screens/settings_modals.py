@@ -84,7 +84,13 @@ class ValuePickerScreen(Modal[str | None]):
                     markup=False,
                 )
             if self.typed:
-                yield Input(placeholder="or type a value, then enter", id="picker-input")
+                yield Input(
+                    placeholder="or type a value, then enter",
+                    id="picker-input",
+                    # Focus arrives after the first digit is put in: selecting it then would
+                    # let the second digit replace it ("16" became "6").
+                    select_on_focus=False,
+                )
             yield Static("", id="picker-error", classes="error", markup=False)
 
     def on_mount(self) -> None:
@@ -92,21 +98,25 @@ class ValuePickerScreen(Modal[str | None]):
             options = self.query_one("#picker-options", OptionList)
             values = [v for _, v in self.options]
             options.highlighted = values.index(self.current) if self.current in values else 0
-            options.focus()
+            # set_focus at once: a deferred focus() could land after digits typed in the same
+            # burst had moved focus to the input, and Enter would pick from the list.
+            self.set_focus(options)
         elif self.typed:
-            self.query_one("#picker-input", Input).focus()
+            self.set_focus(self.query_one("#picker-input", Input))
 
     def on_key(self, event: events.Key) -> None:
         # "or type a value": a digit typed while the list has focus starts the typed value.
         char = event.character
         if not self.typed or char is None or not (char.isdigit() or char == "-"):
             return
+        # The input stops the keys it takes: one that bubbles here went to the list, even when
+        # the input has focus by now (keys queued for the list behind the first digit).
         box = self.query_one("#picker-input", Input)
-        if self.focused is box:
-            return
         event.stop()
         event.prevent_default()
-        box.focus()
+        # At once, not box.focus()'s later: keys typed in the same burst (the next digits,
+        # Enter) must reach the input, not the list (Enter there picked the highlighted value).
+        self.set_focus(box)
         box.insert_text_at_cursor(char)
 
     def _try(self, text: str) -> None:
