@@ -50,7 +50,6 @@ from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import bindings, palette_entries
-from iotop_plus.tui.line_compositor import line_compositor
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.early_frames import EarlyFrames
 from iotop_plus.tui.screens.main_charts import ChartWindow
@@ -132,9 +131,6 @@ class MainScreen(HistoryActions, Screen[None]):
         ring, the ring after this host's recordings, or a recording when ``replay``), in the
         recorded host's ``zone``."""
         super().__init__()
-        compositor = line_compositor()
-        if compositor is not None:
-            self._compositor = compositor  # repaints only the lines that changed (#25)
         self.set_reactive(MainScreen.interval, clamp_interval(interval))
         self.roots = roots
         self.devices = tuple(devices)
