@@ -33,9 +33,19 @@ def recent_rates(device: str, frame: Frame, timeline: Timeline | None) -> list[D
     if timeline is None:
         return []
     step = frame.elapsed_s if frame.elapsed_s and frame.elapsed_s > 0 else 1.0
-    window = timeline.window(frame.wall_time, (RECENT + 1.5) * step)
-    earlier = [f for f in window if f.wall_time < frame.wall_time][-RECENT:]
-    return [r for f in earlier if (r := f.rates.get(device)) is not None]
+    oldest = frame.wall_time - (RECENT + 1.5) * step
+    # Frame by frame back from the one shown, not a window of that many seconds: a frame
+    # that came late (a stalled host, elapsed 2 s at -i 0.25) made the window 13 s, 50 frames
+    # rebuilt with their processes at every frame and kept as the ring's last window (#25).
+    earlier: list[Frame] = []
+    at = timeline.frame_at(frame.wall_time)
+    if at is not None and at.wall_time >= frame.wall_time:
+        at = timeline.step(at.wall_time, -1)
+    while at is not None and oldest < at.wall_time < frame.wall_time and len(earlier) < RECENT:
+        earlier.append(at)
+        before = timeline.step(at.wall_time, -1)
+        at = before if before is not None and before.wall_time < at.wall_time else None
+    return [r for f in reversed(earlier) if (r := f.rates.get(device)) is not None]
 
 
 def verdict_facts(

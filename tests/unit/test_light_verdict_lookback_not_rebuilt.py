@@ -6,6 +6,8 @@ the TUI's busy time at 2,000 devices (#25); the ring keeps its last frames as th
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from iotop_plus.sampling.diagnosis import RECENT
@@ -51,3 +53,29 @@ def test_older_frames_are_still_rebuilt_equal() -> None:
     assert ring.frames() == frames
     assert ring.window(frames[-1].wall_time, 3.5) == frames[-4:]
     assert ring.frame_at(frames[5].wall_time) == frames[5]
+
+
+def test_a_late_frame_looks_back_on_five_frames_not_its_long_interval(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A frame that came late (a stalled host: 10 s since the one before at -i 1) once made the
+    look-back a window of 65 s: every frame in it rebuilt, with its processes, at every frame
+    shown, and kept as the ring's last window (the TUI's memory grew in a soak)."""
+    frames = canned_frames(40)
+    ring = RingTimeline(minutes=15, interval=1.0)
+    for frame in frames:
+        ring.append(frame)
+    shown = dataclasses.replace(frames[25], elapsed_s=10.0)  # older than the frames kept whole
+    rebuilt: list[object] = []
+    real = Packer.frame
+
+    def counting(*args: object) -> Frame:
+        rebuilt.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Packer, "frame", staticmethod(counting))
+    device = next(name for name, r in frames[-1].rates.items() if r is not None)
+    looked_back = recent_rates(device, shown, ring)
+    earlier = frames[25 - RECENT : 25]
+    assert looked_back == [r for f in earlier if (r := f.rates.get(device)) is not None]
+    assert len(rebuilt) <= 2 * (RECENT + 1), len(rebuilt)  # a frame and the one before it
