@@ -24,9 +24,8 @@ def canned_frames(count: int) -> list[Frame]:
     return [source.next_frame() for _ in range(count)]
 
 
-def test_the_verdicts_lookback_rebuilds_no_frame(monkeypatch: pytest.MonkeyPatch) -> None:
-    frames = canned_frames(40)
-    ring = RingTimeline(minutes=15, interval=1.0)
+def counted_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """A list that gets one entry per frame the ring rebuilds from now on."""
     rebuilt: list[object] = []
     real = Packer.frame
 
@@ -35,6 +34,13 @@ def test_the_verdicts_lookback_rebuilds_no_frame(monkeypatch: pytest.MonkeyPatch
         return real(*args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(Packer, "frame", staticmethod(counting))
+    return rebuilt
+
+
+def test_the_verdicts_lookback_rebuilds_no_frame(monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = canned_frames(40)
+    ring = RingTimeline(minutes=15, interval=1.0)
+    rebuilt = counted_rebuilds(monkeypatch)
     device = next(name for name, r in frames[-1].rates.items() if r is not None)
     for frame in frames:
         ring.append(frame)
@@ -66,14 +72,7 @@ def test_a_late_frame_looks_back_on_five_frames_not_its_long_interval(
     for frame in frames:
         ring.append(frame)
     shown = dataclasses.replace(frames[25], elapsed_s=10.0)  # older than the frames kept whole
-    rebuilt: list[object] = []
-    real = Packer.frame
-
-    def counting(*args: object) -> Frame:
-        rebuilt.append(args)
-        return real(*args)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(Packer, "frame", staticmethod(counting))
+    rebuilt = counted_rebuilds(monkeypatch)
     device = next(name for name, r in frames[-1].rates.items() if r is not None)
     looked_back = recent_rates(device, shown, ring)
     earlier = frames[25 - RECENT : 25]
