@@ -166,9 +166,11 @@ _BASES: dict[int, tuple[bytes, bytes, tuple[bytes, ...]]] = {}
 """Compressed base parts (by id) -> their bytes and each part's, for a few bases lately
 unpacked."""
 
-LEVEL = 6
-"""zlib's level for the parts and the counters: a fifth to a quarter smaller than level 1, for
-~0.05 ms more a frame (#25)."""
+LEVEL = 2
+"""zlib's level for the parts and the counters of the history ring. Level 6 kept the ring 5 %
+smaller (51.2 against 54.1 bytes per device per frame, 60 devices at 0.25 s) but took a third
+of the frame's time at scale: 18.9 ms against 13.3 ms a frame for the ring and the history at
+2,000 devices, 2.3 against 1.9 ms at 200 (``benchmarks/bench_frame_cost.py``) (#25)."""
 
 SAME = b""
 """A part stored as this has the very bytes of the base frame's (a pickle is never empty)."""

@@ -54,9 +54,10 @@ def test_the_ring_keeps_a_frame_in_under_100_bytes_a_device(mem_path: Path) -> N
     held = bytes_kept(ring.append, frames)
     per = held / (len(ring) - 1) / DEVICES
     # As objects, each frame's counters alone were ~650 bytes a device; then ~74 with each
-    # frame's own shell (~400 bytes), ~67 with a template's changes, now ~64 with the
-    # counters' differences compressed at zlib's level 6 rather than 1.
-    assert per < 66, f"{per:.0f} bytes a device a frame"
+    # frame's own shell (~400 bytes), ~67 with a template's changes, ~64 with the counters'
+    # differences compressed at zlib's level 6, now ~66.5 at level 2 (level 6 took a third of
+    # the frame's time at 2,000 devices).
+    assert per < 69, f"{per:.0f} bytes a device a frame"
 
 
 def test_every_frame_comes_back_equal_after_the_ring_wrapped(mem_path: Path) -> None:
