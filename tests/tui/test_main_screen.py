@@ -10,9 +10,8 @@ from iotop_plus.tui.messages import FrameReady
 from iotop_plus.tui.screens.help import HelpScreen
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
-from iotop_plus.tui.widgets.device_table import NOT_SATURATION_MARK
 from iotop_plus.tui.widgets.header import HostHeader
-from iotop_plus.tui.widgets.table_columns import BAD, WARN
+from iotop_plus.tui.widgets.table_columns import BAD, NOT_SATURATION_MARK, WARN
 from tests.support.frames import StepClock
 from tests.tui.canned import canned_app
 from tests.tui.helpers import burst, row_line, started, step, table, table_lines, wait_for

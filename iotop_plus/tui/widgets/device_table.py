@@ -49,13 +49,9 @@ from iotop_plus.tui.widgets.table_columns import (
     latency_cell,
     row_strip,
 )
-from iotop_plus.tui.widgets.table_columns import (
-    NOT_SATURATION_MARK as NOT_SATURATION_MARK,  # re-exported (tests use it)
-)
 
 HEADER_LINES = 2
 """Column names, then units."""
-
 
 SELECT_HELP = "select a device (charts and panel follow)"
 """The help screen's line for the cursor keys."""
@@ -65,7 +61,6 @@ MAX_DEVICE_WIDTH = 16
 
 RowContent = tuple[bool, tuple[tuple[str, Style], ...]]
 """What a row shows: (under the cursor, (text, style) per cell); also its cache key."""
-
 
 NO_MATCH = Style(color="yellow", italic=True)
 """The line an empty filtered table shows."""
@@ -147,6 +142,7 @@ class DeviceTable(CursorList[TableRow]):
         self._device_width = 10
         self._cache: dict[str, tuple[tuple[RowContent, int, TableRow], Strip]] = {}
         self._checked: dict[str, bool] = {}
+        self._fitted_width = -1  # the width the columns were last fitted to
         """Rows whose cached strip :meth:`_refresh_changed_lines` found current this frame,
         with whether they were under the cursor: painted from the cache without building
         their content again (#25). Forgotten with any new data, layout or whole repaint."""
@@ -174,8 +170,7 @@ class DeviceTable(CursorList[TableRow]):
             self._ever_used = ever_used
             self._row_order_dirty = True
         first_rates = not self._rates_seen and any(r is not None for r in rates.values())
-        if first_rates:
-            self._rates_seen = True
+        self._rates_seen |= first_rates
         if self._row_order_dirty or self.sort_column != 0 or first_rates:
             self._rebuild_rows()
             if first_rates and self.chosen is None:
@@ -191,8 +186,7 @@ class DeviceTable(CursorList[TableRow]):
         return rates.r_s + rates.w_s if rates is not None else -1.0
 
     def _is_partition(self, name: str) -> bool:
-        dev = self._inventory.get(name)
-        return dev.is_partition if dev is not None else False
+        return bool(getattr(self._inventory.get(name), "is_partition", False))
 
     def _choose_busiest(self) -> None:
         """The starting device, unless one was named or the user moved the cursor: the shown
@@ -230,9 +224,8 @@ class DeviceTable(CursorList[TableRow]):
 
     def update_parts(self, frame: Frame) -> None:
         """The frame's latency and health (the severity marks) for :meth:`update_devices`."""
-        self.update_latency(frame.latency)
+        self.update_latency(frame.latency)  # (which forgets the rows' checks)
         marks = severity_marks(frame)
-        self._checked.clear()
         if marks.keys() != self.marks.keys():
             self._row_order_dirty = True  # the Device column widens for the mark
         self.marks = marks
@@ -436,11 +429,21 @@ class DeviceTable(CursorList[TableRow]):
     # ---- rendering -----------------------------------------------------------------------
 
     def on_resize(self) -> None:
-        self._header_strips = None
-        self._cache.clear()
-        self._checked.clear()
-        self._fit_columns()
+        self._refit()
         self.fit_virtual_size()
+
+    def _refit(self) -> None:
+        # (the rows' strips are kept by width: those of another width are built again)
+        self._fitted_width = self.size.width
+        self._header_strips = None
+        self._fit_columns()
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # Textual paints a new screen before its first Resize: rows given before the layout
+        # (the main screen's early frames) were fitted at width 0, without figures (#25).
+        if self.size.width != self._fitted_width:
+            self._refit()
+        return super().render_lines(crop)
 
     def _scale_of(self, col: Column) -> int | None:
         """The column's one number format, fitted to its largest figure among the rows."""
