@@ -21,7 +21,8 @@ mkfs.ext2, fio and tmux. Usage: ``.venv/bin/python benchmarks/bench_light.py [--
 [--settle 10] [--rounds 3] [--starts 5] [--charts shown|hidden] [--before DIR]
 [--profile FILE]``; ``--profile FILE`` samples iotop-plus with py-spy instead of the CPU rounds
 (collapsed stacks, for where the time goes); ``--before DIR`` (a ``git archive`` of an older
-commit) adds that tree's iotop-plus to the same CPU rounds, for before/after figures on one load.
+commit) adds that tree's iotop-plus to the same CPU rounds and first-figure starts, for
+before/after figures on one load.
 """
 
 from __future__ import annotations
@@ -256,6 +257,9 @@ def measure_first_figures(apps: Sequence[App], size: tuple[int, int], starts: in
     mine, textual = meds.get("iotop-plus"), meds["import textual.app"]
     if mine is not None and textual:
         print(f"  iotop-plus / import textual.app = {mine / textual:.2f}x (aim <= 1.5x)")
+    before = meds.get(BEFORE)
+    if before is not None and textual:
+        print(f"  {BEFORE} / import textual.app = {before / textual:.2f}x")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -279,7 +283,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--before",
         type=Path,
         help="also measure iotop_plus from this checkout (a `git archive` of an older commit) "
-        "in the same CPU rounds, named 'before'",
+        "in the same CPU rounds and first-figure starts, named 'before'",
     )
     args = parser.parse_args(argv)
     global TREE
@@ -325,8 +329,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
             if "first" not in skip:
                 with suppress(KeyboardInterrupt):
+                    before = [ours(names, args.before, BEFORE)] if args.before is not None else []
                     measure_first_figures(
-                        [ours(names), *filter(None, [peer_bpytop])], size, args.starts
+                        [ours(names), *before, *filter(None, [peer_bpytop])], size, args.starts
                     )
     return 0
 
