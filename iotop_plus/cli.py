@@ -28,7 +28,6 @@ from iotop_plus.commands.common import (
 
 if TYPE_CHECKING:
     from iotop_plus.roots import Roots
-    from iotop_plus.sampling.frame import LiveSource
 
 #: Subcommands and their one-line help, in ``--help`` order. Each is the module
 #: ``iotop_plus.commands.NAME`` with ``add_parser(subparsers)`` (the parser sets ``run``). Only
@@ -326,7 +325,7 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     from iotop_plus.sampling.throttle_watch import ThrottleSource
 
     source = ThrottleSource(roots)  # the Device tab's verdict checks throttling (cheaply)
-    if args.tui_devices and not _kernel_names(source, args):
+    if args.tui_devices:
         # Named devices are checked before the screen starts: a typo is a usage error.
         from iotop_plus.commands.snapshot import resolve_devices
 
@@ -354,22 +353,6 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
         )
         return EXIT_FAILURE
     return run_tui(args, roots, source=source)
-
-
-def _kernel_names(source: LiveSource, args: argparse.Namespace) -> bool:
-    """Whether every device named is a kernel name in /proc/diskstats (then kept as such):
-    one read of diskstats, where resolving a /dev/mapper path or a label needs a whole first
-    frame with the inventory, read before the TUI starts instead of while Textual loads
-    (about 25-45 ms on the way to the first figures at 60 devices) (#25)."""
-    try:
-        counters = source.sampler.sample().counters
-    except Exception:  # the full frame reads it again and reports the problem
-        return False
-    names = [word.removeprefix("/dev/") for word in args.tui_devices]
-    if not all(name in counters for name in names):
-        return False
-    args.tui_devices = names
-    return True
 
 
 def _run_replay_tui(args: argparse.Namespace, roots: Roots, timeline: object, at: object) -> int:

@@ -139,18 +139,14 @@ class IotopPlusApp(TypeAheadApp[int]):
         """The newest frame, shown or not."""
         return self.feed.latest_frame
 
-    def start_sampling(self) -> None:
-        """Start the sampler thread, once, when live. ``run_tui`` starts it before ``run``, so
-        the frames are read while Textual starts; else the app does on mount. Frames (and
-        problems) that come before the main screen is mounted are held, and shown from its
-        on_mount, before its first paint (#25, first figures)."""
-        if self.main_screen.scrubber.replay or self.feed.thread is not None:
-            return
-        self.feed.start(self.main_screen.early.hold(self.post_message), self.main_screen.interval)
-
     async def on_mount(self) -> None:
         live = not self.main_screen.scrubber.replay
-        self.start_sampling()
+        if live:
+            # Frames are read while the screen composes: those that come before it is mounted
+            # are shown from its on_mount, before its first paint (#25, first figures).
+            self.feed.start(
+                self.main_screen.early.hold(self.post_message), self.main_screen.interval
+            )
         await self.push_screen(self.main_screen)
         for note in self.notes:  # printed before the alternate screen too, but gone from view
             self.notify(note, severity="warning", timeout=15, markup=False)

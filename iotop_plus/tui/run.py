@@ -51,11 +51,9 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         devices=getattr(args, "tui_devices", ()) or (),
         older_history=_recordings(state_dir) if roots.is_live else None,
     )
-    app.start_sampling()  # the first frames are read while Textual starts (#25)
     try:
         result = app.run()
     finally:
-        app.stop_sampling()  # (the app stops it on unmount; not when it failed to start)
         journal.close()
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)
 
