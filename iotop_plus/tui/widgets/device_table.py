@@ -142,10 +142,11 @@ class DeviceTable(CursorList[TableRow]):
         self._device_width = 10
         self._cache: dict[str, tuple[tuple[RowContent, int, TableRow], Strip]] = {}
         self._checked: dict[str, bool] = {}
-        self._fitted_width = -1  # the width the columns were last fitted to
         """Rows whose cached strip :meth:`_refresh_changed_lines` found current this frame,
         with whether they were under the cursor: painted from the cache without building
-        their content again (#25). Forgotten with any new data, layout or whole repaint."""
+        their content again (#25). Forgotten with any new data or whole repaint (a strip
+        cached at another width is built again)."""
+        self._fitted_width = -1  # the width the columns were last fitted to
         self._header_strips: tuple[Strip, ...] | None = None
         self._row_order_dirty = True
 
@@ -433,7 +434,6 @@ class DeviceTable(CursorList[TableRow]):
         self.fit_virtual_size()
 
     def _refit(self) -> None:
-        # (the rows' strips are kept by width: those of another width are built again)
         self._fitted_width = self.size.width
         self._header_strips = None
         self._fit_columns()
