@@ -33,6 +33,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -50,26 +51,10 @@ from iotop_plus.sampling.frame import LiveSource  # noqa: E402
 from iotop_plus.tui.app import make_app  # noqa: E402
 from iotop_plus.tui.frame_feed import FrameFeed  # noqa: E402
 from iotop_plus.tui.screens.main import MainScreen  # noqa: E402
-from tests.support.frames import StepClock  # noqa: E402
+from tests.support.frames import StepClock, on_clock  # noqa: E402
 from tests.support.synthetic import SyntheticTree  # noqa: E402
 from tests.tui.canned import canned_app  # noqa: E402
 from tests.tui.helpers import started, step  # noqa: E402
-
-
-def stepped_samplers() -> StepClock:
-    """Every sampler thread started from now on runs on one hand-stepped clock."""
-    clock = StepClock()
-    real_init = SamplerThread.__init__
-
-    def init(self: SamplerThread, *args: Any, **kwargs: Any) -> None:
-        kwargs.setdefault("clock", clock)
-        if kwargs["clock"] is None:
-            kwargs["clock"] = clock
-        real_init(self, *args, **kwargs)
-
-    SamplerThread.__init__ = init  # type: ignore[method-assign]
-    return clock
-
 
 STEPS = (
     ("read", LiveSource, "next_frame"),
@@ -110,13 +95,11 @@ class Timed:
 
 def threading_main() -> bool:
     """Whether this is the main thread (cProfile profiles one thread)."""
-    import threading
-
     return threading.current_thread() is threading.main_thread()
 
 
 async def measure(warm: int, frames: int, profile: int, devices: int) -> None:
-    stepped_samplers()
+    SamplerThread.__init__ = on_clock(StepClock())  # type: ignore[method-assign]
     timed = Timed(bool(profile))
     tree: SyntheticTree | None = None
     if devices:

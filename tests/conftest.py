@@ -7,14 +7,13 @@ import shutil
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import settings
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
-from tests.support.frames import StepClock
+from tests.support.frames import StepClock, on_clock
 from tests.support.loopdev import loop_device
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -164,14 +163,7 @@ def step_clock(monkeypatch: pytest.MonkeyPatch) -> StepClock:
     """Every sampler thread started in the test runs on one hand-stepped clock: frames come
     when the test steps it (``tests.tui.helpers.started``/``step``), never on the wall clock."""
     clock = StepClock()
-    real_init = SamplerThread.__init__
-
-    def init(self: SamplerThread, *args: Any, **kwargs: Any) -> None:
-        if kwargs.get("clock") is None:
-            kwargs["clock"] = clock
-        real_init(self, *args, **kwargs)
-
-    monkeypatch.setattr(SamplerThread, "__init__", init)
+    monkeypatch.setattr(SamplerThread, "__init__", on_clock(clock))
     return clock
 
 

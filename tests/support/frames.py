@@ -28,6 +28,19 @@ POLL_S = 0.005
 """How often a waiting sampler thread looks at its wake-up event (events cannot notify)."""
 
 
+def on_clock(clock: StepClock) -> Callable[..., None]:
+    """A ``SamplerThread.__init__`` that puts every thread started without a clock of its own
+    on ``clock`` (the ``step_clock`` fixture's, and the in-process benchmarks')."""
+    real_init = SamplerThread.__init__
+
+    def init(self: SamplerThread, *args: Any, **kwargs: Any) -> None:
+        if kwargs.get("clock") is None:
+            kwargs["clock"] = clock
+        real_init(self, *args, **kwargs)
+
+    return init
+
+
 class StepClock:
     """A monotonic clock for :class:`~iotop_plus.sampling.clock.Schedule` that only moves
     when :meth:`advance` or :meth:`advance_to` is called. Starts at 0, before any frame's
