@@ -160,12 +160,30 @@ def cpu_round(tmux: TmuxSession, app: App, settle: float, seconds: float) -> flo
     try:
         pid = tmux.program_pid(launched)
         time.sleep(settle)
-        t0, c0 = time.monotonic(), cpu_ticks(pid)
+        t0, c0, th0 = time.monotonic(), cpu_ticks(pid), thread_ns(pid)
         time.sleep(seconds)
-        t1, c1 = time.monotonic(), cpu_ticks(pid)
+        t1, c1, th1 = time.monotonic(), cpu_ticks(pid), thread_ns(pid)
     finally:
         stop(tmux, launched)
+    if len(th1) > 1:  # where a multi-threaded app's time went, thread by thread
+        spent = {tid: (ns - th0.get(tid, 0)) / 1e6 / (t1 - t0) for tid, ns in th1.items()}
+        print(
+            f"    {app.name} threads, ms of CPU a second: "
+            + ", ".join(
+                f"{'main' if tid == pid else tid} {ms:.2f}"
+                for tid, ms in sorted(spent.items(), key=lambda kv: -kv[1])
+            )
+        )
     return (c1 - c0) / CLK_TCK / (t1 - t0) * 100
+
+
+def thread_ns(pid: int) -> dict[int, int]:
+    """Nanoseconds on a CPU of each thread of ``pid`` (``/proc/PID/task/TID/schedstat``)."""
+    spent: dict[int, int] = {}
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        with suppress(OSError, ValueError, IndexError):
+            spent[int(task.name)] = int((task / "schedstat").read_text().split()[0])
+    return spent
 
 
 def profile_round(tmux: TmuxSession, app: App, settle: float, seconds: float, out: Path) -> None:

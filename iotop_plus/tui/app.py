@@ -12,6 +12,7 @@ from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
 from textual.app import SystemCommand
+from textual.driver import Driver
 from textual.screen import Screen
 
 from iotop_plus.config import Config
@@ -26,6 +27,7 @@ from iotop_plus.sampling.sampler import HostInfo, Sampler
 from iotop_plus.sampling.throttle_watch import ThrottleSource
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.tui.frame_feed import FrameFeed
+from iotop_plus.tui.input_driver import quiet_driver
 from iotop_plus.tui.keys import APP_KEYS, bindings
 from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
@@ -176,6 +178,11 @@ class IotopPlusApp(TypeAheadApp[int]):
     def on_sampler_problem(self, message: SamplerProblem) -> None:
         if self.is_running:
             self.feed.problem(message.text)
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's driver for this terminal, with an input thread that sleeps until a key
+        comes on Linux (:mod:`iotop_plus.tui.input_driver`)."""
+        return quiet_driver(super().get_driver_class())
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         from iotop_plus.tui.palette import screen_commands  # the palette, once opened (#25)

@@ -48,6 +48,7 @@ from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.tui.compositor import DirtyOnlyCompositor
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
@@ -131,6 +132,7 @@ class MainScreen(HistoryActions, Screen[None]):
         ring, the ring after this host's recordings, or a recording when ``replay``), in the
         recorded host's ``zone``."""
         super().__init__()
+        self._compositor = DirtyOnlyCompositor()
         self.set_reactive(MainScreen.interval, clamp_interval(interval))
         self.roots = roots
         self.devices = tuple(devices)
