@@ -170,6 +170,29 @@ async def test_fleet_tui_shows_label_values_as_text_never_markup() -> None:
         assert app.return_code in (0, None)
 
 
+async def test_fleet_rows_painted_before_the_table_is_idle_are_drawn_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # DataTable measures new rows when it is next idle; a paint in between (seen under load)
+    # cached the rows cut to the column titles' widths, "host-b:9891" as "host", for a round.
+    painted: list[list[str]] = []
+    real = FleetApp.on_round_done
+
+    def done_then_painted(self: FleetApp, message: Any) -> None:
+        real(self, message)
+        painted.append(table_text(self))  # before the table has had an idle turn
+
+    monkeypatch.setattr(FleetApp, "on_round_done", done_then_painted)
+    with fake_prometheus(series_answer(MARKUP_LABELS, ["1", "40"])) as prom:
+        app = FleetApp(PrometheusClient(prom.url, timeout=5), refresh_s=60)
+        async with app.run_test(size=(140, 30)) as pilot:
+            await wait_for(pilot, lambda: app.rounds >= 1 and app.histories >= 1)
+            lines = table_text(app)
+    assert painted
+    for shown in (painted[0], lines):
+        assert any("host-b:9891" in line and "[bold red]sdb" in line for line in shown), shown
+
+
 async def test_fleet_tui_rank_column_is_filled_worst_first() -> None:
     labels = [{"instance": "a", "device": "calm"}, {"instance": "b", "device": "hot"}]
     with fake_prometheus(series_answer(labels, ["1", "40"])) as prom:

@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from datetime import datetime
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import work
 from textual.app import App, ComposeResult
@@ -263,9 +264,16 @@ class FleetApp(App[None]):
     def _fill_table(self) -> None:
         table = self.query_one("#fleet-table", DataTable)
         cursor_key = self.selected
-        table.clear()
-        for row in self.visible_rows():
-            table.add_row(*row_cells(row), key=row_key(row.instance, row.device))
+        rows = [(row_cells(row), row_key(row.instance, row.device)) for row in self.visible_rows()]
+        # The columns get their widths here, from the cells, not from DataTable's own measure
+        # when it is next idle: a paint before that measure cached the rows cut to the titles'
+        # widths ("host-b:9891" as "host"), and they stayed so until the next round.
+        table.clear(columns=True)
+        for i, (key, title) in enumerate(COLUMNS):
+            width = max([cell_len(title), *(cells[i].cell_len for cells, _ in rows)])
+            table.add_column(title, key=key, width=width)
+        for cells, key in rows:
+            table.add_row(*cells, key=key)
         if cursor_key is not None:
             # The row may be gone or filtered out: then the cursor stays where it is.
             with contextlib.suppress(Exception):
