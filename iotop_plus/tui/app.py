@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
 
+from textual import events
 from textual.app import SystemCommand
 from textual.driver import Driver
 from textual.screen import Screen
@@ -178,6 +179,14 @@ class IotopPlusApp(TypeAheadApp[int]):
     def on_sampler_problem(self, message: SamplerProblem) -> None:
         if self.is_running:
             self.feed.problem(message.text)
+
+    async def on_event(self, event: events.Event) -> None:
+        """Keys typed before the main screen's charts and side panel are up wait for them."""
+        main: MainScreen | None = getattr(self, "main_screen", None)  # None in App.__init__
+        stack = self.screen_stack if main is not None else []
+        if main is not None and stack and stack[-1] is main and main.later.hold(event):
+            return
+        await super().on_event(event)
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this terminal, with an input thread that sleeps until a key

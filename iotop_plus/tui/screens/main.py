@@ -53,6 +53,7 @@ from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.early_frames import EarlyFrames
+from iotop_plus.tui.screens.later_parts import LaterParts
 from iotop_plus.tui.screens.main_charts import ChartWindow
 from iotop_plus.tui.screens.main_history import HistoryActions
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS, step_interval
@@ -181,6 +182,8 @@ class MainScreen(HistoryActions, Screen[None]):
         """The table's keys (``/`` Esc ``a`` ``c`` ``<`` ``>`` ``r``) and the device keys act on."""
         self.panel_keys = PanelKeys(self, self.panels, self.table_keys)
         """The side-panel tabs' keys from anywhere, and ``R`` ``S`` ``u`` ``U`` ``X``."""
+        self.later = LaterParts(self)
+        """The charts and the side panel, mounted after the first paint."""
 
     def validate_interval(self, seconds: float) -> float:
         return clamp_interval(seconds)
@@ -215,23 +218,16 @@ class MainScreen(HistoryActions, Screen[None]):
             Tab("3 Panel", id="view-panel"),
             id="view-tabs",
         )
-        with Horizontal(id="body"):
-            with Vertical(id="left"):
-                yield FilterInput(
-                    placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
-                )
-                yield DeviceTable(self.config, only=self.devices, id="table")
-                latency_view = LatencyView(id="latency-view")
-                latency_view.display = False  # until the latency columns are shown
-                yield latency_view
-                yield DeviceCharts(id="charts")
-            with TabbedContent(id="side-panel"):
-                # The deferred tabs start empty: panel_ready() mounts each panel on first use.
-                yield TabPane("Device", DevicePanel(id="device-panel"), id="tab-device")
-                yield TabPane("Tune", id="tab-tune")
-                yield TabPane("Processes", id="tab-processes")
-                yield TabPane("Cgroups", id="tab-cgroups")
-                yield TabPane("Probe", id="tab-probe")
+        with Horizontal(id="body"), Vertical(id="left"):
+            yield FilterInput(
+                placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
+            )
+            yield DeviceTable(self.config, only=self.devices, id="table")
+            latency_view = LatencyView(id="latency-view")
+            latency_view.display = False  # until the latency columns are shown
+            yield latency_view
+            # The charts under the table and the side panel beside it come just after the
+            # first paint (later_parts).
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -241,6 +237,7 @@ class MainScreen(HistoryActions, Screen[None]):
         if table.column_set == LATENCY_SET:  # column_set = "latency" in the config
             self.table_keys.show_latency_view(True)
         self.early.release(lambda frame: self.feed.take(frame, self.paused))
+        self.call_after_refresh(self.later.mount)
 
     def on_resize(self, event: object) -> None:
         size = getattr(event, "size", self.size)
@@ -357,6 +354,8 @@ class MainScreen(HistoryActions, Screen[None]):
 
     def draw_charts(self, force: bool, now: float | None = None) -> None:
         """Draw the selected device's charts up to ``now`` (default: the frame shown)."""
+        if not self.later.mounted:
+            return  # drawn with the frame shown once they are
         at = self._now() if now is None else now
         self.charts.draw(
             self.query_one(DeviceCharts), self.selected_device, at, self.interval, force
@@ -454,6 +453,8 @@ class MainScreen(HistoryActions, Screen[None]):
             await self.panel_ready(event.pane.id)
 
     def _show_device_panel(self) -> None:
+        if not self.later.mounted:
+            return
         inventory = self.shown_frame.inventory if self.shown_frame else None
         name = self.selected_device
         dev = inventory.get(name) if inventory and name else None
@@ -494,8 +495,9 @@ class MainScreen(HistoryActions, Screen[None]):
 
     # ---- tuning, probes and experiments (the side-panel tabs) -----------------------------
 
-    def action_panel_tab(self, tab_id: str) -> None:
+    async def action_panel_tab(self, tab_id: str) -> None:
         """Show one side-panel tab (on narrow screens, the panel view too)."""
+        await self.later.ready()
         self.panel_keys.show_tab(tab_id)
 
     def on_settings_panel_changed(self, _message: SettingsPanel.Changed) -> None:
@@ -520,6 +522,8 @@ class MainScreen(HistoryActions, Screen[None]):
         if action == "filter" and isinstance(self.focused, Input):
             return False
         if action.startswith("panel_"):
+            if not self.later.mounted:  # a tab is shown once they are (action_panel_tab)
+                return action == "panel_tab"
             return self.panel_keys.check(action, parameters)
         return self.check_history_action(action)
 
@@ -569,18 +573,23 @@ class MainScreen(HistoryActions, Screen[None]):
         self.table_keys.reverse_sort()
 
     async def action_panel_key(self, tab: str, action: str) -> None:
+        await self.later.ready()
         await self.panel_keys.run(tab, action)
 
     async def action_panel_command(self, tab: str, action: str) -> None:
+        await self.later.ready()
         await self.panel_keys.command(tab, action)
 
     async def action_tune(self, setting: str) -> None:
+        await self.later.ready()
         await self.panel_keys.tune(setting)
 
     async def action_undo_setting(self) -> None:
+        await self.later.ready()
         await self.panel_keys.undo_setting()
 
     async def action_revert_settings(self) -> None:
+        await self.later.ready()
         await self.panel_keys.revert_settings()
 
     def action_experiment(self) -> None:

@@ -68,6 +68,7 @@ class ScreenViews:
         if view == "view-table":
             screen.set_focus(screen.query_one(DeviceTable))
         elif view == "view-panel":
-            screen.set_focus(screen.query_one("#side-panel", TabbedContent).query_one(Tabs))
+            for side in screen.query("#side-panel").results(TabbedContent):  # once mounted
+                screen.set_focus(side.query_one(Tabs))
         else:
             screen.set_focus(None)

@@ -1,0 +1,101 @@
+"""The main screen's charts and side panel, mounted just after its first paint (#25).
+
+The first screen a user waits for is the header and the device table with figures. The five
+charts and the side panel (its tabs, panes and the Device tab's facts) are most of the
+screen's widgets: composed with the rest, they made the first paint wait for their mounting
+and styling, some 35-50 ms of the main thread in-process. Here they are mounted right after
+that paint, and the frame on screen is shown again in them.
+
+Keys typed before they are there wait for them (:meth:`LaterParts.hold`): a fast ``p`` or
+``3`` right after Enter goes to the Processes tab or the panel view, as it would once they
+are up, and never to a screen without them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from textual import events
+from textual.widgets import TabbedContent, TabPane
+
+from iotop_plus.tui.widgets.charts import DeviceCharts
+from iotop_plus.tui.widgets.device_panel import DevicePanel
+
+if TYPE_CHECKING:
+    from iotop_plus.tui.screens.main import MainScreen
+
+
+def side_panel() -> TabbedContent:
+    """The side panel: the Device tab with its facts, and the deferred tabs, empty until
+    first used (:mod:`iotop_plus.tui.screens.side_panels` mounts their panels)."""
+    tabs = TabbedContent(id="side-panel")
+    for pane in (
+        TabPane("Device", DevicePanel(id="device-panel"), id="tab-device"),
+        TabPane("Tune", id="tab-tune"),
+        TabPane("Processes", id="tab-processes"),
+        TabPane("Cgroups", id="tab-cgroups"),
+        TabPane("Probe", id="tab-probe"),
+    ):
+        tabs.compose_add_child(pane)  # as ``with TabbedContent():`` in a compose does
+    return tabs
+
+
+class LaterParts:
+    """Mounts the charts and the side panel after the first paint, holding keys till then."""
+
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
+        self.mounted = False
+        """Whether the charts and the side panel are on the screen."""
+        self._held: list[events.Key] = []
+        self._holding = True
+        self._mounting: asyncio.Future[None] | None = None
+        """Keys wait until the parts are up and settled (a little after :attr:`mounted`)."""
+
+    def hold(self, event: events.Event) -> bool:
+        """Keep ``event`` for later if it is a key and the parts are not up yet."""
+        if not self._holding or not isinstance(event, events.Key) or event.is_forwarded:
+            return False
+        self._held.append(event)
+        return True
+
+    async def mount(self) -> None:
+        """Mount the charts under the table and the side panel beside it; once they are laid
+        out, show the frame on screen in them, then let the held keys through, in the order
+        they came."""
+        await self._mount_parts()
+        # After a refresh, so the panel has laid itself out.
+        self.screen.call_after_refresh(self._settle)
+
+    async def ready(self) -> None:
+        """The parts up now, for an action that needs the side panel (one run from the
+        command palette or a test, or before the first paint has come)."""
+        await self._mount_parts()
+        self._settle()
+
+    async def _mount_parts(self) -> None:
+        if self._mounting is None:
+            self._mounting = asyncio.ensure_future(self._mount_both())
+        await self._mounting
+
+    async def _mount_both(self) -> None:
+        screen = self.screen
+        await screen.query_one("#left").mount(DeviceCharts(id="charts"))
+        await screen.query_one("#body").mount(side_panel())
+
+    def _settle(self) -> None:
+        if self.mounted:
+            return
+        self.mounted = True
+        screen = self.screen
+        screen.notify_panels(screen.selected_device)
+        screen.refresh_bindings()  # the footer lists the shown tab's keys
+        if screen.shown_frame is not None:
+            screen.show_frame(screen.shown_frame)
+        self._holding = False
+        held, self._held = self._held, []
+        for key in held:
+            # The key itself, not a copy made here: a copy would be sent by this screen, and
+            # Textual stops a key at its sender on the way back up, before the app's bindings.
+            screen.app.post_message(key)
