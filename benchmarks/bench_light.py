@@ -8,7 +8,9 @@ Prints figures; never asserts. One run:
   command line, default screen (charts shown); CPU ticks of the process (and its children) over
   ``--seconds`` (60) after ``--settle`` (10) s; iotop-plus and btop alternate, ``--rounds`` (3)
   rounds each, median per app; the load average is printed with every figure, and the ratio to
-  btop from the same rounds is the figure to judge (5 other people share the 2 cores);
+  btop from the same rounds is the figure to judge (5 other people share the 2 cores); each
+  round of a program with several threads also prints each thread's CPU in ms a second (from
+  ``/proc/PID/task/TID/schedstat``; ``main`` is the main thread, the others by thread id);
 - **first figures**: time from Enter to the first screen whose device row shows numbers,
   alternated with a fresh ``python -c 'import textual.app'`` and bpytop's first frame
   (median of ``--starts``, default 5);
