@@ -15,6 +15,7 @@ update and need not render. This subclass leaves such widgets out; what it write
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 
 from textual._compositor import ChopsUpdate, Compositor
@@ -24,6 +25,17 @@ from textual.strip import Strip
 
 class DirtyOnlyCompositor(Compositor):
     """Renders, for a partial update, only the widgets that overlap a dirty region."""
+
+    @staticmethod
+    def fits() -> bool:
+        """Whether Textual's compositor has the private parts this one builds on (else the
+        main screen keeps Textual's own: a newer Textual 8 may have changed them)."""
+        stock = Compositor()
+        return (
+            isinstance(getattr(stock, "_dirty_regions", None), set)
+            and isinstance(getattr(stock, "visible_widgets", None), dict)
+            and list(inspect.signature(Compositor._get_renders).parameters) == ["self", "crop"]
+        )
 
     def __init__(self) -> None:
         super().__init__()

@@ -133,7 +133,7 @@ class MainScreen(HistoryActions, Screen[None]):
         ring, the ring after this host's recordings, or a recording when ``replay``), in the
         recorded host's ``zone``."""
         super().__init__()
-        self._compositor = DirtyOnlyCompositor()
+        self._compositor = DirtyOnlyCompositor() if DirtyOnlyCompositor.fits() else self._compositor
         self.set_reactive(MainScreen.interval, clamp_interval(interval))
         self.roots = roots
         self.devices = tuple(devices)
