@@ -17,6 +17,7 @@ from tests.support.wait import wait_for
 
 __all__ = [
     "burst",
+    "parts_up",
     "row_line",
     "started",
     "step",
@@ -61,16 +62,28 @@ def row_line(app: IotopPlusApp, name: str) -> str:
     return t.render_line(index - t.scroll_offset.y + 2).text
 
 
-async def started(pilot: Pilot[int], app: IotopPlusApp, ticks: int = 2) -> None:
-    """Wait until the app has shown ``ticks`` samples (two give rates); on a stepped clock
-    (the ``step_clock`` fixture), step it for them."""
+async def started(
+    pilot: Pilot[int], app: IotopPlusApp, ticks: int = 2, *, parts: bool = True
+) -> None:
+    """Wait until the app has shown ``ticks`` samples (two give rates) and mounted its charts
+    and side panel (just after its first paint); on a stepped clock (the ``step_clock``
+    fixture), step it for them. ``parts=False``: not the charts and side panel."""
     await wait_for(pilot, lambda: app.sampler_thread is not None, "the sampler thread")
     thread = app.sampler_thread
     if stepped(thread) is not None and app.frames_received < ticks:
         assert thread is not None
         await next_frames(pilot, thread, lambda: app.frames_received, ticks - app.frames_received)
     await wait_for(pilot, lambda: app.frames_received >= ticks, f"{ticks} frames")
+    if parts:
+        await parts_up(pilot, app)
     await asyncio.sleep(0)
+
+
+async def parts_up(pilot: Pilot[int], app: IotopPlusApp) -> None:
+    """Wait until the main screen has mounted its charts and side panel (just after its first
+    paint: keys typed before wait for them, see ``screens/later_parts.py``)."""
+    screen = app.main_screen
+    await wait_for(pilot, lambda: screen.later.mounted, "the charts and the side panel")
 
 
 async def step(

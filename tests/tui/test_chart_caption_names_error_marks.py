@@ -10,7 +10,7 @@ from iotop_plus.sampling.ring_timeline import RingTimeline, fill
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from tests.tui.canned import HOST_ROOTS
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import parts_up, wait_for
 from tests.tui.history_frames import varying_frames
 
 FIRST = 1_790_000_000.0
@@ -27,6 +27,7 @@ async def test_an_io_error_mark_is_drawn_and_named_in_the_caption() -> None:
     frames[20] = dataclasses.replace(frames[20], events=(FrameEvent("io-error", text, device),))
     app = make_replay_app(HOST_ROOTS, fill(RingTimeline(5, 1.0), frames), frames[-1].wall_time)
     async with app.run_test(size=(120, 36)) as pilot:
+        await parts_up(pilot, app)
         charts = app.main_screen.query_one(DeviceCharts)
         await wait_for(pilot, lambda: bool(charts.marks_drawn), "the error mark drawn")
         assert [m.label for m in charts.marks_drawn] == [text]

@@ -21,7 +21,7 @@ from iotop_plus.tui.screens.refusals import REPLAY_REFUSAL
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import HOST_ROOTS
-from tests.tui.helpers import row_line, wait_for
+from tests.tui.helpers import parts_up, row_line, wait_for
 from tests.tui.history_frames import varying_frames
 from tests.tui.test_history_scrub import shows_frame
 
@@ -59,6 +59,7 @@ async def test_replay_opens_at_the_time_given_and_scrubs_without_a_sampler() -> 
     app = make_replay_app(HOST_ROOTS, timeline, frames[200].wall_time + 0.5)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[200])
+        await parts_up(pilot, app)
         assert app.sampler_thread is None and app.frames_received == 0
         text = header(app)
         assert "db-replica-03" in text
@@ -98,6 +99,7 @@ async def test_replay_starts_at_the_first_frame_with_figures_by_default() -> Non
     app = make_replay_app(HOST_ROOTS, timeline, None)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[1])
+        await parts_up(pilot, app)
         await pilot.press("right_square_bracket")
         assert shows_frame(app, frames[2]) or shows_frame_in_zone(app, frames[2])
 
@@ -107,6 +109,7 @@ async def test_g_reads_times_in_the_recorded_hosts_zone() -> None:
     app = make_replay_app(HOST_ROOTS, timeline, None)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[1])
+        await parts_up(pilot, app)
         for text, index in (("02:45", 300), ("02:45:30", 330), ("21:15:10Z", 310)):
             await pilot.press("g")
             await wait_for(pilot, lambda: isinstance(app.screen, JumpScreen))
@@ -123,6 +126,7 @@ async def test_recorded_setting_and_probe_events_are_marked_on_the_charts() -> N
     app = make_replay_app(HOST_ROOTS, timeline, frames[330].wall_time)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[330])
+        await parts_up(pilot, app)
         app.main_screen.select_device("sdb")
         charts = app.main_screen.query_one(DeviceCharts)
         await wait_for(pilot, lambda: charts.device == "sdb")
@@ -142,6 +146,7 @@ async def test_replay_refuses_tuning_probes_and_experiments_with_the_reason() ->
     app = make_replay_app(HOST_ROOTS, timeline, None)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[1])
+        await parts_up(pilot, app)
         screen = app.main_screen
         charts = screen.query_one(DeviceCharts)
         assert charts.device != "sdb"

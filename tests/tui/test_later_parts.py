@@ -55,22 +55,21 @@ async def test_keys_typed_before_the_side_panel_is_up_act_once_it_is(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     due: list[LaterParts] = []
-    mount = LaterParts.mount
 
-    async def not_yet(self: LaterParts) -> None:
+    def not_yet(self: LaterParts) -> None:
         due.append(self)  # the test mounts them, below
 
-    monkeypatch.setattr(LaterParts, "mount", not_yet)
+    monkeypatch.setattr(LaterParts, "after_first_paint", not_yet)
     app = canned_app(Config(interval=1.0))
     async with app.run_test(size=(120, 36)) as pilot:
-        await started(pilot, app)
         screen = app.main_screen
+        await started(pilot, app, parts=False)
         assert due == [screen.later] and not screen.query("#side-panel")
         # A fast "p" (the Processes tab) typed right after Enter, before the side panel exists.
         app.post_message(events.Key("p", "p"))
         await pilot.pause()
         assert app.return_code is None  # no crash on the missing panel
-        await mount(screen.later)
+        await screen.later.mount()
         await wait_for(
             pilot,
             lambda: screen.query_one("#side-panel", TabbedContent).active == "tab-processes",

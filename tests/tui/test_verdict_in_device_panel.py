@@ -22,7 +22,7 @@ from iotop_plus.tui.screens.help import HelpScreen
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from tests.support.synthetic import SyntheticTree
 from tests.tui.canned import FIXTURES, CannedSampler
-from tests.tui.helpers import started, wait_for
+from tests.tui.helpers import parts_up, started, wait_for
 from tests.unit.test_writeback_context import write_memory
 
 pytestmark = pytest.mark.usefixtures("step_clock")
@@ -104,6 +104,7 @@ async def test_a_replay_shows_the_recorded_memory_and_verdict_not_the_live_ones(
         async with app.run_test(size=(120, 36)) as pilot:
             screen = app.main_screen
             await wait_for(pilot, lambda: screen.shown_frame is not None)
+            await parts_up(pilot, app)
             panel = screen.query_one(DevicePanel)
             await wait_for(pilot, lambda: "why: " in panel.text)
             assert "memory: dirty 293.0M (bg 195.3M, max 390.6M)  writeback 4M" in panel.text

@@ -15,7 +15,7 @@ from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.why_lines import recent_rates
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from tests.tui.canned import HOST_ROOTS
-from tests.tui.helpers import wait_for
+from tests.tui.helpers import parts_up, wait_for
 from tests.tui.history_frames import varying_frames
 from tests.unit.test_verdict_line import rates
 
@@ -47,6 +47,7 @@ async def test_the_device_tab_says_saturated_when_await_rises_with_depth() -> No
     async with app.run_test(size=(120, 36)) as pilot:
         screen = app.main_screen
         await wait_for(pilot, lambda: screen.shown_frame == frames[-1])
+        await parts_up(pilot, app)
         assert screen.selected_device == DEVICE
         panel = screen.query_one(DevicePanel)
         await wait_for(pilot, lambda: why_line(panel) != "")

@@ -237,7 +237,7 @@ class MainScreen(HistoryActions, Screen[None]):
         if table.column_set == LATENCY_SET:  # column_set = "latency" in the config
             self.table_keys.show_latency_view(True)
         self.early.release(lambda frame: self.feed.take(frame, self.paused))
-        self.call_after_refresh(self.later.mount)
+        self.call_after_refresh(self.later.after_first_paint)
 
     def on_resize(self, event: object) -> None:
         size = getattr(event, "size", self.size)
