@@ -3,8 +3,9 @@
 The first screen a user waits for is the header and the device table with figures. The five
 charts and the side panel (its tabs, panes and the Device tab's facts) are most of the
 screen's widgets: composed with the rest, they made the first paint wait for their mounting
-and styling, some 35-50 ms of the main thread in-process. Here they are mounted right after
-that paint, and the frame on screen is shown again in them.
+and styling, some 35-50 ms of the main thread in-process. Here they are mounted just after
+that paint (once it is written, :data:`WRITTEN_S`), and the frame on screen is shown again in
+them.
 
 Keys typed before they are there wait for them (:meth:`LaterParts.hold`): a fast ``p`` or
 ``3`` right after Enter goes to the Processes tab or the panel view, as it would once they
