@@ -54,7 +54,7 @@ class DirtyOnlyCompositor(Compositor):
         self, crop: Region | None = None
     ) -> Iterable[tuple[Region, Region, list[Strip]]]:
         dirty = self._rendering
-        if dirty is None or len(dirty) < 2:
+        if dirty is None:
             return super()._get_renders(crop)
         return self._renders_touching(dirty)
 
@@ -62,7 +62,8 @@ class DirtyOnlyCompositor(Compositor):
         self, dirty: list[Region]
     ) -> Iterable[tuple[Region, Region, list[Strip]]]:
         """The renders of the widgets whose visible part overlaps one of ``dirty``, each cut to
-        the runs of rows that overlap: a chart with one changed line renders that line."""
+        the rows from its first to its last dirty one: a chart with one changed line renders
+        that line."""
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
             rows = _dirty_rows(shown, dirty)

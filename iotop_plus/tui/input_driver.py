@@ -82,7 +82,8 @@ class QuietInputDriver(LinuxDriver):
 
         try:
             while not self.exit_event.is_set():
-                pending = parser._timeout_time is not None
+                # (a parser without this private field: Textual's own 0.1 s poll)
+                pending = getattr(parser, "_timeout_time", 0) is not None
                 handle(selector.select(PENDING_POLL_S if pending else None))
             selector.unregister(fileno)
             handle(selector.select(PENDING_POLL_S), final=True)

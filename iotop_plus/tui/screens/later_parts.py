@@ -55,15 +55,14 @@ class LaterParts:
     def __init__(self, screen: MainScreen) -> None:
         self.screen = screen
         self.mounted = False
-        """Whether the charts and the side panel are on the screen."""
+        """Whether the charts and the side panel are up and showing the frame on screen;
+        keys wait until then."""
         self._held: list[events.Key] = []
-        self._holding = True
         self._mounting: asyncio.Future[None] | None = None
-        """Keys wait until the parts are up and settled (a little after :attr:`mounted`)."""
 
     def hold(self, event: events.Event) -> bool:
         """Keep ``event`` for later if it is a key and the parts are not up yet."""
-        if not self._holding or not isinstance(event, events.Key) or event.is_forwarded:
+        if self.mounted or not isinstance(event, events.Key) or event.is_forwarded:
             return False
         self._held.append(event)
         return True
@@ -105,7 +104,6 @@ class LaterParts:
         screen.refresh_bindings()  # the footer lists the shown tab's keys
         if screen.shown_frame is not None:
             screen.show_frame(screen.shown_frame)
-        self._holding = False
         held, self._held = self._held, []
         for key in held:
             # The key itself, not a copy made here: a copy would be sent by this screen, and

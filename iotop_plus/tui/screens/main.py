@@ -522,7 +522,7 @@ class MainScreen(HistoryActions, Screen[None]):
         if action == "filter" and isinstance(self.focused, Input):
             return False
         if action.startswith("panel_"):
-            if not self.later.mounted:  # a tab is shown once they are (action_panel_tab)
+            if not self.later.mounted:  # panel keys wait for it; a tab is shown once it is up
                 return action == "panel_tab"
             return self.panel_keys.check(action, parameters)
         return self.check_history_action(action)
@@ -573,11 +573,9 @@ class MainScreen(HistoryActions, Screen[None]):
         self.table_keys.reverse_sort()
 
     async def action_panel_key(self, tab: str, action: str) -> None:
-        await self.later.ready()
         await self.panel_keys.run(tab, action)
 
     async def action_panel_command(self, tab: str, action: str) -> None:
-        await self.later.ready()
         await self.panel_keys.command(tab, action)
 
     async def action_tune(self, setting: str) -> None:

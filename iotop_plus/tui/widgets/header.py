@@ -69,7 +69,6 @@ class HostHeader(Static):
         """Wall-clock time of the frame on screen."""
         self.hidden: tuple[int, str | None] = (0, None)
         """Devices the table hides by default, and the busy one among them (named here)."""
-        self._shown = ""
         self._line = Text()
         self._strip: Strip | None = None
         """The line as last rendered (at its width)."""
@@ -191,8 +190,8 @@ class HostHeader(Static):
     def _paint(self) -> None:
         self._painted = self._figures()
         text = self._compose_text()
-        if text.plain != self._shown or text.spans != self._line.spans:
-            self._shown, self._line, self._strip = text.plain, text, None
+        if text != self._line:  # rich compares the text and its styles
+            self._line, self._strip = text, None
             self.refresh()  # one line, as wide as the bar: no reflow (#25)
 
     def render_line(self, y: int) -> Strip:
