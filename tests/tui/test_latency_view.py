@@ -25,7 +25,7 @@ from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.latency_view import LatencyView
 from tests.support.frames import step_awaiting
 from tests.support.wait import holds_within
-from tests.tui.helpers import started, table, wait_for
+from tests.tui.helpers import burst, started, table, wait_for
 
 
 def tracers() -> list[int]:
@@ -87,7 +87,7 @@ async def test_latency_columns_start_and_stop_the_tracer(make_loop) -> None:
         await step_awaiting(pilot, thread, lambda: tracers() == [], timeout=10)
         await pilot.press("c", "c")  # and latency again: a new tracer
         await step_awaiting(pilot, thread, lambda: len(tracers()) == 1, timeout=15)
-        await pilot.press("q")
+        await burst(pilot, "q")  # sent: pilot.press could wait 30 s on a screen that quit
     assert tracers() == []
 
 
