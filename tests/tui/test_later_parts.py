@@ -75,3 +75,20 @@ async def test_keys_typed_before_the_side_panel_is_up_act_once_it_is(
             lambda: screen.query_one("#side-panel", TabbedContent).active == "tab-processes",
             "the Processes tab",
         )
+
+
+async def test_a_screen_closing_before_the_parts_come_gets_no_traceback(
+    step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SIGTERM just after the first paint: the app unmounted the screen while the parts were
+    # due, and mounting them into it was a MountError traceback with exit status 1.
+    monkeypatch.setattr(LaterParts, "after_first_paint", lambda self: None)
+    app = canned_app(Config(interval=1.0))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app, parts=False)
+        screen = app.main_screen
+        await screen.query_one("#body").remove()  # as the app's shutdown does
+        await screen.later.mount()
+        await pilot.pause()
+        assert not screen.later.mounted
+        assert app.return_code is None  # no error: Textual sets 1 on one

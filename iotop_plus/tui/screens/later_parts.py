@@ -15,9 +15,12 @@ are up, and never to a screen without them.
 from __future__ import annotations
 
 import asyncio
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 from textual import events
+from textual.css.query import NoMatches
+from textual.widget import MountError
 from textual.widgets import TabbedContent, TabPane
 
 from iotop_plus.tui.widgets.charts import DeviceCharts
@@ -92,12 +95,15 @@ class LaterParts:
 
     async def _mount_both(self) -> None:
         screen = self.screen
-        await screen.query_one("#left").mount(DeviceCharts(id="charts"))
-        await screen.query_one("#body").mount(side_panel())
+        # A signal or a quit just after the first paint unmounts the screen under us: then
+        # there is nothing to mount into (this was a traceback on SIGTERM at start).
+        with suppress(MountError, NoMatches):
+            await screen.query_one("#left").mount(DeviceCharts(id="charts"))
+            await screen.query_one("#body").mount(side_panel())
 
     def _settle(self) -> None:
-        if self.mounted:
-            return
+        if self.mounted or not self.screen.query("#side-panel"):
+            return  # up already, or the app is closing (see _mount_both)
         self.mounted = True
         screen = self.screen
         screen.notify_panels(screen.selected_device)
