@@ -128,3 +128,32 @@ async def test_the_device_charts_draw_without_querying_for_their_charts(
         assert any(
             "⠀" < ch <= "⣿" for s in iops.render_lines(Region(0, 0, *iops.size)) for ch in s.text
         )
+
+
+async def test_a_new_point_draws_only_the_plot_rows_it_changes_and_the_picture_is_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    app = OneChart()
+    async with app.run_test(size=(40, 15)) as pilot:
+        chart = app.query_one(BrailleChart)
+        plot_minute(chart, 1000.0, [])
+        await pilot.pause()
+        rows: list[int] = []
+        real = BrailleChart._plot_row
+
+        def spy(self: BrailleChart, cells: Any, row: int, *args: Any) -> Any:
+            rows.append(row)
+            return real(self, cells, row, *args)
+
+        monkeypatch.setattr(BrailleChart, "_plot_row", spy)
+        plot_minute(chart, 1001.0, [])
+        plot_h = 11 - 3  # legend, marks row, x axis
+        assert 0 < len(rows) < plot_h  # a new point touches a row or two, not all eight
+        kept = chart.build(26, 11)
+        fresh = BrailleChart("iops", "IOPS")
+        fresh._column_s = chart._column_s  # the same column width as the kept chart's
+        plot_minute(fresh, 1001.0, [])
+        assert kept == fresh.build(26, 11)  # the same characters and styles
+        rows.clear()
+        plot_minute(chart, 1001.0, [(-10.0, "probe")])  # a mark's line crosses every row
+        assert len(rows) == plot_h

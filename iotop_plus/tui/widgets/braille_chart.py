@@ -249,6 +249,9 @@ class BrailleChart(Widget):
         self._kept: dict[str, tuple[object, Strip]] = {}
         """The legend, marks row and x axis of the last build, each with what it was drawn
         from: a frame mostly draws them again from the same inputs (#25)."""
+        self._rows: list[tuple[object, Strip]] = []
+        """The plot rows of the last build, each with what it was drawn from (its tick and
+        cells): between two column steps a new point changes a row or two (#25)."""
 
     def plot(
         self,
@@ -282,7 +285,11 @@ class BrailleChart(Widget):
         # Drawn now, and only the lines that changed are painted again (the legend, the marks
         # row and the x axis mostly stay as they were) (#25).
         old, self._strips = self._strips, self.build(*size)
-        changed = [y for y, (was, now) in enumerate(zip_longest(old, self._strips)) if was != now]
+        changed = [
+            y
+            for y, (was, now) in enumerate(zip_longest(old, self._strips))
+            if was is not now and was != now
+        ]
         if changed:
             self.refresh(*line_regions(changed, size[0]))
 
@@ -357,15 +364,26 @@ class BrailleChart(Widget):
             row = plot_h - 1 - round(value / top * (plot_h - 1)) if plot_h > 1 else 0
             tick_at.setdefault(row, label)
         mark_set = {c for c, _ in mark_cols}
+        marks_key = tuple(sorted(mark_set))
         exact = label_w + 1 + plot_w == width  # the rows fill the width: no crop, no padding
+        rows_kept, self._rows = self._rows, []
         for row in range(plot_h):
             tick = tick_at.get(row)
-            segs = [
-                Segment((tick or "").rjust(label_w), AXIS_STYLE),
-                Segment("┤" if tick is not None else "│", AXIS_STYLE),
-            ]
-            segs.extend(self._plot_row(cells, row, plot_w, mark_set))
-            out.append(Strip(segs, width) if exact else Strip(segs).crop(0, width))
+            base = row * plot_w
+            key = (tick, label_w, plot_w, width, marks_key, cells[base : base + plot_w])
+            kept = rows_kept[row] if row < len(rows_kept) else None
+            if kept is not None and kept[0] == key:
+                strip = kept[1]  # most rows do not change from one frame to the next
+            else:
+                segs = [
+                    Segment((tick or "").rjust(label_w), AXIS_STYLE),
+                    Segment("┤" if tick is not None else "│", AXIS_STYLE),
+                ]
+                segs.extend(self._plot_row(cells, row, plot_w, mark_set))
+                strip = Strip(segs, width) if exact else Strip(segs).crop(0, width)
+                strip = strip.extend_cell_length(width)
+            self._rows.append((key, strip))
+            out.append(strip)
         if has_x_row:
             out.append(
                 self._kept_strip(
