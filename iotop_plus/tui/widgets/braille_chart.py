@@ -27,6 +27,7 @@ from textual.widget import Widget
 
 from iotop_plus.sampling.units import ago, plain_number, si_number
 from iotop_plus.tui.widgets.line_regions import line_regions
+from iotop_plus.tui.widgets.plain_lines import plain_lines
 
 # Bit of the dot at (sub-column, sub-row) in a braille cell (U+2800 + bits).
 _DOTS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
@@ -294,12 +295,14 @@ class BrailleChart(Widget):
             self.refresh(*line_regions(changed, size[0]))
 
     def render_lines(self, crop: Region) -> list[Strip]:
-        """As Textual's, with the widget's size looked up once for all the lines painted
+        """The chart's own strips where its styles add nothing (:mod:`.plain_lines`), else
+        Textual's; with the widget's size looked up once for all the lines painted
         (``Widget.size`` walks up to the screen: once a line was ~40 lookups a frame) (#25)."""
         size = self.size
         self._painting = (size.width, size.height)
         try:
-            return super().render_lines(crop)
+            lines = plain_lines(self, crop, size.width, self.render_line)
+            return super().render_lines(crop) if lines is None else lines
         finally:
             self._painting = None
 

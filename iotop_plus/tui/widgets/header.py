@@ -8,6 +8,7 @@ import time
 from datetime import tzinfo
 
 from rich.text import Text
+from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import Static
 
@@ -16,6 +17,7 @@ from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeparse import clock_text, zone_label
 from iotop_plus.sampling.units import uptime
 from iotop_plus.tui.widgets.device_table import hidden_note
+from iotop_plus.tui.widgets.plain_lines import plain_lines
 
 MODES = {
     "live": "LIVE",
@@ -193,6 +195,12 @@ class HostHeader(Static):
         if text != self._line:  # rich compares the text and its styles
             self._line, self._strip = text, None
             self.refresh()  # one line, as wide as the bar: no reflow (#25)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The line as :meth:`render_line` gives it where the bar's styles add nothing to it
+        (:mod:`.plain_lines`), else through Textual's styles cache (#25)."""
+        lines = plain_lines(self, crop, self.size.width, self.render_line)
+        return super().render_lines(crop) if lines is None else lines
 
     def render_line(self, y: int) -> Strip:
         """The line, rendered from its text alone: a Static's update and render (Textual's

@@ -1,0 +1,55 @@
+"""A Line-API widget's lines painted as they are, where the widget's styles add nothing to them.
+
+Textual paints a widget through its styles cache: for every line painted it calls the
+widget's ``render_line``, then, for borders, padding, outline, tint, opacity and hatching,
+wraps the line in a new Strip (six caches each), keeps it, and passes it through the app's
+line filters. A widget with none of those styles gets back its own segments in a new Strip.
+The charts, their caption and the header repaint a few lines every frame, and this was a
+fifth of the main thread's paint (#25): :func:`plain_lines` gives Textual the widget's own
+strips, through the same line filters, and falls back to Textual's path as soon as a style
+would change them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from textual.geometry import Region
+from textual.strip import Strip
+from textual.widget import Widget
+
+
+def styles_add_nothing(widget: Widget) -> bool:
+    """Whether Textual's styles cache would paint ``widget``'s lines as ``render_line`` gives
+    them: no border, padding or outline, no tint, full opacity and text opacity, no hatch."""
+    styles = widget.styles
+    return (
+        not any(styles.gutter)
+        and not any(kind for kind, _ in styles.outline)
+        and styles.tint.a == 0
+        and styles.text_opacity == 1.0
+        and (not styles.has_rule("hatch") or styles.hatch == "none")
+        and widget.opacity == 1.0
+    )
+
+
+def plain_lines(
+    widget: Widget, crop: Region, width: int, render_line: Callable[[int], Strip]
+) -> list[Strip] | None:
+    """The lines of ``crop`` as ``render_line`` gives them (``width`` cells each), through the
+    app's line filters; None when the widget's styles would change them (paint them through
+    Textual's ``render_lines``)."""
+    if widget.BLANK or not styles_add_nothing(widget):
+        return None
+    strips = [render_line(y) for y in crop.line_range]
+    if any(strip.cell_length != width for strip in strips):
+        return None  # Textual pads a short line with the widget's background
+    filters = widget.get_line_filters()
+    if filters:
+        background = widget.background_colors[1]
+        for line_filter in filters:
+            strips = [strip.apply_filter(line_filter, background) for strip in strips]
+    x1, x2 = crop.column_span
+    if (x1, x2) != (0, width):
+        strips = [strip.crop(x1, x2) for strip in strips]
+    return strips
