@@ -13,11 +13,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rich.style import Style
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.geometry import Region
+from textual.strip import Strip
 from textual.widget import Widget
 
 from iotop_plus.sampling.frame import Frame
@@ -115,6 +118,24 @@ async def test_a_new_sample_count_repaints_only_the_caption_lines_it_changed(
         assert all(sum(r.height for r in regions) < height // 2 for regions in calls), calls
         shown = [strip.text for strip in caption.render_lines(Region(0, 0, *caption.size))]
         assert shown[0].strip().startswith(counts[-1] + " samples")
+        # Only the paragraph that moved is wrapped again; the lines equal a whole wrap's.
+        wrapped: list[str] = []
+        real_wrap = Text.wrap
+
+        def wrap(self: Text, *args: Any, **kwargs: Any) -> Any:
+            wrapped.append(self.plain)
+            return real_wrap(self, *args, **kwargs)
+
+        monkeypatch.setattr(Text, "wrap", wrap)
+        await step(pilot, app)
+        await pilot.pause()
+        assert len(wrapped) == 1 and wrapped[0].endswith(" samples"), wrapped
+        console, style, width = app.console, caption.visual_style.rich_style, caption.size.width
+        whole = [
+            Strip(list(line.render(console))).apply_style(style).crop_extend(0, width, style)
+            for line in Text(str(caption.render())).wrap(console, width)
+        ]
+        assert [caption.render_line(y) for y in range(len(whole))] == whole
 
 
 async def test_a_changed_table_row_is_built_once_a_frame_not_again_at_the_paint(

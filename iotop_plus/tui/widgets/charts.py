@@ -119,6 +119,10 @@ class ChartCaption(Static):
         self._strips: list[Strip] | None = None
         """The lines as last wrapped (None: none yet, Textual renders the text)."""
         self._width = 0
+        self._paragraphs: dict[str, list[Strip]] = {}
+        """The paragraphs of the last text, wrapped, ..."""
+        self._wrapped_as: tuple[int, Style] | None = None
+        """... at this width and style."""
 
     def show(self, text: str) -> None:
         """Show ``text``, repainting only the lines it changed (never a layout pass: the
@@ -137,12 +141,26 @@ class ChartCaption(Static):
             self.refresh(*line_regions(changed, width))
 
     def _wrap(self, text: str, width: int) -> list[Strip]:
+        """The lines of ``text`` at ``width``; a paragraph wrapped at the last call is not
+        wrapped again (only the sample count moves, the axis lines stay)."""
         self._width = width
         console, style = self.app.console, self.visual_style.rich_style
-        return [
-            Strip(list(line.render(console))).apply_style(style).crop_extend(0, width, style)
-            for line in Text(text).wrap(console, width)
-        ]
+        kept = self._paragraphs if self._wrapped_as == (width, style) else {}
+        paragraphs: dict[str, list[Strip]] = {}
+        lines: list[Strip] = []
+        for paragraph in text.split("\n"):  # rich wraps each paragraph on its own too
+            strips = paragraphs.get(paragraph) or kept.get(paragraph)
+            if strips is None:
+                strips = [
+                    Strip(list(line.render(console)))
+                    .apply_style(style)
+                    .crop_extend(0, width, style)
+                    for line in Text(paragraph).wrap(console, width)
+                ]
+            paragraphs[paragraph] = strips
+            lines.extend(strips)
+        self._paragraphs, self._wrapped_as = paragraphs, (width, style)
+        return lines
 
     def render(self) -> str:
         return self._text
