@@ -1,9 +1,11 @@
-"""#25: the charts and the header give Textual their own strips where their styles add nothing
-(no border, padding, outline, tint, opacity or hatch), instead of a copy of each line made by
-Textual's styles cache; what is painted is the same, and a style that would change the lines
-sends them through Textual's path again."""
+"""#25: the charts, the header and the device table give Textual their own strips where their
+styles add nothing (no border, padding, outline, tint, opacity or hatch), instead of a copy of
+each line made by Textual's styles cache; what is painted is the same, and a style that would
+change the lines sends them through Textual's path again."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from textual._styles_cache import StylesCache
@@ -11,9 +13,16 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from iotop_plus.config import Config
+from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.braille_chart import BrailleChart
+from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.header import HostHeader
-from tests.tui.helpers import step
+from iotop_plus.tui.widgets.plain_lines import plain_lines
+from iotop_plus.tui.widgets.process_panel import ProcessList
+from tests.support.frames import StepClock
+from tests.support.synthetic import SyntheticTree
+from tests.tui.helpers import started, step
 from tests.tui.light_support import started_app
 
 
@@ -28,8 +37,12 @@ async def test_the_charts_and_header_paint_their_own_strips_the_same_as_textual(
 ) -> None:
     async with started_app(3) as (pilot, app):
         screen = app.main_screen
-        widgets: list[Widget] = [*screen.query(BrailleChart), screen.query_one(HostHeader)]
-        assert len(widgets) == 6
+        widgets: list[Widget] = [
+            *screen.query(BrailleChart),
+            screen.query_one(HostHeader),
+            screen.query_one(DeviceTable),
+        ]
+        assert len(widgets) == 7
         through_cache: list[Widget] = []
         real = StylesCache.render_widget
 
@@ -47,10 +60,34 @@ async def test_the_charts_and_header_paint_their_own_strips_the_same_as_textual(
                 ours = widget.render_lines(crop)
                 assert ours == textuals(widget, crop), widget
                 assert all(s.cell_length == crop.width for s in ours)
+        await pilot.press("p")  # the Processes tab: its list is a CursorList too
+        await step(pilot, app)
+        await pilot.pause()
+        processes = screen.query_one(ProcessList)
+        crop = processes.region.reset_offset
+        assert crop.height > 2 and processes.render_lines(crop) == textuals(processes, crop)
         # Any braille drawn at all (the comparison is not of empty charts).
         iops = screen.query_one("#chart-iops", BrailleChart)
         lines = iops.render_lines(iops.region.reset_offset)
         assert any("⠀" < ch <= "⣿" for s in lines for ch in s.text)
+
+
+async def test_a_table_with_a_scrollbar_paints_the_same_as_textual(
+    tmp_path: Path, step_clock: StepClock
+) -> None:
+    tree = SyntheticTree(tmp_path / "host", 40)
+    app = make_app(tree.roots, Config(interval=1))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        table = app.main_screen.query_one(DeviceTable)
+        tree.advance(1.0)
+        await step(pilot, app)
+        table.scroll_to(y=3, animate=False)
+        await pilot.pause()
+        assert table.max_scroll_y > 0 and table.scroll_offset.y == 3  # a scrollbar, moved
+        crop = table.region.reset_offset
+        assert plain_lines(table, crop, table.size.width, table.render_line) is not None
+        assert table.render_lines(crop) == textuals(table, crop)
 
 
 async def test_a_style_that_changes_the_lines_paints_them_through_textual() -> None:

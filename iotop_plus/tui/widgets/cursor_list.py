@@ -18,6 +18,8 @@ from textual.geometry import Region, Size
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from iotop_plus.tui.widgets.plain_lines import plain_lines
+
 RowT = TypeVar("RowT")
 
 
@@ -59,6 +61,12 @@ class CursorList(ScrollView, Generic[RowT], can_focus=True):
     def page_rows(self) -> int:
         """Rows that fit under the header (a scrollbar's line not counted)."""
         return max(self.scrollable_content_region.height - self.HEADER_LINES, 1)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The rows' own strips where the list's styles add nothing (:mod:`.plain_lines`),
+        else through Textual's styles cache: the table repaints rows every frame (#25)."""
+        lines = plain_lines(self, crop, self.size.width, self.render_line)
+        return super().render_lines(crop) if lines is None else lines
 
     def fit_virtual_size(self) -> None:
         """Make the scrollable area as tall as the header and the rows."""
