@@ -4,10 +4,10 @@ Textual paints a widget through its styles cache: for every line painted it call
 widget's ``render_line``, then, for borders, padding, outline, tint, opacity and hatching,
 wraps the line in a new Strip (six caches each), keeps it, and passes it through the app's
 line filters. A widget with none of those styles gets back its own segments in a new Strip.
-The charts, their caption and the header repaint a few lines every frame, and this was a
-fifth of the main thread's paint (#25): :func:`plain_lines` gives Textual the widget's own
-strips, through the same line filters, and falls back to Textual's path as soon as a style
-would change them.
+The charts, the header and the device table repaint lines every frame (#25): :func:`plain_lines`
+gives Textual the widget's own strips, through the same line filters, and falls back to
+Textual's path as soon as a style would change them. In-process, a frame's paint took
+1.05-1.12 ms before, 0.84-0.98 ms after (``benchmarks/bench_frame_cost.py``).
 """
 
 from __future__ import annotations
