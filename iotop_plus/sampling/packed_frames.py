@@ -242,8 +242,15 @@ class Packer:
         prev_counters: Mapping[str, DiskCounters] | None,
         prev_flat: array[int] | None,
         since_key: int,
+        again: PackedFrame | None = None,
     ) -> tuple[PackedFrame, array[int]]:
         """``frame`` packed after ``prev`` (whose counters and flat values are given).
+
+        ``again``: ``frame`` was packed before as ``again`` and is packed anew on its own (the
+        oldest frame kept, rebased): it keeps the template it had, and the template of the
+        frames being appended stays. (Made the template, an old frame's shell took that role
+        from the newest frames' at every drop, and each frame appended after kept a shell of
+        its own: ~1 KB a frame once the ring had wrapped, #25.)
 
         Returns the packed frame and its flat counter values (the next frame's base).
         """
@@ -257,7 +264,13 @@ class Packer:
         else:
             data = array("q", map(int.__sub__, flat, prev_flat))
         rebuild = _rebuildable(frame, prev_counters)
-        shell, changes = self._on_template(_shell(frame, prev, True))
+        shell = _shell(frame, prev, True)
+        if again is None:
+            shell, changes = self._on_template(shell)
+        else:
+            changes = _changes(shell, again.shell) if again.parts is not None else None
+            if changes is not None:
+                shell = again.shell
         parts, parts_base = self._pack_parts(frame, prev is not None, changes)
         if parts is None:  # the parts stay in the frame's own shell
             shell = _shell(frame, prev, False)

@@ -158,7 +158,7 @@ class RingTimeline:
             self._packer.counters(first, flat),
             self._packer.counters(gone, gone_flat),
         )
-        packed, _ = self._packer.pack(frame, None, None, None, 0)
+        packed, _ = self._packer.pack(frame, None, None, None, 0, again=first)
         self._frames[0] = packed
         if self._last is not None and self._last[0] is first:
             self._last = (packed, self._last[1], self._last[2])
