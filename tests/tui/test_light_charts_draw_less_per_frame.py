@@ -6,8 +6,8 @@ charts instead of querying the DOM for each of them every frame. The picture is 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import pytest
@@ -15,6 +15,7 @@ from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.dom import DOMNode
 from textual.geometry import Region, Size
+from textual.pilot import Pilot
 from textual.widget import Widget
 
 from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
@@ -42,6 +43,17 @@ def plot_minute(
     values = [100.0 + 40.0 * (int(t) % 9 == 0) for t in stamps]
     line = Line("r/s", Style(color="#5fafff"), values, "r")
     chart.plot(times, joins(times), [line], 60.0, marks, end_label, anchor=now)
+
+
+@asynccontextmanager
+async def chart_with_a_minute() -> AsyncIterator[tuple[Pilot[None], BrailleChart]]:
+    """One chart alone with a minute of points ending at 1000 s, painted."""
+    app = OneChart()
+    async with app.run_test(size=(40, 15)) as pilot:
+        chart = app.query_one(BrailleChart)
+        plot_minute(chart, 1000.0, [])
+        await pilot.pause()
+        yield pilot, chart
 
 
 @contextmanager
@@ -84,11 +96,7 @@ async def test_a_new_point_draws_no_legend_marks_row_or_x_axis_again(
 async def test_painting_a_chart_looks_its_size_up_once_not_once_a_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    app = OneChart()
-    async with app.run_test(size=(40, 15)) as pilot:
-        chart = app.query_one(BrailleChart)
-        plot_minute(chart, 1000.0, [])
-        await pilot.pause()
+    async with chart_with_a_minute() as (_, chart):
         lookups: list[Size] = []
         real = Widget.size
 
@@ -133,11 +141,7 @@ async def test_the_device_charts_draw_without_querying_for_their_charts(
 async def test_a_new_point_draws_only_the_plot_rows_it_changes_and_the_picture_is_whole(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    app = OneChart()
-    async with app.run_test(size=(40, 15)) as pilot:
-        chart = app.query_one(BrailleChart)
-        plot_minute(chart, 1000.0, [])
-        await pilot.pause()
+    async with chart_with_a_minute() as (_, chart):
         rows: list[int] = []
         real = BrailleChart._plot_row
 
