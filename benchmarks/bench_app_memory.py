@@ -30,12 +30,15 @@ import asyncio
 import collections
 import ctypes
 import gc
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from soak import vm_rss_kib  # this directory: run as a script (imports no iotop_plus)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,15 +71,6 @@ def mallinfo() -> Mallinfo2 | None:
         return libc.mallinfo2()
     except (OSError, AttributeError):
         return None
-
-
-def vm_rss_kib() -> int:
-    """VmRSS of this process in KiB."""
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 async def soak(args: argparse.Namespace) -> None:
@@ -128,7 +122,7 @@ async def soak(args: argparse.Namespace) -> None:
                 del objects
                 grew = ", ".join(f"{n} +{c}" for n, c in (types - seen).most_common(4))
                 seen = types
-                now = vm_rss_kib()
+                now = vm_rss_kib(os.getpid()) or 0
                 rss.append((i, now))
                 used, free = (info.uordblks >> 10, info.fordblks >> 10) if info else (0, 0)
                 print(
