@@ -118,7 +118,6 @@ class ChartCaption(Static):
         self._text = ""
         self._strips: list[Strip] | None = None
         """The lines as last wrapped (None: none yet, Textual renders the text)."""
-        self._width = 0
         self._paragraphs: dict[str, list[Strip]] = {}
         """The paragraphs of the last text, wrapped, ..."""
         self._wrapped_as: tuple[int, Style] | None = None
@@ -143,7 +142,6 @@ class ChartCaption(Static):
     def _wrap(self, text: str, width: int) -> list[Strip]:
         """The lines of ``text`` at ``width``; a paragraph wrapped at the last call is not
         wrapped again (only the sample count moves, the axis lines stay)."""
-        self._width = width
         console, style = self.app.console, self.visual_style.rich_style
         kept = self._paragraphs if self._wrapped_as == (width, style) else {}
         paragraphs: dict[str, list[Strip]] = {}
@@ -169,7 +167,7 @@ class ChartCaption(Static):
         width = self.size.width
         if self._strips is None:
             return super().render_line(y)
-        if width != self._width:
+        if self._wrapped_as is None or width != self._wrapped_as[0]:
             self._strips = self._wrap(self._text, width)
         if y < len(self._strips):
             return self._strips[y]
