@@ -24,6 +24,7 @@ from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
 from tests.support.wait import wait_for
 from tests.tui.canned import HOST_ROOTS, CannedSampler
+from tests.tui.helpers import parts_up
 from tests.unit.test_journal import child
 from tests.unit.test_settings import make_tree
 
@@ -84,7 +85,7 @@ async def test_no_offer_without_leftovers_and_keep_on_quit_is_journaled(
     state = tmp_path / "state"
     app = app_with(tree, state)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
+        await parts_up(pilot, app)  # keys go to the screen at once, not held till then
         assert not isinstance(app.screen, RestoreLeftoversScreen)
         app.tuner.apply("sda", "read_ahead_kb", "64")
         await pilot.press("q")
@@ -130,7 +131,7 @@ async def test_quit_with_keep_still_keeps_after_the_hangup_ruling(
     state = tmp_path / "state"
     app = app_with(tree, state)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
+        await parts_up(pilot, app)  # keys go to the screen at once, not held till then
         app.tuner.apply("sda", "read_ahead_kb", "64")
         await pilot.press("q")
         await pilot.pause()
@@ -220,7 +221,7 @@ async def test_quit_offers_to_revert_D(tree: Roots, tmp_path: Path) -> None:
     state = tmp_path / "state"
     app = app_with(tree, state)
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause()
+        await parts_up(pilot, app)  # keys go to the screen at once, not held till then
         app.tuner.switch_delayacct(True)
         await pilot.press("q")
         await pilot.pause()

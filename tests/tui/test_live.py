@@ -14,7 +14,7 @@ from iotop_plus.config import Config
 from iotop_plus.roots import Roots
 from iotop_plus.tui.app import make_app
 from tests.support.synthetic import SyntheticTree
-from tests.tui.helpers import row_line, started, step, step_to, table, wait_for
+from tests.tui.helpers import parts_up, row_line, started, step, step_to, table, wait_for
 
 FAST = Config(interval=0.25)
 
@@ -139,6 +139,7 @@ async def test_end_puts_the_last_row_on_screen_not_under_a_scrollbar(tmp_path: P
     app = make_app(tree.roots, Config(interval=10.0))
     async with app.run_test(size=(100, 24)) as pilot:
         await wait_for(pilot, lambda: app.frames_received >= 1, timeout=30)
+        await parts_up(pilot, app)  # keys go to the screen at once, not held till then
         t = table(app)
         t.focus()
         await pilot.press("end")
