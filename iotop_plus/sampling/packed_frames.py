@@ -6,7 +6,7 @@ objects), and its rates hold the tuples of the frame before. Fifteen minutes at 
 where a recording needs about 6 (#25). Here the counters of a frame are stored as their
 differences from the frame before (zlib over a ``"q"`` array: a few bytes a device, most
 counters do not move in 0.25 s), with full values every :data:`KEY_EVERY` frames and in the
-oldest frame kept, so any frame is rebuilt from at most that many arrays. The rates are
+first frame packed, so any frame is rebuilt from at most that many arrays. The rates are
 rebuilt from the counters of the frame before and the interval, which is what they hold, and
 are stored as they are only when they are something else (a frame after a dropped one, a
 device whose counters went back). The parts made anew each frame (processes, cgroups,
@@ -214,8 +214,9 @@ class Packer:
         """``frame``'s pickled parts and its shell's ``changes`` compressed, and the base
         they need (or None).
 
-        ``chained``: the frame follows the last one packed (a re-packed oldest frame does
-        not, and leaves the base alone). A new base every :data:`KEY_EVERY` frames.
+        ``chained``: the frame follows the last one packed (the first frame, or the first
+        after the wall clock stepped back, does not, and leaves the base alone). A new base
+        every :data:`KEY_EVERY` frames.
         """
         parts = pickled(frame)
         if parts is None:
@@ -242,15 +243,8 @@ class Packer:
         prev_counters: Mapping[str, DiskCounters] | None,
         prev_flat: array[int] | None,
         since_key: int,
-        again: PackedFrame | None = None,
     ) -> tuple[PackedFrame, array[int]]:
         """``frame`` packed after ``prev`` (whose counters and flat values are given).
-
-        ``again``: ``frame`` was packed before as ``again`` and is packed anew on its own (the
-        oldest frame kept, rebased): it keeps the template it had, and the template of the
-        frames being appended stays. (Made the template, an old frame's shell took that role
-        from the newest frames' at every drop, and each frame appended after kept a shell of
-        its own: ~1 KB a frame once the ring had wrapped, #25.)
 
         Returns the packed frame and its flat counter values (the next frame's base).
         """
@@ -264,13 +258,7 @@ class Packer:
         else:
             data = array("q", map(int.__sub__, flat, prev_flat))
         rebuild = _rebuildable(frame, prev_counters)
-        shell = _shell(frame, prev, True)
-        if again is None:
-            shell, changes = self._on_template(shell)
-        else:
-            changes = _changes(shell, again.shell) if again.parts is not None else None
-            if changes is not None:
-                shell = again.shell
+        shell, changes = self._on_template(_shell(frame, prev, True))
         parts, parts_base = self._pack_parts(frame, prev is not None, changes)
         if parts is None:  # the parts stay in the frame's own shell
             shell = _shell(frame, prev, False)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 from types import MappingProxyType
+from typing import Any
 
 import pytest
 
 from iotop_plus.sampling.delayacct import DelayAcct
 from iotop_plus.sampling.frame import Frame, LiveSource, ProcessFrame
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.packed_frames import KEY_EVERY
 from iotop_plus.sampling.pid_files import IoCounters
 from iotop_plus.sampling.processes import ProcessSample, TaskCounters, TaskRates, TaskTotals
 from iotop_plus.sampling.ring_timeline import RingTimeline, fill, strip_processes
@@ -60,6 +62,48 @@ def test_the_ring_keeps_minutes_at_the_current_interval() -> None:
     # Frames older than the minutes are dropped even when the count would allow them.
     fill(ring, frames[:3])  # wall clock stepped back: the ring restarts there
     assert len(ring) == 3
+
+
+def test_lookups_after_the_ring_wrapped_never_reach_frames_out_of_the_window() -> None:
+    """The frames out of the window stay a while as the base of the oldest one shown; no
+    lookup answers with them."""
+    frames = canned_frames(150)
+    ring = fill(RingTimeline(minutes=1, interval=1.0), frames)
+    shown = frames[-61:]
+    t0 = shown[0].wall_time
+    assert len(ring) == 61 and ring.frames() == shown
+    assert ring.span() == (t0, frames[-1].wall_time)
+    assert ring.frame_at(t0 - 30) == shown[0]  # earlier than the window: its first frame
+    assert ring.frame_at(t0) == shown[0]
+    assert ring.step(t0 + 2, -50) == shown[0]  # clamped to the window
+    assert ring.step(t0, 3) == shown[3]
+    assert [f.seq for f in ring.window(t0 + 1, 30)] == [f.seq for f in shown[:2]]
+    assert ring.window(t0 - 5, 3) == []
+    fill(ring, frames[:2])  # the wall clock stepped back: nothing of before is left
+    assert ring.frames() == frames[:2] and ring.span() == (frames[0].wall_time, frames[1].wall_time)
+
+
+def test_dropping_the_oldest_frames_packs_nothing_again() -> None:
+    """Once the ring is full, an append packs one frame: the frames kept are the objects
+    packed when they came (re-packing the oldest at each drop cost 2 ms a frame at 200
+    devices, #25), and at most KEY_EVERY frames are kept beyond the window."""
+    frames = canned_frames(140)
+    ring = fill(RingTimeline(minutes=1, interval=1.0), frames[:70])
+    held = {id(p): p for p in ring._frames}
+    packs: list[Frame] = []
+    real = ring._packer.pack
+
+    def pack(frame: Frame, *rest: Any) -> Any:
+        packs.append(frame)
+        return real(frame, *rest)
+
+    ring._packer.pack = pack  # type: ignore[method-assign,assignment]
+    fill(ring, frames[70:])
+    assert len(packs) == 70
+    later = list(ring._frames)
+    assert all(held.get(id(p), p) is p for p in later)
+    assert len(later) - len(ring) <= KEY_EVERY
+    assert ring.frames() == frames[-61:]
 
 
 def test_bad_minutes_are_refused() -> None:
