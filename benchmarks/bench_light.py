@@ -24,7 +24,9 @@ mkfs.ext2, fio and tmux. Usage: ``.venv/bin/python benchmarks/bench_light.py [--
 [--profile FILE]``; ``--profile FILE`` samples iotop-plus with py-spy instead of the CPU rounds
 (collapsed stacks, for where the time goes); ``--before DIR`` (a ``git archive`` of an older
 commit) adds that tree's iotop-plus to the same CPU rounds and first-figure starts, for
-before/after figures on one load.
+before/after figures on one load; ``--history-minutes 1 --settle 75`` measures our TUIs once
+their history ring is full, as on a host where the TUI was left running (each frame then drops
+the oldest one: that cost 2 ms a frame at 200 devices and no first-minute round saw it).
 """
 
 from __future__ import annotations
@@ -71,6 +73,11 @@ STATE_DIR = Path(tempfile.gettempdir()) / "bench-light-state"
 BEFORE = "before"
 """The name of ``--before DIR``'s iotop-plus in the printed figures."""
 
+#: ``--history-minutes M``: our TUIs read a config that keeps M minutes of history, so a
+#: ``--settle`` longer than that measures them once the ring is full (the steady state of a
+#: TUI left running; every frame drops one then). None: the default 15 minutes.
+CONFIG_HOME: Path | None = None
+
 #: ``--tree DIR``: run iotop_plus from another checkout (``git archive`` of an older commit),
 #: for the figures before a change, in the same run as the peers.
 TREE: Path | None = None
@@ -84,7 +91,10 @@ def ours(names: Sequence[str], tree: Path | None = None, name: str = "iotop-plus
     return App(
         name=name,
         argv=(str(script), "-i", "1", "--state-dir", str(STATE_DIR), *names),
-        env=(("PYTHONPATH", str(tree)),) if tree else (),
+        env=(
+            *((("PYTHONPATH", str(tree)),) if tree else ()),
+            *((("XDG_CONFIG_HOME", str(CONFIG_HOME)),) if CONFIG_HOME else ()),
+        ),
         device_row=rf"\b{names[0]}\b",
         figures_row=rf"\b{names[0]}\s+\d+\.\d\d\b",
     )
@@ -305,6 +315,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also measure iotop_plus from this checkout (a `git archive` of an older commit) "
         "in the same CPU rounds and first-figure starts, named 'before'",
     )
+    parser.add_argument(
+        "--history-minutes",
+        type=float,
+        help="our TUIs keep this many minutes of history (>= 1); with a longer --settle, "
+        "they are measured once their history ring is full",
+    )
     args = parser.parse_args(argv)
     global TREE
     TREE = args.tree
@@ -324,8 +340,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="bench-light-") as tmp:
         work = Path(tmp)
         (work / "host").mkdir()
-        global STATE_DIR
+        global STATE_DIR, CONFIG_HOME
         STATE_DIR = work / "state"
+        if args.history_minutes is not None:
+            CONFIG_HOME = work / "config"
+            (CONFIG_HOME / "iotop-plus").mkdir(parents=True)
+            (CONFIG_HOME / "iotop-plus" / "config.toml").write_text(
+                f"history_minutes = {float(args.history_minutes)}\n"
+            )
+            print(f"our TUIs keep {args.history_minutes:g} minutes of history")
         peer_btop, peer_bpytop = btop(work / "btop-home"), bpytop(work / "bpytop-home")
         peer_atop = atop()
         if peer_btop is None:
