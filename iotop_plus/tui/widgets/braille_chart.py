@@ -5,6 +5,8 @@ the five device charts with a full 600-point history costs about 2-4 ms of CPU a
 cells, against 15-22 ms for plotext's build plus ``Text.from_ansi`` on the same data
 (``benchmarks/bench_charts.py``). Points are first grouped by dot column (each column shows
 its points' range), so the cost follows the chart's width more than the history's length.
+An anchored chart moves its last picture on and draws only the runs that changed
+(:mod:`~iotop_plus.tui.widgets.braille_raster`).
 
 Layout, top to bottom: the title and legend, a row for the labels of marks (so they never
 cover the legend), the plot with round y ticks on the left, and the x axis (seconds before
@@ -26,11 +28,10 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from iotop_plus.sampling.units import ago, plain_number, si_number
+from iotop_plus.tui.widgets.braille_raster import LineRaster, raster
 from iotop_plus.tui.widgets.line_regions import line_regions
 from iotop_plus.tui.widgets.plain_lines import plain_lines
 
-# Bit of the dot at (sub-column, sub-row) in a braille cell (U+2800 + bits).
-_DOTS = ((0x01, 0x02, 0x04, 0x40), (0x08, 0x10, 0x20, 0x80))
 _BRAILLE = 0x2800
 
 TITLE_STYLE = Style(bold=True)
@@ -175,50 +176,6 @@ def _runs_for(
     return runs
 
 
-def raster(
-    runs: Sequence[tuple[int, int, int, bool]],
-    values: Sequence[float],
-    to_row: Callable[[float], int],
-    width: int,
-    height: int,
-) -> bytearray:
-    """Braille bits per cell (``width`` x ``height`` cells) of one line through ``values``,
-    grouped into dot-column ``runs`` (see :func:`columns`). Each column shows its points'
-    whole range (spikes stay visible); a run is joined to the one before it only where
-    ``joined`` says so (no line is drawn over missing samples)."""
-    bits = bytearray(width * height)
-    prev_c = prev_r = -1
-    for c, lo_i, hi_i, joined in runs:
-        if hi_i - lo_i == 1:  # one point in the column (most, at 1 s): one row
-            r_first = r_last = r_top = r_bottom = to_row(values[lo_i])
-        else:
-            seg = values[lo_i:hi_i]
-            r_first, r_last = to_row(seg[0]), to_row(seg[-1])
-            r_top, r_bottom = to_row(max(seg)), to_row(min(seg))
-        if joined and prev_c >= 0:
-            # Every dot column between the two gets a vertical run to the line's height
-            # there, so steep changes stay continuous.
-            dc = c - prev_c
-            last_r = prev_r
-            for k in range(1, dc):
-                rr = prev_r + (r_first - prev_r) * k // dc
-                _vline(bits, width, prev_c + k, last_r, rr)
-                last_r = rr
-            r_top = min(r_top, last_r)
-            r_bottom = max(r_bottom, last_r)
-        _vline(bits, width, c, r_top, r_bottom)
-        prev_c, prev_r = c, r_last
-    return bits
-
-
-def _vline(bits: bytearray, width: int, col: int, r0: int, r1: int) -> None:
-    lo, hi = (r0, r1) if r0 <= r1 else (r1, r0)
-    cell = col >> 1
-    dots = _DOTS[col & 1]
-    for y in range(lo, hi + 1):
-        bits[(y >> 2) * width + cell] |= dots[y & 3]
-
-
 class BrailleChart(Widget):
     """One line chart: title and legend, mark labels, the plot with y ticks, the x axis."""
 
@@ -253,6 +210,10 @@ class BrailleChart(Widget):
         self._rows: list[tuple[object, Strip]] = []
         """The plot rows of the last build, each with what it was drawn from (its tick and
         cells): between two column steps a new point changes a row or two (#25)."""
+        self._rasters: list[LineRaster] = []
+        """Each line's bits of the last build, moved on at the next (anchored charts)."""
+        self._end_column: int | None = None
+        """The anchored column of the window's end at the last build."""
 
     def plot(
         self,
@@ -346,7 +307,8 @@ class BrailleChart(Widget):
         out: list[Strip] = [
             self._kept_strip("legend", legend_key, lambda: self._legend(axis.unit, width), width)
         ]
-        cells = self._cells(plot_w, plot_h, dots_w, dots_h, top * axis.divisor, column)
+        layers = self._layers(plot_w, plot_h, dots_w, dots_h, top * axis.divisor, column)
+        styles = tuple(style for _, style in layers)
         mark_cols = [
             (min(dots_w - 1, max(0, self._mark_column(t, span, dots_w, column))) >> 1, s)
             for t, s in self.marks
@@ -373,7 +335,15 @@ class BrailleChart(Widget):
         for row in range(plot_h):
             tick = tick_at.get(row)
             base = row * plot_w
-            key = (tick, label_w, plot_w, width, marks_key, cells[base : base + plot_w])
+            key = (
+                tick,
+                label_w,
+                plot_w,
+                width,
+                marks_key,
+                styles,
+                [bits[base : base + plot_w] for bits, _ in layers],
+            )
             kept = rows_kept[row] if row < len(rows_kept) else None
             if kept is not None and kept[0] == key:
                 strip = kept[1]  # most rows do not change from one frame to the next
@@ -382,7 +352,7 @@ class BrailleChart(Widget):
                     Segment((tick or "").rjust(label_w), AXIS_STYLE),
                     Segment("┤" if tick is not None else "│", AXIS_STYLE),
                 ]
-                segs.extend(self._plot_row(cells, row, plot_w, mark_set))
+                segs.extend(self._plot_row(layers, row, plot_w, mark_set))
                 strip = Strip(segs, width) if exact else Strip(segs).crop(0, width)
                 strip = strip.extend_cell_length(width)
             self._rows.append((key, strip))
@@ -419,7 +389,7 @@ class BrailleChart(Widget):
             return anchored_column(self.end_time + t, self.end_time, column, dots_w - 1)
         return round((span + t) / span * (dots_w - 1))
 
-    def _cells(
+    def _layers(
         self,
         plot_w: int,
         plot_h: int,
@@ -427,12 +397,11 @@ class BrailleChart(Widget):
         dots_h: int,
         top: float,
         column: float | None = None,
-    ) -> list[tuple[int, Style | None]]:
-        """(braille bits, style) per cell; a cell shared by two lines takes the later one's
-        colour. ``column``: the anchored column width (seconds), if any."""
-        cells: list[tuple[int, Style | None]] = [(0, None)] * (plot_w * plot_h)
+    ) -> list[tuple[bytearray, Style]]:
+        """Each line's braille bits per cell (``plot_w`` x ``plot_h``) and its style, in the
+        lines' order. ``column``: the anchored column width (seconds), if any."""
         if not self.times and all(line.times is None for line in self.lines):
-            return cells
+            return []
         shared = (
             _runs_for(self.times, self.connect, column, dots_w, self.end_time)
             if self.times and column is not None
@@ -447,28 +416,43 @@ class BrailleChart(Widget):
             r = bottom - int(v * ys + 0.5)
             return bottom if r > bottom else 0 if r < 0 else r
 
-        for line in self.lines:
-            runs = (
-                shared
-                if line.times is None
-                else _runs_for(line.times, line.connect, self.span, dots_w)
-            )
-            bits = raster(runs, line.values, to_row, plot_w, plot_h)
-            style = line.style
-            for i, b in enumerate(bits):
-                if b:
-                    cells[i] = (cells[i][0] | b, style)
-        return cells
+        # Anchored: how many dot columns the window moved since the last build.
+        moved = None
+        end_column = None
+        if column is not None and self.end_time is not None:
+            end_column = math.floor(self.end_time / column)
+            if self._end_column is not None and 0 <= end_column - self._end_column < dots_w:
+                moved = end_column - self._end_column
+        self._end_column = end_column
+        key = (plot_w, plot_h, top, column)
+        while len(self._rasters) < len(self.lines):
+            self._rasters.append(LineRaster())
+        layers: list[tuple[bytearray, Style]] = []
+        for line, kept in zip(self.lines, self._rasters, strict=False):
+            if line.times is None:
+                bits = kept.draw(key, moved, shared, line.values, to_row, plot_w, plot_h)
+            else:
+                runs = _runs_for(line.times, line.connect, self.span, dots_w)
+                bits = raster(runs, line.values, to_row, plot_w, plot_h)
+            layers.append((bits, line.style))
+        return layers
 
     def _plot_row(
-        self, cells: list[tuple[int, Style | None]], row: int, plot_w: int, marks: set[int]
+        self, layers: list[tuple[bytearray, Style]], row: int, plot_w: int, marks: set[int]
     ) -> list[Segment]:
+        """One plot row's segments: a cell shared by two lines takes the later one's colour."""
         segs: list[Segment] = []
         run: list[str] = []
         run_style: Style | None = None
         base = row * plot_w
         for col in range(plot_w):
-            bits, style = cells[base + col]
+            bits = 0
+            style: Style | None = None
+            for layer, layer_style in layers:
+                b = layer[base + col]
+                if b:
+                    bits |= b
+                    style = layer_style
             if bits:
                 ch = chr(_BRAILLE | bits)
             elif col in marks:
