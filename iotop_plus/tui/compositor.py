@@ -11,6 +11,11 @@ Only the parts of the dirty regions are written to the terminal (``ChopsUpdate``
 everything outside its spans), and the part of a dirty region on any line belongs to a widget
 whose region overlaps it. So a widget that overlaps no dirty region contributes nothing to the
 update and need not render. This subclass leaves such widgets out; what it writes is the same.
+
+Nor does a widget whose dirty parts all lie inside a widget in front of it that was rendered:
+the compositor keeps, for each cut of a line, the first strip it gets, front to back, so what
+the widget behind renders there is thrown away. The containers under the charts and the
+screen itself rendered ~77 blank lines a frame that way, against ~20 lines of charts.
 """
 
 from __future__ import annotations
@@ -63,12 +68,16 @@ class DirtyOnlyCompositor(Compositor):
     ) -> Iterable[tuple[Region, Region, list[Strip]]]:
         """The renders of the widgets whose visible part overlaps one of ``dirty``, each cut to
         the rows from its first to its last dirty one: a chart with one changed line renders
-        that line."""
+        that line. Widgets come front to back; one whose dirty parts are all inside what a
+        widget in front of it rendered is left out."""
+        rendered: list[Region] = []
         for widget, (region, clip) in self.visible_widgets.items():
             shown = region.intersection(clip)
             rows = _dirty_rows(shown, dirty)
-            if rows is not None:
-                yield region, rows, widget.render_lines(rows.translate(-region.offset))
+            if rows is None or _covered(shown, dirty, rendered):
+                continue
+            rendered.append(rows)
+            yield region, rows, widget.render_lines(rows.translate(-region.offset))
 
 
 def _dirty_rows(shown: Region, dirty: list[Region]) -> Region | None:
@@ -82,3 +91,13 @@ def _dirty_rows(shown: Region, dirty: list[Region]) -> Region | None:
         return None
     top, bottom = max(top, shown.y), min(bottom, shown.bottom)
     return Region(shown.x, top, shown.width, bottom - top)
+
+
+def _covered(shown: Region, dirty: list[Region], rendered: list[Region]) -> bool:
+    """Whether each part of ``shown`` in a region of ``dirty`` lies inside one of
+    ``rendered``."""
+    for area in dirty:
+        part = shown.intersection(area)
+        if part.area and not any(r.contains_region(part) for r in rendered):
+            return False
+    return True

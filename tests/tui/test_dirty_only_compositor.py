@@ -1,12 +1,17 @@
 """#25: the main screen paints a frame by rendering only the widgets its changes touch
-(:mod:`iotop_plus.tui.compositor`), and what it writes to the terminal is what Textual's own
-compositor writes for the same changes."""
+(:mod:`iotop_plus.tui.compositor`), and what it writes on the terminal's cells is what
+Textual's own compositor writes for the same changes (less the cursor moves Textual adds for
+widgets hidden behind others, which write nothing)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
+from rich.cells import cell_len
+from rich.console import Console
+from rich.segment import ControlType, Segment
+from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.strip import Strip
@@ -14,6 +19,7 @@ from textual.widget import Widget
 
 from iotop_plus.config import Config
 from iotop_plus.tui.compositor import DirtyOnlyCompositor
+from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started, step
@@ -35,6 +41,27 @@ def spy_renders(widget_type: type[Widget]) -> tuple[list[Region], Callable[[], N
     return crops, lambda: setattr(widget_type, "render_lines", real)
 
 
+def written(
+    update: ChopsUpdate, console: Console
+) -> dict[tuple[int, int], tuple[str, Style | None]]:
+    """The cells ``update`` writes on the terminal: (x, y) -> (character, style)."""
+    cells: dict[tuple[int, int], tuple[str, Style | None]] = {}
+    x = y = 0
+    segments: list[Segment] = list(update.__rich_console__(console, console.options))  # type: ignore[arg-type]
+    for segment in segments:
+        if segment.control:
+            for code in segment.control:
+                if code[0] == ControlType.CURSOR_MOVE_TO:
+                    x, y = int(code[1]), int(code[2])  # type: ignore[misc]
+            continue
+        if segment.text == "\n":
+            continue
+        for char in segment.text:
+            cells[(x, y)] = (char, segment.style)
+            x += cell_len(char)
+    return cells
+
+
 async def test_partial_updates_write_what_textual_writes_and_skip_untouched_widgets() -> None:
     app = canned_app(Config(interval=1.0), with_history=False)
     compared: list[int] = []
@@ -47,30 +74,43 @@ async def test_partial_updates_write_what_textual_writes_and_skip_untouched_widg
 
         def checked() -> ChopsUpdate | None:
             dirty = set(compositor._dirty_regions)
-            before = len(panel_crops)
+            before, behind = len(panel_crops), len(charts_crops)
             ours = real()
             if not any(area.overlaps(panel.region) for area in dirty):
                 untouched.append(len(panel_crops) - before)
+            charts_region = screen.query_one(DeviceCharts).region
+            if any(area.overlaps(charts_region) for area in dirty):
+                container.append(len(charts_crops) - behind)
             compositor._dirty_regions.update(dirty)
             stock = Compositor.render_partial_update(compositor)  # the whole-rectangle path
             assert (ours is None) == (stock is None)
             if ours is not None and stock is not None:
                 assert ours.spans == stock.spans
-                assert ours.render_segments(app.console) == stock.render_segments(app.console)
+                assert written(ours, app.console) == written(stock, app.console)
                 compared.append(len(dirty))
             return ours
 
         compositor.render_partial_update = checked  # type: ignore[method-assign]
         panel_crops, undo = spy_renders(DevicePanel)
+        charts_crops, undo_charts = spy_renders(DeviceCharts)
+        container: list[int] = []
+        """For each update that touched the charts, how often we rendered their container."""
         panel = screen.query_one(DevicePanel)
         untouched: list[int] = []
         """For each update that did not touch the side panel, how often we rendered it."""
         try:
-            for _ in range(4):
+            for n in range(4):
+                if n == 2:  # a change over the charts' border (their container's) and top rows
+                    charts = screen.query_one(DeviceCharts).region
+                    screen.refresh(Region(charts.x, charts.y - 1, charts.width, 4))
                 await step(pilot, app)
                 await pilot.pause()
         finally:
             undo()
+            undo_charts()
+    # The charts' container renders only when a change shows it (its border): behind the
+    # charts, what it would render is thrown away.
+    assert 0 in container and max(container) == 1, container
     assert any(n >= 2 for n in compared), f"no partial update with several changes: {compared}"
     # Textual's compositor renders the side panel on every frame, since the header (row 0) and
     # the charts (the bottom rows) change; ours only when the panel changed.
