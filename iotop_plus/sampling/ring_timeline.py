@@ -9,7 +9,7 @@ Processes and Cgroups tabs show the top of their lists anyway. The disk counters
 the bulk of a frame, are kept packed (:mod:`~iotop_plus.sampling.packed_frames`) and a frame
 is rebuilt when it is looked up.
 
-A packed frame holds differences from the frame before, and its rates are rebuilt from that
+A packed frame holds its changes from the frame before, and its rates are rebuilt from that
 frame's counters, so the frames that fall out of the window are not dropped one by one: they
 are hidden, and dropped up to the last frame with full values that the oldest frame shown
 still needs (at most :data:`~iotop_plus.sampling.packed_frames.KEY_EVERY` of them). Packing
@@ -78,9 +78,9 @@ class RingTimeline:
         self._frames: deque[PackedFrame] = deque()
         self._hidden = 0
         """Frames at the front of ``_frames`` that are out of the window, kept only as the
-        base of the oldest frame shown (its differences and rates)."""
+        base of the oldest frame shown (its changes and rates)."""
         self._packer = Packer()
-        # The last frame appended: the base of the next one's differences and rates.
+        # The last frame appended: the base of the next one's changes and rates.
         self._last: tuple[PackedFrame, array[int], Mapping[str, DiskCounters]] | None = None
         self._since_key = 0
         # Flat counter values of a few frames lately unpacked (by the packed frame's id).
