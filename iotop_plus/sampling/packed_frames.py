@@ -15,8 +15,7 @@ device whose counters went back). The parts made anew each frame (processes, cgr
 issuers, health, memory...) are kept as bytes by :mod:`~iotop_plus.sampling.packed_parts`,
 and the rest of the frame (its "shell") is a template shared by the frames after it, while
 they differ from it only in plain values (times, sequence number, flags), which are kept with
-the parts. A frame's bytes (counters and parts) are copied into blocks mapped apart from the
-heap (:mod:`~iotop_plus.sampling.byte_blocks`).
+the parts.
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ from collections.abc import Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
-from iotop_plus.sampling.byte_blocks import ByteBlocks
 from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.packed_parts import (
@@ -59,14 +57,12 @@ class PackedFrame:
     """One frame: its shell (a Frame without counters and rates) and its numbers, packed."""
 
     __slots__ = (
-        "_block",
-        "_end",
-        "_mid",
-        "_start",
+        "blob",
         "elapsed",
         "is_key",
         "keys",
         "none_rates",
+        "parts",
         "parts_base",
         "rate_names",
         "rate_set",
@@ -86,18 +82,15 @@ class PackedFrame:
         parts: bytes | None = None,
         parts_base: bytes | None = None,
         elapsed: float | None = None,
-        blocks: ByteBlocks | None = None,
     ) -> None:
-        """``blocks``: where ``blob`` and ``parts`` are kept (else as they are)."""
         self.shell = shell
         """The frame with empty counters and rates, or a template shared with other frames,
         which differs from the frame only in the plain values kept with the parts."""
         self.keys = keys
         """Which device each group of numbers is (shared between frames while unchanged)."""
-        data = blob if parts is None else blob + parts
-        self._block, self._start = (data, 0) if blocks is None else blocks.keep(data)
-        self._mid = self._start + len(blob)
-        self._end = -1 if parts is None else self._start + len(data)
+        self.blob = blob
+        """zlib of the ``"q"`` array's bytes: full values (``is_key``) or XORed with the
+        frame before's."""
         self.is_key = is_key
         """Whether ``blob`` holds full values."""
         self.rate_names = rate_names
@@ -110,22 +103,11 @@ class PackedFrame:
         """The rates as they were, when they are not rebuilt from the counters; else None."""
         self.elapsed = elapsed
         """The interval the rates cover."""
+        self.parts = parts
+        """The pickled processes, cgroups and issuers (then None in the shell), or None."""
         self.parts_base = parts_base
         """The compressed parts of the base frame whose pickled bytes were the preset
         dictionary of ``parts`` (shared by the frames after it); None: ``parts`` alone."""
-
-    @property
-    def blob(self) -> bytes:
-        """zlib of the ``"q"`` array's bytes: full values (``is_key``) or XORed with the
-        frame before's."""
-        return self._block[self._start : self._mid]
-
-    @property
-    def parts(self) -> bytes | None:
-        """The pickled processes, cgroups and issuers (then None in the shell), or None."""
-        if self._end < 0:
-            return None
-        return self._block[self._mid : self._end]
 
 
 def _flat(frame: Frame) -> tuple[Keys, array[int]]:
@@ -223,8 +205,6 @@ class Packer:
         self._since_base = 0
         self._template: Frame | None = None
         """The shell later frames are kept as changes of, while only plain values change."""
-        self._blocks = ByteBlocks()
-        """Where the frames' bytes are kept."""
 
     def _on_template(self, shell: Frame) -> tuple[Frame, ShellChanges | None]:
         """The shell to keep for ``shell`` and its changes: the template and what differs
@@ -299,7 +279,6 @@ class Packer:
             parts=parts,
             parts_base=parts_base,
             elapsed=frame.elapsed_s,
-            blocks=self._blocks,
         )
         if prev is not None:  # one object for what did not change since the frame before
             if packed.rate_names == prev.rate_names:
@@ -342,9 +321,8 @@ class Packer:
         shell = packed.shell
         parts: dict[str, Any] = {}
         sample_changes: dict[str, Any] = {}
-        packed_parts = packed.parts
-        if packed_parts is not None:
-            *values, changes = parts_of(packed_parts, packed.parts_base)
+        if packed.parts is not None:
+            *values, changes = parts_of(packed.parts, packed.parts_base)
             parts = dict(zip(PICKLED, values, strict=True))
             if changes is not None:
                 frame_changes, sample_changes = changes
