@@ -51,6 +51,7 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         devices=getattr(args, "tui_devices", ()) or (),
         older_history=_recordings(state_dir) if roots.is_live else None,
     )
+    app.main_screen.later.freeze_gc = True  # (tests leave it off: see LaterParts)
     try:
         result = app.run()
     finally:

@@ -1,0 +1,57 @@
+"""#25: once the main screen is up, the console script's run moves the start's objects to the
+collector's permanent generation, so a full collection no longer scans them; tests' apps do
+not (the test process would keep every app before it)."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.config import Config
+from iotop_plus.tui import run
+from iotop_plus.tui.app import IotopPlusApp
+from tests.tui.canned import HOST_ROOTS, canned_app
+from tests.tui.helpers import parts_up, started
+
+pytestmark = pytest.mark.usefixtures("step_clock")
+
+
+async def test_the_start_is_frozen_once_the_parts_are_up_when_asked() -> None:
+    app = canned_app(Config(interval=1.0), with_history=False)
+    app.main_screen.later.freeze_gc = True
+    before = gc.get_freeze_count()
+    try:
+        async with app.run_test(size=(120, 36)) as pilot:
+            await started(pilot, app)
+            await parts_up(pilot, app)
+            assert gc.get_freeze_count() > before + 10_000
+    finally:
+        gc.unfreeze()
+
+
+async def test_an_app_not_asked_freezes_nothing() -> None:
+    app = canned_app(Config(interval=1.0), with_history=False)
+    before = gc.get_freeze_count()
+    async with app.run_test(size=(120, 36)) as pilot:
+        await started(pilot, app)
+        await parts_up(pilot, app)
+        assert gc.get_freeze_count() == before
+
+
+def test_the_console_scripts_run_asks_for_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    asked: list[bool] = []
+
+    def no_run(self: IotopPlusApp) -> int:
+        asked.append(self.main_screen.later.freeze_gc)
+        return 0
+
+    monkeypatch.setattr(IotopPlusApp, "run", no_run)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    args = argparse.Namespace(state_dir=str(tmp_path / "state"))
+    assert run.run_tui(args, HOST_ROOTS) == 0
+    assert asked == [True]
