@@ -101,3 +101,51 @@ async def test_a_style_that_changes_the_lines_paints_them_through_textual() -> N
         painted = chart.render_lines(crop)
         assert painted == textuals(chart, crop)
         assert painted[2].text.startswith("  ")  # the padding is there
+
+
+def test_a_line_in_truecolor_skips_the_ansi_filter_and_one_in_ansi_colours_does_not() -> None:
+    """The ANSI colour filter would give a truecolor line back unchanged (then it is painted as
+    it is, no copy); a line with an ANSI colour, or a dim colour, goes through it."""
+    from rich.color import Color as RichColor
+    from rich.segment import Segment
+    from rich.style import Style
+    from rich.terminal_theme import DEFAULT_TERMINAL_THEME
+    from textual.color import Color
+    from textual.filter import ANSIToTruecolor
+
+    from iotop_plus.tui.widgets.plain_lines import truecolor_already
+
+    ansi = ANSIToTruecolor(DEFAULT_TERMINAL_THEME)
+    background = RichColor.from_rgb(30, 30, 30)
+    plain = [Segment(" 12┤", Style(dim=True)), Segment("⣀⡇", Style(color="#5fafff")), Segment("  ")]
+    assert truecolor_already(Strip(plain), ansi, background)
+    for odd in (
+        Style(color="red"),
+        Style(bgcolor="blue"),
+        Style(color="color(3)"),
+        Style(dim=True, color="#5fafff"),  # the filter blends a dim colour into the background
+    ):
+        strip = Strip([*plain, Segment("x", odd)])
+        assert not truecolor_already(strip, ansi, background), odd
+        filtered = strip.apply_filter(ansi, Color(30, 30, 30))
+        assert filtered != strip  # the filter does change it: the test is of something
+    same = Strip(plain).apply_filter(ansi, Color(30, 30, 30))
+    assert same == Strip(plain)  # and leaves the truecolor line as it was
+
+
+async def test_the_charts_lines_are_all_in_truecolor_already() -> None:
+    """So a changed chart line is painted without a copy made by the ANSI colour filter."""
+    from textual.filter import ANSIToTruecolor
+
+    from iotop_plus.tui.widgets.plain_lines import truecolor_already
+
+    async with started_app(3) as (pilot, app):
+        await step(pilot, app, 2)
+        await pilot.pause()
+        (ansi,) = [f for f in app.get_line_filters() if isinstance(f, ANSIToTruecolor)]
+        charts = list(app.main_screen.query(BrailleChart))
+        assert len(charts) == 5
+        for chart in charts:
+            background = chart.background_colors[1].rich_color
+            lines = chart.render_lines(chart.region.reset_offset)
+            assert all(truecolor_already(line, ansi, background) for line in lines), chart
