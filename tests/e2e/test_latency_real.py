@@ -367,7 +367,14 @@ def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
             counted += got.op("read").count if got is not None else 0
             if counted >= 500:
                 break
-        assert counted == 500, [n for n in notices if n]
+        said = [n for n in notices if n]
+        if any("timing 1 request in" in n for n in said):
+            # Other tests' devices (4 workers) took the traced host over 20,000 requests a
+            # second: the tracer switched to timing 1 request in 8, and its counts are
+            # estimates from then on (499 once in CI).
+            assert 350 <= counted <= 650, said
+        else:
+            assert counted == 500, said
         subprocess.run(["losetup", "-d", node], check=True)
         remove_loop_node(int(dev.removeprefix("loop")))  # detached loop nodes stay: remove it
         assert holds_within(lambda: not Path(f"/sys/block/{dev}").exists(), 5)
