@@ -10,8 +10,8 @@ big numbers (:func:`_minus`: subtracting 3,400 counters one by one took 0.3 ms a
 devices; an XOR kept the ring 6 % bigger), with full values every :data:`KEY_EVERY` frames
 and in the first frame packed, so any frame is rebuilt from at most that many arrays. The
 rates are rebuilt from the counters of the frame before and the interval, which is what they
-hold, and are stored as they are only when they are something else (a frame after a dropped one, a
-device whose counters went back). The parts made anew each frame (processes, cgroups,
+hold, and are stored as they are only when they are something else (a frame after a dropped
+one, a device whose counters went back). The parts made anew each frame (processes, cgroups,
 issuers, health, memory...) are kept as bytes by :mod:`~iotop_plus.sampling.packed_parts`,
 and the rest of the frame (its "shell") is a template shared by the frames after it, while
 they differ from it only in plain values (times, sequence number, flags), which are kept with
@@ -124,17 +124,17 @@ def _minus(a: bytes, b: bytes) -> bytes:
     :func:`_plus` undoes it exactly). Counters that grew by a little give fields with zero
     high bytes, as subtracting them one by one does; where one fell, the borrow runs into the
     next field, which stays exact and rare."""
-    n = len(a)
-    diff = (int.from_bytes(a, "little") - int.from_bytes(b, "little")) % (1 << (8 * n))
-    return diff.to_bytes(n, "little")
+    return _modulo_range(int.from_bytes(a, "little") - int.from_bytes(b, "little"), len(a))
 
 
 def _plus(a: bytes, b: bytes) -> bytes:
     """``a + b`` as numbers of ``len(a)`` little-endian bytes, modulo their range."""
-    n = len(a)
-    return ((int.from_bytes(a, "little") + int.from_bytes(b, "little")) % (1 << (8 * n))).to_bytes(
-        n, "little"
-    )
+    return _modulo_range(int.from_bytes(a, "little") + int.from_bytes(b, "little"), len(a))
+
+
+def _modulo_range(number: int, n: int) -> bytes:
+    """``number`` modulo 256 ** ``n``, as ``n`` little-endian bytes."""
+    return (number % (1 << (8 * n))).to_bytes(n, "little")
 
 
 def _rebuildable(frame: Frame, prev: Mapping[str, DiskCounters] | None) -> bool:

@@ -151,9 +151,6 @@ class RingTimeline:
         walls = self._walls
         while len(self) > 0 and (len(self) > self.capacity or walls[self._hidden] < oldest_kept):
             self._hidden += 1
-        if not len(self):
-            self._clear()
-            return
         # The oldest frame shown needs the one before it, which needs every frame back to
         # the last one with full values: the frames before that one go.
         drop = max(0, self._hidden - 1)
@@ -269,7 +266,7 @@ class RingTimeline:
     def window(self, end: float, seconds: float) -> list[Frame]:
         """Frames with ``end - seconds < wall_time <= end``, oldest first."""
         lo = bisect_right(self._walls, end - seconds, self._hidden)
-        hi = max(lo, bisect_right(self._walls, end, self._hidden))
+        hi = bisect_right(self._walls, end, self._hidden)
         return self._unpack(lo, hi)
 
 
