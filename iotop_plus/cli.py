@@ -322,6 +322,7 @@ def _discard_stdout() -> None:
 def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     # The first frame is read while Textual loads (~0.3-0.5 s of imports), so the first
     # screen already has figures over that time.
+    from iotop_plus.sampling.clock import FIRST_INTERVAL_S
     from iotop_plus.sampling.throttle_watch import ThrottleSource
 
     source = ThrottleSource(roots)  # the Device tab's verdict checks throttling (cheaply)
@@ -343,7 +344,12 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
                     ) from None
                 raise
         args.tui_devices = resolve_devices(args.tui_devices, first.sample, first.inventory)
-    source.prime()
+        # The next frame, with rates, is read while Textual loads: a short interval after this
+        # one, as the sampler's second frame would be (not at once: rates over a few
+        # milliseconds would be noise).
+        source.prime(not_before=first.monotonic + FIRST_INTERVAL_S)
+    else:
+        source.prime()
     try:
         from iotop_plus.tui.run import run_tui
     except ImportError as exc:

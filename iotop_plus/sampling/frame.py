@@ -277,16 +277,16 @@ class LiveSource:
         self._memory = MemoryPart(self.roots)
         self._health: HealthPart | None = None
 
-    def prime(self) -> None:
-        """Read the first frame now, in a thread, while the caller loads the UI.
-
-        The next :meth:`next_frame` returns that frame; the one after it has rates over the
-        time the UI took to load, so figures are on the first screen.
-        """
-        if self._priming is not None or self._seq:
+    def prime(self, not_before: float | None = None) -> None:
+        """Read the next frame in a thread while the caller loads the UI, not before
+        ``not_before`` (monotonic); the next :meth:`next_frame` returns it. If it is the first,
+        the one after it has rates over the UI's load; if a frame was read before (to check the
+        devices named), it has rates itself. Either way the first screen has figures."""
+        if self._priming is not None or self._primed is not None:
             return
 
         def run() -> None:
+            time.sleep(max(0.0, (not_before or 0.0) - time.monotonic()))
             with contextlib.suppress(Exception):  # next_frame reads again and reports it
                 self._primed = self._read(early=self._keep_early)
 

@@ -214,6 +214,22 @@ def test_a_primed_source_reads_its_first_frame_while_the_caller_loads(tree: Root
     assert second.monotonic >= before + 0.2
 
 
+def test_a_source_that_read_a_frame_primes_the_next_one_with_rates(tree: Roots) -> None:
+    # Devices named on the command line are checked against a first frame; the frame after
+    # it is read while Textual loads, a short interval later, so the first screen has rates.
+    source = LiveSource(tree)
+    first = source.next_frame()
+    source.prime(not_before=first.monotonic + 0.1)
+    time.sleep(0.3)  # "importing Textual"
+    asked = time.monotonic()
+    primed = source.next_frame()
+    assert primed.seq == 2 and primed.elapsed_s is not None
+    assert primed.monotonic < asked  # read in the background, not now
+    assert 0.1 <= primed.elapsed_s < 0.3  # not at once: rates over milliseconds are noise
+    third = source.next_frame()
+    assert third.seq == 3 and third.elapsed_s == pytest.approx(third.monotonic - primed.monotonic)
+
+
 @pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_a_primed_big_host_hands_over_its_early_frame(tmp_path: Path) -> None:
     from tests.support.synthetic import SyntheticTree
