@@ -53,6 +53,7 @@ from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.early_frames import EarlyFrames
+from iotop_plus.tui.screens.first_resume import StyledAsMounted
 from iotop_plus.tui.screens.later_parts import LaterParts
 from iotop_plus.tui.screens.main_charts import ChartWindow
 from iotop_plus.tui.screens.main_history import HistoryActions
@@ -94,7 +95,7 @@ PROBLEM_SHOWN_S = 5.0
 """A sampling problem stays in the header at least this long, so it can be read."""
 
 
-class MainScreen(HistoryActions, Screen[None]):
+class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
     """Coordinates the widgets: frames come down from the app, selections go up as messages."""
 
     KEYS = (*PANEL_KEYS, *MAIN_KEYS)
