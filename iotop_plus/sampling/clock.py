@@ -125,10 +125,11 @@ class Schedule:
             return min(self._first, self._interval)
         return self._interval
 
-    def start(self, at: float | None = None) -> None:
-        """The first frame was due (taken) at ``at``; default now."""
+    def start(self, at: float | None = None, rates: bool = False) -> None:
+        """The first frame was due (taken) at ``at``; default now. ``rates``: it had rates
+        already (read a short interval after another), so the next needs no short interval."""
         base = self.clock.now() if at is None else at
-        self.short = self._first is not None and self._first < self._interval
+        self.short = not rates and self._first is not None and self._first < self._interval
         self._prev_due = base
         self._due = base + self._gap()
 
@@ -225,7 +226,7 @@ class SamplerThread(threading.Thread):
 
     def run(self) -> None:
         schedule = self.schedule
-        short = False
+        short = rates = False
         while not self._stop_event.is_set():
             started = schedule.clock.now()
             try:
@@ -237,10 +238,13 @@ class SamplerThread(threading.Thread):
                 if not schedule.started:
                     # A primed first frame was read before we started: count from its time.
                     started = min(started, frame.monotonic)
+                    rates = frame.elapsed_s is not None
             except Exception as exc:  # a bad frame must not end sampling or the app
                 self._failed(f"sampling failed: {type(exc).__name__}: {exc}")
             if not schedule.started:
-                schedule.start(started)
+                # A first frame with rates needs no second one soon: reading it at once, while
+                # the screen mounts, only slowed the first paint (#25).
+                schedule.start(started, rates=rates)
             short = schedule.short  # the first frame has no rates: the second comes soon
             if not self._wait():
                 break

@@ -8,6 +8,7 @@ consumer (the TUI's thread, snapshot/top, serve, serve --textfile, record) is ru
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import threading
 from pathlib import Path
@@ -177,6 +178,34 @@ def test_the_tui_sampler_thread_runs_on_the_schedule() -> None:
     )
     assert [f.short_interval for f in frames[:3]] == [False, True, False]
     assert source.closed
+
+
+def test_a_first_frame_with_rates_needs_no_short_second_one() -> None:
+    # Devices named on the command line: the frame the sampler thread gets first was primed
+    # a short interval after the names were checked, so it has rates already. A second frame
+    # at once would only be read while the screen mounts, slowing its first paint (#25).
+    clock = FakeClock()
+
+    class PrimedSource(SlowSource):
+        def next_frame(self, early: object = None) -> Frame:
+            return dataclasses.replace(super().next_frame(early), elapsed_s=0.1)
+
+    source = PrimedSource(clock)
+    frames: list[Frame] = []
+    sampler: SamplerThread
+
+    def deliver(frame: Frame) -> None:
+        frames.append(frame)
+        if len(frames) == 3:
+            sampler.stop()
+
+    sampler = SamplerThread(
+        source, deliver, lambda t: None, interval=1.0, first_interval=0.1, clock=clock
+    )
+    sampler.run()
+    t0 = source.reads[0]
+    assert source.reads == pytest.approx([t0, t0 + 1, t0 + 2])
+    assert not any(f.short_interval for f in frames)
 
 
 def test_the_tui_sampler_thread_takes_a_frame_now_and_continues_from_it() -> None:
