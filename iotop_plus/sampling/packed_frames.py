@@ -34,6 +34,7 @@ from iotop_plus.sampling.packed_parts import (
     LEVEL,
     PICKLED,
     SAME,
+    HealthPickle,
     compressed,
     dumped,
     parts_of,
@@ -217,6 +218,7 @@ class Packer:
         """The current base frame's parts: compressed, pickled, and each part pickled."""
         self._since_base = 0
         self._template: Frame | None = None
+        self._health = HealthPickle()
         """The shell later frames are kept as changes of, while only plain values change."""
 
     def _on_template(self, shell: Frame) -> tuple[Frame, ShellChanges | None]:
@@ -239,7 +241,7 @@ class Packer:
         after the wall clock stepped back, does not, and leaves the base alone). A new base
         every :data:`KEY_EVERY` frames.
         """
-        parts = pickled(frame)
+        parts = pickled(frame, self._health)
         if parts is None:
             return None, None
         try:

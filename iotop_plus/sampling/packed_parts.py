@@ -135,14 +135,55 @@ def _processes_from(records: tuple[bytes, ...]) -> ProcessFrame:
     )
 
 
-def pickled(frame: Frame) -> tuple[bytes, ...] | None:
-    """Each of ``frame``'s parts pickled alone (the processes task by task), or None."""
+class HealthPickle:
+    """The last health part pickled, and what it was made of, to pickle it again only when that
+    changed. A device's reading is the same object from frame to frame until it is read again
+    (every few minutes), and the ages are left out (:func:`_packable`), so the part is mostly
+    the very same: pickling it was ~0.2 ms a frame at 200 devices, a quarter of the ring's
+    append (#25)."""
+
+    def __init__(self) -> None:
+        self._made_of: tuple[Any, ...] | None = None
+        self._readings: tuple[Any, ...] = ()
+        self._bytes = b""
+
+    def dumped(self, health: HealthFrame) -> bytes:
+        """``health`` pickled (with no ages), as :func:`dumped` would."""
+        readings = health.readings
+        made_of = (
+            tuple(readings),
+            health.age_s,
+            health.io_errors,
+            health.io_error_source,
+            health.problem,
+            health.new_errors,
+            health.grown,
+        )
+        same = (
+            self._made_of == made_of
+            and len(self._readings) == len(readings)
+            # The readings themselves (held here, so no id is reused): the same objects.
+            and all(a is b for a, b in zip(self._readings, readings.values(), strict=True))
+        )
+        if not same:
+            self._bytes = dumped(health)
+            self._made_of, self._readings = made_of, tuple(readings.values())
+        return self._bytes
+
+
+def pickled(frame: Frame, health: HealthPickle | None = None) -> tuple[bytes, ...] | None:
+    """Each of ``frame``'s parts pickled alone (the processes task by task), or None;
+    ``health`` keeps the health part's last pickle, for a packer that packs frame after
+    frame."""
     out: list[bytes] = []
     try:
         for name in PICKLED:
             value = _packable(frame, name)
             if name == "processes" and value is not None:
                 value = _task_records(value) or value
+            if health is not None and name == "health" and type(value) is HealthFrame:
+                out.append(health.dumped(value))
+                continue
             out.append(dumped(value))
     except (pickle.PicklingError, TypeError, AttributeError):
         return None  # something that does not pickle: the parts stay as they are
