@@ -27,6 +27,7 @@ from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from iotop_plus.sampling.throttle_watch import ThrottleSource
 from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.tui import strip_cycles
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.input_driver import quiet_driver
 from iotop_plus.tui.keys import APP_KEYS, bindings
@@ -72,6 +73,7 @@ class IotopPlusApp(TypeAheadApp[int]):
         """``replay``: show this timeline's frames instead of sampling (no sampler thread),
         starting at ``replay_at`` (default its first frame); ``zone`` is the recorded host's.
         ``older_history`` opens this host's recordings, so scrubbing reaches past the ring."""
+        strip_cycles.install()  # painted lines freed when dropped, not by the collector
         super().__init__()
         self.source = source
         """Where frames come from; injected so tests can pass fixture roots or canned samples."""
