@@ -1,6 +1,7 @@
 """#25: once the main screen is up, the console script's run moves the start's objects to the
-collector's permanent generation, so a full collection no longer scans them; tests' apps do
-not (the test process would keep every app before it)."""
+collector's permanent generation, so a full collection no longer scans them, and collects the
+young generation less often (a frame makes no garbage cycles); tests' apps do neither (the
+test process would keep every app before it)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from iotop_plus.config import Config
 from iotop_plus.tui import run
 from iotop_plus.tui.app import IotopPlusApp
+from iotop_plus.tui.screens.later_parts import GEN0_THRESHOLD
 from tests.tui.canned import HOST_ROOTS, canned_app
 from tests.tui.helpers import parts_up, started
 
@@ -22,23 +24,26 @@ pytestmark = pytest.mark.usefixtures("step_clock")
 async def test_the_start_is_frozen_once_the_parts_are_up_when_asked() -> None:
     app = canned_app(Config(interval=1.0), with_history=False)
     app.main_screen.later.freeze_gc = True
-    before = gc.get_freeze_count()
+    before, threshold = gc.get_freeze_count(), gc.get_threshold()
     try:
         async with app.run_test(size=(120, 36)) as pilot:
             await started(pilot, app)
             await parts_up(pilot, app)
             assert gc.get_freeze_count() > before + 10_000
+            assert gc.get_threshold() == (GEN0_THRESHOLD, *threshold[1:])
     finally:
         gc.unfreeze()
+        gc.set_threshold(*threshold)
 
 
 async def test_an_app_not_asked_freezes_nothing() -> None:
     app = canned_app(Config(interval=1.0), with_history=False)
-    before = gc.get_freeze_count()
+    before, threshold = gc.get_freeze_count(), gc.get_threshold()
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
         await parts_up(pilot, app)
         assert gc.get_freeze_count() == before
+        assert gc.get_threshold() == threshold
 
 
 def test_the_console_scripts_run_asks_for_it(

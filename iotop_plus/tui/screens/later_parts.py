@@ -46,6 +46,11 @@ def side_panel() -> TabbedContent:
     return tabs
 
 
+GEN0_THRESHOLD = 10_000
+"""Container objects made (less those freed) between young collections once the parts are up
+(Python's default is 700). At 8 devices a frame leaves a few hundred behind: a collection
+every ~40 s, against ~1.5 a second; cycles made by rarer work wait that long at most."""
+
 WRITTEN_S = 0.05
 """How long after the first paint the parts are mounted. The paint's bytes are written to the
 terminal by Textual's writer thread, which needs the GIL for it: mounted at once, the parts
@@ -65,7 +70,8 @@ class LaterParts:
         self._mounting: asyncio.Future[None] | None = None
         self.freeze_gc = False
         """Once the parts are up, move every object made so far to the collector's permanent
-        generation (``gc.freeze``). The console script's run sets it; tests do not (a test
+        generation (``gc.freeze``) and collect the young generation less often
+        (:data:`GEN0_THRESHOLD`). The console script's run sets it; tests do not (a test
         process would keep every earlier test's apps)."""
 
     def hold(self, event: events.Event) -> bool:
@@ -120,6 +126,9 @@ class LaterParts:
             # ~70,000 of them) are never garbage: a full collection scanned them all, ~25 ms
             # of the main thread once a minute, ~6 % of its time at 1 s (#25).
             gc.freeze()
+            # A frame makes no garbage cycles (painted lines were the last, strip_cycles), so
+            # the young collections found nothing: ~1.5 a second, 0.2 ms each, at 700.
+            gc.set_threshold(GEN0_THRESHOLD, *gc.get_threshold()[1:])
         held, self._held = self._held, []
         for key in held:
             # The key itself, not a copy made here: a copy would be sent by this screen, and
