@@ -218,8 +218,9 @@ class Packer:
         """The current base frame's parts: compressed, pickled, and each part pickled."""
         self._since_base = 0
         self._template: Frame | None = None
-        self._health = HealthPickle()
         """The shell later frames are kept as changes of, while only plain values change."""
+        self._health = HealthPickle()
+        """The health part's last pickle, pickled again only when the part changed."""
 
     def _on_template(self, shell: Frame) -> tuple[Frame, ShellChanges | None]:
         """The shell to keep for ``shell`` and its changes: the template and what differs

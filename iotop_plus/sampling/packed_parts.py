@@ -159,11 +159,10 @@ class HealthPickle:
             health.new_errors,
             health.grown,
         )
-        same = (
-            self._made_of == made_of
-            and len(self._readings) == len(readings)
-            # The readings themselves (held here, so no id is reused): the same objects.
-            and all(a is b for a, b in zip(self._readings, readings.values(), strict=True))
+        same = self._made_of == made_of and all(
+            # The same names (in made_of), so as many readings; held here, so no id is reused.
+            a is b
+            for a, b in zip(self._readings, readings.values(), strict=True)
         )
         if not same:
             self._bytes = dumped(health)

@@ -15,6 +15,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, frames_on_schedule
 from iotop_plus.sampling.sampler import HostInfo, Sampler
+from tests.support.wait import holds_within
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 
@@ -214,13 +215,19 @@ def test_a_primed_source_reads_its_first_frame_while_the_caller_loads(tree: Root
     assert second.monotonic >= before + 0.2
 
 
+def _priming() -> bool:
+    """Whether a source's background read (``prime``) is still running."""
+    return any(t.name == "iotop-plus-prime" and t.is_alive() for t in threading.enumerate())
+
+
 def test_a_source_that_read_a_frame_primes_the_next_one_with_rates(tree: Roots) -> None:
     # Devices named on the command line are checked against a first frame; the frame after
     # it is read while Textual loads, a short interval later, so the first screen has rates.
     source = LiveSource(tree)
     first = source.next_frame()
     source.prime(not_before=first.monotonic + 0.1)
-    time.sleep(0.3)  # "importing Textual"
+    # "Importing Textual" until the background read is done.
+    assert holds_within(lambda: not _priming(), 5)
     asked = time.monotonic()
     primed = source.next_frame()
     assert primed.seq == 2 and primed.elapsed_s is not None

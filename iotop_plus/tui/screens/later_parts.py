@@ -126,8 +126,9 @@ class LaterParts:
             # ~70,000 of them) are never garbage: a full collection scanned them all, ~25 ms
             # of the main thread once a minute, ~6 % of its time at 1 s (#25).
             gc.freeze()
-            # A frame makes no garbage cycles (painted lines were the last, strip_cycles), so
-            # the young collections found nothing: ~1.5 a second, 0.2 ms each, at 700.
+            # The default screen's frames make no garbage cycles (painted lines were the last,
+            # strip_cycles), so the young collections found nothing: ~1.5 a second, 0.2 ms
+            # each, at 700. (The Processes tab's row worker is a cycle: it waits longer.)
             gc.set_threshold(GEN0_THRESHOLD, *gc.get_threshold()[1:])
         held, self._held = self._held, []
         for key in held:
