@@ -75,6 +75,11 @@ class Ring:
         start = self._start
         return itertools.chain(self._data[start:], self._data[:start])
 
+    def values(self) -> array[float]:
+        """The values, oldest first, as a new array (copied in C: no float object each)."""
+        start = self._start
+        return self._data[start:] + self._data[:start]
+
 
 class Series:
     """One metric of a :class:`DeviceHistory`, oldest first, as a :class:`Ring` reads: a
@@ -103,9 +108,14 @@ class Series:
         return self._figures[self._timestamps._start * _WIDTH + self._offset]
 
     def __iter__(self) -> Iterator[float]:
+        return iter(self.values())
+
+    def values(self) -> array[float]:
+        """The values, oldest first, as a new array: the charts take a copy of nine series a
+        frame, and a list made a float object of each point (#25)."""
         figures, k = self._figures, self._offset
         start = self._timestamps._start * _WIDTH
-        return itertools.chain(figures[start + k :: _WIDTH], figures[k:start:_WIDTH])
+        return figures[start + k :: _WIDTH] + figures[k:start:_WIDTH]
 
 
 _WIDTH = len(METRICS)

@@ -83,7 +83,7 @@ def test_device_facts_read_as_the_grid_table_did(width: int) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from iotop_plus.tui.widgets.device_panel import facts_text
+    from iotop_plus.tui.widgets.device_panel import LABEL_STYLE, fact_lines
 
     console = Console(width=width, color_system=None)
     table = Table.grid(padding=(0, 1))
@@ -93,9 +93,12 @@ def test_device_facts_read_as_the_grid_table_did(width: int) -> None:
         table.add_row(label, Text(value))
     with console.capture() as grid:
         console.print(table)
-    with console.capture() as ours:
-        console.print(facts_text(FACTS, width, console))
-    assert ours.get().splitlines() == grid.get().splitlines()
+    ours = Text(no_wrap=True, overflow="crop")
+    for label, line in fact_lines(FACTS, width, console):
+        ours.append_text(Text(label, LABEL_STYLE) + Text(line + "\n"))
+    with console.capture() as printed:
+        console.print(ours, end="")
+    assert printed.get().splitlines() == grid.get().splitlines()
 
 
 async def test_new_figures_in_the_device_facts_ask_for_no_layout_pass(
@@ -170,13 +173,14 @@ async def test_a_chart_repaints_only_the_lines_that_changed(
 def test_a_fact_that_did_not_change_is_not_wrapped_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from rich.console import Console
 
-    from iotop_plus.tui.widgets.device_panel import facts_text
+    from iotop_plus.tui.widgets.device_panel import fact_lines
 
     console = Console(width=39)
     with texts_through(monkeypatch, "wrap") as wraps:
-        first = facts_text(FACTS, 39, console)
+        first = fact_lines(FACTS, 39, console)
         wraps.clear()
         moved = [*FACTS[:2], ("memory", "dirty 19.9M (bg 2.2G, max 4.5G)  writeback 0")]
-        second = facts_text(moved, 39, console)
+        second = fact_lines(moved, 39, console)
     assert wraps == [moved[2][1]]  # only the memory line is wrapped again
-    assert second.plain.splitlines()[:-2] == first.plain.splitlines()[:-2]
+    assert second[:-2] == first[:-2]
+    assert second[-2:] != first[-2:]

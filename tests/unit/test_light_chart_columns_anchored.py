@@ -9,7 +9,14 @@ import random
 
 from rich.style import Style
 
-from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line, column_seconds
+from iotop_plus.tui.widgets.braille_chart import (
+    BrailleChart,
+    Line,
+    _runs_for,
+    anchored_column,
+    column_seconds,
+    columns,
+)
 from iotop_plus.tui.widgets.charts import joins
 
 CAPACITY = 900
@@ -65,3 +72,29 @@ def test_the_column_width_holds_while_the_window_jitters() -> None:
     assert len({column_seconds(900 + j / 50, 44, was) for j in range(-2, 3)}) == 1
     assert all(w * 43 >= 899.9 for w in widths)  # the window fits in the columns
     assert was * 43 <= 900 * 1.1 + 1e-6  # and fills at least ~nine tenths of them
+
+
+def _runs_point_by_point(
+    times: list[float], connect: list[bool], width: float, dots_w: int, anchor: float
+) -> list[tuple[int, int, int, bool]]:
+    """Each point's anchored column, clamped to the chart, then grouped: the reference."""
+    last = dots_w - 1
+    cols = [anchored_column(anchor + t, anchor, width, last) for t in times]
+    return columns([min(last, max(0, c)) for c in cols], connect)
+
+
+def test_the_charts_of_one_draw_share_their_runs_and_each_gets_its_own_columns() -> None:
+    rnd = random.Random(25)
+    for _ in range(3000):
+        width = rnd.choice([0.25, 1.0, 1.1 ** rnd.randint(-5, 30), 3.7])
+        anchor = rnd.uniform(0, 1e5)
+        n = rnd.randint(0, 40)
+        if rnd.random() < 0.7:
+            times = sorted(rnd.uniform(-width * 60, width * 2) for _ in range(n))
+        else:  # bunched at both edges: the clamped runs meet the first and last columns
+            edges = (-width * 70, -width * 3, 0.0, width * 1.5)
+            times = sorted(rnd.choice(edges) + rnd.uniform(-1, 1) * width for _ in range(n))
+        connect = [rnd.random() < 0.8 for _ in range(n)]
+        for dots_w in rnd.sample(range(2, 60), 3):  # one draw: three widths, one times
+            want = _runs_point_by_point(times, connect, width, dots_w, anchor)
+            assert _runs_for(times, connect, width, dots_w, anchor) == want

@@ -118,9 +118,10 @@ def columns(cols: Sequence[int], connect: Sequence[bool]) -> list[tuple[int, int
     return runs
 
 
-_RUNS_CACHE: dict[
-    tuple[int, int, float, int, float | None], tuple[object, list[tuple[int, int, int, bool]]]
-] = {}
+RunList = list[tuple[int, int, int, bool]]
+"""Dot-column runs: (column, first index, end index, joined to the run before)."""
+
+_RUNS_CACHE: dict[tuple[int, int, float, int, float | None], tuple[object, RunList]] = {}
 
 COLUMN_RATIO = 1.1
 """Anchored charts: a dot column's width in seconds is a power of this, at or above what the
@@ -162,17 +163,57 @@ def _runs_for(
     xs = (dots_w - 1) / span
     last = dots_w - 1
     if anchor is not None:
-        k_end = math.floor(anchor / span)
-        cols = [last - k_end + math.floor((anchor + t) / span) for t in times]
+        runs = _shifted_runs(_slice_runs(times, connect, span, anchor), last, anchor, span)
     else:
         # times lie in [-span, 0]: only float rounding can step outside, and min/max catch it.
         cols = [int((span + t) * xs + 0.5) for t in times]
-    if cols and (cols[0] < 0 or cols[-1] > last):
-        cols = [min(last, max(0, c)) for c in cols]
-    runs = columns(cols, connect)
+        if cols and (cols[0] < 0 or cols[-1] > last):
+            cols = [min(last, max(0, c)) for c in cols]
+        runs = columns(cols, connect)
     if len(_RUNS_CACHE) >= 4:
         _RUNS_CACHE.clear()
     _RUNS_CACHE[key] = (times, runs)
+    return runs
+
+
+_SLICES_CACHE: dict[tuple[int, int, float, float], tuple[object, RunList]] = {}
+
+
+def _slice_runs(
+    times: Sequence[float], connect: Sequence[bool], width: float, anchor: float
+) -> RunList:
+    """The runs of ``times`` (relative to ``anchor``) by the slice of time each point falls in
+    (``floor(stamp / width)``), for every chart of one draw: the charts' widths differ, and
+    mostly not their column widths, and a run of points in one slice is a run of one column
+    at any width (a chart's columns are its slices shifted) (#25)."""
+    key = (id(times), len(times), width, anchor)
+    hit = _SLICES_CACHE.get(key)
+    if hit is not None and hit[0] is times:
+        return hit[1]
+    floor = math.floor
+    runs = columns([floor((anchor + t) / width) for t in times], connect)
+    if len(_SLICES_CACHE) >= 4:
+        _SLICES_CACHE.clear()
+    _SLICES_CACHE[key] = (times, runs)
+    return runs
+
+
+def _shifted_runs(slices: RunList, last: int, anchor: float, width: float) -> RunList:
+    """The runs by slice placed in a chart whose last column (``last``) holds the slice of
+    ``anchor``: runs that fall left of the first column (or, by rounding, right of the last)
+    are one run there, as the points' columns clamped to the chart."""
+    shift = last - math.floor(anchor / width)
+    runs = [(k + shift, start, end, joined) for k, start, end, joined in slices]
+    if runs and runs[0][0] < 0:
+        n = next((i for i, run in enumerate(runs) if run[0] >= 0), len(runs))
+        runs[:n] = [(0, runs[0][1], runs[n - 1][2], runs[0][3])]
+        if len(runs) > 1 and runs[1][0] == 0:  # the next run is in column 0 too: one run
+            runs[:2] = [(0, runs[0][1], runs[1][2], runs[0][3])]
+    if runs and runs[-1][0] > last:
+        n = next(i for i, run in enumerate(runs) if run[0] > last)
+        first = runs[n - 1] if n > 0 and runs[n - 1][0] == last else runs[n]
+        at = n - 1 if first is not runs[n] else n
+        runs[at:] = [(last, first[1], runs[-1][2], first[3])]
     return runs
 
 

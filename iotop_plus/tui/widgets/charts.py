@@ -248,7 +248,7 @@ class DeviceCharts(Grid):
                 f"{printable(device)}: {len(history)} samples\n"
                 f"x axis: {before}\nmarks: settings, probes, writeback, errors"
             )
-        stamps = list(history.timestamps) if history is not None else []
+        stamps = history.timestamps.values() if history is not None else []
         first = stamps[0] if stamps else now
         begin = min(first, start) if start is not None else first
         span = max(now - begin, min_span, 1e-9)
@@ -270,7 +270,7 @@ class DeviceCharts(Grid):
                     Line(
                         LEGEND.get(metric, label),
                         styles[i],
-                        list(history.series[metric]),
+                        history.series[metric].values(),
                         SHORT.get(metric, ""),
                     )
                     for i, (metric, label) in enumerate(spec.series)

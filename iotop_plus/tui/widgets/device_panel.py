@@ -7,6 +7,8 @@ from collections.abc import Sequence
 
 from rich.cells import cell_len
 from rich.console import Console
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
@@ -81,22 +83,29 @@ def device_facts(
     return facts
 
 
-def facts_text(facts: Sequence[tuple[str, str]], width: int, console: Console) -> Text:
-    """The facts as two columns, each value wrapped beside its bold label, as a grid Table
-    would draw them, for a tenth of the cost: the panel repaints every frame (#25)."""
+FactLine = tuple[str, str]
+"""One line of the facts: the label's cell (the label, or blank under it, padded to the
+label column) and that line of the value (padded to the value column)."""
+
+
+def fact_lines(facts: Sequence[tuple[str, str]], width: int, console: Console) -> list[FactLine]:
+    """The facts as two columns, each value wrapped beside its label, as a grid Table would
+    draw them, for a tenth of the cost: the panel repaints every frame (#25).
+
+    Plain strings, not a Rich ``Text``: a frame that moves one figure made the whole text
+    again, split it into lines and compared each line's spans, which was a tenth of the live
+    TUI's main thread on a host whose memory line moves every second (#25)."""
     label_w = max(cell_len(label) for label, _ in facts)
     values = [printable(value) for _, value in facts]
     # The value column: as wide as the widest value, at most what is left beside the labels.
     widest = max(cell_len(value) for value in values)
     value_w = min(widest, max(1, width - label_w - 1)) if width > 0 else widest
-    text = Text(no_wrap=True, overflow="crop")
+    blank = " " * (label_w + 1)
+    lines: list[FactLine] = []
     for (label, _), value in zip(facts, values, strict=True):
         for i, line in enumerate(_wrapped(value, value_w, console)):
-            if text:
-                text.append("\n")
-            text.append((label if i == 0 else "").ljust(label_w + 1), "bold")
-            text.append(line)
-    return text
+            lines.append((label.ljust(label_w + 1) if i == 0 else blank, line))
+    return lines
 
 
 @functools.lru_cache(maxsize=512)
@@ -107,16 +116,21 @@ def _wrapped(value: str, width: int, console: Console) -> tuple[str, ...]:
     return tuple(line.plain + " " * (width - line.cell_len) for line in lines)
 
 
-class _Facts(Static):
-    """The facts' text, wrapped again when its width changes (a scroll bar came or went).
+LABEL_STYLE = Style(bold=True)
+_NO_LINE = Strip([])
+"""The blank lines that keep the facts' height (one strip: the same from frame to frame)."""
 
-    Drawn line by line (Textual's Line API) from the wrapped text, so a frame that changes
+
+class _Facts(Static):
+    """The facts' lines, wrapped again when its width changes (a scroll bar came or went).
+
+    Drawn line by line (Textual's Line API) from the wrapped lines, so a frame that changes
     one figure repaints that line only (#25)."""
 
     def __init__(self, text: str, *, id: str | None = None) -> None:
         super().__init__(text, id=id)
         self._strips: list[Strip] | None = None
-        self._lines: list[Text] = []
+        self._lines: list[FactLine] = []
         self._shown_width = 0
 
     def on_resize(self) -> None:
@@ -124,24 +138,29 @@ class _Facts(Static):
         if isinstance(panel, DevicePanel):
             panel._paint()
 
-    def show_text(self, text: Text | None, keep_height: bool = False) -> None:
-        """Show ``text`` (None: the placeholder); only the lines that changed are painted,
+    def show_lines(self, lines: list[FactLine] | None, keep_height: bool = False) -> None:
+        """Show ``lines`` (None: the placeholder); only the lines that changed are painted,
         and a reflow is asked for only when the number of lines changed.
 
-        With ``keep_height`` (the same device at the same width), text that wraps to fewer
-        lines than shown keeps the height with blank lines at the end: the memory line
-        wrapping to 3 lines, then 2 (``writeback 64K``, then ``0``) had asked every frame of a
-        writing host for a layout pass, which repaints the whole panel column (#25)."""
-        if text is None:
+        With ``keep_height`` (the same device at the same width), lines that wrap to fewer
+        than shown keep the height with blank lines at the end: the memory line wrapping to
+        3 lines, then 2 (``writeback 64K``, then ``0``) had asked every frame of a writing
+        host for a layout pass, which repaints the whole panel column (#25)."""
+        if lines is None:
             self._strips, self._lines = None, []
             self.update("No device selected.")
             return
-        lines = list(text.split("\n"))
-        strips = self._line_strips(lines)
-        old = self._strips
+        old, was = self._strips, self._lines
+        kept = min(len(was), len(old or ()))  # old may end in blank lines (keep_height)
+        strips = [
+            old[y]
+            if old is not None and y < kept and line == was[y]
+            else Strip([Segment(line[0], LABEL_STYLE), Segment(line[1])])
+            for y, line in enumerate(lines)
+        ]
         same_width = self._shown_width == self.size.width
         if keep_height and same_width and old is not None and len(strips) < len(old):
-            strips += [Strip([])] * (len(old) - len(strips))
+            strips += [_NO_LINE] * (len(old) - len(strips))
         self._shown_width = self.size.width
         self._strips, self._lines = strips, lines
         if old is None or len(old) != len(strips):
@@ -151,24 +170,10 @@ class _Facts(Static):
         changed = [
             Region(0, y, width, 1)
             for y, (a, b) in enumerate(zip(old, strips, strict=True))
-            if a != b
+            if a is not b and a != b
         ]
         if changed:
             self.refresh(*changed)
-
-    def _line_strips(self, lines: list[Text]) -> list[Strip]:
-        """The strips of ``lines``: a line as it was at the same place in the last frame
-        keeps its strip, so only the lines that changed are rendered again, also when the
-        text has another number of lines (a value at the end wrapping to one line more or
-        less) (#25)."""
-        console, was, old = self.app.console, self._lines, self._strips or []
-        kept = min(len(was), len(old))  # old may end in blank lines (keep_height)
-        return [
-            old[y]
-            if y < kept and line == was[y] and line.style == was[y].style
-            else Strip(list(line.render(console)))
-            for y, line in enumerate(lines)
-        ]
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
         if self._strips is None:
@@ -199,7 +204,7 @@ class DevicePanel(VerticalScroll):
         """Its settings as last read."""
         self._shown: object = None
         self._painted_name: str | None = None
-        """The device whose facts were painted last (its height is kept, see show_text)."""
+        """The device whose facts were painted last (its height is kept, see show_lines)."""
 
     def compose(self) -> ComposeResult:
         yield _Facts("No device selected.", id="device-facts")
@@ -234,13 +239,13 @@ class DevicePanel(VerticalScroll):
         static = self.query_one("#device-facts", _Facts)
         facts = self._shown
         if not isinstance(facts, list) or not facts:
-            static.show_text(None)
+            static.show_lines(None)
             return
         # Figures that change every frame (memory, the verdict) mostly wrap to as many lines
         # as before: then the height stays and no reflow of the screen is needed (#25).
         name = self.device.name if self.device is not None else None
         same_device, self._painted_name = name == self._painted_name, name
-        static.show_text(facts_text(facts, static.size.width, self.app.console), same_device)
+        static.show_lines(fact_lines(facts, static.size.width, self.app.console), same_device)
 
     @property
     def text(self) -> str:
