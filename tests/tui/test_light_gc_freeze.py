@@ -1,7 +1,7 @@
 """#25: once the main screen is up, the console script's run moves the start's objects to the
-collector's permanent generation, so a full collection no longer scans them, and collects the
-young generation less often (a frame makes no garbage cycles); tests' apps do neither (the
-test process would keep every app before it)."""
+collector's permanent generation, so a full collection no longer scans them, collects the
+young generation less often (a frame makes no garbage cycles) and trims the C heap once a
+minute; tests' apps do none of it (the test process would keep every app before it)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from iotop_plus.config import Config
 from iotop_plus.tui import run
 from iotop_plus.tui.app import IotopPlusApp
+from iotop_plus.tui.heap_trim import TRIM_EVERY_S, heap_trimmer
 from iotop_plus.tui.screens.later_parts import GEN0_THRESHOLD
 from tests.tui.canned import HOST_ROOTS, canned_app
 from tests.tui.helpers import parts_up, started
@@ -31,6 +32,9 @@ async def test_the_start_is_frozen_once_the_parts_are_up_when_asked() -> None:
             await parts_up(pilot, app)
             assert gc.get_freeze_count() > before + 10_000
             assert gc.get_threshold() == (GEN0_THRESHOLD, *threshold[1:])
+            timer = app.main_screen.later.trim_timer
+            assert timer is not None and timer.name == "heap-trim"
+            assert timer._interval == TRIM_EVERY_S
     finally:
         gc.unfreeze()
         gc.set_threshold(*threshold)
@@ -44,6 +48,7 @@ async def test_an_app_not_asked_freezes_nothing() -> None:
         await parts_up(pilot, app)
         assert gc.get_freeze_count() == before
         assert gc.get_threshold() == threshold
+        assert app.main_screen.later.trim_timer is None
 
 
 def test_the_console_scripts_run_asks_for_it(
@@ -60,3 +65,13 @@ def test_the_console_scripts_run_asks_for_it(
     args = argparse.Namespace(state_dir=str(tmp_path / "state"))
     assert run.run_tui(args, HOST_ROOTS) == 0
     assert asked == [True]
+
+
+def test_the_heap_trim_gives_free_pages_back_on_this_glibc() -> None:
+    import ctypes
+
+    trim = heap_trimmer()
+    assert trim is not None  # Debian's glibc has malloc_trim
+    blocks = [ctypes.create_string_buffer(100_000) for _ in range(50)]  # 5 MB, not mmap()ed
+    del blocks[:-1]  # freed below the last one: the heap's top cannot shrink past it
+    assert trim() == 1  # glibc: 1 when memory was given back

@@ -21,9 +21,11 @@ from typing import TYPE_CHECKING
 
 from textual import events
 from textual.css.query import NoMatches
+from textual.timer import Timer
 from textual.widget import MountError
 from textual.widgets import TabbedContent, TabPane
 
+from iotop_plus.tui.heap_trim import TRIM_EVERY_S, heap_trimmer
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 
@@ -70,9 +72,12 @@ class LaterParts:
         self._mounting: asyncio.Future[None] | None = None
         self.freeze_gc = False
         """Once the parts are up, move every object made so far to the collector's permanent
-        generation (``gc.freeze``) and collect the young generation less often
-        (:data:`GEN0_THRESHOLD`). The console script's run sets it; tests do not (a test
-        process would keep every earlier test's apps)."""
+        generation (``gc.freeze``), collect the young generation less often
+        (:data:`GEN0_THRESHOLD`) and trim the C heap once a minute (:mod:`.heap_trim`). The
+        console script's run sets it; tests do not (a test process would keep every earlier
+        test's apps)."""
+        self.trim_timer: Timer | None = None
+        """The heap trim's timer, once started."""
 
     def hold(self, event: events.Event) -> bool:
         """Keep ``event`` for later if it is a key and the parts are not up yet."""
@@ -130,6 +135,10 @@ class LaterParts:
             # strip_cycles), so the young collections found nothing: ~1.5 a second, 0.2 ms
             # each, at 700. (The Processes tab's row worker is a cycle: it waits longer.)
             gc.set_threshold(GEN0_THRESHOLD, *gc.get_threshold()[1:])
+            # The C heap's free pages go back to the kernel once a minute (heap_trim).
+            trim = heap_trimmer()
+            if trim is not None:
+                self.trim_timer = screen.set_interval(TRIM_EVERY_S, trim, name="heap-trim")
         held, self._held = self._held, []
         for key in held:
             # The key itself, not a copy made here: a copy would be sent by this screen, and
