@@ -1,17 +1,19 @@
 """The set-ups the #25 tests share (a frame draws only what changed): the canned app started,
 the device table alone fed one canned frame, the Device tab with its facts cut to one memory
-line the test writes, and a spy on the rich texts rendered or wrapped."""
+line the test writes, and spies on the rich texts wrapped and the facts' strips made."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from rich.segment import Segment
 from rich.text import Text
 from textual.pilot import Pilot
+from textual.strip import Strip
 
 from iotop_plus.config import Config
 from iotop_plus.devices.settings import SettingValue
@@ -119,3 +121,19 @@ def texts_through(monkeypatch: pytest.MonkeyPatch, method: str) -> Iterator[list
         yield texts
     finally:
         monkeypatch.setattr(Text, method, original)
+
+
+@contextmanager
+def fact_strips_made(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The text of every strip the Device tab's facts make while the block runs."""
+    made: list[str] = []
+
+    class CountedStrip(Strip):
+        def __init__(self, segments: Iterable[Segment], cell_length: int | None = None) -> None:
+            segments = list(segments)
+            made.append("".join(segment.text for segment in segments))
+            super().__init__(segments, cell_length)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(device_panel, "Strip", CountedStrip)
+        yield made

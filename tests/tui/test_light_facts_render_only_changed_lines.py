@@ -5,36 +5,23 @@ making the facts' whole text again and splitting it into lines)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import pytest
-from rich.segment import Segment
-from textual.strip import Strip
 
-from iotop_plus.tui.widgets import device_panel
 from tests.support.frames import StepClock
-from tests.tui.light_support import memory_fact
+from tests.tui.light_support import fact_strips_made, memory_fact
 
 
 async def test_a_new_memory_figure_makes_one_line_of_the_facts(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    made: list[str] = []
-
-    class CountedStrip(Strip):
-        def __init__(self, segments: Iterable[Segment], cell_length: int | None = None) -> None:
-            segments = list(segments)
-            made.append("".join(segment.text for segment in segments))
-            super().__init__(segments, cell_length)
-
     # Once the queue settings are read, a show() with what the panel holds changes nothing
     # but the memory line.
     first = "dirty 20.3M (bg 2.2G)"
     async with memory_fact(monkeypatch, first) as (pilot, tab):
-        monkeypatch.setattr(device_panel, "Strip", CountedStrip)
-        for dirty in ("19.8M", "21.0M"):
-            made.clear()
-            tab.show(f"dirty {dirty} (bg 2.2G)")
-            assert len(made) == 1 and dirty in made[0], made  # not the ~30 lines of the panel
+        with fact_strips_made(monkeypatch) as made:
+            for dirty in ("19.8M", "21.0M"):
+                made.clear()
+                tab.show(f"dirty {dirty} (bg 2.2G)")
+                assert len(made) == 1 and dirty in made[0], made  # not the ~30 lines
         await pilot.pause()
         assert "dirty 21.0M" in tab.panel.text

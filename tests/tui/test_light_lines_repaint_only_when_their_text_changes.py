@@ -29,7 +29,7 @@ from iotop_plus.tui.widgets.charts import DeviceCharts, joins
 from iotop_plus.tui.widgets.device_table import HEADER_LINES, DeviceTable
 from tests.support.frames import StepClock
 from tests.tui.helpers import step
-from tests.tui.light_support import memory_fact, started_app, table_alone, texts_through
+from tests.tui.light_support import fact_strips_made, memory_fact, started_app, table_alone
 from tests.tui.test_starting_device_and_busy_hidden import LOOP0_BUSY
 
 
@@ -248,7 +248,7 @@ async def test_a_fact_wrapping_to_another_line_count_renders_only_the_lines_that
 ) -> None:
     short = "dirty 33.0M (bg 2.2G, max 4.4G)  writeback 0"
     async with memory_fact(monkeypatch, short) as (pilot, tab):
-        with texts_through(monkeypatch, "render") as rendered:
+        with fact_strips_made(monkeypatch) as rendered:
             for text in (
                 "dirty 32.5M (bg 2.2G, max 4.4G)  writeback 64K " + "x" * 30,  # a line more
                 "dirty 33.1M (bg 2.2G, max 4.4G)  writeback 0",  # and back
