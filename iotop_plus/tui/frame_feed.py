@@ -29,6 +29,7 @@ from iotop_plus.sampling.frame import (
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.messages import FrameReady, Notifies, SamplerProblem
+from iotop_plus.tui.refresh_batch import one_update
 from iotop_plus.tui.scrub import MARKED_EVENTS
 
 MAX_PENDING = 4
@@ -130,6 +131,11 @@ class FrameFeed:
                 self._pending_changed.notify()
         self.frames_received += 1
         self.latest_frame = frame
+        with one_update(self.screen):
+            self._take(frame, paused)
+
+    def _take(self, frame: Frame, paused: bool) -> None:
+        """:meth:`take`'s work; the repaints it asks for reach the screen at once."""
         if frame.inventory.devices or not frame.inventory_changed:
             # (an early frame lists names only: the history waits for the full one)
             self.history.record(frame.sample.monotonic, frame.rates)

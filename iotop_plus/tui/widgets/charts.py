@@ -26,6 +26,7 @@ from textual.widgets import Static
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import figure
 from iotop_plus.sampling.history import DeviceHistory, Mark
+from iotop_plus.tui.refresh_batch import BatchedRepaint
 from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
 from iotop_plus.tui.widgets.line_regions import line_regions
 
@@ -106,7 +107,7 @@ def joins(times: Sequence[float]) -> list[bool]:
     ]
 
 
-class ChartCaption(Static):
+class ChartCaption(BatchedRepaint, Static):
     """The text under the charts (device, sample count, what the axes mean).
 
     Its sample count moves every frame until the history is full. Its lines are wrapped and

@@ -23,6 +23,7 @@ from iotop_plus.sampling.inventory import BlockDevice
 from iotop_plus.sampling.units import lsblk_size
 from iotop_plus.tui.health_lines import health_facts
 from iotop_plus.tui.issuer_lines import issuer_facts
+from iotop_plus.tui.refresh_batch import BatchedRepaint
 from iotop_plus.tui.why_lines import verdict_facts, why_facts
 
 
@@ -121,7 +122,7 @@ _NO_LINE = Strip([])
 """The blank lines that keep the facts' height (one strip: the same from frame to frame)."""
 
 
-class _Facts(Static):
+class _Facts(BatchedRepaint, Static):
     """The facts' lines, wrapped again when its width changes (a scroll bar came or went).
 
     Drawn line by line (Textual's Line API) from the wrapped lines, so a frame that changes

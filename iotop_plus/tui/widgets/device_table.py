@@ -25,6 +25,7 @@ from iotop_plus.sampling.latency_hist import LatencyFrame
 from iotop_plus.sampling.rates import DeviceRates, FigureColumns
 from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
+from iotop_plus.tui.refresh_batch import BatchedRepaint
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.device_rows import (
     TableRow,
@@ -72,11 +73,9 @@ BUSY_IOPS = 50.0
 is named: "9 hidden, loop2 busy (a: show all)"."""
 
 
-class DeviceTable(CursorList[TableRow]):
-    """Live iostat -x table of the block devices; the cursor selects a device.
-
-    The column set, the sort and the filter are reactives: setting one re-lays the table out.
-    """
+class DeviceTable(BatchedRepaint, CursorList[TableRow]):
+    """Live iostat -x table of the block devices; the cursor selects a device. The column
+    set, the sort and the filter are reactives: setting one re-lays the table out."""
 
     HEADER_LINES = HEADER_LINES
     BINDINGS = cursor_bindings(SELECT_HELP)

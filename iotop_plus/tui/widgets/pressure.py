@@ -12,6 +12,7 @@ from __future__ import annotations
 from textual.widgets import Static
 
 from iotop_plus.sampling.pressure import Pressure, PressureLine
+from iotop_plus.tui.refresh_batch import BatchedRepaint
 
 WARN_SOME = 10.0
 """io some avg10 (%) from which the gauge is ``psi-warn``."""
@@ -85,7 +86,7 @@ def gauge_text(pressure: Pressure | None, width: int) -> str:
     return "  ".join(parts)
 
 
-class PressureGauge(Static):
+class PressureGauge(BatchedRepaint, Static):
     """Host-wide pressure from the frame shown; hidden until a frame carries pressure."""
 
     DEFAULT_CSS = """
