@@ -6,7 +6,9 @@ a hand-stepped clock: ``--warm`` frames are stepped first (the charts' history f
 steps the real TUI pays for (Pilot's own waiting is left out): the sampler thread's
 ``LiveSource.next_frame``, the feed's ``take`` (the history, the ring and the screen's
 ``show_frame``, also printed alone) and Textual's paint (``Screen._compositor_refresh``).
-Prints the median of each and of their sum; with ``--profile N``, the N functions with the
+Prints the median of each and of their sum, and of the Textual messages dispatched a frame
+(each costs a dispatch and often a task's wake-up, outside the steps timed: the live TUI
+pays for them); with ``--profile N``, the N functions with the
 most own time in the main thread's steps under cProfile (slower: for where the time goes, not
 for the figure). Never asserts.
 
@@ -40,6 +42,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from textual import events, messages
+from textual.message import Message
+from textual.message_pump import MessagePump
 from textual.screen import Screen
 
 REPO = Path(__file__).resolve().parents[1]
@@ -66,6 +71,10 @@ STEPS = (
 which is printed apart and not added again in the sum."""
 
 
+PILOTS = (events.Callback, messages.InvokeLater)
+"""Messages Pilot's waits post to every widget on the screen (not counted)."""
+
+
 class Timed:
     """Thread CPU time spent in each step while :attr:`on`, and a profile of it."""
 
@@ -73,8 +82,18 @@ class Timed:
         self.on = False
         self.spent: dict[str, float] = defaultdict(float)
         self.profile = cProfile.Profile() if profile else None
+        self.messages = 0
+        """Textual messages dispatched while :attr:`on` (by any widget, screen or the app)."""
         for name, owner, method in STEPS:
             setattr(owner, method, self._wrap(name, getattr(owner, method)))
+        dispatch = MessagePump._dispatch_message
+
+        async def counted(pump: MessagePump, message: Message) -> None:
+            if self.on and not isinstance(message, PILOTS):
+                self.messages += 1
+            await dispatch(pump, message)
+
+        MessagePump._dispatch_message = counted  # type: ignore[method-assign]
 
     def _wrap(self, name: str, real: Callable[..., Any]) -> Callable[..., Any]:
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -111,6 +130,7 @@ async def measure(
         app = canned_app(Config(interval=1), with_history=False)
     advance = tree.advance if tree is not None else (lambda: None)
     per: dict[str, list[float]] = defaultdict(list)
+    messages: list[int] = []
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
         for _ in range(warm):
@@ -120,6 +140,7 @@ async def measure(
         for _ in range(frames):
             advance()
             timed.spent.clear()
+            timed.messages = 0
             timed.on = True
             await step(pilot, app)
             await pilot.pause()
@@ -127,6 +148,7 @@ async def measure(
             for name, _, _ in STEPS:
                 per[name].append(timed.spent[name])
             per["sum"].append(sum(timed.spent.values()) - timed.spent["show_frame"])
+            messages.append(timed.messages)
     if tree is not None:
         shutil.rmtree(tree.base.parent, ignore_errors=True)
     host = f"{devices} synthetic devices" if devices else "the canned host"
@@ -137,6 +159,10 @@ async def measure(
             f"  {name:<10} median {statistics.median(costs) * 1e3:6.2f} ms"
             f"  (quartiles {q[0] * 1e3:.2f}-{q[2] * 1e3:.2f})"
         )
+    print(
+        f"  messages   median {statistics.median(messages):6.1f} a frame (Textual messages"
+        " dispatched by the app, its screens and widgets)"
+    )
     if timed.profile is not None:
         pstats.Stats(timed.profile).sort_stats(sort).print_stats(profile)
 
