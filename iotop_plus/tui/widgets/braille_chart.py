@@ -201,21 +201,21 @@ def _slice_runs(
 
 def _shifted_runs(slices: RunList, last: int, anchor: float, width: float) -> RunList:
     """The runs by slice placed in a chart whose last column (``last``) holds the slice of
-    ``anchor``: runs that fall left of the first column (or, by rounding, right of the last)
-    are one run there, as the points' columns clamped to the chart."""
+    ``anchor``. Runs left of the first column (or, by rounding, right of the last) are clamped
+    to it and become one run there with the run already in it, as :func:`columns` groups the
+    points' clamped columns."""
     shift = last - math.floor(anchor / width)
     runs = [(k + shift, start, end, joined) for k, start, end, joined in slices]
-    if runs and runs[0][0] < 0:
-        n = next((i for i, run in enumerate(runs) if run[0] >= 0), len(runs))
-        runs[:n] = [(0, runs[0][1], runs[n - 1][2], runs[0][3])]
-        if len(runs) > 1 and runs[1][0] == 0:  # the next run is in column 0 too: one run
-            runs[:2] = [(0, runs[0][1], runs[1][2], runs[0][3])]
-    if runs and runs[-1][0] > last:
-        n = next(i for i, run in enumerate(runs) if run[0] > last)
-        first = runs[n - 1] if n > 0 and runs[n - 1][0] == last else runs[n]
-        at = n - 1 if first is not runs[n] else n
-        runs[at:] = [(last, first[1], runs[-1][2], first[3])]
-    return runs
+    if not runs or (runs[0][0] >= 0 and runs[-1][0] <= last):
+        return runs
+    merged: RunList = []
+    for col, start, end, joined in runs:
+        col = min(last, max(0, col))
+        if merged and merged[-1][0] == col:  # only at the edges: slices differ inside
+            merged[-1] = (col, merged[-1][1], end, merged[-1][3])
+        else:
+            merged.append((col, start, end, joined))
+    return merged
 
 
 class BrailleChart(BatchedRepaint, Widget):
