@@ -157,21 +157,28 @@ def test_snapshot_and_top_frames_follow_the_schedule() -> None:
     )
 
 
-def test_the_tui_sampler_thread_runs_on_the_schedule() -> None:
-    clock = FakeClock()
-    source = SlowSource(clock, cost={4: 3.2})
+def _thread_frames(source: SlowSource, clock: FakeClock, count: int) -> list[Frame]:
+    """The first ``count`` frames of a TUI sampler thread at 1 s (its first short interval
+    0.1 s), run in this thread: the fake clock never sleeps."""
     frames: list[Frame] = []
     sampler: SamplerThread
 
     def deliver(frame: Frame) -> None:
         frames.append(frame)
-        if len(frames) == 7:
+        if len(frames) == count:
             sampler.stop()
 
     sampler = SamplerThread(
         source, deliver, lambda t: None, interval=1.0, first_interval=0.1, clock=clock
     )
-    sampler.run()  # in this thread: the fake clock never sleeps
+    sampler.run()
+    return frames
+
+
+def test_the_tui_sampler_thread_runs_on_the_schedule() -> None:
+    clock = FakeClock()
+    source = SlowSource(clock, cost={4: 3.2})
+    frames = _thread_frames(source, clock, 7)
     t0 = source.reads[0]
     assert source.reads == pytest.approx(
         [t0, t0 + 0.1, t0 + 1.1, t0 + 2.1, t0 + 2.1 + 3.2, t0 + 3.1 + 3.2, t0 + 4.1 + 3.2]
@@ -191,18 +198,7 @@ def test_a_first_frame_with_rates_needs_no_short_second_one() -> None:
             return dataclasses.replace(super().next_frame(early), elapsed_s=0.1)
 
     source = PrimedSource(clock)
-    frames: list[Frame] = []
-    sampler: SamplerThread
-
-    def deliver(frame: Frame) -> None:
-        frames.append(frame)
-        if len(frames) == 3:
-            sampler.stop()
-
-    sampler = SamplerThread(
-        source, deliver, lambda t: None, interval=1.0, first_interval=0.1, clock=clock
-    )
-    sampler.run()
+    frames = _thread_frames(source, clock, 3)
     t0 = source.reads[0]
     assert source.reads == pytest.approx([t0, t0 + 1, t0 + 2])
     assert not any(f.short_interval for f in frames)
