@@ -35,7 +35,7 @@ def test_the_tuis_frames_name_a_v1_throttle_without_reading_every_cgroup(
     with blkio_cgroup("throttle-check") as cgroup:
         where = BLKIO_V1 / cgroup.lstrip("/")
         (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
-        fio = fio_in_cgroup(dev, cgroup, 30)
+        fio = fio_in_cgroup(dev, cgroup, 30, realtime=True)
         frames: list[Frame] = [source.next_frame()]
 
         def named() -> bool:
@@ -89,7 +89,7 @@ def test_the_device_tab_names_the_throttle_in_the_real_console_script(
     with blkio_cgroup("throttle-tui") as cgroup:
         where = BLKIO_V1 / cgroup.lstrip("/")
         (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
-        fio = fio_in_cgroup(dev, cgroup, 40)
+        fio = fio_in_cgroup(dev, cgroup, 40, realtime=True)
         try:
             tmux.launch([console_script(), "--state-dir", state, "--interval", "1", dev])
             wait_for_table(tmux)

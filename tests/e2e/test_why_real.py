@@ -41,7 +41,7 @@ def test_a_v1_throttle_is_the_limit_in_force_and_the_verdict_names_it(
     with blkio_cgroup("throttle") as cgroup:
         where = BLKIO_V1 / cgroup.lstrip("/")
         (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
-        fio = fio_in_cgroup(dev, cgroup, 30)
+        fio = fio_in_cgroup(dev, cgroup, 30, realtime=True)
         try:
             served = where / "blkio.throttle.io_serviced"
             assert holds_within(lambda: f"{devno} Read 0" not in served.read_text(), 15)
@@ -217,7 +217,7 @@ def test_a_recorded_throttle_is_named_by_the_recorded_verdict(
     with blkio_cgroup("recorded") as cgroup:
         where = BLKIO_V1 / cgroup.lstrip("/")
         (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
-        fio = fio_in_cgroup(dev, cgroup, 30)
+        fio = fio_in_cgroup(dev, cgroup, 30, realtime=True)
         recorder = subprocess.Popen(
             cli_argv("record", "-i", "1", "--dir", str(recordings), state=state),
             env=cli_env(),
