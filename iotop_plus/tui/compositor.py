@@ -70,34 +70,49 @@ class DirtyOnlyCompositor(Compositor):
         the rows from its first to its last dirty one: a chart with one changed line renders
         that line. Widgets come front to back; one whose dirty parts are all inside what a
         widget in front of it rendered is left out."""
-        rendered: list[Region] = []
+        areas = [(x, y, x + w, y + h) for x, y, w, h in dirty if w > 0 and h > 0]
+        rendered: list[Corners] = []
         for widget, (region, clip) in self.visible_widgets.items():
-            shown = region.intersection(clip)
-            rows = _dirty_rows(shown, dirty)
-            if rows is None or _covered(shown, dirty, rendered):
+            rows = rows_to_render(region, clip, areas, rendered)
+            if rows is None:
                 continue
             rendered.append(rows)
-            yield region, rows, widget.render_lines(rows.translate(-region.offset))
+            x, top, right, bottom = rows
+            crop = Region(x - region.x, top - region.y, right - x, bottom - top)
+            yield region, Region(x, top, right - x, bottom - top), widget.render_lines(crop)
 
 
-def _dirty_rows(shown: Region, dirty: list[Region]) -> Region | None:
-    """The rows of ``shown`` from the first to the last that overlaps a region of ``dirty``."""
-    top = bottom = None
-    for area in dirty:
-        if shown.overlaps(area):
-            top = area.y if top is None else min(top, area.y)
-            bottom = area.bottom if bottom is None else max(bottom, area.bottom)
-    if top is None or bottom is None:
+Corners = tuple[int, int, int, int]
+"""A region as (left, top, right, bottom), right and bottom exclusive."""
+
+
+def rows_to_render(
+    region: Region, clip: Region, dirty: list[Corners], rendered: list[Corners]
+) -> Corners | None:
+    """The part of ``region`` shown within ``clip``, cut to the rows from the first to the
+    last that overlaps one of ``dirty`` (non-empty areas); None when it overlaps none, or
+    when each of its dirty parts lies inside one of ``rendered``.
+
+    Plain integers: with Textual's ``Region`` methods (each an ``lru_cache`` lookup on a
+    pair of tuples), this bookkeeping took ~0.4 ms a frame, about half the paint (#25)."""
+    x, y, w, h = region
+    cx, cy, cw, ch = clip
+    left, top, right, bottom = max(x, cx), max(y, cy), min(x + w, cx + cw), min(y + h, cy + ch)
+    if right <= left or bottom <= top:
         return None
-    top, bottom = max(top, shown.y), min(bottom, shown.bottom)
-    return Region(shown.x, top, shown.width, bottom - top)
-
-
-def _covered(shown: Region, dirty: list[Region], rendered: list[Region]) -> bool:
-    """Whether each part of ``shown`` in a region of ``dirty`` lies inside one of
-    ``rendered``."""
-    for area in dirty:
-        part = shown.intersection(area)
-        if part.area and not any(r.contains_region(part) for r in rendered):
-            return False
-    return True
+    first, last = bottom, top  # no dirty row yet
+    covered = True
+    for ax, ay, ax2, ay2 in dirty:
+        if ax >= right or ax2 <= left or ay >= bottom or ay2 <= top:
+            continue
+        px, py, px2, py2 = max(ax, left), max(ay, top), min(ax2, right), min(ay2, bottom)
+        first, last = min(first, py), max(last, py2)
+        if covered:
+            for rx, ry, rx2, ry2 in rendered:
+                if rx <= px and px2 <= rx2 and ry <= py and py2 <= ry2:
+                    break
+            else:
+                covered = False
+    if last == top or covered:
+        return None
+    return left, first, right, last

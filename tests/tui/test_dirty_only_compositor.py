@@ -5,6 +5,7 @@ widgets hidden behind others, which write nothing)."""
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable
 
 import pytest
@@ -18,7 +19,7 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from iotop_plus.config import Config
-from iotop_plus.tui.compositor import DirtyOnlyCompositor
+from iotop_plus.tui.compositor import DirtyOnlyCompositor, rows_to_render
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from tests.tui.canned import canned_app
@@ -116,3 +117,56 @@ async def test_partial_updates_write_what_textual_writes_and_skip_untouched_widg
     # the charts (the bottom rows) change; ours only when the panel changed.
     assert untouched and set(untouched) == {0}, untouched
     assert panel_crops, "Textual's own path no longer renders the side panel: drop this module?"
+
+
+def _reference_rows(
+    region: Region, clip: Region, dirty: list[Region], rendered: list[Region]
+) -> Region | None:
+    """The bookkeeping as first written with Textual's ``Region`` methods: the rows of the
+    shown part from its first to its last dirty one, None when no dirty part is left that a
+    widget in front did not render."""
+    shown = region.intersection(clip)
+    touching = [area for area in dirty if shown.overlaps(area)]
+    if not touching:
+        return None
+    top = max(min(a.y for a in touching), shown.y)
+    bottom = min(max(a.bottom for a in touching), shown.bottom)
+    for area in dirty:
+        part = shown.intersection(area)
+        if part.area and not any(r.contains_region(part) for r in rendered):
+            return Region(shown.x, top, shown.width, bottom - top)
+    return None
+
+
+def _corners(r: Region) -> tuple[int, int, int, int]:
+    return r.x, r.y, r.right, r.bottom
+
+
+def test_the_integer_bookkeeping_picks_what_the_region_methods_pick() -> None:
+    """``rows_to_render`` against the ``Region`` way on 20,000 random screens: widgets,
+    clips, dirty areas and what was rendered in front, overlapping and at the edges."""
+    rng = random.Random(25)
+
+    def box(most: int = 40) -> Region:
+        return Region(
+            rng.randint(-3, 30), rng.randint(-3, 30), rng.randint(0, most), rng.randint(0, most)
+        )
+
+    picked = 0
+    for _ in range(20_000):
+        region, clip = box(), box(60)
+        dirty = [b for b in (box(12) for _ in range(rng.randint(0, 6))) if b.area]
+        rendered = [box(20) for _ in range(rng.randint(0, 4))]
+        rendered = [r for r in rendered if r.area]
+        want = _reference_rows(region, clip, dirty, rendered)
+        got = rows_to_render(
+            region, clip, [_corners(d) for d in dirty], [_corners(r) for r in rendered]
+        )
+        assert got == (None if want is None else _corners(want)), (region, clip, dirty, rendered)
+        picked += want is not None
+    assert 2_000 < picked < 18_000, picked  # both answers were checked often
+
+
+def test_empty_dirty_areas_render_nothing() -> None:
+    compositor = DirtyOnlyCompositor()
+    assert list(compositor._renders_touching([Region(0, 0, 0, 5), Region(3, 3, 4, 0)])) == []
