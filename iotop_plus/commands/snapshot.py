@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime, timezone, tzinfo
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
@@ -30,15 +30,12 @@ from iotop_plus.sampling.frame import (
     frames_on_schedule,
 )
 from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.latency_hist import (
-    LATENCY_CSV_COLUMNS,
-    DeviceLatency,
-    LatencyFrame,
-    csv_cells,
-)
 from iotop_plus.sampling.pressure import Pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Platform, Sample, read_platform, select_devices
+
+if TYPE_CHECKING:  # the histograms load only with --latency: 2.6 ms of a snapshot's start (#25)
+    from iotop_plus.sampling.latency_hist import DeviceLatency, LatencyFrame
 
 #: (iostat JSON key, DeviceRates attribute), in iostat -x column order.
 IOSTAT_COLUMNS: tuple[tuple[str, str], ...] = tuple((f.json_key, f.key) for f in IOSTAT_FIGURES)
@@ -186,15 +183,10 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
     return emit(args, out, host, inventory, explicit, reports, args.interval, platform=platform)
 
 
-Report = tuple[
-    Sample,
-    Sample,
-    Mapping[str, DeviceRates | None],
-    LatencyFrame | None,
-    Pressure | None,
-    Sequence[FrameEvent],
-    Frame | None,
-]
+Report: TypeAlias = (
+    "tuple[Sample, Sample, Mapping[str, DeviceRates | None], LatencyFrame | None,"
+    " Pressure | None, Sequence[FrameEvent], Frame | None]"
+)
 """One interval: the two samples, the rates, the latency histograms, the pressure, the
 events of the frames in the interval, and the interval's last frame (its other parts:
 memory, cgroups, issuers, health; None where there is none)."""
@@ -272,6 +264,8 @@ def emit(
         json.dump(doc, out, indent=2)
         out.write("\n")
     elif args.format == "csv":
+        from iotop_plus.sampling.latency_hist import LATENCY_CSV_COLUMNS, csv_cells
+
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(
             [
@@ -411,6 +405,8 @@ def _device_latency(lat: LatencyFrame | None, name: str) -> DeviceLatency | None
     None when the tracer was not tracing."""
     if lat is None or not lat.has_figures:
         return None
+    from iotop_plus.sampling.latency_hist import DeviceLatency
+
     return lat.devices.get(name) or DeviceLatency({})
 
 
@@ -418,6 +414,8 @@ def render_latency(names: Sequence[str], lat: LatencyFrame | None) -> str:
     """The latency lines under one interval's table (ms; ``-`` where nothing completed)."""
     if lat is None or not lat.has_figures:
         return f"latency: {printable(lat.status or 'not traced') if lat else 'not traced'}\n"
+    from iotop_plus.sampling.latency_hist import LATENCY_CSV_COLUMNS, csv_cells
+
     headers = ["Device", *LATENCY_CSV_COLUMNS]
     rows = [[printable(n), *(c or "-" for c in csv_cells(_device_latency(lat, n)))] for n in names]
     widths = [

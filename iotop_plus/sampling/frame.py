@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.issuers import IssuerPart, IssuersFrame
 from iotop_plus.sampling.memory import Memory, MemoryPart
 from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.queue_settings import (
@@ -40,6 +39,7 @@ if TYPE_CHECKING:  # the process, cgroup and latency modules load only when some
     from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample, ThrottleFrame
     from iotop_plus.sampling.clock import Clock
     from iotop_plus.sampling.health_part import HealthFrame, HealthPart
+    from iotop_plus.sampling.issuers import IssuerPart, IssuersFrame
     from iotop_plus.sampling.journal_events import JournalPart
     from iotop_plus.sampling.latency import LatencyPart
     from iotop_plus.sampling.latency_hist import LatencyFrame
@@ -273,7 +273,8 @@ class LiveSource:
         self._primed: Frame | None = None
         self._primed_early: Frame | None = None
         self._latency: LatencyPart | None = None
-        self._issuers = IssuerPart(self.roots)
+        self._issuers: IssuerPart | None = None  # made when first wanted: its import costs
+        # 6 ms of a `snapshot`'s start, which needs it only with --issuers (#25)
         self._memory = MemoryPart(self.roots)
         self._health: HealthPart | None = None
 
@@ -295,6 +296,15 @@ class LiveSource:
 
     def _keep_early(self, frame: Frame) -> None:
         self._primed_early = frame
+
+    def _issuers_frame(
+        self, latency: LatencyFrame | None, processes: ProcessFrame | None
+    ) -> IssuersFrame | None:
+        if self._issuers is None:
+            from iotop_plus.sampling.issuers import IssuerPart
+
+            self._issuers = IssuerPart(self.roots)
+        return self._issuers.frame(latency, processes)
 
     def want(self, part: str, on: bool) -> None:
         """Ask for (or release) a costly part of the frame."""
@@ -429,7 +439,7 @@ class LiveSource:
             pressure=pressure,
             latency=latency,
             cgroups=cgroups,
-            issuers=self._issuers.frame(latency, processes) if ISSUERS in self._wanted else None,
+            issuers=self._issuers_frame(latency, processes) if ISSUERS in self._wanted else None,
             queues=self._queues,
             journal_restarted=restarted,
             journal_problems=journal_problems,
