@@ -19,6 +19,7 @@ from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.commands.snapshot_diagnosis import add_diagnosis, render_verdicts
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.frame import (
@@ -27,7 +28,6 @@ from iotop_plus.sampling.frame import (
     Frame,
     FrameEvent,
     LiveSource,
-    frames_on_schedule,
 )
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.pressure import Pressure

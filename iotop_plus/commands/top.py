@@ -19,9 +19,10 @@ from typing import Any, TextIO
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, add_interval_count
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, frames_on_schedule
+from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
 from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
 from iotop_plus.sampling.sampler import read_host_info, select_devices
 from iotop_plus.sampling.units import iotop_rate as human_rate

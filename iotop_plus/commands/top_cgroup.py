@@ -20,8 +20,9 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, DeviceLimit, device_limits
 from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, IoRates
+from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, CgroupFrame, LiveSource, frames_on_schedule
+from iotop_plus.sampling.frame import CGROUPS, CgroupFrame, LiveSource
 from iotop_plus.sampling.sampler import read_host_info
 
 

@@ -1,7 +1,7 @@
 """The one schedule, and the thread that takes the TUI's frames on it.
 
 Every loop that takes frames runs on a :class:`Schedule`: the TUI's :class:`SamplerThread`,
-``snapshot`` and ``top`` (:func:`~iotop_plus.sampling.frame.frames_on_schedule`), ``serve``
+``snapshot`` and ``top`` (:func:`frames_on_schedule`), ``serve``
 and its ``--textfile`` (:class:`~iotop_plus.export.view.ExportSampler`) and ``record``. The
 rule (REFERENCE.md, "One schedule"): the next frame is due one interval after the previous
 one *was due*, so the time a frame takes to read never makes the schedule drift; a frame
@@ -16,10 +16,10 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:  # frame.py runs its headless loop on the Schedule below
+if TYPE_CHECKING:  # frame.py's types only: frame.py needs nothing from here
     from iotop_plus.sampling.frame import Frame, FrameSource
 
 MIN_INTERVAL = 0.25
@@ -263,3 +263,35 @@ class SamplerThread(threading.Thread):
                 return True
             # Woken by a new interval: the schedule re-planned it, wait again.
         return not self._stop_event.is_set()
+
+
+def frames_on_schedule(
+    source: FrameSource,
+    interval: float,
+    count: int,
+    *,
+    first: Frame | None = None,
+    clock: Clock | None = None,
+    on_frame: Callable[[Frame], object] | None = None,
+) -> Iterator[tuple[Frame, Frame]]:
+    """``count`` measured intervals: (previous, current) frame pairs, iostat's way.
+
+    The first frame (``first``, or one read now) is only the baseline. Frames follow the one
+    :class:`Schedule` from it (``clock``: tests step a fake one),
+    so slow reads do not make the intervals drift. ``on_frame`` sees every frame read here
+    (for warnings about what could not be read).
+    """
+    prev = first
+    if prev is None:
+        prev = source.next_frame()
+        if on_frame is not None:
+            on_frame(prev)
+    schedule = Schedule(interval, clock=clock)
+    schedule.start(prev.monotonic)
+    for _ in range(count):
+        schedule.wait()
+        cur = source.next_frame()
+        if on_frame is not None:
+            on_frame(cur)
+        yield prev, cur
+        prev = cur

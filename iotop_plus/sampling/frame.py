@@ -15,7 +15,7 @@ import contextlib
 import dataclasses
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -37,7 +37,6 @@ from iotop_plus.sampling.task_cgroups import TaskCgroups
 if TYPE_CHECKING:  # the process, cgroup and latency modules load only when someone wants them
     from iotop_plus.sampling.blockdev import OpenBlockFile
     from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, CgroupSample, ThrottleFrame
-    from iotop_plus.sampling.clock import Clock
     from iotop_plus.sampling.health_part import HealthFrame, HealthPart
     from iotop_plus.sampling.issuers import IssuerPart, IssuersFrame
     from iotop_plus.sampling.journal_events import JournalPart
@@ -574,37 +573,3 @@ def _device_events(before: frozenset[str], after: frozenset[str]) -> tuple[Frame
     added = [FrameEvent("device-added", f"{n} appeared", n) for n in sorted(after - before)]
     gone = [FrameEvent("device-removed", f"{n} vanished", n) for n in sorted(before - after)]
     return (*added, *gone)
-
-
-def frames_on_schedule(
-    source: FrameSource,
-    interval: float,
-    count: int,
-    *,
-    first: Frame | None = None,
-    clock: Clock | None = None,
-    on_frame: Callable[[Frame], object] | None = None,
-) -> Iterator[tuple[Frame, Frame]]:
-    """``count`` measured intervals: (previous, current) frame pairs, iostat's way.
-
-    The first frame (``first``, or one read now) is only the baseline. Frames follow the one
-    :class:`~iotop_plus.sampling.clock.Schedule` from it (``clock``: tests step a fake one),
-    so slow reads do not make the intervals drift. ``on_frame`` sees every frame read here
-    (for warnings about what could not be read).
-    """
-    from iotop_plus.sampling.clock import Schedule
-
-    prev = first
-    if prev is None:
-        prev = source.next_frame()
-        if on_frame is not None:
-            on_frame(prev)
-    schedule = Schedule(interval, clock=clock)
-    schedule.start(prev.monotonic)
-    for _ in range(count):
-        schedule.wait()
-        cur = source.next_frame()
-        if on_frame is not None:
-            on_frame(cur)
-        yield prev, cur
-        prev = cur

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.clock import SamplerThread
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, frames_on_schedule
+from iotop_plus.sampling.clock import SamplerThread, frames_on_schedule
+from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from tests.support.wait import holds_within
 

@@ -19,8 +19,8 @@ import pytest
 from iotop_plus.cli import main
 from iotop_plus.roots import Roots
 from iotop_plus.sampling import clock as clock_module
-from iotop_plus.sampling.clock import SamplerThread, Schedule
-from iotop_plus.sampling.frame import Frame, frames_on_schedule
+from iotop_plus.sampling.clock import SamplerThread, Schedule, frames_on_schedule
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.sampler import HostInfo, Sample
 
