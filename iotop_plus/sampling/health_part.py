@@ -236,8 +236,8 @@ def health_growth(
     frame thread's work) (#25). Devices no longer in ``readings`` are dropped from it.
     """
     grown: dict[str, Mapping[str, tuple[int, int]]] = {}
-    if kept is not None and len(kept) > len(readings):
-        for gone in [name for name in kept if name not in readings]:
+    if kept is not None and kept.keys() != readings.keys():  # (a set comparison, in C)
+        for gone in kept.keys() - readings.keys():
             del kept[gone]
     for name, reading in readings.items():
         if kept is not None:
