@@ -129,6 +129,10 @@ async def test_a_new_sample_count_repaints_only_the_caption_lines_it_changed(
         monkeypatch.setattr(Text, "wrap", wrap)
         await step(pilot, app)
         await pilot.pause()
+        # (Other widgets wrap too: the Device tab's facts wrap a value the first time they
+        # show it, and on a loaded run their first paint can fall in this frame.)
+        paragraphs = str(caption.render()).split("\n")
+        wrapped = [plain for plain in wrapped if plain in paragraphs]
         assert len(wrapped) == 1 and wrapped[0].endswith(" samples"), wrapped
         console, style, width = app.console, caption.visual_style.rich_style, caption.size.width
         whole = [
