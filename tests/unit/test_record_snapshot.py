@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -26,11 +27,14 @@ class CannedSampler(Sampler):
     def __init__(self, tree: SyntheticTree, n: int) -> None:
         super().__init__(tree.roots)
         self.samples: list[Sample] = []
+        # Stamped from the real monotonic clock: the schedule waits on that clock, so a base
+        # ahead of it (a host up for less than the base) would make every interval wait.
+        base = time.monotonic()
         for i in range(n):
             s = Sampler(tree.roots).sample()
             # Measured times as a live run would have them: ~1 s apart, not exact.
             self.samples.append(
-                Sample(1000.0 + i * 1.0137 + i * i * 1e-4, 1_700_000_000.5 + i, s.counters)
+                Sample(base + i * 1.0137 + i * i * 1e-4, 1_700_000_000.5 + i, s.counters)
             )
             tree.advance(1.0)
         self._next = iter(self.samples)
