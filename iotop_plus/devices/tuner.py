@@ -71,7 +71,7 @@ class Tuner(JournaledWrites):
             if not self._active:
                 raise TuningError("nothing to undo")
             change = self._active[-1]
-            self._settle(self.conflict(change), on_conflict)
+            self.settle(self.conflict(change), on_conflict)
             undo = self._restore(change, "undo")
             self._active.pop()
             return undo
@@ -96,7 +96,7 @@ class Tuner(JournaledWrites):
                 if key in held:
                     continue  # an older change under a conflict: it waits for the answer
                 try:
-                    self._settle(self.conflict(change), on_conflict)
+                    self.settle(self.conflict(change), on_conflict)
                     done.append(self._restore(change, "revert"))
                 except ConflictError as exc:
                     conflicts.extend(exc.conflicts)
@@ -173,7 +173,7 @@ class Tuner(JournaledWrites):
                 self._active = [c for c in self._active if c.sequence not in mine]
                 return None
             change = changes[-1]
-            self._settle(self.conflict(change), FORCE)
+            self.settle(self.conflict(change), FORCE)
             undo = self._restore(change, "undo")
             self._active.remove(change)
             return undo
@@ -184,8 +184,13 @@ class Tuner(JournaledWrites):
         with self._lock:
             self.journal.conflict(conflict, LEAVE)
 
-    def _settle(self, conflict: Conflict | None, on_conflict: str) -> None:
-        """Go on when there is no conflict or ``on_conflict`` forces; else raise."""
+    def settle(self, conflict: Conflict | None, on_conflict: str) -> None:
+        """Go on when there is no ``conflict`` or ``on_conflict`` forces (journaled
+        ``put_back``); else raise :class:`ConflictError` (journaled ``refused`` unless asking).
+
+        Raises:
+            ConflictError: one line naming the value now, what was set and the original.
+        """
         if conflict is None:
             return
         if on_conflict == FORCE:
@@ -214,7 +219,7 @@ class Tuner(JournaledWrites):
                 f"{leftover.where} {leftover.setting}: not restored ({leftover.identity})"
             )
         with self._lock:
-            self._settle(self.leftover_conflict(leftover), on_conflict)
+            self.settle(self.leftover_conflict(leftover), on_conflict)
             try:
                 if leftover.scope == HOST_SCOPE:
                     change = self._write_host(leftover.setting, leftover.original, "restore", None)
