@@ -1,4 +1,4 @@
-"""``iotop-plus restore [--keep] [--dry-run]``: put back (or keep) what a run that died left.
+"""``iotop-plus restore [--keep|--force] [--dry-run]``: put back (or keep) what a dead run left.
 
 A leftover is a change in the journal that was neither undone nor kept, whose run no longer
 holds its lock (kill -9, a crash, a power cut mid-A/B, a hangup: an SSH link that dropped).
@@ -7,8 +7,12 @@ One line per leftover: ``DEVICE SETTING: current -> original, restored|kept|stal
 nothing: it closes each leftover as kept (journal reason ``kept``), so the values stay and
 nothing refuses or offers them any more. A leftover whose device name now belongs to another
 device (another ``diskseq``), or a host setting from another boot, is stale: reported, closed,
-never written. Exit 0 when everything was restored, kept or stale, 1 when anything was skipped
-or failed, 2 for a usage error (a captured tree).
+never written. A setting changed since that run left it (by another run, by hand) is not
+put back: one line names its value now, what the run set, the original and who changed it
+(when the journal knows), and the journal records the refusal; ``--force`` puts the
+original back all the same (journaled as ``put_back``). Exit 0 when everything was restored,
+kept or stale, 1 when anything was skipped, refused or failed, 2 for a usage error (a
+captured tree, or ``--keep`` with ``--force``).
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ import sys
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError
-from iotop_plus.devices.journal import HOST_SCOPE, JournalError, Leftover
+from iotop_plus.devices.changes import HOST_SCOPE
+from iotop_plus.devices.conflicts import FORCE, REFUSE, ConflictError, TuningError
+from iotop_plus.devices.journal import Journal, JournalError
+from iotop_plus.devices.leftovers import Leftover
 from iotop_plus.devices.settings import read_setting
-from iotop_plus.devices.tuner import Journal, Tuner, TuningError
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import not_live_reason
 from iotop_plus.roots import Roots
 from iotop_plus.state import chosen_state_dir
@@ -43,6 +50,12 @@ def add_parser(sub: Any) -> None:
         action="store_true",
         help="keep the values the dead run left (journaled as kept; nothing is written)",
     )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="put the original back even where the setting was changed since the run left it "
+        "(by another run or by hand); without it such a setting is left as it is",
+    )
     p.set_defaults(run=run)
 
 
@@ -60,6 +73,9 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
     keep = bool(getattr(args, "keep", False))
+    force = bool(getattr(args, "force", False))
+    if keep and force:
+        raise UsageError("restore: --keep writes nothing, --force writes: give one of them")
     if not args.dry_run and not_live_reason(roots):
         raise UsageError(f"restore: {not_live_reason(roots)}")
     journal = Journal.in_dir(chosen_state_dir(getattr(args, "state_dir", None)))
@@ -94,24 +110,38 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
                 journal.close_leftover(left, "kept")
                 print(f"{kept}, kept", file=out)
                 continue
-            if not left.known:
+            if not _put_back(tuner, left, head, args.dry_run, force, out):
                 status = EXIT_FAILURE
-                detail = left.identity.removeprefix("unknown: ")
-                then = "sysctl -w" if left.scope == HOST_SCOPE else "`set`"
-                print(f"{head}, skipped ({detail}; check it, then use {then})", file=out)
-                continue
-            if args.dry_run:
-                print(f"{head}, would restore (dry run)", file=out)
-                continue
-            try:
-                tuner.restore_leftover(left)
-            except TuningError as exc:
-                status = EXIT_FAILURE
-                print(f"{head}, skipped ({exc})", file=out)
-                continue
-            print(f"{head}, restored", file=out)
     finally:
         journal.close()
     if journal.problem:
         print(f"iotop-plus: warning: {journal.problem}", file=sys.stderr)
     return status
+
+
+def _put_back(
+    tuner: Tuner, left: Leftover, head: str, dry_run: bool, force: bool, out: TextIO
+) -> bool:
+    """Restore one leftover (or say what would be done); False when skipped or refused."""
+    if not left.known:
+        detail = left.identity.removeprefix("unknown: ")
+        then = "sysctl -w" if left.scope == HOST_SCOPE else "`set`"
+        print(f"{head}, skipped ({detail}; check it, then use {then})", file=out)
+        return False
+    if dry_run:
+        conflict = tuner.leftover_conflict(left)
+        if conflict is not None and not force:
+            print(f"{head}, would refuse: {conflict.refusal('--force')}", file=out)
+            return False
+        print(f"{head}, would restore (dry run)", file=out)
+        return True
+    try:
+        tuner.restore_leftover(left, on_conflict=FORCE if force else REFUSE)
+    except ConflictError as exc:
+        print(f"{head}, refused: {exc}", file=out)
+        return False
+    except TuningError as exc:
+        print(f"{head}, skipped ({exc})", file=out)
+        return False
+    print(f"{head}, restored", file=out)
+    return True

@@ -4,7 +4,8 @@ Every value is validated before the first write and read back after it; the outp
 old -> effective per setting. If any write fails, those already made are rolled back. Each
 change is journaled in the state directory before it is made (no journal, no change) and
 closed as kept once applied; ``--no-journal`` is the only way around an unusable journal.
-A dead run's leftover on the device refuses the change (``iotop-plus restore`` first).
+A dead run's leftover on the device refuses the change (``iotop-plus restore`` first; the hint
+carries ``--state-dir`` when one was given).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, UsageError
-from iotop_plus.devices.journal import JournalError
+from iotop_plus.devices.boot_export import shell_script, udev_rules
+from iotop_plus.devices.changes import Change, predicted_side_effects, write_order
+from iotop_plus.devices.journal import Journal, JournalError
 from iotop_plus.devices.settings import (
     SETTINGS,
     SettingError,
@@ -26,15 +29,7 @@ from iotop_plus.devices.settings import (
     queue_device,
     raise_not_writable,
 )
-from iotop_plus.devices.tuner import (
-    Change,
-    Journal,
-    Tuner,
-    predicted_side_effects,
-    shell_script,
-    udev_rules,
-    write_order,
-)
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import not_live_reason
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import Inventory, read_inventory

@@ -1,17 +1,21 @@
 """What re-applies the kept queue settings at boot: a udev rules file and a POSIX shell script.
 
-:class:`~iotop_plus.devices.tuner.Tuner` hands them the settings changed and kept in a run;
+:class:`~iotop_plus.devices.tuner.Tuner` hands them the settings changed and kept in a run
+(:func:`net_settings`); :func:`export_files` writes both as new files;
 each disk is matched by its WWN or serial where one is known, else by its kernel name.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
+from pathlib import Path
 
 from iotop_plus import __version__
+from iotop_plus.devices.changes import HOST_SCOPE, Change, write_order
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
 
 #: Characters that make a udev match value unsafe to quote (globs, quotes, escapes).
@@ -139,3 +143,50 @@ def shell_script(settings: Mapping[str, Mapping[str, str]], inventory: Inventory
             lines += sets
     lines.append('exit "$status"')
     return "\n".join(lines) + "\n"
+
+
+def net_settings(changes: Iterable[Change]) -> dict[str, dict[str, str]]:
+    """Per queue device, the final value of each setting ``changes`` (oldest first) changed.
+
+    Settings that ended where they started are left out, and host settings (a sysctl has no
+    udev rule). Each device's mapping is in :func:`write_order`.
+    """
+    first_old: dict[tuple[str, str], str] = {}
+    last: dict[tuple[str, str], str] = {}
+    for change in changes:
+        if change.scope == HOST_SCOPE:
+            continue
+        key = (change.queue_device, change.setting)
+        first_old.setdefault(key, change.old)
+        last[key] = change.effective
+    result: dict[str, dict[str, str]] = {}
+    for (qdev, setting), value in sorted(last.items(), key=lambda kv: write_order(kv[0][1])):
+        if first_old[(qdev, setting)] != value:
+            result.setdefault(qdev, {})[setting] = value
+    return result
+
+
+def _create(path: Path, text: str, mode: int) -> None:
+    # O_EXCL: an export never overwrites a file, ours or anyone's.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def export_files(
+    directory: Path, settings: Mapping[str, Mapping[str, str]], inventory: Inventory, when: float
+) -> tuple[Path, Path]:
+    """Write the udev rules and the shell script of ``settings`` as new files in ``directory``.
+
+    The names carry the time ``when`` (``iotop-plus-20260102-030405.rules`` and ``.sh``).
+
+    Raises:
+        OSError: when the directory cannot be made or a file already exists.
+    """
+    stamp = datetime.fromtimestamp(when).strftime("%Y%m%d-%H%M%S")
+    directory.mkdir(parents=True, exist_ok=True)
+    rules = directory / f"iotop-plus-{stamp}.rules"
+    script = directory / f"iotop-plus-{stamp}.sh"
+    _create(rules, udev_rules(settings, inventory), 0o644)
+    _create(script, shell_script(settings, inventory), 0o755)
+    return rules, script

@@ -1,460 +1,216 @@
-"""Apply, undo and revert queue settings; journal every change; export udev rules and a script.
+"""Apply, undo and revert queue settings; put back what a dead run left; export the rest.
 
-Every write goes through :func:`~iotop_plus.devices.settings.write_setting` (validated first,
-read back after). Some writes move other settings too: switching the scheduler resets
-``nr_requests``, writing ``max_sectors_kb`` resets ``read_ahead_kb``. So each change records
-the other settings of the same queue that moved with it, and undo puts those back as well:
-undo and revert-all restore the exact values read before.
+:class:`Tuner` is what the TUI and the commands use. Its writing half
+(:class:`~iotop_plus.devices.journaled.JournaledWrites`) applies settings through the
+journal; this half puts them back. Undo and revert-all restore the exact values read before
+(the side effects too), and ``restore`` puts back what a run that died left changed.
 
-One host setting goes through here too: ``kernel.task_delayacct`` (the Processes tab's ``D``),
-journaled with ``scope: "host"`` and the boot id, undone by ``u``/``U``, offered on quit and
-restored by ``restore`` like a queue setting (see :mod:`iotop_plus.devices.journal`).
+Each puts back only what it changed: before writing an original back, the setting's value now
+is compared with what the change left. When they differ someone changed it since (another
+run on the same state directory, a person, another tool), and the caller's ``on_conflict``
+decides: the TUI asks, headless callers refuse with one line, ``--force`` writes the original
+back; the journal records the choice (see :mod:`iotop_plus.devices.conflicts`).
+
+The host setting ``kernel.task_delayacct`` is undone by ``u``/``U``, offered on quit and
+restored by ``restore`` like a queue setting.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-import time
-from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime
-from pathlib import Path
-
-from iotop_plus.devices.boot_export import shell_script, udev_match, udev_rules
-from iotop_plus.devices.journal import (
+from iotop_plus.devices.boot_export import (
+    shell_script,
+    udev_match,
+    udev_rules,
+)
+from iotop_plus.devices.changes import (
     ACTIONS,
     HOST_SCOPE,
     Change,
-    Journal,
-    JournalError,
-    Leftover,
     SideEffect,
-    boot_id,
-    default_journal_path,
-    device_identity,
+    write_order,
 )
+from iotop_plus.devices.conflicts import (
+    ASK,
+    FORCE,
+    LEAVE,
+    PUT_BACK,
+    REFUSE,
+    REFUSED,
+    Conflict,
+    ConflictError,
+    TuningError,
+)
+from iotop_plus.devices.journal import Journal, JournalError, default_journal_path
+from iotop_plus.devices.journaled import JournaledWrites
+from iotop_plus.devices.leftovers import Leftover
 from iotop_plus.devices.settings import (
-    SETTINGS,
     SettingError,
-    SettingValue,
-    check_device_name,
-    effective_note,
     queue_device,
-    raise_not_writable,
-    read_setting,
-    read_settings,
-    validate_value,
-    write_setting,
 )
-from iotop_plus.devices.writers import Writer, not_live_reason
-from iotop_plus.roots import Roots
-from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
-from iotop_plus.sampling.delayacct import DelayAcct, DelayAcctError, read_delayacct, set_delayacct
-from iotop_plus.sampling.inventory import Inventory, read_inventory
-
-#: ``kernel.task_delayacct``'s value for each state read (UNKNOWN: no sysctl to switch).
-_DELAYACCT_VALUE = {DelayAcct.ON: "1", DelayAcct.OFF: "0"}
 
 
-def boottime() -> float:
-    """Seconds since boot on ``CLOCK_BOOTTIME``, the clock of tasks' start times."""
-    return time.clock_gettime(time.CLOCK_BOOTTIME)
-
-
-def _create(path: Path, text: str, mode: int) -> None:
-    # O_EXCL: an export never overwrites a file, ours or anyone's.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-
-
-def write_order(setting: str) -> int:
-    """Sort key: settings whose write resets others go first.
-
-    Switching the scheduler resets ``nr_requests`` (and bfq turns off write-back throttling);
-    writing ``max_sectors_kb`` resets ``read_ahead_kb`` (seen on Linux 6.18).
-    """
-    return {"scheduler": 0, "max_sectors_kb": 1}.get(setting, 2)
-
-
-#: Settings a write of the key resets, when the value changes (seen on Linux 6.18): a new
-#: scheduler gets its own ``nr_requests``; ``max_sectors_kb`` recomputes read-ahead.
-RESETS: dict[str, tuple[str, ...]] = {
-    "scheduler": ("nr_requests",),
-    "max_sectors_kb": ("read_ahead_kb",),
-}
-
-
-def predicted_side_effects(setting: str, old: str | None, new: str) -> tuple[str, ...]:
-    """The settings a write of ``new`` over ``old`` will move besides ``setting``."""
-    if old == new:
-        return ()
-    effects = RESETS.get(setting, ())
-    if setting == "scheduler" and new == "bfq":
-        effects += ("wbt_lat_usec",)  # bfq turns write-back throttling off
-    return effects
-
-
-class TuningError(Exception):
-    """Undo or revert could not restore a value; the message is one line."""
-
-
-class Tuner:
+class Tuner(JournaledWrites):
     """Changes queue settings with read-back, and can undo them; safe to share between threads.
 
-    Each write's intent is journaled before it is made (no journal, no change), its outcome
-    after. Without an injected ``writer`` only the live /sys is written.
-
-    Args:
-        roots: Where sysfs is.
-        journal: Where changes are recorded (default: in memory only).
-        is_root: Override the root check (None: ask the OS).
-        clock: Wall-clock source for journal times.
-        writer: Writes one setting file (default: the live writer, ``O_NOFOLLOW``, /sys only;
-            tests inject one to change settings in temporary trees).
+    Args: as :class:`~iotop_plus.devices.journaled.JournaledWrites`.
     """
 
-    def __init__(
-        self,
-        roots: Roots,
-        journal: Journal | None = None,
-        *,
-        is_root: bool | None = None,
-        clock: Callable[[], float] = time.time,
-        writer: Writer | None = None,
-    ) -> None:
-        self.roots = roots
-        """Where sysfs is."""
-        self.journal = journal if journal is not None else Journal(None)
-        """Every change made through this tuner."""
-        self.is_root = os.geteuid() == 0 if is_root is None else is_root
-        """Whether writes are possible at all."""
-        self.writer = writer
-        """The injected writer, or None for the live one."""
-        self._clock = clock
-        self._lock = threading.RLock()
-        self._active: list[Change] = []
-        self._sequence = 0
-        self._switched_on: list[float | None] = []  # cached: [] until the journal was read
-
-    # --- reading and validating ---------------------------------------------------------------
-
-    def read(self, device: str) -> tuple[SettingValue, ...]:
-        """Every setting of ``device`` as it is now."""
-        return read_settings(self.roots, device, is_root=self.is_root)
-
-    def read_one(self, device: str, setting: str) -> SettingValue:
-        """One setting of ``device`` as it is now."""
-        return read_setting(self.roots, device, setting, is_root=self.is_root)
-
-    def read_host(self, setting: str) -> str | None:
-        """A host setting's value now (``kernel.task_delayacct``: ``0``/``1``), None if unknown."""
-        if setting != DELAYACCT:
-            return None
-        return _DELAYACCT_VALUE.get(read_delayacct(self.roots))
-
-    def validate(self, device: str, setting: str, text: str) -> str:
-        """The value that would be written for ``text``; raises SettingError when refused."""
-        if setting not in SETTINGS:
-            raise SettingError(
-                device, setting, f"unknown setting (known: {', '.join(SETTINGS)})", "invalid"
-            )
-        check_device_name(self.roots, device)
-        return validate_value(self.roots, self.read_one(device, setting), text)
-
-    @property
-    def change_refused(self) -> str | None:
-        """Why this tuner may not change anything (a captured tree), or None."""
-        return None if self.writer is not None else not_live_reason(self.roots)
-
-    @property
-    def active(self) -> tuple[Change, ...]:
-        """The changes of this run that are still in effect (not undone), oldest first."""
-        with self._lock:
-            return tuple(self._active)
-
-    # --- writing -------------------------------------------------------------------------------
-
-    def apply(self, device: str, setting: str, text: str) -> Change:
-        """Validate, write and read back one setting; the change is journaled and undoable.
-
-        Raises:
-            SettingError: in plain words, with nothing changed.
-        """
-        with self._lock:
-            change = self._write(device, setting, text, "set", None)
-            self._active.append(change)
-            return change
-
-    def apply_many(self, device: str, assignments: Sequence[tuple[str, str]]) -> tuple[Change, ...]:
-        """Apply several settings of one device, all or nothing.
-
-        Every value is validated before the first write. The scheduler goes first, since
-        switching it resets ``nr_requests``, then ``max_sectors_kb``, since writing it resets
-        ``read_ahead_kb``; the rest keep their order. If any write fails, the ones already
-        made are rolled back and the error says so.
-
-        Raises:
-            SettingError: for the first refused value, after the rollback.
-        """
-        with self._lock:
-            ordered = sorted(assignments, key=lambda a: write_order(a[0]))
-            seen: set[str] = set()
-            for setting, text in ordered:
-                if setting in seen:
-                    raise SettingError(device, setting, "given more than once", "invalid")
-                seen.add(setting)
-                current = self._checked(device, setting)
-                validate_value(self.roots, current, text)
-                if not current.writable:
-                    raise_not_writable(current)
-            done: list[Change] = []
-            try:
-                for setting, text in ordered:
-                    done.append(self._write(device, setting, text, "set", None))
-            except SettingError as exc:
-                failures = self._put_back(done, "rollback")
-                tail = (
-                    "; nothing was changed"
-                    if not failures
-                    else "; ROLLBACK FAILED, still changed: " + "; ".join(failures)
-                )
-                raise SettingError(exc.device, exc.setting, exc.message + tail, exc.kind) from None
-            self._active.extend(done)
-            return tuple(done)
-
-    def undo(self) -> Change:
+    def undo(self, on_conflict: str = REFUSE) -> Change:
         """Put back the last change still in effect; returns the journaled undo.
 
+        Only when the setting still holds what the change left: otherwise someone changed it
+        since, and ``on_conflict`` (see :mod:`iotop_plus.devices.conflicts`) says whether to
+        ask (raise, journal nothing), refuse (journal ``refused``, raise) or write the original
+        back all the same (``force``: journal ``put_back``).
+
         Raises:
+            ConflictError: the setting changed since; nothing was written.
             TuningError: when nothing is left to undo or the old value cannot be restored.
         """
         with self._lock:
             if not self._active:
                 raise TuningError("nothing to undo")
             change = self._active[-1]
+            self.settle(self.conflict(change), on_conflict)
             undo = self._restore(change, "undo")
             self._active.pop()
             return undo
 
-    def revert_all(self) -> tuple[Change, ...]:
+    def revert_all(self, on_conflict: str = REFUSE) -> tuple[Change, ...]:
         """Undo every change of this run, newest first; returns the journaled reverts.
 
+        A setting changed since is a conflict (see :meth:`undo`): it and this run's older
+        changes of the same setting stay in effect, the others are reverted.
+
         Raises:
+            ConflictError: naming every setting left as it is (and any that failed).
             TuningError: naming every value that could not be restored (the others are).
         """
         with self._lock:
             done: list[Change] = []
             failures: list[str] = []
+            conflicts: list[Conflict] = []
+            held: set[tuple[str, str, str]] = set()
             for change in reversed(self._active):
+                key = (change.scope, change.queue_device, change.setting)
+                if key in held:
+                    continue  # an older change under a conflict: it waits for the answer
                 try:
+                    self.settle(self.conflict(change), on_conflict)
                     done.append(self._restore(change, "revert"))
+                except ConflictError as exc:
+                    conflicts.extend(exc.conflicts)
+                    held.add(key)
+                    failures.append(str(exc))
                 except TuningError as exc:
                     failures.append(str(exc))
             restored = {c.undoes for c in done}
             self._active = [c for c in self._active if c.sequence not in restored]
+            if conflicts:
+                raise ConflictError(tuple(conflicts), "; ".join(failures))
             if failures:
                 raise TuningError("; ".join(failures))
             return tuple(done)
 
-    def switch_delayacct(self, enabled: bool) -> Change:
-        """Switch ``kernel.task_delayacct`` on or off; journaled (scope ``host``) and undoable.
+    def conflict(self, change: Change) -> Conflict | None:
+        """How ``change``'s setting moved since it was written, or None when it still holds
+        what the change left (or cannot be read: the write back then says why)."""
+        host = change.scope == HOST_SCOPE
+        if host:
+            now = self.read_host(change.setting)
+        else:
+            now = self.read_one(change.device, change.setting).value
+        if now is None or now == change.effective:
+            return None
+        qdev = None if host else change.queue_device
+        return Conflict(
+            where=change.where,
+            queue_device=qdev,
+            setting=change.setting,
+            now=now,
+            wrote=change.effective,
+            original=change.old,
+            changes=((change.run or self.journal.run_id, change.sequence),),
+            changed_by=self.journal.last_writer(qdev, change.setting, now),
+        )
+
+    def leftover_conflict(self, leftover: Leftover) -> Conflict | None:
+        """How a dead run's leftover moved since that run left it, or None (see
+        :meth:`conflict`)."""
+        if leftover.scope == HOST_SCOPE:
+            now = self.read_host(leftover.setting)
+        else:
+            now = self.read_one(str(leftover.device), leftover.setting).value
+        if now is None or now == leftover.left:
+            return None
+        return Conflict(
+            where=leftover.where,
+            queue_device=leftover.queue_device,
+            setting=leftover.setting,
+            now=now,
+            wrote=leftover.left,
+            original=leftover.original,
+            changes=leftover.changes,
+            changed_by=self.journal.last_writer(leftover.queue_device, leftover.setting, now),
+            this_run=False,
+        )
+
+    def resolve(self, conflict: Conflict, put_back: bool) -> Change | None:
+        """Carry out a person's answer to a conflict of this run's change: put the original
+        back (journaled ``put_back``; returns the undo) or leave the value as it is now
+        (journaled ``leave``; the change is closed and leaves :attr:`active`).
 
         Raises:
-            SettingError: in plain words, with nothing changed.
+            TuningError: the change is no longer in effect, or the value cannot be restored.
         """
         with self._lock:
-            change = self._write_host(DELAYACCT, "1" if enabled else "0", "set", None)
-            self._active.append(change)
-            return change
+            mine = {s for run, s in conflict.changes if run == self.journal.run_id}
+            changes = [c for c in self._active if c.sequence in mine]
+            if not changes:
+                raise TuningError(f"{conflict.where} {conflict.setting}: already undone")
+            if not put_back:
+                self.journal.conflict(conflict, LEAVE)
+                self._active = [c for c in self._active if c.sequence not in mine]
+                return None
+            change = changes[-1]
+            self.settle(self.conflict(change), FORCE)
+            undo = self._restore(change, "undo")
+            self._active.remove(change)
+            return undo
 
-    def delayacct_switched_on(self) -> float | None:
-        """``CLOCK_BOOTTIME`` seconds of the last off->on switch of delay accounting in this
-        boot, as far as the journal knows; None when unknown. Tasks started before it have no
-        delay record (the kernel gives one only to tasks forked while it is on)."""
+    def leave(self, conflict: Conflict) -> None:
+        """Leave a dead run's leftover at the value someone set since (journaled ``leave``,
+        which closes it)."""
         with self._lock:
-            if not self._switched_on:
-                try:
-                    self._switched_on.append(self.journal.delayacct_switched_on(self.roots))
-                except JournalError:
-                    self._switched_on.append(None)
-            return self._switched_on[0]
+            self.journal.conflict(conflict, LEAVE)
 
-    # --- internals -----------------------------------------------------------------------------
+    def settle(self, conflict: Conflict | None, on_conflict: str) -> None:
+        """Go on when there is no ``conflict`` or ``on_conflict`` forces (journaled
+        ``put_back``); else raise :class:`ConflictError` (journaled ``refused`` unless asking).
 
-    def _write_host(self, setting: str, value: str, action: str, undoes: int | None) -> Change:
-        """Write a host setting (only ``kernel.task_delayacct``), journaled first."""
-        where = HOST_SCOPE
-        if setting != DELAYACCT:
-            raise SettingError(where, setting, "not a host setting iotop-plus changes", "invalid")
-        refused = self.change_refused
-        if refused:
-            raise SettingError(where, setting, refused, "failed")
-        if not self.is_root:
-            raise SettingError(where, setting, f"switching {DELAYACCT} needs root", "permission")
-        old = _DELAYACCT_VALUE.get(read_delayacct(self.roots))
-        if old is None:
-            raise SettingError(
-                where, setting, f"this kernel has no {DELAYACCT} sysctl (it predates 5.14)"
-            )
-        sequence = self._sequence + 1
-        boot = boot_id(self.roots)
-        record = {
-            "sequence": sequence,
-            "action": action,
-            "scope": HOST_SCOPE,
-            "device": None,
-            "queue_device": None,
-            "setting": setting,
-            "old": old,
-            "new": value,
-            "boot_id": boot,
-        }
-        try:
-            self.journal.intend(record)
-        except JournalError as exc:
-            raise SettingError(where, setting, str(exc), "failed") from None
-        self._sequence = sequence
-        try:
-            state = set_delayacct(self.roots, value == "1", writer=self.writer)
-        except DelayAcctError as exc:
-            self.journal.failed(sequence, str(exc))
-            raise SettingError(where, setting, str(exc), "failed") from None
-        change = Change(
-            sequence=sequence,
-            time=self._clock(),
-            action=action,
-            device="",
-            queue_device="",
-            setting=setting,
-            old=old,
-            new=value,
-            effective=_DELAYACCT_VALUE.get(state, value),
-            undoes=undoes,
-            run=self.journal.run_id,
-            scope=HOST_SCOPE,
-            boot_id=boot,
-            boottime=boottime(),
-        )
-        self.journal.record(change)
-        if change.effective == "0":
-            self._switched_on[:] = [None]
-        elif old == "0":
-            self._switched_on[:] = [change.boottime]
-        return change
-
-    def _checked(self, device: str, setting: str) -> SettingValue:
-        if setting not in SETTINGS:
-            raise SettingError(
-                device, setting, f"unknown setting (known: {', '.join(SETTINGS)})", "invalid"
-            )
-        check_device_name(self.roots, device)
-        return self.read_one(device, setting)
-
-    def _snapshot(self, device: str) -> dict[str, str | None]:
-        return {v.setting.name: v.value for v in self.read(device)}
-
-    def _write(
-        self, device: str, setting: str, text: str, action: str, undoes: int | None
-    ) -> Change:
-        before = self._snapshot(device)
-        sequence = self._sequence + 1
-        intended: list[bool] = []
-
-        def intend(current: SettingValue, value: str) -> None:
-            identity = device_identity(self.roots, current.queue_device)
-            record = {
-                "sequence": sequence,
-                "action": action,
-                "device": device,
-                "queue_device": current.queue_device,
-                "setting": setting,
-                "old": current.value or "",
-                "new": value,
-                **identity,
-            }
-            try:
-                self.journal.intend(record)
-            except JournalError as exc:
-                raise SettingError(device, setting, str(exc), "failed") from None
-            self._sequence = sequence
-            intended.append(True)
-
-        try:
-            result = write_setting(
-                self.roots,
-                device,
-                setting,
-                text,
-                is_root=self.is_root,
-                writer=self.writer,
-                before_write=intend,
-            )
-        except SettingError as exc:
-            if intended:
-                self.journal.failed(sequence, exc.message)
-            raise
-        after = self._snapshot(device)
-        effects = tuple(
-            SideEffect(name, old or "", after.get(name) or "")
-            for name, old in before.items()
-            if name != setting and old is not None and after.get(name) != old
-        )
-        change = Change(
-            sequence=sequence,
-            time=self._clock(),
-            action=action,
-            device=device,
-            queue_device=result.after.queue_device,
-            setting=setting,
-            old=result.old,
-            new=result.requested,
-            effective=result.effective,
-            note=effective_note(self.roots, result),
-            side_effects=effects,
-            undoes=undoes,
-            run=self.journal.run_id,
-        )
-        self.journal.record(change)
-        return change
-
-    def _restore(self, change: Change, action: str) -> Change:
-        try:
-            if change.scope == HOST_SCOPE:
-                undo = self._write_host(change.setting, change.old, action, change.sequence)
-            else:
-                undo = self._write(
-                    change.device, change.setting, change.old, action, change.sequence
-                )
-            if undo.effective != change.old:
-                raise TuningError(
-                    f"{change.where} {change.setting}: wrote {change.old} back "
-                    f"but the {'kernel' if change.scope == HOST_SCOPE else 'device'} kept "
-                    f"{undo.effective}"
-                )
-            for effect in change.side_effects:
-                now = self.read_one(change.device, effect.setting).value
-                if now != effect.old:
-                    self._write(change.device, effect.setting, effect.old, action, change.sequence)
-        except SettingError as exc:
-            raise TuningError(f"cannot restore {exc}") from None
-        return undo
-
-    def keep(self, reason: str) -> tuple[Change, ...]:
-        """Close this run's changes in effect as meant to last (``set``, ``quit``).
-
-        They are no longer undoable here, and never leftovers. Returns the changes kept.
+        Raises:
+            ConflictError: one line naming the value now, what was set and the original.
         """
-        with self._lock:
-            kept = tuple(self._active)
-            self.journal.keep(kept, reason)
-            self._active.clear()
-            return kept
+        if conflict is None:
+            return
+        if on_conflict == FORCE:
+            self.journal.conflict(conflict, PUT_BACK)
+            return
+        if on_conflict != ASK:
+            self.journal.conflict(conflict, REFUSED)
+        force = f"`{self.journal.restore_command('--force')}` (once this run has ended)"
+        if not conflict.this_run:
+            force = "--force"
+        raise ConflictError((conflict,), conflict.refusal(force))
 
-    def restore_leftover(self, leftover: Leftover) -> Change:
+    def restore_leftover(self, leftover: Leftover, on_conflict: str = REFUSE) -> Change:
         """Write a dead run's leftover back to its original value, then close it.
 
+        Only when the setting still holds what that run left; otherwise ``on_conflict``
+        decides, as for :meth:`undo`.
+
         Raises:
+            ConflictError: the setting changed since the run left it; nothing was written.
             TuningError: when the device is not known to be the one changed, or the value
                 cannot be restored.
         """
@@ -463,18 +219,17 @@ class Tuner:
                 f"{leftover.where} {leftover.setting}: not restored ({leftover.identity})"
             )
         with self._lock:
+            self.settle(self.leftover_conflict(leftover), on_conflict)
             try:
                 if leftover.scope == HOST_SCOPE:
                     change = self._write_host(leftover.setting, leftover.original, "restore", None)
                 else:
                     device = str(leftover.device)
+                    before = self._snapshot(device)
                     change = self._write(
                         device, leftover.setting, leftover.original, "restore", None
                     )
-                    for effect in leftover.side_effects:
-                        now = self.read_one(device, effect.setting).value
-                        if now == effect.effective and now != effect.old:
-                            self._write(device, effect.setting, effect.old, "restore", None)
+                    self._side_effects_back(device, leftover.side_effects, before, "restore", None)
             except SettingError as exc:
                 raise TuningError(f"cannot restore {exc}") from None
             if change.effective != leftover.original:
@@ -484,70 +239,6 @@ class Tuner:
                 )
             self.journal.close_leftover(leftover, "restored")
             return change
-
-    def _put_back(self, changes: Iterable[Change], action: str) -> list[str]:
-        failures = []
-        for change in reversed(list(changes)):
-            try:
-                self._restore(change, action)
-            except TuningError as exc:
-                failures.append(str(exc))
-        return failures
-
-    # --- persistence ---------------------------------------------------------------------------
-
-    def net_settings(self) -> dict[str, dict[str, str]]:
-        """Per queue device, the final value of each setting this run changed and kept.
-
-        Settings that ended where they started are left out. Each device's mapping is in
-        :func:`write_order`.
-        """
-        with self._lock:
-            first_old: dict[tuple[str, str], str] = {}
-            last: dict[tuple[str, str], str] = {}
-            for change in self._active:
-                if change.scope == HOST_SCOPE:
-                    continue  # a sysctl, not a queue setting: no udev rule sets it
-                key = (change.queue_device, change.setting)
-                first_old.setdefault(key, change.old)
-                last[key] = change.effective
-        result: dict[str, dict[str, str]] = {}
-        for (qdev, setting), value in sorted(last.items(), key=lambda kv: write_order(kv[0][1])):
-            if first_old[(qdev, setting)] != value:
-                result.setdefault(qdev, {})[setting] = value
-        return result
-
-    def udev_rules(self, inventory: Inventory | None = None) -> str:
-        """The run's kept changes as a udev rules file (see :func:`udev_rules`)."""
-        settings = self.net_settings()
-        if inventory is None and settings:
-            inventory = read_inventory(self.roots)
-        return udev_rules(settings, inventory or Inventory())
-
-    def export(self, directory: Path, inventory: Inventory | None = None) -> tuple[Path, Path]:
-        """Write the udev rules and the shell script as new files in ``directory``.
-
-        The names carry the time (``iotop-plus-20260102-030405.rules`` and ``.sh``).
-
-        Raises:
-            OSError: when the directory cannot be made or a file already exists.
-        """
-        if inventory is None and self.net_settings():
-            inventory = read_inventory(self.roots)
-        stamp = datetime.fromtimestamp(self._clock()).strftime("%Y%m%d-%H%M%S")
-        directory.mkdir(parents=True, exist_ok=True)
-        rules = directory / f"iotop-plus-{stamp}.rules"
-        script = directory / f"iotop-plus-{stamp}.sh"
-        _create(rules, self.udev_rules(inventory), 0o644)
-        _create(script, self.shell_script(inventory), 0o755)
-        return rules, script
-
-    def shell_script(self, inventory: Inventory | None = None) -> str:
-        """The run's kept changes as a POSIX shell script (see :func:`shell_script`)."""
-        settings = self.net_settings()
-        if inventory is None and settings:
-            inventory = read_inventory(self.roots)
-        return shell_script(settings, inventory or Inventory())
 
 
 __all__ = [

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from iotop_plus.devices.conflicts import REFUSE
 from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.settings import SettingError, queue_device
 from iotop_plus.devices.tuner import Change, Tuner, TuningError
@@ -287,7 +288,8 @@ def _undo(tuner: Tuner, change: Change) -> None:
 
     ``Tuner.undo`` undoes the newest change. If another change came after ours, the old value
     is written as a new change instead; if ours was already reverted (the app's revert-all on
-    quit), there is nothing left to do.
+    quit), there is nothing left to do. Either way only while the setting still holds what
+    ours left: otherwise someone changed it since, and it is left (``ConflictError``).
     """
     active = tuner.active
     if active and active[-1].sequence == change.sequence:
@@ -295,6 +297,7 @@ def _undo(tuner: Tuner, change: Change) -> None:
         return
     if all(c.sequence != change.sequence for c in active):
         return
+    tuner.settle(tuner.conflict(change), REFUSE)
     try:
         tuner.apply(change.device, change.setting, change.old)
     except SettingError as exc:

@@ -2,7 +2,10 @@
 
 * At start: offer to restore (or keep) what a run that died left changed.
 * On quit with changes in effect: ask keep or revert (or revert at once with
-  ``--revert-on-exit``), journaling ``keep`` for kept changes.
+  ``--revert-on-exit``), journaling ``keep`` for kept changes. A setting changed since this
+  run set it (another run, by hand) is asked about before it is reverted (put the original
+  back, or leave it); ``--revert-on-exit`` and a signal cannot ask, so they leave it, say so
+  on stderr, and it stays a leftover for ``restore --force``.
 * On SIGTERM, SIGHUP or SIGINT: nobody can be asked. Probes are stopped, ``--revert-on-exit``
   is applied, and the app leaves through its normal exit (so the terminal is restored), with
   a watchdog in case that hangs. A hangup leaves the changes in force but does *not* keep
@@ -21,7 +24,17 @@ import threading
 
 from textual.app import App
 
-from iotop_plus.devices.journal import RESTORE_HINT, JournalError
+from iotop_plus.devices.conflicts import (
+    ASK,
+    FORCE,
+    LEAVE,
+    PUT_BACK,
+    REFUSE,
+    Conflict,
+    ConflictError,
+)
+from iotop_plus.devices.journal import JournalError
+from iotop_plus.devices.leftovers import Leftover
 from iotop_plus.devices.tuner import Tuner, TuningError
 
 EXIT_WATCHDOG_S = 3.0
@@ -77,7 +90,7 @@ class SettingsLifecycle:
             n = len(leftovers)
             app.notify(
                 f"read-only: {n} setting change(s) left by a run that died are not restored "
-                "here (iotop-plus restore does it)",
+                f"here ({tuner.journal.restore_command()} does it)",
                 severity="warning",
                 markup=False,
             )
@@ -93,19 +106,51 @@ class SettingsLifecycle:
                 n = len(leftovers)
                 app.notify(f"kept {n} setting{'s' if n != 1 else ''} as they are", markup=False)
                 return
-            if choice != "restore":
-                return
-            for left in leftovers:
-                try:
-                    change = tuner.restore_leftover(left)
-                except TuningError as exc:
-                    app.notify(str(exc), severity="error", markup=False)
-                    continue
-                app.notify(f"restored {change.summary}", markup=False)
+            if choice == "restore":
+                self._restore_leftovers(list(leftovers))
 
         from iotop_plus.tui.screens.settings_modals import RestoreLeftoversScreen  # (#25)
 
-        app.push_screen(RestoreLeftoversScreen(leftovers), answered)
+        restore = tuner.journal.restore_command()
+        app.push_screen(RestoreLeftoversScreen(leftovers, restore), answered)
+
+    def _restore_leftovers(self, leftovers: list[Leftover]) -> None:
+        """Restore each leftover in turn; one changed since the run left it is asked about."""
+        tuner, app = self.tuner, self.app
+        while leftovers:
+            left = leftovers.pop(0)
+            try:
+                change = tuner.restore_leftover(left, on_conflict=ASK)
+            except ConflictError as exc:
+
+                def answered(
+                    choice: str | None, left: Leftover = left, c: Conflict = exc.conflicts[0]
+                ) -> None:
+                    self._settle_leftover(left, c, choice)
+                    self._restore_leftovers(leftovers)
+
+                from iotop_plus.tui.screens.settings_modals import ConflictScreen
+
+                app.push_screen(ConflictScreen(exc.conflicts[0]), answered)
+                return
+            except TuningError as exc:
+                app.notify(str(exc), severity="error", markup=False)
+                continue
+            app.notify(f"restored {change.summary}", markup=False)
+
+    def _settle_leftover(self, left: Leftover, conflict: Conflict, choice: str | None) -> None:
+        """Carry out the answer about a leftover changed since: put back, leave, or later."""
+        tuner, app = self.tuner, self.app
+        if choice == LEAVE:
+            tuner.leave(conflict)
+            app.notify(f"left {conflict.where} {conflict.setting} at {conflict.now}", markup=False)
+        elif choice == PUT_BACK:
+            try:
+                change = tuner.restore_leftover(left, on_conflict=FORCE)
+            except TuningError as exc:
+                app.notify(str(exc), severity="error", markup=False)
+                return
+            app.notify(f"restored {change.summary}", markup=False)
 
     def exit_on_signal(self, sig: int) -> None:
         """A signal cannot be asked questions: settle the changes now, then exit 128 + sig."""
@@ -113,8 +158,13 @@ class SettingsLifecycle:
         if runner is not None:  # never imported: no probe was ever started
             runner.stop_all_probes()  # kills fio and removes its file
         if self.revert_on_exit and self.tuner.active:
-            with contextlib.suppress(TuningError):
+            try:
                 self.tuner.revert_all()
+            except ConflictError as exc:  # nobody to ask: changed since, so left as it is
+                with contextlib.suppress(OSError):
+                    os.write(2, f"iotop-plus: {exc}\n".encode())
+            except TuningError:
+                pass
         if sig == signal.SIGHUP and self.tuner.active:
             # The session is gone and nobody answered the quit dialog: the changes stay in
             # force but are not kept. No keep record, so once this run's lock is gone they are
@@ -123,7 +173,7 @@ class SettingsLifecycle:
             plural = "s" if count != 1 else ""
             line = (
                 f"iotop-plus: hangup: {count} setting change{plural} left in force, not kept; "
-                f"{RESTORE_HINT}\n"
+                f"{self.tuner.journal.restore_hint}\n"
             )
             with contextlib.suppress(OSError):
                 os.write(2, line.encode())
@@ -143,7 +193,7 @@ class SettingsLifecycle:
 
         def answered(choice: str | None) -> None:
             if choice == "revert":
-                self._revert_then_exit()
+                self._revert_then_exit(ask=True)
             elif choice == "keep":
                 self.tuner.keep("quit")
                 self.app.exit()
@@ -154,10 +204,33 @@ class SettingsLifecycle:
         if not isinstance(self.app.screen, KeepOrRevertScreen):
             self.app.push_screen(KeepOrRevertScreen(self.tuner.active), answered)
 
-    def _revert_then_exit(self) -> None:
+    def _revert_then_exit(self, ask: bool = False) -> None:
+        """Revert every change, then exit. With ``ask``, a setting changed since is asked
+        about first (escape stays in the app); without, it is left and the exit says so."""
         try:
-            self.tuner.revert_all()
+            self.tuner.revert_all(on_conflict=ASK if ask else REFUSE)
+        except ConflictError as exc:
+            if ask:
+                self._ask_then_revert(exc.conflicts[0])
+                return
+            self.app.exit(1, message=f"iotop-plus: could not revert every setting: {exc}")
+            return
         except TuningError as exc:
             self.app.exit(1, message=f"iotop-plus: could not revert every setting: {exc}")
             return
         self.app.exit()
+
+    def _ask_then_revert(self, conflict: Conflict) -> None:
+        from iotop_plus.tui.screens.settings_modals import ConflictScreen
+
+        def answered(choice: str | None) -> None:
+            if choice not in (PUT_BACK, LEAVE):
+                return  # later: stay in the app, nothing written
+            try:
+                self.tuner.resolve(conflict, choice == PUT_BACK)
+            except TuningError as exc:
+                self.app.notify(str(exc), severity="error", markup=False)
+                return
+            self._revert_then_exit(ask=True)
+
+        self.app.push_screen(ConflictScreen(conflict), answered)

@@ -118,7 +118,9 @@ async def test_a_hangup_leaves_the_changes_in_force_but_not_kept(
     assert kinds(state)[-1] == ("change", None)
     err = capfd.readouterr().err
     assert "iotop-plus: hangup: 1 setting change left in force, not kept;" in err
-    assert "`iotop-plus restore`" in err and "`iotop-plus restore --keep`" in err
+    # The hint names the state directory the run used, or restore would look elsewhere.
+    assert f"`iotop-plus --state-dir {state} restore`" in err
+    assert f"`iotop-plus --state-dir {state} restore --keep`" in err
     (left,) = Journal.in_dir(state).leftovers(tree)
     assert (left.device, left.setting, left.left, left.original) == (
         "sda", "read_ahead_kb", "64", "128",

@@ -288,8 +288,8 @@ def test_a_killed_runs_changes_are_leftovers_a_live_runs_are_not(
     refusal = journal.leftover_refusal(roots, "sda1")
     assert refusal == (
         "sda read_ahead_kb is 128, left by a run that ended without undoing or keeping it "
-        "(original 128); first run `iotop-plus restore` (puts the originals back) or "
-        "`iotop-plus restore --keep` (keeps the values)"
+        f"(original 128); first run `iotop-plus --state-dir {state} restore` (puts the "
+        f"originals back) or `iotop-plus --state-dir {state} restore --keep` (keeps the values)"
     )
 
 

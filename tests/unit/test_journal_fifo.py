@@ -40,7 +40,7 @@ _IDENTITY = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from iotop_plus.devices.journal import boot_id, device_identity
+    from iotop_plus.devices.changes import boot_id, device_identity
     from iotop_plus.roots import Roots
     tree = Path(sys.argv[1])
     roots = Roots(proc=tree / "proc", sys=tree / "sys")

@@ -10,6 +10,9 @@
   or None (escape: do not quit after all).
 * :class:`RestoreLeftoversScreen` lists what a run that died left changed, at start, and
   returns ``"restore"``, ``"keep"`` or None (leave them for now).
+* :class:`ConflictScreen` asks when an undo, a revert or a restore finds the setting changed
+  since ("loop3 read_ahead_kb is 2048 now; this run set 64, the original was 128") and
+  returns ``"put_back"``, ``"leave"`` or None (decide later: nothing is written).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from iotop_plus.devices.journal import Leftover
+from iotop_plus.devices.conflicts import LEAVE, PUT_BACK, Conflict
+from iotop_plus.devices.leftovers import Leftover
 from iotop_plus.devices.settings import SettingError, SettingValue
 from iotop_plus.devices.tuner import Change
 from iotop_plus.tui.screens.modal import Modal
@@ -248,10 +252,15 @@ class RestoreLeftoversScreen(Modal[str | None]):
     #: Leftovers listed one per line; the rest are counted.
     SHOWN = 8
 
-    def __init__(self, leftovers: Sequence[Leftover]) -> None:
-        """Args: leftovers: The leftovers of the journal that can be restored."""
+    def __init__(self, leftovers: Sequence[Leftover], restore: str = "iotop-plus restore") -> None:
+        """Args:
+        leftovers: The leftovers of the journal that can be restored.
+        restore: The ``restore`` command as the user would type it (with ``--state-dir``
+            when the run has one).
+        """
         super().__init__()
         self.leftovers = tuple(leftovers)
+        self.restore = restore
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -270,11 +279,11 @@ class RestoreLeftoversScreen(Modal[str | None]):
             ]
             if count > self.SHOWN:
                 more = count - self.SHOWN
-                lines.append(f"... and {more} more (iotop-plus restore -n lists them all)")
+                lines.append(f"... and {more} more ({self.restore} -n lists them all)")
             yield Static("\n".join(lines), id="leftover-list", markup=False)
             yield Static(
                 "r restores the originals, k keeps these values, escape decides later "
-                "(iotop-plus restore, or restore --keep).",
+                f"({self.restore}, or {self.restore} --keep).",
                 classes="hint",
                 id="leftover-hint",
                 markup=False,
@@ -291,4 +300,49 @@ class RestoreLeftoversScreen(Modal[str | None]):
 
     def action_choose(self, choice: str | None) -> None:
         """Close with ``restore``, ``keep`` or None (later)."""
+        self.dismiss(choice)
+
+
+class ConflictScreen(Modal[str | None]):
+    """Asked when a setting to put back was changed since (by another run, by hand): put the
+    original back, or leave the value it has now. Escape decides later and writes nothing."""
+
+    BINDINGS = [
+        Binding("p", "choose('put_back')", "Put back"),
+        Binding("l", "choose('leave')", "Leave"),
+        Binding("escape", "choose(None)", "Later"),
+    ]
+
+    def __init__(self, conflict: Conflict) -> None:
+        """Args: conflict: The setting, its value now, what was written and the original."""
+        super().__init__()
+        self.conflict = conflict
+
+    def compose(self) -> ComposeResult:
+        c = self.conflict
+        with Vertical():
+            yield Static("Changed since it was set", classes="title", markup=False)
+            yield Static(
+                f"{c.question()}: put back {c.original}, or leave {c.now}?",
+                id="conflict-question",
+                markup=False,
+            )
+            yield Static(
+                f"p puts {c.original} back, l leaves {c.now}, escape decides later.",
+                classes="hint",
+                markup=False,
+            )
+            with Horizontal():
+                yield Button("Put back (p)", id=PUT_BACK, variant="warning")
+                yield Button("Leave (l)", id=LEAVE, variant="primary")
+                yield Button("Later (esc)", id="later")
+
+    @on(Button.Pressed)
+    def _pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        choice = event.button.id
+        self.dismiss(choice if choice in (PUT_BACK, LEAVE) else None)
+
+    def action_choose(self, choice: str | None) -> None:
+        """Close with ``put_back``, ``leave`` or None (later)."""
         self.dismiss(choice)

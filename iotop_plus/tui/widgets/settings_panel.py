@@ -15,7 +15,9 @@ Interface for the screen (:class:`~iotop_plus.tui.screens.main.MainScreen`):
 Keys (active when focus is in the panel): ``R`` read-ahead presets or a typed value, ``S``
 scheduler from the device's own list, ``A`` show or hide the advanced settings
 (nr_requests, max_sectors_kb, nomerges, rq_affinity, wbt_lat_usec), ``enter`` edit the
-highlighted setting, ``u`` undo the last change, ``U`` revert every change of this run,
+highlighted setting, ``u`` undo the last change, ``U`` revert every change of this run (a
+setting changed since this run set it, by another run or by hand, is asked about first: put
+the original back, or leave it: the ``ConflictScreen`` of the settings modals),
 ``E`` export the kept changes as a udev rules file and a shell script (new files next to the
 journal, in the state directory; the paths are shown).
 :func:`~iotop_plus.tui.keys.find_clashes` checks them against the main screen's and the other
@@ -38,6 +40,7 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from iotop_plus.devices.conflicts import ASK, LEAVE, PUT_BACK, Conflict, ConflictError
 from iotop_plus.devices.settings import SETTINGS, SettingError, SettingValue, valid_range
 from iotop_plus.devices.tuner import Change, Tuner, TuningError, default_journal_path
 from iotop_plus.roots import Roots
@@ -49,7 +52,7 @@ from iotop_plus.tui.keys import (
     TUNE_UNDO,
     panel_id,
 )
-from iotop_plus.tui.screens.settings_modals import setting_picker
+from iotop_plus.tui.screens.settings_modals import ConflictScreen, setting_picker
 
 #: Shown without asking for the advanced section.
 BASIC_SETTINGS = ("read_ahead_kb", "scheduler")
@@ -222,12 +225,15 @@ class SettingsPanel(VerticalScroll, can_focus=False):
         before = len(self.tuner.journal.entries)
         error = None
         headline = ""
+        conflict: Conflict | None = None
         try:
             if all_changes:
-                reverts = self.tuner.revert_all()
+                reverts = self.tuner.revert_all(on_conflict=ASK)
                 headline = f"reverted {len(reverts)} change{'s' if len(reverts) != 1 else ''}"
             else:
-                headline = "undone: " + self.tuner.undo().summary
+                headline = "undone: " + self.tuner.undo(on_conflict=ASK).summary
+        except ConflictError as exc:
+            conflict = exc.conflicts[0]  # the others are asked after this one is answered
         except TuningError as exc:
             error = str(exc)
         # Every write an undo made (side effects too) is a moment the charts should mark.
@@ -235,6 +241,34 @@ class SettingsPanel(VerticalScroll, can_focus=False):
         self.app.call_from_thread(self._done, written, headline)
         if error:
             self.app.call_from_thread(self._failed, error)
+        if conflict is not None:
+            self.app.call_from_thread(self._ask, conflict, all_changes)
+
+    def _ask(self, conflict: Conflict, all_changes: bool) -> None:
+        """Ask whether to put back a setting changed since this run set it."""
+
+        def answered(choice: str | None) -> None:
+            if choice in (PUT_BACK, LEAVE):
+                self._resolve(conflict, choice == PUT_BACK, all_changes)
+            else:
+                self._show_result(f"left for now: {conflict.question()}", error=True)
+
+        self.app.push_screen(ConflictScreen(conflict), answered)
+
+    @work(thread=True, group="tuning", exit_on_error=False)
+    def _resolve(self, conflict: Conflict, put_back: bool, all_changes: bool) -> None:
+        before = len(self.tuner.journal.entries)
+        try:
+            undo = self.tuner.resolve(conflict, put_back)
+        except TuningError as exc:
+            self.app.call_from_thread(self._failed, str(exc))
+            return
+        written = self.tuner.journal.entries[before:]
+        where = f"{conflict.where} {conflict.setting}"
+        headline = f"undone: {undo.summary}" if undo else f"left {where} at {conflict.now}"
+        self.app.call_from_thread(self._done, written, headline)
+        if all_changes and self.tuner.active:
+            self.app.call_from_thread(self._undo, True)  # the rest of revert-all
 
     def _done(self, changes: tuple[Change, ...], headline: str) -> None:
         for change in changes:
