@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from iotop_plus.probe.presets import Preset, ProbeParams
 from iotop_plus.probe.results import ProbeResult
@@ -310,7 +311,7 @@ class DurabilityResult:
     """False when stopped before every method ran."""
 
 
-def durability_json(r: DurabilityResult) -> dict[str, object]:
+def durability_json(r: DurabilityResult) -> dict[str, Any]:
     """The result as the ``--format json`` document."""
     return {
         "tool": "iotop-plus",

@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[2]
 PG_TEST_FSYNC = "/usr/lib/postgresql/15/bin/pg_test_fsync"
 TRACED = "openat,pwrite64,write,fsync,fdatasync,lseek"
 PG_ORDER = [(name, writes) for writes in (1, 2) for name in PG_METHODS]
+OURS = ("-m", "iotop_plus")
 KEPT_FLAGS = {"O_RDONLY", "O_WRONLY", "O_RDWR", "O_DSYNC", "O_SYNC", "O_DIRECT"}
 
 _CALL = re.compile(r"^(?P<pid>\d+)\s+(?P<call>\w+)\((?P<args>.*?)(?:\)\s+= (?P<ret>-?\d+)|\s<unf)")
@@ -117,17 +118,29 @@ def test_each_method_does_what_pg_test_fsync_does(tmp_path: Path, fio_bin: str) 
     pg_trace, our_trace = tmp_path / "pg.trace", tmp_path / "ours.trace"
     pg_file = tmp_path / "pg" / "pg_test_fsync.out"
     subprocess.run(
-        [strace, "-f", "-e", f"trace={TRACED}", "-o", str(pg_trace), pg, "-s", "1"]
-        + ["-f", str(pg_file)],
+        [
+            strace,
+            "-f",
+            "-e",
+            f"trace={TRACED}",
+            "-o",
+            str(pg_trace),
+            pg,
+            "-s",
+            "1",
+            "-f",
+            str(pg_file),
+        ],
         check=True,
         capture_output=True,
         timeout=240,
     )
     env = {**os.environ, "PYTHONPATH": str(REPO)}
+    state = str(tmp_path / "state")
+    command = [*OURS, "--state-dir", state, "probe", "durability", "-r", "1", "-q", "-t"]
+    command.append(str(tmp_path / "ours"))
     subprocess.run(
-        [strace, "-f", "-e", f"trace={TRACED}", "-o", str(our_trace), sys.executable]
-        + ["-m", "iotop_plus", "--state-dir", str(tmp_path / "state"), "probe", "durability"]
-        + ["--target", str(tmp_path / "ours"), "--runtime", "1", "-q"],
+        [strace, "-f", "-e", f"trace={TRACED}", "-o", str(our_trace), sys.executable, *command],
         check=True,
         capture_output=True,
         env=env,
@@ -136,7 +149,7 @@ def test_each_method_does_what_pg_test_fsync_does(tmp_path: Path, fio_bin: str) 
     )
     theirs = runs(pg_trace, re.compile(re.escape(str(pg_file)) + "$"))
     # pg_test_fsync's first open lays the file out; then one open per method, in our order.
-    layout_flags, layout_calls = theirs[0]
+    _, layout_calls = theirs[0]
     assert sum(c[1] == "16777216" for c in layout_calls if c[0] == "write") == 1
     assert layout_calls.count(("fsync",)) == 1
     ours = runs(our_trace, re.compile(r"^/proc/self/fd/\d+/iotop-plus-probe-[^/]+$"))
