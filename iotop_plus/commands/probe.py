@@ -17,6 +17,7 @@ import sys
 from dataclasses import asdict
 from typing import Any, TextIO
 
+from iotop_plus.commands import durability
 from iotop_plus.commands.common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -53,7 +54,12 @@ def add_parser(sub: Any) -> None:
         "confirmed on an unused device with --confirm: the device is then held exclusively "
         f"(O_EXCL) until fio exits. Presets: {presets}.",
     )
-    p.add_argument("preset", choices=sorted(PRESETS), metavar="PRESET", help="preset name")
+    p.add_argument(
+        "preset",
+        choices=[*sorted(PRESETS), "durability"],
+        metavar="PRESET",
+        help=f"preset name, or {durability.HELP}",
+    )
     p.add_argument(
         "--target",
         "-t",
@@ -62,7 +68,11 @@ def add_parser(sub: Any) -> None:
         help="an existing directory (a probe file is made in it) or a block device",
     )
     p.add_argument(
-        "--runtime", "-r", metavar="S", help="seconds to run (default 10: a quick probe)"
+        "--runtime",
+        "-r",
+        metavar="S",
+        help="seconds to run (default 10: a quick probe; durability: "
+        f"{durability.DEFAULT_RUNTIME_S} s per method)",
     )
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     p.add_argument(
@@ -104,6 +114,8 @@ def build_request(args: argparse.Namespace) -> ProbeRequest:
 def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> int:
     """Run the subcommand; returns the exit code."""
     out = out or sys.stdout
+    if args.preset == "durability":
+        return durability.run(args, roots, out)
     request = build_request(args)
     if args.keep_json:
         # Claim the file first: never overwrite, and fail before spending the runtime.

@@ -222,6 +222,13 @@ def flush_write_of(latency: DeviceLatency | None) -> BlockLatency | None:
     return block_latency(latency.op(FLUSH_WRITE), latency.sampled)
 
 
+def flush_of(latency: DeviceLatency | None) -> BlockLatency | None:
+    """The device-side latency of the flush requests, or None."""
+    if latency is None:
+        return None
+    return block_latency(latency.op("flush"), latency.sampled)
+
+
 def with_block_latency(
     result: ProbeResult, latency: DeviceLatency | None, problem: str | None
 ) -> ProbeResult:
@@ -233,6 +240,7 @@ def with_block_latency(
     read, write = result.read, result.write
     return replace(
         result,
+        flush=flush_of(latency),
         read=replace(read, block=block_latency(latency.op("read"), latency.sampled))
         if read
         else None,

@@ -23,11 +23,19 @@ def io_uring_disabled(roots: Roots) -> bool:
 
 
 def build_argv(
-    fio: str, preset: Preset, params: ProbeParams, target: ProbeTarget, filename: Path | str
+    fio: str,
+    preset: Preset,
+    params: ProbeParams,
+    target: ProbeTarget,
+    filename: Path | str,
+    *,
+    span: str | None = None,
 ) -> list[str]:
     """fio's argv for one run (never a shell string).
 
     ``filename`` is a ``/proc/self/fd/N`` path; the description names the target for ``ps``.
+    ``span``: the probe laid out its file itself, fio rewrites only its first ``span`` bytes
+    and may neither create a file nor drop the page cache (``pg_test_fsync`` does neither).
     """
     argv = [
         fio,
@@ -40,7 +48,7 @@ def build_argv(
         f"--numjobs={params.numjobs}",
         f"--ioengine={params.ioengine}",
         f"--direct={int(params.direct)}",
-        f"--size={target.size_bytes}",
+        f"--size={span or target.size_bytes}",
         f"--runtime={params.runtime_s}",
         "--time_based",
         "--group_reporting",
@@ -55,6 +63,12 @@ def build_argv(
         argv.append(f"--rwmixread={preset.rwmixread}")
     if preset.fsync:
         argv.append(f"--fsync={preset.fsync}")
+    if preset.fdatasync:
+        argv.append(f"--fdatasync={preset.fdatasync}")
+    if preset.sync_io:
+        argv.append(f"--sync={preset.sync_io}")
+    if span is not None:
+        argv += ["--allow_file_create=0", "--invalidate=0"]
     if target.readonly:
         argv.append("--readonly")
     return argv

@@ -4,7 +4,8 @@ fio 3.33 JSON (``stat.c``), per job: ``error`` (errno), ``read``/``write``/``syn
 ``usr_cpu``/``sys_cpu``; per direction ``iops``, ``bw`` (KiB/s), ``io_bytes``, ``total_ios``,
 ``runtime`` (ms), ``slat_ns``/``clat_ns``/``lat_ns`` with ``clat_ns.percentile`` keyed
 ``"99.000000"``, and ``iops_min``/``iops_max``/``bw_min``/``bw_max``/``bw_mean`` from 500 ms
-samples. ``sync.lat_ns`` holds fsync latency. ``disk_util`` lists what the device served.
+samples. ``sync.lat_ns`` holds the latency of fsync and fdatasync calls (``sync.total_ios``
+counts fsyncs only). ``disk_util`` lists what the device served.
 """
 
 from __future__ import annotations
@@ -60,6 +61,13 @@ def _direction(block: Any) -> DirectionResult | None:
     )
 
 
+def _synced(sync: Any) -> bool:
+    """Whether fio timed syncs: ``fsync=`` counts them in ``total_ios``, ``fdatasync=``
+    leaves that 0 and gives only ``lat_ns`` (with its sample count ``N``)."""
+    lat = sync.get("lat_ns")
+    return isinstance(lat, dict) and bool(sync.get("total_ios") or lat.get("N"))
+
+
 def job_errors(doc: Any) -> list[str]:
     """``jobname: errno N`` for every job whose ``error`` is set."""
     errors = []
@@ -103,7 +111,7 @@ def parse_result(
         read = _direction(job.get("read"))
         write = _direction(job.get("write"))
         sync = job.get("sync") or {}
-        fsync = _latency(sync["lat_ns"]) if sync.get("total_ios") and "lat_ns" in sync else None
+        fsync = _latency(sync["lat_ns"]) if _synced(sync) else None
         disks = tuple(
             DiskUtil(
                 name=str(d["name"]),

@@ -141,10 +141,16 @@ class ProbeHistory:
             )
         return history
 
-    def add(self, result: ProbeResult, settings: tuple[tuple[str, str], ...] = ()) -> ProbeRecord:
+    def add(
+        self,
+        result: ProbeResult,
+        settings: tuple[tuple[str, str], ...] = (),
+        tags: dict[str, Any] | None = None,
+    ) -> ProbeRecord:
         """Keep ``result`` with the settings it ran under (and append it to the state
-        directory's file); returns the new record. A failed save is a note, never an error:
-        the probe's figures are still shown."""
+        directory's file); returns the new record. ``tags`` go into the saved line beside the
+        result (a plan's run: ``plan``, ``method``...). A failed save is a note, never an
+        error: the probe's figures are still shown."""
         record = ProbeRecord(len(self.records) + 1, time.time(), result, settings)
         self.records.append(record)
         if self.state is not None:
@@ -156,6 +162,7 @@ class ProbeHistory:
                         "time": record.wall_time,
                         "result": asdict(result),
                         "settings": [list(pair) for pair in settings],
+                        **(tags or {}),
                     },
                 )
             except StateError as exc:
@@ -234,6 +241,7 @@ def result_from_json(doc: Any) -> ProbeResult:
             "notes": tuple(str(n) for n in doc.get("notes", [])),
             "issuers": _issuers(doc.get("issuers")),
             "flush_write": _block(doc.get("flush_write")),
+            "flush": _block(doc.get("flush")),
         }
     )
 

@@ -44,8 +44,9 @@ class ProbeParams:
 
     @property
     def bs_bytes(self) -> int:
-        """The block size in bytes."""
-        return parse_size(self.bs)
+        """The block size in bytes (a plan may run sizes no user edit can give, such as
+        etcd's 2300-byte writes)."""
+        return _bytes(self.bs)
 
     @property
     def total_qd(self) -> int:
@@ -76,6 +77,10 @@ class Preset:
     """Read share in percent for mixed patterns."""
     fsync: int = 0
     """fio ``fsync=``: fsync after this many writes (0: never)."""
+    fdatasync: int = 0
+    """fio ``fdatasync=``: fdatasync after this many writes (0: never)."""
+    sync_io: str = ""
+    """fio ``sync=``: ``dsync`` opens with O_DSYNC, ``sync`` with O_SYNC ("": neither)."""
 
     @property
     def writes(self) -> bool:
@@ -88,6 +93,8 @@ class Preset:
         p = self.params
         mix = f" {self.rwmixread}/{100 - self.rwmixread}" if self.rwmixread is not None else ""
         sync = f", fsync={self.fsync}" if self.fsync else ""
+        sync += f", fdatasync={self.fdatasync}" if self.fdatasync else ""
+        sync += f", sync={self.sync_io}" if self.sync_io else ""
         jobs = f"{p.numjobs} jobs x QD{p.iodepth}" if p.numjobs > 1 else f"QD{p.iodepth}"
         return f"{p.bs} {self.rw}{mix}{sync}, {jobs}"
 
@@ -162,6 +169,18 @@ EDITABLE: dict[str, str] = {
 }
 
 
+def _bytes(text: str) -> int:
+    """Bytes in ``8k``, ``1m`` or ``2300`` (powers of 1024, as fio reads them).
+
+    Raises:
+        ValueError: quoting the text when it is not such a size.
+    """
+    m = _BS_RE.match(text.strip())
+    if not m:
+        raise ValueError(f"bs: not a block size like 4k or 1m: {text!r}")
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+
+
 def parse_size(text: str) -> int:
     """Bytes in a block size like ``8k`` or ``1m`` (powers of 1024, as fio reads them).
 
@@ -169,10 +188,7 @@ def parse_size(text: str) -> int:
         ValueError: quoting the text when it is not a size from 512 bytes to 64 MiB that is
             a multiple of 512.
     """
-    m = _BS_RE.match(text.strip())
-    if not m:
-        raise ValueError(f"bs: not a block size like 4k or 1m: {text!r}")
-    value = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    value = _bytes(text)
     if not 512 <= value <= 64 * 1024 * 1024 or value % 512:
         raise ValueError(f"bs: must be a multiple of 512 bytes from 512 to 64m: {text!r}")
     return value

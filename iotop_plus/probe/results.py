@@ -245,6 +245,9 @@ class ProbeResult:
     """Device-side latency of the writes that carried a preflush or FUA (a filesystem's
     journal commits, fio's fsyncs on some devices), from submission to the end of the whole
     flush sequence; kept apart from :attr:`write`'s plain writes. Block tracer only."""
+    flush: BlockLatency | None = None
+    """Device-side latency of the flush requests themselves (a preflush, an fsync's empty
+    flush). Block tracer only."""
     host_cpu_some_pct: float | None = None
     """CPU pressure (``/proc/pressure/cpu`` some, the share of the run's wall time in which
     some task waited for a CPU), when the kernel reports it."""

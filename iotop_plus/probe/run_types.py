@@ -15,6 +15,29 @@ class ProbeError(Exception):
     """A probe failed; the message is one plain line for the user."""
 
 
+class DirectIORefused(ProbeError):
+    """The target's filesystem refuses O_DIRECT: the run is not made (no buffered stand-in)."""
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """A probe file laid out before fio starts, which fio then only rewrites.
+
+    The probe makes the file itself (O_EXCL), of the target's size, either written through
+    and synced once (``fill``, as ``pg_test_fsync`` does) or allocated unwritten (as fio
+    lays out a new file for a write job); fio gets ``--allow_file_create=0`` and works in
+    its first ``span`` bytes.
+    """
+
+    span: str
+    """fio ``--size=``: the region rewritten (``8k``: offset 0 each time)."""
+    fill: bool = True
+    """Write and fsync the whole file once; otherwise only allocate it."""
+    open_flags: int = 0
+    """Flags the run opens with (O_DIRECT, O_DSYNC, O_SYNC), tried on the laid out file
+    first: a refusal is :class:`DirectIORefused`."""
+
+
 @dataclass(frozen=True)
 class ProbeRequest:
     """What the user asked to run."""
@@ -27,6 +50,8 @@ class ProbeRequest:
     """A directory or a block device path, as typed."""
     confirm: str | None = None
     """The device name typed to confirm a write probe on a raw device."""
+    layout: FileLayout | None = None
+    """A file the probe lays out itself (a directory target only); None: fio makes it."""
 
 
 @dataclass(frozen=True)

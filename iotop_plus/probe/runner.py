@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -49,6 +50,7 @@ from iotop_plus.probe.presets import DEFAULT_ENGINE, FALLBACK_ENGINE, ProbeParam
 from iotop_plus.probe.results import FioOutputError, cpu_pressure_pct
 from iotop_plus.probe.run_types import (
     INSTALL_HINT,
+    DirectIORefused,
     ProbeError,
     ProbeOutcome,
     ProbeProgress,
@@ -66,6 +68,7 @@ from iotop_plus.roots import Roots
 
 __all__ = [
     "INSTALL_HINT",
+    "DirectIORefused",
     "JsonDocumentStream",
     "ProbeError",
     "ProbeOutcome",
@@ -186,6 +189,8 @@ class ProbeRunner:
         if on_start is not None:
             on_start(target)
         params = request.params
+        if request.layout is not None:
+            await asyncio.to_thread(_lay_out, request, checked)
         notes: list[str] = [target.note] if target.note else []
         if params.ioengine == DEFAULT_ENGINE and io_uring_disabled(self.roots):
             params = replace(params, ioengine=FALLBACK_ENGINE)
@@ -193,7 +198,10 @@ class ProbeRunner:
         prefix = pdeathsig_prefix()
         if not prefix:
             notes.append("setpriv not found: fio would outlive a killed iotop-plus")
-        argv = prefix + build_argv(fio, request.preset, params, target, checked.fio_filename)
+        span = request.layout.span if request.layout is not None else None
+        argv = prefix + build_argv(
+            fio, request.preset, params, target, checked.fio_filename, span=span
+        )
         traced = await self._begin_trace(target)
         before = disk_counters(self.roots, target)
         cpu_before = cpu_pressure(self.roots)
@@ -201,7 +209,9 @@ class ProbeRunner:
         if params.ioengine == DEFAULT_ENGINE and io_uring_unavailable(run):
             params = replace(params, ioengine=FALLBACK_ENGINE)
             notes.append("io_uring is unavailable here: fell back to libaio")
-            argv = prefix + build_argv(fio, request.preset, params, target, checked.fio_filename)
+            argv = prefix + build_argv(
+                fio, request.preset, params, target, checked.fio_filename, span=span
+            )
             traced = await self._begin_trace(target)
             before = disk_counters(self.roots, target)
             cpu_before = cpu_pressure(self.roots)
@@ -291,6 +301,34 @@ class ProbeRunner:
             if not stderr_task.done():
                 stderr_task.cancel()
             fio.close_pipes()
+
+
+def _lay_out(request: ProbeRequest, checked: CheckedTarget) -> None:
+    """Make the request's probe file and try its open flags on it, before fio runs.
+
+    Raises:
+        ProbeError: a device target, or the file cannot be made.
+        DirectIORefused: the filesystem refuses the flags (O_DIRECT), with the kernel's reason.
+    """
+    layout, workdir = request.layout, checked.workdir
+    if layout is None:
+        return
+    if workdir is None:
+        raise ProbeError("this probe lays out its own file: give a directory, not a device")
+    try:
+        workdir.lay_out(checked.target.size_bytes, fill=layout.fill)
+    except OSError as exc:
+        raise ProbeError(f"cannot lay out the probe file: {exc.strerror}") from None
+    if not layout.open_flags:
+        return
+    try:
+        workdir.try_open(os.O_RDWR | layout.open_flags)
+    except OSError as exc:
+        direct = " with O_DIRECT" if layout.open_flags & os.O_DIRECT else ""
+        raise DirectIORefused(
+            f"the filesystem refuses to open a file{direct} ({exc.strerror}), as "
+            "pg_test_fsync's n/a*"
+        ) from None
 
 
 def _verify(checked: CheckedTarget) -> None:

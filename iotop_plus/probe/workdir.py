@@ -118,6 +118,39 @@ class ProbeWorkdir:
             return "the probe file has other names"
         return None
 
+    def lay_out(self, size: int, *, fill: bool) -> None:
+        """Make the probe file (O_EXCL, never following a symlink) of ``size`` bytes: written
+        with random bytes and fsynced once when ``fill``, else only allocated.
+
+        Raises:
+            OSError: it cannot be made or written (ENOSPC, EEXIST...).
+        """
+        fd = os.open(
+            self.file_name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=self.fd,
+        )
+        try:
+            if not fill:
+                os.posix_fallocate(fd, 0, size)
+                return
+            chunk = secrets.token_bytes(1 << 20)
+            done = 0
+            while done < size:
+                done += os.write(fd, memoryview(chunk)[: min(len(chunk), size - done)])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def try_open(self, flags: int) -> None:
+        """Open the probe file with ``flags`` and close it: whether the filesystem takes them.
+
+        Raises:
+            OSError: the kernel's refusal (EINVAL for O_DIRECT where it is not supported).
+        """
+        os.close(os.open(self.file_name, flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=self.fd))
+
     def remove(self) -> None:
         """Remove the probe file and the subdirectory through the held descriptors; idempotent."""
         # Re-entrant locks and taking the descriptors first: a signal handler may call this

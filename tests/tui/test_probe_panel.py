@@ -255,3 +255,31 @@ async def test_each_probe_button_names_the_key_that_does_the_same() -> None:
             key = _KEY_OF_LABEL.get(named, named)
             assert keys.get(key) == _BUTTON_ACTIONS[button.id], (str(button.label), keys)
         assert "s" not in keys
+
+
+async def test_the_durability_plan_runs_from_the_panel_method_by_method(
+    tmp_path: Path, fio_bin: str
+) -> None:
+    app = ProbeHost(fio_bin)
+    async with app.run_test(size=(80, 80)) as pilot:
+        panel = app.query_one(ProbePanel)
+        presets = app.query_one("#probe-presets", OptionList)
+        presets.focus()
+        await pilot.press("end")  # the plan is the last choice
+        assert panel.durability
+        assert "wal_sync_method" in _text(app, "#probe-rationale")
+        assert app.query_one("#probe-param-runtime", Input).value == "2"
+        await _fill(pilot, app, "#probe-param-runtime", "1")
+        await _fill(pilot, app, "#probe-target", str(tmp_path))
+        presets.focus()
+        await pilot.press("enter")
+        await _wait_for(pilot, lambda: "fdatasync x1" in _text(app, "#probe-card"))
+        await wait.wait_for(pilot, lambda: "Durability" in _text(app, "#probe-card"), timeout=120)
+        card = _text(app, "#probe-card")
+        for text in ("open_datasync x1", "open_sync x2", "etcd x1", "write cache"):
+            assert text in card
+        assert len(panel.history) == 9  # each method's run, tagged with the plan
+        assert list(tmp_path.iterdir()) == []
+        await pilot.press("home")  # back to a preset: its own parameters again
+        assert not panel.durability and panel.preset.name == "wal"
+        assert app.query_one("#probe-param-runtime", Input).value == "10"

@@ -41,6 +41,9 @@ from textual.widgets import Button, Input, Label, OptionList, ProgressBar, Stati
 from textual.widgets.option_list import Option
 from textual.worker import Worker
 
+from iotop_plus.probe.durability import run_durability
+from iotop_plus.probe.durability_plan import DEFAULT_RUNTIME_S, durability_text, method_line
+from iotop_plus.probe.experiments import ExperimentError
 from iotop_plus.probe.history import ProbeHistory, ProbeRecord, settings_in_force
 from iotop_plus.probe.presets import EDITABLE, PRESETS, Preset, ProbeParams, with_overrides
 from iotop_plus.probe.runner import (
@@ -185,6 +188,8 @@ class ProbePanel(VerticalScroll):
         """The latest live figures of the running probe."""
         self._worker: Worker[None] | None = None
         self._compare_picks: list[int] = []
+        self.durability = False
+        """The durability plan is chosen instead of :attr:`preset`."""
 
     # -- composition -------------------------------------------------------------------
 
@@ -193,6 +198,7 @@ class ProbePanel(VerticalScroll):
         yield Label("Preset", classes="heading")
         yield OptionList(
             *(Option(f"{p.name:<10} {p.title}", id=p.name) for p in PRESETS.values()),
+            Option(f"{'durability':<10} Sync methods, as pg_test_fsync", id="durability"),
             id="probe-presets",
         )
         yield Static(id="probe-rationale")
@@ -300,9 +306,8 @@ class ProbePanel(VerticalScroll):
         self.query_one("#probe-start", Button).disabled = True
         self.query_one("#probe-cancel", Button).disabled = False
         self.last_progress = None
-        self._worker = self.run_worker(
-            self._run(request), group="probe", exclusive=True, exit_on_error=False
-        )
+        job = self._run_durability(request) if self.durability else self._run(request)
+        self._worker = self.run_worker(job, group="probe", exclusive=True, exit_on_error=False)
 
     def action_cancel(self) -> None:
         """Cancel the running probe."""
@@ -348,6 +353,34 @@ class ProbePanel(VerticalScroll):
         record = self.history.add(outcome.result, settings)
         self.post_message(self.Finished(record, outcome))
 
+    async def _run_durability(self, request: ProbeRequest) -> None:
+        """The durability plan on the target directory, each method's line as it ends."""
+        card = self.query_one("#probe-card", Static)
+        lines: list[str] = []
+
+        def ended(m: Any) -> None:
+            lines.append(method_line(m))
+            card.update(Text("\n".join(lines)))
+
+        try:
+            result = await run_durability(
+                self.runner_factory(),
+                request.target,
+                runtime_s=request.params.runtime_s,
+                on_method=ended,
+                on_progress=lambda _, p: self.post_message(self.Progress(p)),
+                history=self.history,
+            )
+        except asyncio.CancelledError:
+            self.post_message(self.Failed("durability probe cancelled: probe files removed"))
+            raise
+        except ExperimentError as exc:
+            self.post_message(self.Failed(str(exc)))
+            return
+        self._idle()
+        self.query_one("#probe-live", Static).update("done")
+        card.update(Text(durability_text(result)))
+
     # -- message handlers --------------------------------------------------------------------
 
     def on_probe_panel_started(self, message: Started) -> None:
@@ -387,7 +420,16 @@ class ProbePanel(VerticalScroll):
 
     @on(OptionList.OptionHighlighted, "#probe-presets")
     def _preset_highlighted(self, event: OptionList.OptionHighlighted) -> None:
-        if event.option.id is None or event.option.id == self.preset.name:
+        was, self.durability = self.durability, event.option.id == "durability"
+        if self.durability:
+            self.query_one("#probe-param-runtime", Input).value = str(DEFAULT_RUNTIME_S)
+            self.query_one("#probe-rationale", Static).update(
+                "durability: each PostgreSQL wal_sync_method with one and two 8 KiB writes "
+                "per op, then etcd's fdatasync job, on a file in a directory; runtime is "
+                "seconds per method; the other parameters are the plan's."
+            )
+            return
+        if event.option.id is None or (event.option.id == self.preset.name and not was):
             return
         self.preset = PRESETS[event.option.id]
         for key, value in param_values(self.preset.params).items():
