@@ -20,8 +20,8 @@ from iotop_plus.sampling.inventory import BlockDevice, Inventory
 from iotop_plus.sampling.lookback import Lookback, LookbackFeed
 from iotop_plus.sampling.memory import Memory
 from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.saturation import below
 from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.saturation import below
 from tests.unit.test_verdict_line import QUIET_MEMORY, psi, rates
 
 
@@ -176,7 +176,11 @@ def test_capped_replaces_saturated_when_the_device_below_is_throttled() -> None:
     [capped] = verdict.as_json()
     evidence = capped["evidence"]
     assert (evidence["below"], evidence["below_cause"]) == ("loop1", "throttled")
-    assert (evidence["cgroup"], evidence["limit"], evidence["limit_value"]) == ("/fio", "riops", 300)
+    assert (evidence["cgroup"], evidence["limit"], evidence["limit_value"]) == (
+        "/fio",
+        "riops",
+        300,
+    )
     assert evidence["cpu_some_avg10"] == 80.0 and "loop1" in capped["text"]
     # The limit not reached: saturated, with nothing below to explain it.
     loose = frame(devices, inventory=inventory, cgroups=limited("loop1", "7:1", 100, 300))
