@@ -274,3 +274,39 @@ def test_actual_writes_sum_the_disks_that_reach_hardware() -> None:
     assert found is not None and found.devices == ("vda", "sdb")
     assert found.write_bps == 2 * 100 * 4096
     assert found.names(shown=1) == "vda +1"
+
+
+def test_snapshot_judges_each_report_with_the_reports_before_it_and_issuers_print_why() -> None:
+    import argparse
+
+    from iotop_plus.commands.snapshot_diagnosis import Reports, add_diagnosis, render_verdicts
+
+    reports = Reports()
+    asked = argparse.Namespace(issuers=True, diagnose=False)
+    lines = []
+    for k in range(8):
+        shown = frame({"sda": QUIET if k < 3 else busy()})  # hand-made frames: seq 0
+        disks = [{"disk_device": "sda"}]
+        add_diagnosis(disks, shown, reports)  # JSON and table judge the same report once
+        lines.append(render_verdicts(asked, ["sda"], shown, reports))
+        assert disks[0]["diagnosis"][0]["text"] in lines[-1]
+    assert all(line.startswith("why sda: ") and line.endswith("\n") for line in lines)
+    assert "no clear cause" in lines[5]  # 3 of the last 5 reports
+    assert "saturated" in lines[6] and "in 4 of the last 5 frames" in lines[6]
+    assert "in 5 of the last 5 frames" in lines[7] and "its quiet 3.00 ms" in lines[7]
+    assert render_verdicts(argparse.Namespace(), ["sda"], shown, reports) == ""
+
+
+def test_the_exporter_judges_each_frame_with_the_frames_before_it() -> None:
+    from iotop_plus.export.view import ExportView
+    from iotop_plus.export.why import diagnosis_families
+
+    def causes_at(shown: Frame) -> set[str]:
+        [family] = diagnosis_families(ExportView(frame=shown, devices=("sda",)))
+        assert "capped" in family.documentation and "issuer" not in family.documentation
+        return {s.labels["cause"] for s in family.samples}
+
+    seen = [causes_at(frame({"sda": QUIET if k < 3 else busy()}, seq=k + 1)) for k in range(8)]
+    assert seen[:6] == [{"none"}] * 6 and seen[6:] == [{"saturated"}] * 2
+    assert causes_at(frame({"sda": busy()}, seq=8)) == {"saturated"}  # the same frame again
+    assert causes_at(frame({"sda": busy()}, seq=1)) == {"none"}  # a new source: no baseline
