@@ -149,7 +149,9 @@ def test_cpu_pressure_never_clears_a_saturated_device_it_qualifies_it() -> None:
 def limited(device: str, devno: str, used_iops: float, riops: int) -> CgroupFrame:
     """A v2 cgroup /fio with ``riops`` on ``device``, reading ``used_iops`` from it."""
     keys = {"rbps": None, "wbps": None, "riops": riops, "wiops": None}
-    stat = CgroupStat("/fio", 1, MappingProxyType({}), None, IoLimits({devno: keys}, "io.max"))
+    stat = CgroupStat(
+        "/fio", 1, MappingProxyType({}), None, IoLimits({devno: keys}, source="io.max")
+    )
     sample = CgroupSample(
         100.0,
         1795669200.0,
@@ -286,7 +288,7 @@ def test_snapshot_judges_each_report_with_the_reports_before_it_and_issuers_prin
     lines = []
     for k in range(8):
         shown = frame({"sda": QUIET if k < 3 else busy()})  # hand-made frames: seq 0
-        disks = [{"disk_device": "sda"}]
+        disks: list[dict[str, Any]] = [{"disk_device": "sda"}]
         add_diagnosis(disks, shown, reports)  # JSON and table judge the same report once
         lines.append(render_verdicts(asked, ["sda"], shown, reports))
         assert disks[0]["diagnosis"][0]["text"] in lines[-1]
