@@ -24,8 +24,8 @@ frame lacks is named in ``unchecked``, never guessed. When nothing holds, the ve
   :mod:`iotop_plus.sampling.saturation`.
 * ``writeback``: dirty memory is at or over the background threshold while the device
   writes (medium), over the foreground threshold where writers are throttled, or the
-  flusher was seen writing this device (high); untraced, dirty within
-  :data:`NEAR_BACKGROUND` of the background threshold in every one of the last frames while
+  flusher was seen writing this device (high); untraced, dirty reached
+  :data:`NEAR_BACKGROUND` of the background threshold in the last frames while
   ``nr_written`` rises (or ``Writeback`` is not 0) and the device writes (medium). Needs the
   memory part.
 * ``queue``: requests spend more time in the scheduler queue than in the device (queue
@@ -48,7 +48,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from iotop_plus.sampling.lookback import MIN_IOPS, Lookback, as_lookback, await_ms
+from iotop_plus.sampling.lookback import MIN_IOPS, RECENT, Lookback, as_lookback, await_ms
 from iotop_plus.sampling.saturation import Finding, capped, saturated
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ CPU_SOME = (60.0, 30.0)
 qualifies the device-side causes."""
 NEAR_BACKGROUND = 0.8
 """Dirty at this share of the background threshold or more: the flusher's territory."""
-WRITEBACK_FRAMES = 3
+WRITEBACK_FRAMES = 2
 """The untraced writeback rule needs the judged frame and at least this many before it."""
 
 
@@ -248,24 +248,24 @@ def _writeback(frame: Frame, device: str, rates: DeviceRates, lookback: Lookback
             return []
         evidence.update(written)
         text = (
-            f"writeback: dirty {dirty // 1024} MB near the background {bg // 1024} MB over "
-            f"the last frames while the flusher writes back"
+            f"writeback: dirty at the background threshold {bg // 1024} MB in the last "
+            f"frames (now {dirty // 1024} MB) while the flusher writes back"
         )
     return [Cause("writeback", evidence, "high" if high else "medium", text)]
 
 
-def _near_background(memory: Memory) -> bool:
-    bg = memory.dirty_background_threshold_kB or 0
-    return bg > 0 and (memory.dirty_kB or 0) >= NEAR_BACKGROUND * bg
-
-
 def _writing_back(memory: Memory, earlier: Sequence[Memory]) -> dict[str, int] | None:
-    """Untraced writeback: dirty near the background threshold now and in the last
-    :data:`WRITEBACK_FRAMES` frames while pages are written back: ``nr_written`` rose since
-    the frame before (its rise in pages), or, where it was not read (a recording),
-    ``Writeback`` is not 0. None when the rule does not hold."""
-    last = list(earlier)[-WRITEBACK_FRAMES:]
-    if len(last) < WRITEBACK_FRAMES or not all(map(_near_background, [*last, memory])):
+    """Untraced writeback: over the judged frame and the :data:`WRITEBACK_FRAMES` to
+    :data:`~iotop_plus.sampling.lookback.RECENT` - 1 before it, dirty memory reached
+    :data:`NEAR_BACKGROUND` of the background threshold (the flusher then drains it in bursts,
+    down to nothing and back, so no single frame says it), while pages are written back:
+    ``nr_written`` rose since the frame before (its rise in pages), or, where it was not read
+    (a recording), ``Writeback`` is not 0. None when the rule does not hold."""
+    last = list(earlier)[-(RECENT - 1) :]
+    bg = memory.dirty_background_threshold_kB or 0
+    if len(last) < WRITEBACK_FRAMES or bg <= 0:
+        return None
+    if max((m.dirty_kB or 0) for m in [*last, memory]) < NEAR_BACKGROUND * bg:
         return None
     before = last[-1].written_pages
     if memory.written_pages is not None and before is not None:

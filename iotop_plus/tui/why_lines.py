@@ -93,9 +93,10 @@ WHY_HELP = (
     "or a spinning disk, medium; or aqu-sz >= 90 % of nr_requests), capped (saturated, and "
     "the device below, named, is throttled or saturated itself, or it is a network volume "
     "with a provisioned cap: EBS, Persistent Disk, Azure disk), writeback (dirty over the "
-    "background threshold while the device writes; or near it over the last frames while "
-    "nr_written rises, without the tracer), queue (>= 50 % of the time in the scheduler "
-    "queue; needs the latency columns), cpu (PSI cpu some >= 30 %, only when nothing on the "
+    "background threshold while the device writes; or, without the tracer, dirty at 80 % of "
+    "it in the last five frames while nr_written rises and the device writes), queue (>= 50 "
+    "% of the time in the scheduler queue; needs the latency columns), cpu (PSI cpu some "
+    ">= 30 %, only when nothing on the "
     "device side holds; otherwise each cause notes that CPU pressure may inflate await). The "
     "top issuer is evidence on each cause, not a cause. 'no clear cause' when none holds; "
     "'unchecked' names what the frame had no figures for. Never a guess.",

@@ -379,7 +379,7 @@ def test_a_loop_device_held_at_its_backing_disks_limit_on_a_busy_cpu_is_capped(
 
 
 def test_a_buffered_writers_storm_reads_writeback_with_the_tracer_off(
-    make_loop, tmp_path: Path
+    make_loop, fio_bin: str, tmp_path: Path
 ) -> None:
     """Dirty memory held at the background threshold while the flusher writes back: the
     verdict says writeback from the frames alone (no tracer, no issuers)."""
@@ -400,18 +400,36 @@ def test_a_buffered_writers_storm_reads_writeback_with_the_tracer_off(
     try:
         with mounted_ext4(dev, tmp_path / "mnt") as mnt, dirty_background_at(32 << 20):
             os.sync()
+            for _ in range(3):  # frames before the storm, as a running view has them
+                storm_seen()
+            # Buffered writes over and over a 300 MB file for as long as the test looks: the
+            # storm lasts (a dd of a few hundred MB was over before four frames on a fast day).
             writer = subprocess.Popen(
-                ["dd", "if=/dev/zero", f"of={mnt / 'big'}", "bs=1M", "count=400"],
+                [
+                    "fio",
+                    "--name=storm",
+                    f"--filename={mnt / 'big'}",
+                    "--rw=write",
+                    "--bs=1M",
+                    "--size=300M",
+                    "--ioengine=psync",
+                    "--time_based",
+                    "--runtime=90",
+                ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
             try:
                 assert holds_within(storm_seen, 60), [f.memory for f in frames[-3:]]
+                # The flusher drains dirty in bursts (to nothing and back over the threshold):
+                # the verdict stays writeback through them while the writer writes.
+                steady = [storm_seen() for _ in range(5)]
             finally:
                 writer.kill()
                 writer.wait()
     finally:
         source.close()
+    assert all(steady), [(f.memory, f.rates.get(dev)) for f in frames[-5:]]
     storm = frames[-1]
     assert storm.issuers is None and storm.latency is None  # the tracer never ran
     assert storm.memory is not None and storm.memory.written_pages is not None

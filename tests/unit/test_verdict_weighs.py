@@ -240,22 +240,27 @@ def storm(dirty_kb: int, written: int) -> Memory:
     return Memory(dirty_kb, 20000, 400000, 200000, written_pages=written)
 
 
-def test_writeback_without_the_tracer_dirty_near_the_threshold_while_nr_written_rises() -> None:
+def test_writeback_without_the_tracer_dirty_at_the_threshold_while_nr_written_rises() -> None:
     writes = rates(writes=500, await_ms=5.0, busy_ms=600)
-    earlier = [frame({"sda": writes}, memory=storm(190000, 1000 * i)) for i in range(1, 4)]
-    now = frame({"sda": writes}, memory=storm(185000, 4000))
+    # The flusher drains dirty in bursts: 190 MB, then nothing, then back up.
+    dirty = (190000, 8000, 0)
+    earlier = [frame({"sda": writes}, memory=storm(d, 1000 * i)) for i, d in enumerate(dirty, 1)]
+    now = frame({"sda": writes}, memory=storm(50000, 4000))
     [writeback] = diagnose(now, "sda", Lookback(earlier)).as_json()
     assert writeback["cause"] == "writeback" and writeback["confidence"] == "medium"
     assert writeback["evidence"]["nr_written_rise"] == 1000
     # nr_written flat: nothing is being written back.
-    flat = frame({"sda": writes}, memory=storm(185000, 3000))
+    flat = frame({"sda": writes}, memory=storm(50000, 3000))
     assert diagnose(flat, "sda", Lookback(earlier)).held == ()
-    # One frame near the threshold is not a storm; nor is dirty well below it.
+    # Too few frames to say; or dirty never near the threshold.
     assert diagnose(now, "sda", Lookback(earlier[-1:])).held == ()
-    low = [frame({"sda": writes}, memory=storm(100000, 1000 * i)) for i in range(1, 4)]
+    low = [frame({"sda": writes}, memory=storm(150000, 1000 * i)) for i in range(1, 4)]
     assert diagnose(now, "sda", Lookback(low)).held == ()
+    # The burst older than the last five frames does not count.
+    older = [*earlier, *(frame({"sda": writes}, memory=storm(0, 3000)) for _ in range(4))]
+    assert diagnose(now, "sda", Lookback(older)).held == ()
     # Reads only: not this device's business.
-    reads = frame({"sda": rates(reads=500)}, memory=storm(185000, 4000))
+    reads = frame({"sda": rates(reads=500)}, memory=storm(50000, 4000))
     assert diagnose(reads, "sda", Lookback(earlier)).held == ()
 
 
