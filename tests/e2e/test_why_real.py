@@ -329,7 +329,10 @@ def test_a_loop_device_held_at_its_backing_disks_limit_on_a_busy_cpu_is_capped(
             loop_device(mnt, 64, "above.img", direct_io=True, filled=True) as dev,
             blkio_cgroup("capped") as cgroup,
         ):
-            assert next(ticks)[1].inventory.get(dev) is not None
+            # The inventory knows what is below: the device the backing file is on.
+            above = next(ticks)[1].inventory.get(dev)
+            assert above is not None and above.loop_dio is True
+            assert above.loop_backing_device == under, above
             (BLKIO_V1 / cgroup.lstrip("/") / "blkio.throttle.read_iops_device").write_text(
                 f"{devno} {CAP_IOPS}\n"
             )
