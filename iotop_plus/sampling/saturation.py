@@ -203,12 +203,12 @@ def capped(
             }
             text = (
                 f"capped by {under} below: {limit.cgroup}'s {limit.source} limit "
-                f"{key} {limit.limits.get(key)} ({share:.0f} % used) · {found.text}"
+                f"{key} {limit.limits.get(key)} ({share:.0f} % used); {found.text}"
             )
             return Finding("capped", evidence, found.confidence, text)
         if saturated(frame, under, lookback) is not None:
             evidence = found.evidence | {"below": under, "below_cause": "saturated"}
-            text = f"capped by {under} below, itself saturated · {found.text}"
+            text = f"capped by {under} below, itself saturated; {found.text}"
             return Finding("capped", evidence, found.confidence, text)
     volume = network_volume(inventory, device)
     if volume is not None:
@@ -219,7 +219,7 @@ def capped(
             "model": model,
         }
         text = (
-            f"capped: {where} is a network volume ({model}) at its provisioned limit · {found.text}"
+            f"capped: {where} is a network volume ({model}) at its provisioned limit; {found.text}"
         )
         return Finding("capped", evidence, found.confidence, text)
     return None
