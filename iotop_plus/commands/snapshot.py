@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
-from iotop_plus.commands.snapshot_diagnosis import add_diagnosis, render_verdicts
+from iotop_plus.commands.snapshot_diagnosis import Reports, add_diagnosis, render_verdicts
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diskstats import printable
@@ -230,7 +230,7 @@ def emit(
         stats: list[dict[str, Any]] = []
         started: float | None = None  # the baseline's wall time: iostat's "date"
         pressure_note = PressureNote()
-        recent: dict[str, list[DeviceRates]] = {}  # earlier rates per device, for the verdict
+        recent = Reports()  # the reports so far, for the verdict
         for prev, cur, rates, lat, pressure, events, frame in reports:
             if started is None:
                 started = prev.wall_time
@@ -301,7 +301,7 @@ def emit(
             f"{printable(host.hostname)}  Linux {printable(host.kernel)}  iotop-plus {__version__}",
             file=out,
         )
-        verdicts: dict[str, list[DeviceRates]] = {}
+        verdicts = Reports()
         for prev, cur, rates, lat, _pressure, _events, frame in reports:
             names = _names(explicit, cur, inventory, args)
             out.write(render_table(cur, prev, names, rates, inventory, tz))

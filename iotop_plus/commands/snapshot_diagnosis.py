@@ -1,6 +1,7 @@
 """``disk[].diagnosis`` and ``disk[].unchecked`` in ``snapshot`` JSON (always, from what the
-frame has), and ``snapshot --diagnose``, which has the frames read cgroups and their limits
-too (memory is read with every frame)."""
+frame has), and ``snapshot --diagnose`` (and ``--issuers``), which has the frames read cgroups
+and their limits too (memory is read with every frame) and prints a ``why`` line a device.
+Each report is judged with the reports before it (:class:`Reports`)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,27 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from iotop_plus.sampling.diagnosis import RECENT, diagnose
+from iotop_plus.sampling.diagnosis import Diagnosis, diagnose
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
-from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.lookback import LookbackFeed
+
+
+class Reports:
+    """The reports judged so far: each device's verdict looks back on them."""
+
+    def __init__(self) -> None:
+        self._feed = LookbackFeed()
+        self._count = 0
+        self._frame: Frame | None = None
+
+    def verdict(self, frame: Frame, device: str) -> Diagnosis:
+        """``device``'s verdict in ``frame``, a report after those already judged."""
+        if frame is not self._frame:
+            if self._frame is not None:
+                self._feed.add(self._frame, self._count)
+            self._frame, self._count = frame, self._count + 1
+        return diagnose(frame, device, self._feed.before(frame, self._count))
 
 
 def want_diagnosis(source: FrameSource) -> None:
@@ -19,39 +37,27 @@ def want_diagnosis(source: FrameSource) -> None:
     source.want(CGROUPS, True)
 
 
-def add_diagnosis(
-    disks: Sequence[dict[str, Any]], frame: Frame | None, recent: dict[str, list[DeviceRates]]
-) -> None:
-    """Give each ``disk[]`` entry ``diagnosis`` and ``unchecked``; ``recent`` keeps each
-    device's earlier rates across the reports (updated here)."""
+def add_diagnosis(disks: Sequence[dict[str, Any]], frame: Frame | None, reports: Reports) -> None:
+    """Give each ``disk[]`` entry ``diagnosis`` and ``unchecked``."""
     if frame is None:
         return
     for disk in disks:
-        name = disk["disk_device"]
-        verdict = diagnose(frame, name, recent.get(name, ()))
+        verdict = reports.verdict(frame, disk["disk_device"])
         disk["diagnosis"] = verdict.as_json()
         disk["unchecked"] = list(verdict.unchecked)
-        rates = frame.rates.get(name)
-        if rates is not None:
-            recent[name] = [*recent.get(name, ()), rates][-RECENT:]
 
 
 def render_verdicts(
-    args: argparse.Namespace,
-    names: Sequence[str],
-    frame: Frame | None,
-    recent: dict[str, list[DeviceRates]],
+    args: argparse.Namespace, names: Sequence[str], frame: Frame | None, reports: Reports
 ) -> str:
-    """The table's verdict lines with ``--diagnose``: ``why sda: ...`` per device (else
-    nothing)."""
-    if frame is None or not getattr(args, "diagnose", False):
+    """The table's verdict lines with ``--diagnose`` or ``--issuers``: ``why sda: ...`` per
+    device (else nothing)."""
+    asked = getattr(args, "diagnose", False) or getattr(args, "issuers", False)
+    if frame is None or not asked:
         return ""
-    disks = [{"disk_device": n} for n in names if frame.rates.get(n) is not None]
-    lines = []
-    for disk in disks:
-        name = disk["disk_device"]
-        lines.append(f"why {printable(name)}: {diagnose(frame, name, recent.get(name, ())).line()}")
-        rates = frame.rates.get(name)
-        if rates is not None:
-            recent[name] = [*recent.get(name, ()), rates][-RECENT:]
-    return "\n".join(lines) + "\n" if lines else ""
+    lines = [
+        f"why {printable(name)}: {printable(reports.verdict(frame, name).line())}"
+        for name in names
+        if frame.rates.get(name) is not None
+    ]
+    return "".join(f"{line}\n" for line in lines)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,6 +66,17 @@ def read_dev_numbers(roots: Roots, name: str) -> tuple[int, int] | None:
 
 
 _OCTAL_ESCAPE = re.compile(r"\\([0-3][0-7][0-7])")
+
+
+def file_device(path: str, by_number: Mapping[tuple[int, int], str]) -> str | None:
+    """The block device (a name of ``by_number``) that holds the file at ``path``, from its
+    ``st_dev``; None for a deleted file or one on a filesystem without a block device
+    (tmpfs, overlay, btrfs's anonymous numbers)."""
+    try:
+        st_dev = os.stat(path).st_dev
+    except (OSError, ValueError):
+        return None
+    return by_number.get((os.major(st_dev), os.minor(st_dev)))
 
 
 def unescape_mount_path(field: str) -> str:

@@ -1,9 +1,10 @@
 """Why a device is slow: a short ranked list of causes, each with its figures and how sure.
 
-A pure function of one frame (and, optionally, the device's earlier rates). Each cause is
-checked only from what the frame carries; a cause whose data the frame lacks is named in
-``unchecked``, never guessed. When nothing holds, the verdict is ``none`` ("no clear
-cause"). The causes and their thresholds:
+A pure function of one frame and what came before it (a
+:class:`~iotop_plus.sampling.lookback.Lookback`: the last frames, each device's quiet
+baseline). Each cause is checked only from what the frames carry; a cause whose data the
+frame lacks is named in ``unchecked``, never guessed. When nothing holds, the verdict is
+``none`` ("no clear cause"). The causes and their thresholds:
 
 * ``throttled``: a cgroup ran at >= 90 % of one of its limits on the device over the
   interval (v2 ``io.max``, v1 ``blkio.throttle``; :mod:`iotop_plus.sampling.cgroup_limits`).
@@ -17,18 +18,26 @@ cause"). The causes and their thresholds:
   most every 5 minutes). A lifetime count alone is not a cause: a drive that had 40
   reallocated sectors when we started and still has 40 says nothing about this incident
   (the health line and the table's mark still show it). Needs the health part.
-* ``saturated``: the queue is at ``nr_requests`` (aqu-sz >= 90 % of it: high), or the
-  device is >= 90 % busy while await rose with the queue depth over the recent intervals
-  (both up by half: medium).
+* ``capped`` and ``saturated``: the device's own busy time, queue depth and await against
+  its quiet baseline over the last frames, or a full queue; ``capped`` when a reason lies
+  below it (a throttled or saturated device underneath, a network volume's cap). See
+  :mod:`iotop_plus.sampling.saturation`.
 * ``writeback``: dirty memory is at or over the background threshold while the device
   writes (medium), over the foreground threshold where writers are throttled, or the
-  flusher was seen writing this device (high). Needs the memory part.
+  flusher was seen writing this device (high); untraced, dirty reached
+  :data:`NEAR_BACKGROUND` of the background threshold in the last frames while
+  ``nr_written`` rises (or ``Writeback`` is not 0) and the device writes (medium). Needs the
+  memory part.
 * ``queue``: requests spend more time in the scheduler queue than in the device (queue
   share of queue + device time >= 50 %: medium; >= 75 %: high). Needs the latency tracer.
-* ``cpu``: CPU pressure (PSI cpu ``some`` avg10) >= 30 % (medium) or >= 60 % (high): tasks
-  wait for a CPU, and slow I/O is not the device's doing. Needs host PSI.
-* ``issuer``: one process does >= 80 % of the device's I/O (by IOPS when traced: medium;
-  by bytes from the estimate: low). Needs the issuers part.
+* ``cpu``: CPU pressure (PSI cpu ``some`` avg10) >= 30 % (medium) or >= 60 % (high), and
+  only when no device-side cause holds. When one does, the pressure is
+  ``cpu_some_avg10`` in each cause's evidence and its text says it may inflate await: a
+  busy CPU never clears a device whose own figures say it is saturated. Needs host PSI.
+
+Who issues the I/O describes, it does not explain: the top issuer (by IOPS when traced, by
+bytes from the estimate) is ``top_issuer`` (``pid``, ``comm``, ``share_pct``) in every
+cause's evidence, when the issuers part is there.
 
 A device doing under :data:`MIN_IOPS` and under 5 % busy is idle: nothing to explain.
 """
@@ -36,34 +45,31 @@ A device doing under :data:`MIN_IOPS` and under 5 % busy is idle: nothing to exp
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
+
+from iotop_plus.sampling.lookback import MIN_IOPS, RECENT, Lookback, as_lookback, await_ms
+from iotop_plus.sampling.saturation import Finding, capped, saturated
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.cgroup_limits import DeviceLimit
     from iotop_plus.sampling.frame import CgroupFrame, Frame
+    from iotop_plus.sampling.memory import Memory
     from iotop_plus.sampling.rates import DeviceRates
 
-CAUSES = ("throttled", "errors", "saturated", "writeback", "queue", "cpu", "issuer")
+CAUSES = ("throttled", "errors", "capped", "saturated", "writeback", "queue", "cpu")
 """Every cause, in the order they rank at equal confidence."""
 NONE = "none"
 CONFIDENCE = ("high", "medium", "low")
-MIN_IOPS = 1.0
-"""Below this many I/Os per second (and 5 % busy) a device is idle."""
-QUEUE_FULL = 0.9
-"""aqu-sz at this share of ``nr_requests``: the queue is full."""
-BUSY_PCT = 90.0
-"""%util from which a device whose await rises with depth counts as saturated."""
-RISE = 1.5
-"""Await and depth both at least this many times their earliest recent value: rising."""
 QUEUE_SHARE = (0.75, 0.5)
 """Queue share of queue + device time for a high / medium ``queue`` verdict."""
 CPU_SOME = (60.0, 30.0)
-"""PSI cpu some avg10 (%) for a high / medium ``cpu`` verdict."""
-DOMINANT = 0.8
-"""Share of a device's I/O one issuer must do to dominate."""
-RECENT = 5
-"""Earlier intervals a view passes as ``recent`` (snapshot's reports, the TUI's frames)."""
+"""PSI cpu some avg10 (%) for a high / medium ``cpu`` verdict, and from which the pressure
+qualifies the device-side causes."""
+NEAR_BACKGROUND = 0.8
+"""Dirty at this share of the background threshold or more: the flusher's territory."""
+WRITEBACK_FRAMES = 2
+"""The untraced writeback rule needs the judged frame and at least this many before it."""
 
 
 @dataclass(frozen=True)
@@ -107,28 +113,18 @@ class Diagnosis:
         """The causes that hold (empty for ``none``)."""
         return tuple(c.cause for c in self.causes if c.cause != NONE)
 
-    def line(self, limit: int = 2) -> str:
-        """The verdict line: ``throttled by /h2: riops 100 (98 % used) [high] · ...``."""
+    def line(self) -> str:
+        """The verdict line, every cause: ``throttled by /h2: riops 100 (98 % used) [high] ·
+        ...``."""
         if not self.held:
             text = self.causes[0].text if self.causes else "no clear cause"
             gaps = f" (unchecked: {', '.join(self.unchecked)})" if self.unchecked else ""
             return text + gaps
-        shown = [f"{c.text} [{c.confidence}]" for c in self.causes[:limit]]
-        more = len(self.causes) - limit
-        return " · ".join(shown) + (f" · +{more}" if more > 0 else "")
+        return " · ".join(f"{c.text} [{c.confidence}]" for c in self.causes)
 
 
 def _r(value: float | None, digits: int = 2) -> float | None:
     return None if value is None else round(value, digits)
-
-
-def _nr_requests(frame: Frame, device: str) -> int | None:
-    nr = frame.nr_requests.get(device)
-    if nr is None:
-        dev = frame.inventory.get(device)
-        if dev is not None and dev.parent:
-            nr = frame.nr_requests.get(dev.parent)
-    return nr
 
 
 _last_throttled: tuple[Any, Mapping[str, list[DeviceLimit]]] = (None, {})
@@ -221,42 +217,7 @@ def _errors(frame: Frame, device: str) -> list[Cause]:
     return [Cause("errors", evidence, "high" if new else "medium", "; ".join(parts))]
 
 
-def _saturated(
-    frame: Frame, device: str, rates: DeviceRates, recent: Sequence[DeviceRates]
-) -> list[Cause]:
-    nr = _nr_requests(frame, device)
-    evidence: dict[str, Any] = {
-        "aqu-sz": _r(rates.aqu_sz),
-        "nr_requests": nr,
-        "%util": _r(rates.util),
-        "await": _r(_await(rates)),
-    }
-    if nr and rates.aqu_sz >= QUEUE_FULL * nr:
-        text = f"saturated: queue {rates.aqu_sz:.0f} of nr_requests {nr}"
-        return [Cause("saturated", evidence, "high", text)]
-    if rates.util >= BUSY_PCT and recent:
-        first = recent[0]
-        depth_up = rates.aqu_sz >= RISE * max(first.aqu_sz, 0.01)
-        await_up = _await(rates) >= RISE * max(_await(first), 0.001)
-        if depth_up and await_up:
-            evidence["await_before"] = _r(_await(first))
-            evidence["aqu-sz_before"] = _r(first.aqu_sz)
-            text = (
-                f"saturated: {rates.util:.0f} % busy, await {_await(first):.1f}→"
-                f"{_await(rates):.1f} ms as the queue grew {first.aqu_sz:.1f}→{rates.aqu_sz:.1f}"
-            )
-            return [Cause("saturated", evidence, "medium", text)]
-    return []
-
-
-def _await(rates: DeviceRates) -> float:
-    ios = rates.r_s + rates.w_s
-    if ios <= 0:
-        return 0.0
-    return (rates.r_await * rates.r_s + rates.w_await * rates.w_s) / ios
-
-
-def _writeback(frame: Frame, device: str, rates: DeviceRates) -> list[Cause]:
+def _writeback(frame: Frame, device: str, rates: DeviceRates, lookback: Lookback) -> list[Cause]:
     memory = frame.memory
     assert memory is not None
     dirty = memory.dirty_kB or 0
@@ -265,9 +226,9 @@ def _writeback(frame: Frame, device: str, rates: DeviceRates) -> list[Cause]:
     flusher = frame.issuers is not None and any(
         i.writeback for i in frame.issuers.of(device) if i.is_kernel
     )
-    if rates.w_s <= 0 or not (memory.over_background or flusher):
+    if rates.w_s <= 0:
         return []
-    evidence = {
+    evidence: dict[str, Any] = {
         "dirty_kB": memory.dirty_kB,
         "writeback_kB": memory.writeback_kB,
         "dirty_background_threshold_kB": memory.dirty_background_threshold_kB,
@@ -279,9 +240,38 @@ def _writeback(frame: Frame, device: str, rates: DeviceRates) -> list[Cause]:
         text = f"writeback storm: dirty {dirty // 1024} MB over the limit: writers are throttled"
     elif memory.over_background:
         text = f"writeback storm: dirty {dirty // 1024} MB over the background {bg // 1024} MB"
-    else:
+    elif flusher:
         text = "writeback: the flusher is writing this device back"
+    else:
+        written = _writing_back(memory, lookback.memories())
+        if written is None:
+            return []
+        evidence.update(written)
+        text = (
+            f"writeback: dirty at the background threshold {bg // 1024} MB in the last "
+            f"frames (now {dirty // 1024} MB) while the flusher writes back"
+        )
     return [Cause("writeback", evidence, "high" if high else "medium", text)]
+
+
+def _writing_back(memory: Memory, earlier: Sequence[Memory]) -> dict[str, int] | None:
+    """Untraced writeback: over the judged frame and the :data:`WRITEBACK_FRAMES` to
+    :data:`~iotop_plus.sampling.lookback.RECENT` - 1 before it, dirty memory reached
+    :data:`NEAR_BACKGROUND` of the background threshold (the flusher then drains it in bursts,
+    down to nothing and back, so no single frame says it), while pages are written back:
+    ``nr_written`` rose since the frame before (its rise in pages), or, where it was not read
+    (a recording), ``Writeback`` is not 0. None when the rule does not hold."""
+    last = list(earlier)[-(RECENT - 1) :]
+    bg = memory.dirty_background_threshold_kB or 0
+    if len(last) < WRITEBACK_FRAMES or bg <= 0:
+        return None
+    if max((m.dirty_kB or 0) for m in [*last, memory]) < NEAR_BACKGROUND * bg:
+        return None
+    before = last[-1].written_pages
+    if memory.written_pages is not None and before is not None:
+        rise = memory.written_pages - before
+        return {"nr_written_rise": rise} if rise > 0 else None
+    return {"writeback_kB": memory.writeback_kB} if memory.writeback_kB else None
 
 
 def _queue(frame: Frame, device: str) -> list[Cause]:
@@ -301,30 +291,47 @@ def _queue(frame: Frame, device: str) -> list[Cause]:
     return [Cause("queue", evidence, confidence, text)]
 
 
-def _cpu(frame: Frame, rates: DeviceRates) -> list[Cause]:
+def _cpu_some(frame: Frame) -> float | None:
     pressure = frame.pressure
-    assert pressure is not None
-    cpu = pressure.resources.get("cpu")
-    some = cpu.some.avg10 if cpu is not None and cpu.some is not None else None
+    cpu = pressure.resources.get("cpu") if pressure is not None else None
+    return cpu.some.avg10 if cpu is not None and cpu.some is not None else None
+
+
+def _cpu(frame: Frame, rates: DeviceRates) -> list[Cause]:
+    """CPU pressure as the cause: only when no device-side cause holds."""
+    some = _cpu_some(frame)
     if some is None or some < CPU_SOME[1]:
         return []
-    io = pressure.resources.get("io")
+    pressure = frame.pressure
+    io = pressure.resources.get("io") if pressure is not None else None
     evidence = {
         "cpu_some_avg10": some,
         "io_some_avg10": io.some.avg10 if io is not None and io.some is not None else None,
         "%util": _r(rates.util),
     }
     confidence = "high" if some >= CPU_SOME[0] else "medium"
-    text = f"CPU pressure {some:.0f} %: tasks wait for a CPU, the device is not the problem"
+    text = f"CPU pressure {some:.0f} %: tasks wait for a CPU; no device-side cause holds"
     return [Cause("cpu", evidence, confidence, text)]
 
 
-def _issuer(frame: Frame, device: str) -> list[Cause]:
+def _with_cpu(found: list[Cause], some: float | None) -> list[Cause]:
+    """Device-side causes qualified by the CPU pressure (it may inflate await)."""
+    if some is None or some < CPU_SOME[1]:
+        return found
+    note = f" (CPU pressure {some:.0f} % may inflate await)"
+    return [
+        replace(c, evidence={**c.evidence, "cpu_some_avg10": some}, text=c.text + note)
+        for c in found
+    ]
+
+
+def top_issuer(frame: Frame, device: str) -> dict[str, Any] | None:
+    """The device's top issuer (by IOPS when traced, else by bytes from the estimate) as
+    ``{"pid", "comm", "share_pct"}``; None without issuers or I/O."""
     issuers = frame.issuers
-    assert issuers is not None
-    found = issuers.of(device)
-    if not found:
-        return []
+    found = issuers.of(device) if issuers is not None else ()
+    if issuers is None or not found:
+        return None
     exact = not issuers.estimate
 
     def amount(i: Any) -> float:
@@ -334,19 +341,9 @@ def _issuer(frame: Frame, device: str) -> list[Cause]:
 
     total = sum(amount(i) for i in found)
     top = max(found, key=amount)
-    if total <= 0 or amount(top) < DOMINANT * total:
-        return []
-    share = amount(top) / total
-    who = top.comm if top.pid is None else f"pid {top.pid} ({top.comm})"
-    evidence = {
-        "pid": top.pid,
-        "comm": top.comm,
-        "cgroup": top.cgroup,
-        "share_pct": _r(share * 100, 1),
-    }
-    by = "IOPS" if exact else "bytes (estimated)"
-    text = f"one issuer dominates: {who} does {share * 100:.0f} % of the {by}"
-    return [Cause("issuer", evidence, "medium" if exact else "low", text)]
+    if total <= 0:
+        return None
+    return {"pid": top.pid, "comm": top.comm, "share_pct": _r(amount(top) / total * 100, 1)}
 
 
 def unchecked_causes(frame: Frame) -> tuple[str, ...]:
@@ -363,14 +360,35 @@ def unchecked_causes(frame: Frame) -> tuple[str, ...]:
     pressure = frame.pressure
     if pressure is None or "cpu" not in pressure.resources:
         missing.append("cpu")
-    if frame.issuers is None:
-        missing.append("issuer")
     return tuple(missing)
 
 
-def diagnose(frame: Frame, device: str, recent: Sequence[DeviceRates] = ()) -> Diagnosis:
-    """The verdict for ``device`` in ``frame``; ``recent``: its rates over earlier intervals,
-    oldest first (for "await rising with depth")."""
+def _limits_on(frame: Frame) -> Any:
+    """A device's throttled limits in ``frame`` (None: throttling is not checked)."""
+    part = _limits_part(frame)
+    if part is None:
+        return None
+    limits = _throttled_limits(part)
+    return lambda device: limits.get(device, ())
+
+
+def _saturation(frame: Frame, device: str, lookback: Lookback) -> list[Cause]:
+    found = saturated(frame, device, lookback)
+    if found is None:
+        return []
+    found = capped(frame, device, lookback, found, _limits_on(frame)) or found
+    return [_cause(found)]
+
+
+def _cause(found: Finding) -> Cause:
+    return Cause(found.cause, found.evidence, found.confidence, found.text)
+
+
+def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates] = ()) -> Diagnosis:
+    """The verdict for ``device`` in ``frame``; ``recent``: what came before it (a
+    :class:`~iotop_plus.sampling.lookback.Lookback`, or the device's earlier rates, oldest
+    first)."""
+    lookback = as_lookback(recent, device)
     unchecked = unchecked_causes(frame)
     rates = frame.rates.get(device)
     if rates is None:
@@ -382,7 +400,7 @@ def diagnose(frame: Frame, device: str, recent: Sequence[DeviceRates] = ()) -> D
     figures = {
         "r/s": _r(rates.r_s),
         "w/s": _r(rates.w_s),
-        "await": _r(_await(rates)),
+        "await": _r(await_ms(rates)),
         "aqu-sz": _r(rates.aqu_sz),
         "%util": _r(rates.util),
     }
@@ -393,17 +411,22 @@ def diagnose(frame: Frame, device: str, recent: Sequence[DeviceRates] = ()) -> D
         found += _throttled(frame, device)
     if "errors" not in unchecked:
         found += _errors(frame, device)
-    found += _saturated(frame, device, rates, recent)
+    found += _saturation(frame, device, lookback)
     if "writeback" not in unchecked:
-        found += _writeback(frame, device, rates)
+        found += _writeback(frame, device, rates, lookback)
     if "queue" not in unchecked:
         found += _queue(frame, device)
-    if "cpu" not in unchecked:
-        found += _cpu(frame, rates)
-    if "issuer" not in unchecked:
-        found += _issuer(frame, device)
+    if found:
+        found = _with_cpu(found, _cpu_some(frame))
+    elif "cpu" not in unchecked:
+        found = _cpu(frame, rates)
+    who = top_issuer(frame, device)
     if not found:
         confidence = "low" if unchecked else "medium"
-        return Diagnosis((Cause(NONE, figures, confidence, "no clear cause"),), unchecked)
+        found = [Cause(NONE, figures, confidence, "no clear cause")]
+    if who is not None:
+        found = [replace(c, evidence={**c.evidence, "top_issuer": who}) for c in found]
+    if found[0].cause == NONE:
+        return Diagnosis(tuple(found), unchecked)
     found.sort(key=lambda c: (CONFIDENCE.index(c.confidence), CAUSES.index(c.cause)))
     return Diagnosis(tuple(found), unchecked)

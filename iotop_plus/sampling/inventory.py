@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import dev_numbers, mountinfo_entries
+from iotop_plus.sampling.blockdev import dev_numbers, file_device, mountinfo_entries
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, MAX_SOURCE_BYTES, read_bounded
 from iotop_plus.sampling.udev_identity import udev_identity
 
@@ -105,6 +105,10 @@ class BlockDevice:
     """Where model/serial came from: ``udev`` or ``sysfs``."""
     loop_backing_file: str | None = None
     """For loop devices, the backing file."""
+    loop_backing_device: str | None = None
+    """For loop devices, the device the backing file is on (live hosts only)."""
+    loop_dio: bool | None = None
+    """For loop devices, ``loop/dio``: without it the worker serves one request at a time."""
     mounts: tuple[str, ...] = ()
     """Mount points of filesystems on this device."""
     fstypes: tuple[str, ...] = ()
@@ -387,7 +391,19 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
         udev=udev_identity(nodes) if use_udev else {},
     )
     devices = {name: _describe(node, sources) for name, node in nodes.items()}
+    if roots.is_live:  # the backing file's path is this host's, not a captured tree's
+        devices = _with_backing_devices(devices)
     return Inventory(_with_classes(devices))
+
+
+def _with_backing_devices(devices: dict[str, BlockDevice]) -> dict[str, BlockDevice]:
+    """Each loop device learns the device its backing file is on."""
+    by_number = {(d.major, d.minor): name for name, d in devices.items()}
+    for name, dev in devices.items():
+        under = file_device(dev.loop_backing_file, by_number) if dev.loop_backing_file else None
+        if under is not None and under != name:
+            devices[name] = replace(dev, loop_backing_device=under)
+    return devices
 
 
 def _read_nodes(roots: Roots) -> dict[str, _Node]:
@@ -478,6 +494,11 @@ def _describe(node: _Node, sources: _Sources) -> BlockDevice:
         identity_source="udev" if ident else "sysfs",
         loop_backing_file=(
             _read(sysdir / "loop" / "backing_file") if node.kind == "loop" else None
+        ),
+        loop_dio=(
+            _read_int(sysdir / "loop" / "dio") == 1
+            if node.kind == "loop" and (sysdir / "loop").is_dir()
+            else None
         ),
         mounts=tuple(m for m, _ in mount_list),
         fstypes=tuple(f for _, f in mount_list),

@@ -7,7 +7,8 @@ Formats accepted:
 * ``/proc/vmstat``: ``nr_dirty_threshold 1199753`` and ``nr_dirty_background_threshold
   599144``, in pages (``mm/vmstat.c``): times the page size. These are the kernel's current
   limits, computed from ``vm.dirty_ratio``/``dirty_bytes`` and ``vm.dirty_background_*``
-  against the memory that can be dirtied.
+  against the memory that can be dirtied. And ``nr_written``, the pages written back since
+  boot: the verdict sees writeback going on without the tracer.
 
 When dirty memory reaches the background threshold the flusher threads start writing it
 back; at the (foreground) threshold, writers are throttled in ``balance_dirty_pages``.
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from iotop_plus.roots import Roots
@@ -62,6 +63,8 @@ class Memory:
     """Where the flusher starts (``nr_dirty_background_threshold`` × page size)."""
     problem: str | None = None
     """One line saying what could not be read, and how to get it."""
+    written_pages: int | None = None
+    """``nr_written`` in /proc/vmstat: pages written back since boot (not recorded)."""
 
     def as_json(self) -> dict[str, int | None]:
         """The ``statistics[].memory`` object of the rulings."""
@@ -199,7 +202,12 @@ def read_memory(roots: Roots) -> Memory:
     if not problems and len(found) < len(JSON_KEYS):
         absent = ", ".join(k for k in JSON_KEYS if k not in found)
         problems.append(f"{MISSING}: {roots.proc}/meminfo or vmstat has no {absent}")
-    return _memory([found.get(k) for k in JSON_KEYS], "; ".join(problems) or None)
+    written = _lines_of(texts[1], "nr_written")
+    pages = written[0].split() if written else []
+    memory = _memory([found.get(k) for k in JSON_KEYS], "; ".join(problems) or None)
+    if len(pages) == 2 and pages[1].isdigit():
+        return replace(memory, written_pages=int(pages[1]))
+    return memory
 
 
 def _memory(values: list[int | None], problem: str | None = None) -> Memory:

@@ -27,6 +27,7 @@ from iotop_plus.sampling.frame import (
     LiveSource,
 )
 from iotop_plus.sampling.history import History, Mark
+from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.messages import FrameReady, Notifies, SamplerProblem
 from iotop_plus.tui.refresh_batch import one_update
@@ -78,6 +79,8 @@ class FrameFeed:
         """The one clock; made by :meth:`start`."""
         self.latest_frame: Frame | None = None
         """The newest frame, shown or not."""
+        self.lookback = LookbackFeed()
+        """Each device's quiet awaits over every frame taken: the verdict's baseline."""
         self.frames_received = 0
         """Frames received."""
         self._source_notice: str | None = None
@@ -142,6 +145,7 @@ class FrameFeed:
             if frame.inventory_changed:
                 self.history.forget(frame.sample.counters)
             self.timeline.append(frame)
+            self.lookback.add(frame)
         for event in frame.events:
             # An applied setting change or a probe result the frame's journal part read (from
             # this TUI or any other run), at its own time; a replay draws recorded ones.

@@ -3,8 +3,11 @@ selected device, from the frame shown (live, paused or replayed)."""
 
 from __future__ import annotations
 
-from iotop_plus.sampling.diagnosis import RECENT, diagnose
+from collections.abc import Callable, Sequence
+
+from iotop_plus.sampling.diagnosis import diagnose
 from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.lookback import RECENT, Lookback
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.timeline import Timeline
 
@@ -27,9 +30,15 @@ def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
 
 
 def recent_rates(device: str, frame: Frame, timeline: Timeline | None) -> list[DeviceRates]:
-    """``device``'s rates in the :data:`~iotop_plus.sampling.diagnosis.RECENT` frames of
-    ``timeline`` before ``frame``, oldest first: what "await rising with depth" compares
-    (live: the TUI's ring; scrubbed back or replayed: the frames before the one shown)."""
+    """``device``'s rates in the :data:`~iotop_plus.sampling.lookback.RECENT` frames of
+    ``timeline`` before ``frame``, oldest first."""
+    return [r for f in recent_frames(frame, timeline) if (r := f.rates.get(device)) is not None]
+
+
+def recent_frames(frame: Frame, timeline: Timeline | None) -> list[Frame]:
+    """The :data:`~iotop_plus.sampling.lookback.RECENT` frames of ``timeline`` before
+    ``frame``, oldest first: what the verdict looks back on (live: the TUI's ring; scrubbed
+    back or replayed: the frames before the one shown)."""
     if timeline is None:
         return []
     step = frame.elapsed_s if frame.elapsed_s and frame.elapsed_s > 0 else 1.0
@@ -45,17 +54,23 @@ def recent_rates(device: str, frame: Frame, timeline: Timeline | None) -> list[D
         earlier.append(at)
         before = timeline.step(at.wall_time, -1)
         at = before if before is not None and before.wall_time < at.wall_time else None
-    return [r for f in reversed(earlier) if (r := f.rates.get(device)) is not None]
+    return earlier[::-1]
 
 
 def verdict_facts(
-    device: str, frame: Frame | None, timeline: Timeline | None = None
+    device: str,
+    frame: Frame | None,
+    timeline: Timeline | None = None,
+    quiet: Callable[[int], Callable[[str], Sequence[float]]] | None = None,
 ) -> list[tuple[str, str]]:
-    """The verdict line for ``device`` in ``frame`` (the Device tab shows it first), judged
-    with the device's earlier rates from ``timeline``."""
+    """The verdict line for ``device`` in ``frame`` (the Device tab shows it first, every
+    cause, wrapped), judged with the frames before it from ``timeline`` and the quiet awaits
+    before it (``quiet(seq)``: the live feed's; None: the quiet ones of those frames)."""
     if frame is None:
         return []
-    facts = [("why", diagnose(frame, device, recent_rates(device, frame, timeline)).line())]
+    baseline = quiet(frame.seq) if quiet is not None and frame.seq > 0 else None
+    lookback = Lookback(recent_frames(frame, timeline), baseline)
+    facts = [("why", diagnose(frame, device, lookback).line())]
     throttles = frame.throttles
     if frame.cgroups is None and throttles is not None and throttles.problem:
         facts.append(("why note", throttles.problem))  # the throttle check was too costly
@@ -66,18 +81,25 @@ WHY_HELP = (
     "Device tab, memory: Dirty and Writeback from /proc/meminfo, bg and max the kernel's "
     "dirty background and foreground thresholds (/proc/vmstat). At bg the flusher starts "
     "writing back (a chart mark); at max writers are throttled. Host-wide, not per device.",
-    "Device tab, why: the verdict for the selected device, causes ranked by how sure "
-    "(high, medium, low), from the frame shown: throttled (a cgroup at >= 90 % of an io.max "
-    "or blkio.throttle limit; read from the limited cgroups), errors (failed requests "
-    "in the interval, or 'device reports media errors': media errors, reallocated or "
-    "pending sectors, critical-warning bits or a SMART failure that grew since iotop-plus "
-    "started; a lifetime count that did not move is not a cause), saturated (aqu-sz >= "
-    "90 % of nr_requests, or >= 90 % busy with await "
-    "rising with the queue), writeback (dirty over the background threshold while the device "
-    "writes), queue (>= 50 % of the time in the scheduler queue; needs the latency columns), "
-    "cpu (PSI cpu some >= 30 %: the device is not the problem), issuer (one process does "
-    ">= 80 % of the I/O). 'no clear cause' when none holds; 'unchecked' names what the frame "
-    "had no figures for. Never a guess.",
+    "Device tab, why: the verdict for the selected device, every cause that holds, ranked by "
+    "how sure (high, medium, low), from the frame shown and the five before it: throttled (a "
+    "cgroup at >= 90 % of an io.max or blkio.throttle limit; read from the limited cgroups), "
+    "errors (failed requests in the interval, or 'device reports media errors': media "
+    "errors, reallocated or pending sectors, critical-warning bits or a SMART failure that "
+    "grew since iotop-plus started; a lifetime count that did not move is not a cause), "
+    "saturated (in 4 of the last 5 frames >= 90 % busy, aqu-sz >= 4 and await >= 4x the "
+    "device's quiet baseline, the median await of earlier frames with aqu-sz <= 1; with no "
+    "baseline, await >= 4x the service time util / IOPS on a loop device without direct I/O "
+    "or a spinning disk, medium; or aqu-sz >= 90 % of nr_requests), capped (saturated, and "
+    "the device below, named, is throttled or saturated itself, or it is a network volume "
+    "with a provisioned cap: EBS, Persistent Disk, Azure disk), writeback (dirty over the "
+    "background threshold while the device writes; or, without the tracer, dirty at 80 % of "
+    "it in the last five frames while nr_written rises and the device writes), queue (>= 50 "
+    "% of the time in the scheduler queue; needs the latency columns), cpu (PSI cpu some "
+    ">= 30 %, only when nothing on the "
+    "device side holds; otherwise each cause notes that CPU pressure may inflate await). The "
+    "top issuer is evidence on each cause, not a cause. 'no clear cause' when none holds; "
+    "'unchecked' names what the frame had no figures for. Never a guess.",
 )
 """The help's paragraphs on the memory and verdict lines (thresholds of
 :mod:`iotop_plus.sampling.diagnosis`)."""

@@ -10,8 +10,8 @@ import dataclasses
 
 import pytest
 
-from iotop_plus.sampling.diagnosis import RECENT
 from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.lookback import RECENT
 from iotop_plus.sampling.packed_frames import Packer
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.why_lines import recent_rates

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from iotop_plus.sampling.disk_writes import disk_writes
 from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
 
 if TYPE_CHECKING:
@@ -64,7 +65,7 @@ class HistoryActions:
             if recorded and frame.processes is None:
                 processes.show_not_recorded()
             else:
-                processes.show_processes(frame.processes, frame.process_error)
+                processes.show_processes(frame.processes, frame.process_error, disk_writes(frame))
         cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
         if cgroups is not None and cgroups.sampling:
             cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.issuers)

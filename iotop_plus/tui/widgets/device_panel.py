@@ -20,6 +20,7 @@ from iotop_plus.devices.settings import SettingValue
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
+from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.units import lsblk_size
 from iotop_plus.tui.health_lines import health_facts
 from iotop_plus.tui.issuer_lines import issuer_facts
@@ -223,10 +224,14 @@ class DevicePanel(VerticalScroll):
         facts = device_facts(dev, settings) if dev is not None else None
         if facts is not None and dev is not None:
             who = issuer_facts(dev.name, frame)  # then who: the second question
-            # The frames before this one (the screen's ring or recording): "await rising".
+            # The frames before this one (the screen's ring or recording), and the live
+            # feed's quiet awaits (a replay has none: the quiet ones of those frames).
             scrubber = getattr(self.screen, "scrubber", None)
             timeline = getattr(scrubber, "timeline", None)
-            why = verdict_facts(dev.name, frame, timeline)
+            lookback = getattr(getattr(self.screen, "feed", None), "lookback", None)
+            live = lookback if isinstance(lookback, LookbackFeed) and lookback.taken else None
+            quiet = live.quiet_before if live is not None else None
+            why = verdict_facts(dev.name, frame, timeline, quiet)
             # Health right after who, so it is on screen at 80x24 without scrolling.
             health = health_facts(dev.name, frame)
             facts = why + who + health + facts  # why first: the question asked

@@ -42,6 +42,7 @@ from iotop_plus.sampling.delayacct import (
     can_switch,
     read_delayacct,
 )
+from iotop_plus.sampling.disk_writes import DiskWrites
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import ProcessFrame
 from iotop_plus.sampling.processes import (
@@ -281,6 +282,8 @@ class ProcessPanel(DeviceOnly, ListPanel):
         self.totals_mode = False
         self.detail_pid: int | None = None
         self.last: ProcessPanel.SampleReady | None = None
+        self.disk_writes: DiskWrites | None = None
+        """The disks' actual writes over the interval of the processes shown."""
         """The latest arranged sample (for tests and the status line)."""
         self.not_recorded = False
         """The frame shown (history, replay) carries no processes."""
@@ -339,8 +342,15 @@ class ProcessPanel(DeviceOnly, ListPanel):
 
     # -- frames from the feed ----------------------------------------------------------------
 
-    def show_processes(self, processes: ProcessFrame | None, error: str | None = None) -> None:
-        """A frame's processes arrived (or could not be read: ``error``)."""
+    def show_processes(
+        self,
+        processes: ProcessFrame | None,
+        error: str | None = None,
+        disks: DiskWrites | None = None,
+    ) -> None:
+        """A frame's processes arrived (or could not be read: ``error``), with the disks'
+        actual writes over the same interval."""
+        self.disk_writes = disks
         if processes is None:
             if error is not None:
                 self.error = error
@@ -426,7 +436,12 @@ class ProcessPanel(DeviceOnly, ListPanel):
         if msg.rates:
             read = sum(r.read_bps or 0.0 for r in msg.rates.values() if r is not None)
             write = sum(r.write_bps or 0.0 for r in msg.rates.values() if r is not None)
-            parts.insert(0, f"DISK READ {compact_bytes(read)}/s WRITE {compact_bytes(write)}/s")
+            totals = f"DISK READ {compact_bytes(read)}/s WRITE {compact_bytes(write)}/s"
+            disks = self.disk_writes
+            if disks is not None:  # iotop's "Actual DISK WRITE": what reached the disks
+                actual = compact_bytes(disks.write_bps)
+                totals += f" · actual WRITE {actual}/s on {printable(disks.names())}"
+            parts.insert(0, totals)
         else:
             parts.append("rates from the next sample")
         if self.only_active:
