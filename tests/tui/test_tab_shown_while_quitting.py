@@ -11,8 +11,11 @@ queue in the same step as the quit, so it is always handled after the quit began
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from textual.widgets import TabbedContent, TabPane
+from textual.widgets.tabbed_content import ContentTab
 
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.screens.side_panels import DEFERRED_TABS
@@ -31,7 +34,8 @@ async def test_a_tab_activated_as_the_replay_quits_mounts_nothing(tab: str) -> N
         screen = app.main_screen
         await pilot.press("right_square_bracket")  # scrub, as the replay that failed did
         side = screen.query_one("#side-panel", TabbedContent)
-        activated = TabbedContent.TabActivated(side, side.get_tab(tab))
+        tab_label = cast("ContentTab", side.get_tab(tab))
+        activated = TabbedContent.TabActivated(side, tab_label)
         assert activated.pane is screen.query_one(f"#{tab}", TabPane)
         screen.post_message(activated)  # the activation, on its way to the screen
         app.exit()  # q: the quit begins before the screen handles it
