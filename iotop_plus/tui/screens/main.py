@@ -440,8 +440,7 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         return cast("ProbePanel", self.panel("tab-probe"))
 
     async def panel_ready(self, tab_id: str) -> bool:
-        """Mount the deferred panel of side-panel tab ``tab_id`` if it is not yet; wait for it.
-        False when it is not mounted (the app is quitting): nothing may act on it then."""
+        """Mount ``tab_id``'s deferred panel if need be; False if it is not (app quitting)."""
         if tab_id not in DEFERRED_TABS:
             return True
         if await self.panels.mount(tab_id, self.query_one(f"#{tab_id}", TabPane)):
