@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_float
+from iotop_plus.commands.workers import WorkerWatch
 from iotop_plus.record.collect import (
     header_doc,
     inventory_doc,
@@ -95,6 +96,16 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         raise UsageError("--interval must be at least 0.1 s")
     if args.processes < 0:
         raise UsageError("--processes must be 0 or more")
+    stop = threading.Event()
+    with WorkerWatch(stop, "iotop-plus record") as workers:
+        code = _record(args, roots, retain, max_size, stop)
+    return workers.exit_code(code, EXIT_FAILURE)
+
+
+def _record(
+    args: argparse.Namespace, roots: Roots, retain: float, max_size: int, stop: threading.Event
+) -> int:
+    """Record until ``stop`` is set (a signal, or a worker thread that died)."""
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
     # Only what other runs write from now on (tuning, probes) is an event of this recording;
     # the frames carry it (the journal part of iotop_plus.sampling.frame.LiveSource).
@@ -131,7 +142,6 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         state.close()
         print(f"iotop-plus: error: {printable(str(exc))}", file=sys.stderr)
         return EXIT_FAILURE
-    stop = threading.Event()
 
     def on_signal(_signum: int, _frame: FrameType | None) -> None:
         stop.set()

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, positive_float
+from iotop_plus.commands.workers import WorkerWatch
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 
 if TYPE_CHECKING:  # loaded only when serve runs
     from iotop_plus.export.collector import FrameCollector
     from iotop_plus.export.view import ExportSampler
+    from iotop_plus.export.webconfig import WebConfig
 
 DEFAULT_INTERVAL = 5.0
 """Seconds between frames: fresh enough for a 15 s scrape interval, cheap at 200 devices."""
@@ -101,7 +103,7 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     """Serve the metrics over HTTP (or write them to ``--textfile``) until SIGTERM or SIGINT;
     returns the exit code."""
     from iotop_plus.export.collector import FrameCollector
-    from iotop_plus.export.server import ListenError, MetricsServer, is_loopback, parse_listen
+    from iotop_plus.export.server import ListenError, parse_listen
     from iotop_plus.export.view import ExportSampler
     from iotop_plus.export.webconfig import WebConfig, WebConfigError, load_web_config
     from iotop_plus.sampling.frame import HEALTH, LATENCY_QUEUE, LiveSource
@@ -150,8 +152,24 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     )
     collector = FrameCollector(sampler.view)
     sampler.on_view = collector.prerender  # every scrape of a known format is a cache hit
-    if textfile is not None:
-        return _textfile_loop(sampler, collector, textfile, stop)
+    with WorkerWatch(stop) as workers:
+        if textfile is not None:
+            code = _textfile_loop(sampler, collector, textfile, stop)
+        else:
+            code = _serve_http(args, host, port, web, sampler, collector, stop)
+    return workers.exit_code(code, EXIT_FAILURE)
+
+
+def _serve_http(
+    args: argparse.Namespace,
+    host: str,
+    port: int,
+    web: WebConfig,
+    sampler: ExportSampler,
+    collector: FrameCollector,
+    stop: threading.Event,
+) -> int:
+    from iotop_plus.export.server import MetricsServer, is_loopback
 
     try:
         server = MetricsServer((host, port), collector, web)

@@ -110,7 +110,7 @@ class ExportSampler:
         self._queues_from: Mapping[str, QueueSettings] | None = None
         self._queue_names: tuple[str, ...] = ()
         self._devices: tuple[str, ...] = ()
-        self._device_key: tuple[object, frozenset[str]] | None = None
+        self._device_key: tuple[object, frozenset[str], int] | None = None
         self.on_view: Callable[[ExportView], object] | None = None
         """Called on the sampler thread with each new view (the collector renders it ahead)."""
         self._stop = threading.Event()
@@ -136,7 +136,7 @@ class ExportSampler:
             self._errors += 1
         counters = frame.sample.counters
         self._disks.update(counters)
-        key = (frame.inventory, frame.ever_used)
+        key = (frame.inventory, frame.ever_used, len(counters))
         if key != self._device_key:
             names = set(
                 select_devices(counters, frame.inventory, show_all=self.show_all, hide_virtual=True)
@@ -147,6 +147,11 @@ class ExportSampler:
             self._devices = devices
             self._device_key = key
         devices = self._devices
+        if any(n not in counters for n in devices):
+            # Gone from diskstats while the inventory still lists it (a loop device detached
+            # between the two reads; a captured tree): not exported while it is gone.
+            devices = self._devices = tuple(n for n in devices if n in counters)
+            self._static += 1
         events_changed = self.events.take(frame)
         whole = tuple(
             n for n in devices if (dev := frame.inventory.get(n)) is None or not dev.is_partition
@@ -195,7 +200,8 @@ class ExportSampler:
         return self.schedule.interval
 
     def start(self) -> None:
-        """Read the first frame now, then one per interval on a daemon thread."""
+        """Read the first frame now, then one per interval on a daemon thread (an exception
+        there ends the thread and goes to ``threading.excepthook``: ``serve`` then exits 1)."""
         self.schedule.start()
         self.step()
         self._thread = threading.Thread(target=self._run, name="iotop-plus-serve", daemon=True)

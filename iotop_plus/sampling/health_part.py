@@ -413,10 +413,11 @@ class HealthPart:
         kinds = {n: d.kind for n, d in inventory.devices.items() if not d.is_partition}
         self.worker.watch(kinds)
         logged = self.kmsg.read() if self.kmsg is not None else []
+        names = inventory.devices
         if tracer_errors is not None:
-            new, source = self.counts.add_counts(tracer_errors), "tracer"
+            new, source = self.counts.add_counts(tracer_errors, names), "tracer"
         elif self.kmsg is not None and self.kmsg.problem is None:
-            new, source = self.counts.add(logged), "kmsg"
+            new, source = self.counts.add(logged, names), "kmsg"
         else:
             new, source = {}, None
         problem = self.kmsg.problem if self.kmsg is not None else self.problem

@@ -19,7 +19,7 @@ import contextlib
 import errno
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -129,26 +129,42 @@ class KmsgErrors:
 
 class ErrorCounts:
     """Failed requests per device since the counter started, and what is new since the
-    previous frame (by device and kind)."""
+    previous frame (by device and kind).
+
+    Only devices of the frame's inventory are counted, and a device that leaves it is
+    forgotten: the kernel log names whatever it likes, and every new name kept for ever grew
+    the process without bound under a flood of them.
+    """
 
     def __init__(self) -> None:
         """Start at zero for every device."""
         self.totals: dict[str, int] = {}
-        """Errors per device since the start."""
+        """Errors per device since the start (devices of the last inventory only)."""
 
-    def add(self, errors: Iterable[IoError]) -> dict[tuple[str, str], int]:
-        """Count ``errors``; returns the new ones per (device, kind)."""
+    def add(self, errors: Iterable[IoError], devices: Container[str]) -> dict[tuple[str, str], int]:
+        """Count ``errors`` on ``devices`` (the inventory's names); returns the new ones per
+        (device, kind)."""
+        self._keep(devices)
         new: dict[tuple[str, str], int] = {}
         for e in errors:
-            new[(e.device, e.kind)] = new.get((e.device, e.kind), 0) + 1
-            self.totals[e.device] = self.totals.get(e.device, 0) + 1
+            if e.device in devices:
+                new[(e.device, e.kind)] = new.get((e.device, e.kind), 0) + 1
+                self.totals[e.device] = self.totals.get(e.device, 0) + 1
         return new
 
-    def add_counts(self, counts: Mapping[tuple[str, str], int]) -> dict[tuple[str, str], int]:
-        """Count errors already summed per (device, kind) (the tracer's map)."""
-        for (device, _kind), n in counts.items():
+    def add_counts(
+        self, counts: Mapping[tuple[str, str], int], devices: Container[str]
+    ) -> dict[tuple[str, str], int]:
+        """Count errors already summed per (device, kind) (the tracer's map), on ``devices``."""
+        self._keep(devices)
+        new = {k: n for k, n in counts.items() if n and k[0] in devices}
+        for (device, _kind), n in new.items():
             self.totals[device] = self.totals.get(device, 0) + n
-        return {k: n for k, n in counts.items() if n}
+        return new
+
+    def _keep(self, devices: Container[str]) -> None:
+        for gone in [name for name in self.totals if name not in devices]:
+            del self.totals[gone]
 
 
 def tracer_errors(

@@ -439,13 +439,14 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         """The Probe tab's panel (built, not necessarily mounted)."""
         return cast("ProbePanel", self.panel("tab-probe"))
 
-    async def panel_ready(self, tab_id: str) -> None:
-        """Mount the deferred panel of side-panel tab ``tab_id`` if it is not yet; wait for it."""
+    async def panel_ready(self, tab_id: str) -> bool:
+        """Mount ``tab_id``'s deferred panel if need be; False if it is not (app quitting)."""
         if tab_id not in DEFERRED_TABS:
-            return
+            return True
         if await self.panels.mount(tab_id, self.query_one(f"#{tab_id}", TabPane)):
             name = self.selected_device
             tell_panel(self.panel(tab_id), name, self._settings_of(name), mounting=True)
+        return self.panels.mounted(tab_id) is not None
 
     @on(TabbedContent.TabActivated, "#side-panel")
     async def on_side_tab(self, event: TabbedContent.TabActivated) -> None:

@@ -258,8 +258,9 @@ class PanelView(Protocol):
     def query_one(self, selector: str, expect_type: type[W]) -> W:
         """The screen's widget ``selector``."""
 
-    async def panel_ready(self, tab_id: str) -> None:
-        """Mount the panel of ``tab_id`` if it is not yet (it learns the selection)."""
+    async def panel_ready(self, tab_id: str) -> bool:
+        """Mount the panel of ``tab_id`` if it is not yet (it learns the selection); False
+        when it is not mounted (the app is quitting)."""
 
 
 class PanelKeys:
@@ -314,19 +315,20 @@ class PanelKeys:
         self.devices.device_to_act_on()
         if self.panels.refusals.refused(f"{tab}:{action}"):
             return
-        await self.view.panel_ready(tab)
-        await self.panels.panel(tab).run_action(action)
+        if await self.view.panel_ready(tab):
+            await self.panels.panel(tab).run_action(action)
 
     async def command(self, tab: str, action: str) -> None:
         """From the palette: show ``tab``, then run its panel's ``action``."""
         if self.panels.refusals.refused(f"{tab}:{action}"):
             return
         self.show_tab(tab)
-        await self.view.panel_ready(tab)
-        await self.panels.panel(tab).run_action(action)
+        if await self.view.panel_ready(tab):
+            await self.panels.panel(tab).run_action(action)
 
-    async def _tune_panel(self) -> SettingsPanel:
-        await self.view.panel_ready(TUNE)
+    async def _tune_panel(self) -> SettingsPanel | None:
+        if not await self.view.panel_ready(TUNE):
+            return None
         return cast("SettingsPanel", self.panels.panel(TUNE))
 
     async def tune(self, setting: str) -> None:
@@ -334,17 +336,22 @@ class PanelKeys:
         if self.panels.refusals.refused("tune") or self.devices.device_or_say() is None:
             return
         self.show_tab(TUNE)
-        (await self._tune_panel()).action_edit(setting)
+        if (panel := await self._tune_panel()) is not None:
+            panel.action_edit(setting)
 
     async def undo_setting(self) -> None:
         """Undo the last setting change (u)."""
-        if not self.panels.refusals.refused("undo_setting"):
-            (await self._tune_panel()).action_undo()
+        if self.panels.refusals.refused("undo_setting"):
+            return
+        if (panel := await self._tune_panel()) is not None:
+            panel.action_undo()
 
     async def revert_settings(self) -> None:
         """Put back every setting changed in this run (U)."""
-        if not self.panels.refusals.refused("revert_settings"):
-            (await self._tune_panel()).action_revert_all()
+        if self.panels.refusals.refused("revert_settings"):
+            return
+        if (panel := await self._tune_panel()) is not None:
+            panel.action_revert_all()
 
     def experiment(self) -> None:
         """Queue-depth sweep or A/B of a setting on the selected device (X)."""

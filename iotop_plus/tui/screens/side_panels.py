@@ -125,9 +125,14 @@ class SidePanels:
 
     async def mount(self, tab_id: str, pane: TabPane) -> bool:
         """Mount the panel of ``tab_id`` in ``pane`` and wait for it; True for the one call that
-        mounted it (which tells it the selection), False when it already was."""
+        mounted it (which tells it the selection), False when it already was or cannot be.
+
+        A tab's activation travels through Textual's queues (the tabs, the side panel, the
+        screen) and can arrive after a quit began; then the pane is no longer attached to the
+        app, there is nothing to mount into, and the panel stays unmounted.
+        """
         panel = self.panel(tab_id)
-        if panel.is_mounted:
+        if panel.is_mounted or not pane.is_attached:
             return False
         if tab_id not in self._mounting:
             self._mounting[tab_id] = pane.mount(panel)
