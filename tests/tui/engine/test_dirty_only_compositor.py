@@ -1,5 +1,5 @@
 """#25: the main screen paints a frame by rendering only the widgets its changes touch
-(:mod:`iotop_plus.tui.compositor`), and what it writes on the terminal's cells is what
+(:mod:`iotop_plus.tui.engine.compositor`), and what it writes on the terminal's cells is what
 Textual's own compositor writes for the same changes (less the cursor moves Textual adds for
 widgets hidden behind others, which write nothing)."""
 
@@ -9,6 +9,7 @@ import random
 from collections.abc import Callable
 
 import pytest
+from iotop_plus.tui.engine.compositor import DirtyOnlyCompositor, rows_to_render
 from rich.cells import cell_len
 from rich.console import Console
 from rich.segment import ControlType, Segment
@@ -19,7 +20,6 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from iotop_plus.config import Config
-from iotop_plus.tui.compositor import DirtyOnlyCompositor, rows_to_render
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from tests.tui.canned import canned_app
