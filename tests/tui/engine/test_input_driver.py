@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from iotop_plus.tui.engine.input_driver import PENDING_POLL_S, QuietInputDriver, quiet_driver
 from textual import events
 from textual.app import App
 from textual.drivers.headless_driver import HeadlessDriver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 
+from iotop_plus.tui.engine.input_driver import PENDING_POLL_S, QuietInputDriver, quiet_driver
 from tests.support.wait import holds_within
 
 

@@ -10,11 +10,11 @@ import gc
 from pathlib import Path
 
 import pytest
-from iotop_plus.tui.engine.gc_policy import GEN0_THRESHOLD, TRIM_EVERY_S, heap_trimmer
 
 from iotop_plus.config import Config
 from iotop_plus.tui import run
 from iotop_plus.tui.app import IotopPlusApp
+from iotop_plus.tui.engine.gc_policy import GEN0_THRESHOLD, TRIM_EVERY_S, heap_trimmer
 from tests.tui.canned import HOST_ROOTS, canned_app
 from tests.tui.helpers import parts_up, started
 
