@@ -28,6 +28,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable
 from functools import cache
+from typing import Any
 
 from rich.segment import Segment
 from textual._compositor import ChopsUpdate, Compositor
@@ -95,7 +96,7 @@ class DirtyOnlyCompositor(Compositor):
             yield region, Region(x, top, right - x, bottom - top), widget.render_lines(crop)
 
 
-def install(screen: Screen[object]) -> None:
+def install(screen: Screen[Any]) -> None:
     """Give ``screen`` this compositor, when the engine is on and it fits (before the screen
     is first laid out); else it keeps Textual's own."""
     if engine.active() and DirtyOnlyCompositor.fits():

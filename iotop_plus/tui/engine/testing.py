@@ -83,7 +83,7 @@ def screen_lines(screen: Screen[Any]) -> list[str]:
     return [strip.text for strip in screen._compositor.render_strips()]
 
 
-def after_close_all(app: App[Any], then: Callable[[], None]) -> None:
+def after_close_all(app: App[Any], then: Callable[[], object]) -> None:
     """Call ``then()`` once ``app`` has closed its screens at exit, before it handles what is
     left in its queue."""
     close_all = app._close_all
