@@ -3,6 +3,8 @@ bindings, by looking at them on a timer (:mod:`iotop_plus.tui.engine.bindings`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from textual.screen import Screen
 
@@ -21,12 +23,17 @@ async def test_the_hints_follow_the_bindings_without_the_signal(
     polled: list[Screen[object]] = []
     real = bindings.watch_bindings
 
-    def without_signal(widget: KeyHints, changed: object) -> None:
+    def without_signal(widget: KeyHints, changed: Callable[[Screen[object]], None]) -> None:
         monkeypatch.setattr(type(widget.screen), "bindings_updated_signal", None, raising=False)
         screen = widget.screen
         saved = screen.__dict__.pop("bindings_updated_signal", None)
         try:
-            real(widget, lambda s: (polled.append(s), changed(s)))  # type: ignore[operator]
+
+            def seen(screen: Screen[object]) -> None:
+                polled.append(screen)
+                changed(screen)
+
+            real(widget, seen)
         finally:
             if saved is not None:
                 screen.__dict__["bindings_updated_signal"] = saved
