@@ -27,9 +27,9 @@ from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from iotop_plus.sampling.throttle_watch import ThrottleSource
 from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.tui import strip_cycles
+from iotop_plus.tui.engine import strip_cycles
+from iotop_plus.tui.engine.input_driver import quiet_driver
 from iotop_plus.tui.frame_feed import FrameFeed
-from iotop_plus.tui.input_driver import quiet_driver
 from iotop_plus.tui.keys import APP_KEYS, bindings
 from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.messages import FrameReady, SamplerProblem
@@ -192,7 +192,7 @@ class IotopPlusApp(TypeAheadApp[int]):
 
     def get_driver_class(self) -> type[Driver]:
         """Textual's driver for this terminal, with an input thread that sleeps until a key
-        comes on Linux (:mod:`iotop_plus.tui.input_driver`)."""
+        comes on Linux (:mod:`iotop_plus.tui.engine.input_driver`)."""
         return quiet_driver(super().get_driver_class())
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:

@@ -29,8 +29,8 @@ from iotop_plus.sampling.frame import (
 from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.ring_timeline import RingTimeline
+from iotop_plus.tui.engine.refresh_batch import one_update
 from iotop_plus.tui.messages import FrameReady, Notifies, SamplerProblem
-from iotop_plus.tui.refresh_batch import one_update
 from iotop_plus.tui.scrub import MARKED_EVENTS
 
 MAX_PENDING = 4

@@ -26,6 +26,7 @@ from iotop_plus.sampling.clock import clamp_interval
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.tui import engine
 from iotop_plus.tui.app import IotopPlusApp
 
 RECORDED_HOST = HostInfo("recording", "?", None, False)
@@ -116,5 +117,6 @@ def run_replay(
     for line in problems:
         print(f"iotop-plus: {line}", file=sys.stderr)
     app = make_replay_app(roots, timeline, at, config)
+    engine.announce()  # (before the alternate screen: it stays readable)
     result = app.run()
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)

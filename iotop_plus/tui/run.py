@@ -18,6 +18,7 @@ from iotop_plus.sampling.journal_events import JournalPart
 from iotop_plus.sampling.throttle_watch import ThrottleSource
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.state import StateDir, chosen_state_dir
+from iotop_plus.tui import engine
 from iotop_plus.tui.app import make_app
 
 
@@ -52,6 +53,7 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         older_history=_recordings(state_dir) if roots.is_live else None,
     )
     app.main_screen.later.freeze_gc = True  # (tests leave it off: see LaterParts)
+    engine.announce()  # (before the alternate screen: it stays readable)
     try:
         result = app.run()
     finally:

@@ -21,6 +21,8 @@ from textual import events
 from textual.app import App
 from textual.screen import Screen
 
+from iotop_plus.tui.engine.keys import forward_again
+
 ReturnType = TypeVar("ReturnType")
 
 
@@ -36,8 +38,7 @@ class TypeAheadApp(App[ReturnType]):
             if not event.is_forwarded:
                 self._sent_to[event] = self.screen  # Textual forwards it there next
             elif self._covered_since(self._sent_to.pop(event, None)):
-                # As Textual's own on_event forwards a key that has just arrived.
-                (self.focused or self.screen)._forward_event(events.Key(event.key, event.character))
+                forward_again(self, event)
                 return
         await super().on_event(event)
 

@@ -13,14 +13,18 @@ key cost at least 20 ms of sleep, about a third of the Pilot tests' wall time. H
 is ``IDLE_WINDOW_S`` with the same idle rule (under 5 % CPU in the window). A pause still
 first waits until the screen and every widget have handled what was queued
 (``Pilot._wait_for_screen``); what a test depends on beyond that it waits for by name
-(``wait_for``, ``step_to``).
+(``wait_for``, ``step_to``). The window is shortened by the engine's test hooks
+(:mod:`iotop_plus.tui.engine.testing`), only while the engine is on: on stock Textual
+(``IOTOP_PLUS_STOCK_TEXTUAL=1``) the lane runs with Textual's own.
+
+``engine_mode`` runs a test twice: with the engine on, and on stock Textual.
 """
 
 from __future__ import annotations
 
 import pytest
-import textual._wait
 
+from iotop_plus.tui.engine import testing as engine_testing
 from tests.support.frames import StepClock
 
 IDLE_WINDOW_S = 0.004
@@ -41,6 +45,12 @@ def _stepped_by_default(request: pytest.FixtureRequest) -> StepClock | None:
 @pytest.fixture(autouse=True)
 def _short_idle_window(monkeypatch: pytest.MonkeyPatch) -> None:
     """Pilot's idle check looks at ``IDLE_WINDOW_S`` windows (same 5 % rule as Textual's)."""
-    ratio = textual._wait.SLEEP_IDLE / textual._wait.SLEEP_GRANULARITY
-    monkeypatch.setattr(textual._wait, "SLEEP_GRANULARITY", IDLE_WINDOW_S)
-    monkeypatch.setattr(textual._wait, "SLEEP_IDLE", IDLE_WINDOW_S * ratio)
+    engine_testing.short_idle_window(monkeypatch, IDLE_WINDOW_S)
+
+
+@pytest.fixture(params=["engine", "stock"])
+def engine_mode(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test runs with the engine on ("engine") and on stock Textual ("stock")."""
+    mode: str = request.param
+    engine_testing.switch(monkeypatch, stock=mode == "stock")
+    return mode

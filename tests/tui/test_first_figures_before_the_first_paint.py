@@ -19,6 +19,7 @@ from textual.screen import Screen
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.tui.engine.testing import on_paint
 from iotop_plus.tui.screens.main import MainScreen
 from tests.support.frames import StepClock
 from tests.support.wait import holds_within
@@ -50,14 +51,12 @@ async def test_frames_read_while_composing_are_on_the_first_paint(
 
     monkeypatch.setattr(MainScreen, "compose", slow_compose)
     painted: list[int] = []  # frames shown at each paint of the main screen
-    paint = Screen._compositor_refresh
 
-    def counting_paint(self: Screen[object]) -> None:
-        if isinstance(self, MainScreen):
-            painted.append(self.frames_seen)
-        paint(self)
+    def counting_paint(screen: Screen[object]) -> None:
+        if isinstance(screen, MainScreen):
+            painted.append(screen.frames_seen)
 
-    monkeypatch.setattr(Screen, "_compositor_refresh", counting_paint)
+    on_paint(monkeypatch, counting_paint)
     app = canned_app(Config(interval=1))
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)

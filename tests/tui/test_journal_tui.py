@@ -21,6 +21,7 @@ from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
 from iotop_plus.tui import lifecycle as lifecycle_module
 from iotop_plus.tui.app import IotopPlusApp, make_app
+from iotop_plus.tui.engine.testing import screen_lines
 from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, RestoreLeftoversScreen
 from tests.support.wait import wait_for
 from tests.tui.canned import HOST_ROOTS, CannedSampler
@@ -164,7 +165,7 @@ async def test_the_start_dialog_keeps_a_dead_runs_values_with_k(
 
 def screen_text(app: IotopPlusApp) -> list[str]:
     """Every line the top screen shows now, as plain text."""
-    return [strip.text for strip in app.screen._compositor.render_strips()]
+    return screen_lines(app.screen)
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36)], ids=["80x24", "120x36"])

@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import TabbedContent
 
 from iotop_plus.config import Config
+from iotop_plus.tui.engine.testing import on_paint
 from iotop_plus.tui.screens.later_parts import LaterParts
 from iotop_plus.tui.screens.main import MainScreen
 from iotop_plus.tui.widgets.braille_chart import BrailleChart
@@ -24,14 +25,12 @@ async def test_the_first_paint_waits_for_no_chart_and_the_rest_follows_unasked(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paints: list[tuple[int, int]] = []  # (charts, side panels) on screen at each paint
-    paint = Screen._compositor_refresh
 
-    def counting_paint(self: Screen[object]) -> None:
-        if isinstance(self, MainScreen):
-            paints.append((len(self.query(DeviceCharts)), len(self.query("#side-panel"))))
-        paint(self)
+    def counting_paint(screen: Screen[object]) -> None:
+        if isinstance(screen, MainScreen):
+            paints.append((len(screen.query(DeviceCharts)), len(screen.query("#side-panel"))))
 
-    monkeypatch.setattr(Screen, "_compositor_refresh", counting_paint)
+    on_paint(monkeypatch, counting_paint)
     app = canned_app(Config(interval=1.0))
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)

@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from textual._styles_cache import StylesCache
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
 from iotop_plus.config import Config
 from iotop_plus.tui.app import make_app
+from iotop_plus.tui.engine.testing import on_styled_render, render_through_styles
 from iotop_plus.tui.widgets.braille_chart import BrailleChart
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.header import HostHeader
@@ -28,8 +28,7 @@ from tests.tui.light_support import started_app
 
 def textuals(widget: Widget, crop: Region) -> list[Strip]:
     """The lines as Textual's own path paints them (every line rendered again)."""
-    widget._styles_cache.clear()
-    return Widget.render_lines(widget, crop)
+    return render_through_styles(widget, crop)
 
 
 async def test_the_charts_and_header_paint_their_own_strips_the_same_as_textual(
@@ -44,13 +43,7 @@ async def test_the_charts_and_header_paint_their_own_strips_the_same_as_textual(
         ]
         assert len(widgets) == 7
         through_cache: list[Widget] = []
-        real = StylesCache.render_widget
-
-        def render_widget(self: StylesCache, widget: Widget, crop: Region) -> list[Strip]:
-            through_cache.append(widget)
-            return real(self, widget, crop)
-
-        monkeypatch.setattr(StylesCache, "render_widget", render_widget)
+        on_styled_render(monkeypatch, through_cache.append)
         await step(pilot, app, 2)
         await pilot.pause()
         assert not [w for w in through_cache if w in widgets]

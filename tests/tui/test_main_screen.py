@@ -6,6 +6,7 @@ from textual.widgets import Input
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.history import Mark
+from iotop_plus.tui.engine.testing import after_close_all
 from iotop_plus.tui.messages import FrameReady
 from iotop_plus.tui.screens.help import HelpScreen
 from iotop_plus.tui.widgets.charts import DeviceCharts
@@ -348,12 +349,6 @@ async def test_a_tick_still_queued_when_the_app_exits_is_dropped() -> None:
         await started(pilot, app)
         tick = app.latest_frame
         assert tick is not None
-        close_all = app._close_all
-
-        async def close_all_then_a_late_tick() -> None:
-            # Textual removes the screens, then handles what is left in the app's queue.
-            await close_all()
-            app.post_message(FrameReady(tick))
-
-        app._close_all = close_all_then_a_late_tick  # type: ignore[method-assign]
+        # Textual removes the screens, then handles what is left in the app's queue.
+        after_close_all(app, lambda: app.post_message(FrameReady(tick)))
     assert app.return_code in (0, None)

@@ -20,7 +20,7 @@ from iotop_plus.tui.widgets.device_panel import DevicePanel
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started, wait_for
 
-pytestmark = pytest.mark.usefixtures("step_clock")
+pytestmark = pytest.mark.usefixtures("step_clock", "engine_mode")  # (each both ways)
 
 
 @pytest.fixture(autouse=True)

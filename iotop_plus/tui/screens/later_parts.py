@@ -15,7 +15,6 @@ are up, and never to a screen without them.
 from __future__ import annotations
 
 import asyncio
-import gc
 from contextlib import suppress
 from typing import TYPE_CHECKING
 
@@ -25,7 +24,7 @@ from textual.timer import Timer
 from textual.widget import MountError
 from textual.widgets import TabbedContent, TabPane
 
-from iotop_plus.tui.heap_trim import TRIM_EVERY_S, heap_trimmer
+from iotop_plus.tui.engine import gc_policy
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 
@@ -48,11 +47,6 @@ def side_panel() -> TabbedContent:
     return tabs
 
 
-GEN0_THRESHOLD = 10_000
-"""Container objects made (less those freed) between young collections once the parts are up
-(Python's default is 700). At 8 devices a frame leaves a few hundred behind: a collection
-every ~40 s, against ~1.5 a second; cycles made by rarer work wait that long at most."""
-
 WRITTEN_S = 0.05
 """How long after the first paint the parts are mounted. The paint's bytes are written to the
 terminal by Textual's writer thread, which needs the GIL for it: mounted at once, the parts
@@ -71,11 +65,9 @@ class LaterParts:
         self._held: list[events.Key] = []
         self._mounting: asyncio.Future[None] | None = None
         self.freeze_gc = False
-        """Once the parts are up, move every object made so far to the collector's permanent
-        generation (``gc.freeze``), collect the young generation less often
-        (:data:`GEN0_THRESHOLD`) and trim the C heap once a minute (:mod:`.heap_trim`). The
-        console script's run sets it; tests do not (a test process would keep every earlier
-        test's apps)."""
+        """Once the parts are up, apply the collector's and the C heap's policy
+        (:func:`iotop_plus.tui.engine.gc_policy.settle`). The console script's run sets it;
+        tests do not (a test process would keep every earlier test's apps)."""
         self.trim_timer: Timer | None = None
         """The heap trim's timer, once started."""
 
@@ -127,18 +119,7 @@ class LaterParts:
         if screen.shown_frame is not None:
             screen.show_frame(screen.shown_frame)
         if self.freeze_gc:
-            # The start's objects (the app, its screens, widgets, styles, modules' tables:
-            # ~70,000 of them) are never garbage: a full collection scanned them all, ~25 ms
-            # of the main thread once a minute, ~6 % of its time at 1 s (#25).
-            gc.freeze()
-            # The default screen's frames make no garbage cycles (painted lines were the last,
-            # strip_cycles), so the young collections found nothing: ~1.5 a second, 0.2 ms
-            # each, at 700. (The Processes tab's row worker is a cycle: it waits longer.)
-            gc.set_threshold(GEN0_THRESHOLD, *gc.get_threshold()[1:])
-            # The C heap's free pages go back to the kernel once a minute (heap_trim).
-            trim = heap_trimmer()
-            if trim is not None:
-                self.trim_timer = screen.set_interval(TRIM_EVERY_S, trim, name="heap-trim")
+            self.trim_timer = gc_policy.settle(screen)
         held, self._held = self._held, []
         for key in held:
             # The key itself, not a copy made here: a copy would be sent by this screen, and

@@ -48,12 +48,12 @@ from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.tui.compositor import DirtyOnlyCompositor
+from iotop_plus.tui.engine import compositor
+from iotop_plus.tui.engine.first_resume import StyledAsMounted
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import bindings, palette_entries
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.screens.early_frames import EarlyFrames
-from iotop_plus.tui.screens.first_resume import StyledAsMounted
 from iotop_plus.tui.screens.later_parts import LaterParts
 from iotop_plus.tui.screens.main_charts import ChartWindow
 from iotop_plus.tui.screens.main_history import HistoryActions
@@ -134,7 +134,7 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         ring, the ring after this host's recordings, or a recording when ``replay``), in the
         recorded host's ``zone``."""
         super().__init__()
-        self._compositor = DirtyOnlyCompositor() if DirtyOnlyCompositor.fits() else self._compositor
+        compositor.install(self)
         self.set_reactive(MainScreen.interval, clamp_interval(interval))
         self.roots = roots
         self.devices = tuple(devices)

@@ -22,9 +22,9 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
 from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.units import lsblk_size
+from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.health_lines import health_facts
 from iotop_plus.tui.issuer_lines import issuer_facts
-from iotop_plus.tui.refresh_batch import BatchedRepaint
 from iotop_plus.tui.why_lines import verdict_facts, why_facts
 
 

@@ -23,9 +23,9 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice, Inventory, shown_by_default
 from iotop_plus.sampling.latency_hist import LatencyFrame
 from iotop_plus.sampling.rates import DeviceRates, FigureColumns
+from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
-from iotop_plus.tui.refresh_batch import BatchedRepaint
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.device_rows import (
     TableRow,

@@ -17,7 +17,9 @@ class FilterInput(Input):
     the table, so they are sent back to the app, which hands them to whatever has focus now.
     """
 
-    async def _on_key(self, event: events.Key) -> None:
+    async def on_key(self, event: events.Key) -> None:
+        """Runs before Input's own key handler, which types the key unless this one prevents
+        it (Textual calls a class's handler before its base class's)."""
         if self.screen.focused is not self:
             # Forwarded while the box had focus, queued behind Enter or Esc: not filter text.
             event.stop()
@@ -32,7 +34,6 @@ class FilterInput(Input):
             else:
                 self._clear()
             return
-        await super()._on_key(event)
 
     def _done(self) -> None:
         """Keep the filter and give the keyboard back to the table (see the screen)."""

@@ -16,6 +16,8 @@ from textual import events
 from textual.screen import Screen
 from textual.widget import Widget
 
+from iotop_plus.tui.engine.bindings import watch_bindings
+
 
 class Hint(NamedTuple):
     """One key as shown: what to press, what it does, and whether it does anything now."""
@@ -74,7 +76,7 @@ class KeyHints(Widget):
         self._spans: tuple[tuple[int, int, str], ...] = ()
 
     def on_mount(self) -> None:
-        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
+        watch_bindings(self, self._bindings_changed)
         self._bindings_changed(self.screen)
 
     def _bindings_changed(self, screen: Screen[object]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from textual.widgets import Static
 
 from iotop_plus.sampling.pressure import Pressure, PressureLine
-from iotop_plus.tui.refresh_batch import BatchedRepaint
+from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 
 WARN_SOME = 10.0
 """io some avg10 (%) from which the gauge is ``psi-warn``."""

@@ -1,4 +1,4 @@
-"""#25: the TUI's input thread sleeps until a key comes (:mod:`iotop_plus.tui.input_driver`),
+"""#25: the TUI's input thread sleeps until a key comes (:mod:`iotop_plus.tui.engine.input_driver`),
 and still reads keys, a lone Escape, and stops when the driver does."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from textual.drivers.headless_driver import HeadlessDriver
 from textual.drivers.linux_driver import LinuxDriver
 from textual.message import Message
 
-from iotop_plus.tui.input_driver import PENDING_POLL_S, QuietInputDriver, quiet_driver
+from iotop_plus.tui.engine.input_driver import PENDING_POLL_S, QuietInputDriver, quiet_driver
 from tests.support.wait import holds_within
 
 

@@ -1,4 +1,4 @@
-"""Strips that no longer keep themselves in their own caches, so they die when dropped (#25).
+"""Strips that no longer keep themselves in their own caches, so they die when dropped.
 
 Textual's :class:`~textual.strip.Strip` caches its results, and two of those results can be
 the strip itself: ``divide`` at the strip's full length gives ``[self]``, and ``crop_extend``
@@ -13,7 +13,7 @@ with its 7 caches and its segments: ~650 objects a second, every gen1 collection
 ~4,500 of them at ~1.7 ms, and each full collection more.
 
 :func:`install` makes those two calls give the same results without caching them; every other
-call goes to Textual's own method, as before.
+call goes to Textual's own method. With the engine off it puts Textual's own methods back.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from textual.strip import Strip
+
+from iotop_plus.tui import engine
 
 _DIVIDE = Strip.divide
 _CROP_EXTEND = Strip.crop_extend
@@ -46,7 +48,11 @@ def fits() -> bool:
 
 
 def install() -> None:
-    """Patch :class:`~textual.strip.Strip` (once; nothing if it does not fit)."""
-    if fits() and Strip.divide is _DIVIDE:
+    """Patch :class:`~textual.strip.Strip` while the engine is on and it fits; with the
+    engine off, leave (or put back) Textual's own methods. Each app calls it as it starts."""
+    if engine.active() and fits():
         Strip.divide = _divide  # type: ignore[method-assign]
         Strip.crop_extend = _crop_extend  # type: ignore[method-assign]
+    else:
+        Strip.divide = _DIVIDE  # type: ignore[method-assign]
+        Strip.crop_extend = _CROP_EXTEND  # type: ignore[method-assign]

@@ -12,7 +12,7 @@ from textual._compositor import Compositor
 from textual.message import Message
 from textual.widget import Widget
 
-from iotop_plus.tui.refresh_batch import one_update
+from iotop_plus.tui.engine.refresh_batch import one_update
 from iotop_plus.tui.widgets.braille_chart import BrailleChart
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_table import DeviceTable

@@ -3,7 +3,7 @@
 Textual's Strip cached ``divide`` at its full length (``[self]``) and ``crop_extend`` onto
 itself (``self``): each a cycle through the strip's own cache. The compositor divides every
 painted line, so nearly every line became garbage that only a collection freed (~650 objects a
-second live at 8 devices). :mod:`iotop_plus.tui.strip_cycles` gives the same results without
+second live at 8 devices). :mod:`iotop_plus.tui.engine.strip_cycles` gives the same results without
 those cache entries.
 """
 
@@ -18,7 +18,7 @@ from rich.style import Style
 from textual.strip import Strip
 
 from iotop_plus.config import Config
-from iotop_plus.tui import strip_cycles
+from iotop_plus.tui.engine import strip_cycles
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started, step
 

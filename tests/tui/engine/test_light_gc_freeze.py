@@ -14,8 +14,7 @@ import pytest
 from iotop_plus.config import Config
 from iotop_plus.tui import run
 from iotop_plus.tui.app import IotopPlusApp
-from iotop_plus.tui.heap_trim import TRIM_EVERY_S, heap_trimmer
-from iotop_plus.tui.screens.later_parts import GEN0_THRESHOLD
+from iotop_plus.tui.engine.gc_policy import GEN0_THRESHOLD, TRIM_EVERY_S, heap_trimmer
 from tests.tui.canned import HOST_ROOTS, canned_app
 from tests.tui.helpers import parts_up, started
 

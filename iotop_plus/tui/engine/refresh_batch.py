@@ -1,4 +1,4 @@
-"""A frame's repaints handed to the screen at once, not each through its widget's queue (#25).
+"""A frame's repaints handed to the screen at once, not each through its widget's queue.
 
 In Textual, a widget's ``refresh()`` posts a ``Prompt`` to that widget's own message queue;
 its task wakes, looks up and runs its idle handlers, and posts an ``Update`` to the screen,
@@ -11,8 +11,9 @@ Inside :func:`one_update`, the widgets that mix in :class:`BatchedRepaint` keep 
 repaints; when the block ends, each one that asked for a repaint and nothing else goes
 straight into the screen's set of dirty widgets, as its idle handler would have put it, and
 the screen is prompted once. Anything else (a layout, a scroll, new styles, a widget not
-mounted yet or on another screen) takes Textual's own way. So does everything when this
-Textual lacks the private parts used here (:func:`fits`).
+mounted yet or on another screen) takes Textual's own way. So does everything when the engine
+is off (:func:`iotop_plus.tui.engine.active`) or this Textual lacks the private parts used here
+(:func:`fits`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from typing import cast
 from textual.dom import NoScreen
 from textual.screen import Screen
 from textual.widget import Widget
+
+from iotop_plus.tui import engine
 
 _batch: list[Widget] | None = None
 """The widgets whose repaints wait for the end of :func:`one_update` (None: not in one)."""
@@ -59,7 +62,12 @@ def fits(screen: Screen[object]) -> bool:
 def one_update(screen: object) -> Iterator[None]:
     """Collect the repaints asked for in the block; hand them to ``screen`` at its end."""
     global _batch
-    if _batch is not None or not isinstance(screen, Screen) or not fits(screen):
+    if (
+        _batch is not None
+        or not isinstance(screen, Screen)
+        or not engine.active()
+        or not fits(screen)
+    ):
         yield  # nested (the outer block hands them over), or Textual's own way
         return
     batch: list[Widget] = []

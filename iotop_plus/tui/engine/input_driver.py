@@ -1,4 +1,4 @@
-"""A Linux driver whose input thread sleeps until a key comes (#25).
+"""A Linux driver whose input thread sleeps until a key comes.
 
 Textual's :class:`~textual.drivers.linux_driver.LinuxDriver` reads the terminal in a thread
 that wakes ten times a second, whatever happens, to see whether it should stop and whether a
@@ -24,6 +24,8 @@ from textual._parser import ParseError
 from textual._xterm_parser import XTermParser
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
+
+from iotop_plus.tui import engine
 
 PENDING_POLL_S = 0.1
 """How often the thread wakes while the parser waits to see whether an escape sequence goes on
@@ -102,6 +104,6 @@ def _drain(fd: int) -> None:
 
 
 def quiet_driver(driver: type[Driver]) -> type[Driver]:
-    """:class:`QuietInputDriver` where Textual chose its Linux driver, else ``driver`` (the
-    headless driver of tests, another one named in ``TEXTUAL_DRIVER``)."""
-    return QuietInputDriver if driver is LinuxDriver else driver
+    """:class:`QuietInputDriver` where Textual chose its Linux driver and the engine is on,
+    else ``driver`` (the headless driver of tests, another one named in ``TEXTUAL_DRIVER``)."""
+    return QuietInputDriver if driver is LinuxDriver and engine.active() else driver

@@ -1,15 +1,17 @@
-"""A screen whose first resume does not restyle the nodes it has just mounted (#25).
+"""A screen whose first resume does not restyle the nodes it has just mounted.
 
 On every resume, Textual's ``Screen`` handler restyles each node of the screen. The first time
 a screen is shown, each node was styled as it mounted, just before: on the main screen, doing
 it again was ~20 ms of the start, a quarter of the main thread's work from the end of the
 imports to the first paint (25 of the 70 stylesheet applications). Later resumes are left to
-Textual.
+Textual, and so is every resume while the engine is off.
 """
 
 from __future__ import annotations
 
 from textual import events
+
+from iotop_plus.tui import engine
 
 
 class StyledAsMounted:
@@ -22,4 +24,5 @@ class StyledAsMounted:
     def _on_screen_resume(self, event: events.ScreenResume) -> None:
         if not self.resumed:
             self.resumed = True
-            event.refresh_styles = False
+            if engine.active():
+                event.refresh_styles = False
