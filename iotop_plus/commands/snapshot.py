@@ -20,7 +20,7 @@ from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
 from iotop_plus.commands.snapshot_diagnosis import add_diagnosis, render_verdicts
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.frame import (
     HEALTH,
@@ -261,7 +261,7 @@ def emit(
                 }
             )
         doc = sysstat_json(host, platform or Platform(), started, tz, interval, stats)
-        json.dump(doc, out, indent=2)
+        json.dump(printable_doc(doc), out, indent=2)
         out.write("\n")
     elif args.format == "csv":
         from iotop_plus.sampling.latency_hist import LATENCY_CSV_COLUMNS, csv_cells

@@ -50,7 +50,7 @@ def render_verdicts(
     lines = []
     for disk in disks:
         name = disk["disk_device"]
-        lines.append(f"why {printable(name)}: {diagnose(frame, name, recent.get(name, ())).line()}")
+        lines.append(printable(f"why {name}: {diagnose(frame, name, recent.get(name, ())).line()}"))
         rates = frame.rates.get(name)
         if rates is not None:
             recent[name] = [*recent.get(name, ()), rates][-RECENT:]
