@@ -393,8 +393,8 @@ class ChunkWriter:
 
 
 def _json(doc: Any) -> bytes:
-    """``doc`` as compact ASCII JSON: a name's bytes that are not UTF-8 (surrogate escapes)
-    are written as ``\\udcNN`` and read back as they were."""
+    r"""``doc`` as compact ASCII JSON: a name's bytes that are not UTF-8 (surrogate escapes)
+    are written as ``\udcNN`` and read back as they were."""
     return json.dumps(doc, separators=(",", ":")).encode()
 
 

@@ -77,9 +77,9 @@ _ESCAPES = _escapes()
 
 
 def printable(text: str) -> str:
-    """``text`` as valid UTF-8 with no control character: every control character (C0, DEL,
+    r"""``text`` as valid UTF-8 with no control character: every control character (C0, DEL,
     C1) and every byte that was not UTF-8 (held as a surrogate escape, as ``os.fsdecode``
-    gives it) shown as ``\\xNN``; any other lone surrogate as ``\\uNNNN``.
+    gives it) shown as ``\xNN``; any other lone surrogate as ``\uNNNN``.
 
     Names from the kernel and the filesystem (cgroups, processes, mounts, devices, files) may
     hold any byte but ``/`` and NUL; everything written for people or for other tools goes
