@@ -43,6 +43,7 @@ from typing import Any
 from iotop_plus.devices.settings import SETTINGS, queue_device, read_setting
 from iotop_plus.roots import Roots, open_regular
 from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.state import CHANGES, StateDir, StateError, default_state_dir, new_run_id
 
 #: Actions in the journal: a user's change, its undo, a revert-all step, a failed set rolled
@@ -61,6 +62,17 @@ RESTORE_HINT = (
     "`iotop-plus restore` (puts the originals back) or `iotop-plus restore --keep` (keeps "
     "the values)"
 )
+
+
+def restore_hint(state_dir: Path | None) -> str:
+    """:data:`RESTORE_HINT` for a run on ``state_dir``: with its ``--state-dir`` unless that is
+    the default one (``restore`` elsewhere would find nothing)."""
+    if state_dir is None or state_dir == default_state_dir():
+        return RESTORE_HINT
+    import shlex
+
+    command = f"iotop-plus --state-dir {shlex.quote(printable(str(state_dir)))} restore"
+    return f"`{command}` (puts the originals back) or `{command} --keep` (keeps the values)"
 
 
 class JournalError(Exception):
@@ -300,6 +312,10 @@ class Journal:
         """The journal of the state directory ``directory``."""
         return cls(directory / CHANGES, run_id=run_id)
 
+    def restore_hint(self) -> str:
+        """How to restore (or keep) this journal's leftovers: :func:`restore_hint`."""
+        return restore_hint(self.path.parent if self.path is not None else None)
+
     @property
     def entries(self) -> tuple[Change, ...]:
         """All changes recorded in this run, oldest first."""
@@ -398,7 +414,7 @@ class Journal:
             left.refusal(read_setting(roots, str(left.queue_device), left.setting).value)
             for left in lefts
         ]
-        return "; ".join(parts) + f"; first run {RESTORE_HINT}"
+        return "; ".join(parts) + f"; first run {self.restore_hint()}"
 
     def delayacct_switched_on(self, roots: Roots) -> float | None:
         """``CLOCK_BOOTTIME`` seconds of the last off->on switch of delay accounting in this

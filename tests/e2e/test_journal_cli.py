@@ -263,8 +263,9 @@ def test_an_ab_killed_with_sigkill_leaves_a_leftover_that_restore_puts_back(
         assert again.returncode == 1
         refusal = (
             f"{dev} read_ahead_kb is 12, left by a run that ended without undoing or keeping "
-            f"it (original {original}); first run `iotop-plus restore` (puts the originals "
-            "back) or `iotop-plus restore --keep` (keeps the values)"
+            f"it (original {original}); first run `iotop-plus --state-dir {state} restore` (puts "
+            f"the originals back) or `iotop-plus --state-dir {state} restore --keep` (keeps the "
+            "values)"
         )
         assert refusal in again.stderr
         assert "round 1" not in again.stderr

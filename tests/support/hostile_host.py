@@ -89,10 +89,8 @@ def hostile_host(tmp_path: Path) -> Iterator[HostileHost]:
         reader = None
         try:
             _throttle_rule(layout.version, cgroup_dir, devno)
-            reader = subprocess.Popen(
-                [sys.executable, "-c", READER, os.fsdecode(cgroup_dir), os.fsdecode(COMM)]
-                + [f"/dev/{dev}"]
-            )
+            argv = [sys.executable, "-c", READER, os.fsdecode(cgroup_dir), os.fsdecode(COMM)]
+            reader = subprocess.Popen([*argv, f"/dev/{dev}"])
             comm = Path(f"/proc/{reader.pid}/comm")
             assert holds_within(lambda: comm.read_bytes().rstrip(b"\n") == COMM, 10), "its comm"
             yield HostileHost(dev, "/" + os.fsdecode(CGROUP), cgroup_dir, mount, reader.pid)

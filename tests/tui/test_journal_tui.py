@@ -112,13 +112,16 @@ async def test_a_hangup_leaves_the_changes_in_force_but_not_kept(
         app.tuner.apply("sda", "read_ahead_kb", "64")
         app.lifecycle.exit_on_signal(signal.SIGHUP)
         await pilot.pause()
+        assert capfd.readouterr().err == "", "nothing inside the alternate screen"
     app.tuner.journal.close()  # what run_tui does when the app has exited: the run is over
+    app.lifecycle.say_farewell()
     assert read_ahead(tree) == "64"
     assert ("keep", "hangup") not in kinds(state)
     assert kinds(state)[-1] == ("change", None)
     err = capfd.readouterr().err
     assert "iotop-plus: hangup: 1 setting change left in force, not kept;" in err
-    assert "`iotop-plus restore`" in err and "`iotop-plus restore --keep`" in err
+    command = f"iotop-plus --state-dir {state} restore"
+    assert f"`{command}`" in err and f"`{command} --keep`" in err
     (left,) = Journal.in_dir(state).leftovers(tree)
     assert (left.device, left.setting, left.left, left.original) == (
         "sda", "read_ahead_kb", "64", "128",

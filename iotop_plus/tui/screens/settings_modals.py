@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from textual import events, on
 from textual.app import ComposeResult
@@ -23,7 +24,7 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from iotop_plus.devices.journal import Leftover
+from iotop_plus.devices.journal import Leftover, restore_hint
 from iotop_plus.devices.settings import SettingError, SettingValue
 from iotop_plus.devices.tuner import Change
 from iotop_plus.tui.screens.modal import Modal
@@ -248,10 +249,17 @@ class RestoreLeftoversScreen(Modal[str | None]):
     #: Leftovers listed one per line; the rest are counted.
     SHOWN = 8
 
-    def __init__(self, leftovers: Sequence[Leftover]) -> None:
-        """Args: leftovers: The leftovers of the journal that can be restored."""
+    def __init__(self, leftovers: Sequence[Leftover], state_dir: Path | None = None) -> None:
+        """Args: leftovers: The leftovers of the journal that can be restored; state_dir: the
+        run's state directory (named in the ``restore`` command when not the default)."""
         super().__init__()
         self.leftovers = tuple(leftovers)
+        self.state_dir = state_dir
+
+    def _restore(self) -> str:
+        """The ``restore`` command for this run's state directory."""
+        hint = restore_hint(self.state_dir)
+        return hint[1 : hint.index("`", 1)]
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -270,11 +278,11 @@ class RestoreLeftoversScreen(Modal[str | None]):
             ]
             if count > self.SHOWN:
                 more = count - self.SHOWN
-                lines.append(f"... and {more} more (iotop-plus restore -n lists them all)")
+                lines.append(f"... and {more} more ({self._restore()} -n lists them all)")
             yield Static("\n".join(lines), id="leftover-list", markup=False)
             yield Static(
                 "r restores the originals, k keeps these values, escape decides later "
-                "(iotop-plus restore, or restore --keep).",
+                f"({self._restore()}, or with --keep).",
                 classes="hint",
                 id="leftover-hint",
                 markup=False,
