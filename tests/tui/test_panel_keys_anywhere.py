@@ -143,3 +143,18 @@ def test_a_tab_limited_screen_key_clashes_only_with_widgets_outside_that_tab() -
     same_tab = find_clashes(screen, other_tab, {"Other": ("side", "a")})
     outside = find_clashes(screen, {"Table": [Binding("o", "other", "")]}, {})
     assert len(same_tab) == 1 and len(outside) == 1
+
+
+async def test_I_returns_to_the_device_tab_from_any_other() -> None:
+    from textual.widgets import TabbedContent
+
+    app = canned_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await started(pilot, app)
+        tabs = app.main_screen.query_one(TabbedContent)
+        for key, pane in (("p", "tab-processes"), ("C", "tab-cgroups"), ("P", "tab-probe")):
+            await pilot.press(key)
+            await wait_for(pilot, lambda p=pane: tabs.active == p, pane)
+            table(app).focus()
+            await pilot.press("I")
+            await wait_for(pilot, lambda: tabs.active == "tab-device", "the Device tab")
