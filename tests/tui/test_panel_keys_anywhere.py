@@ -158,3 +158,20 @@ async def test_I_returns_to_the_device_tab_from_any_other() -> None:
             table(app).focus()
             await pilot.press("I")
             await wait_for(pilot, lambda: tabs.active == "tab-device", "the Device tab")
+
+
+async def test_enter_on_the_probe_tab_starts_the_highlighted_preset_at_once() -> None:
+    from textual.widgets import OptionList
+
+    app = canned_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await started(pilot, app)
+        assert table(app).has_focus
+        await pilot.press("P")
+        panel = app.main_screen.probe_panel
+        presets = panel.query_one("#probe-presets", OptionList)
+        await wait_for(pilot, lambda: presets.has_focus, "the preset list focused")
+        started_with: list[bool] = []
+        panel.action_start = lambda: started_with.append(True)  # type: ignore[method-assign]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: started_with == [True], "Enter to start the probe")
