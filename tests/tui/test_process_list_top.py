@@ -58,7 +58,7 @@ async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_mo
 ):
     """#17 item 2: "The side panel is fixed at 42 columns ... USER and IO% are hidden"."""
     from tests.tui.canned import canned_app
-    from tests.tui.helpers import started
+    from tests.tui.helpers import started, wait_for
 
     widths = {}
     for size in ((120, 36), (200, 50)):
@@ -68,6 +68,8 @@ async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_mo
             panel = app.main_screen.query_one("#side-panel")
             widths[size[0]] = panel.size.width
             assert panel.size.width >= 41  # 42 with its border
+            await pilot.press("p")  # the Processes tab: half the screen, up to 92
+            await wait_for(pilot, lambda: panel.size.width > widths[size[0]], "a wider panel")
             if size[0] == 200:
                 header = ProcessList().header_text(panel.size.width - 2)
                 for title in ("USER", "IO%", "CGROUP", "COMMAND"):
