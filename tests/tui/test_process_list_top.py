@@ -69,7 +69,8 @@ async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_mo
             widths[size[0]] = panel.size.width
             assert panel.size.width >= 41  # 42 with its border
             await pilot.press("p")  # the Processes tab: half the screen, up to 92
-            await wait_for(pilot, lambda: panel.size.width > widths[size[0]], "a wider panel")
+            before = widths[size[0]]
+            await wait_for(pilot, lambda p=panel, w=before: p.size.width > w, "a wider panel")
             if size[0] == 200:
                 header = ProcessList().header_text(panel.size.width - 2)
                 for title in ("USER", "IO%", "CGROUP", "COMMAND"):
