@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -75,7 +76,7 @@ def _rooted(devno: str) -> bool:
     return any(line.split()[:1] == [devno] for line in text.splitlines())
 
 
-def _figures(dev: str, cgroup: Path) -> dict[str, object]:
+def _figures(dev: str, cgroup: Path) -> dict[str, Any]:
     run = run_cli("top", "--by", "cgroup", "--all", "--format", "json", "-i", "0.5", "-c", "1")
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout)["statistics"][0]["cgroups"]

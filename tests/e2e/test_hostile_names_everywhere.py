@@ -121,7 +121,7 @@ def test_record_keeps_the_bytes_and_replays_them_escaped(host: HostileHost, tmp_
         assert span is not None
         recorded = list(timeline.frames(*span))
         seen = {p for _, f in recorded if f.cgroups is not None for p in f.cgroups.sample.cgroups}
-        comms = {p.get("comm") for rs, _ in recorded for p in rs.processes}
+        comms = {p.get("comm") for rs, _ in recorded for p in rs.processes or ()}
     finally:
         timeline.close()
     assert host.cgroup in seen, sorted(seen)  # the very bytes, as os.fsdecode holds them

@@ -3,6 +3,8 @@ footer lists them, and the command palette reaches every panel action."""
 
 from __future__ import annotations
 
+import functools
+
 from textual.widgets import Input
 
 from iotop_plus.tui.keys import screen_clashes
@@ -154,7 +156,7 @@ async def test_I_returns_to_the_device_tab_from_any_other() -> None:
         tabs = app.main_screen.query_one(TabbedContent)
         for key, pane in (("p", "tab-processes"), ("C", "tab-cgroups"), ("P", "tab-probe")):
             await pilot.press(key)
-            await wait_for(pilot, lambda p=pane: tabs.active == p, pane)
+            await wait_for(pilot, functools.partial(lambda p: tabs.active == p, pane), pane)
             table(app).focus()
             await pilot.press("I")
             await wait_for(pilot, lambda: tabs.active == "tab-device", "the Device tab")

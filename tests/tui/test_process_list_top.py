@@ -4,6 +4,8 @@ process, and then follows that process."""
 
 from __future__ import annotations
 
+import functools
+
 from textual.app import App, ComposeResult
 
 from iotop_plus.tui.process_rows import ProcessRow
@@ -70,7 +72,8 @@ async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_mo
             assert panel.size.width >= 41  # 42 with its border
             await pilot.press("p")  # the Processes tab: half the screen, up to 92
             before = widths[size[0]]
-            await wait_for(pilot, lambda p=panel, w=before: p.size.width > w, "a wider panel")
+            wider = functools.partial(lambda p, w: p.size.width > w, panel, before)
+            await wait_for(pilot, wider, "a wider panel")
             if size[0] == 200:
                 header = ProcessList().header_text(panel.size.width - 2)
                 for title in ("USER", "IO%", "CGROUP", "COMMAND"):
