@@ -146,7 +146,8 @@ def interval_json(prev: CgroupSample, cur: CgroupFrame, show_all: bool) -> dict[
             names.get(dev, dev): _with_limit(_figures(dr), limited.get(dev)) for dev, dr in devices
         }
         for devno, why in sample.not_counted.items():  # v1: null, never 0
-            row["devices"][names.get(devno, devno)] = {**_figures(None), "not_counted": why}
+            figures = _with_limit(_figures(None), limited.get(devno))
+            row["devices"][names.get(devno, devno)] = {**figures, "not_counted": why}
         if stat.limits is not None and stat.limits.any:
             row["limits"] = stat.limits.summary(names)
         rows.append(row)

@@ -204,11 +204,12 @@ def v1_not_counted(
 
     The kernel counts ``blkio.throttle.io_service*`` only on devices where some cgroup has had a
     throttle rule since the device was attached; the root cgroup's file has a line exactly for
-    those (rolled up, the root holds every line of the tree). Any other device's figure is not
-    a 0: it is not counted.
+    those (rolled up, the root holds every line of the tree), and a rule in force now is one.
+    Any other device's figure is not a 0: it is not counted.
     """
     root = stats.get("/")
-    counted = root.devices if root is not None and root.devices is not None else {}
+    counted = set(root.devices) if root is not None and root.devices is not None else set()
+    counted.update(d for s in stats.values() if s.limits is not None for d in s.limits.max)
     out = {}
     for devno, name in names.items():
         if devno in counted or (sys_root / "class" / "block" / name / "partition").exists():

@@ -286,10 +286,11 @@ def test_a_killed_runs_changes_are_leftovers_a_live_runs_are_not(
     ]
     assert len(lefts[0].changes) == 4
     refusal = journal.leftover_refusal(roots, "sda1")
+    command = f"iotop-plus --state-dir {state} restore"  # not the default state directory
     assert refusal == (
         "sda read_ahead_kb is 128, left by a run that ended without undoing or keeping it "
-        "(original 128); first run `iotop-plus restore` (puts the originals back) or "
-        "`iotop-plus restore --keep` (keeps the values)"
+        f"(original 128); first run `{command}` (puts the originals back) or "
+        f"`{command} --keep` (keeps the values)"
     )
 
 
