@@ -5,6 +5,7 @@ device of ours from inside that cgroup. Everything is removed on exit."""
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import subprocess
 import sys
@@ -70,40 +71,40 @@ def _throttle_rule(version: str, cgroup_dir: bytes, devno: str) -> None:
         )
 
 
+_made = itertools.count()
+
+
 @contextlib.contextmanager
 def hostile_host(tmp_path: Path) -> Iterator[HostileHost]:
-    """Set up the hostile names (root only; skips otherwise) and take them down again."""
+    """Set up the hostile names (root only; skips otherwise) and take them down again, each
+    step undone even when a later one fails. The cgroup's name ends in ``-PID-N`` (tests run
+    in parallel); the hostile bytes come first."""
     if os.geteuid() != 0:
         pytest.skip("needs root (a cgroup, a mount)")
     layout = detect_layout(Roots())
     if layout.version not in (V1, V2):
         pytest.skip(f"no per-cgroup I/O here: {layout.notice}")
-    with loop_device(tmp_path, 64) as dev:
+    name = CGROUP + f"-{os.getpid()}-{next(_made)}".encode()
+    with contextlib.ExitStack() as undo:
+        dev = undo.enter_context(loop_device(tmp_path, 64))
         devno = Path(f"/sys/block/{dev}/dev").read_text().strip()
         subprocess.run(["mkfs.ext4", "-q", "-F", f"/dev/{dev}"], check=True, capture_output=True)
         mount = Path(os.fsdecode(os.fsencode(tmp_path) + b"/" + MOUNT))
         mount.mkdir()
+        undo.callback(mount.rmdir)
         subprocess.run(["mount", "-o", "ro", f"/dev/{dev}", mount], check=True)
-        cgroup_dir = os.fsencode(layout.root) + b"/" + CGROUP
+        undo.callback(subprocess.run, ["umount", mount], check=False, capture_output=True)
+        cgroup_dir = os.fsencode(layout.root) + b"/" + name
         os.mkdir(cgroup_dir)
-        reader = None
-        try:
-            _throttle_rule(layout.version, cgroup_dir, devno)
-            argv = [sys.executable, "-c", READER, os.fsdecode(cgroup_dir), os.fsdecode(COMM)]
-            reader = subprocess.Popen([*argv, f"/dev/{dev}"])
-            comm = Path(f"/proc/{reader.pid}/comm")
-            assert holds_within(lambda: comm.read_bytes().rstrip(b"\n") == COMM, 10), "its comm"
-            yield HostileHost(dev, "/" + os.fsdecode(CGROUP), cgroup_dir, mount, reader.pid)
-        finally:
-            if reader is not None:
-                reader.kill()
-                reader.wait(10)
-            holds_within(lambda: _rmdir(cgroup_dir), 10)
-            subprocess.run(["umount", mount], check=False, capture_output=True)
-            mount.rmdir()
-            if layout.version == V1:
-                with contextlib.suppress(OSError):  # the rule outlives the cgroup on the root
-                    Path(f"{layout.root}/blkio.throttle.read_bps_device").write_text(f"{devno} 0\n")
+        undo.callback(lambda: holds_within(lambda: _rmdir(cgroup_dir), 10))
+        _throttle_rule(layout.version, cgroup_dir, devno)
+        argv = [sys.executable, "-c", READER, os.fsdecode(cgroup_dir), os.fsdecode(COMM)]
+        reader = subprocess.Popen([*argv, f"/dev/{dev}"])
+        undo.callback(reader.wait, 10)
+        undo.callback(reader.kill)
+        comm = Path(f"/proc/{reader.pid}/comm")
+        assert holds_within(lambda: comm.read_bytes().rstrip(b"\n") == COMM, 10), "its comm"
+        yield HostileHost(dev, "/" + os.fsdecode(name), cgroup_dir, mount, reader.pid)
 
 
 def _rmdir(path: bytes) -> bool:
