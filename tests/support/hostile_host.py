@@ -93,7 +93,7 @@ def hostile_host(tmp_path: Path) -> Iterator[HostileHost]:
         mount.mkdir()
         undo.callback(mount.rmdir)
         subprocess.run(["mount", "-o", "ro", f"/dev/{dev}", mount], check=True)
-        undo.callback(subprocess.run, ["umount", mount], check=False, capture_output=True)
+        undo.callback(lambda: subprocess.run(["umount", mount], check=False, capture_output=True))
         cgroup_dir = os.fsencode(layout.root) + b"/" + name
         os.mkdir(cgroup_dir)
         undo.callback(lambda: holds_within(lambda: _rmdir(cgroup_dir), 10))
