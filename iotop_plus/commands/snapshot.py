@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
+from iotop_plus.commands.snapshot_cpu import CpuTimes, avg_cpu, read_cpu
 from iotop_plus.commands.snapshot_diagnosis import Reports, add_diagnosis, render_verdicts
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
 from iotop_plus.sampling.frame import (
     HEALTH,
@@ -178,9 +179,14 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         _said.add(first_frame.latency.status or "")  # --issuers says why in its own line
     _warn(first_frame)
 
-    reports = _intervals(source, first_frame, args.interval, args.count)
+    cpu: dict[float, CpuTimes | None] | None = None
+    if args.format == "json":  # iostat's avg-cpu, read as each frame is
+        cpu = {first.monotonic: read_cpu(source.roots)}
+    reports = _intervals(source, first_frame, args.interval, args.count, cpu)
     platform = read_platform(source.roots) if args.format == "json" else None
-    return emit(args, out, host, inventory, explicit, reports, args.interval, platform=platform)
+    return emit(
+        args, out, host, inventory, explicit, reports, args.interval, platform=platform, cpu=cpu
+    )
 
 
 Report: TypeAlias = (
@@ -215,11 +221,13 @@ def emit(
     interval: float,
     tz: tzinfo | None = None,
     platform: Platform | None = None,
+    cpu: Mapping[float, CpuTimes | None] | None = None,
 ) -> int:
     """Print the reports as a table, JSON or CSV (live, or from a recording in its zone).
 
     JSON is iostat's document (``sysstat.hosts[0]``); ``platform`` gives its ``sysname``,
-    ``machine`` and ``number-of-cpus`` (null where unknown).
+    ``machine`` and ``number-of-cpus`` (null where unknown); ``cpu`` the CPU times read with
+    each sample (by its monotonic time), for iostat's ``avg-cpu`` (null without).
     """
     latency = bool(getattr(args, "latency", False))
 
@@ -253,6 +261,9 @@ def emit(
                 {
                     "timestamp": _iso(cur.wall_time),
                     "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
+                    "avg-cpu": avg_cpu(cpu.get(prev.monotonic), cpu.get(cur.monotonic))
+                    if cpu is not None
+                    else None,
                     "disk": disks,
                     "no_rates": [n for n in names if rates.get(n) is None],
                     "pressure": pressure_note.json(pressure),
@@ -261,7 +272,7 @@ def emit(
                 }
             )
         doc = sysstat_json(host, platform or Platform(), started, tz, interval, stats)
-        json.dump(doc, out, indent=2)
+        json.dump(printable_doc(doc), out, indent=2)
         out.write("\n")
     elif args.format == "csv":
         from iotop_plus.sampling.latency_hist import LATENCY_CSV_COLUMNS, csv_cells
@@ -395,8 +406,21 @@ def _warn(frame: Frame) -> None:
 _said: set[str] = set()  # latency problems already printed (one line each)
 
 
-def _intervals(source: LiveSource, first: Frame, interval: float, count: int) -> Iterator[Report]:
-    for prev, cur in frames_on_schedule(source, interval, count, first=first, on_frame=_warn):
+def _intervals(
+    source: LiveSource,
+    first: Frame,
+    interval: float,
+    count: int,
+    cpu: dict[float, CpuTimes | None] | None = None,
+) -> Iterator[Report]:
+    def seen(frame: Frame) -> None:
+        if cpu is not None:
+            cpu[frame.sample.monotonic] = read_cpu(source.roots)
+            while len(cpu) > 2:  # the interval being written needs its two ends only
+                del cpu[next(iter(cpu))]
+        _warn(frame)
+
+    for prev, cur in frames_on_schedule(source, interval, count, first=first, on_frame=seen):
         yield prev.sample, cur.sample, cur.rates, cur.latency, cur.pressure, cur.events, cur
 
 

@@ -23,7 +23,7 @@ from iotop_plus.commands.common import EXIT_FAILURE, UsageError
 from iotop_plus.commands.snapshot import iso_time
 from iotop_plus.record.reader import ROLLUP_METRICS, ROLLUP_STATS, RecordingFile
 from iotop_plus.record.timeline import RecordingTimeline
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.units import five_chars
 
 LABELS = {"iops": "IOPS", "mbps": "MB/s", "await": "await ms", "util": "%util", "aqu": "aqu-sz"}
@@ -188,7 +188,7 @@ def _json(out: TextIO, host: str, rows: list[Minute], names: list[str], tz: tzin
             for row in rows
         ],
     }
-    json.dump(doc, out, indent=2)
+    json.dump(printable_doc(doc), out, indent=2)
     out.write("\n")
 
 

@@ -21,7 +21,7 @@ from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, add_interval_count
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
 from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
 from iotop_plus.sampling.sampler import read_host_info, select_devices
@@ -117,7 +117,7 @@ class JsonStream:
     _EMPTY_TAIL = "[]\n}"
 
     def __init__(self, doc: dict[str, Any], out: TextIO) -> None:
-        head = json.dumps({**doc, "statistics": []}, indent=2)
+        head = json.dumps(printable_doc({**doc, "statistics": []}), indent=2)
         if not head.endswith('"statistics": ' + self._EMPTY_TAIL):
             raise ValueError("statistics must be the document's last key")
         self.out = out
@@ -127,7 +127,7 @@ class JsonStream:
 
     def add(self, statistic: dict[str, Any]) -> None:
         """Write one element of ``statistics``."""
-        body = textwrap.indent(json.dumps(statistic, indent=2), "    ")
+        body = textwrap.indent(json.dumps(printable_doc(statistic), indent=2), "    ")
         self.out.write(("," if self.count else "") + "\n" + body)
         self.out.flush()
         self.count += 1

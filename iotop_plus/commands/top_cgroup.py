@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.cgroup_files import not_counted_line
 from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, DeviceLimit, device_limits
 from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, IoRates
@@ -144,6 +145,9 @@ def interval_json(prev: CgroupSample, cur: CgroupFrame, show_all: bool) -> dict[
         row["devices"] = {
             names.get(dev, dev): _with_limit(_figures(dr), limited.get(dev)) for dev, dr in devices
         }
+        for devno, why in sample.not_counted.items():  # v1: null, never 0
+            figures = _with_limit(_figures(None), limited.get(devno))
+            row["devices"][names.get(devno, devno)] = {**figures, "not_counted": why}
         if stat.limits is not None and stat.limits.any:
             row["limits"] = stat.limits.summary(names)
         rows.append(row)
@@ -191,6 +195,9 @@ def render_table(prev: CgroupSample, cur: CgroupFrame, show_all: bool, human: An
         )
     if not rows:
         lines.append("(no cgroup did I/O in this interval; --all lists every cgroup)")
+    uncounted = not_counted_line(sample.not_counted, sample.device_names)
+    if uncounted:
+        lines.append(uncounted)
     for limit in device_limits(sample, cur.rates):  # at >= 90 % of a limit
         if limit.throttled:
             lines.append(f"throttled: {printable(limit.text())}")

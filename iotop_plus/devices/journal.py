@@ -54,6 +54,7 @@ from iotop_plus.devices.leftovers import Leftover, find_leftovers
 from iotop_plus.devices.settings import queue_device, read_setting
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.state import CHANGES, StateDir, StateError, default_state_dir, new_run_id
 
 
@@ -172,7 +173,7 @@ class Journal:
         when this journal is not in the default state directory."""
         words = ["iotop-plus"]
         if self.state is not None and self.state.path != default_state_dir():
-            words += ["--state-dir", shlex.quote(str(self.state.path))]
+            words += ["--state-dir", shlex.quote(printable(str(self.state.path)))]
         return " ".join([*words, "restore", *options])
 
     @property

@@ -35,7 +35,7 @@ from iotop_plus.export.latency import latency_families
 from iotop_plus.export.queue import QUEUE_GAUGES
 from iotop_plus.export.view import ExportView
 from iotop_plus.export.why import cgroup_limit_families, diagnosis_families, memory_families
-from iotop_plus.sampling.diskstats import IN_FLIGHT
+from iotop_plus.sampling.diskstats import IN_FLIGHT, printable
 
 PREFIX = "iotop_plus_"
 PRESSURE_STALLED = PREFIX + "pressure_stalled_seconds"
@@ -245,7 +245,7 @@ class _Part:
     def collect(self) -> Iterator[Metric]:
         view = self._view()
         for build in self._families:
-            yield from build(view)
+            yield from map(printable_labels, build(view))
 
 
 EAGER_FOR_S = 150.0
@@ -273,7 +273,7 @@ class FrameCollector:
         """Every family, from one view."""
         view = self.view()
         for build in (*FRAME_FAMILIES, *STATIC_FAMILIES):
-            yield from build(view)
+            yield from map(printable_labels, build(view))
 
     def render(self, accept: str | None = None) -> tuple[bytes, str]:
         """(body, content type) for an ``Accept`` header: OpenMetrics when asked, else 0.0.4."""
@@ -310,6 +310,18 @@ class FrameCollector:
         body: bytes = encoder(registry)
         self._cache[(part, content_type)] = (key, body)
         return body
+
+
+def printable_labels(metric: Metric) -> Metric:
+    """``metric`` with every label value passed through :func:`printable`: a cgroup, mount or
+    process name may hold any byte, and the exposition must be valid UTF-8 with no control
+    character."""
+    for i, sample in enumerate(metric.samples):
+        labels = sample.labels
+        if not all(v.isprintable() for v in labels.values()):
+            clean = {k: printable(v) for k, v in labels.items()}
+            metric.samples[i] = sample._replace(labels=clean)
+    return metric
 
 
 def _registry(collector: object) -> CollectorRegistry:

@@ -393,7 +393,9 @@ class ChunkWriter:
 
 
 def _json(doc: Any) -> bytes:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    r"""``doc`` as compact ASCII JSON: a name's bytes that are not UTF-8 (surrogate escapes)
+    are written as ``\udcNN`` and read back as they were."""
+    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 __all__ = ["CHUNK_SECONDS", "ChunkWriter", "RecordedSample", "WriteStats", "crc"]

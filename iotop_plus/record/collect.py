@@ -150,7 +150,9 @@ def _cgroup(roots: Roots, pid: int) -> str | None:
     """A task's cgroup read now (when its frame has none): the v2 path when the task is below
     the v2 root, else its v1 blkio path (on a hybrid host every task sits in the v2 root)."""
     try:
-        text = read_bounded(roots.proc / str(pid) / "cgroup", MAX_ATTRIBUTE_BYTES)
+        text = read_bounded(
+            roots.proc / str(pid) / "cgroup", MAX_ATTRIBUTE_BYTES, "surrogateescape"
+        )
     except OSError:
         return None
     return task_cgroup(text)[0]  # the one rule (the Processes tab's and the issuers')

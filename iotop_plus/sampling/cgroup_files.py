@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from iotop_plus.sampling.units import cgroup_bytes
 
@@ -192,6 +194,40 @@ def parse_v1_blkio(service_bytes: str, serviced: str) -> tuple[dict[str, IoCount
         for dev, v in per.items()
     }
     return out, bad
+
+
+def v1_not_counted(
+    stats: Mapping[str, Any], names: Mapping[str, str], sys_root: Path
+) -> dict[str, str]:
+    """v1: the whole devices (``MAJ:MIN`` -> why) that blkio does not count, from the rolled-up
+    ``stats`` (``CgroupStat`` by path).
+
+    The kernel counts ``blkio.throttle.io_service*`` only on devices where some cgroup has had a
+    throttle rule since the device was attached; the root cgroup's file has a line exactly for
+    those (rolled up, the root holds every line of the tree), and a rule in force now is one.
+    Any other device's figure is not a 0: it is not counted.
+    """
+    root = stats.get("/")
+    counted = set(root.devices) if root is not None and root.devices is not None else set()
+    counted.update(d for s in stats.values() if s.limits is not None for d in s.limits.max)
+    out = {}
+    for devno, name in names.items():
+        if devno in counted or (sys_root / "class" / "block" / name / "partition").exists():
+            continue
+        out[devno] = f"no throttle rule on {name} since it was attached"
+    return out
+
+
+def not_counted_line(not_counted: Mapping[str, str], names: Mapping[str, str]) -> str | None:
+    """The one line that names the devices v1 blkio does not count; None when it counts all."""
+    if not not_counted:
+        return None
+    devices = sorted(names.get(devno, devno) for devno in not_counted)
+    more = f" and {len(devices) - 8} more" if len(devices) > 8 else ""
+    return (
+        f"not counted on {', '.join(devices[:8])}{more}: no throttle rule on them since they were"
+        " attached (v1 blkio counts a device's I/O only once some cgroup limits it)"
+    )
 
 
 def _limit_value(value: str) -> int | None:

@@ -38,6 +38,7 @@ from iotop_plus.sampling.cgroup_files import (
     parse_io_stat,
     parse_limits,
     parse_v1_blkio,
+    v1_not_counted,
 )
 from iotop_plus.sampling.pressure import PressureLine, ResourcePressure, parse_pressure
 
@@ -98,6 +99,8 @@ class CgroupSample:
     """Files that could not be read or parsed, one line each."""
     duration_s: float = 0.0
     """What reading took."""
+    not_counted: Mapping[str, str] = field(default_factory=dict)
+    """v1: the whole devices blkio does not count (``MAJ:MIN`` -> why, :func:`v1_not_counted`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +331,7 @@ class CgroupReader:
             live = {(p, s.ino) for p, s in stats.items()}
             self._limits = {k: v for k, v in self._limits.items() if k in live}
         names = self._device_names(stats, started)
+        uncounted = v1_not_counted(stats, names, self.roots.sys) if layout.version == V1 else {}
         return CgroupSample(
             started,
             wall,
@@ -338,6 +342,7 @@ class CgroupReader:
             layout.notice,
             tuple(problems),
             time.monotonic() - started,
+            uncounted,
         )
 
     def _walk(
@@ -460,7 +465,8 @@ class CgroupReader:
 
     def _device_names(self, stats: Mapping[str, CgroupStat], now: float) -> Mapping[str, str]:
         seen = {dev for s in stats.values() if s.devices for dev in s.devices}
-        if seen - self._names.keys() and now - self._names_at >= 5.0:
+        v1 = self.layout.version == V1  # v1 lists the devices it does not count: all of them
+        if (seen - self._names.keys() or v1) and now - self._names_at >= 5.0:
             self._names_at = now
             self._names = read_device_numbers(self.roots)
         return MappingProxyType(self._names)
@@ -567,16 +573,8 @@ def _push_children(
                         child = entry.stat(follow_symlinks=False)
                     except OSError:
                         continue
-                    name = entry.name
-                    stack.append(
-                        (
-                            f"/{name}" if rel == "/" else f"{rel}/{name}",
-                            entry.path,
-                            child.st_ino,
-                            child.st_nlink,
-                            depth + 1,
-                        )
-                    )
+                    name = f"/{entry.name}" if rel == "/" else f"{rel}/{entry.name}"
+                    stack.append((name, entry.path, child.st_ino, child.st_nlink, depth + 1))
     except FileNotFoundError:
         return
     except OSError as exc:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from itertools import chain, compress, repeat
 from operator import add, itemgetter, not_
 from pathlib import Path
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 from iotop_plus.roots import file_kind
 from iotop_plus.sampling.blockdev import dev_numbers
@@ -65,22 +65,51 @@ MAX_ATTRIBUTE_BYTES = 64 * 1024
 some arm64 and ppc64 kernels), so no real attribute is longer."""
 
 
-_CONTROL_TO_QUESTION = dict.fromkeys([*range(32), 127, *range(128, 160)], "?")
+def _escapes() -> dict[int, str]:
+    """What :func:`printable` puts for each character it escapes."""
+    table = {c: f"\\x{c:02x}" for c in (*range(32), 127, *range(128, 160))}
+    table.update({0xDC00 + b: f"\\x{b:02x}" for b in range(128, 256)})  # os.fsdecode's bytes
+    table.update({c: f"\\u{c:04x}" for c in range(0xD800, 0xE000) if c not in table})
+    return table
+
+
+_ESCAPES = _escapes()
 
 
 def printable(text: str) -> str:
-    """``text`` with every control character (C0, DEL, C1) shown as ``?``, as ``ls`` does.
+    r"""``text`` as valid UTF-8 with no control character: every control character (C0, DEL,
+    C1) and every byte that was not UTF-8 (held as a surrogate escape, as ``os.fsdecode``
+    gives it) shown as ``\xNN``; any other lone surrogate as ``\uNNNN``.
 
-    Device names, dm names and host names from a captured tree may hold terminal escapes.
+    Names from the kernel and the filesystem (cgroups, processes, mounts, devices, files) may
+    hold any byte but ``/`` and NUL; everything written for people or for other tools goes
+    through here.
     """
-    return text.translate(_CONTROL_TO_QUESTION)
+    if text.isprintable():
+        return text
+    return text.translate(_ESCAPES)
 
 
-def read_bounded(path: str | os.PathLike[str], limit: int = MAX_SOURCE_BYTES) -> str:
+def printable_doc(doc: Any) -> Any:
+    """``doc`` (JSON-like: dicts, lists, strings, numbers) with every string, keys too,
+    passed through :func:`printable`."""
+    if isinstance(doc, str):
+        return printable(doc)
+    if isinstance(doc, dict):
+        return {printable(k) if isinstance(k, str) else k: printable_doc(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [printable_doc(v) for v in doc]
+    return doc
+
+
+def read_bounded(
+    path: str | os.PathLike[str], limit: int = MAX_SOURCE_BYTES, errors: str = "replace"
+) -> str:
     """The text of a regular file, read at most ``limit`` bytes, never blocking.
 
     Opened with ``O_NONBLOCK`` (``open()`` of a FIFO with no writer would wait forever) and
-    checked with ``fstat`` on that descriptor. Bytes that are not UTF-8 become U+FFFD.
+    checked with ``fstat`` on that descriptor. Bytes that are not UTF-8 become U+FFFD, or with
+    ``errors="surrogateescape"`` (a file that holds names) surrogate escapes, as ``os.fsdecode``.
 
     Raises:
         OSError: the file cannot be opened; ``EINVAL`` "not a regular file (a FIFO)" for
@@ -106,7 +135,7 @@ def read_bounded(path: str | os.PathLike[str], limit: int = MAX_SOURCE_BYTES) ->
                 )
     finally:
         os.close(fd)
-    return b"".join(chunks).decode("utf-8", "replace")
+    return b"".join(chunks).decode("utf-8", errors)
 
 
 # A NamedTuple rather than a frozen dataclass: one is built for every changed line on every

@@ -259,6 +259,7 @@ class LiveSource:
         self._prev: Sample | None = None
         self._inventory: Inventory | None = None
         self._names: frozenset[str] | None = None
+        self._identities: Mapping[str, str] | None = None
         self._nr_requests: Mapping[str, int] = MappingProxyType({})
         self._queues: Mapping[str, QueueSettings] = MappingProxyType({})
         self._nr_read_at = float("-inf")
@@ -385,7 +386,12 @@ class LiveSource:
             cur = Sample(time.monotonic(), time.time(), MappingProxyType({}))
         memory, memory_events = self._memory.read() if self.devices else (None, ())
         started = time.monotonic()
-        changed = self._inventory is None or cur.names != self._names
+        replaced = (
+            self._inventory is not None
+            and cur.identities is not self._identities
+            and cur.identities != self._identities
+        )
+        changed = self._inventory is None or cur.names != self._names or replaced
         events: tuple[FrameEvent, ...] = ()
         if changed:
             if self._inventory is not None and self._names is not None:
@@ -394,9 +400,10 @@ class LiveSource:
                 # Reading sysfs for thousands of devices takes seconds: list them by name
                 # first, then describe them.
                 early(self._frame(cur, Inventory({}), {}, True, (), None))
-            # Hotplug: re-read the inventory only when the set of devices changes.
-            self._inventory = self.sampler.inventory(cur.names)
-            self._names = cur.names
+            # Hotplug: re-read the inventory only when the set of devices changes, or a device
+            # is another under the same name (Sample.identities).
+            self._inventory = self.sampler.inventory(cur.names, refresh=replaced)
+            self._names, self._identities = cur.names, cur.identities
         inventory = self._inventory
         assert inventory is not None
         journal_events, restarted, journal_problems = self._journal_events(cur)

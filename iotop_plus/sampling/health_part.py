@@ -53,6 +53,7 @@ HEALTH_KEYS = (
     "unsafe_shutdowns",
     "io_errors",
     "age_s",
+    "io_errors_lower_bound",
 )
 _FIGURES = HEALTH_KEYS[2:12]
 _EXTRA = (
@@ -114,14 +115,27 @@ class HealthFrame:
             out["age_s"] = round(age, 1) if age is not None else None
         if self.io_errors is not None:
             out["io_errors"] = self.io_errors.get(name, 0)
+            out["io_errors_lower_bound"] = self.lower_bound
         return out
+
+    @property
+    def lower_bound(self) -> bool:
+        """Whether the I/O error counts are at least what they say: the kernel log (not the
+        tracer) rate-limits its lines, so some failed requests never reach it."""
+        return self.io_error_source == "kmsg"
+
+    def errors_text(self, name: str) -> str:
+        """``name``'s I/O error count as shown: ``≥ N`` when it is a lower bound (the kernel log
+        lets the first lines of a burst through, so none logged is none)."""
+        count = self.io_errors.get(name, 0) if self.io_errors is not None else 0
+        return f"≥ {count:,}" if self.lower_bound and count else f"{count:,}"
 
     def severity(self, name: str) -> str | None:
         """Why the device table marks ``name`` (one short phrase), or None."""
         reading = self.readings.get(name)
         errors = self.io_errors.get(name, 0) if self.io_errors is not None else 0
         if errors:
-            return f"{errors} I/O errors since start"
+            return f"{self.errors_text(name)} I/O errors since start"
         if reading is None:
             return None
         if reading.passed is False:

@@ -162,14 +162,25 @@ class History:
         self.capacity = capacity
         self.devices: dict[str, DeviceHistory] = {}
         self.marks: deque[Mark] = deque(maxlen=max_marks)
+        self._identities: Mapping[str, str] = {}
+        """The identity each device's series belong to (``Sample.identities``)."""
 
     def record(
         self,
         timestamp: float,
         rates: Mapping[str, DeviceRates | None],
         only: Iterable[str] | None = None,
+        identities: Mapping[str, str] | None = None,
     ) -> None:
-        """Append the rates of one interval; devices without rates are skipped."""
+        """Append the rates of one interval; devices without rates are skipped. Series are
+        keyed by each device's identity: a name that is another device now (``identities``
+        changed for it) starts its series afresh."""
+        if identities and identities is not self._identities:
+            was = self._identities
+            for name in [n for n in self.devices if was.get(n) != identities.get(n)]:
+                if name in was:  # only devices whose identity was known and changed
+                    del self.devices[name]
+            self._identities = identities
         names = rates.keys() if only is None else only
         live = [name for name in names if rates.get(name) is not None]
         # Each figure for every device at once, then one row of figures per device (#25);

@@ -207,11 +207,16 @@ class Inventory:
         return reasons
 
 
-def _read(path: Path, limit: int = MAX_ATTRIBUTE_BYTES) -> str | None:
+NAMES = "surrogateescape"
+"""How files of names and paths are decoded: bytes that are not UTF-8 kept, as ``os.fsdecode``."""
+
+
+def _read(path: Path, limit: int = MAX_ATTRIBUTE_BYTES, errors: str = "replace") -> str | None:
     """A sysfs attribute (or, with a larger ``limit``, a /proc table), stripped; None when
-    it is missing, unreadable, not a regular file or over ``limit`` (see read_bounded)."""
+    it is missing, unreadable, not a regular file or over ``limit`` (see read_bounded).
+    ``errors="surrogateescape"`` for files of paths: their bytes are kept as they are."""
     try:
-        return read_bounded(path, limit).strip()
+        return read_bounded(path, limit, errors).strip()
     except OSError:
         return None
 
@@ -375,7 +380,7 @@ def read_inventory(roots: Roots, use_udev: bool | None = None) -> Inventory:
     if use_udev is None:
         use_udev = roots.is_live
     nodes = _read_nodes(roots)
-    mounts_text = _read(roots.proc / "self" / "mountinfo", MAX_SOURCE_BYTES) or ""
+    mounts_text = _read(roots.proc / "self" / "mountinfo", MAX_SOURCE_BYTES, NAMES) or ""
     swaps_text = _read(roots.proc / "swaps", MAX_SOURCE_BYTES) or ""
     parts_of: dict[str, list[str]] = {}
     for node in nodes.values():
@@ -493,7 +498,7 @@ def _describe(node: _Node, sources: _Sources) -> BlockDevice:
         wwid=wwid or None,
         identity_source="udev" if ident else "sysfs",
         loop_backing_file=(
-            _read(sysdir / "loop" / "backing_file") if node.kind == "loop" else None
+            _read(sysdir / "loop" / "backing_file", errors=NAMES) if node.kind == "loop" else None
         ),
         loop_dio=(
             _read_int(sysdir / "loop" / "dio") == 1

@@ -471,11 +471,14 @@ def _read_who(roots: Roots, pid: int, now: float) -> _Who | None:
         try:
             with open(f"{base}/cmdline", "rb") as f:
                 raw = f.read(_CMDLINE_MAX)
-            cmdline = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace") or None
+            cmdline = (
+                raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "surrogateescape") or None
+            )
         except OSError:
             cmdline = None
         with contextlib.suppress(OSError):
-            cgroup, source = cgroup_of(read_bounded(f"{base}/cgroup", MAX_ATTRIBUTE_BYTES))
+            text = read_bounded(f"{base}/cgroup", MAX_ATTRIBUTE_BYTES, "surrogateescape")
+            cgroup, source = cgroup_of(text)
     return _Who(comm, cmdline, cgroup, source, kernel, now)
 
 

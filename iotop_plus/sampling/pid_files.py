@@ -139,7 +139,7 @@ def parse_stat(text: bytes) -> StatFields:
             raise ValueError
         return StatFields(
             pid=_u64(text[:open_paren].strip()),
-            comm=text[open_paren + 1 : close_paren].decode("utf-8", "replace"),
+            comm=text[open_paren + 1 : close_paren].decode("utf-8", "surrogateescape"),
             state=rest[STATE_FIELD].decode("ascii", "replace"),
             ppid=_u64(rest[PPID_FIELD]),
             num_threads=_u64(rest[NUM_THREADS_FIELD]),

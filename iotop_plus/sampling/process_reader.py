@@ -491,7 +491,7 @@ class ProcessReader:
     def _cmdline(self, rel: str) -> str:
         text = self._read(rel, 4096) or b""
         # Arguments may hold newlines or escapes: one display line, no terminal control.
-        return text.rstrip(b"\0").translate(_CONTROL_TO_SPACE).decode("utf-8", "replace")
+        return text.rstrip(b"\0").translate(_CONTROL_TO_SPACE).decode("utf-8", "surrogateescape")
 
     def _owner(self, rel: str) -> tuple[int | None, str]:
         try:

@@ -6,7 +6,7 @@ import os
 import socket
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
@@ -18,6 +18,7 @@ from iotop_plus.sampling.diskstats import (
     parse_diskstats,
     read_bounded,
     read_sys_block_stats,
+    was_reset,
 )
 from iotop_plus.sampling.gcpause import gc_paused
 from iotop_plus.sampling.inventory import Inventory, read_inventory, shown_by_default
@@ -40,6 +41,9 @@ class Sample:
     """The file the counters came from."""
     notice: str | None = None
     """Set when the counters came from the /sys/block/*/stat fallback: why, in one line."""
+    identities: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Each device's identity by name (:class:`Identities`): a name whose identity changed is
+    another device (a loop device detached and attached again), with new facts and history."""
 
     @property
     def names(self) -> frozenset[str]:
@@ -158,6 +162,7 @@ class Sampler:
         self._diskstats = str(self.roots.diskstats)  # built once: this runs every tick
         self._inventory: Inventory | None = None
         self._inventory_names: frozenset[str] = frozenset()
+        self._identities = Identities(self.roots)
 
     def sample(self) -> Sample:
         """Read all counters now.
@@ -191,6 +196,7 @@ class Sampler:
                 tuple(problems),
                 str(self.roots.sys_block),
                 notice,
+                self._identities.of(counters, now),
             )
         except OSError as exc:
             raise SourceError(f"{path}: {exc.strerror or exc}") from None
@@ -199,7 +205,10 @@ class Sampler:
         # forgotten at once.
         with gc_paused():
             counters = parse_diskstats(text, path, problems, self._cache)
-        return Sample(now, time.time(), MappingProxyType(counters), tuple(problems), path)
+        identities = self._identities.of(counters, now)
+        return Sample(
+            now, time.time(), MappingProxyType(counters), tuple(problems), path, None, identities
+        )
 
     def inventory(self, names: Iterable[str] | None = None, refresh: bool = False) -> Inventory:
         """The device inventory, re-read when ``names`` differs from the last read set."""
@@ -218,6 +227,86 @@ class Sampler:
     def host_info(self) -> HostInfo:
         """Header facts for this host (or captured tree)."""
         return read_host_info(self.roots)
+
+
+DISKSEQ_REFRESH_S = 30.0
+"""How often the ``diskseq`` of a device that is not a loop device is read again."""
+
+
+class Identities:
+    """Which device each name is: its ``MAJ:MIN`` and ``diskseq`` (the kernel numbers every
+    disk it attaches), or, where there is no ``diskseq``, a loop device's backing file; and
+    ``+N`` after the counters went backwards N times (a device replaced under its name,
+    :func:`~iotop_plus.sampling.diskstats.was_reset`).
+
+    ``diskseq`` is read each frame for loop devices (they are re-attached in place), for the
+    others when their name first shows and every :data:`DISKSEQ_REFRESH_S`.
+    """
+
+    def __init__(self, roots: Roots) -> None:
+        self._block = str(roots.sys_block)
+        self._seq: dict[str, str] = {}
+        self._resets: dict[str, int] = {}
+        self._last: Mapping[str, DiskCounters] = {}
+        self._all_at = float("-inf")
+        self._shown: Mapping[str, str] = MappingProxyType({})
+        self._loops: list[str] = []
+
+    def of(self, counters: Mapping[str, DiskCounters], now: float) -> Mapping[str, str]:
+        """The identities of the devices in ``counters`` (the same mapping while none
+        changed)."""
+        last, seq = self._last, self._seq
+        changed = counters.keys() != last.keys()
+        if changed:
+            self._loops = [n for n in counters if n.startswith("loop")]
+            self._seq = seq = {n: s for n, s in seq.items() if n in counters}
+            self._resets = {n: r for n, r in self._resets.items() if n in counters}
+        if now - self._all_at >= DISKSEQ_REFRESH_S:
+            self._all_at = now
+            todo: Iterable[str] = counters
+        elif changed:
+            todo = [*self._loops, *(n for n in counters if n not in seq)]
+        else:
+            todo = self._loops
+        for name in todo:
+            found = self._read_seq(name)
+            if seq.get(name) != found:
+                seq[name] = found
+                changed = True
+        get = last.get
+        for name, c in counters.items():
+            before = get(name)
+            if before is None or before is c:
+                continue  # new, or its line is unchanged (the parse cache's same object)
+            if before[:2] != c[:2] or was_reset(before.values, c.values):
+                self._resets[name] = self._resets.get(name, 0) + 1
+                changed = True
+        self._last = counters
+        if changed:
+            self._shown = MappingProxyType(
+                {
+                    name: f"{c.major}:{c.minor}{seq.get(name, '')}"
+                    + (f"+{self._resets[name]}" if name in self._resets else "")
+                    for name, c in counters.items()
+                }
+            )
+        return self._shown
+
+    def _read_seq(self, name: str) -> str:
+        base = f"{self._block}/{name}"
+        try:
+            return " diskseq " + read_bounded(f"{base}/diskseq", MAX_ATTRIBUTE_BYTES).strip()
+        except OSError:
+            pass
+        if not name.startswith("loop"):
+            return ""
+        try:
+            backing = read_bounded(
+                f"{base}/loop/backing_file", MAX_ATTRIBUTE_BYTES, "surrogateescape"
+            )
+        except OSError:
+            return ""
+        return " file " + backing.strip()
 
 
 def _sys_names(roots: Roots) -> list[str]:

@@ -44,7 +44,9 @@ class TaskCgroups:
             entry = known.get(key)
             if entry is None or now - entry[1] >= TASK_CGROUP_REFRESH_S:
                 try:
-                    text = read_bounded(f"{proc}/{key[0]}/cgroup", MAX_ATTRIBUTE_BYTES)
+                    text = read_bounded(
+                        f"{proc}/{key[0]}/cgroup", MAX_ATTRIBUTE_BYTES, "surrogateescape"
+                    )
                 except OSError:
                     text = None
                 path = task_cgroup(text)[0] if text is not None else None

@@ -141,7 +141,7 @@ class FrameFeed:
         """:meth:`take`'s work; the repaints it asks for reach the screen at once."""
         if frame.inventory.devices or not frame.inventory_changed:
             # (an early frame lists names only: the history waits for the full one)
-            self.history.record(frame.sample.monotonic, frame.rates)
+            self.history.record(frame.sample.monotonic, frame.rates, None, frame.sample.identities)
             if frame.inventory_changed:
                 self.history.forget(frame.sample.counters)
             self.timeline.append(frame)

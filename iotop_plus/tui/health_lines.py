@@ -92,8 +92,8 @@ def health_facts(name: str, frame: Frame | None) -> list[tuple[str, str]]:
         if grown:  # what the verdict's "device reports media errors" rests on
             facts.append(("health grew", f"{growth_text(grown)} since start"))
     if health.io_errors is not None:
-        count = health.io_errors.get(name, 0)
-        facts.append(("I/O errors", f"{count:,} since start ({health.io_error_source})"))
+        shown = health.errors_text(name)
+        facts.append(("I/O errors", f"{shown} since start ({health.io_error_source})"))
     elif health.problem:
         facts.append(("I/O errors", health.problem.removeprefix("I/O errors: ")))
     return facts

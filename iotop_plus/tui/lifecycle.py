@@ -55,6 +55,8 @@ class SettingsLifecycle:
         """This run's changes, with undo and the journal."""
         self.revert_on_exit = revert_on_exit
         """Revert this run's setting changes on quit without asking."""
+        self.farewell: list[str] = []
+        """Lines for stderr once the app has left the alternate screen (:meth:`say_farewell`)."""
 
     def install_signal_handlers(self) -> None:
         """SIGTERM (kill), SIGHUP (SSH drop) and SIGINT (when not in raw mode) exit cleanly."""
@@ -171,16 +173,27 @@ class SettingsLifecycle:
             # leftovers, offered at the next start and by `iotop-plus restore`.
             count = len(self.tuner.active)
             plural = "s" if count != 1 else ""
-            line = (
+            self.farewell.append(
                 f"iotop-plus: hangup: {count} setting change{plural} left in force, not kept; "
-                f"{self.tuner.journal.restore_hint}\n"
+                f"{self.tuner.journal.restore_hint}"
             )
-            with contextlib.suppress(OSError):
-                os.write(2, line.encode())
-        watchdog = threading.Timer(EXIT_WATCHDOG_S, os._exit, args=(128 + sig,))
+        watchdog = threading.Timer(EXIT_WATCHDOG_S, self._last_resort, args=(128 + sig,))
         watchdog.daemon = True
         watchdog.start()
         self.app.exit(return_code=128 + sig)  # as the headless commands: 143 TERM, 129 HUP
+
+    def say_farewell(self) -> None:
+        """Write :attr:`farewell` to stderr, once: call it after the app has left the
+        alternate screen (inside it the lines would be wiped with the screen)."""
+        lines, self.farewell = self.farewell, []
+        for line in lines:
+            with contextlib.suppress(OSError):
+                os.write(2, f"{line}\n".encode())
+
+    def _last_resort(self, code: int) -> None:
+        """The exit watchdog: Textual's shutdown hung, so the screen is not coming back."""
+        self.say_farewell()
+        os._exit(code)
 
     def quit(self) -> None:
         """Quit; when settings were changed in this run, ask whether to keep them."""

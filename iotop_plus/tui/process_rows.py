@@ -287,5 +287,5 @@ def pct(rates: TaskRates | None, delay_since: int | None = None) -> str:
 
 
 def printable_lines(text: str) -> str:
-    """``text`` with control characters shown as ``?`` in each line (newlines kept)."""
+    """``text`` through :func:`printable` line by line (newlines kept)."""
     return "\n".join(printable(line) for line in text.split("\n"))

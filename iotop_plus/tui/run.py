@@ -58,6 +58,7 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         result = app.run()
     finally:
         journal.close()
+        app.lifecycle.say_farewell()  # outside the alternate screen, which is gone now
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -153,3 +154,32 @@ def test_D_left_on_by_a_closed_terminal_is_restored_and_never_blocks_set(
     ), done.stderr
     assert delayacct_off.read_text().strip() == "0"
     assert restore(state, "--dry-run").stdout == ""
+
+
+def test_the_hangup_line_stays_on_the_terminal_and_names_the_state_directory(
+    loop: str, tmp_path: Path
+) -> None:
+    """A SIGHUP with the terminal still there (``kill -HUP``): the line that says the change
+    is left in force is written after the alternate screen is left, so it stays on screen,
+    and its ``restore`` hint carries the ``--state-dir`` the run used."""
+    reason = tmux_available()
+    if reason:
+        pytest.skip(reason)
+    state = tmp_path / "state"
+    with TmuxSession(220, 40) as tmux:
+        launched = tmux.launch(
+            [console_script(), "--state-dir", str(state), "--interval", "0.5", loop]
+        )
+        tmux.wait_until(lambda s: device_row(s, loop) is not None, 20, what=f"{loop}'s row")
+        wait_for_table(tmux)
+        tmux.send_keys("R")
+        tmux.wait_for(f"{loop} read-ahead (now", timeout=10)
+        tmux.send_text("48")
+        tmux.wait_for(re.compile(r"▊\s+48\s"), timeout=10)
+        tmux.send_keys("Enter")
+        assert holds_within(lambda: read_ahead(loop) == "48", 30), tmux.capture()
+        os.kill(tmux.program_pid(launched), signal.SIGHUP)
+        assert tmux.wait_exit(launched, 15) == 128 + signal.SIGHUP
+        flat = "".join(tmux.capture().split())
+        hint = f"`iotop-plus--state-dir{state}restore`"
+        assert "iotop-plus:hangup:1settingchangeleftinforce,notkept;" + hint in flat, flat

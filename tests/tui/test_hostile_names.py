@@ -24,6 +24,7 @@ from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.support.frames import StepClock
+from tests.support.hostile_host import CGROUP, hostile_host, printable_bytes
 from tests.tui import host_tree
 from tests.tui.helpers import started, step, step_to, table, table_lines, wait_for
 
@@ -79,8 +80,8 @@ def flat(text: str) -> str:
 
 
 def literal(text: str) -> str:
-    """``text`` as the screen shows it: control characters as ``?``."""
-    return "".join("?" if ord(c) < 32 or ord(c) == 127 else c for c in text)
+    """``text`` as the screen shows it: control characters as ``\\xNN``."""
+    return "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c for c in text)
 
 
 async def test_hostile_device_names_show_literally(tmp_path: Path) -> None:
@@ -92,7 +93,7 @@ async def test_hostile_device_names_show_literally(tmp_path: Path) -> None:
         assert {DISK, "dm-1", "loop1", GHOST} <= set(t.visible_names())
         screen_text = "\n".join(table_lines(app))
         assert "\x1b" not in screen_text
-        for label in (literal(DISK), literal(DM_NAME)[:14], GHOST):  # the column is narrow
+        for label in (literal(DISK)[:14], literal(DM_NAME)[:14], GHOST):  # the column is narrow
             assert label in screen_text, screen_text
         assert literal(HOSTNAME) in shown(app.main_screen.query_one(HostHeader))
         for name, expected in ((DISK, literal(DISK)), ("dm-1", literal(DM_NAME))):
@@ -126,6 +127,37 @@ async def test_hostile_device_names_show_literally(tmp_path: Path) -> None:
         assert t.select_name(DISK)
         await wait_for(pilot, lambda: literal(DISK) in shown(heading))
     assert app.return_code in (None, 0)
+
+
+async def test_a_real_cgroup_process_and_mount_with_any_bytes_show_escaped(
+    tmp_path: Path, step_clock: StepClock
+) -> None:
+    """Root: a cgroup, a process and a mount point named with bytes that are not UTF-8, ESC,
+    BEL and C1, the process reading our loop device from the cgroup: every tab shows them
+    escaped, with no control character on screen, and the app keeps running."""
+    with hostile_host(tmp_path) as host:
+        app = make_app(Roots(), Config(interval=0.25, show_all=True))
+        async with app.run_test(size=(200, 60)) as pilot:
+            await started(pilot, app)
+            t = table(app)
+            await step_to(pilot, app, lambda: host.device in t.visible_names(), "the device")
+            assert t.select_name(host.device)
+            screen = app.main_screen
+            await screen.run_action("panel_tab('tab-cgroups')")
+            cgroup = printable_bytes(CGROUP)[:20]  # the column is narrow
+            await step_to(pilot, app, lambda: cgroup in everything(app), "the cgroup escaped")
+            await screen.run_action("panel_tab('tab-processes')")
+            await step_to(pilot, app, lambda: "ux-\\xff\\xfe" in everything(app), "its process")
+            await screen.run_action("panel_tab('tab-device')")
+            await step_to(pilot, app, lambda: "mnt-\\xff" in everything(app), "the mount escaped")
+            text = everything(app)
+            assert not re.search("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]", text), text
+        assert app.return_code in (None, 0)
+
+
+def everything(app: IotopPlusApp) -> str:
+    """The text of the whole screen as the terminal would show it."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
 COMM_SETTER = """

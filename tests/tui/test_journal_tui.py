@@ -113,7 +113,9 @@ async def test_a_hangup_leaves_the_changes_in_force_but_not_kept(
         app.tuner.apply("sda", "read_ahead_kb", "64")
         app.lifecycle.exit_on_signal(signal.SIGHUP)
         await pilot.pause()
+        assert capfd.readouterr().err == "", "nothing inside the alternate screen"
     app.tuner.journal.close()  # what run_tui does when the app has exited: the run is over
+    app.lifecycle.say_farewell()
     assert read_ahead(tree) == "64"
     assert ("keep", "hangup") not in kinds(state)
     assert kinds(state)[-1] == ("change", None)

@@ -3,6 +3,8 @@ footer lists them, and the command palette reaches every panel action."""
 
 from __future__ import annotations
 
+import functools
+
 from textual.widgets import Input
 
 from iotop_plus.tui.keys import screen_clashes
@@ -143,3 +145,35 @@ def test_a_tab_limited_screen_key_clashes_only_with_widgets_outside_that_tab() -
     same_tab = find_clashes(screen, other_tab, {"Other": ("side", "a")})
     outside = find_clashes(screen, {"Table": [Binding("o", "other", "")]}, {})
     assert len(same_tab) == 1 and len(outside) == 1
+
+
+async def test_I_returns_to_the_device_tab_from_any_other() -> None:
+    from textual.widgets import TabbedContent
+
+    app = canned_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await started(pilot, app)
+        tabs = app.main_screen.query_one(TabbedContent)
+        for key, pane in (("p", "tab-processes"), ("C", "tab-cgroups"), ("P", "tab-probe")):
+            await pilot.press(key)
+            await wait_for(pilot, functools.partial(lambda p: tabs.active == p, pane), pane)
+            table(app).focus()
+            await pilot.press("I")
+            await wait_for(pilot, lambda: tabs.active == "tab-device", "the Device tab")
+
+
+async def test_enter_on_the_probe_tab_starts_the_highlighted_preset_at_once() -> None:
+    from textual.widgets import OptionList
+
+    app = canned_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await started(pilot, app)
+        assert table(app).has_focus
+        await pilot.press("P")
+        panel = app.main_screen.probe_panel
+        presets = panel.query_one("#probe-presets", OptionList)
+        await wait_for(pilot, lambda: presets.has_focus, "the preset list focused")
+        started_with: list[bool] = []
+        panel.action_start = lambda: started_with.append(True)  # type: ignore[method-assign]
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: started_with == [True], "Enter to start the probe")

@@ -4,6 +4,8 @@ process, and then follows that process."""
 
 from __future__ import annotations
 
+import functools
+
 from textual.app import App, ComposeResult
 
 from iotop_plus.tui.process_rows import ProcessRow
@@ -58,7 +60,7 @@ async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_mo
 ):
     """#17 item 2: "The side panel is fixed at 42 columns ... USER and IO% are hidden"."""
     from tests.tui.canned import canned_app
-    from tests.tui.helpers import started
+    from tests.tui.helpers import started, wait_for
 
     widths = {}
     for size in ((120, 36), (200, 50)):
@@ -68,6 +70,10 @@ async def test_the_side_panel_takes_a_share_of_the_width_so_wide_screens_show_mo
             panel = app.main_screen.query_one("#side-panel")
             widths[size[0]] = panel.size.width
             assert panel.size.width >= 41  # 42 with its border
+            await pilot.press("p")  # the Processes tab: half the screen, up to 92
+            before = widths[size[0]]
+            wider = functools.partial(lambda p, w: p.size.width > w, panel, before)
+            await wait_for(pilot, wider, "a wider panel")
             if size[0] == 200:
                 header = ProcessList().header_text(panel.size.width - 2)
                 for title in ("USER", "IO%", "CGROUP", "COMMAND"):

@@ -313,3 +313,23 @@ async def test_in_a_tab_it_samples_only_while_its_tab_is_shown(step_clock: StepC
         await step_until(pilot, app.clock, lambda: panel.last is not None, "a sample once shown")
         app.query_one(TabbedContent).active = "tab-device"
         await wait_for(pilot, lambda: not panel.sampling, "sampling to stop when hidden")
+
+
+async def test_the_command_column_gets_the_room_at_120_columns() -> None:
+    """At 120 columns the commands were cut to 17 cells: the side panel now takes half the
+    screen while the Processes tab shows, and the columns kept leave the command 24 or more."""
+    from tests.tui.canned import canned_app
+    from tests.tui.helpers import started
+
+    app = canned_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await started(pilot, app)
+        await pilot.press("p")
+        panel = app.main_screen.process_panel
+        await wait_for(pilot, lambda: panel.is_mounted and bool(panel.query("ProcessList")))
+        plist = panel.process_list
+        await wait_for(pilot, lambda: plist.size.width >= 55, "the wider panel")
+        head = plist.header_text(plist.size.width)
+        assert plist.size.width - head.index("COMMAND") >= 24, (plist.size.width, head)
+        await pilot.press("C")  # another tab: the device table has its room again
+        await wait_for(pilot, lambda: not app.main_screen.has_class("processes-shown"))

@@ -43,7 +43,7 @@ def test_device_tab_lines_say_the_figures_their_age_and_the_errors() -> None:
         "PASSED, 35 °C, wear 3 %, spare 99 %, media errors 7, log 62, unsafe off 10, "
         "on 12,798 h (smartctl, 2 min ago)"
     )
-    assert facts["I/O errors"] == "3 since start (kmsg)"
+    assert facts["I/O errors"] == "≥ 3 since start (kmsg)"  # the kernel log rate-limits
     assert dict(health_facts("nvme0n2", frame))["health"] == NOT_READ_YET
 
 
@@ -78,3 +78,14 @@ def test_the_help_says_what_each_figure_means_and_when_it_misleads() -> None:
     text = " ".join(HEALTH_HELP)
     for word in ("media errors", "wear", "realloc", "pending", "Misleads", "rate-limits"):
         assert word in text
+
+
+def test_kmsg_error_counts_are_a_lower_bound_in_json_and_on_screen() -> None:
+    kmsg = HealthFrame({}, {}, {"loop3": 40, "loop4": 0}, "kmsg")
+    assert kmsg.device_json("loop3")["io_errors"] == 40
+    assert kmsg.device_json("loop3")["io_errors_lower_bound"] is True
+    assert kmsg.errors_text("loop3") == "≥ 40" and kmsg.errors_text("loop4") == "0"
+    traced = HealthFrame({}, {}, {"loop3": 40}, "tracer")
+    assert traced.device_json("loop3")["io_errors_lower_bound"] is False
+    assert traced.errors_text("loop3") == "40"
+    assert HealthFrame({}, {}, None, None).device_json("loop3")["io_errors_lower_bound"] is None

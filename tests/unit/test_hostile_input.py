@@ -231,7 +231,7 @@ def test_snapshot_output_never_carries_terminal_escapes(tmp_path: Path, fmt: str
     run = iotop_plus(*roots_args(base), "snapshot", "-i", "0.01", "-a", "-f", fmt)
     assert run.returncode == 0, run.stderr
     assert "\x1b" not in run.stdout and "\x07" not in run.stdout
-    assert "?[31mRED?" in run.stdout
+    assert "\\x1b[31mRED\\x07" in run.stdout
 
 
 # ---- a stdout that cannot be written --------------------------------------------------------

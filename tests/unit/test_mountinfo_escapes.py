@@ -100,4 +100,4 @@ def test_a_refusal_naming_a_mount_path_with_a_newline_is_still_one_line(
     assert run.returncode != 0
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, run.stderr
-    assert "mounted" in lines[0] and "a b\\c?d?e" in lines[0], lines[0]
+    assert "mounted" in lines[0] and "a b\\c\\x0ad\\x09e" in lines[0], lines[0]

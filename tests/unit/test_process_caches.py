@@ -214,4 +214,6 @@ def test_json_stream_is_what_json_dump_writes(count: int) -> None:
         stream.add(s)
     stream.close()
     stream.close()
-    assert out.getvalue() == json.dumps({**doc, "statistics": stats}, indent=2) + "\n"
+    # Strings go through printable: the host's newline is written \x0a (no control character).
+    shown = {**doc, "host": 'h"\\x0a', "statistics": stats}
+    assert out.getvalue() == json.dumps(shown, indent=2) + "\n"

@@ -377,7 +377,7 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
     def on_device_table_hidden_changed(self, _: object = None) -> None:
         """The header names a busy device the table hides (or no longer does)."""
         table = self.query_one(DeviceTable)
-        self.query_one(HostHeader).show(hidden=(table.hidden, table.busy_hidden))
+        self.query_one(HostHeader).show(hidden=(table.hidden, table.busy_hidden, table.hidden_why))
 
     def select_device(self, name: str | None) -> None:
         """Make ``name`` the device the charts and panels are about."""

@@ -209,6 +209,14 @@ MAIN_KEYS: tuple[Command, ...] = (
         id=TUNE_REVERT_ALL,
     ),
     Command(
+        "I",
+        "panel_tab('tab-device')",
+        "Device",
+        "Device",
+        "side panel: Device, the selected device's facts and why it is slow (why, who, health)",
+        show=False,
+    ),
+    Command(
         "p",
         "panel_tab('tab-processes')",
         "Processes",

@@ -23,6 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
+from iotop_plus.sampling.cgroup_files import not_counted_line
 from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, device_limits
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CgroupFrame
@@ -282,6 +283,9 @@ class CgroupPanel(ListPanel):
             lines.append(sample.notice)
         if sample.version == "v1":  # v1 or hybrid: writeback is the root's
             lines.append(V1_WRITEBACK_NOTE)
+        uncounted = not_counted_line(sample.not_counted, sample.device_names)
+        if uncounted:
+            lines.append(uncounted)
         throttled = [t for t in device_limits(sample, frame.rates) if t.throttled]
         lines += [f"throttled: {t.text()}" for t in throttled[:2]]
         if sample.problems:

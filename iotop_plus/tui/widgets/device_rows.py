@@ -1,5 +1,5 @@
 """The rows of the device table: what a row is, the kernel's name order, the Device
-column's label, and the note about hidden devices."""
+column's label, and the note about hidden devices (which one it names, and why)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,17 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from iotop_plus.sampling.cgroup_limits import device_limits
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
 from iotop_plus.sampling.latency_hist import LatencyFrame
 from iotop_plus.sampling.rates import DeviceRates, FigureColumns
 from iotop_plus.tui.widgets.table_columns import LATENCY_KEYS, latency_cell
+
+BUSY_IOPS = 50.0
+"""A hidden device doing at least this many r/s + w/s (and as many as the busiest shown one)
+is named: "9 hidden, loop2 busy (a: show all)"."""
 
 
 @dataclass(frozen=True)
@@ -59,14 +65,45 @@ def device_label(dev: BlockDevice | None, name: str, depth: int) -> str:
     return indent + printable(text)  # names from a captured tree may hold terminal escapes
 
 
-def hidden_note(count: int, busy: str | None, room: int) -> str:
-    """What the hidden devices are, in ``room`` cells: "9 hidden, loop2 busy (a: show all)",
-    "9 hidden (a: show all)", or at 80 columns "9 hidden (a)"."""
+def hidden_note(count: int, busy: str | None, room: int, why: str = "busy") -> str:
+    """What the hidden devices are, in ``room`` cells: "9 hidden, loop2 busy (a: show all)"
+    (``why``: "busy" or "throttled"), "9 hidden (a: show all)", or at 80 columns "9 hidden
+    (a)"."""
     if busy is not None:
-        forms = (f"{count} hidden, {printable(busy)} busy (a: show all)", f"{count} hidden (a)")
+        forms = (f"{count} hidden, {printable(busy)} {why} (a: show all)", f"{count} hidden (a)")
     else:
         forms = (f"{count} hidden (a: show all)", f"{count} hidden (a)")
     return next((f for f in forms if len(f) <= room), forms[-1])
+
+
+def named_hidden(
+    candidates: Sequence[str],
+    throttled: frozenset[str],
+    iops: Callable[[str], float],
+    shown: float,
+) -> tuple[str | None, str]:
+    """Which hidden device the table and the header name, and why: one a cgroup is throttled
+    on ("throttled"), else the busiest when it is busy ("busy": >= BUSY_IOPS and >= ``shown``,
+    the busiest shown one's r/s + w/s); (None, "busy") for none."""
+    order = lambda n: (-iops(n), natural_key(n))  # noqa: E731
+    limited = [n for n in candidates if n in throttled]
+    if limited:
+        return min(limited, key=order), "throttled"
+    if candidates:
+        top = min(candidates, key=order)
+        if iops(top) >= BUSY_IOPS and iops(top) >= shown:
+            return top, "busy"
+    return None, "busy"
+
+
+def throttled_devices(frame: Frame) -> frozenset[str]:
+    """The devices some cgroup is throttled on in ``frame`` (the throttle watch's cgroups, else
+    the Cgroups part's)."""
+    part = frame.throttles.part if frame.throttles is not None else None
+    part = part if part is not None else frame.cgroups
+    if part is None:
+        return frozenset()
+    return frozenset(t.device for t in device_limits(part.sample, part.rates) if t.throttled)
 
 
 def figure_sort_keys(

@@ -32,7 +32,9 @@ from iotop_plus.tui.widgets.device_rows import (
     device_label,
     figure_sort_keys,
     hidden_note,
+    named_hidden,
     natural_key,
+    throttled_devices,
 )
 from iotop_plus.tui.widgets.line_regions import line_regions
 from iotop_plus.tui.widgets.table_columns import (
@@ -67,10 +69,6 @@ NO_MATCH = Style(color="yellow", italic=True)
 """The line an empty filtered table shows."""
 BUSY = Style(color="#ffd000", bold=True)
 """The line naming a busy hidden device (gold: ANSI yellow reads as red in 16 colours)."""
-
-BUSY_IOPS = 50.0
-"""A hidden device doing at least this many r/s + w/s (and as many as the busiest shown one)
-is named: "9 hidden, loop2 busy (a: show all)"."""
 
 
 class DeviceTable(BatchedRepaint, CursorList[TableRow]):
@@ -123,7 +121,12 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self.hidden = 0
         """Devices the default selection hides now (partitions, loop/ram/zram, never used)."""
         self.busy_hidden: str | None = None
-        """A hidden device doing at least BUSY_IOPS and as much as the busiest shown one."""
+        """A hidden device a cgroup is throttled on, else one doing at least BUSY_IOPS and as
+        much as the busiest shown one."""
+        self.hidden_why = "busy"
+        """Why :attr:`busy_hidden` is named: ``throttled`` or ``busy``."""
+        self._throttled: frozenset[str] = frozenset()
+        """Devices some cgroup is throttled on (at >= 90 % of a limit) in this frame."""
         self._hidden_names: list[str] = []
         self._rates_seen = False
         """A frame with rates has arrived (the starting device is picked from the first)."""
@@ -197,17 +200,13 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
             self._place_cursor()
 
     def _find_busy_hidden(self) -> None:
-        """Name the busiest hidden device when it is busy: >= BUSY_IOPS and >= every shown one."""
-        busy = None
+        """Name the hidden device :func:`named_hidden` picks, and why."""
         # A partition's I/O is its disk's too: hidden, it hides nothing.
         candidates = [n for n in self._hidden_names if not self._is_partition(n)]
-        if candidates:
-            top = min(candidates, key=lambda n: (-self._iops(n), natural_key(n)))
-            shown = max((self._iops(r.name) for r in self.rows), default=-1.0)
-            if self._iops(top) >= BUSY_IOPS and self._iops(top) >= shown:
-                busy = top
-        if busy != self.busy_hidden:
-            self.busy_hidden = busy
+        shown = max((self._iops(r.name) for r in self.rows), default=-1.0)
+        busy, why = named_hidden(candidates, self._throttled, self._iops, shown)
+        if (busy, why) != (self.busy_hidden, self.hidden_why):
+            self.busy_hidden, self.hidden_why = busy, why
             self._refresh_note_line()
 
     def _refresh_note_line(self) -> None:
@@ -229,6 +228,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         if marks.keys() != self.marks.keys():
             self._row_order_dirty = True  # the Device column widens for the mark
         self.marks = marks
+        self._throttled = throttled_devices(frame)
 
     def visible_names(self) -> list[str]:
         """Kernel names of all rows (in order), scrolled out of view or not."""
@@ -503,7 +503,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
                 text = f" no device matches {printable(self.name_filter)!r} (Esc clears)"
                 return Strip([Segment(text[:width].ljust(width), NO_MATCH)], width)
             if index == len(self.rows) and self.hidden:
-                text = " " + hidden_note(self.hidden, self.busy_hidden, width - 1)
+                text = " " + hidden_note(self.hidden, self.busy_hidden, width - 1, self.hidden_why)
                 style = BUSY if self.busy_hidden else DIM
                 return Strip([Segment(text[:width].ljust(width), style)], width)
             return Strip.blank(width)

@@ -70,8 +70,9 @@ class HostHeader(BatchedRepaint, Static):
         """A short status (e.g. the last problem), shown at the right."""
         self.wall_time: float | None = None
         """Wall-clock time of the frame on screen."""
-        self.hidden: tuple[int, str | None] = (0, None)
-        """Devices the table hides by default, and the busy one among them (named here)."""
+        self.hidden: tuple[int, str | None, str] = (0, None, "busy")
+        """Devices the table hides by default, the one among them named here, and why
+        (``throttled`` or ``busy``)."""
         self._line = Text()
         self._strip: Strip | None = None
         """The line as last rendered (at its width)."""
@@ -89,7 +90,7 @@ class HostHeader(BatchedRepaint, Static):
         uptime_s: float | None = None,
         note: str | None = None,
         wall_time: float | None = None,
-        hidden: tuple[int, str | None] | None = None,
+        hidden: tuple[int, str | None, str] | None = None,
     ) -> None:
         """Change what the header says; its text is composed again only when a figure changed,
         and repainted only when the text did (#25: once per frame, not once per figure)."""
@@ -173,9 +174,9 @@ class HostHeader(BatchedRepaint, Static):
             "  ",
             who,
         ]
-        count, busy = self.hidden
+        count, busy, why = self.hidden
         if count and busy is not None:  # the incident may be on a device the table hides
-            text = f"{count} hidden (a)" if level >= 2 else hidden_note(count, busy, 80)
+            text = f"{count} hidden (a)" if level >= 2 else hidden_note(count, busy, 80, why)
             parts += ["  ", (text, "bold #ffd000")]
         if self.note:
             parts += ["  ", (printable(self.note), "yellow")]

@@ -16,7 +16,7 @@ Interface for the screen (:class:`~iotop_plus.tui.screens.main.MainScreen`):
 
 Keys (active when focus is in the panel, outside a text input): ``enter`` start (on the
 preset list or in any field), ``x`` cancel, ``d`` use the selected device as target. The
-buttons name these keys.
+buttons name these keys. Showing the tab puts the focus on the preset list.
 ``enter`` on a history line adds it to the comparison (the last two picked are compared; a
 new result is compared with the one before).
 :func:`~iotop_plus.tui.keys.find_clashes` checks them against the main screen's and the other
@@ -239,6 +239,13 @@ class ProbePanel(VerticalScroll):
 
     def on_unmount(self) -> None:
         self.cancel_probe()
+
+    def on_show(self) -> None:
+        """The tab is shown (its key or a click): the preset list takes the focus, so Enter
+        starts the highlighted preset at once; Enter in the device table never starts fio."""
+        presets = self.query_one("#probe-presets", OptionList)
+        if not isinstance(self.screen.focused, Input):  # never steal the focus from a text box
+            presets.focus()
 
     # -- the interface for the screen ----------------------------------------------------
 

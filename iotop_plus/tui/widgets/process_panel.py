@@ -109,10 +109,10 @@ class ProcessList(SortedList[ProcessRow]):
         return self._line(self._cells(row), width)
 
     def _columns(self, width: int) -> list[Column]:
-        # Drop the least important columns until the fixed ones leave 12 for the command.
+        # Drop the least important columns until the fixed ones leave COMMAND_ROOM.
         cols = [*COLUMNS[:-1], *(DEVICE_COLUMNS if self.device_mode else ()), COLUMNS[-1]]
         for priority in (5, 3, 4, 2, *((1,) if self.device_mode else ())):  # RCHAR... IO%
-            if sum(c.width + 1 for c in cols) + 12 <= width:
+            if sum(c.width + 1 for c in cols) + COMMAND_ROOM <= width:
                 break
             cols = [c for c in cols if c.priority != priority]
         return cols
@@ -163,6 +163,11 @@ class ProcessList(SortedList[ProcessRow]):
 NOT_RECORDED = "Processes: not recorded at this time (the history keeps them only while the \
 Processes tab is shown; a recorder keeps them unless --processes 0)"
 """The status of a history or replay frame that carries no processes."""
+
+
+COMMAND_ROOM = 24
+"""The columns kept leave the command at least this many cells (a command line says more
+than a cgroup or a user does)."""
 
 
 class ProcessPanel(DeviceOnly, ListPanel):
@@ -375,6 +380,14 @@ class ProcessPanel(DeviceOnly, ListPanel):
         since = switch_ticks(self.tuner.delayacct_switched_on())
         rows = build_rows(processes.rates, processes.totals, view, processes.cgroups, since, who)
         self.post_message(self.SampleReady(processes, rows, view, since))
+
+    def on_show(self) -> None:
+        """The tab is shown: the side panel takes half the screen below 150 columns, so the
+        command line has room (``processes-shown`` in app.tcss)."""
+        self.screen.set_class(True, "processes-shown")
+
+    def on_hide(self) -> None:
+        self.screen.set_class(False, "processes-shown")
 
     def on_process_panel_sample_ready(self, message: SampleReady) -> None:
         message.stop()

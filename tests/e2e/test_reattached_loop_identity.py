@@ -1,0 +1,92 @@
+"""A device is its identity, not its name: a loop device detached and attached again, under the
+same number, to another file shows the new file's size and backing file within two frames,
+and its chart history starts afresh."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.sampling.frame import LiveSource
+from iotop_plus.sampling.history import History
+from tests.support.loopdev import require_loop_devices, start_at_loop_defaults
+from tests.support.wait import holds_within
+
+pytestmark = [pytest.mark.root]
+
+
+def _backing(dev: str) -> str | None:
+    try:
+        return Path(f"/sys/block/{dev}/loop/backing_file").read_text().strip()
+    except OSError:
+        return None
+
+
+@pytest.fixture
+def reattachable(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
+    """(loopN, first file, second file): loopN attached to the first; detached on exit
+    whichever of the two it holds (never someone else's)."""
+    require_loop_devices()
+    first, second = tmp_path / "first.img", tmp_path / "second.img"
+    with open(first, "xb") as fh:
+        fh.truncate(16 << 20)
+    with open(second, "xb") as fh:
+        fh.truncate(48 << 20)
+    dev = subprocess.run(
+        ["losetup", "--find", "--show", str(first)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+    name = dev.removeprefix("/dev/")
+    try:
+        start_at_loop_defaults(name)
+        yield name, first, second
+    finally:
+        if _backing(name) in (str(first), str(second)):
+            subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+
+
+def _reattach(name: str, second: Path) -> None:
+    """Detach ``name`` and attach it to ``second`` at once, retrying while the kernel still
+    finishes the detach (EBUSY). Fails when someone else took the number meanwhile."""
+    subprocess.run(["losetup", "-d", f"/dev/{name}"], check=True)
+
+    def attached() -> bool:
+        done = subprocess.run(["losetup", f"/dev/{name}", str(second)], capture_output=True)
+        return done.returncode == 0 or _backing(name) is not None
+
+    assert holds_within(attached, 10), f"could not attach {name} again"
+    assert _backing(name) == str(second), f"{name} was taken by someone else meanwhile"
+
+
+def test_a_reattached_loop_device_shows_its_new_facts_within_two_frames(
+    reattachable: tuple[str, Path, Path],
+) -> None:
+    name, first, second = reattachable
+    source = LiveSource()
+    history = History(100)
+    try:
+        frames = [source.next_frame() for _ in range(3)]
+        for f in frames:
+            history.record(f.sample.monotonic, f.rates, None, f.sample.identities)
+        before = frames[-1].inventory.get(name)
+        assert before is not None and before.loop_backing_file == str(first)
+        assert before.size_bytes == 16 << 20
+        assert len(history.devices[name]) >= 2
+        old_identity = frames[-1].sample.identities[name]
+        _reattach(name, second)
+        seen = []
+        for _ in range(2):
+            frame = source.next_frame()
+            history.record(frame.sample.monotonic, frame.rates, None, frame.sample.identities)
+            seen.append(frame)
+        after = seen[-1].inventory.get(name)
+        assert after is not None
+        assert after.loop_backing_file == str(second), after
+        assert after.size_bytes == 48 << 20
+        assert seen[-1].sample.identities[name] != old_identity
+        kept = history.devices[name].timestamps.first()
+        assert kept is not None and kept >= seen[0].sample.monotonic, "the old device's is gone"
+    finally:
+        source.close()
