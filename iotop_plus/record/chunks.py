@@ -393,7 +393,7 @@ class ChunkWriter:
 
 
 def _json(doc: Any) -> bytes:
-    return json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode()
+    return json.dumps(doc, separators=(",", ":")).encode()
 
 
 __all__ = ["CHUNK_SECONDS", "ChunkWriter", "RecordedSample", "WriteStats", "crc"]

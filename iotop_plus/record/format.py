@@ -448,18 +448,3 @@ def columns_counters(layout: Layout, columns: list[list[int]]) -> dict[str, Disk
 def record(kind: bytes, body: bytes) -> bytes:
     """One record inside the chunk stream."""
     return RECORD.pack(len(body), kind) + body
-
-
-def split_records(data: bytes) -> list[tuple[bytes, memoryview]]:
-    """The complete records in decompressed stream bytes (a torn last one is left out)."""
-    out = []
-    view = memoryview(data)
-    pos, end = 0, len(data)
-    while pos + RECORD.size <= end:
-        length, kind = RECORD.unpack_from(data, pos)
-        start = pos + RECORD.size
-        if start + length > end:
-            break
-        out.append((kind, view[start : start + length]))
-        pos = start + length
-    return out
