@@ -11,6 +11,8 @@ import subprocess
 import threading
 from collections.abc import Callable
 
+from iotop_plus.programs import hold_group, release_group
+
 
 class FioProcess:
     """fio, started and reaped by its own thread, which lives exactly as long as fio.
@@ -55,14 +57,16 @@ class FioProcess:
         except OSError as exc:
             self._post(self._started.set_exception, exc)
             return
-        self._post(self._started.set_result, None)
         pid = self.popen.pid
+        hold_group(pid)  # killed with iotop-plus, even if nothing cancels the probe
+        self._post(self._started.set_result, None)
         with contextlib.suppress(ChildProcessError):
             # Wait without reaping: until we mark it exited, its pid cannot be reused, so
             # kill() never hits another process.
             os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
         with self._lock:
             self._exited = True
+        release_group(pid)
         code = self.popen.wait()
         self._post(self._done.set_result, code)
 

@@ -3,11 +3,9 @@ partition-table signatures, from ``blkid -p`` and from the magic bytes themselve
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
 
-from iotop_plus.programs import find_program
+from iotop_plus.programs import EXITED, find_program, run_contained
 
 # Magic bytes of common filesystems, volume formats and partition tables: (offset, bytes,
 # what). Used besides ``blkid -p`` so a missing blkid never lets a write through.
@@ -52,18 +50,15 @@ def _blkid_signatures(fd: int) -> list[str]:
     blkid = find_program("blkid")
     if blkid is None:
         return []
-    with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-        proc = subprocess.run(
-            [blkid, "-p", "-o", "export", f"/proc/self/fd/{fd}"],
-            capture_output=True,
-            text=True,
-            timeout=20,
-            check=False,
-            pass_fds=(fd,),
+    try:
+        run = run_contained(
+            [blkid, "-p", "-o", "export", f"/proc/self/fd/{fd}"], timeout=20, pass_fds=(fd,)
         )
-        if proc.returncode != 0:
-            return []  # 2: nothing found
-        fields = dict(line.split("=", 1) for line in proc.stdout.splitlines() if "=" in line)
+    except OSError:
+        return []
+    if run.ended == EXITED and run.returncode == 0:  # 2: nothing found
+        stdout = run.out.decode("utf-8", "replace")
+        fields = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
         found = []
         if fields.get("TYPE"):
             usage = fields.get("USAGE", "")

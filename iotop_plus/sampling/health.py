@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import threading
 import time
 from collections.abc import Mapping
@@ -22,7 +21,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from iotop_plus.programs import lookup_program
+from iotop_plus.programs import (
+    CANCELLED,
+    EXITED,
+    OUTPUT_CAP,
+    TOO_MUCH,
+    lookup_program,
+    run_contained,
+)
 from iotop_plus.roots import Roots
 
 READ_TIMEOUT_S = 10.0
@@ -31,8 +37,9 @@ INSTALL_HINT = "apt-get install smartmontools"
 """What gets smartctl onto a Debian or Ubuntu host."""
 TIMED_OUT = "health read timed out"
 """The reason of a device whose smartctl gave no answer in time (then killed)."""
-MAX_OUTPUT_BYTES = 4 * 1024 * 1024
-"""smartctl's JSON for one device is a few tens of kB; more is not smartctl."""
+MAX_OUTPUT_BYTES = OUTPUT_CAP
+"""smartctl's JSON for one device is a few tens of kB; more is not smartctl (and is not
+read: the helper's cap)."""
 
 #: smartctl's exit status bits (``man smartctl``, "EXIT STATUS"), lowest first.
 EXIT_BITS: tuple[str, ...] = (
@@ -349,48 +356,35 @@ def run_smartctl(
     name: str, timeout: float = READ_TIMEOUT_S, cancel: threading.Event | None = None
 ) -> tuple[Mapping[str, Any] | None, str | None]:
     """Run ``smartctl --json --nocheck=standby -a /dev/NAME`` (found through the one program
-    lookup) and return its document, or None and one line saying why not.
+    lookup, run contained: :func:`~iotop_plus.programs.run_contained`) and return its
+    document, or None and one line saying why not.
 
-    A smartctl that does not answer within ``timeout`` is killed: :data:`TIMED_OUT`; so is
-    one still running when ``cancel`` is set (the app quits).
+    A smartctl that does not answer within ``timeout`` is killed with everything it started:
+    :data:`TIMED_OUT`; so is one still running when ``cancel`` is set (the app quits), and one
+    printing more than :data:`MAX_OUTPUT_BYTES`. What it leaves running when it exits is
+    killed too.
     """
     found = lookup_program("smartctl")
     if found.path is None:
         return None, found.missing(INSTALL_HINT)
     argv = [found.path, "--json", "--nocheck=standby", "-a", f"/dev/{name}"]
     try:
-        proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C"},
-            start_new_session=True,  # the terminal's ^C is ours
-        )
+        run = run_contained(argv, timeout=timeout, cancel=cancel)
     except OSError as exc:
         return None, f"cannot run smartctl: {exc.strerror or exc}"
-    deadline = time.monotonic() + timeout
-    out = None
-    while out is None:
-        try:
-            out, _ = proc.communicate(timeout=min(0.2, max(0.0, deadline - time.monotonic())))
-        except subprocess.TimeoutExpired:
-            stopped = cancel is not None and cancel.is_set()
-            if not stopped and time.monotonic() < deadline:
-                continue
-            proc.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.communicate(timeout=1.0)  # a child stuck in the kernel is left to init
-            if stopped:
-                return None, "health read stopped"
-            return None, f"{TIMED_OUT} (smartctl gave no answer in {timeout:g} s and was killed)"
-    if len(out) > MAX_OUTPUT_BYTES:
-        return None, f"smartctl printed {len(out)} bytes for /dev/{name}: not its JSON"
+    if run.ended == CANCELLED:
+        return None, "health read stopped"
+    if run.ended != EXITED and run.ended != TOO_MUCH:
+        return None, f"{TIMED_OUT} ({run.problem()})"
+    if run.ended == TOO_MUCH:
+        return None, run.problem()
+    out = run.out
     try:
         doc = json.loads(out)
     except ValueError:
         first = (out.decode("utf-8", "replace").strip().splitlines() or ["nothing"])[0]
-        return None, f"smartctl printed no JSON (exit {proc.returncode}): {first[:120]}"
+        left = f"; {run.problem()}" if run.left_behind else ""
+        return None, f"smartctl printed no JSON (exit {run.returncode}): {first[:120]}{left}"
     if not isinstance(doc, Mapping):
         return None, "smartctl printed JSON that is not an object"
     return doc, None

@@ -7,12 +7,12 @@ frames use it); :func:`tracer_problem`, :func:`marker_present` and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import subprocess
 from collections.abc import Mapping
 
-from iotop_plus.programs import lookup_program
+from iotop_plus.programs import lookup_program, run_contained
 
 TICK_MS = 250
 """How often the child prints and clears its maps on its own (frames mark their own ends)."""
@@ -402,15 +402,10 @@ def tracer_problem() -> tuple[str | None, str | None]:
     mount = lookup_program("mount")
     command = f"mount -t tracefs nodev {TRACEFS}"
     if mount.path is not None:
-        done = subprocess.run(
-            [mount.path, "-t", "tracefs", "nodev", TRACEFS],
-            capture_output=True,
-            text=True,
-            timeout=10,
-            check=False,
-        )
-        if done.returncode == 0 and _tracepoints_present():
-            return None, f"mounted tracefs at {TRACEFS} (the block tracepoints need it)"
+        with contextlib.suppress(OSError):
+            done = run_contained([mount.path, "-t", "tracefs", "nodev", TRACEFS], timeout=10)
+            if done.returncode == 0 and _tracepoints_present():
+                return None, f"mounted tracefs at {TRACEFS} (the block tracepoints need it)"
     return (
         f"block tracepoints not found (tracefs not mounted?): run as root: {command}",
         None,

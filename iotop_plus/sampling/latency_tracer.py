@@ -15,7 +15,7 @@ import subprocess
 import threading
 import time
 
-from iotop_plus.programs import lookup_program
+from iotop_plus.programs import hold_group, lookup_program, release_group
 from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser
 from iotop_plus.sampling.latency_program import (
     ISSUE_TRACEPOINTS,
@@ -168,6 +168,7 @@ class Tracer:
             started.set()
             return
         self._proc = proc
+        hold_group(proc.pid)  # killed with iotop-plus, whatever thread is waiting on it
         started.set()
         threading.Thread(
             target=self._read_stderr, args=(proc,), name="iotop-plus-latency-err", daemon=True
@@ -198,6 +199,9 @@ class Tracer:
         finally:
             if self.error is not None:
                 _kill(proc)
+            with contextlib.suppress(ChildProcessError):  # (close() may have reaped it)
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped
+            release_group(proc.pid)
             code = proc.wait()
             if not self._closing and self.error is None:
                 self.error = self._exit_reason(code)
@@ -292,6 +296,8 @@ class Tracer:
 
 
 def _kill(proc: subprocess.Popen[str]) -> None:
-    # SIGKILL: SIGTERM makes bpftrace print every map first, which can take a while.
+    # SIGKILL: SIGTERM makes bpftrace print every map first, which can take a while. Its
+    # whole group (its own session): nothing it started outlives it.
     with contextlib.suppress(OSError):
-        proc.kill()
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
