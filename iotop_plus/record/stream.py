@@ -14,14 +14,19 @@ samples before the cut are kept:
   bytes;
 - what the chunk's samples take in memory, estimated by :func:`json_cost` and
   :data:`READING_COST`, stays under :data:`MAX_CHUNK_COST` (its first sample is always kept).
+
+A frame part is kept to what its sample can show (:func:`bounded_part`): its per-device maps
+to the sample's devices, its lists to as many entries as the recorder writes. What a frame
+is built from then costs in proportion to the sample, however large the part was.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import struct
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import Any
 
@@ -39,6 +44,8 @@ from iotop_plus.record.format import (
     load_json,
 )
 from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
+from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS
+from iotop_plus.sampling.issuers import TOP
 from iotop_plus.sampling.sampler import Sample
 
 MAX_RECORDS_PER_FRAME = 64
@@ -51,6 +58,11 @@ MAX_CHUNK_COST = 64 << 20
 READING_COST = 1024
 """Estimated bytes one device's counters take in a decoded sample (17 integers, their tuple
 and the :class:`~iotop_plus.sampling.diskstats.DiskCounters`; about 970 measured)."""
+MAX_PART_ENTRIES = 1000
+"""Limited cgroups a recorded ``L`` part is read for, at most."""
+MAX_COMMAND_LINES = 256
+"""Command lines a recorded ``N`` part is read for, at most (the recorder writes those of the
+sample's new pids: its top processes and issuers)."""
 _JSON_TEXT = (b"P", b"R", b"E")
 
 
@@ -243,7 +255,61 @@ class _ChunkDecoder:
         if kind in _JSON_TEXT:
             self.current[kind.decode()] = doc
         else:
-            self.current.setdefault("parts", {})[kind.decode()] = doc
+            letter = kind.decode()
+            doc = bounded_part(letter, doc, self.current["sample"].counters)
+            self.current.setdefault("parts", {})[letter] = doc
+
+
+def _first(items: Any, n: int) -> Any:
+    return items[:n] if isinstance(items, list) else items
+
+
+def _devices(doc: Any, devices: Mapping[str, object]) -> Any:
+    """A per-device map cut to ``devices`` (looked up from the smaller side)."""
+    if not isinstance(doc, dict):
+        return doc
+    if len(devices) < len(doc):
+        return {n: doc[n] for n in devices if n in doc}
+    return {n: v for n, v in doc.items() if n in devices}
+
+
+def _entries(doc: Any, n: int = MAX_PART_ENTRIES) -> Any:
+    if isinstance(doc, dict) and len(doc) > n:
+        return dict(itertools.islice(doc.items(), n))
+    return _first(doc, n)
+
+
+def bounded_part(kind: str, doc: Any, devices: Mapping[str, object]) -> Any:
+    """A recorded frame part cut to what its sample (of ``devices``) can show: issuers (``W``)
+    and health (``H``) of those devices only, the first :data:`~iotop_plus.sampling.issuers.TOP`
+    issuers of each; at most :data:`~iotop_plus.sampling.active_cgroups.KEPT_CGROUPS` cgroups
+    (``C``), each with those devices only; at most :data:`MAX_PART_ENTRIES` limited cgroups
+    (``L``) and :data:`MAX_COMMAND_LINES` command lines (``N``). Anything of another shape is
+    left as it is (its reader skips it)."""
+    if not isinstance(doc, (dict, list)):
+        return doc
+    if kind == "W" and isinstance(doc, dict):
+        who = _devices(doc.get("devices"), devices)
+        if isinstance(who, dict):
+            who = {n: _first(w, TOP) for n, w in who.items()}
+        return {**doc, "devices": who}
+    if kind == "H" and isinstance(doc, dict):
+        keys = ("devices", "io_errors", "new_errors", "grown")
+        return {**doc, **{k: _devices(doc[k], devices) for k in keys if k in doc}}
+    if kind == "C" and isinstance(doc, dict) and isinstance(doc.get("cgroups"), list):
+        rows = [
+            {**row, "devices": _devices(row.get("devices"), devices)}
+            if isinstance(row, dict)
+            else row
+            for row in doc["cgroups"][:KEPT_CGROUPS]
+        ]
+        return {**doc, "cgroups": rows}
+    if kind == "L" and isinstance(doc, dict):
+        per_cgroup = max(1, len(devices))  # a cgroup has limits on devices that exist
+        return {k: _entries(v, per_cgroup) for k, v in _entries(doc).items()}
+    if kind == "N":
+        return _entries(doc, MAX_COMMAND_LINES)
+    return doc
 
 
 def _mib(n: int) -> str:
@@ -271,6 +337,7 @@ __all__ = [
     "MAX_JSON_RECORD",
     "MAX_RECORDS_PER_FRAME",
     "Decoded",
+    "bounded_part",
     "decode_stream",
     "inflate_stream",
     "json_cost",
