@@ -288,11 +288,9 @@ def bounded_part(kind: str, doc: Any, devices: Mapping[str, object]) -> Any:
     left as it is (its reader skips it)."""
     if not isinstance(doc, (dict, list)):
         return doc
-    if kind == "W" and isinstance(doc, dict):
-        who = _devices(doc.get("devices"), devices)
-        if isinstance(who, dict):
-            who = {n: _first(w, TOP) for n, w in who.items()}
-        return {**doc, "devices": who}
+    if kind == "W" and isinstance(doc, dict) and isinstance(doc.get("devices"), dict):
+        who = _devices(doc["devices"], devices)
+        return {**doc, "devices": {n: _first(w, TOP) for n, w in who.items()}}
     if kind == "H" and isinstance(doc, dict):
         keys = ("devices", "io_errors", "new_errors", "grown")
         return {**doc, **{k: _devices(doc[k], devices) for k in keys if k in doc}}

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from iotop_plus.record.chunks import ChunkWriter, RecordedSample
+from iotop_plus.record.chunks import ChunkWriter, RecordedSample, bits_float, float_bits
 from iotop_plus.record.format import RECORD, record
 from tests.support.hostile_recordings import (
     T0,
@@ -206,21 +206,22 @@ def huge_health(base: bytes, devices: int = 100_000) -> bytes:
 
 
 def many_devices(base: bytes, devices: int = 100_000) -> bytes:
-    """The first chunk's keyframe lists ``devices`` devices (all counters zero), and every
-    delta after it keeps them."""
+    """Every sample of the first chunk lists ``devices`` devices (all counters zero): each
+    disk record becomes a keyframe of them."""
     records = stream_records(base)
     (length,) = struct.unpack_from("<I", records[0][1])
     head = json.loads(records[0][1][4 : 4 + length])
     head["layout"] = [[f"d{i}", 8, i, 17] for i in range(devices)]
-    text = json.dumps(head, separators=(",", ":")).encode()
     zero = b"\x01" + bytes(devices)  # a column of one-byte zeros
-    key = struct.pack("<I", len(text)) + text + zero * 17
-    out = [(b"K", key)]
-    for k, b in records[1:]:
-        if k == b"D":
-            out.append((k, b[:16] + zero * 17))
-        elif k == b"K":
-            break
+    out = []
+    n = 0
+    for k, b in records:
+        if k in (b"K", b"D"):
+            head["wall_ns"] += 10**9 * (n > 0)
+            head["mono_bits"] = float_bits(bits_float(head["mono_bits"]) + (n > 0))
+            text = json.dumps(head, separators=(",", ":")).encode()
+            out.append((b"K", struct.pack("<I", len(text)) + text + zero * 17))
+            n += 1
         else:
             out.append((k, b))
     return with_stream(base, deflate_pieces(record(k, b) for k, b in out))
