@@ -205,9 +205,9 @@ def huge_health(base: bytes, devices: int = 100_000) -> bytes:
     return with_stream(base, deflate_pieces(record(k, b) for k, b in records))
 
 
-def many_devices(base: bytes, devices: int = 100_000) -> bytes:
-    """Every sample of the first chunk lists ``devices`` devices (all counters zero): each
-    disk record becomes a keyframe of them."""
+def many_devices(base: bytes, devices: int = 100_000, samples: int = 60) -> bytes:
+    """The first ``samples`` samples of the first chunk list ``devices`` devices (all counters
+    zero): each disk record becomes a keyframe of them (the samples after them are left out)."""
     records = stream_records(base)
     (length,) = struct.unpack_from("<I", records[0][1])
     head = json.loads(records[0][1][4 : 4 + length])
@@ -216,6 +216,8 @@ def many_devices(base: bytes, devices: int = 100_000) -> bytes:
     out = []
     n = 0
     for k, b in records:
+        if k in (b"K", b"D") and n == samples:
+            break
         if k in (b"K", b"D"):
             head["wall_ns"] += 10**9 * (n > 0)
             head["mono_bits"] = float_bits(bits_float(head["mono_bits"]) + (n > 0))
