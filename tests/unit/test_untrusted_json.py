@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -88,3 +89,17 @@ def test_only_utf8_is_taken() -> None:
     with pytest.raises(ValueError):
         load_json(json.dumps([[1]]).encode("utf-16-le"))
     assert load_json('["ü", "\\ud800"]'.encode()) == ["ü", "\ud800"]
+
+
+def test_the_depth_check_takes_memory_in_proportion_too() -> None:
+    """16 MiB of escaped quotes: the check copies the data once or twice, never a piece per
+    escape (a regex substitution over 8 million escapes listed them: about 600 MB)."""
+    data = b"[" * 65 + b'"' + b'\\"' * (8 << 20)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match="nested deeper"):
+            load_json(data)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * len(data), f"{peak >> 20} MiB for {len(data) >> 20} MiB"
