@@ -10,41 +10,31 @@ corrupt chunk in the middle is skipped the same way and the chunks after it are 
 from __future__ import annotations
 
 import errno
+import itertools
 import math
 import os
-import struct
-import zlib
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from iotop_plus.record.chunks import ROLLUP_METRICS, ROLLUP_STATS, RecordedSample, bits_float
+from iotop_plus.record.chunks import ROLLUP_METRICS, ROLLUP_STATS, RecordedSample
 from iotop_plus.record.format import (
     FILE_PREFIX,
     FRAME,
     MAX_FRAME,
-    MAX_INFLATED_CHUNK,
-    MAX_INFLATED_FRAME,
     MAX_WALL_NS,
-    PART_KINDS,
-    TIMES,
     TRAILER,
     TRAILER_END,
     TRAILER_MAGIC,
-    DiskCodec,
     FormatError,
-    Layout,
     check_prefix,
-    columns_counters,
     crc,
     load_blob,
-    load_json,
-    split_records,
 )
-from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
+from iotop_plus.record.stream import MAX_CHUNK_COST, Decoded, decode_stream
 from iotop_plus.roots import open_regular
-from iotop_plus.sampling.sampler import Sample
 
 _TAIL_SCAN = 8 * 1024 * 1024
 """How far back from the end a reader looks for the last trailer before reading every frame."""
@@ -79,6 +69,50 @@ _LIMITS: dict[str, tuple[float, float]] = {
     "seq": (0, 10**12),
     "version": (0, 2**16),
 }
+
+
+MAX_CACHED_COST = 3 * MAX_CHUNK_COST // 2
+"""What the decoded chunks kept for reuse, of every open file together, may take (96 MiB, as
+:func:`~iotop_plus.record.stream.decode_stream` estimates it)."""
+MAX_CACHED_CHUNKS = 64
+"""Decoded chunks kept for reuse, at most."""
+
+
+class _ChunkCache:
+    """Decoded chunks of every open file, least recently used dropped first past
+    :data:`MAX_CACHED_COST` or :data:`MAX_CACHED_CHUNKS` (the newest is always kept)."""
+
+    def __init__(self) -> None:
+        self._items: OrderedDict[tuple[int, int], Decoded] = OrderedDict()
+        self._cost = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[int, int]) -> Decoded | None:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+            return found
+
+    def put(self, key: tuple[int, int], samples: Decoded) -> None:
+        with self._lock:
+            old = self._items.pop(key, None)
+            self._cost += samples.cost - (old.cost if old is not None else 0)
+            self._items[key] = samples
+            while len(self._items) > 1 and (
+                self._cost > MAX_CACHED_COST or len(self._items) > MAX_CACHED_CHUNKS
+            ):
+                _, dropped = self._items.popitem(last=False)
+                self._cost -= dropped.cost
+
+    def drop(self, owner: int) -> None:
+        with self._lock:
+            for key in [k for k in self._items if k[0] == owner]:
+                self._cost -= self._items.pop(key).cost
+
+
+_CACHE = _ChunkCache()
+_OWNERS = itertools.count()
 
 
 def _json_kind(value: object) -> str:
@@ -203,7 +237,7 @@ class RecordingFile:
         self._inventories: dict[int, dict[str, Any]] = {FILE_PREFIX.size: self.header}
         self._scanned_to = self.header_end
         self._warned_tail = False
-        self._cache: dict[int, list[RecordedSample]] = {}
+        self._owner = next(_OWNERS)
         self._index()
 
     def close(self) -> None:
@@ -211,6 +245,7 @@ class RecordingFile:
         if self._fd >= 0:
             os.close(self._fd)
             self._fd = -1
+        _CACHE.drop(self._owner)
 
     # --- frames ----------------------------------------------------------------------------------
 
@@ -411,11 +446,12 @@ class RecordingFile:
         return doc
 
     def samples(self, i: int) -> list[RecordedSample]:
-        """The samples of chunk ``i``, decoded (kept for the last few chunks asked for)."""
+        """The samples of chunk ``i``, decoded (kept for the chunks last asked for, within
+        :data:`MAX_CACHED_COST`)."""
         chunk = self.chunks[i]
         if chunk.samples is not None:
             return chunk.samples
-        cached = self._cache.get(chunk.start)
+        cached = _CACHE.get((self._owner, chunk.start))
         if cached is not None:
             return cached
         size = os.fstat(self._fd).st_size
@@ -431,10 +467,8 @@ class RecordingFile:
             if got[0] in (b"S", b"X"):
                 pieces.append(got[1])
             pos += FRAME.size + len(got[1])
-        samples = decode_stream(pieces, self.path, self.warn, self.version) if pieces else []
-        if len(self._cache) >= 16:
-            self._cache.pop(next(iter(self._cache)))
-        self._cache[chunk.start] = samples
+        samples = decode_stream(pieces, self.path, self.warn, self.version) if pieces else Decoded()
+        _CACHE.put((self._owner, chunk.start), samples)
         return samples
 
     def rollup(self, i: int) -> dict[str, Any]:
@@ -453,109 +487,6 @@ class RecordingFile:
             return normalized_rollup(load_blob(got[1][TRAILER.size : -TRAILER_END.size]))
         except (ValueError, TypeError, OverflowError):  # CRC-valid but not ours
             return {}
-
-
-def inflate_stream(pieces: list[bytes]) -> bytes:
-    """A chunk's stream bytes from its frames' pieces: each piece at most
-    :data:`MAX_INFLATED_FRAME` once decompressed, all of them at most
-    :data:`MAX_INFLATED_CHUNK` (a bomb stops there, having made no more).
-
-    Raises:
-        ValueError: one line saying which limit, or that it does not decompress.
-    """
-    d = zlib.decompressobj(-15)
-    raw = bytearray()
-    try:
-        for piece in pieces:
-            got = d.decompress(piece, MAX_INFLATED_FRAME + 1)
-            if len(got) > MAX_INFLATED_FRAME:
-                raise ValueError(
-                    f"a frame decompresses to more than {MAX_INFLATED_FRAME >> 20} MiB"
-                )
-            raw += got
-            if len(raw) > MAX_INFLATED_CHUNK:
-                raise ValueError(f"decompresses to more than {MAX_INFLATED_CHUNK >> 20} MiB")
-    except zlib.error:
-        raise ValueError("does not decompress") from None
-    return bytes(raw)
-
-
-def decode_stream(
-    pieces: list[bytes], name: str, warn: Callable[[str], object], version: int = 2
-) -> list[RecordedSample]:
-    """The samples in one chunk's stream pieces (a torn last record is left out)."""
-    try:
-        raw = inflate_stream(pieces)
-    except ValueError as exc:
-        warn(f"{name}: a chunk {exc}; skipped it")
-        return []
-    out: list[RecordedSample] = []
-    codec: DiskCodec | DiskCodecV2 | None = None
-    head: dict[str, Any] = {}
-    ns = mono_bits = 0
-    current: dict[str, Any] | None = None
-    try:
-        for kind, body in split_records(raw):
-            if kind == b"K":
-                (length,) = struct.unpack_from("<I", body)
-                head = load_json(bytes(body[4 : 4 + length]))
-                if not isinstance(head, dict):
-                    raise ValueError("a keyframe's head is not an object")
-                layout = Layout.from_json(head["layout"])
-                codec = DiskCodec(layout) if version == 1 else DiskCodecV2(layout, version)
-                cols = codec.decode_keyframe(body, 4 + length)
-                ns, mono_bits = head["wall_ns"], head["mono_bits"]
-                if type(ns) is not int or type(mono_bits) is not int:
-                    raise ValueError("a keyframe's times are not integers")
-            elif kind == b"D" and codec is not None:
-                dns, dmono = TIMES.unpack_from(body)
-                before = bits_float(mono_bits)
-                ns, mono_bits = ns + dns, mono_bits + dmono
-                if isinstance(codec, DiskCodecV2):
-                    ms = elapsed_ms_of(bits_float(mono_bits), before)
-                    cols = codec.decode(body, TIMES.size, ms)
-                else:
-                    cols = codec.decode(body, TIMES.size)
-            elif current is not None and kind in (b"P", b"R", b"E"):
-                current[kind.decode()] = load_json(bytes(body))
-                continue
-            elif current is not None and kind.decode("latin-1") in PART_KINDS:
-                current.setdefault("parts", {})[kind.decode()] = load_json(bytes(body))
-                continue
-            else:
-                continue
-            mono = bits_float(mono_bits)
-            if not (0 <= ns <= MAX_WALL_NS and math.isfinite(mono)):
-                raise ValueError("a sample's time is out of range")
-            if current is not None:
-                out.append(_finish(current))
-            source, notice = head.get("source"), head.get("notice")
-            current = {
-                "sample": Sample(
-                    mono,
-                    ns / 1e9,
-                    MappingProxyType(columns_counters(codec.layout, cols)),
-                    source=source if isinstance(source, str) and source else "/proc/diskstats",
-                    notice=notice if isinstance(notice, str) else None,
-                )
-            }
-    except (ValueError, KeyError, TypeError, IndexError, OverflowError, struct.error) as exc:
-        warn(f"{name}: a malformed record ({str(exc)[:120]}); read the samples before it")
-    if current is not None:
-        out.append(_finish(current))
-    return out
-
-
-def _finish(parts: dict[str, Any]) -> RecordedSample:
-    procs = parts.get("P")
-    events = parts.get("E")
-    return RecordedSample(
-        parts["sample"],
-        tuple(p for p in procs if isinstance(p, dict)) if isinstance(procs, list) else None,
-        parts.get("R") if isinstance(parts.get("R"), dict) else None,
-        tuple(e for e in events if isinstance(e, dict)) if isinstance(events, list) else (),
-        MappingProxyType(parts.get("parts", {})),
-    )
 
 
 def normalized_rollup(doc: object) -> dict[str, Any]:
@@ -595,6 +526,5 @@ __all__ = [
     "Chunk",
     "FormatError",
     "RecordingFile",
-    "decode_stream",
     "normalized_rollup",
 ]

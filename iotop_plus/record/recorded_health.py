@@ -90,12 +90,16 @@ class HealthParts:
 
 def chunk_health(samples: Sequence[RecordedSample], i: int, wall: float) -> HealthFrame | None:
     """The health in force at sample ``i`` of a chunk: its own ``H``, else the last one before
-    it (ages moved on to ``wall``, no new errors), else None."""
+    it (ages moved on to ``wall``, no new errors), else None; read for the sample's own
+    devices only."""
+    if not samples:
+        return None
+    devices = samples[min(i, len(samples) - 1)].sample.counters
     for j in range(min(i, len(samples) - 1), -1, -1):
         doc = samples[j].parts.get(HEALTH)
         if not isinstance(doc, Mapping):
             continue
-        found = health_from_json(doc)
+        found = health_from_json(doc, devices)
         if found is None:
             return None
         if j == i:

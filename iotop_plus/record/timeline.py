@@ -183,15 +183,31 @@ class RecordingTimeline:
             return None
         e = bisect.bisect_right(self._firsts, wall) - 1
         if e < 0:
-            return (0, 0)
+            return self._readable((0, 0), 1)
         samples = self._samples(e)
         while not samples and e > 0:  # a chunk found corrupt when decoded
             e -= 1
             samples = self._samples(e)
-        if not samples:
-            return None
+        if not samples:  # every chunk up to here is corrupt: the first readable one after
+            return self._readable((e, 0), 1)
         i = bisect.bisect_right([s.sample.wall_time for s in samples], wall) - 1
         return (e, max(0, i))
+
+    def _readable(self, pos: Pos, direction: int) -> Pos | None:
+        """``pos`` if it holds a sample, else the nearest one that does going ``direction``
+        (then the other way): a chunk can decode to fewer samples than its trailer counts."""
+        e, i = pos
+        if i < len(self._samples(e)):
+            return pos
+        ahead = range(e + 1, len(self._entries)) if direction > 0 else range(e - 1, -1, -1)
+        behind = range(e - 1, -1, -1) if direction > 0 else range(e + 1, len(self._entries))
+        for way, others in ((direction, ahead), (-direction, behind)):
+            for k in others:
+                n = len(self._samples(k))
+                if n:
+                    return (k, 0 if way > 0 else n - 1)
+        n = len(self._samples(e))
+        return (e, n - 1) if n else None
 
     def _index(self, pos: Pos) -> int:
         return self._cum[pos[0]] + pos[1]
@@ -329,7 +345,8 @@ class RecordingTimeline:
         pos = self._pos_at(wall)
         if pos is None:
             return None
-        return self._frame(self._pos(self._index(pos) + n))
+        target = self._readable(self._pos(self._index(pos) + n), 1 if n >= 0 else -1)
+        return self._frame(target) if target is not None else None
 
     def window(self, end: float, seconds: float) -> list[Frame]:
         """Frames with ``end - seconds < wall_time <= end``, oldest first."""

@@ -10,6 +10,7 @@ ram, zram, dm, md) is read once and says why. A frame only copies what the worke
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -163,51 +164,71 @@ class HealthFrame:
         }
 
 
-def health_from_json(doc: object) -> HealthFrame | None:
-    """A recorded ``H`` part back as a frame part (None when absent or not an object)."""
+MAX_PART_DEVICES = 100_000
+"""Devices a recorded ``H`` part is read for, at most (as many as an inventory may list)."""
+
+
+def _of_devices(doc: object, names: Mapping[str, object] | None) -> list[tuple[str, Any]]:
+    """The entries of a recorded per-device map: those of ``names`` when given (looked up
+    from the smaller side), at most :data:`MAX_PART_DEVICES`."""
+    if not isinstance(doc, Mapping):
+        return []
+    if names is None:
+        pairs = ((str(k), v) for k, v in doc.items())
+    elif len(names) < len(doc):
+        pairs = ((k, doc[k]) for k in names if k in doc)
+    else:
+        pairs = ((k, v) for k, v in doc.items() if isinstance(k, str) and k in names)
+    return list(itertools.islice(pairs, MAX_PART_DEVICES))
+
+
+def health_from_json(doc: object, names: Mapping[str, object] | None = None) -> HealthFrame | None:
+    """A recorded ``H`` part back as a frame part (None when absent or not an object).
+
+    ``names`` (the sample's devices): only their entries are read, so a part listing more
+    devices than its sample costs no more than the sample; at most :data:`MAX_PART_DEVICES`
+    either way.
+    """
     if not isinstance(doc, Mapping):
         return None
     fields = {f.name for f in dataclasses.fields(DeviceHealth)}
     readings: dict[str, DeviceHealth] = {}
     ages: dict[str, float] = {}
-    devices = doc.get("devices")
-    for name, one in devices.items() if isinstance(devices, Mapping) else ():
-        if not isinstance(one, Mapping) or not isinstance(one.get("source"), str):
+    for name, one in _of_devices(doc.get("devices"), names):
+        if not isinstance(one, dict) or not isinstance(one.get("source"), str):
             continue
         kept = {k: v for k, v in one.items() if k in fields and k != "exit_notes"}
         try:
-            readings[str(name)] = DeviceHealth(**kept)
+            readings[name] = DeviceHealth(**kept)
         except TypeError:
             continue
         if isinstance(one.get("age_s"), int | float):
-            ages[str(name)] = float(one["age_s"])
+            ages[name] = float(one["age_s"])
     counts = doc.get("io_errors")
     io_errors = (
-        {str(k): int(v) for k, v in counts.items() if isinstance(v, int)}
+        {k: int(v) for k, v in _of_devices(counts, names) if isinstance(v, int)}
         if isinstance(counts, Mapping)
         else None
     )
     new = doc.get("new_errors")
     source, problem = doc.get("io_error_source"), doc.get("problem")
-    grown = _grown_from_json(doc.get("grown"))
+    grown = _grown_from_json(_of_devices(doc.get("grown"), names))
     return HealthFrame(
         MappingProxyType(readings),
         MappingProxyType(ages),
         MappingProxyType(io_errors) if io_errors is not None else None,
         source if isinstance(source, str) else None,
         problem if isinstance(problem, str) else None,
-        MappingProxyType(
-            {str(k): v for k, v in new.items() if isinstance(v, int)}
-            if isinstance(new, Mapping)
-            else {}
-        ),
+        MappingProxyType({k: v for k, v in _of_devices(new, names) if isinstance(v, int)}),
         grown,
     )
 
 
-def _grown_from_json(doc: object) -> Mapping[str, Mapping[str, tuple[int, int]]]:
+def _grown_from_json(
+    entries: list[tuple[str, Any]],
+) -> Mapping[str, Mapping[str, tuple[int, int]]]:
     out: dict[str, Mapping[str, tuple[int, int]]] = {}
-    for name, figures in doc.items() if isinstance(doc, Mapping) else ():
+    for name, figures in entries:
         pairs = (
             {
                 str(k): (int(v[0]), int(v[1]))
@@ -218,7 +239,7 @@ def _grown_from_json(doc: object) -> Mapping[str, Mapping[str, tuple[int, int]]]
             else {}
         )
         if pairs:
-            out[str(name)] = MappingProxyType(pairs)
+            out[name] = MappingProxyType(pairs)
     return MappingProxyType(out)
 
 

@@ -4,10 +4,14 @@ it can scrub to 02:55").
 :class:`JoinedTimeline` is the in-memory ring, preceded by an older :class:`Timeline` (the
 recording directory, opened only when a scrub first goes past the ring's start). Frames at or
 after the ring's first frame always come from the ring.
+
+In the TUI the recordings are opened on a thread of their own (``background=True``): until
+they are open, a scrub stays in the ring, so a slow or hostile file never holds the screen.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -16,6 +20,10 @@ from iotop_plus.sampling.ring_timeline import RingTimeline
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame import Frame
     from iotop_plus.sampling.timeline import Timeline
+
+Warn = Callable[[str], object]
+OpenOlder = Callable[[Warn], "Timeline | None"]
+"""Opens the recordings, telling ``warn`` one line per file it skips; None when none."""
 
 _BEFORE = 1e-6
 """A hair before a time, to ask for the last frame strictly before it."""
@@ -27,20 +35,27 @@ class JoinedTimeline:
     def __init__(
         self,
         ring: RingTimeline,
-        open_older: Callable[[], Timeline | None],
-        warn: Callable[[str], object] | None = None,
+        open_older: OpenOlder,
+        warn: Warn | None = None,
+        *,
+        background: bool = False,
     ) -> None:
         """Args:
         ring: The TUI's own frames.
         open_older: Opens the recordings (None when there are none for this host); called
             at most once, on the first scrub past the ring's start.
-        warn: Told, in one line, why the recordings could not be opened.
+        warn: Told, in one line, why the recordings could not be opened, and each file
+            skipped (from the opening thread when ``background``: it must be thread-safe).
+        background: Open them on a thread of their own; :attr:`older` is None until then.
         """
         self.ring = ring
         self._open_older = open_older
         self._warn = warn
+        self._background = background
         self._older: Timeline | None = None
         self._tried = False
+        self.opened = threading.Event()
+        """Set once the recordings are open, or known to be unreadable or absent."""
 
     # Appending and re-bounding go to the ring (the feed and the interval keys use them).
     def append(self, frame: Frame) -> None:
@@ -56,16 +71,25 @@ class JoinedTimeline:
 
     @property
     def older(self) -> Timeline | None:
-        """The recordings, opened on first use (None: none, or they could not be read)."""
+        """The recordings, opened on first use (None: none, they could not be read, or, in
+        the background, not open yet)."""
         if not self._tried:
             self._tried = True
-            try:
-                self._older = self._open_older()
-            except Exception as exc:  # a bad recording must never stop the live TUI
-                if self._warn is not None:
-                    self._warn(f"recordings not used for history: {exc}")
-                self._older = None
+            if self._background:
+                threading.Thread(target=self._open, name="open-recordings", daemon=True).start()
+            else:
+                self._open()
         return self._older
+
+    def _open(self) -> None:
+        warn = self._warn if self._warn is not None else (lambda _line: None)
+        try:
+            self._older = self._open_older(warn)
+        except Exception as exc:  # a bad recording must never stop the live TUI
+            warn(f"recordings not used for history: {exc}")
+            self._older = None
+        finally:
+            self.opened.set()
 
     def _ring_start(self) -> float | None:
         span = self.ring.span()

@@ -22,7 +22,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
 from iotop_plus.sampling.frame import Frame, FrameSource
 from iotop_plus.sampling.history import History
-from iotop_plus.sampling.joined_timeline import JoinedTimeline
+from iotop_plus.sampling.joined_timeline import JoinedTimeline, OpenOlder
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from iotop_plus.sampling.throttle_watch import ThrottleSource
@@ -68,7 +68,7 @@ class IotopPlusApp(TypeAheadApp[int]):
         replay: Timeline | None = None,
         replay_at: float | None = None,
         zone: tzinfo | None = None,
-        older_history: Callable[[], Timeline | None] | None = None,
+        older_history: OpenOlder | None = None,
     ) -> None:
         """``replay``: show this timeline's frames instead of sampling (no sampler thread),
         starting at ``replay_at`` (default its first frame); ``zone`` is the recorded host's.
@@ -104,6 +104,7 @@ class IotopPlusApp(TypeAheadApp[int]):
                 self.timeline,
                 older_history,
                 warn=lambda line: self.notify(line, severity="warning", markup=False),
+                background=True,
             )
         self.main_screen = MainScreen(
             source.roots,
@@ -216,7 +217,7 @@ def make_app(
     notes: Iterable[str] = (),
     runner_factory: Callable[[], ProbeRunner] | None = None,
     devices: Sequence[str] = (),
-    older_history: Callable[[], Timeline | None] | None = None,
+    older_history: OpenOlder | None = None,
 ) -> IotopPlusApp:
     """Build the app with its collaborators: the frame source (or a sampler for the live
     one), the tuner and the probe runner factory. Tests pass fixture roots, a canned sampler,

@@ -14,6 +14,7 @@ from iotop_plus.config import load_config
 from iotop_plus.devices.tuner import Journal, Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import FrameSource, LiveSource
+from iotop_plus.sampling.joined_timeline import OpenOlder
 from iotop_plus.sampling.journal_events import JournalPart
 from iotop_plus.sampling.throttle_watch import ThrottleSource
 from iotop_plus.sampling.timeline import Timeline
@@ -62,11 +63,12 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)
 
 
-def _recordings(state_dir: Path) -> Callable[[], Timeline | None]:
+def _recordings(state_dir: Path) -> OpenOlder:
     """Opens this host's recordings (``<state dir>/recordings``) for the TUI's history, the
-    first time a scrub goes past what the TUI itself kept; None when there are none."""
+    first time a scrub goes past what the TUI itself kept; None when there are none. A file
+    that cannot be read is skipped with one line to ``warn``."""
 
-    def open_older() -> Timeline | None:
+    def open_older(warn: Callable[[str], object]) -> Timeline | None:
         from iotop_plus.record.format import FormatError
         from iotop_plus.record.recorder import RecorderError, recording_dir
         from iotop_plus.record.timeline import open_timeline
@@ -75,7 +77,7 @@ def _recordings(state_dir: Path) -> Callable[[], Timeline | None]:
             directory = recording_dir(state_dir, None)
             if not directory.is_dir():
                 return None
-            timeline = open_timeline(directory, follow=True)
+            timeline = open_timeline(directory, follow=True, warn=warn)
         except (RecorderError, FormatError, OSError):
             return None  # no recordings (or none readable): the ring alone
         if timeline.host_info().hostname != socket.gethostname():

@@ -399,12 +399,18 @@ Mutator = Callable[[bytes, random.Random], bytes]
 def raw_deflate_zeros(total: int, block: int = 1 << 20) -> bytes:
     """A raw-deflate piece (ended by a flush, as a recording's ``S`` frames are) that inflates
     to ``total`` zero bytes, built from one compressed block repeated: about 1 KB a MiB."""
+    return raw_deflate_repeated(b"\0" * block, total // block)
+
+
+def raw_deflate_repeated(block: bytes, times: int) -> bytes:
+    """A raw-deflate piece that inflates to ``block`` ``times`` over, built from one
+    compressed block repeated (each ended by a full flush, so the compressor's state repeats);
+    pieces made by it follow each other in one stream."""
     c = zlib.compressobj(9, zlib.DEFLATED, -15)
-    zeros = b"\0" * block
-    first = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
-    again = c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH)
-    assert c.compress(zeros) + c.flush(zlib.Z_FULL_FLUSH) == again  # the state repeats
-    return first + again * (total // block - 1)
+    first = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
+    again = c.compress(block) + c.flush(zlib.Z_FULL_FLUSH)
+    assert c.compress(block) + c.flush(zlib.Z_FULL_FLUSH) == again  # the state repeats
+    return first + again * (times - 1) if times > 1 else first
 
 
 def zlib_zeros(total: int, block: int = 1 << 20) -> bytes:

@@ -13,8 +13,14 @@ from iotop_plus import cli
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorded_health import HEALTH, chunk_health
+from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.health import DeviceHealth
-from iotop_plus.sampling.health_part import HEALTH_KEYS, HealthFrame
+from iotop_plus.sampling.health_part import (
+    HEALTH_KEYS,
+    MAX_PART_DEVICES,
+    HealthFrame,
+    health_from_json,
+)
 from iotop_plus.sampling.sampler import Sample
 
 
@@ -63,9 +69,10 @@ def test_a_sample_without_h_takes_the_last_one_in_its_chunk() -> None:
     )
     doc = {**part.as_json(), "wall": 1000.0}
     empty = Sample(0.0, 0.0, {})
+    nvme = Sample(0.0, 0.0, {"nvme0n1": DiskCounters(259, 0, "nvme0n1", (0,) * 17, 17)})
     samples = [
-        RecordedSample(empty, None, None, (), {HEALTH: doc}),
-        RecordedSample(empty, None, None, (), {}),
+        RecordedSample(nvme, None, None, (), {HEALTH: doc}),
+        RecordedSample(nvme, None, None, (), {}),
     ]
     first = chunk_health(samples, 0, 1000.0)
     later = chunk_health(samples, 1, 1005.0)
@@ -75,3 +82,21 @@ def test_a_sample_without_h_takes_the_last_one_in_its_chunk() -> None:
     assert later.device_json("nvme0n1")["media_errors"] == 7
     assert later.device_json("nvme0n1")["io_errors"] == 2
     assert chunk_health([RecordedSample(empty, None, None, (), {})], 0, time.time()) is None
+
+
+def test_a_health_part_is_read_for_its_samples_devices_only() -> None:
+    """A part listing 100,000 devices for a sample of one costs what the sample's one does."""
+    many = {f"d{i}": {"source": "smartctl", "passed": True} for i in range(100_000)}
+    doc = {
+        "devices": {**many, "sda": {"source": "smartctl", "media_errors": 3}},
+        "io_errors": {**dict.fromkeys(many, 1), "sda": 2},
+        "grown": {**{d: {"media_errors": [0, 1]} for d in many}, "sda": {"media_errors": [1, 3]}},
+        "new_errors": dict.fromkeys(many, 1),
+    }
+    sda = Sample(0.0, 0.0, {"sda": DiskCounters(8, 0, "sda", (0,) * 17, 17)})
+    found = chunk_health([RecordedSample(sda, None, None, (), {HEALTH: doc})], 0, 0.0)
+    assert found is not None and list(found.readings) == ["sda"]
+    assert found.io_errors == {"sda": 2} and found.new_errors == {}
+    assert found.grown == {"sda": {"media_errors": (1, 3)}}
+    whole = health_from_json(doc)
+    assert whole is not None and len(whole.readings) == MAX_PART_DEVICES

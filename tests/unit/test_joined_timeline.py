@@ -3,6 +3,9 @@ Timeline (the rulings' "started at 03:10, it can scrub to 02:55")."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
+
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.joined_timeline import JoinedTimeline
 from iotop_plus.sampling.ring_timeline import RingTimeline
@@ -28,7 +31,7 @@ def _joined(
     for f in live:
         ring.append(f)
 
-    def open_older() -> RingTimeline | None:
+    def open_older(_warn: object) -> RingTimeline | None:
         opened.append(1)
         return older if with_older else None
 
@@ -82,9 +85,35 @@ def test_a_recording_that_cannot_be_read_is_one_warning_and_the_ring_keeps_worki
     for f in frames:
         ring.append(f)
 
-    def broken() -> None:
+    def broken(_warn: object) -> None:
         raise OSError("Permission denied")
 
     joined = JoinedTimeline(ring, broken, warn=warned.append)
     assert joined.step(frames[0].wall_time, -1) == frames[0]
     assert warned == ["recordings not used for history: Permission denied"]
+
+
+def test_recordings_opened_in_the_background_never_hold_a_scrub() -> None:
+    """The TUI opens them on a thread: while a slow (or hostile) file is being read, a scrub
+    past the ring's start answers at once from the ring, and uses the recordings once open."""
+    warned: list[str] = []
+    frames = varying_frames(40, T0)
+    older, ring = RingTimeline(60.0, 1.0), RingTimeline(60.0, 1.0)
+    for f in frames[:30]:
+        older.append(f)
+    for f in frames[25:]:
+        ring.append(f)
+    release = threading.Event()
+
+    def slow(warn: Callable[[str], object]) -> RingTimeline:
+        warn("bad.rec: the recording's header is missing or corrupt; skipped it")
+        assert release.wait(30)
+        return older
+
+    joined = JoinedTimeline(ring, slow, warn=warned.append, background=True)
+    assert joined.frame_at(T0 + 10) == frames[25]  # not open yet: the ring's first frame
+    assert not joined.opened.is_set()
+    release.set()
+    assert joined.opened.wait(30)
+    assert _wall(joined.frame_at(T0 + 10)) == T0 + 10
+    assert warned == ["bad.rec: the recording's header is missing or corrupt; skipped it"]

@@ -21,8 +21,12 @@ from tests.unit.test_who_issuers import proc_tree, traced_frames
 
 
 def test_recorded_issuers_come_back_in_replayed_frames(tmp_path: Path) -> None:
-    _, traced = traced_frames(proc_tree(tmp_path / "who"))
-    assert traced is not None and traced.of("vda")
+    _, found = traced_frames(proc_tree(tmp_path / "who"))
+    assert found is not None and found.of("vda")
+    # A recording keeps the issuers of its samples' devices: here the synthetic tree's sda.
+    traced = IssuersFrame(
+        found.source, {"sda": found.devices["vda"]}, {"sda": found.cgroups["vda"]}, found.status
+    )
     tree = SyntheticTree(tmp_path / "tree", 2)
     source = LiveSource(tree.roots)
     path = tmp_path / "r.rec"
@@ -48,9 +52,9 @@ def test_recorded_issuers_come_back_in_replayed_frames(tmp_path: Path) -> None:
         timeline.close()
     first, second, third = replayed
     assert first is not None and first.issuers is not None
-    assert [i.to_json() for i in first.issuers.of("vda")] == [i.to_json() for i in traced.of("vda")]
-    recorded = {c.cgroup: (c.r_s, c.w_s, c.rkB_s, c.wkB_s) for c in first.issuers.cgroups["vda"]}
-    shares = {c.cgroup: (c.r_s, c.w_s, c.rkB_s, c.wkB_s) for c in traced.cgroups["vda"]}
+    assert [i.to_json() for i in first.issuers.of("sda")] == [i.to_json() for i in traced.of("sda")]
+    recorded = {c.cgroup: (c.r_s, c.w_s, c.rkB_s, c.wkB_s) for c in first.issuers.cgroups["sda"]}
+    shares = {c.cgroup: (c.r_s, c.w_s, c.rkB_s, c.wkB_s) for c in traced.cgroups["sda"]}
     assert recorded.keys() == shares.keys()
     for name, figures in shares.items():
         assert recorded[name] == pytest.approx(figures, abs=0.01)  # JSON keeps 2 decimals
