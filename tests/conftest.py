@@ -51,11 +51,6 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         ("test_io_uring_falls_back_to_libaio_when_the_sysctl_disables_it",),
     ),
     "tests/e2e/test_why_real.py": ("raises vm.dirty_* and loads both cores", ()),
-    "tests/tui/test_fleet_hostile_prometheus.py": (
-        "its fleet table was not drawn within 10 s under four workers (3 of ~12 parallel runs; "
-        "the cause is not found yet)",
-        ("test_fleet_tui_shows_label_values_as_text_never_markup",),
-    ),
     "tests/e2e/test_who_issuers_real.py": (
         "the host's dirty pages: others' writes start the flusher on this test's data early; "
         "every request counted by a tracer that sees the whole host (under four workers it "
@@ -66,6 +61,11 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
             # its snapshot's tracer switches to timing 1 request in 8 when other workers'
             # fio pass 20,000 IOPS host-wide: fio's kB/s came out 4.12 x its r/s, not 4, once
             "test_snapshot_issuers_names_fio_on_its_loop_device",
+            # every fio request counted: the kernel skips a tracepoint's BPF program that
+            # fires while another one runs on the same CPU (any tracer's, host-wide; the
+            # program's recursion_misses), so other tests' tracers and I/O beside it made it
+            # miss 5 % of fio's completions once
+            "test_an_issuers_device_latency_agrees_with_fios_own",
         ),
     ),
     "tests/e2e/test_health_io_errors.py": (
@@ -74,11 +74,6 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "tests/e2e/test_iostat_parity.py": ("compares with iostat over the same interval", ()),
     "tests/e2e/test_filter_enter_tmux.py": ("attaches loop devices of chosen numbers", ()),
-    "tests/tui/test_cgroup_panel.py": (
-        "moves a process into a v1 blkio cgroup and waits for its row among all the host's "
-        "processes, while other tests make and remove cgroups and processes (missed once)",
-        ("test_the_processes_view_names_each_processs_cgroup",),
-    ),
     "tests/tui/test_live.py": (
         "removes a loop device node (another process's free number can vanish before it binds it)",
         ("test_hotplugged_loop_devices_come_and_go_without_a_crash",),
