@@ -114,7 +114,7 @@ print(f"busy_host.sh: churner did {cycles} cycles, {cycles / (now - started):.1f
 EOF
 pids+=($!)
 
-echo "busy_host.sh: 2 CPU loops and a loop-device churner running (pids ${pids[*]})"
+echo "busy_host.sh: 2 CPU loops and a loop-device churner running (pids ${pids[*]}; files in $work)"
 if [ "$seconds" -gt 0 ]; then
 	sleep "$seconds" &
 	sleeper=$!

@@ -74,6 +74,10 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "tests/e2e/test_iostat_parity.py": ("compares with iostat over the same interval", ()),
     "tests/e2e/test_filter_enter_tmux.py": ("attaches loop devices of chosen numbers", ()),
+    "tests/e2e/test_busy_host_script.py": (
+        "removes loop device nodes and loads both cores",
+        ("test_a_timed_run_churns_and_leaves_nothing_behind",),
+    ),
     "tests/tui/test_live.py": (
         "removes a loop device node (another process's free number can vanish before it binds it)",
         ("test_hotplugged_loop_devices_come_and_go_without_a_crash",),
