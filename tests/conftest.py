@@ -82,6 +82,11 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         "removes a loop device node (another process's free number can vanish before it binds it)",
         ("test_hotplugged_loop_devices_come_and_go_without_a_crash",),
     ),
+    "tests/tui/test_one_clock.py": (
+        "times the frames' pace on the wall clock: four workers beside it stretched a 0.25 s "
+        "interval's frames past 10 s for six",
+        ("test_plus_and_minus_set_the_pace_of_every_view",),
+    ),
     "tests/tui/test_process_panel.py": (
         "switches kernel.task_delayacct",
         ("test_delayacct_off_is_explained_and_D_turns_it_on_as_root",),
@@ -184,15 +189,28 @@ def step_clock(monkeypatch: pytest.MonkeyPatch) -> StepClock:
 
 
 @pytest.fixture(autouse=True)
-def _host_state_dir_untouched() -> Iterator[None]:
+def _host_state_dir_untouched(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test never writes the host's state directory (root's /var/lib/iotop-plus): it passes
-    ``--state-dir`` or a StateDir of its own. The directory is checked after each test."""
+    ``--state-dir`` or a StateDir of its own. The directory is checked after each test.
+
+    The directory is the host's: beside other workers (or another run of the suite, or an
+    engineer's ``iotop-plus`` as root) it can appear during any test, and every test running
+    then would be blamed. So only a test that ran alone fails for it (the serial phase,
+    ``WORKERS=0``); on a worker it is a warning naming the test, for a run alone to confirm.
+    """
+    import warnings
+
     from iotop_plus.state import ROOT_STATE_DIR
 
     existed = ROOT_STATE_DIR.exists()
     yield
-    if not existed and ROOT_STATE_DIR.exists():
-        pytest.fail(f"this test created {ROOT_STATE_DIR}: give it a --state-dir of its own")
+    if existed or not ROOT_STATE_DIR.exists():
+        return
+    said = f"{ROOT_STATE_DIR} appeared during this test: give it a --state-dir of its own"
+    if hasattr(request.config, "workerinput"):  # an xdist worker, beside others
+        warnings.warn(f"{said} (or another process on the host made it)", stacklevel=1)
+    else:
+        pytest.fail(said)
 
 
 @pytest.fixture
