@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Load this host the way a shared CI runner does, to try the test suite beside it:
 # two CPU-bound loops, and a churner that attaches a loop device on a file of its own, detaches
-# it and removes its node (LOOP_CTL_REMOVE), over and over (about 10 a second). Each removal
+# it and removes its node (LOOP_CTL_REMOVE), over and over (up to 10 a second). Each removal
 # opens the window where another process's "free loop number" vanishes before it binds it.
 # Runs until SECONDS have passed (default: until Ctrl-C or SIGTERM); on the way out it stops
 # the loops and detaches and removes the devices it made, never anyone else's.
@@ -63,6 +63,7 @@ import sys
 import time
 
 LOOP_CTL_REMOVE = 0x4C81
+PERIOD_S = 0.1  # ten cycles a second when the host lets it; as many as it can when it does not
 work = sys.argv[1]
 backing = os.path.join(work, "churn.img")
 with open(backing, "xb") as fh:
@@ -81,11 +82,13 @@ control = os.open("/dev/loop-control", os.O_RDWR | os.O_CLOEXEC)
 cycles = failed = 0
 started = last = time.monotonic()
 while not stopping:
+    now_started = time.monotonic()
     done = subprocess.run(
         ["losetup", "--find", "--show", backing], capture_output=True, text=True
     )
     if done.returncode != 0:  # our free number was removed or taken meanwhile: again
         failed += 1
+        time.sleep(PERIOD_S)
         continue
     dev = done.stdout.strip()
     subprocess.run(["losetup", "-d", dev], capture_output=True)
@@ -107,7 +110,7 @@ while not stopping:
             flush=True,
         )
         last = now
-    time.sleep(0.05)
+    time.sleep(max(0.0, PERIOD_S - (time.monotonic() - now_started)))
 os.close(control)
 now = time.monotonic()
 print(f"busy_host.sh: churner did {cycles} cycles, {cycles / (now - started):.1f}/s", flush=True)
