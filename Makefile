@@ -58,8 +58,8 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # Two phases. Tests that share nothing host-wide run on $(WORKERS) workers (0: in one process);
-# the `serial` ones (tests/conftest.py SERIAL: a sysctl, the set of running tracers, a timing)
-# then run alone. Both phases run, and either failing fails the target. On four workers the
+# the `serial` ones (tests/conftest.py SERIAL: a sysctl, the set of running tracers, a timing,
+# a loop device node removed) then run alone. Both phases run, and either failing fails the target. On four workers the
 # suite takes about 6 minutes on the 2-core machine, in one process about 13: most tests wait
 # on a child, a device or a frame, so four workers keep both cores busy.
 WORKERS ?= 4
@@ -77,6 +77,8 @@ test: lint typecheck pytest
 # end alone).
 # The hypothesis profile `fast` (tests/conftest.py) runs a fifth of the property examples and
 # seeded fuzz cases (tests/support/budget.py), from a fixed seed; `make test` runs them all.
+# Both profiles are the suite's one profile: no deadline and no too_slow health check.
+# scripts/busy_host.sh loads the host as a shared runner does, to try either beside it.
 test-fast: $(STAMP)
 	$(BIN)/pytest -q -n 4 --dist worksteal --timeout=60 --hypothesis-profile fast \
 		-m "not slow and not root" tests/unit tests/tui

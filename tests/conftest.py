@@ -9,7 +9,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
@@ -20,8 +20,10 @@ FIXTURES = Path(__file__).parent / "fixtures"
 
 SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
     "tests/e2e/test_latency_real.py": (
-        "timings; every request counted; checks that no tracer runs on the host",
+        "timings; every request counted; checks that no tracer runs on the host; removes a "
+        "loop device node (another process's free number can vanish before it binds it)",
         (
+            "test_device_that_vanishes_while_traced",
             "test_percentiles_agree_with_fio_randread_qd1",
             "test_percentiles_are_within_15_percent_of_a_per_request_capture",
             "test_snapshot_latency_counts_exactly_the_interval_printed",
@@ -49,11 +51,6 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         ("test_io_uring_falls_back_to_libaio_when_the_sysctl_disables_it",),
     ),
     "tests/e2e/test_why_real.py": ("raises vm.dirty_* and loads both cores", ()),
-    "tests/tui/test_fleet_hostile_prometheus.py": (
-        "its fleet table was not drawn within 10 s under four workers (3 of ~12 parallel runs; "
-        "the cause is not found yet)",
-        ("test_fleet_tui_shows_label_values_as_text_never_markup",),
-    ),
     "tests/e2e/test_who_issuers_real.py": (
         "the host's dirty pages: others' writes start the flusher on this test's data early; "
         "every request counted by a tracer that sees the whole host (under four workers it "
@@ -64,6 +61,11 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
             # its snapshot's tracer switches to timing 1 request in 8 when other workers'
             # fio pass 20,000 IOPS host-wide: fio's kB/s came out 4.12 x its r/s, not 4, once
             "test_snapshot_issuers_names_fio_on_its_loop_device",
+            # every fio request counted: the kernel skips a tracepoint's BPF program that
+            # fires while another one runs on the same CPU (any tracer's, host-wide; the
+            # program's recursion_misses), so other tests' tracers and I/O beside it made it
+            # miss 5 % of fio's completions once
+            "test_an_issuers_device_latency_agrees_with_fios_own",
         ),
     ),
     "tests/e2e/test_health_io_errors.py": (
@@ -72,10 +74,18 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "tests/e2e/test_iostat_parity.py": ("compares with iostat over the same interval", ()),
     "tests/e2e/test_filter_enter_tmux.py": ("attaches loop devices of chosen numbers", ()),
-    "tests/tui/test_cgroup_panel.py": (
-        "moves a process into a v1 blkio cgroup and waits for its row among all the host's "
-        "processes, while other tests make and remove cgroups and processes (missed once)",
-        ("test_the_processes_view_names_each_processs_cgroup",),
+    "tests/e2e/test_busy_host_script.py": (
+        "removes loop device nodes and loads both cores",
+        ("test_a_timed_run_churns_and_leaves_nothing_behind",),
+    ),
+    "tests/tui/test_live.py": (
+        "removes a loop device node (another process's free number can vanish before it binds it)",
+        ("test_hotplugged_loop_devices_come_and_go_without_a_crash",),
+    ),
+    "tests/tui/test_one_clock.py": (
+        "times the frames' pace on the wall clock: four workers beside it stretched a 0.25 s "
+        "interval's frames past 10 s for six",
+        ("test_plus_and_minus_set_the_pace_of_every_view",),
     ),
     "tests/tui/test_process_panel.py": (
         "switches kernel.task_delayacct",
@@ -88,11 +98,22 @@ Marked ``serial``, they run alone after the others (Makefile)."""
 SERIAL_FIXTURES = frozenset({"delayacct_off"})
 """Fixtures that switch host-wide state: a test taking one is ``serial`` too."""
 
-settings.register_profile("fast", max_examples=20, derandomize=True, database=None)
-"""``make test-fast``'s profile (``--hypothesis-profile fast``): a fifth of the examples
-(tests/support/budget.py scales the explicit counts the same way), drawn from a fixed seed
-so the fast lane gives the same cases on every run. ``make test`` keeps the default profile:
-the full counts, random draws and the example database."""
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
+"""The one profile every run starts from: no test fails for the time it took. Hypothesis'
+``deadline`` (200 ms an example) and its ``too_slow`` health check time the examples on the
+wall clock, which a busy host stretches tenfold; what a property test checks is the property.
+``make test`` runs it as is: the full counts, random draws and the example database."""
+settings.register_profile(
+    "fast",
+    parent=settings.get_profile("suite"),
+    max_examples=20,
+    derandomize=True,
+    database=None,
+)
+"""``make test-fast``'s profile (``--hypothesis-profile fast``): :data:`suite`'s, with a fifth
+of the examples (tests/support/budget.py scales the explicit counts the same way), drawn from
+a fixed seed so the fast lane gives the same cases on every run."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -168,15 +189,28 @@ def step_clock(monkeypatch: pytest.MonkeyPatch) -> StepClock:
 
 
 @pytest.fixture(autouse=True)
-def _host_state_dir_untouched() -> Iterator[None]:
+def _host_state_dir_untouched(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test never writes the host's state directory (root's /var/lib/iotop-plus): it passes
-    ``--state-dir`` or a StateDir of its own. The directory is checked after each test."""
+    ``--state-dir`` or a StateDir of its own. The directory is checked after each test.
+
+    The directory is the host's: beside other workers (or another run of the suite, or an
+    engineer's ``iotop-plus`` as root) it can appear during any test, and every test running
+    then would be blamed. So only a test that ran alone fails for it (the serial phase,
+    ``WORKERS=0``); on a worker it is a warning naming the test, for a run alone to confirm.
+    """
+    import warnings
+
     from iotop_plus.state import ROOT_STATE_DIR
 
     existed = ROOT_STATE_DIR.exists()
     yield
-    if not existed and ROOT_STATE_DIR.exists():
-        pytest.fail(f"this test created {ROOT_STATE_DIR}: give it a --state-dir of its own")
+    if existed or not ROOT_STATE_DIR.exists():
+        return
+    said = f"{ROOT_STATE_DIR} appeared during this test: give it a --state-dir of its own"
+    if hasattr(request.config, "workerinput"):  # an xdist worker, beside others
+        warnings.warn(f"{said} (or another process on the host made it)", stacklevel=1)
+    else:
+        pytest.fail(said)
 
 
 @pytest.fixture

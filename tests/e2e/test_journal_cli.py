@@ -8,6 +8,7 @@ is nobody, through setpriv.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
@@ -16,19 +17,19 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import psutil
 import pytest
 
-from tests.support.loopdev import require_loop_devices
+from tests.support.loopdev import attach, bound_to, detach, require_loop_devices
 from tests.support.queue_guard import queue_values, restored_queue
+from tests.support.wait import holds_within
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-LOOP_CLR_FD, LOOP_SET_FD = 0x4C01, 0x4C00
+LOOP_CLR_FD, LOOP_SET_FD, LOOP_CTL_ADD = 0x4C01, 0x4C00, 0x4C80
 
 
 def cli(
@@ -174,26 +175,17 @@ def own_loop(directory: Path) -> Iterator[tuple[str, Path]]:
     backing = directory / "own.img"
     with open(backing, "xb") as fh:
         fh.truncate(64 * 1024 * 1024)
-    dev = subprocess.run(
-        ["losetup", "--find", "--show", str(backing)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    name = dev.removeprefix("/dev/")
+    name = attach(backing)
     original = queue_values(name)
-
-    def ours() -> bool:
-        link = Path("/sys/block") / name / "loop" / "backing_file"
-        with contextlib.suppress(OSError):
-            return link.read_text().strip() == str(backing)
-        return False
 
     try:
         yield name, backing
     finally:
-        if ours():
+        if name in bound_to(backing):
             for setting, value in original.items():
                 with contextlib.suppress(OSError):
                     (Path("/sys/block") / name / "queue" / setting).write_text(value)
-            subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+            detach(name, backing)
         backing.unlink(missing_ok=True)
 
 
@@ -229,23 +221,43 @@ def kill_ab_mid_run(device: str, state: Path) -> None:
 
 
 def reattach(device: str, backing: Path) -> None:
-    """Detach and attach the same node again (a new diskseq), with no gap for another user."""
+    """Detach the node and attach it to our file again (a new diskseq under the same name).
+
+    In between, another process's ``losetup --find`` may take the free number for a moment
+    (EBUSY: asked again once it lets go), or remove its node after using it (ENOENT: the
+    number is added back through ``/dev/loop-control``)."""
     fd = os.open(f"/dev/{device}", os.O_RDWR)
     try:
         fcntl.ioctl(fd, LOOP_CLR_FD)
     finally:
         os.close(fd)
-    for _ in range(50):  # the detach completes at the last close
-        if not (Path("/sys/block") / device / "loop").exists():
-            break
-        time.sleep(0.02)
-    file_fd = os.open(backing, os.O_RDWR)
-    dev_fd = os.open(f"/dev/{device}", os.O_RDWR)
-    try:
-        fcntl.ioctl(dev_fd, LOOP_SET_FD, file_fd)
-    finally:
-        os.close(dev_fd)
-        os.close(file_fd)
+    # The detach completes at the last close.
+    assert holds_within(lambda: not (Path("/sys/block") / device / "loop").exists(), 5)
+
+    def attached() -> bool:
+        try:
+            dev_fd = os.open(f"/dev/{device}", os.O_RDWR)
+        except FileNotFoundError:
+            control = os.open("/dev/loop-control", os.O_RDWR)
+            try:
+                with contextlib.suppress(FileExistsError):
+                    fcntl.ioctl(control, LOOP_CTL_ADD, int(device.removeprefix("loop")))
+            finally:
+                os.close(control)
+            return False
+        file_fd = os.open(backing, os.O_RDWR)
+        try:
+            fcntl.ioctl(dev_fd, LOOP_SET_FD, file_fd)
+        except OSError as exc:
+            if exc.errno != errno.EBUSY:
+                raise
+            return False
+        finally:
+            os.close(dev_fd)
+            os.close(file_fd)
+        return True
+
+    assert holds_within(attached, 10), f"{device} stayed someone else's for 10 s"
 
 
 def test_an_ab_killed_with_sigkill_leaves_a_leftover_that_restore_puts_back(

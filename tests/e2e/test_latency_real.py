@@ -4,7 +4,6 @@ dies (missing program, not root, killed mid-run, a vanished device, signals to t
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -29,6 +28,7 @@ from iotop_plus.sampling.latency_hist import (
     bucket_bounds,
     bucket_of,
 )
+from tests.support.loopdev import attach, detach, remove_node, require_loop_devices
 from tests.support.nobody import nobody_env, nobody_python
 from tests.support.wait import holds_within
 
@@ -82,23 +82,6 @@ def fio_randread(
         stderr=subprocess.PIPE,
         text=True,
     )
-
-
-LOOP_CTL_REMOVE = 0x4C81
-
-
-def remove_loop_node(number: int) -> None:
-    """Remove a detached loop device node (``LOOP_CTL_REMOVE``), so the device vanishes."""
-    fd = os.open("/dev/loop-control", os.O_RDWR)
-    try:
-        for _ in range(50):  # EBUSY while udev still holds it just after the detach
-            try:
-                fcntl.ioctl(fd, LOOP_CTL_REMOVE, number)
-                return
-            except OSError:
-                time.sleep(0.1)
-    finally:
-        os.close(fd)
 
 
 def traced_source(part: str = LATENCY) -> LiveSource:
@@ -354,16 +337,12 @@ def test_bpftrace_killed_mid_run_is_said_and_restartable(make_loop) -> None:
 @pytest.mark.root
 def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
     need_tracer()
+    require_loop_devices()
     backing = tmp_path / "gone.img"
     with open(backing, "xb") as fh:
         fh.truncate(16 * 1024 * 1024)
-    node = subprocess.run(
-        ["losetup", "--find", "--show", "--direct-io=on", str(backing)],
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    dev = node.removeprefix("/dev/")
+    dev = attach(backing, direct_io=True)
+    node = f"/dev/{dev}"
     source = traced_source(LATENCY_QUEUE)
     try:
         source.next_frame()
@@ -394,8 +373,8 @@ def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
             assert 350 <= counted <= 650, said
         else:
             assert counted == 500, said
-        subprocess.run(["losetup", "-d", node], check=True)
-        remove_loop_node(int(dev.removeprefix("loop")))  # detached loop nodes stay: remove it
+        detach(dev, backing)
+        remove_node(dev)  # detached loop nodes stay: remove it (a serial test: conftest SERIAL)
         assert holds_within(lambda: not Path(f"/sys/block/{dev}").exists(), 5)
         after: Frame = source.next_frame()
         assert dev not in after.sample.counters
@@ -403,7 +382,7 @@ def test_device_that_vanishes_while_traced(tmp_path: Path) -> None:
         assert dev not in after.latency.devices
     finally:
         source.close()
-        subprocess.run(["losetup", "-d", node], check=False, capture_output=True)
+        detach(dev, backing)
 
 
 @pytest.mark.root

@@ -27,7 +27,7 @@ from iotop_plus.probe.runner import ProbeError, ProbeRequest, ProbeRunner
 from iotop_plus.probe.target import ConfirmationNeeded, TargetError, live_probe_files, plan_target
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
-from tests.support.loopdev import require_loop_devices, start_at_loop_defaults
+from tests.support.loopdev import attach, detach, require_loop_devices, start_at_loop_defaults
 from tests.support.mounts import unmount
 from tests.support.nobody import nobody_directory, nobody_env, nobody_python
 
@@ -307,12 +307,9 @@ def _partitioned_loop(directory: Path) -> Iterator[str]:
             fh.write(sectors.to_bytes(4, "little"))
         fh.seek(510)
         fh.write(b"\x55\xaa")
-    dev = subprocess.run(
-        ["losetup", "-P", "--find", "--show", str(backing)],
-        check=True, capture_output=True, text=True,
-    ).stdout.strip()  # fmt: skip
+    name = attach(backing, partscan=True)
+    dev = f"/dev/{name}"
     try:
-        name = dev.removeprefix("/dev/")
         start_at_loop_defaults(name)
         for _ in range(30):
             if Path(f"{dev}p2").exists() and Path(f"{dev}p1").exists():
@@ -322,7 +319,7 @@ def _partitioned_loop(directory: Path) -> Iterator[str]:
             pytest.skip("this kernel reads no partition tables (CONFIG_MSDOS_PARTITION is off)")
         yield name
     finally:
-        subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+        detach(name, backing)
         backing.unlink(missing_ok=True)
 
 

@@ -353,12 +353,15 @@ def test_an_issuers_device_latency_agrees_with_fios_own(make_loop, fio_bin) -> N
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         out, err = job.communicate(timeout=60)
-        frame = source.next_frame()
+        # A partial frame (the tracer's output for its end came late) leaves the rest of
+        # fio's requests to the next one: frames until one is whole.
+        frames = frames_until(source, lambda: True, 10)
     finally:
         source.close()
     assert job.returncode == 0, err
     fio = json.loads(out[out.index("{") :])["jobs"][0]["read"]
     clat = fio["clat_ns"]["percentile"]
+    frame = frames[0]  # all but the last requests of a late end
     assert frame.issuers is not None and frame.latency is not None
     [mine] = [i for i in frame.issuers.of(dev) if i.pid == job.pid]
     p50, p99 = mine.read.p50_ms, mine.read.p99_ms
@@ -366,7 +369,8 @@ def test_an_issuers_device_latency_agrees_with_fios_own(make_loop, fio_bin) -> N
     assert p50 is not None and p99 is not None
     for ours_ms, theirs_ns in ((p50, clat["50.000000"]), (p99, clat["99.000000"])):
         assert theirs_ns / 2 <= ours_ms * 1e6 <= theirs_ns * 1.07  # bucket width: 1/8
-    traced = (mine.r_s or 0.0) * (frame.latency.span_s or 0.0)
-    # (within 5 %, as the ruling asks of IOPS: under load the plain tracer too ends 1-2 %
-    # short of fio's count here)
-    assert traced == pytest.approx(fio["total_ios"], rel=0.05)
+    traced, _ = traced_requests(frames, dev, job.pid)
+    # Within 5 %, as the ruling asks of IOPS: the kernel skips a tracepoint's program that
+    # fires (in an interrupt) while another BPF program runs on the same CPU, so the tracer
+    # misses a few completions (0.1-1 % measured beside a loaded host's other tracers).
+    assert traced == pytest.approx(fio["total_ios"], rel=0.05), _coverage(frames)

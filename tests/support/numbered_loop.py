@@ -5,7 +5,9 @@ other needs chosen ones. :func:`prefix_pair` attaches ``loopN`` and ``loopNN`` o
 files of its own, creating a device the kernel does not have yet through ``/dev/loop-control``
 (and its node with mknod when devtmpfs did not), and puts everything back on exit: detached,
 a device it added removed, a node it made unlinked. A number that is already attached (someone
-else's) is never touched: the next pair is tried.
+else's) is never touched: the next pair is tried. Removing a device opens the window where
+another process's free number vanishes before it binds it (tests/support/loopdev.py), so only
+``serial`` tests use these (tests/conftest.py SERIAL).
 """
 
 from __future__ import annotations

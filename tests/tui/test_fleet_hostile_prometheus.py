@@ -111,10 +111,12 @@ def test_fleet_once_timeout_bounds_a_server_that_drips_its_answer() -> None:
     assert done.returncode == 1
     doc = json.loads(done.stdout)
     assert doc["error"] == f"no complete answer from {prom.url} within --timeout 1 s"
-    # The whole round (seven queries) is bounded, not each read or each query: the interpreter
-    # start is the rest (about 0.3 s here).
-    assert doc["elapsed_s"] < timeout_s + 0.5
-    assert elapsed < timeout_s + 5, elapsed
+    # The whole round (seven queries) is bounded, not each read or each query: bounded per
+    # read, the dripped answer would take minutes. The margins leave a busy host room to wake
+    # the round's thread (+1 s) and to start the interpreter (about 0.3 s here, 1.2 s at load
+    # 20: +10 s).
+    assert doc["elapsed_s"] < timeout_s + 1, doc["elapsed_s"]
+    assert elapsed < timeout_s + 10, elapsed
     assert prom.requests == 1  # the round stopped at its deadline: no second query was sent
 
 

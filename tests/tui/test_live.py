@@ -3,8 +3,6 @@ a synthetic tree of 2,000 disks, and the installed console script under tmux."""
 
 from __future__ import annotations
 
-import fcntl
-import os
 import subprocess
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
 from iotop_plus.tui.app import make_app
+from tests.support.loopdev import backing_of, detach, remove_node
 from tests.support.synthetic import SyntheticTree
 from tests.tui.helpers import parts_up, row_line, started, step, step_to, table, wait_for
 
@@ -33,10 +32,10 @@ async def test_hotplugged_loop_devices_come_and_go_without_a_crash(make_loop) ->
         await wait_for(pilot, lambda: app.main_screen.selected_device == first)
         second = make_loop(size_mb=16)
         await step_to(pilot, app, lambda: second in table(app).visible_names(), "the second")
-        subprocess.run(["losetup", "-d", f"/dev/{first}"], check=True)
+        detach(first, backing_of(first))
         # A detached loop device stays registered (iostat lists it too); remove it for real,
-        # as udev/systemd would. The kernel refuses (EBUSY) if anyone re-attached it.
-        _remove_loop_device(first)
+        # as udev/systemd would (which makes this test serial: tests/conftest.py SERIAL).
+        remove_node(first)
         await step_to(pilot, app, lambda: first not in table(app).visible_names(), "it gone")
         assert second in table(app).visible_names()
         assert app.main_screen.selected_device != first
@@ -117,19 +116,6 @@ async def test_captured_tree_given_by_roots_works_with_the_real_sampler(fixture_
         assert sorted(table(app).visible_names()) == ["dm-0", "nvme0n1", "sda", "sdb"]
         # A static tree: no I/O between the reads.
         assert row_line(app, "sda").split()[1] == "0.00"
-
-
-LOOP_CTL_REMOVE = 0x4C81  # <linux/loop.h>
-
-
-def _remove_loop_device(name: str) -> None:
-    """Unregister our own, already detached loop device ``name``."""
-    number = int(name.removeprefix("loop"))
-    fd = os.open("/dev/loop-control", os.O_RDWR)
-    try:
-        fcntl.ioctl(fd, LOOP_CTL_REMOVE, number)
-    finally:
-        os.close(fd)
 
 
 async def test_end_puts_the_last_row_on_screen_not_under_a_scrollbar(tmp_path: Path) -> None:

@@ -3,6 +3,8 @@ and the keys for those actions say why they do nothing (one line)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from textual.widgets import Static
 
 from iotop_plus.cli import build_parser
@@ -24,6 +26,16 @@ def test_read_only_is_a_global_option_and_a_config_key() -> None:
 
 async def test_read_only_refuses_tuning_probes_and_experiments_with_the_reason() -> None:
     app = canned_app(Config(interval=10.0, read_only=True))
+    # Every notification as it is posted: Textual drops a toast from app._notifications once
+    # it has been shown its 5 s, which a busy host's run of this test outlasted.
+    said: list[str] = []
+    post = app.notify
+
+    def noted(message: str, *args: Any, **kwargs: Any) -> None:
+        said.append(message)
+        post(message, *args, **kwargs)
+
+    app.notify = noted  # type: ignore[method-assign]
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
         screen = app.main_screen
@@ -45,7 +57,6 @@ async def test_read_only_refuses_tuning_probes_and_experiments_with_the_reason()
         await commands["Probe: start"].callback()
         await commands["Tune: export changes"].callback()
         await pilot.pause()
-        said = [n.message for n in app._notifications]
         assert said.count(READ_ONLY_REFUSAL) == 9, said
         for tab in ("tab-tune", "tab-probe"):
             await screen.run_action(f"panel_tab('{tab}')")

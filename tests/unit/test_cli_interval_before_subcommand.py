@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -34,15 +33,13 @@ def usage_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
 def test_interval_before_snapshot_is_the_snapshots_interval(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    started = time.monotonic()
     code = cli.main([*TREE, "--interval", "0.01", "snapshot", "-c", "3", "-f", "json"])
-    took = time.monotonic() - started
     out, err = capsys.readouterr()
     assert code == 0, err
     (host,) = json.loads(out)["sysstat"]["hosts"]
     assert host["interval_s"] == 0.01
-    assert [s["elapsed_s"] < 0.5 for s in host["statistics"]] == [True] * 3
-    assert took < 2.5  # three 1 s intervals would take 3 s
+    # The default interval would make each at least 1 s: under 0.9 leaves a busy host room.
+    assert [s["elapsed_s"] < 0.9 for s in host["statistics"]] == [True] * 3
 
 
 @pytest.mark.parametrize(

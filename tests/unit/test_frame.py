@@ -141,15 +141,17 @@ def test_the_clock_takes_the_second_frame_soon_and_marks_it_short() -> None:
         if len(frames) >= 3:
             got.set()
 
-    clock = SamplerThread(source, deliver, lambda text: None, interval=0.5, first_interval=0.1)
+    clock = SamplerThread(source, deliver, lambda text: None, interval=1.5, first_interval=0.1)
     clock.start()
     try:
-        assert got.wait(5)
+        assert got.wait(15)
     finally:
         clock.stop()
     gaps = [b - a for a, b in itertools.pairwise(source.reads)]
-    assert 0.09 <= gaps[0] < 0.3, gaps  # figures at once
-    assert gaps[1] >= 0.45, gaps  # then the real interval
+    # Figures at once (0.1 s), then the real interval (1.5 s): a busy host may wake the
+    # thread late, so the first gap is told from the interval by a 1 s margin.
+    assert 0.09 <= gaps[0] < 0.6, gaps
+    assert gaps[1] >= 1.45, gaps
     assert [f.short_interval for f in frames[:3]] == [False, True, False]
     assert source.closed and not clock.is_alive()
 
@@ -232,7 +234,9 @@ def test_a_source_that_read_a_frame_primes_the_next_one_with_rates(tree: Roots) 
     primed = source.next_frame()
     assert primed.seq == 2 and primed.elapsed_s is not None
     assert primed.monotonic < asked  # read in the background, not now
-    assert 0.1 <= primed.elapsed_s < 0.3  # not at once: rates over milliseconds are noise
+    # Not at once (rates over milliseconds are noise), and not a whole interval (1 s) later:
+    # the background read waits for ``not_before`` only, however late a busy host wakes it.
+    assert 0.1 <= primed.elapsed_s < 0.9
     third = source.next_frame()
     assert third.seq == 3 and third.elapsed_s == pytest.approx(third.monotonic - primed.monotonic)
 

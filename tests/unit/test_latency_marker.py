@@ -99,7 +99,9 @@ def test_a_tracer_that_does_not_answer_costs_a_frame_50_ms_and_marks_it_partial(
         started = time.monotonic()
         part.align()
         waited = time.monotonic() - started
-        assert MARK_WAIT_S <= waited < MARK_WAIT_S + 0.2  # not a tick, not half a second
+        # Not a tick: a frame without its marker waited for the next one, up to 0.75 s
+        # (wait_tick's limit); 0.5 s leaves a busy host 0.45 s to wake this thread.
+        assert MARK_WAIT_S <= waited < 0.5
         frame = part.frame({}, time.monotonic())
         assert frame.partial
         assert frame.status is None  # the tracer is still there: partial, not failed

@@ -32,7 +32,7 @@ DISKSTATS_TEXT = st.one_of(
 )
 
 
-@settings(max_examples=examples(400), deadline=None)
+@settings(max_examples=examples(400))
 @given(DISKSTATS_TEXT)
 def test_parse_diskstats_never_raises(text: str) -> None:
     problems: list[ParseProblem] = []
@@ -50,7 +50,7 @@ def test_parse_diskstats_never_raises(text: str) -> None:
     assert parse_diskstats(text, cache=cache) == counters
 
 
-@settings(max_examples=examples(400), deadline=None)
+@settings(max_examples=examples(400))
 @given(st.one_of(st.text(max_size=300), LINE))
 def test_parse_sys_stat_raises_only_value_error(text: str) -> None:
     try:
@@ -73,7 +73,7 @@ def _counters(values: list[int]) -> DiskCounters:
 VALUES = st.tuples(*[MS if i in _MS_INDEX else COUNTER for i in range(17)]).map(list)
 
 
-@settings(max_examples=examples(500), deadline=None)
+@settings(max_examples=examples(500))
 @given(VALUES, VALUES, st.floats(min_value=0.05, max_value=3600))
 def test_rates_from_arbitrary_pairs_are_none_or_sane(
     before: list[int], after: list[int], elapsed: float
@@ -89,7 +89,7 @@ def test_rates_from_arbitrary_pairs_are_none_or_sane(
     assert rates.util <= (MS_WRAP - 1) / elapsed / 10
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(300))
 @given(VALUES, st.lists(st.integers(min_value=0, max_value=10**6), min_size=17, max_size=17))
 def test_plausible_intervals_give_plausible_rates(before: list[int], step: list[int]) -> None:
     """A device moving by at most 10**6 per field in a second never reports more than that."""
@@ -142,7 +142,7 @@ SHIFTED = st.builds(
 )
 
 
-@settings(max_examples=examples(600), deadline=None)
+@settings(max_examples=examples(600))
 @given(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, SHIFTED, LINE), max_size=12))
 def test_bulk_parse_equals_line_by_line(lines: list[str]) -> None:
     """The one-format fast path gives exactly what parsing each line alone gives."""
@@ -156,7 +156,7 @@ def test_bulk_parse_equals_line_by_line(lines: list[str]) -> None:
     assert parse_diskstats("\n".join(lines)) == reference
 
 
-@settings(max_examples=examples(600), deadline=None)
+@settings(max_examples=examples(600))
 @given(st.lists(st.one_of(PLAIN, PLAIN, WELL_FORMED, SHIFTED, LINE), min_size=1))
 def test_the_bulk_path_alone_is_none_or_each_line_parsed_alone(lines: list[str]) -> None:
     """parse_diskstats sends fewer than 8 changed lines one by one, so the bulk path is
@@ -166,7 +166,7 @@ def test_the_bulk_path_alone_is_none_or_each_line_parsed_alone(lines: list[str])
         assert bulk == [_parse_line(line) for line in lines]
 
 
-@settings(max_examples=examples(300), deadline=None)
+@settings(max_examples=examples(300))
 @given(
     st.lists(st.lists(st.one_of(WELL_FORMED, WELL_FORMED, SHIFTED, LINE), max_size=8), max_size=4)
 )
@@ -225,7 +225,7 @@ def _tick_pairs(draw: st.DrawFn) -> tuple[dict[str, DiskCounters], dict[str, Dis
     return prev, cur
 
 
-@settings(max_examples=examples(500), deadline=None)
+@settings(max_examples=examples(500))
 @given(_tick_pairs(), st.sampled_from([1.0, 0.5, 0.0, -1.0]))
 def test_compute_all_gives_compute_rates_for_each_device(
     pair: tuple[dict[str, DiskCounters], dict[str, DiskCounters]], elapsed: float
