@@ -63,6 +63,9 @@ class RecordingTimeline:
         warn: Receives one-line warnings.
     """
 
+    slow_reads = True
+    """A lookup may decode a chunk (up to 64 MiB): a replay looks frames up off its UI thread."""
+
     def __init__(
         self,
         files: list[RecordingFile],

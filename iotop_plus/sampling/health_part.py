@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling import health as _health
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.health import (
     DeviceHealth,
     device_driver,
@@ -102,6 +103,9 @@ class HealthFrame:
     """Per device, the error figures that grew since this process started (recording:
     since the recorder started): figure -> (at the first reading, now). A lifetime count
     that did not move is not here (:func:`health_growth`)."""
+    failed: str | None = None
+    """Why the health reader's thread died (one printable line), or None while it reads.
+    Live only: a recording's writer that loses it stops (``record`` exits 1)."""
 
     def device_json(self, name: str) -> dict[str, Any]:
         """``disk[].health`` for ``name``, exactly the ruled keys (absent values null)."""
@@ -332,6 +336,8 @@ class HealthWorker:
         self._thread: threading.Thread | None = None
         self.reading: str | None = None
         """The device being read now, if any."""
+        self.failure: str | None = None
+        """Why the thread died (one printable line), or None while it lives."""
 
     def watch(self, kinds: Mapping[str, str]) -> None:
         """Read these devices (name -> inventory kind) from now on; new ones are due now."""
@@ -359,7 +365,12 @@ class HealthWorker:
         """Wait until every watched device has a reading (a headless snapshot)."""
         with self._cond:
             return self._cond.wait_for(
-                lambda: self._closed or self._kinds.keys() <= self._readings.keys(), timeout
+                lambda: (
+                    self._closed
+                    or self.failure is not None
+                    or self._kinds.keys() <= self._readings.keys()
+                ),
+                timeout,
             )
 
     def close(self) -> None:
@@ -382,6 +393,19 @@ class HealthWorker:
             return None
 
     def _run(self) -> None:
+        """Read until closed. A death is kept in :attr:`failure` (the TUI shows it) and
+        raised on to ``threading.excepthook`` (``serve`` and ``record`` then exit 1)."""
+        try:
+            self._read_due()
+        except BaseException as exc:
+            detail = str(exc).strip().splitlines()
+            what = type(exc).__name__ + (f": {detail[0][:200]}" if detail else "")
+            self.failure = printable(f"the health reader stopped ({what})")
+            with self._cond:
+                self._cond.notify_all()
+            raise
+
+    def _read_due(self) -> None:
         while (job := self._next()) is not None:
             name, kind = job
             self.reading = name
@@ -478,6 +502,7 @@ class HealthPart:
             None if source is not None else problem,
             MappingProxyType(per_device),
             MappingProxyType(health_growth(self.first_figures, readings, self._grown)),
+            self.worker.failure,
         )
         return part, events
 

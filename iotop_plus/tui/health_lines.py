@@ -77,7 +77,9 @@ def health_facts(name: str, frame: Frame | None) -> list[tuple[str, str]]:
         return []
     reading = health.readings.get(name)
     facts: list[tuple[str, str]] = []
-    if reading is None:
+    if health.failed is not None:  # the last readings may be stale: none is shown
+        facts.append(("health", f"failed: {health.failed}"))
+    elif reading is None:
         facts.append(("health", NOT_READ_YET))
     elif reading.source == "none":
         facts.append(("health", f"none: {reading.reason}" if reading.reason else "none"))

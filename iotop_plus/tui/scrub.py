@@ -14,15 +14,18 @@ view reads it) and draws the charts from the window of frames ending there.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import tzinfo
 from typing import Protocol
+
+from textual.message import Message
 
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.history import DeviceHistory, History, Mark
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.sampling.timeparse import TimeParseError, clock_text, parse_time, zone_label
 from iotop_plus.tui.messages import Notifies
+from iotop_plus.tui.replay_reads import ReplayReads
 
 LIVE, PAUSED, HISTORY, REPLAY = "live", "paused", "history", "replay"
 """The modes the header shows."""
@@ -47,6 +50,9 @@ class ScrubView(Notifies, Protocol):
     def show_frame(self, frame: Frame) -> None:
         """Show ``frame`` in every view."""
 
+    def post_message(self, message: Message) -> bool:
+        """Queue ``message`` for the screen (from any thread)."""
+
 
 class Scrubber:
     """The position in a timeline, and the moves ``[ ] { } g l`` make.
@@ -56,6 +62,11 @@ class Scrubber:
         timeline: Where frames are looked up: the app's ring, or a recording.
         replay: Frames come only from ``timeline`` (no live sampling).
         zone: The recorded host's zone (None: the viewer's own).
+
+    In a replay whose timeline says its reads can be slow (``slow_reads``: a recording,
+    decoded chunk by chunk), every move looks its frame up on a worker thread
+    (:class:`~iotop_plus.tui.replay_reads.ReplayReads`), with the charts' window, and shows
+    it when it arrives; keys are answered meanwhile and a newer move supersedes it.
     """
 
     def __init__(
@@ -75,6 +86,16 @@ class Scrubber:
         """The zone times are typed and shown in."""
         self.moves = 0
         """Scrub moves made (tests read it)."""
+        self.reads: ReplayReads | None = None
+        """Where a replay's lookups run when the timeline's reads can be slow, else None."""
+        if replay and getattr(timeline, "slow_reads", False):
+            self.reads = ReplayReads(view.post_message, self._warn)
+        self.window_s: float | None = None
+        """The charts' window, seconds (known from their first draw)."""
+        self._window: tuple[float, float, list[Frame]] | None = None
+        """The window read with the frame shown: (end, seconds, frames)."""
+        self._stepping: tuple[float, int] | None = None
+        """The step in flight: from where, how many samples (steps add up meanwhile)."""
 
     @property
     def at(self) -> float | None:
@@ -117,24 +138,61 @@ class Scrubber:
         if span is None:
             self.view.show_mode(self.mode, None)
             return self._nothing()
-        return self.show(self.timeline.frame_at(span[0] if at is None else at))
+        wall = span[0] if at is None else at
+        return self._look(lambda: self.timeline.frame_at(wall))
 
     def step(self, n: int) -> Frame | None:
         """Show the frame ``n`` samples later (or earlier, ``n < 0``)."""
         origin = self._origin()
         if origin is None:
             return self._nothing()
-        return self.show(self.timeline.step(origin, n))
+        if self._stepping is not None and self.reads is not None and self.reads.in_flight:
+            origin, n = self._stepping[0], self._stepping[1] + n
+        stepping = (origin, n)
+        frame = self._look(lambda: self.timeline.step(stepping[0], stepping[1]))
+        self._stepping = stepping if self.reads is not None else None
+        return frame
 
     def seek(self, seconds: float) -> Frame | None:
         """Show the frame ``seconds`` later (or earlier); at least one sample moves."""
         origin = self._origin()
         if origin is None:
             return self._nothing()
-        frame = self.timeline.frame_at(origin + seconds)
-        if frame is not None and frame.wall_time == origin:  # a gap in the recording
-            frame = self.timeline.step(origin, 1 if seconds > 0 else -1)
-        return self.show(frame)
+
+        def lookup() -> Frame | None:
+            frame = self.timeline.frame_at(origin + seconds)
+            if frame is not None and frame.wall_time == origin:  # a gap in the recording
+                frame = self.timeline.step(origin, 1 if seconds > 0 else -1)
+            return frame
+
+        return self._look(lookup)
+
+    def _look(self, lookup: Callable[[], Frame | None]) -> Frame | None:
+        """Show what ``lookup`` finds: now, or (:attr:`reads`) when a worker has read it,
+        with the charts' window ending there. Returns the frame shown now, if any."""
+        self._stepping = None
+        if self.reads is None:
+            return self.show(lookup())
+        timeline, seconds = self.timeline, self.window_s
+
+        def read() -> tuple[Frame | None, list[Frame] | None]:
+            frame = lookup()
+            if frame is None or seconds is None:
+                return frame, None
+            return frame, timeline.window(frame.wall_time, seconds)
+
+        def arrived(found: tuple[Frame | None, list[Frame] | None]) -> None:
+            frame, window = found
+            self._stepping = None
+            if frame is not None and window is not None and seconds is not None:
+                self._window = (frame.wall_time, seconds, window)
+            self.show(frame)
+
+        self.reads.submit(read, arrived)
+        return None
+
+    def _warn(self, line: str) -> None:
+        self.view.notify(line, severity="warning", timeout=5, markup=False)
 
     def jump(self, text: str) -> str | None:
         """Show the frame at the time ``text`` names; returns a one-line error, or None."""
@@ -145,7 +203,7 @@ class Scrubber:
             wall = parse_time(text, span[1], self.zone)
         except TimeParseError as exc:
             return str(exc)
-        frame = self.show(self.timeline.frame_at(wall))
+        frame = self._look(lambda: self.timeline.frame_at(wall))
         span = self.timeline.span() or span  # it may reach further back now (recordings)
         if wall < span[0]:
             self.view.notify(
@@ -163,7 +221,8 @@ class Scrubber:
         if self.replay:
             span = self.timeline.span()
             if span is not None:
-                self.show(self.timeline.frame_at(span[1]))
+                newest = span[1]
+                self._look(lambda: self.timeline.frame_at(newest))
             return
         self.at = None
         view = self.view
@@ -223,7 +282,12 @@ class Scrubber:
         """
         assert self.at is not None
         end = self.at
-        frames = self.timeline.window(end, seconds)
+        self.window_s = seconds
+        kept = self._window
+        if kept is not None and kept[0] == end and kept[1] == seconds:
+            frames = kept[2]  # read on the worker with the frame
+        else:
+            frames = self.timeline.window(end, seconds)
         series: DeviceHistory | None = None
         if device is not None and frames:
             series = DeviceHistory(len(frames))

@@ -140,3 +140,31 @@ def test_a_recorded_health_part_comes_back(tmp_path: Path) -> None:
     assert back.device_json("nvme0n1")["media_errors"] == 7
     assert back.device_json("nvme0n1")["io_errors"] == 3
     assert back.device_json("nvme0n1")["age_s"] == 12.5
+
+
+def test_a_worker_whose_thread_dies_says_why_and_still_reaches_the_excepthook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The death is kept for the TUI (``failure``), a headless wait ends, and the exception
+    still goes to ``threading.excepthook`` (what makes ``serve`` and ``record`` exit 1)."""
+    import threading
+
+    from iotop_plus.sampling import health_part
+
+    seen: list[str] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type.__name__))
+
+    def driver_gone(roots: Roots, name: str) -> str | None:
+        raise RuntimeError("sysfs went \x1b]0;away\x07")
+
+    monkeypatch.setattr(health_part, "device_driver", driver_gone)
+    worker = HealthWorker(Roots(), use_smartctl=False)
+    try:
+        worker.watch({"sda": "disk"})
+        assert worker.wait_all(10.0)
+        assert holds_within(lambda: seen == ["RuntimeError"], 10.0), seen
+        assert worker.failure == (
+            "the health reader stopped (RuntimeError: sysfs went \\x1b]0;away\\x07)"
+        )
+    finally:
+        worker.close()

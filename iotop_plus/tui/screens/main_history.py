@@ -16,6 +16,7 @@ from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame import Frame
+    from iotop_plus.tui.replay_reads import ReplayRead
     from iotop_plus.tui.screens.side_panels import SidePanels
     from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
@@ -51,6 +52,10 @@ class HistoryActions:
     def action_live(self) -> None:
         """Back to live (from history, or from a pause)."""
         self.scrubber.live()
+
+    def on_replay_read(self, message: ReplayRead) -> None:
+        """A replay's lookup came back from its worker: show it."""
+        message.apply()
 
     def check_history_action(self, action: str) -> bool | None:
         """``l`` is offered (and shown) only away from live."""
