@@ -37,7 +37,12 @@ def test_recorded_health_replays_with_its_age(
     assert len(samples) == 8
     with_h = [s for s in samples if HEALTH in s.parts]
     assert samples[0].parts.get(HEALTH) is not None  # a file starts with it
-    assert len(with_h) < len(samples)  # not every sample: only when something changed
+    # Not every sample: only when something changed. A device that came or went is such a
+    # change (a busy host attaches loop devices all the time), so the count is checked only
+    # when every sample saw the same devices.
+    seen = {(frozenset(s.sample.counters), frozenset(s.sample.identities.items())) for s in samples}
+    if len(seen) == 1:
+        assert len(with_h) < len(samples)
     capsys.readouterr()
     code = cli.main(
         ["--state-dir", str(state), "snapshot", "--from", str(rec), "-f", "json", "--health", "-a"]
