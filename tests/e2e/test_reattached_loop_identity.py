@@ -5,14 +5,19 @@ and its chart history starts afresh."""
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from iotop_plus.sampling.frame import LiveSource
 from iotop_plus.sampling.history import History
-from tests.support.loopdev import require_loop_devices, start_at_loop_defaults
+from tests.support.loopdev import (
+    attach,
+    bound_to,
+    detach,
+    require_loop_devices,
+    start_at_loop_defaults,
+)
 from tests.support.wait import holds_within
 
 pytestmark = [pytest.mark.root]
@@ -25,31 +30,26 @@ def _backing(dev: str) -> str | None:
         return None
 
 
+#: Whole tries of the scenario: another process may take the number in the moment between
+#: the detach and the attach again (a busy host attaches loop devices all the time).
+TRIES = 5
+
+
 @pytest.fixture
-def reattachable(tmp_path: Path) -> Iterator[tuple[str, Path, Path]]:
-    """(loopN, first file, second file): loopN attached to the first; detached on exit
-    whichever of the two it holds (never someone else's)."""
+def files(tmp_path: Path) -> tuple[Path, Path]:
+    """Two backing files of our own: 16 MiB and 48 MiB."""
     require_loop_devices()
     first, second = tmp_path / "first.img", tmp_path / "second.img"
     with open(first, "xb") as fh:
         fh.truncate(16 << 20)
     with open(second, "xb") as fh:
         fh.truncate(48 << 20)
-    dev = subprocess.run(
-        ["losetup", "--find", "--show", str(first)], check=True, capture_output=True, text=True
-    ).stdout.strip()
-    name = dev.removeprefix("/dev/")
-    try:
-        start_at_loop_defaults(name)
-        yield name, first, second
-    finally:
-        if _backing(name) in (str(first), str(second)):
-            subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+    return first, second
 
 
-def _reattach(name: str, second: Path) -> None:
+def _reattach(name: str, second: Path) -> bool:
     """Detach ``name`` and attach it to ``second`` at once, retrying while the kernel still
-    finishes the detach (EBUSY). Fails when someone else took the number meanwhile."""
+    finishes the detach (EBUSY); False when someone else took the number meanwhile."""
     subprocess.run(["losetup", "-d", f"/dev/{name}"], check=True)
 
     def attached() -> bool:
@@ -57,13 +57,29 @@ def _reattach(name: str, second: Path) -> None:
         return done.returncode == 0 or _backing(name) is not None
 
     assert holds_within(attached, 10), f"could not attach {name} again"
-    assert _backing(name) == str(second), f"{name} was taken by someone else meanwhile"
+    return _backing(name) == str(second)
 
 
 def test_a_reattached_loop_device_shows_its_new_facts_within_two_frames(
-    reattachable: tuple[str, Path, Path],
+    files: tuple[Path, Path],
 ) -> None:
-    name, first, second = reattachable
+    first, second = files
+    for _ in range(TRIES):
+        name = attach(first)
+        try:
+            start_at_loop_defaults(name)
+            if _shows_the_new_facts(name, first, second):
+                return
+        finally:
+            for backing in (first, second):
+                for dev in bound_to(backing):
+                    detach(dev, backing)
+    pytest.fail(f"another process took the loop number between detach and attach {TRIES} times")
+
+
+def _shows_the_new_facts(name: str, first: Path, second: Path) -> bool:
+    """The scenario on ``name`` (attached to ``first``); False when the number was taken by
+    someone else between the detach and the attach again (nothing was checked)."""
     source = LiveSource()
     history = History(100)
     try:
@@ -75,7 +91,8 @@ def test_a_reattached_loop_device_shows_its_new_facts_within_two_frames(
         assert before.size_bytes == 16 << 20
         assert len(history.devices[name]) >= 2
         old_identity = frames[-1].sample.identities[name]
-        _reattach(name, second)
+        if not _reattach(name, second):
+            return False
         seen = []
         for _ in range(2):
             frame = source.next_frame()
@@ -88,5 +105,6 @@ def test_a_reattached_loop_device_shows_its_new_facts_within_two_frames(
         assert seen[-1].sample.identities[name] != old_identity
         kept = history.devices[name].timestamps.first()
         assert kept is not None and kept >= seen[0].sample.monotonic, "the old device's is gone"
+        return True
     finally:
         source.close()
