@@ -18,24 +18,11 @@ import pytest
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups import V1, detect_layout
 from tests.support.cli import run_cli
+from tests.support.hostile_host import READER
 from tests.support.numbered_loop import numbered_loop
 from tests.support.wait import holds_within
 
 pytestmark = [pytest.mark.slow, pytest.mark.root, pytest.mark.serial]  # adds, removes a device
-
-READER = r"""
-import mmap, os, sys, time
-with open(sys.argv[1] + "/cgroup.procs", "w") as fh:
-    fh.write(str(os.getpid()))
-fd = os.open(sys.argv[2], os.O_RDONLY | os.O_DIRECT)
-buf = mmap.mmap(-1, 65536)
-size = os.lseek(fd, 0, os.SEEK_END)
-offset = 0
-while True:
-    os.preadv(fd, [buf], offset)
-    offset = (offset + 65536) % size
-    time.sleep(0.002)
-"""
 
 
 @pytest.fixture
@@ -52,7 +39,9 @@ def reading(tmp_path: Path) -> Iterator[tuple[str, str, Path]]:
         devno = Path(f"/sys/block/{dev}/dev").read_text().strip()
         cgroup = Path(layout.root) / f"iotop-plus-test-{os.getpid()}-not-counted"
         cgroup.mkdir()
-        proc = subprocess.Popen([sys.executable, "-c", READER, str(cgroup), f"/dev/{dev}"])
+        proc = subprocess.Popen(
+            [sys.executable, "-c", READER, str(cgroup), "reader", f"/dev/{dev}"]
+        )
         try:
             yield dev, devno, cgroup
         finally:
