@@ -18,11 +18,12 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.memory import Memory, MemoryPart
+from iotop_plus.sampling.part import FramePart
 from iotop_plus.sampling.pressure import Pressure, read_pressure
 from iotop_plus.sampling.queue_settings import (
     QUEUE_REFRESH_S,
@@ -48,6 +49,8 @@ if TYPE_CHECKING:  # the process, cgroup and latency modules load only when some
         TaskRates,
         TaskTotals,
     )
+
+V = TypeVar("V")
 
 QUICK_FIRST_FRAME_DEVICES = 200
 """Above this many devices, the first frame lists them by name before the inventory is read."""
@@ -181,6 +184,13 @@ class Frame:
     """Each device's latest health reading, its age and I/O errors, while :data:`HEALTH`."""
     throttles: ThrottleFrame | None = None
     """The limited cgroups' rates without the cgroups part (:mod:`.throttle_watch`)."""
+    parts: Mapping[str, object] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    """The registered frame parts' values by key (:mod:`.registry`); read with :meth:`get`."""
+
+    def get(self, part: type[FramePart[V]] | FramePart[V]) -> V | None:
+        """The value of ``part`` in this frame; None when it was not read."""
+        value = self.parts.get(part.key)
+        return value  # type: ignore[return-value]  # the registry keeps one part per key
 
     @property
     def wall_time(self) -> float:
