@@ -52,6 +52,8 @@ if TYPE_CHECKING:  # the process, cgroup and latency modules load only when some
 
 V = TypeVar("V")
 
+NO_PARTS: Mapping[str, object] = MappingProxyType({})
+"""A frame without part values (one object, shared by every such frame)."""
 QUICK_FIRST_FRAME_DEVICES = 200
 """Above this many devices, the first frame lists them by name before the inventory is read."""
 
@@ -184,7 +186,7 @@ class Frame:
     """Each device's latest health reading, its age and I/O errors, while :data:`HEALTH`."""
     throttles: ThrottleFrame | None = None
     """The limited cgroups' rates without the cgroups part (:mod:`.throttle_watch`)."""
-    parts: Mapping[str, object] = dataclasses.field(default_factory=lambda: MappingProxyType({}))
+    parts: Mapping[str, object] = dataclasses.field(default_factory=lambda: NO_PARTS)
     """The registered frame parts' values by key (:mod:`.registry`); read with :meth:`get`."""
 
     def get(self, part: type[FramePart[V]] | FramePart[V]) -> V | None:
