@@ -23,14 +23,11 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
-from iotop_plus.sampling.frame import (
-    HEALTH,
-    LATENCY_QUEUE,
-    Frame,
-    FrameEvent,
-    LiveSource,
-)
+from iotop_plus.sampling.frame import LATENCY_QUEUE, Frame, FrameEvent
+from iotop_plus.sampling.health_gate import HEALTH
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.memory import MemoryPart
 from iotop_plus.sampling.pressure import Pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Platform, Sample, read_platform, select_devices
@@ -132,13 +129,12 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         raise UsageError("--start, --end and --overview need --from RECORDING")
     args.interval = args.interval or 1.0
     args.count = args.count or 1
-    from iotop_plus.sampling.journal_events import JournalPart
+    from iotop_plus.sampling.sources import live_source
     from iotop_plus.state import StateDir, chosen_state_dir
 
     # Setting changes and probe results of other runs during the snapshot: the frames' events.
     state = StateDir(chosen_state_dir(getattr(args, "state_dir", None)))
-    source = LiveSource(roots)
-    source.journal = JournalPart(state)
+    source = live_source(roots, journal=state)
     try:
         return _run(args, source, out)
     finally:
@@ -364,7 +360,7 @@ def sysstat_json(
 def memory_json(frame: Frame | None) -> dict[str, Any] | None:
     """``statistics[].memory``: dirty, writeback and the thresholds (kB); null when the frame
     has none (a recording made before they were recorded), with one stderr line (once)."""
-    memory = frame.memory if frame is not None else None
+    memory = frame.get(MemoryPart) if frame is not None else None
     if memory is not None and memory.problem and memory.problem not in _said:
         _said.add(memory.problem)
         print(f"iotop-plus: note: {printable(memory.problem)}", file=sys.stderr)

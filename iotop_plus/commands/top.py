@@ -22,7 +22,8 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
 from iotop_plus.sampling.diskstats import printable, printable_doc
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
+from iotop_plus.sampling.frame import PROCESSES, Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
 from iotop_plus.sampling.sampler import read_host_info, select_devices
 from iotop_plus.sampling.units import iotop_rate as human_rate

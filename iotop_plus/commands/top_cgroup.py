@@ -23,7 +23,8 @@ from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, IoRates
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, CgroupFrame, LiveSource
+from iotop_plus.sampling.frame import CGROUPS, CgroupFrame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.sampler import read_host_info
 
 

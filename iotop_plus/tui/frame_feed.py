@@ -16,17 +16,11 @@ from textual.message import Message
 
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import (
-    CGROUPS,
-    HEALTH,
-    ISSUERS,
-    LATENCY_QUEUE,
-    PROCESSES,
-    Frame,
-    FrameSource,
-    LiveSource,
-)
+from iotop_plus.sampling.frame import CGROUPS, LATENCY_QUEUE, PROCESSES, Frame, FrameSource
+from iotop_plus.sampling.health_gate import HEALTH
 from iotop_plus.sampling.history import History, Mark
+from iotop_plus.sampling.issuers_part import ISSUERS
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.engine.refresh_batch import one_update

@@ -23,7 +23,8 @@ from iotop_plus.sampling.cgroup_limits import (
     with_limits,
 )
 from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, IoRates
-from iotop_plus.sampling.frame import CgroupFrame, LiveSource
+from iotop_plus.sampling.frame import CgroupFrame
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.cgroup_trees import hybrid_tree, systemd_tree, write_cgroup
 
 CRON = "/system.slice/cron.service"

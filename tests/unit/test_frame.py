@@ -13,7 +13,8 @@ import pytest
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, frames_on_schedule
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
+from iotop_plus.sampling.frame import PROCESSES, Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from tests.support.wait import holds_within
 

@@ -15,7 +15,7 @@ from iotop_plus.commands import snapshot
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.collect import inventory_doc
 from iotop_plus.record.times import zone_of
-from iotop_plus.sampling.frame import LiveSource
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler
 from iotop_plus.sampling.timeparse import parse_time
 from tests.support.synthetic import SyntheticTree
