@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_float
+from iotop_plus.commands.part_options import add_part_options, given_flags, wanted_keys
 from iotop_plus.commands.workers import WorkerWatch
 from iotop_plus.record.collect import (
     header_doc,
@@ -29,7 +30,6 @@ from iotop_plus.record.recorded_who import CommandLines, WhoParts
 from iotop_plus.record.recorder import Recorder, RecorderError, recording_dir
 from iotop_plus.record.times import parse_duration, parse_size
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import registry
 from iotop_plus.sampling.clock import Schedule
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CGROUPS, PROCESSES, Frame
@@ -80,6 +80,7 @@ def add_parser(sub: Any) -> None:
         "the block layer with bpftrace)",
     )  # fmt: skip
     p.add_argument("--count", type=int, default=0, help=argparse.SUPPRESS)  # tests: stop after N
+    add_part_options(p, "record")
     p.set_defaults(run=run)
 
 
@@ -118,7 +119,7 @@ def _record(
     flags = given_flags(args)
     # Health: a worker reads it, H is written when it changes. A part with a record flag is
     # read only when its flag is given.
-    wanted = (HEALTH, *(p.key for p in registry.parts() if p.record_flag in flags))
+    wanted = (HEALTH, *wanted_keys(flags))
     source = live_source(roots, journal=state, want=wanted)
     if args.processes:
         source.want(PROCESSES, True)
@@ -199,13 +200,3 @@ def _record(
             signal.signal(s, handler)
         signal.signal(signal.SIGHUP, old_hup)
     return EXIT_OK
-
-
-def given_flags(args: argparse.Namespace) -> frozenset[str]:
-    """The registered parts' record flags given on the command line (``record --sync``)."""
-    return frozenset(f for f in registry.record_flags() if getattr(args, flag_dest(f), False))
-
-
-def flag_dest(flag: str) -> str:
-    """The argparse attribute of ``--flag``."""
-    return flag.replace("-", "_")

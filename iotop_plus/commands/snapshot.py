@@ -17,6 +17,12 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
+from iotop_plus.commands.part_options import (
+    add_part_json,
+    add_part_options,
+    given_flags,
+    wanted_keys,
+)
 from iotop_plus.commands.snapshot_cpu import CpuTimes, avg_cpu, read_cpu
 from iotop_plus.commands.snapshot_diagnosis import Reports, add_diagnosis, render_verdicts
 from iotop_plus.roots import Roots
@@ -110,6 +116,7 @@ def add_parser(sub: Any) -> None:
         "IOPS, MB/s, await, %%util, aqu-sz per device) without decoding the samples: a day in "
         "about a second",
     )
+    add_part_options(p, "report")
     # None tells "not given" (--from then reports every recorded interval); live uses 1 and 1.
     p.set_defaults(run=run, interval=None, count=None)
 
@@ -164,6 +171,8 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         from iotop_plus.commands.snapshot_issuers import want_issuers
 
         want_issuers(source, LATENCY_START_TIMEOUT_S, args.format)
+    for key in wanted_keys(given_flags(args)):
+        source.want(key, True)
     first_frame = source.next_frame()
     first = first_frame.sample
     inventory = first_frame.inventory
@@ -253,20 +262,20 @@ def emit(
                 from iotop_plus.commands.snapshot_issuers import add_issuers
 
                 add_issuers(disks, frame)
-            stats.append(
-                {
-                    "timestamp": _iso(cur.wall_time),
-                    "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
-                    "avg-cpu": avg_cpu(cpu.get(prev.monotonic), cpu.get(cur.monotonic))
-                    if cpu is not None
-                    else None,
-                    "disk": disks,
-                    "no_rates": [n for n in names if rates.get(n) is None],
-                    "pressure": pressure_note.json(pressure),
-                    "events": [event_json(e, cur.wall_time, _iso) for e in events],
-                    "memory": memory_json(frame),
-                }
-            )
+            stat: dict[str, Any] = {
+                "timestamp": _iso(cur.wall_time),
+                "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
+                "avg-cpu": avg_cpu(cpu.get(prev.monotonic), cpu.get(cur.monotonic))
+                if cpu is not None
+                else None,
+                "disk": disks,
+                "no_rates": [n for n in names if rates.get(n) is None],
+                "pressure": pressure_note.json(pressure),
+                "events": [event_json(e, cur.wall_time, _iso) for e in events],
+                "memory": memory_json(frame),
+            }
+            add_part_json(disks, stat, frame)
+            stats.append(stat)
         doc = sysstat_json(host, platform or Platform(), started, tz, interval, stats)
         json.dump(printable_doc(doc), out, indent=2)
         out.write("\n")
