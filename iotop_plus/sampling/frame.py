@@ -202,6 +202,12 @@ class FrameSource(Protocol):
         registered part's key."""
         ...
 
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
+        """Frames from now on detail process ``pid`` (its threads, its open block files) and
+        list the processes of cgroup ``cgroup``; None: none (a source of recorded frames
+        has nothing more to give)."""
+        ...
+
     def host_info(self) -> HostInfo:
         """Header facts for the host the frames describe."""
         ...

@@ -156,6 +156,10 @@ class LiveSource:
         else:
             self._wanted.discard(part)
 
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
+        """Set :attr:`detail_pid` and :attr:`detail_cgroup` for the next frames."""
+        self.detail_pid, self.detail_cgroup = pid, cgroup
+
     def wants(self, part: str) -> bool:
         """Whether some consumer asked for ``part``."""
         return part in self._wanted

@@ -212,6 +212,9 @@ class CannedLatency:
     def want(self, part: str, on: bool) -> None:
         self.live.want(part, on)
 
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
+        pass
+
     def host_info(self) -> HostInfo:
         return self.live.host_info()
 

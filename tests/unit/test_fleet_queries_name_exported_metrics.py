@@ -51,6 +51,9 @@ class NvmeWithLatency:
     def want(self, part: str, on: bool) -> None:
         self.live.want(part, on)
 
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
+        pass
+
     def host_info(self) -> HostInfo:
         return self.live.host_info()
 
