@@ -57,7 +57,8 @@ def cgroup_limit_families(view: ExportView) -> Iterator[Metric]:
     """The cgroup I/O limits in force (v2 ``io.max``, v1 ``blkio.throttle``), one series per
     cgroup, device and kind (``rbps``/``wbps`` in bytes/s, ``riops``/``wiops`` in I/Os/s);
     only while the frames carry cgroups (``serve --cgroup-depth``)."""
-    from iotop_plus.sampling.cgroup_limits import LIMIT_KEYS, device_limits
+    from iotop_plus.sampling.cgroup_limits import device_limits
+    from iotop_plus.sampling.cgroup_v1_limits import LIMIT_KEYS
 
     part = view.frame.cgroups if view.frame is not None else None
     if part is None:

@@ -30,10 +30,14 @@ from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorded_health import chunk_health
 from iotop_plus.record.recorded_parts import part_values
 from iotop_plus.record.recorded_processes import process_frame
-from iotop_plus.record.recorded_who import CGROUPS, cgroup_frame_of, chunk_command_lines
+from iotop_plus.record.recorded_who import (
+    CGROUPS,
+    cgroup_frame_of,
+    chunk_command_lines,
+    with_limits,
+)
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.times import zone_of
-from iotop_plus.sampling.cgroup_limits import with_limits
 from iotop_plus.sampling.frame import Frame, FrameEvent
 from iotop_plus.sampling.health_gate import HEALTH
 from iotop_plus.sampling.inventory import Inventory

@@ -469,7 +469,7 @@ class CgroupReader:
 
 
 def _read_v1_limits(path: str, rel: str, problems: list[str]) -> IoLimits | None:
-    from iotop_plus.sampling.cgroup_limits import read_v1_limits
+    from iotop_plus.sampling.cgroup_v1_limits import read_v1_limits
 
     return read_v1_limits(path, rel, problems, _read)
 

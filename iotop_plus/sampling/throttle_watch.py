@@ -198,7 +198,7 @@ def _cgroup_dirs(root: str, problems: list[str]) -> list[tuple[str, str, int]]:
 
 def _limits_of(path: str, rel: str, v1: bool, problems: list[str]) -> IoLimits | None:
     from iotop_plus.sampling.cgroup_files import parse_limits
-    from iotop_plus.sampling.cgroup_limits import read_v1_limits
+    from iotop_plus.sampling.cgroup_v1_limits import read_v1_limits
     from iotop_plus.sampling.cgroups import _read, _read_optional
 
     if v1:
