@@ -199,3 +199,41 @@ def test_the_tuis_frame_store_keeps_the_toy(toy: ToyPart, tree: SyntheticTree) -
     for frame in kept:
         found = ring.frame_at(frame.wall_time)
         assert found is not None and found.get(ToyPart) == frame.get(ToyPart)
+
+
+class FlaggedToyPart(ToyPart):
+    """The toy, read and recorded only with ``record --toy-flag``."""
+
+    key = "flagged-toy"
+    letter = "V"
+    always = False
+    after = ()
+    record_flag = "toy-flag"
+
+
+@pytest.mark.parametrize("flagged", [False, True])
+def test_a_part_with_a_record_flag_is_recorded_only_with_its_option(
+    tree: SyntheticTree, tmp_path: Path, flagged: bool
+) -> None:
+    part = FlaggedToyPart()
+    registry.register(part)
+    try:
+        rec = tmp_path / "rec"
+        flag = ["--toy-flag"] if flagged else []
+        args = parse("--state-dir", str(tmp_path / "state"), "record", "--dir", str(rec),
+                     "--interval", "0.1", "--count", "2", *flag)  # fmt: skip
+        assert record.run(args, tree.roots) == 0
+        timeline = open_timeline(rec)
+        try:
+            span = timeline.span()
+            assert span is not None
+            last = timeline.frame_at(span[1])
+        finally:
+            timeline.close()
+        assert last is not None
+        got = last.get(FlaggedToyPart)
+        assert (got.frames if got is not None else None) == (2 if flagged else None)
+    finally:
+        registry.unregister(part.key)
+    with pytest.raises(SystemExit):  # the option goes with the part
+        parse("record", "--toy-flag")
