@@ -59,7 +59,7 @@ class ToyPart(FramePart[Toy]):
     key = "toy"
     letter = "Z"
     always = True
-    after = ("memory",)
+    after: tuple[str, ...] = ("memory",)
 
     def __init__(self) -> None:
         self.readers: list[ToyReader] = []
