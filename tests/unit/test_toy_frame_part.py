@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -59,7 +59,7 @@ class ToyPart(FramePart[Toy]):
     key = "toy"
     letter = "Z"
     always = True
-    after: tuple[str, ...] = ("memory",)
+    after: ClassVar[tuple[str, ...]] = ("memory",)
 
     def __init__(self) -> None:
         self.readers: list[ToyReader] = []
