@@ -57,7 +57,7 @@ class ToyReader:
 
 class ToyPart(FramePart[Toy]):
     key = "toy"
-    letter = "Z"
+    letter: ClassVar[str | None] = "Z"
     always = True
     after: ClassVar[tuple[str, ...]] = ("memory",)
 
@@ -237,3 +237,32 @@ def test_a_part_with_a_record_flag_is_recorded_only_with_its_option(
         registry.unregister(part.key)
     with pytest.raises(SystemExit):  # the option goes with the part
         parse("record", "--toy-flag")
+
+
+class FailingReader(ToyReader):
+    def read(self, ctx: ReadContext) -> tuple[Toy, tuple[FrameEvent, ...]]:
+        raise PermissionError(13, "Permission denied")
+
+
+class FailingPart(ToyPart):
+    key = "failing-toy"
+    letter = None
+
+    def reader(self, roots: Roots) -> ToyReader:
+        return FailingReader()
+
+
+def test_a_part_whose_reader_fails_costs_the_frame_only_its_value(
+    toy: ToyPart, tree: SyntheticTree
+) -> None:
+    part = FailingPart()
+    registry.register(part)
+    try:
+        source = live_source(tree.roots)
+        frame = source.next_frame()
+        source.close()
+    finally:
+        registry.unregister(part.key)
+    assert frame.get(FailingPart) is None and frame.get(ToyPart) is not None
+    assert frame.problems == ("failing-toy: Permission denied",)
+    assert frame.rates.keys() == frame.sample.counters.keys()
