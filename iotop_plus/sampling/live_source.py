@@ -297,6 +297,9 @@ class LiveSource:
             self._order, self._order_of = read_order(order), order
         wanted = frozenset(self._wanted)
         values: dict[str, object] = {}
+        seen = dict(built_in)  # what the parts read so far see: the built-in facts, then theirs
+        so_far = MappingProxyType(seen)
+        traced = getattr(built_in.get(LATENCY), "traced", None)
         problems: list[str] = []
         live = self.roots.is_live
         for part in self._order:
@@ -316,9 +319,9 @@ class LiveSource:
                 previous=self._prev,
                 inventory=inventory,
                 wanted=wanted,
-                values=MappingProxyType({**built_in, **values}),
+                values=so_far,
                 events=events,
-                traced=_traced(built_in.get(LATENCY), key),
+                traced=traced.get(key) if isinstance(traced, Mapping) else None,
             )
             try:
                 value, new = reader.read(ctx)
@@ -326,7 +329,7 @@ class LiveSource:
                 problems.append(f"{key}: {exc.strerror or exc}")
                 continue
             if value is not None:
-                values[key] = value
+                values[key] = seen[key] = value
             if new:
                 events = (*events, *new)
         if len(self._readers) > len(values):
@@ -385,12 +388,6 @@ class LiveSource:
                 self._procs.close()
             self._procs = _ProcessPart(self.roots, self.per_thread)
         return self._procs.frame(self.detail_pid)
-
-
-def _traced(latency: object, key: str) -> object | None:
-    """The part ``key``'s share of the tracer's output in the latency frame, if it has one."""
-    traced = getattr(latency, "traced", None)
-    return traced.get(key) if isinstance(traced, Mapping) else None
 
 
 class _ProcessPart:
