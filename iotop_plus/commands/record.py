@@ -175,7 +175,9 @@ def _record(
             problems = set(journal.problems) if journal is not None else set()
             for problem in problems - said:  # once, not a line a sample
                 warn(f"{problem}; its events are not recorded")
-            said = problems
+            for problem in set(frame.problems) - said:  # a part its reader could not read
+                warn(f"{problem}; the part is not recorded while this lasts")
+            said = problems | set(frame.problems)
             rs = recorded_sample(frame, roots, args.processes, flags)
             rs = who.add(rs, frame, recorder.files_started, recorder.writer is not None)
             rs = health.add(rs, frame, recorder.files_started, recorder.writer is not None)

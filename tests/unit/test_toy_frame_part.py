@@ -266,3 +266,21 @@ def test_a_part_whose_reader_fails_costs_the_frame_only_its_value(
     assert frame.get(FailingPart) is None and frame.get(ToyPart) is not None
     assert frame.problems == ("failing-toy: Permission denied",)
     assert frame.rates.keys() == frame.sample.counters.keys()
+
+
+def test_the_recorder_says_once_that_a_part_could_not_be_read(
+    tree: SyntheticTree, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    part = FailingPart()
+    registry.register(part)
+    try:
+        args = parse("--state-dir", str(tmp_path / "state"), "record", "--dir",
+                     str(tmp_path / "rec"), "--interval", "0.1", "--count", "3")  # fmt: skip
+        assert record.run(args, tree.roots) == 0
+    finally:
+        registry.unregister(part.key)
+    said = [line for line in capsys.readouterr().err.splitlines() if "failing-toy" in line]
+    assert said == [
+        "iotop-plus record: failing-toy: Permission denied; the part is not recorded while "
+        "this lasts"
+    ]
