@@ -1,13 +1,14 @@
 """The reader of blocked threads (:mod:`.blocked`): every thread now and then, the blocked
 ones every frame.
 
-- A **full scan** (every :data:`FULL_SCAN_S`, judged on the frames' monotonic time) looks at
-  every thread's state: ``/proc/PID/task/PID/stat`` for each process (its state and thread
-  count), and for a process with more threads each other thread's. As root a thread's
-  ``wchan`` is read first, and one sleeping in a wait that is always interruptible or idle
-  (:data:`IDLE_WAITS`: futex, epoll, poll, pipe reads, idle kernel workers…) is not read
-  further: its ``wchan`` costs a third of its ``stat``. A task directory is listed again only
-  when its thread count changed or one of its threads went away.
+- A **full scan** (every :data:`FULL_SCAN_S`, judged on the frames' monotonic time) finds
+  every thread in ``D``. A thread changes state only by running, and running changes its
+  ``/proc/PID/task/TID/schedstat`` (time on the CPU, time waiting for it, timeslices): so each
+  thread's ``schedstat`` is read (a third of the cost of its ``stat``) and its ``stat`` only
+  when ``schedstat`` changed since the last scan, or when the kernel keeps no such figures
+  (``0 0 0``). A task directory is listed again only when its thread count changed (the
+  directory's link count, from ``fstat`` of the held directory) or one of its threads went
+  away.
 - **Each frame** re-reads the state and ``schedstat`` of the threads seen blocked; what else
   is read about one (``wchan``, ``syscall``, ``stack``, its file and cgroup) is read when it is
   first seen and again only after it ran (its timeslice count changed), at most
@@ -57,51 +58,24 @@ _STACK_READ = 16384
 _PF_KTHREAD = 0x00200000
 _GONE = (errno.ENOENT, errno.ESRCH)
 
-IDLE_WAITS = frozenset(
-    {
-        b"futex_wait_queue",
-        b"futex_wait_queue_me",
-        b"futex_do_wait",
-        b"do_epoll_wait",
-        b"ep_poll",
-        b"poll_schedule_timeout",
-        b"do_select",
-        b"do_sys_poll",
-        b"do_nanosleep",
-        b"hrtimer_nanosleep",
-        b"pipe_read",
-        b"anon_pipe_read",
-        b"pipe_write",
-        b"anon_pipe_write",
-        b"do_wait",
-        b"kernel_wait4",
-        b"sigsuspend",
-        b"do_sigtimedwait",
-        b"unix_stream_read_generic",
-        b"unix_stream_data_wait",
-        b"sk_wait_data",
-        b"inet_csk_accept",
-        b"wait_woken",
-        b"worker_thread",
-        b"rescuer_thread",
-        b"smpboot_thread_fn",
-        b"kthread_worker_fn",
-        b"kthreadd",
-        b"kjournald2",
-        b"irq_thread",
-        b"rcu_gp_kthread",
-        b"rcu_gp_fqs_loop",
-        b"rcu_tasks_one_gp",
-        b"kswapd",
-        b"kcompactd",
-        b"khugepaged",
-        b"watchdog",
-        b"oom_reaper",
-        b"io_wq_worker",
-    }
-)
-"""Kernel functions whose sleeps are only ever interruptible (``S``) or idle (``I``): a thread
-whose ``wchan`` names one is not blocked, and its ``stat`` is not read."""
+_NO_FIGURES = b"0 0 0\n"
+"""``schedstat`` of a kernel that keeps no scheduler statistics."""
+
+
+@dataclass
+class _Process:
+    """The held files of one process's threads, between scans (mutable, private)."""
+
+    task_fd: int
+    """Its held ``task`` directory (-1: not held)."""
+    tids: list[int]
+    """Its threads, the leader first."""
+    fds: list[int]
+    """Each thread's held ``schedstat`` (-1: not held)."""
+    last: list[bytes]
+    """Each thread's ``schedstat`` at the last scan (``b""``: its state must be read)."""
+    relist: bool = False
+    """A thread went away: list the directory again."""
 
 
 @dataclass
@@ -169,7 +143,8 @@ class BlockedReader:
         self._live = _is_live(roots)
         self._budget = _held_budget() if self._live else 0
         self._held: dict[str, int] = {}
-        self._tids: dict[int, tuple[int, ...]] = {}
+        self._processes: dict[int, _Process] = {}
+        self._held_count = 0
         self._stuck: dict[tuple[int, int], _Stuck] = {}
         self._scanned_at = float("-inf")
         self._threads = 0
@@ -199,11 +174,15 @@ class BlockedReader:
         except OSError:
             os.close(fd)
             return None
-        if hold and len(self._held) < self._budget:
+        if hold and self._room():
             self._held[rel] = fd
         else:
             os.close(fd)
         return data
+
+    def _room(self) -> bool:
+        """Whether one more file may be held open."""
+        return len(self._held) + self._held_count < self._budget
 
     def _forget(self, rel: str) -> None:
         fd = self._held.pop(rel, None)
@@ -215,78 +194,134 @@ class BlockedReader:
         for fd in self._held.values():
             os.close(fd)
         self._held.clear()
+        for process in self._processes.values():
+            self._close(process)
+        self._processes.clear()
 
     # -- the full scan ------------------------------------------------------------------
 
     def _scan(self) -> dict[tuple[int, int], bytes]:
         """Every thread in ``D`` now, with its ``stat`` text; counts the threads looked at."""
         found: dict[tuple[int, int], bytes] = {}
-        kept: set[str] = set()
         threads = 0
         try:
             names = os.listdir(self._proc)
         except OSError:
             names = []
+        alive = set()
         for name in names:
             if not name.isdigit():
                 continue
             pid = int(name)
-            rel = f"{name}/task/{name}/stat"
-            stat = self._read(rel, True)
-            if stat is None:
+            process = self._processes.get(pid) or self._open(pid)
+            if process is None:
                 continue
-            kept.add(rel)
-            threads += 1
-            try:
-                state, count, _, _ = _state(stat)
-            except ValueError:
-                continue
-            if state == b"D":
-                found[pid, pid] = stat
-            if count <= 1:
-                self._tids.pop(pid, None)
-            else:
-                threads += self._scan_threads(pid, count, found, kept)
-        for rel in [r for r in self._held if r not in kept and "/schedstat" not in r]:
-            self._forget(rel)
+            alive.add(pid)
+            if process.relist or not process.tids:
+                self._list(pid, process)
+            ran = self._scan_threads(pid, process, found)
+            # Only a thread of the process can start another, and it must run to do so.
+            if ran and self._thread_count(process) != len(process.tids):
+                self._list(pid, process)
+                self._scan_threads(pid, process, found)
+            threads += len(process.tids)
+        for pid in [p for p in self._processes if p not in alive]:
+            self._close(self._processes.pop(pid))
         self._threads = threads
         return found
 
     def _scan_threads(
-        self, pid: int, count: int, found: dict[tuple[int, int], bytes], kept: set[str]
-    ) -> int:
-        """Look at the threads of ``pid`` but its leader; how many there were."""
-        tids = self._tids.get(pid)
-        if tids is None or len(tids) + 1 != count:
-            tids = self._list_tids(pid)
-        for tid in tids:
-            base = f"{pid}/task/{tid}/"
-            if self.root:
-                wchan = self._read(base + "wchan", True, 128)
-                if wchan is None:
-                    self._tids.pop(pid, None)  # gone: list the task directory again
-                    continue
-                kept.add(base + "wchan")
-                if wchan.partition(b".")[0] in IDLE_WAITS:
-                    continue
-                stat = self._read(base + "stat", False)
-            else:
-                stat = self._read(base + "stat", True)
-                kept.add(base + "stat")
+        self, pid: int, process: _Process, found: dict[tuple[int, int], bytes]
+    ) -> bool:
+        """Look at the threads of ``pid`` (one that did not run since it was last looked at
+        costs one ``pread``); whether any of them ran."""
+        stuck = self._stuck
+        ran = False
+        for i in range(len(process.tids)):
+            tid, fd = process.tids[i], process.fds[i]
+            try:
+                now = os.pread(fd, 128, 0) if fd >= 0 else self._read_path(pid, tid, "schedstat")
+            except OSError:
+                process.relist = ran = True
+                continue
+            if now == process.last[i] and (pid, tid) not in stuck:
+                continue  # it has not run: its state is the one seen last time
+            ran = True
+            stat = self._read(f"{pid}/task/{tid}/stat", False)
             if stat is None:
-                self._tids.pop(pid, None)
-            elif b") D " in stat and _state_or_none(stat) == b"D":
+                process.relist = True
+                continue
+            process.last[i] = now if now != _NO_FIGURES else b""
+            if b") D " in stat and _state_or_none(stat) == b"D":
                 found[pid, tid] = stat
-        return len(tids)
+        return ran
 
-    def _list_tids(self, pid: int) -> tuple[int, ...]:
+    def _read_path(self, pid: int, tid: int, name: str) -> bytes:
+        fd = os.open(f"{self._proc}/{pid}/task/{tid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
         try:
-            names = os.listdir(f"{self._proc}/{pid}/task")
+            return os.pread(fd, 128, 0)
+        finally:
+            os.close(fd)
+
+    def _open(self, pid: int) -> _Process | None:
+        fd = -1
+        if self._room():
+            try:
+                fd = os.open(
+                    f"{self._proc}/{pid}/task", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+                )
+            except OSError:
+                return None
+            self._held_count += 1
+        process = self._processes[pid] = _Process(fd, [], [], [])
+        return process
+
+    def _thread_count(self, process: _Process) -> int:
+        """Threads of the process: its task directory's links less ``.`` and its own (-1:
+        not known)."""
+        if process.task_fd < 0:
+            return -1
+        try:
+            return os.fstat(process.task_fd).st_nlink - 2
         except OSError:
-            names = []
-        tids = tuple(int(n) for n in names if n.isdigit() and int(n) != pid)
-        self._tids[pid] = tids
-        return tids
+            return -1
+
+    def _list(self, pid: int, process: _Process) -> None:
+        """List the threads again, keeping the held files of those still there."""
+        try:
+            listed = os.listdir(
+                process.task_fd if process.task_fd >= 0 else f"{self._proc}/{pid}/task"
+            )
+        except OSError:
+            listed = []
+        tids = sorted((int(n) for n in listed if n.isdigit()), key=lambda t: (t != pid, t))
+        old = dict(zip(process.tids, zip(process.fds, process.last, strict=True), strict=True))
+        fds, last = [], []
+        for tid in tids:
+            fd, seen = old.pop(tid, (-1, b""))
+            if fd < 0 and self._room():
+                try:
+                    fd = os.open(
+                        f"{self._proc}/{pid}/task/{tid}/schedstat", os.O_RDONLY | os.O_CLOEXEC
+                    )
+                    self._held_count += 1
+                except OSError:
+                    fd = -1
+            fds.append(fd)
+            last.append(seen)
+        for fd, _ in old.values():
+            self._close_fd(fd)
+        process.tids, process.fds, process.last, process.relist = tids, fds, last, False
+
+    def _close_fd(self, fd: int) -> None:
+        if fd >= 0:
+            os.close(fd)
+            self._held_count -= 1
+
+    def _close(self, process: _Process) -> None:
+        for fd in (process.task_fd, *process.fds):
+            self._close_fd(fd)
+        process.task_fd, process.fds = -1, [-1] * len(process.fds)
 
     # -- each frame ---------------------------------------------------------------------
 
@@ -302,7 +337,9 @@ class BlockedReader:
             stats = {}
             for key in list(self._stuck):
                 stat = self._read(f"{key[0]}/task/{key[1]}/stat", True)
-                if stat is not None:
+                if stat is None:
+                    self._drop(key)  # gone
+                else:
                     stats[key] = stat
         threads = []
         budget = DETAILS_PER_FRAME
@@ -318,7 +355,7 @@ class BlockedReader:
             stuck = self._stuck.get(key)
             if stuck is None:
                 stuck = self._stuck[key] = _Stuck(now, slices)
-            elif slices is None or slices != stuck.slices:
+            elif slices is not None and slices != stuck.slices:
                 stuck.since, stuck.slices, stuck.seen = now, slices, None
             if stuck.seen is None and budget > 0:
                 budget -= 1
@@ -339,10 +376,8 @@ class BlockedReader:
 
     def _drop(self, key: tuple[int, int]) -> None:
         self._stuck.pop(key, None)
-        self._forget(f"{key[0]}/task/{key[1]}/schedstat")
-        if key[0] != key[1] and self.root:
-            # held only while blocked (the scan holds the leader's and, unprivileged, all)
-            self._forget(f"{key[0]}/task/{key[1]}/stat")
+        for name in ("stat", "schedstat"):
+            self._forget(f"{key[0]}/task/{key[1]}/{name}")
 
     def _slices(self, key: tuple[int, int]) -> int | None:
         """The third field of ``schedstat`` (``proc(5)``: run ns, wait ns, timeslices)."""
@@ -379,7 +414,9 @@ class BlockedReader:
                 refused.append("stack")
             else:
                 stack = parse_stack(stack_text)
-            if call.name is None and not kthread and "exc_page_fault" in stack:
+            if kthread:
+                call = Syscall(None, None)  # a kernel thread's registers are no call
+            elif call.name is None and "exc_page_fault" in stack:
                 call = Syscall("page fault", None)
             if call.fd is not None:
                 file, where, seen = self._file(pid, call.fd)
