@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -116,7 +117,7 @@ class Frames:
         return value
 
 
-def _on(value: BlockedTasks, mnt: Path) -> list[dict[str, object]]:
+def _on(value: BlockedTasks, mnt: Path) -> list[dict[str, Any]]:
     return [g.as_json() for g in value.groups if g.mount == str(mnt) and g.reason == "frozen"]
 
 
@@ -131,7 +132,7 @@ def test_frozen_writers_are_listed_within_two_frames_and_gone_one_frame_after_th
                 seen = [_on(frames.next(), mnt) for _ in range(2)]
                 groups = seen[-1]
                 assert groups, f"not listed within two frames: {seen}"
-                assert sorted(p for g in groups for p in g["pids"]) == sorted(pids)  # type: ignore[attr-defined]
+                assert sorted(p for g in groups for p in g["pids"]) == sorted(pids)
                 for g in groups:
                     assert g["syscall"] == "write" and g["wait"] == "percpu_rwsem_wait"
                     assert g["device"] == dev and str(g["file"]).startswith(f"{mnt}/table-")

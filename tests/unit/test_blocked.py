@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -220,7 +221,7 @@ class Frames:
         self.roots = tree.roots
         self.now = 1000.0
 
-    def next(self, seconds: float = 1.0) -> dict[str, object]:
+    def next(self, seconds: float = 1.0) -> dict[str, Any]:
         self.now += seconds
         sample = Sample(monotonic=self.now, wall_time=self.now, counters={})
         ctx = ReadContext(self.roots, sample, None, Inventory(), frozenset({"blocked"}))
@@ -278,11 +279,11 @@ def test_the_oldest_wait_runs_only_while_the_thread_does_not_run(tree: Tree) -> 
     tree.thread(100, 100)
     tree.open_file(100, 3, "/mnt/data/a")
     frames = Frames(tree)
-    ages = [frames.next()["blocked"][0]["oldest_s"] for _ in range(3)]  # type: ignore[index]
+    ages = [frames.next()["blocked"][0]["oldest_s"] for _ in range(3)]
     assert ages == [0.0, 1.0, 2.0]
     tree.thread(100, 100, slices=8)  # it ran in between, and blocked again
-    assert frames.next()["blocked"][0]["oldest_s"] == 0.0  # type: ignore[index]
-    assert frames.next()["blocked"][0]["oldest_s"] == 1.0  # type: ignore[index]
+    assert frames.next()["blocked"][0]["oldest_s"] == 0.0
+    assert frames.next()["blocked"][0]["oldest_s"] == 1.0
 
 
 def test_a_thread_that_wakes_is_gone_at_the_next_frame(tree: Tree) -> None:
@@ -321,16 +322,14 @@ def test_threads_of_a_process_and_its_new_threads_are_scanned(tree: Tree) -> Non
     tree.thread(300, 300, state="S", threads=3, slices=8)
     tree.thread(300, 302, threads=3, stack=FSYNC_STACK, syscall=None)
     groups = frames.next(FULL_SCAN_S)["blocked"]
-    assert [(g["reason"], g["pids"], g["syscall"]) for g in groups] == [  # type: ignore[union-attr]
-        ("journal", [300], None)
-    ]
+    assert [(g["reason"], g["pids"], g["syscall"]) for g in groups] == [("journal", [300], None)]
     assert frames.value.threads == 3
 
 
 def test_what_the_kernel_refuses_is_said_and_the_thread_still_counts(tree: Tree) -> None:
     tree.thread(1, 1, comm="init", wchan="0", syscall=None, stack=None)
     doc = Frames(tree).next()
-    [entry] = doc["blocked"]  # type: ignore[misc]
+    [entry] = doc["blocked"]
     assert entry["count"] == 1 and entry["reason"] == "unknown"
     assert entry["wait"] is None and entry["syscall"] is None
     assert entry["refused"] == ["stack", "syscall", "wait"]
@@ -340,7 +339,7 @@ def test_without_root_other_users_wait_is_null_and_nothing_more_is_read(tree: Tr
     tree.thread(100, 100, wchan="0")
     tree.thread(101, 101, comm="mine", wchan="folio_wait_bit_common")
     frames = Frames(tree, root=False)
-    groups = {g["comm"]: g for g in frames.next()["blocked"]}  # type: ignore[union-attr]
+    groups = {g["comm"]: g for g in frames.next()["blocked"]}
     assert groups["writer"]["wait"] is None and groups["writer"]["reason"] == "unknown"
     assert groups["writer"]["refused"] == ["wait"]
     assert groups["mine"]["wait"] == "folio_wait_bit_common"
@@ -357,7 +356,7 @@ def test_hostile_names_reach_json_printable_and_recordings_lossless(tree: Tree) 
     doc = frames.next()
     text = json.dumps(doc, ensure_ascii=False)
     assert not any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
-    [entry] = doc["blocked"]  # type: ignore[misc]
+    [entry] = doc["blocked"]
     assert entry["file"] == "/mnt/data/\\x1b[31mred\\xff\\x0a.db"
     assert entry["comm"] == "ev\\x1b]0;pwn\\x07il) D (x"
     part = BlockedPart()
