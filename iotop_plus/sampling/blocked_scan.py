@@ -17,7 +17,7 @@ ones every frame.
 On a live ``/proc`` the files read every scan stay open and are read again with ``pread`` (as
 :mod:`.process_reader` does): a held file stays bound to its thread, and reads fail with
 ``ESRCH`` once it exits even if the number is reused. The cost is measured by
-``benchmarks/bench_blocked.py`` (``docs/performance.md``).
+``benchmarks/bench_blocked.py`` (figures in the README, ``snapshot --blocked``).
 """
 
 from __future__ import annotations

@@ -197,6 +197,14 @@ class FrameFeed:
         if on and not was and self.thread is not None:
             self.thread.sample_now()
 
+    def want_part(self, key: str, on: bool) -> None:
+        """A view shows frame part ``key`` (:mod:`iotop_plus.sampling.registry`), or no
+        longer: the next frames carry it or not; the first comes at once."""
+        was = getattr(self.source, "wants", lambda _part: False)(key)
+        self.source.want(key, on)
+        if on and not was and self.thread is not None:
+            self.thread.sample_now()
+
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``; the next one comes at once."""
         if isinstance(self.source, LiveSource):
