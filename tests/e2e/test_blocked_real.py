@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +21,9 @@ from typing import Any
 
 import pytest
 
+from iotop_plus.record.format import FormatError
+from iotop_plus.record.reader import RecordingFile
+from iotop_plus.record.recorder import recording_files
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.blocked import BlockedTasks
 from iotop_plus.sampling.blocked_part import BlockedPart
@@ -27,6 +31,7 @@ from iotop_plus.sampling.blocked_scan import BlockedReader
 from iotop_plus.sampling.inventory import read_inventory
 from iotop_plus.sampling.part import ReadContext
 from iotop_plus.sampling.sampler import Sampler
+from tests.support.cli import cli_argv, cli_env, run_cli, serve
 from tests.support.loopdev import loop_device
 from tests.support.mounts import unmount
 from tests.support.nobody import nobody_env, nobody_python
@@ -146,6 +151,9 @@ def test_frozen_writers_are_listed_within_two_frames_and_gone_one_frame_after_th
 
 NOBODY_READER = """
 import json, sys
+from iotop_plus.record.format import FormatError
+from iotop_plus.record.reader import RecordingFile
+from iotop_plus.record.recorder import recording_files
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.blocked_part import BlockedPart
 from iotop_plus.sampling.blocked_scan import BlockedReader
@@ -190,3 +198,50 @@ def test_the_part_json_of_a_live_frame_round_trips(tmp_path: Path) -> None:
     part = BlockedPart()
     assert part.from_json(json.loads(json.dumps(part.to_json(value)))) == value
     assert _on(value, mnt)
+
+
+def test_snapshot_serve_and_a_recording_show_the_frozen_writers(tmp_path: Path) -> None:
+    with frozen_writers(tmp_path) as (mnt, pids, dev), freeze(mnt, pids):
+        run = run_cli("snapshot", "--blocked", "-f", "json", "-c", "1", state=tmp_path / "s")
+        assert run.returncode == 0, run.stderr
+        entry = json.loads(run.stdout)["sysstat"]["hosts"][0]["statistics"][-1]
+        mine = [g for g in entry["blocked"] if g["mount"] == str(mnt)]
+        assert sorted(p for g in mine for p in g["pids"]) == sorted(pids)
+        assert {g["reason"] for g in mine} == {"frozen"}
+        with serve(state=tmp_path / "serve") as port:
+            line = f'iotop_plus_blocked_tasks{{device="{dev}",reason="frozen"}} {len(pids)}.0'
+
+            def exported() -> bool:
+                url = f"http://127.0.0.1:{port}/metrics"
+                with urllib.request.urlopen(url, timeout=10) as page:
+                    return line in page.read().decode()
+
+            assert holds_within(exported, 30.0), line
+        rec = tmp_path / "rec"
+        argv = cli_argv("record", "--blocked", "-i", "1", "--dir", str(rec), state=tmp_path / "r")
+        recorder = subprocess.Popen(argv, env=cli_env(), stderr=subprocess.PIPE, text=True)
+        try:
+            assert holds_within(lambda: _samples(rec) >= 3, 60.0), "three samples recorded"
+        finally:
+            recorder.terminate()
+            assert recorder.wait(30) == 0, recorder.stderr.read() if recorder.stderr else ""
+    again = run_cli("snapshot", "--from", str(rec), "-f", "json", state=tmp_path / "s")
+    assert again.returncode == 0, again.stderr
+    entries = json.loads(again.stdout)["sysstat"]["hosts"][0]["statistics"]
+    kept = [g for e in entries for g in e.get("blocked", []) if g["mount"] == str(mnt)]
+    assert kept and {g["reason"] for g in kept} == {"frozen"}, entries
+
+
+def _samples(directory: Path) -> int:
+    """Samples in the newest recording (0 before it has a header)."""
+    paths = recording_files(directory)
+    if not paths:
+        return 0
+    try:
+        rec = RecordingFile(paths[-1], follow=True)
+    except FormatError:
+        return 0
+    try:
+        return sum(c.n for c in rec.chunks)
+    finally:
+        rec.close()
