@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from iotop_plus.sampling.diagnosis import diagnose
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.lookback import RECENT, Lookback
+from iotop_plus.sampling.memory import MemoryPart
 from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.throttle_watch import ThrottlePart
 from iotop_plus.sampling.timeline import Timeline
 
 
@@ -18,7 +20,7 @@ def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
     if frame is None:
         return []
     facts: list[tuple[str, str]] = []
-    memory = frame.memory
+    memory = frame.get(MemoryPart)
     if memory is not None:
         text = memory.summary()
         if memory.over_background:
@@ -71,7 +73,7 @@ def verdict_facts(
     baseline = quiet(frame.seq) if quiet is not None and frame.seq > 0 else None
     lookback = Lookback(recent_frames(frame, timeline), baseline)
     facts = [("why", diagnose(frame, device, lookback).line())]
-    throttles = frame.throttles
+    throttles = frame.get(ThrottlePart)
     if frame.cgroups is None and throttles is not None and throttles.problem:
         facts.append(("why note", throttles.problem))  # the throttle check was too costly
     return facts

@@ -4,6 +4,7 @@ data for named as unchecked (never guessed)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -69,6 +70,10 @@ def frame(
     memory: Memory | None = QUIET_MEMORY,
     **parts: Any,
 ) -> Frame:
+    """A frame of ``sda``; ``parts`` are the frame's own fields (``cgroups``, ``latency``)
+    or registered parts' values by key (``health``, ``issuers``, ``throttles``)."""
+    fields = {f.name for f in dataclasses.fields(Frame)}
+    values = {"memory": memory, **{k: v for k, v in parts.items() if k not in fields}}
     return Frame(
         sample=Sample(100.0, 1795669200.0, MappingProxyType({})),
         rates=MappingProxyType({"sda": device_rates}),
@@ -78,8 +83,8 @@ def frame(
         elapsed_s=1.0,
         ever_used=frozenset({"sda"}),
         pressure=pressure if pressure is not None else psi(),
-        memory=memory,
-        **parts,
+        parts={k: v for k, v in values.items() if v is not None},
+        **{k: v for k, v in parts.items() if k in fields},
     )
 
 
@@ -117,7 +122,7 @@ def everything(**overrides: Any) -> dict[str, Any]:
         "health": HealthFrame(MappingProxyType({}), MappingProxyType({}), MappingProxyType({})),
         "latency": LatencyFrame(RUNNING, MappingProxyType({}), span_s=1.0),
         "issuers": IssuersFrame(TRACER),
-        "parts": MappingProxyType({"blocked": BlockedTasks((), 0, 0.0, True)}),
+        "blocked": BlockedTasks((), 0, 0.0, True),
     }
     parts.update(overrides)
     return parts
@@ -308,7 +313,7 @@ def stuck(oldest_s: float, reason: str = "frozen", device: str = "sda1") -> dict
         comm="pg",
         disk="sda" if device == "sda1" else device,
     )
-    return everything(parts=MappingProxyType({"blocked": BlockedTasks((group,), 9, 0.0, True)}))
+    return everything(blocked=BlockedTasks((group,), 9, 0.0, True))
 
 
 def test_threads_blocked_on_a_frozen_filesystem_are_the_cause_even_when_the_disk_is_idle() -> None:
