@@ -270,13 +270,15 @@ def test_the_snapshot_table_names_each_devices_top_three_issuers(
     from iotop_plus.commands.snapshot_issuers import who_lines
 
     latency, issuers = traced_frames(proc_tree(tmp_path))
-    frame: Any = SimpleNamespace(issuers=issuers, latency=latency)
+    frame: Any = SimpleNamespace(parts={"issuers": issuers}, latency=latency)
+    frame.get = lambda part: frame.parts.get(part.key)
     asked = argparse.Namespace(issuers=True)
     [line] = who_lines(asked, ["vda", "sdz"], frame).splitlines()
     assert line.startswith("who vda: kernel writeback ")  # the flusher did the most requests
     assert line.count(" · ") == 2 and "dd[23734] " in line and " IO/s p99 " in line
     assert who_lines(argparse.Namespace(issuers=False), ["vda"], frame) == ""
-    failed: Any = SimpleNamespace(issuers=None, latency=LatencyFrame(FAILED, status="needs root"))
+    failed: Any = SimpleNamespace(latency=LatencyFrame(FAILED, status="needs root"))
+    failed.get = lambda part: None
     assert who_lines(asked, ["vda"], failed) == ""
     assert capsys.readouterr().err == (
         "iotop-plus: --issuers needs the block tracer: needs root; no who lines\n"
