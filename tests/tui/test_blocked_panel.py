@@ -3,6 +3,7 @@ the groups in printable text and says what the kernel would not show."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from textual.widgets import Static, TabbedContent
@@ -79,3 +80,30 @@ async def test_capital_b_opens_the_groups_and_asks_for_them_only_while_shown(
         assert str(panel.query_one("#blocked-status", Static).render()) == NOT_RECORDED
         await pilot.press("I")  # the Device tab: the scan stops
         await wait_for(pilot, lambda: not app.source.wants("blocked"), "the part unwanted")
+
+
+async def test_the_tab_shows_what_the_live_frames_read(tmp_path: Path) -> None:
+    """The frames, not the test, carry the part: a thread in D in the host's /proc."""
+    base = tmp_path / "host"
+    shutil.copytree(FIXTURES / "tui_host", base, symlinks=True)
+    task = base / "proc" / "777" / "task" / "777"
+    task.mkdir(parents=True)
+    fields = ["0"] * 40
+    fields[17] = "1"  # num_threads
+    stat = "777 (fsck\x1b[31m) D " + " ".join(fields[1:])
+    (task / "stat").write_text(stat + "\n")
+    (task / "schedstat").write_text("10 20 3\n")
+    (task / "wchan").write_text("folio_wait_bit_common")
+    (task / "cgroup").write_text("0::/system.slice/fsck.service\n")
+    app = app_on(Roots(base / "proc", base / "sys"))
+    async with app.run_test(size=(140, 40)) as pilot:
+        await started(pilot, app)
+        await pilot.press("B")
+        await wait_for(pilot, lambda: bool(app.main_screen.query(BlockedPanel)))
+        panel = app.main_screen.query_one(BlockedPanel)
+        groups = panel.query_one("#blocked-groups", Static)
+        await wait_for(pilot, lambda: "page I/O" in str(groups.render()), "the frame's groups")
+        body = str(groups.render())
+        assert "pid 777 fsck\\x1b[31m" in body and "cgroup /system.slice/fsck.service" in body
+        assert "wait folio_wait_bit_common" in body
+        assert not any(ord(c) < 32 and c != "\n" for c in body)
