@@ -142,7 +142,8 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     state = StateDir(chosen_state_dir(args.state_dir))
     # The journals' whole history (serve counts it all); health: a worker reads it, at most
     # one smartctl every 5 min a device.
-    source = live_source(roots, journal=state, journal_history=True, want=(HEALTH,))
+    # Blocked tasks always: iotop_plus_blocked_tasks and the verdict's blocked cause.
+    source = live_source(roots, journal=state, journal_history=True, want=(HEALTH, "blocked"))
     if args.latency:
         source.want(LATENCY_QUEUE, True)
     sampler = ExportSampler(

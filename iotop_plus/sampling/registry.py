@@ -23,6 +23,7 @@ REGISTERED: tuple[str, ...] = (
     "iotop_plus.sampling.throttle_watch:ThrottlePart",
     "iotop_plus.sampling.issuers_part:IssuersPart",
     "iotop_plus.sampling.health_gate:HealthPart",
+    "iotop_plus.sampling.blocked_part:BlockedPart --blocked",
 )
 """The parts, in read order (a part is read after those named in its ``after``)."""
 

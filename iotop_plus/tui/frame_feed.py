@@ -199,6 +199,14 @@ class FrameFeed:
         if on and not was and self.thread is not None:
             self.thread.sample_now()
 
+    def want_part(self, key: str, on: bool) -> None:
+        """A view shows frame part ``key`` (:mod:`iotop_plus.sampling.registry`), or no
+        longer: the next frames carry it or not; the first comes at once."""
+        was = key in self._asked
+        self._ask(key, on)
+        if on and not was and self.thread is not None:
+            self.thread.sample_now()
+
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``; the next one comes at once."""
         self._detail = (self._detail[0], path)

@@ -16,9 +16,11 @@ from iotop_plus.sampling.issuers_part import IssuersPart
 from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
 
 if TYPE_CHECKING:
+    from iotop_plus.sampling.blocked import BlockedTasks
     from iotop_plus.sampling.frame import Frame
     from iotop_plus.tui.replay_reads import ReplayRead
     from iotop_plus.tui.screens.side_panels import SidePanels
+    from iotop_plus.tui.widgets.blocked_panel import BlockedPanel
     from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
@@ -75,3 +77,7 @@ class HistoryActions:
         cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
         if cgroups is not None and cgroups.sampling:
             cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.get(IssuersPart))
+        blocked = cast("BlockedPanel | None", self.panels.mounted("tab-blocked"))
+        if blocked is not None and blocked.sampling:
+            tasks = cast("BlockedTasks | None", frame.parts.get(blocked.KEY))
+            blocked.show_blocked(tasks, recorded=recorded)

@@ -233,6 +233,15 @@ MAIN_KEYS: tuple[Command, ...] = (
         show=False,
     ),
     Command(
+        "B",
+        "panel_tab('tab-blocked')",
+        "Blocked",
+        "Blocked",
+        "side panel: Blocked, threads stuck in D state: why (frozen filesystem, journal, page "
+        "I/O, full queue, writeback throttling), on which file or mount, for how long",
+        show=False,
+    ),
+    Command(
         "P",
         "panel_tab('tab-probe')",
         "Probe",
