@@ -333,10 +333,10 @@ class ChunkEncoder:
         self._comp = None
 
 
-def sample_layout(rs: RecordedSample) -> tuple[Layout, list[list[int]], int, int]:
+def sample_layout(sample: Sample) -> tuple[Layout, list[list[int]], int, int]:
     """A sample's layout, counter columns, wall time in ns and wall-clock chunk minute."""
-    counters = list(rs.sample.counters.values())
-    ns = wall_ns(rs.sample.wall_time)
+    counters = list(sample.counters.values())
+    ns = wall_ns(sample.wall_time)
     return Layout.of(counters), counters_columns(counters), ns, ns // (CHUNK_SECONDS * 10**9)
 
 
@@ -384,7 +384,7 @@ class ChunkWriter:
     def append(self, rs: RecordedSample) -> None:
         """Write one sample now (raises OSError when the file system refuses it)."""
         sample = rs.sample
-        layout, cols, ns, minute = sample_layout(rs)
+        layout, cols, ns, minute = sample_layout(sample)
         encoder = self._encoder
         if encoder.is_open and not encoder.fits(layout, minute):
             self.close_chunk()

@@ -27,6 +27,8 @@ from collections.abc import Iterable
 
 from iotop_plus.record.chunks import ChunkEncoder, RecordedSample, sample_layout
 from iotop_plus.record.collect import recorded_sample
+from iotop_plus.record.recorded_health import HealthParts
+from iotop_plus.record.recorded_who import CommandLines, WhoParts
 from iotop_plus.record.store_chunk import METRICS, Chunk, Decoded
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
@@ -92,6 +94,10 @@ class FrameStore:
         self.marks: deque[ClockMark] = deque(maxlen=100)
         """The wall clock's steps back, oldest first."""
         self._encoder = ChunkEncoder()
+        self._who = WhoParts(CommandLines(), cgroups=True)
+        self._health = HealthParts()
+        self._opened = 0
+        """Chunks opened so far."""
         self._chunks: deque[Chunk] = deque()
         self._starts: list[int] = []
         self._next = 0
@@ -142,14 +148,19 @@ class FrameStore:
             )
         wall = kept.sample.wall_time
         self._step_back(wall)
-        rs = recorded_sample(kept, self.roots, self.top_processes)
-        layout, cols, ns, minute = sample_layout(rs)
+        layout, cols, ns, minute = sample_layout(kept.sample)
         names = layout.names
         chunk = self._chunks[-1] if self._chunks else None
-        if chunk is None or not chunk.fits(kept, names) or not self._encoder.fits(layout, minute):
+        same = chunk is not None and chunk.fits(kept, names) and self._encoder.fits(layout, minute)
+        # As the recorder writes it: a chunk is read alone, so it names its processes again.
+        rs = recorded_sample(kept, self.roots, self.top_processes)
+        rs = self._who.add(rs, kept, self._opened, same)
+        rs = self._health.add(rs, kept, self._opened, same)
+        if chunk is None or not same:
             if chunk is not None:
                 chunk.close()
             self._encoder.close()
+            self._opened += 1
             chunk = Chunk(
                 self._next,
                 names,

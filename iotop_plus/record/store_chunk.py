@@ -43,6 +43,21 @@ METRICS: tuple[str, ...] = (
 """The figures a chart can draw, by :class:`DeviceRates` attribute name."""
 
 WIDTH = len(METRICS)
+
+UNRECORDED: tuple[str, ...] = (
+    "short_interval",
+    "process_error",
+    "latency",
+    "queues",
+    "journal_restarted",
+    "journal_problems",
+    "throttles",
+    "memory",
+    "parts",
+)
+"""The frame's fields a recording does not hold (yet), or not whole (``memory``'s problem
+line): a chunk keeps them by reference, only those that are not empty, and puts them back on
+the frames it rebuilds."""
 _NAN = float("nan")
 _FIGURES = attrgetter(*METRICS)
 
@@ -80,6 +95,8 @@ class Chunk:
     walls: array[float] = dataclasses.field(default_factory=lambda: array("d"))
     seqs: array[int] = dataclasses.field(default_factory=lambda: array("q"))
     figures: array[float] = dataclasses.field(default_factory=lambda: array("f"))
+    unrecorded: list[dict[str, object] | None] = dataclasses.field(default_factory=list)
+    """Each frame's :data:`UNRECORDED` fields that are not empty (None: none)."""
     open: bool = True
     """Whether frames may still join it (its stream is flushed after each one: an open
     chunk decodes as far as it goes)."""
@@ -114,6 +131,8 @@ class Chunk:
         self.pieces.append(b"".join(pieces))  # a frame's records: one piece, as the bounds count
         self.walls.append(frame.sample.wall_time)
         self.seqs.append(frame.seq)
+        rest = {k: v for k in UNRECORDED if (v := getattr(frame, k))}
+        self.unrecorded.append(rest or None)
         with gc_paused():
             self.figures.extend(frame_figures(self.names, frame.rates))
 
@@ -182,5 +201,8 @@ class Decoded:
             chunk=self.samples,
             index=i,
         )
+        rest = chunk.unrecorded[i]
+        if rest:
+            got = dataclasses.replace(got, **rest)  # type: ignore[arg-type]
         self._frames[i] = got
         return got
