@@ -4,7 +4,8 @@ A synthetic tree of ``--devices`` busy disks (``tests/support/synthetic.py``), w
 host's real processes read each frame (as the TUI's Processes tab does), 0.25 s apart. Frames
 are made one by one; only the store's own calls are timed (``time.thread_time``). Prints the
 median append, the median lookup of a frame a minute back (``frame_at``, then ``step`` one
-back: a scrub), and the bytes it keeps a device a frame once ``--frames`` are in.
+back: a scrub). Memory is measured apart (``bench_history_memory.py``, the tests'
+bytes-a-device-a-frame bounds): tracing allocations would slow the timed calls unevenly.
 
 Run it from either tree to compare (it uses whatever the TUI keeps its history in there:
 ``record.store.FrameStore``, or ``sampling.ring_timeline.RingTimeline`` in older trees)::
@@ -18,12 +19,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import gc
 import statistics
 import sys
 import tempfile
 import time
-import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -64,8 +63,6 @@ def run(args: argparse.Namespace, base: Path) -> None:
     store = _store(args.interval)
     appends: list[float] = []
     lookups: list[float] = []
-    gc.collect()
-    tracemalloc.start()
     try:
         for i in range(args.frames):
             tree.advance(args.interval)
@@ -86,10 +83,7 @@ def run(args: argparse.Namespace, base: Path) -> None:
                 shown = store.frame_at(wall - 60.0)
                 store.step(shown.wall_time, -1)
                 lookups.append(time.thread_time() - t0)
-        gc.collect()
-        held = tracemalloc.get_traced_memory()[0]
     finally:
-        tracemalloc.stop()
         disks.close()
         host.close()
     warm = appends[20:]
@@ -97,7 +91,6 @@ def run(args: argparse.Namespace, base: Path) -> None:
     print(f"  append  median {statistics.median(warm) * 1e3:.3f} ms a frame")
     if lookups:
         print(f"  lookup  median {statistics.median(lookups) * 1e3:.3f} ms (frame_at + step)")
-    print(f"  traced  {held / len(store) / args.devices:.1f} B a device a frame (all made)")
 
 
 if __name__ == "__main__":

@@ -46,9 +46,10 @@ RECENT_KEPT = 8
 """The last frames appended are kept as they came: the Device tab's verdict looks back on the
 five before the one shown at every frame."""
 
-DECODED_KEPT = 3
-"""Chunks kept decoded (a scrub moves within one or two; a chunk's first frame's rates need
-the chunk before)."""
+DECODED_KEPT = 2
+"""Chunks kept decoded: the one a scrub is in and the one before (its first frame's rates
+need that chunk's last sample). A decoded chunk holds its samples' counters as objects, a few
+hundred bytes a device a frame: more would weigh on the memory goal."""
 
 
 @dataclasses.dataclass(frozen=True)
