@@ -13,6 +13,7 @@ import errno
 import itertools
 import math
 import os
+import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from iotop_plus.record.format import (
     FRAME,
     MAX_FRAME,
     MAX_WALL_NS,
+    TIMES,
     TRAILER,
     TRAILER_END,
     TRAILER_MAGIC,
@@ -32,8 +34,17 @@ from iotop_plus.record.format import (
     check_prefix,
     crc,
     load_blob,
+    load_json,
 )
-from iotop_plus.record.stream import MAX_CHUNK_COST, Decoded, decode_stream
+from iotop_plus.record.stream import (
+    MAX_CHUNK_COST,
+    MAX_JSON_RECORD,
+    Decoded,
+    StreamBound,
+    Uninflatable,
+    decode_stream,
+    stream_records,
+)
 from iotop_plus.roots import open_regular
 
 _TAIL_SCAN = 8 * 1024 * 1024
@@ -454,6 +465,13 @@ class RecordingFile:
         cached = _CACHE.get((self._owner, chunk.start))
         if cached is not None:
             return cached
+        pieces = self._pieces(chunk)
+        samples = decode_stream(pieces, self.path, self.warn, self.version) if pieces else Decoded()
+        _CACHE.put((self._owner, chunk.start), samples)
+        return samples
+
+    def _pieces(self, chunk: Chunk) -> list[bytes]:
+        """The stream pieces (``S`` and ``X`` payloads) of ``chunk``; none when corrupt."""
         size = os.fstat(self._fd).st_size
         pieces: list[bytes] = []
         pos = chunk.start
@@ -462,14 +480,37 @@ class RecordingFile:
             got = self._frame_at(pos, size)
             if got is None:
                 self.warn(f"{self.path}: a corrupt chunk at byte {pos:,} was skipped")
-                pieces = []
-                break
+                return []
             if got[0] in (b"S", b"X"):
                 pieces.append(got[1])
             pos += FRAME.size + len(got[1])
-        samples = decode_stream(pieces, self.path, self.warn, self.version) if pieces else Decoded()
-        _CACHE.put((self._owner, chunk.start), samples)
-        return samples
+        return pieces
+
+    def events(self, i: int) -> list[tuple[float, Any]]:
+        """The recorded events (``E`` records) of chunk ``i`` with their sample's wall time,
+        read without decoding the counters (within the stream's bounds; a malformed chunk
+        gives the events before the fault)."""
+        chunk = self.chunks[i]
+        if chunk.samples is not None:
+            return [(rs.sample.wall_time, e) for rs in chunk.samples for e in rs.events]
+        out: list[tuple[float, Any]] = []
+        ns = 0
+        try:
+            for kind, body in stream_records(self._pieces(chunk)):
+                if kind == b"K":
+                    (length,) = struct.unpack_from("<I", body)
+                    head = load_json(body[4 : 4 + length])
+                    ns = head.get("wall_ns", 0) if isinstance(head, dict) else 0
+                    ns = ns if type(ns) is int else 0
+                elif kind == b"D":
+                    ns += TIMES.unpack_from(body)[0]
+                elif kind == b"E" and len(body) <= MAX_JSON_RECORD:
+                    doc = load_json(body)
+                    if isinstance(doc, list):
+                        out += [(ns / 1e9, e) for e in doc if isinstance(e, dict)]
+        except (StreamBound, Uninflatable, ValueError, struct.error) as exc:
+            self.warn(f"{self.path}: a chunk's events could not all be read ({str(exc)[:120]})")
+        return out
 
     def rollup(self, i: int) -> dict[str, Any]:
         """The per-minute roll-up stored with chunk ``i``: ``{"devices": [...], "seconds": S,

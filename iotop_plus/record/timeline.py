@@ -385,6 +385,43 @@ class RecordingTimeline:
                 if frame is not None:
                     yield rs, frame
 
+    def samples(
+        self, start: float, end: float
+    ) -> Iterator[tuple[RecordedSample, RecordedSample | None]]:
+        """Every recorded sample from ``start`` to ``end`` with the sample before it in the
+        same file (None for the first, or after a restart), oldest first; no frames built."""
+        first = max(0, bisect.bisect_right(self._firsts, start) - 1)
+        before: RecordedSample | None = None
+        last: tuple[int, int] | None = None
+        for e in range(first, len(self._entries)):
+            entry = self._entries[e]
+            if entry.first > end:
+                break
+            if entry.last < start:
+                continue
+            if last != (entry.file, entry.chunk - 1):
+                before = None
+            last = (entry.file, entry.chunk)
+            for rs in self._samples(e):
+                wall = rs.sample.wall_time
+                if start <= wall <= end:
+                    yield rs, before
+                before = rs
+
+    def events_between(self, start: float, end: float) -> Iterator[tuple[float, Any]]:
+        """The recorded events with ``start < wall <= end`` and their sample's wall time,
+        read without decoding the counters of the chunks in between."""
+        first = max(0, bisect.bisect_right(self._firsts, start) - 1)
+        for e in range(first, len(self._entries)):
+            entry = self._entries[e]
+            if entry.first > end:
+                break
+            if entry.last <= start:
+                continue
+            for wall, event in self.files[entry.file].events(entry.chunk):
+                if start < wall <= end:
+                    yield wall, event
+
     def pairs(
         self, start: float, end: float, interval: float | None
     ) -> Iterator[tuple[RecordedSample, RecordedSample, Frame]]:

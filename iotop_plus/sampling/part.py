@@ -59,6 +59,9 @@ class ReadContext:
     :attr:`TraceProgram.parse` returned, merged over the ticks); None while not tracing."""
     tracer_status: str | None = None
     """Why the tracer is not tracing (one line), when the part traces and it is not."""
+    latency: object | None = None
+    """The frame's latency part (a :class:`~iotop_plus.sampling.latency_hist.LatencyFrame`)
+    while the latency tracer runs; None otherwise."""
 
 
 @dataclass(frozen=True)
