@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import subprocess
@@ -53,10 +54,12 @@ def main() -> None:
         if proc.returncode != 0:
             raise SystemExit(f"diff failed ({proc.returncode}): {err.decode()[:400]}")
         doc = json.loads(out)
-        peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # the one child's
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # the one child's
+        peak, cpu = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
         print(f"devices {args.devices}, {args.hours} h at 1 Hz, windows of 1 h at hours 2 and "
               f"{args.hours - 4}")  # fmt: skip
-        print(f"diff: {wall:.2f} s wall, peak RSS {peak / 1024:.0f} MB, "
+        print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+        print(f"diff: {wall:.2f} s wall, {cpu:.2f} s CPU, peak RSS {peak / 1024:.0f} MB, "
               f"{len(doc['changes'])} changes, quiet={doc['quiet']}")  # fmt: skip
         print("goal: <= 5 s:", "met" if wall <= 5 else "NOT met")
     finally:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import itertools
 import json
 import sys
 from typing import Any
@@ -13,11 +12,13 @@ from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError
 from iotop_plus.record.diff_report import MAX_EVENTS, Report, compare, report_json, report_text
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import RecordingTimeline, open_timeline
-from iotop_plus.record.window_stats import window_stats
+from iotop_plus.record.window_stats import WindowStats, window_stats
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.journal_events import record_wall_time
 from iotop_plus.sampling.timeparse import parse_time
+
+_EVENTS = frozenset({b"E"})
 
 EFFECT_HELP = (
     "Per device, each figure (IOPS, MB/s, await, aqu-sz, %%util from the recorded counters "
@@ -26,7 +27,9 @@ EFFECT_HELP = (
     "spread being the windows' pooled robust standard deviation (1.4826 x MAD), at least 5 %% "
     "of the pooled median and at least a floor (1 I/O/s, 0.01 MB/s, 0.1 ms, 0.1 queued, "
     "1 %%util). A figure changed when |effect| >= 3 and it moved by at least 25 %% of A's "
-    "median. A device's changed figures are one change, ranked by the largest. Issuers "
+    "median. Windows of 10 minutes or more compare the per-minute means the recording keeps "
+    "(no sample decoded), shorter ones every interval. A device's changed figures are one "
+    "change, ranked by the largest. Issuers "
     "(record --issuers) and cgroups that appeared, vanished or changed share, settings and "
     "limits that changed (with when and who), devices that came or went and health events "
     "rank with their device's figure change, else last. Nothing over the bar: 'no "
@@ -82,14 +85,39 @@ def windows(args: argparse.Namespace, now: float, tz: Any) -> tuple[tuple[float,
     return parse_window(args.window_a, now, tz, "a"), b
 
 
+ROLLUP_WINDOW_S = 600.0
+"""Windows at least this long (both) compare per-minute means from the chunks' roll-ups."""
+
+
+def summed_up(
+    timeline: RecordingTimeline, window: tuple[float, float], minutes: bool
+) -> WindowStats:
+    """One window of a recording: its samples decoded, or (``minutes``) its per-minute
+    roll-ups and the JSON records of its samples without decoding their counters."""
+    if not minutes:
+        return window_stats(timeline.samples(*window), *window)
+    stats = WindowStats(*window)
+    for doc in timeline.rollups(*window):
+        stats.add_rollup(doc)
+    for wall, docs in timeline.json_records(*window):
+        stats.add_docs(wall, docs)
+    return stats
+
+
 def diff_timeline(
     timeline: RecordingTimeline, a: tuple[float, float], b: tuple[float, float]
 ) -> Report:
     """The report of windows ``a`` and ``b`` of a recording."""
-    stats_a = window_stats(timeline.samples(*a), *a)
-    stats_b = window_stats(timeline.samples(*b), *b)
-    lo, hi = min(a[0], b[0]), max(a[1], b[1])
-    events = list(itertools.islice(timeline.events_between(lo, hi), MAX_EVENTS))
+    minutes = min(a[1] - a[0], b[1] - b[0]) >= ROLLUP_WINDOW_S
+    stats_a, stats_b = summed_up(timeline, a, minutes), summed_up(timeline, b, minutes)
+    first, second = sorted((a, b))
+    gap = (
+        [(w, e) for w, docs in timeline.json_records(first[1], second[0], _EVENTS)
+         for e in docs.get("E") or () if isinstance(e, dict) and first[1] < w < second[0]]
+        if second[0] > first[1] else []
+    )  # fmt: skip
+    events = [*stats_a.events, *gap[:MAX_EVENTS], *stats_b.events]
+    lo, hi = first[0], second[1]
     seen = {json.dumps(e, sort_keys=True) for _, e in events}
     for doc in timeline.header.get("journal") or ():  # a bundle's journal
         if isinstance(doc, dict):
@@ -106,7 +134,7 @@ def diff_timeline(
     return compare(
         stats_a,
         stats_b,
-        events=events[:MAX_EVENTS],
+        events=events,
         queue_before=queue_a if isinstance(queue_a, dict) else None,
         queue_after=queue_b if isinstance(queue_b, dict) else None,
     )

@@ -16,7 +16,7 @@ import os
 import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -486,31 +486,46 @@ class RecordingFile:
             pos += FRAME.size + len(got[1])
         return pieces
 
-    def events(self, i: int) -> list[tuple[float, Any]]:
-        """The recorded events (``E`` records) of chunk ``i`` with their sample's wall time,
-        read without decoding the counters (within the stream's bounds; a malformed chunk
-        gives the events before the fault)."""
+    def json_records(
+        self, i: int, kinds: frozenset[bytes] | None = None
+    ) -> Iterator[tuple[float, dict[str, Any]]]:
+        """Per sample of chunk ``i``, its wall time and its JSON records by type (``E``
+        events, ``R`` pressure, the frame parts), read without decoding the counters: the
+        disk records give only their times. Within the stream's bounds (a record over
+        :data:`~iotop_plus.record.stream.MAX_JSON_RECORD` is left out; a malformed chunk
+        gives the samples before the fault). ``kinds``: only these record types are read."""
         chunk = self.chunks[i]
         if chunk.samples is not None:
-            return [(rs.sample.wall_time, e) for rs in chunk.samples for e in rs.events]
-        out: list[tuple[float, Any]] = []
-        ns = 0
+            for rs in chunk.samples:
+                docs = dict(rs.parts)
+                docs.update({"E": list(rs.events), "R": rs.pressure})
+                yield rs.sample.wall_time, docs
+            return
+        ns, current = 0, None
         try:
             for kind, body in stream_records(self._pieces(chunk)):
-                if kind == b"K":
-                    (length,) = struct.unpack_from("<I", body)
-                    head = load_json(body[4 : 4 + length])
-                    ns = head.get("wall_ns", 0) if isinstance(head, dict) else 0
-                    ns = ns if type(ns) is int else 0
-                elif kind == b"D":
-                    ns += TIMES.unpack_from(body)[0]
-                elif kind == b"E" and len(body) <= MAX_JSON_RECORD:
-                    doc = load_json(body)
-                    if isinstance(doc, list):
-                        out += [(ns / 1e9, e) for e in doc if isinstance(e, dict)]
+                if kind in (b"K", b"D"):
+                    if current is not None:
+                        yield ns / 1e9, current
+                    current = {}
+                    if kind == b"K":
+                        (length,) = struct.unpack_from("<I", body)
+                        head = load_json(body[4 : 4 + length])
+                        ns = head.get("wall_ns", 0) if isinstance(head, dict) else 0
+                        ns = ns if type(ns) is int else 0
+                    else:
+                        ns += TIMES.unpack_from(body)[0]
+                elif (
+                    current is not None
+                    and kind != b"P"
+                    and (kinds is None or kind in kinds)
+                    and len(body) <= MAX_JSON_RECORD
+                ):
+                    current[kind.decode("latin-1")] = load_json(body)
         except (StreamBound, Uninflatable, ValueError, struct.error) as exc:
-            self.warn(f"{self.path}: a chunk's events could not all be read ({str(exc)[:120]})")
-        return out
+            self.warn(f"{self.path}: a chunk could not all be read ({str(exc)[:120]})")
+        if current is not None:
+            yield ns / 1e9, current
 
     def rollup(self, i: int) -> dict[str, Any]:
         """The per-minute roll-up stored with chunk ``i``: ``{"devices": [...], "seconds": S,

@@ -38,8 +38,22 @@ SERIES_CAP = 512
 """Values one figure's series keeps at most (a longer window keeps an even spread of them)."""
 VALUES_BUDGET = 4_000_000
 """Values every series of a window together keep at most (about 32 MB)."""
+MAX_EVENTS = 10_000
+"""Events one window keeps at most (the rest are left out)."""
 MAX_KEYS = 1000
 """Issuers or cgroups one device's share table keeps at most (the busiest first seen)."""
+
+
+ROLLUP_FIGURES = {"iops": "iops", "mbps": "mbps", "await": "await", "aqu": "aqu", "util": "util"}
+"""Figure -> the roll-up's metric of it (:data:`~iotop_plus.record.chunks.ROLLUP_METRICS`)."""
+
+
+def _at(values: Any, i: int) -> float | None:
+    if isinstance(values, list) and i < len(values):
+        v = values[i]
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            return float(v)
+    return None
 
 
 class Series:
@@ -151,24 +165,56 @@ class WindowStats:
     health: dict[str, dict[str, Any]] = field(default_factory=dict)
     events: list[tuple[float, Mapping[str, Any]]] = field(default_factory=list)
     latency_samples: int = 0
+    per_minute: bool = False
+    """The figures' values are per-minute means (from the roll-ups), not per interval."""
     _cap: int = SERIES_CAP
 
     def add(self, rs: RecordedSample, before: RecordedSample | None) -> None:
         """One sample; ``before`` is the sample just before it in the same file (None: the
         recorder was down in between, or it is the window's first)."""
         sample = rs.sample
-        names = frozenset(sample.counters)
+        self._seen(frozenset(sample.counters))
+        if before is not None:
+            self._figures(before.sample, sample)
+        docs: dict[str, Any] = dict(rs.parts)
+        docs.update({"E": list(rs.events), "R": rs.pressure})
+        self.add_docs(sample.wall_time, docs)
+
+    def _seen(self, names: frozenset[str]) -> None:
         if self.first_devices is None:
             self.first_devices = names
             self._cap = max(8, min(SERIES_CAP, VALUES_BUDGET // max(1, 6 * len(names))))
         self.last_devices = names
-        for event in rs.events:
-            self.events.append((sample.wall_time, event))
-        if before is not None:
-            self._figures(before.sample, sample)
-        self._parts(rs)
-        if rs.pressure is not None:
-            self._pressure(rs.pressure)
+
+    def add_docs(self, wall: float, docs: Mapping[str, Any]) -> None:
+        """A sample's JSON records by type: ``E`` events, ``R`` pressure, the frame parts."""
+        events = docs.get("E")
+        if isinstance(events, list) and len(self.events) < MAX_EVENTS:
+            self.events += [(wall, e) for e in events[:MAX_KEYS] if isinstance(e, dict)]
+        self._parts(docs)
+        if isinstance(docs.get("R"), dict):
+            self._pressure(docs["R"])
+
+    def add_rollup(self, doc: Mapping[str, Any]) -> None:
+        """One chunk's per-minute roll-up (:meth:`RecordingFile.rollup`): each device's
+        minute means become one value of its figures' series."""
+        names = [str(n) for n in doc.get("devices") or ()]
+        self._seen(frozenset(names))
+        self.per_minute = True
+        self.intervals += 1
+        columns = {f: (doc.get(f) or {}).get("mean") or () for f in ROLLUP_FIGURES.values()}
+        for d, name in enumerate(names):
+            values = {f: _at(columns[key], d) for f, key in ROLLUP_FIGURES.items()}
+            if any(v is None for v in values.values()):
+                continue
+            per = self.devices.get(name)
+            if per is None or "iops" not in per:
+                per = self.devices.setdefault(name, {})
+                per.update({f: Series(self._cap) for f in FIGURES[:5]})
+            for figure, value in values.items():
+                assert value is not None
+                if figure != "await" or values["iops"]:
+                    per[figure].add(value)
 
     def _series(self, device: str, figure: str) -> Series:
         per = self.devices.get(device)
@@ -204,8 +250,7 @@ class WindowStats:
             per["aqu"].add(aqu)
             per["util"].add(util)
 
-    def _parts(self, rs: RecordedSample) -> None:
-        parts = rs.parts
+    def _parts(self, parts: Mapping[str, Any]) -> None:
         who = parts.get("W")
         if isinstance(who, dict) and isinstance(who.get("devices"), dict):
             self.issuer_samples += 1
