@@ -61,6 +61,9 @@ def _journal_change(wall: float, doc: Mapping[str, Any]) -> Change | None:
         "action": doc.get("action"),
         "journal": "changes",
     }
+    side = doc.get("side_effects")
+    if isinstance(side, list) and side:
+        evidence["side_effects"] = [e for e in side[:20] if isinstance(e, dict)]
     return Change(kind, device, what, old, new, None, evidence, at)
 
 
@@ -110,7 +113,10 @@ def queue_changes(
 ) -> list[Change]:
     """Queue settings that differ between two recorded inventories' ``queue`` objects, where
     no journal line already says so (someone wrote sysfs directly: who is unknown)."""
-    seen = {(c.device, c.what.split(" ")[1] if c.device else "") for c in known}
+    seen = set()
+    for c in known:
+        seen.add((c.device, c.what.split(" ")[1] if c.device else ""))
+        seen.update((c.device, e.get("setting")) for e in c.evidence.get("side_effects", ()))
     out = []
     for device in sorted(set(before) & set(after), key=str):
         qa, qb = before.get(device), after.get(device)

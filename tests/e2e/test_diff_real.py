@@ -1,8 +1,10 @@
 """``diff`` of a real recording: what the test changed at the half is what the diff ranks first.
 
-Four loop devices of the test's own, on buffered files: a loop device without direct I/O serves
-its requests one at a time, so a deeper queue makes each request wait longer (await) as real
-queueing does.
+Four loop devices of the test's own, on filled files with direct I/O, so their reads reach the
+disk underneath. The second one's reader runs in a v1 blkio cgroup of the test's whose reads of
+that disk are throttled to 1000 IOPS: a device with a fixed rate, like a real one, so a deeper
+queue makes each request wait longer (the loop device's request is in flight until its read of
+the backing file, charged to the reader's cgroup, gets through).
 In the first half fio reads the first at a steady rate and the second at queue depth 1; at the
 half the test changes the first's scheduler with ``iotop-plus set``, starts a ``dd`` writer on
 the third and raises the second's reader to queue depth 32. The diff of the halves, among the
@@ -28,6 +30,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.cgroup_trees import remove_live_cgroup
 from tests.support.cli import cli_argv, cli_env
 from tests.support.queue_guard import restored_queue
 from tests.support.wait import holds_within
@@ -47,13 +50,54 @@ def need_tracer() -> None:
         pytest.skip("bpftrace is not installed (make sysdeps installs it)")
 
 
-def fio(dev: str, seconds: float, *extra: str) -> subprocess.Popen[bytes]:
+BLKIO_V1 = Path("/sys/fs/cgroup/blkio")
+THROTTLE_IOPS = 1000
+"""Reads per second of the backing disk the second device's reader gets."""
+
+
+def disk_of(path: Path) -> str:
+    """``MAJ:MIN`` of the whole disk that holds ``path``."""
+    st = os.stat(path).st_dev
+    node = Path(f"/sys/dev/block/{os.major(st)}:{os.minor(st)}")
+    if not node.exists():
+        pytest.skip(f"{path} is not on a block device")
+    real = node.resolve()
+    if (real / "partition").exists():
+        real = real.parent
+    return (real / "dev").read_text().strip()
+
+
+@contextmanager
+def throttled_cgroup(disk: str) -> Iterator[Path]:
+    """A v1 blkio cgroup of the test's whose reads of ``disk`` are throttled (removed after)."""
+    if not (BLKIO_V1 / "cgroup.procs").exists():
+        pytest.skip("no v1 blkio hierarchy mounted at /sys/fs/cgroup/blkio")
+    path = BLKIO_V1 / f"iotop-plus-test-{os.getpid()}-diff"
+    path.mkdir()
+    try:
+        (path / "blkio.throttle.read_iops_device").write_text(f"{disk} {THROTTLE_IOPS}")
+        yield path
+    finally:
+        remove_live_cgroup(path)
+
+
+def fio(
+    dev: str, seconds: float, *extra: str, cgroup: Path | None = None
+) -> subprocess.Popen[bytes]:
     argv = [
         "fio", f"--name=diff-{dev}", f"--filename=/dev/{dev}", "--rw=randread", "--bs=4k",
         "--direct=1", "--readonly", "--thread", "--time_based", f"--runtime={seconds:.0f}",
         "--output-format=json", *extra,
     ]  # fmt: skip
-    return subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = cgroup / "cgroup.procs" if cgroup is not None else None
+
+    def enter() -> None:
+        if procs is not None:
+            procs.write_text(str(os.getpid()))
+
+    return subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=enter
+    )
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:
@@ -90,12 +134,13 @@ def test_the_diff_of_the_halves_ranks_what_the_test_changed(
     make_loop: Callable[..., str], fio_bin: str, tmp_path: Path
 ) -> None:
     need_tracer()
-    devs = [make_loop(64) for _ in range(4)]
+    devs = [make_loop(64, direct_io=True, filled=True) for _ in range(4)]
     state = tmp_path / "state"
     recordings = tmp_path / "recordings"
     env = cli_env()
     with ExitStack() as stack:
         stack.enter_context(restored_queue(devs[0]))
+        cgroup = stack.enter_context(throttled_cgroup(disk_of(tmp_path)))
         log = stack.enter_context((tmp_path / "record.err").open("w"))
         recorder = subprocess.Popen(
             cli_argv("record", "--dir", str(recordings), "-i", "1", "--issuers",
@@ -111,13 +156,13 @@ def test_the_diff_of_the_halves_ranks_what_the_test_changed(
 
         assert holds_within(started, 60), (tmp_path / "record.err").read_text()
         jobs.append(fio(devs[0], 2 * HALF_S + 30, "--ioengine=psync", "--rate_iops=200"))
-        jobs.append(fio(devs[1], HALF_S + 30, "--ioengine=psync", "--rate_iops=500"))
+        jobs.append(fio(devs[1], HALF_S + 30, "--ioengine=psync", "--rate_iops=300", cgroup=cgroup))
         start = time.time()
         time.sleep(HALF_S)  # the first half's length (the workload's, not a wait for anything)
         mid = time.time()
         jobs[1].terminate()
         jobs[1].wait(30)
-        jobs.append(fio(devs[1], HALF_S + 30, "--ioengine=libaio", "--iodepth=32"))
+        jobs.append(fio(devs[1], HALF_S + 30, "--ioengine=libaio", "--iodepth=32", cgroup=cgroup))
         done = subprocess.run(
             cli_argv("set", devs[0], f"scheduler={other_scheduler(devs[0])}", state=state),
             capture_output=True, text=True, env=env, cwd="/", timeout=60,
