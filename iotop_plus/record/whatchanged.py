@@ -264,7 +264,8 @@ def _limit(doc: Any) -> str:
 
 def ranked(changes: list[Change]) -> list[Change]:
     """Biggest first: figures and pressure by their effect; the rest by their device's figure
-    effect, just before it; what has no effect to go by comes last, by time."""
+    effect, just before it; what has no effect to go by comes last, by kind (settings and
+    limits first, as :data:`KIND_ORDER`), then by time."""
     by_device = {c.device: abs(c.effect or 0.0) for c in changes if c.kind == "figure"}
 
     def key(c: Change) -> tuple[float, float, int, float]:
