@@ -501,7 +501,8 @@ class RecordingFile:
                 docs.update({"E": list(rs.events), "R": rs.pressure})
                 yield rs.sample.wall_time, docs
             return
-        ns, current = 0, None
+        ns = 0
+        current: dict[str, Any] | None = None
         try:
             for kind, body in stream_records(self._pieces(chunk)):
                 if kind in (b"K", b"D"):
@@ -512,7 +513,7 @@ class RecordingFile:
                         (length,) = struct.unpack_from("<I", body)
                         head = load_json(body[4 : 4 + length])
                         ns = head.get("wall_ns", 0) if isinstance(head, dict) else 0
-                        ns = ns if type(ns) is int else 0
+                        ns = ns if type(ns) is int and 0 <= ns <= MAX_WALL_NS else 0
                     else:
                         ns += TIMES.unpack_from(body)[0]
                 elif (

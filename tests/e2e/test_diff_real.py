@@ -103,7 +103,7 @@ def fio(
 def stop(proc: subprocess.Popen[Any]) -> None:
     """End a process the test started (a shell loop started in its own session: its group)."""
     if proc.poll() is None:
-        if proc.args[0] == "sh":
+        if isinstance(proc.args, list) and proc.args[0] == "sh":
             os.killpg(proc.pid, signal.SIGTERM)
         else:
             proc.terminate()

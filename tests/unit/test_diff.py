@@ -85,7 +85,9 @@ def issuers(k: int, half: int, device: str) -> Mapping[str, Any]:
 
 
 @pytest.mark.parametrize("length", [200, 900])
-def test_a_rate_cut_to_a_third_and_a_new_issuer_are_the_top_changes(tmp_path: Path, length: int) -> None:
+def test_a_rate_cut_to_a_third_and_a_new_issuer_are_the_top_changes(
+    tmp_path: Path, length: int
+) -> None:
     n, half = 2000, 1000
     load = Stepped(6, half)
     path = tmp_path / "step.rec"
@@ -141,16 +143,23 @@ def test_events_rank_with_their_devices_figure_else_last() -> None:
 
 def test_settings_and_devices_from_recorded_events_with_when_and_who() -> None:
     a, b = WindowStats(T0, T0 + 60), WindowStats(T0 + 60, T0 + 120)
-    record = {"record": "change", "time": T0 + 61.5, "run": "set-42", "device": "sdb",
-              "queue_device": "sdb", "setting": "scheduler", "old": "none", "new": "bfq",
-              "effective": "bfq", "action": "set",
-              "side_effects": [{"setting": "nr_requests", "old": "64", "effective": "256"}]}  # fmt: skip
-    events = [
+    record: dict[str, Any] = {
+        "record": "change",
+        "time": T0 + 61.5,
+        "run": "set-42",
+        "device": "sdb",
+        "queue_device": "sdb",
+        "setting": "scheduler",
+        "old": "none",
+        "new": "bfq",
+        "effective": "bfq",
+        "action": "set",
+        "side_effects": [{"setting": "nr_requests", "old": "64", "effective": "256"}],
+    }
+    added = {"source": "device", "kind": "device-added", "text": "sdz appeared", "device": "sdz"}
+    events: list[tuple[float, Mapping[str, Any]]] = [
         (T0 + 62, {"source": "changes", "record": record}),
-        (
-            T0 + 63,
-            {"source": "device", "kind": "device-added", "text": "sdz appeared", "device": "sdz"},
-        ),  # fmt: skip
+        (T0 + 63, added),
     ]
     queue_a = {"sdb": {"scheduler": "none", "nr_requests": 64, "read_ahead_kb": 128}}
     queue_b = {"sdb": {"scheduler": "bfq", "nr_requests": 256, "read_ahead_kb": 128}}

@@ -109,7 +109,7 @@ def test_hostile_documents_are_refused_without_raising(doc: Any) -> None:
 
 
 def test_a_recorded_part_is_cut_to_the_samples_devices() -> None:
-    doc = {"devices": {"sda": {}, "ghost": {}}}
+    doc: dict[str, Any] = {"devices": {"sda": {}, "ghost": {}}}
     assert bounded_part("Q", doc, {"sda": object()}) == {"devices": {"sda": {}}}
 
 
