@@ -130,6 +130,7 @@ def other_scheduler(dev: str) -> str:
     return "none" if "none" in others else others[0]
 
 
+@pytest.mark.timeout(2 * HALF_S + 240)
 def test_the_diff_of_the_halves_ranks_what_the_test_changed(
     make_loop: Callable[..., str], fio_bin: str, tmp_path: Path
 ) -> None:
