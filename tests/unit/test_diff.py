@@ -58,8 +58,8 @@ def test_quiet_windows_of_a_steady_noisy_recording_say_no_significant_change(
 
 def test_quiet_long_windows_compared_by_minute_say_no_significant_change(tmp_path: Path) -> None:
     path = tmp_path / "steady.rec"
-    write_recording(path, Load(12, seed=9, steady=True, idle=3), 3 * 3600)
-    quiet, loud = quiet_pairs(path, 3 * 3600, 1200, seed=3)
+    write_recording(path, Load(5, seed=9, steady=True, idle=2), 5400)
+    quiet, loud = quiet_pairs(path, 5400, 600, seed=3)
     assert quiet >= 19, "\n".join(loud)
 
 
