@@ -43,6 +43,7 @@ from iotop_plus.record.stream import (
     StreamBound,
     Uninflatable,
     decode_stream,
+    json_cost,
     stream_records,
 )
 from iotop_plus.roots import open_regular
@@ -492,8 +493,10 @@ class RecordingFile:
         """Per sample of chunk ``i``, its wall time and its JSON records by type (``E``
         events, ``R`` pressure, the frame parts), read without decoding the counters: the
         disk records give only their times. Within the stream's bounds (a record over
-        :data:`~iotop_plus.record.stream.MAX_JSON_RECORD` is left out; a malformed chunk
-        gives the samples before the fault). ``kinds``: only these record types are read."""
+        :data:`~iotop_plus.record.stream.MAX_JSON_RECORD`, or past
+        :data:`~iotop_plus.record.stream.MAX_CHUNK_COST` for one sample, is left out; a
+        malformed chunk gives the samples before the fault). ``kinds``: only these record
+        types are read."""
         chunk = self.chunks[i]
         if chunk.samples is not None:
             for rs in chunk.samples:
@@ -501,14 +504,14 @@ class RecordingFile:
                 docs.update({"E": list(rs.events), "R": rs.pressure})
                 yield rs.sample.wall_time, docs
             return
-        ns = 0
+        ns = cost = 0
         current: dict[str, Any] | None = None
         try:
             for kind, body in stream_records(self._pieces(chunk)):
                 if kind in (b"K", b"D"):
                     if current is not None:
                         yield ns / 1e9, current
-                    current = {}
+                    current, cost = {}, 0
                     if kind == b"K":
                         (length,) = struct.unpack_from("<I", body)
                         head = load_json(body[4 : 4 + length])
@@ -521,7 +524,9 @@ class RecordingFile:
                     and kind != b"P"
                     and (kinds is None or kind in kinds)
                     and len(body) <= MAX_JSON_RECORD
+                    and cost + json_cost(body) <= MAX_CHUNK_COST
                 ):
+                    cost += json_cost(body)
                     current[kind.decode("latin-1")] = load_json(body)
         except (StreamBound, Uninflatable, ValueError, struct.error) as exc:
             self.warn(f"{self.path}: a chunk could not all be read ({str(exc)[:120]})")

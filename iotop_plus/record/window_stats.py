@@ -40,6 +40,10 @@ VALUES_BUDGET = 4_000_000
 """Values every series of a window together keep at most (about 32 MB)."""
 MAX_EVENTS = 10_000
 """Events one window keeps at most (the rest are left out)."""
+MAX_DEVICES = 100_000
+"""Devices a window keeps figures for, at most (the inventory's cap)."""
+MAX_SHARE_DEVICES = 10_000
+"""Devices a window keeps issuer and cgroup shares and health for, at most."""
 MAX_KEYS = 1000
 """Issuers or cgroups one device's share table keeps at most (the busiest first seen)."""
 
@@ -207,23 +211,24 @@ class WindowStats:
             values = {f: _at(columns[key], d) for f, key in ROLLUP_FIGURES.items()}
             if any(v is None for v in values.values()):
                 continue
-            per = self.devices.get(name)
-            if per is None or "iops" not in per:
-                per = self.devices.setdefault(name, {})
-                per.update({f: Series(self._cap) for f in FIGURES[:5]})
+            per = self._figure_table(name)
+            if per is None:
+                continue
             for figure, value in values.items():
                 assert value is not None
                 if figure != "await" or values["iops"]:
                     per[figure].add(value)
 
-    def _series(self, device: str, figure: str) -> Series:
+    def _figure_table(self, device: str) -> dict[str, Series] | None:
+        """The device's series by figure (None past :data:`MAX_DEVICES` devices)."""
         per = self.devices.get(device)
         if per is None:
+            if len(self.devices) >= MAX_DEVICES:
+                return None
             per = self.devices[device] = {}
-        got = per.get(figure)
-        if got is None:
-            got = per[figure] = Series(self._cap)
-        return got
+        if "iops" not in per:
+            per.update({f: Series(self._cap) for f in FIGURES[:5]})
+        return per
 
     def _figures(self, prev: Sample, cur: Sample) -> None:
         dt = cur.monotonic - prev.monotonic
@@ -241,8 +246,9 @@ class WindowStats:
             iops, mbps, wait, aqu, util = interval_figures(bv, av, dt)
             per = self.devices.get(name)
             if per is None or "iops" not in per:
-                per = self.devices.setdefault(name, {})
-                per.update({f: Series(self._cap) for f in FIGURES[:5]})
+                per = self._figure_table(name)
+                if per is None:
+                    continue
             per["iops"].add(iops)
             per["mbps"].add(mbps)
             if not math.isnan(wait):
@@ -276,6 +282,8 @@ class WindowStats:
     def _issuers(self, device: str, rows: list[Any]) -> None:
         shares = self.issuers.get(device)
         if shares is None:
+            if len(self.issuers) >= MAX_SHARE_DEVICES:
+                return
             shares = self.issuers[device] = Shares()
         for row in rows:
             if not isinstance(row, dict):
@@ -300,6 +308,8 @@ class WindowStats:
             amount = _number(figures[0]) + _number(figures[1])
             shares = self.cgroups.get(str(device))
             if shares is None:
+                if len(self.cgroups) >= MAX_SHARE_DEVICES:
+                    continue
                 shares = self.cgroups[str(device)] = Shares()
             shares.add(path, amount, {"cgroup": path})
 
@@ -322,21 +332,31 @@ class WindowStats:
             per = doc.get(key)
             if isinstance(per, dict):
                 for device, value in list(per.items())[:MAX_KEYS]:
-                    if value:
+                    if value and self._health_room(str(device)):
                         self.health.setdefault(str(device), {})[key] = value
         devices = doc.get("devices")
         if isinstance(devices, dict):
             for device, reading in list(devices.items())[:MAX_KEYS]:
-                if isinstance(reading, dict) and "passed" in reading:
+                if (
+                    isinstance(reading, dict)
+                    and "passed" in reading
+                    and self._health_room(str(device))
+                ):
                     self.health.setdefault(str(device), {})["passed"] = reading["passed"]
+
+    def _health_room(self, device: str) -> bool:
+        return device in self.health or len(self.health) < MAX_SHARE_DEVICES
 
     def _latency(self, devices: Mapping[str, Any]) -> None:
         from iotop_plus.sampling.latency_part import percentile_ms
 
         for device, hist in list(devices.items())[:MAX_KEYS]:
             p99 = percentile_ms(hist, 0.99)
-            if p99 is not None:
-                self._series(str(device), "p99").add(p99)
+            per = self._figure_table(str(device)) if p99 is not None else None
+            if per is not None and p99 is not None:
+                if "p99" not in per:
+                    per["p99"] = Series(self._cap)
+                per["p99"].add(p99)
 
 
 def window_stats(
