@@ -21,12 +21,12 @@ from iotop_plus.sampling.timeparse import parse_time
 _EVENTS = frozenset({b"E"})
 
 EFFECT_HELP = (
-    "Per device, each figure (IOPS, MB/s, await, aqu-sz, %%util from the recorded counters "
+    "Per device, each figure (IOPS, MB/s, await, aqu-sz, %util from the recorded counters "
     "with iostat -x's formulas; p99 where the recording has latency histograms, record "
     "--latency) is compared as an effect size: (median of B - median of A) / spread, the "
-    "spread being the windows' pooled robust standard deviation (1.4826 x MAD), at least 5 %% "
+    "spread being the windows' pooled robust standard deviation (1.4826 x MAD), at least 5 % "
     "of the pooled median and at least a floor (1 I/O/s, 0.01 MB/s, 0.1 ms, 0.1 queued, "
-    "1 %%util). A figure changed when |effect| >= 3 and it moved by at least 25 %% of A's "
+    "1 %util). A figure changed when |effect| >= 3 and it moved by at least 25 % of A's "
     "median. Windows of 10 minutes or more compare the per-minute means the recording keeps "
     "(no sample decoded), shorter ones every interval. A device's changed figures are one "
     "change, ranked by the largest. Issuers "

@@ -145,7 +145,7 @@ def figure_changes(a: WindowStats, b: WindowStats) -> list[Change]:
         if not moved:
             continue
         top = sorted(moved, key=lambda f: -abs(moved[f].effect))
-        words = ", ".join(
+        words = f"{device}: " + ", ".join(
             f"{LABELS[f][0]} {_fmt(moved[f].before, LABELS[f][1])} → "
             f"{_fmt(moved[f].after, LABELS[f][1])}"
             for f in top[:3]
@@ -202,7 +202,8 @@ def _share_changes(kind: str, a: Mapping[str, Shares], b: Mapping[str, Shares]) 
             evidence = dict(sb.evidence.get(key) or sa.evidence.get(key) or {})
             evidence["share_before"] = round(before, 3)
             evidence["share_after"] = round(after, 3)
-            what = f"{kind} {key} {how} ({before:.0%} → {after:.0%} of the device's I/O)"
+            evidence["how"] = how
+            what = f"{kind} {key} on {device} {how} ({before:.0%} → {after:.0%} of its I/O)"
             out.append(
                 Change(kind, device, what, round(before, 3), round(after, 3), None, evidence)
             )

@@ -106,9 +106,9 @@ def test_a_rate_cut_to_a_third_and_a_new_issuer_are_the_top_changes(
     assert "iops" in fig.evidence["changed"]
     assert fig.before["iops"] == pytest.approx(3 * fig.after["iops"], rel=0.2)
     new = [c for c in report.changes if c.kind == "issuer"]
-    assert [(c.device, c.evidence["comm"], c.what.split()[2]) for c in new] == [
+    assert [(c.device, c.evidence["comm"], c.evidence["how"]) for c in new] == [
         (load.names[1], "dd", "appeared"),
-        (load.names[1], "postgres", "changed"),
+        (load.names[1], "postgres", "changed share"),
     ]
     assert not any(c.device == load.names[-1] for c in report.changes)  # the idle one
 
