@@ -140,6 +140,7 @@ class LatencyHistogramsPart(FramePart[LatencyHistograms]):
     key = "latency-histograms"
     letter = "Q"
     record_flag = "latency"
+    wants = ("latency",)
 
     def reader(self, roots: Roots) -> _Reader:  # noqa: ARG002
         return _Reader()

@@ -123,6 +123,9 @@ class FramePart(Generic[V]):
     """Read on every frame that reads devices; else only while some consumer wants ``key``."""
     after: ClassVar[tuple[str, ...]] = ()
     """Keys of parts whose values :attr:`ReadContext.values` must hold (read first)."""
+    wants: ClassVar[tuple[str, ...]] = ()
+    """What the frame must also read while this part is wanted (``LiveSource.want`` keys:
+    ``latency`` runs the latency tracer whose histograms :attr:`ReadContext.latency` holds)."""
     live_only: ClassVar[bool] = False
     """Read on the live host only (a captured tree has no such state to read)."""
 

@@ -15,6 +15,7 @@ from iotop_plus.record.stream import bounded_part
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
 from iotop_plus.sampling import registry
+from iotop_plus.sampling.frame import LATENCY
 from iotop_plus.sampling.latency_hist import (
     RUNNING,
     DeviceLatency,
@@ -56,6 +57,7 @@ def frame(devices: dict[str, dict[str, Histogram]], sampled: int = 1) -> Latency
 def test_registered_with_its_letter_and_flag() -> None:
     got = registry.part("latency-histograms")
     assert got is not None and (got.letter, got.record_flag) == ("Q", "latency")
+    assert got.wants == (LATENCY,)  # the tracer the histograms come from
 
 
 def test_the_reader_takes_the_frames_latency_and_round_trips() -> None:
