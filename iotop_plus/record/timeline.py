@@ -228,11 +228,11 @@ class RecordingTimeline:
         return (e - 1, before.n - 1)
 
     def inventory_doc(self, wall: float) -> dict[str, Any]:
-        """The recorded inventory document (devices and queue settings) in force at ``wall``."""
-        pos = self._pos_at(wall)
-        if pos is None:
+        """The recorded inventory document (devices and queue settings) in force at ``wall``
+        (found by the chunk index alone: no sample is decoded)."""
+        if not self._entries:
             return {}
-        entry = self._entries[pos[0]]
+        entry = self._entries[max(0, bisect.bisect_right(self._firsts, wall) - 1)]
         rec = self.files[entry.file]
         return rec.inventory_doc(rec.chunks[entry.chunk])
 
@@ -358,6 +358,59 @@ class RecordingTimeline:
                 frame = self._frame((e, i))
                 if frame is not None:
                     yield rs, frame
+
+    def samples(
+        self, start: float, end: float
+    ) -> Iterator[tuple[RecordedSample, RecordedSample | None]]:
+        """Every recorded sample from ``start`` to ``end`` with the sample before it in the
+        same file (None for the first, or after a restart), oldest first; no frames built."""
+        first = max(0, bisect.bisect_right(self._firsts, start) - 1)
+        before: RecordedSample | None = None
+        last: tuple[int, int] | None = None
+        for e in range(first, len(self._entries)):
+            entry = self._entries[e]
+            if entry.first > end:
+                break
+            if entry.last < start:
+                continue
+            if last != (entry.file, entry.chunk - 1):
+                before = None
+            last = (entry.file, entry.chunk)
+            for rs in self._samples(e):
+                wall = rs.sample.wall_time
+                if start <= wall <= end:
+                    yield rs, before
+                before = rs
+
+    def json_records(
+        self, start: float, end: float, kinds: frozenset[bytes] | None = None
+    ) -> Iterator[tuple[float, dict[str, Any]]]:
+        """Per sample with ``start <= wall <= end``, its wall time and its JSON records by type
+        (events, pressure, frame parts; only ``kinds`` if given), read without decoding the
+        counters."""
+        for e in self._overlapping(start, end):
+            entry = self._entries[e]
+            for wall, docs in self.files[entry.file].json_records(entry.chunk, kinds):
+                if start <= wall <= end:
+                    yield wall, docs
+
+    def rollups(self, start: float, end: float) -> Iterator[dict[str, Any]]:
+        """The per-minute roll-ups of the closed chunks whose middle is in ``[start, end]``."""
+        for e in self._overlapping(start, end):
+            entry = self._entries[e]
+            if start <= (entry.first + entry.last) / 2 <= end:
+                doc = self.files[entry.file].rollup(entry.chunk)
+                if doc:
+                    yield doc
+
+    def _overlapping(self, start: float, end: float) -> Iterator[int]:
+        first = max(0, bisect.bisect_right(self._firsts, start) - 1)
+        for e in range(first, len(self._entries)):
+            entry = self._entries[e]
+            if entry.first > end:
+                break
+            if entry.last >= start:
+                yield e
 
     def pairs(
         self, start: float, end: float, interval: float | None

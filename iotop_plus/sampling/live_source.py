@@ -189,9 +189,19 @@ class LiveSource:
         part = self._latency_part()
         return part is not None and part.wait_ready(timeout)
 
+    def _needed(self) -> frozenset[str]:
+        """What the frame reads: the wanted parts and what they need (their ``wants``)."""
+        needed = set(self._wanted)
+        for key in self._wanted:
+            part = registry.part(key) if key not in BUILT_IN else None
+            if part is not None:
+                needed.update(part.wants)
+        return frozenset(needed)
+
     def _latency_part(self) -> LatencyPart | None:
-        queue, who = LATENCY_QUEUE in self._wanted, ISSUERS in self._wanted
-        if not queue and not who and LATENCY not in self._wanted:
+        needed = self._needed()
+        queue, who = LATENCY_QUEUE in needed, ISSUERS in needed
+        if not queue and not who and LATENCY not in needed:
             self._close_latency()  # nobody looks: no tracer
             return None
         if self._latency is not None and self._latency.kind != (queue, who):
@@ -322,6 +332,7 @@ class LiveSource:
                 values=so_far,
                 events=events,
                 traced=traced.get(key) if isinstance(traced, Mapping) else None,
+                latency=built_in.get(LATENCY),
             )
             try:
                 value, new = reader.read(ctx)
@@ -370,7 +381,7 @@ class LiveSource:
         )
 
     def _cgroup_frame(self) -> CgroupFrame | None:
-        if CGROUPS not in self._wanted:
+        if CGROUPS not in self._needed():
             self._cgroups = None
             return None
         if self._cgroups is None:
@@ -378,7 +389,7 @@ class LiveSource:
         return self._cgroups.frame(self.detail_cgroup)
 
     def _process_frame(self) -> ProcessFrame | None:
-        if PROCESSES not in self._wanted:
+        if PROCESSES not in self._needed():
             if self._procs is not None:  # nobody looks: release the /proc files
                 self._procs.close()
                 self._procs = None

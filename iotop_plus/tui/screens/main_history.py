@@ -9,13 +9,15 @@ the live one kept from before.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from iotop_plus.sampling.disk_writes import disk_writes
 from iotop_plus.sampling.issuers_part import IssuersPart
+from iotop_plus.tui.diff_view import Window, mark, show_diff, windows_before
 from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
 
 if TYPE_CHECKING:
+    from iotop_plus.config import Config
     from iotop_plus.sampling.blocked import BlockedTasks
     from iotop_plus.sampling.frame import Frame
     from iotop_plus.tui.replay_reads import ReplayRead
@@ -43,6 +45,29 @@ class HistoryActions:
     """The frame on screen when it is not the live one (the main screen's)."""
     panels: SidePanels
     """The side panel's tabs (the main screen's)."""
+    config: Config
+    """The settings (``diff_minutes``)."""
+    diff_marks: dict[str, Window]
+    """Windows marked with ``m`` (``a``) and ``M`` (``b``), not yet compared."""
+
+    def action_mark_window(self, which: str) -> None:
+        """``m``/``M``: mark window A/B as the ``diff_minutes`` ending at the frame shown;
+        with both marked, show what changed."""
+        end = self.scrubber.origin()
+        if end is None:
+            return
+        screen: Any = self
+        marks = self.__dict__.setdefault("diff_marks", {})
+        pair = mark(marks, which, end, self.config.diff_minutes, screen.notify)
+        if pair is not None:
+            show_diff(screen, self.scrubber.timeline, *pair, self.scrubber.zone)
+
+    def action_compare_recent(self) -> None:
+        """``w``: the ``diff_minutes`` ending at the frame shown against the ones before."""
+        end = self.scrubber.origin()
+        if end is not None:
+            a, b = windows_before(end, self.config.diff_minutes)
+            show_diff(self, self.scrubber.timeline, a, b, self.scrubber.zone)
 
     def action_step(self, n: int) -> None:
         """One sample back or forward in the history."""
