@@ -59,6 +59,9 @@ class FileEntry:
     processes: tuple[FileProcess, ...] = ()
     is_open: bool = True
     """False: nobody held it open at the frame's end (``path`` names its inode)."""
+    totals: tuple[int, int, int] = (0, 0, 0)
+    """Bytes read, written back and moved by direct I/O since the reader first counted this
+    file (the exporter's counters)."""
 
     @property
     def direct_bytes(self) -> int:
@@ -85,6 +88,7 @@ class FileEntry:
             "dirtied_bytes": self.dirtied_bytes,
             "open": self.is_open,
             "processes": [p.to_json() for p in self.processes],
+            "totals": list(self.totals),
         }
 
 
@@ -184,7 +188,14 @@ def file_from_json(doc: object) -> FileEntry | None:
         _int(doc.get("dirtied_bytes")),
         tuple(p for p in got if p is not None),
         doc.get("open") is not False,
+        _totals(doc.get("totals")),
     )
+
+
+def _totals(doc: object) -> tuple[int, int, int]:
+    if isinstance(doc, list) and len(doc) == 3:
+        return _int(doc[0]), _int(doc[1]), _int(doc[2])
+    return 0, 0, 0
 
 
 def _dirtier(doc: object) -> Dirtier | None:

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from iotop_plus.sampling.file_trace import FileCounts
 
 SECTOR = 512
+MAX_TOTALS = 100_000
+"""Files whose running totals are kept, at most (the oldest forgotten first)."""
 MAX_COMMS = 8192
 """Command names remembered (of processes seen doing file I/O), at most."""
 ESTIMATED_NOTE = (
@@ -81,6 +83,7 @@ class FilesReader:
         self.window = DirtyWindow(window_s(roots))
         self.cgroups = TaskCgroups(roots)
         self.comms: dict[int, str] = {}
+        self.totals: dict[tuple[int, int, int], tuple[int, int, int]] = {}
         self.root = os.geteuid() == 0
         self.estimate: Any = None
 
@@ -194,6 +197,14 @@ class FilesReader:
             mount = dev.mounts[0] if dev is not None and dev.mounts else f"/dev/{part}"
             path = not_open(key[2], mount)
         procs = sorted(a.pids.items(), key=lambda kv: sum(kv[1]), reverse=True)[:MAX_PROCESSES]
+        was = self.totals.pop(key, (0, 0, 0))
+        if len(self.totals) >= MAX_TOTALS:
+            self.totals.pop(next(iter(self.totals)))
+        total = self.totals[key] = (
+            was[0] + a.read,
+            was[1] + a.written,
+            was[2] + a.direct_read + a.direct_write,
+        )
         return FileEntry(
             path,
             key[2],
@@ -204,7 +215,8 @@ class FilesReader:
             a.direct_write,
             a.dirtied,
             tuple(FileProcess(pid, self._comm(pid), r, d, x) for pid, (r, d, x) in procs),
-            path is not None and key in self.names.cache,
+            key in self.names.cache,
+            total,
         )
 
     @staticmethod
@@ -333,15 +345,15 @@ class FilesPart(FramePart[FilesFrame]):
         return doc
 
     def metrics(self, value: FilesFrame) -> Iterable[Metric]:
-        """Per-file byte counts of the frame, busiest first per device (``serve --files N``
-        keeps the first N of each device and sums them into its counters)."""
+        """Each listed file's running totals, busiest first per device (``serve --files N``
+        keeps the first N of each device)."""
         for device, dev in value.devices.items():
             for f in dev.files:
                 labels = {"device": device, "path": f.path}
                 for name, n, what in (
-                    ("read", f.read_bytes, "read from the device through the page cache"),
-                    ("written", f.write_bytes, "written back to the device"),
-                    ("direct", f.direct_bytes, "moved by direct I/O"),
+                    ("read", f.totals[0], "read from the device through the page cache"),
+                    ("written", f.totals[1], "written back to the device"),
+                    ("direct", f.totals[2], "moved by direct I/O"),
                 ):
                     yield Metric(
                         f"iotop_plus_file_{name}_bytes_total",
