@@ -190,6 +190,13 @@ class FrameFeed:
         if self.thread is not None:
             self.thread.sample_now()
 
+    def want_files(self, on: bool) -> None:
+        """The Files tab is shown (or no longer); the next frames carry files or not (as root
+        the tracer then counts file I/O)."""
+        self.source.want("files", on)
+        if on and self.thread is not None:
+            self.thread.sample_now()
+
     def want_cgroups(self, on: bool) -> None:
         """A view shows cgroups (or no longer does); the next frames carry them or not."""
         was = getattr(self.source, "wants", lambda _part: False)(CGROUPS)

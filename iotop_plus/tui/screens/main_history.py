@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from iotop_plus.tui.replay_reads import ReplayRead
     from iotop_plus.tui.screens.side_panels import SidePanels
     from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
+    from iotop_plus.tui.widgets.files_panel import FilesPanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
 
@@ -74,3 +75,8 @@ class HistoryActions:
         cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
         if cgroups is not None and cgroups.sampling:
             cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.issuers)
+        files = cast("FilesPanel | None", self.panels.mounted("tab-files"))
+        if files is not None and files.sampling:
+            from iotop_plus.sampling.files_part import FilesPart
+
+            files.show_files(frame.get(FilesPart), recorded)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from iotop_plus.devices.settings import SettingValue
     from iotop_plus.probe.runner import ProbeRunner
 
-DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-probe")
+DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-files", "tab-probe")
 """Side-panel tabs whose panel is built and mounted on first use."""
 
 
@@ -71,6 +71,13 @@ class PanelFeed:
         """The Processes tab's "this device only" is on (or off): frames carry issuers or
         not; in replay or history the frame on screen shows its recorded ones at once."""
         self.feed.want_issuers(on)
+        if on and (self.scrubber.replay or self.scrubber.scrubbed):
+            self.show_again()
+
+    def want_files(self, on: bool) -> None:
+        """The Files tab is shown (or no longer): the next frames carry files or not; in
+        replay or history the frame on screen shows its recorded files at once."""
+        self.feed.want_files(on)
         if on and (self.scrubber.replay or self.scrubber.scrubbed):
             self.show_again()
 
@@ -165,6 +172,10 @@ class SidePanels:
             from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
 
             return CgroupPanel(self.feed, id="cgroup-panel")
+        if tab_id == "tab-files":
+            from iotop_plus.tui.widgets.files_panel import FilesPanel
+
+            return FilesPanel(self.feed, id="files-panel")
         if tab_id == "tab-probe":
             from iotop_plus.tui.widgets.probe_panel import ProbePanel
 

@@ -1,0 +1,53 @@
+"""The Files tab's text: the selected device's files per second, other, and the dirtiers."""
+
+from __future__ import annotations
+
+from iotop_plus.sampling.files_model import (
+    DeviceFiles,
+    Dirtier,
+    FileEntry,
+    FileProcess,
+    FilesFrame,
+)
+from iotop_plus.tui.widgets.files_panel import files_text
+
+FILE = FileEntry(
+    "/data/db\x1b[2J.log",
+    12,
+    "sda1",
+    read_bytes=2 * 1024 * 1024,
+    write_bytes=1024 * 1024,
+    processes=(FileProcess(7, "postgres", read_bytes=2 * 1024 * 1024),),
+)
+
+
+def test_lines_per_second_with_partition_processes_other_and_dirtiers() -> None:
+    value = FilesFrame(
+        {
+            "sda": DeviceFiles(
+                (FILE,),
+                other_read_bytes=0,
+                other_write_bytes=2 * 1024 * 1024,
+                dirtiers=(Dirtier(9, "dd", "dd of=x", "/user.slice", 1024 * 1024, 1.0),),
+            )
+        },
+        interval_s=2.0,
+    )
+    text = files_text(value, "sda", recorded=False)
+    lines = text.splitlines()
+    assert lines[0].split() == ["read", "written", "direct", "file", "(partition)", "processes"]
+    assert "1.0M/s" in lines[1] and "512K/s" in lines[1]
+    assert "(sda1)" in lines[1] and "postgres[7]" in lines[1]
+    assert "\x1b" not in text and "\\x1b[2J" in lines[1]  # names never reach the terminal raw
+    assert "other (metadata, journal" in lines[2] and "1.0M/s" in lines[2]
+    assert lines[3] == "written back for: dd[9] 100 %"
+
+
+def test_says_why_when_there_is_nothing_to_show() -> None:
+    assert files_text(None, "sda", recorded=True) == "files: not recorded"
+    assert files_text(None, None, recorded=False) == "files: select a device"
+    note = FilesFrame(estimated=True, note="files: estimated from your own processes")
+    assert files_text(note, "sda", recorded=False).splitlines() == [
+        "files: estimated from your own processes",
+        "no file I/O on sda in this frame",
+    ]
