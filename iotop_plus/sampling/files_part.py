@@ -306,6 +306,15 @@ class FilesReader:
         return FilesFrame(MappingProxyType(devices), interval, 1, True, False, ESTIMATED_NOTE)
 
 
+def writeback_dirtiers(value: FilesFrame | None, device: str) -> list[dict[str, Any]] | None:
+    """``dirtiers[]`` of ``device``'s writeback issuer entry: whose dirty pages were written
+    back in the frame, most first; None when the frame carries no files."""
+    if value is None:
+        return None
+    dev = value.of(device)
+    return [d.to_json() for d in dev.dirtiers] if dev is not None else []
+
+
 class FilesPart(FramePart[FilesFrame]):
     """Each device's busiest files (``snapshot --files``, ``record --files``, key ``F``)."""
 
