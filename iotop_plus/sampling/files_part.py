@@ -323,6 +323,10 @@ class FilesPart(FramePart[FilesFrame]):
     record_flag: ClassVar[str | None] = "files"
     live_only: ClassVar[bool] = True
 
+    def __init__(self) -> None:
+        self.export_top = MAX_FILES
+        """Files of each device the exporter names (``serve --files N``; labels by path)."""
+
     def reader(self, roots: Roots) -> FilesReader:
         """A new reader for one source."""
         return FilesReader(roots)
@@ -354,10 +358,9 @@ class FilesPart(FramePart[FilesFrame]):
         return doc
 
     def metrics(self, value: FilesFrame) -> Iterable[Metric]:
-        """Each listed file's running totals, busiest first per device (``serve --files N``
-        keeps the first N of each device)."""
+        """The running totals of each device's first :attr:`export_top` files."""
         for device, dev in value.devices.items():
-            for f in dev.files:
+            for f in dev.files[: self.export_top]:
                 labels = {"device": device, "path": f.path}
                 for name, n, what in (
                     ("read", f.totals[0], "read from the device through the page cache"),

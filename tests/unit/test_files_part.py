@@ -188,6 +188,9 @@ def test_reader_lists_a_partitions_files_under_its_disk(tmp_path: Path) -> None:
     assert frame_from_json(frame_to_json(value)) == value
     again, _ = reader.read(ctx)  # the exporter's counters run on across frames
     assert again is not None and again.devices["sda"].files[1].totals == (16384 + 8192, 0, 0)
+    top_one = FilesPart()
+    top_one.export_top = 1
+    assert {m.labels["path"] for m in top_one.metrics(again)} == {"inode 13 on /data (not open)"}
     metrics = list(FilesPart().metrics(again))
     assert {m.name for m in metrics} == {
         "iotop_plus_file_read_bytes_total",
