@@ -84,6 +84,8 @@ class FilesReader:
         self.cgroups = TaskCgroups(roots)
         self.comms: dict[int, str] = {}
         self.totals: dict[tuple[int, int, int], tuple[int, int, int]] = {}
+        self.exited: Mapping[int, str] = {}
+        """Command names of the processes that exited in the frame being read."""
         self.root = os.geteuid() == 0
         self.estimate: Any = None
 
@@ -102,6 +104,7 @@ class FilesReader:
         if not isinstance(counts, FileCounts):
             note = f"files: {ctx.tracer_status}" if ctx.tracer_status else None
             return FilesFrame(interval_s=interval, note=note or "files: waiting for the tracer"), ()
+        self.exited = counts.exited  # their pids may be another process's already
         for pid, comm in counts.exited.items():
             self._remember(pid, comm)
         self.window.add(now, counts.dirtied)
@@ -259,6 +262,9 @@ class FilesReader:
         self.comms[pid] = comm
 
     def _comm(self, pid: int) -> str:
+        gone = self.exited.get(pid)
+        if gone is not None:
+            return gone
         try:
             with open(f"{self.roots.proc}/{pid}/comm", "rb") as fh:
                 comm = os.fsdecode(fh.read(64).rstrip(b"\n"))

@@ -162,6 +162,8 @@ def test_reader_lists_a_partitions_files_under_its_disk(tmp_path: Path) -> None:
     )
     with mock.patch.object(files_part.os, "geteuid", return_value=0):
         reader = FilesReader(Roots(proc=tmp_path / "proc"))
+    (tmp_path / "proc" / "100").mkdir(parents=True)  # its pid reused by another process
+    (tmp_path / "proc" / "100" / "comm").write_text("newcomer\n")
     ctx = _ctx(counts, tmp_path, read_s=(8192 + 4096 + 4096) // 512, write_s=20 * PAGE_SIZE // 512)
     value, events = reader.read(ctx)
     assert value is not None and events == ()
