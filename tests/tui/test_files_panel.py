@@ -51,3 +51,29 @@ def test_says_why_when_there_is_nothing_to_show() -> None:
         "files: estimated from your own processes",
         "no file I/O on sda in this frame",
     ]
+
+
+async def test_capital_f_opens_the_files_tab_from_anywhere() -> None:
+    from textual.widgets import TabbedContent
+
+    from iotop_plus.config import Config
+    from iotop_plus.roots import Roots
+    from iotop_plus.tui.app import make_app
+    from iotop_plus.tui.widgets.files_panel import FilesPanel
+    from tests.tui.canned import FIXTURES, CannedSampler
+    from tests.tui.helpers import started, wait_for
+
+    roots = Roots(FIXTURES / "tui_host" / "proc", FIXTURES / "tui_host" / "sys")
+    sampler = CannedSampler(roots)
+    app = make_app(roots, Config(interval=10.0), sampler=sampler, host=sampler.host_info())
+    async with app.run_test(size=(140, 40)) as pilot:
+        await started(pilot, app)
+        await pilot.press("F")
+        await wait_for(pilot, lambda: bool(app.main_screen.query(FilesPanel)))
+        side = app.main_screen.query_one("#side-panel", TabbedContent)
+        assert side.active == "tab-files"
+        panel = app.main_screen.query_one(FilesPanel)
+        await wait_for(pilot, lambda: str(panel.render()).startswith("files:"))
+        await pilot.press("I")  # another tab: the files are no longer asked for
+        await wait_for(pilot, lambda: side.active == "tab-device")
+        assert not panel.sampling

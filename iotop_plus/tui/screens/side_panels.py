@@ -74,12 +74,14 @@ class PanelFeed:
         if on and (self.scrubber.replay or self.scrubber.scrubbed):
             self.show_again()
 
-    def want_files(self, on: bool) -> None:
+    def want_files(self, on: bool) -> str | None:
         """The Files tab is shown (or no longer): the next frames carry files or not; in
-        replay or history the frame on screen shows its recorded files at once."""
-        self.feed.want_files(on)
-        if on and (self.scrubber.replay or self.scrubber.scrubbed):
+        replay or history the frame on screen shows its recorded files at once. Returns why
+        not, when the source reads no files."""
+        refused = self.feed.want_files(on)
+        if on and refused is None and (self.scrubber.replay or self.scrubber.scrubbed):
             self.show_again()
+        return refused
 
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``."""

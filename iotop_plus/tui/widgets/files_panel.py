@@ -24,8 +24,8 @@ MAX_PROCESS_NAMES = 3
 class FilesFeed(Protocol):
     """What gives the panel the frames' files (the main screen's frame feed)."""
 
-    def want_files(self, on: bool) -> None:
-        """Frames carry files from now on (or no longer)."""
+    def want_files(self, on: bool) -> str | None:
+        """Frames carry files from now on (or no longer); why not, when they cannot."""
         ...
 
 
@@ -96,8 +96,10 @@ class FilesPanel(Static):
     def _want(self, on: bool) -> None:
         if on != self.sampling:
             self.sampling = on
-            if self.feed is not None:
-                self.feed.want_files(on)
+            refused = self.feed.want_files(on) if self.feed is not None else None
+            if refused is not None:
+                self.sampling = False
+                self.update(printable(f"files: not read here ({refused})"))
 
     def set_device(self, name: str | None) -> None:
         """The table's selection moved to ``name``."""
