@@ -13,7 +13,7 @@ from typing import Any
 
 from iotop_plus.sampling.part import FramePart
 
-REGISTERED: tuple[str, ...] = ("iotop_plus.sampling.files_part:FilesPart",)
+REGISTERED: tuple[str, ...] = ("iotop_plus.sampling.files_part:FilesPart --files",)
 """The parts, in read order (a part is read after those named in its ``after``)."""
 
 _lock = threading.Lock()
@@ -46,7 +46,7 @@ def parts() -> tuple[FramePart[Any], ...]:
         if _loaded is None:
             found: list[FramePart[Any]] = []
             for entry in REGISTERED:
-                module, _, name = entry.partition(":")
+                module, _, name = entry.split()[0].partition(":")
                 found.append(getattr(importlib.import_module(module), name)())
             found.extend(_extra)
             keys = [p.key for p in found]
