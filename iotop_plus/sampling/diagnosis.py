@@ -274,7 +274,25 @@ def _writeback(frame: Frame, device: str, rates: DeviceRates, lookback: Lookback
             f"writeback: dirty at the background threshold {bg // 1024} MB in the last "
             f"frames (now {dirty // 1024} MB) while the flusher writes back"
         )
+    dirtier = _top_dirtier(frame, device)
+    if dirtier is not None:
+        evidence["top_dirtier"] = dirtier
+        text += f"; dirtied by {dirtier['comm']}[{dirtier['pid']}] ({dirtier['share_pct']:.0f} %)"
     return [Cause("writeback", evidence, "high" if high else "medium", text)]
+
+
+def _top_dirtier(frame: Frame, device: str) -> dict[str, Any] | None:
+    """The process whose dirty pages were most of what ``device`` wrote back in the frame
+    (when the frame carries files: the hot-files part shares written-back bytes among the
+    inodes' dirtiers)."""
+    from iotop_plus.sampling.files_part import FilesPart
+
+    files = frame.get(FilesPart)
+    dev = files.of(device) if files is not None else None
+    if dev is None or not dev.dirtiers:
+        return None
+    top = dev.dirtiers[0]
+    return {"pid": top.pid, "comm": top.comm, "share_pct": round(top.share * 100, 1)}
 
 
 def _writing_back(memory: Memory, earlier: Sequence[Memory]) -> dict[str, int] | None:

@@ -192,6 +192,17 @@ class FrameFeed:
         if self.thread is not None:
             self.thread.sample_now()
 
+    def want_files(self, on: bool) -> str | None:
+        """The Files tab is shown (or no longer); the next frames carry files or not (as root
+        the tracer then counts file I/O). Returns why not, when the source reads no files."""
+        try:
+            self.source.want("files", on)
+        except ValueError as err:  # a source that knows no such part
+            return str(err)
+        if on and self.thread is not None:
+            self.thread.sample_now()
+        return None
+
     def want_cgroups(self, on: bool) -> None:
         """A view shows cgroups (or no longer does); the next frames carry them or not."""
         was = CGROUPS in self._asked

@@ -42,6 +42,7 @@ def side_panel() -> TabbedContent:
         TabPane("Processes", id="tab-processes"),
         TabPane("Cgroups", id="tab-cgroups"),
         TabPane("Blocked", id="tab-blocked"),
+        TabPane("Files", id="tab-files"),
         TabPane("Probe", id="tab-probe"),
     ):
         tabs.compose_add_child(pane)  # as ``with TabbedContent():`` in a compose does

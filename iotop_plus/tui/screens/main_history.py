@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from iotop_plus.tui.screens.side_panels import SidePanels
     from iotop_plus.tui.widgets.blocked_panel import BlockedPanel
     from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
+    from iotop_plus.tui.widgets.files_panel import FilesPanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
 
@@ -106,3 +107,8 @@ class HistoryActions:
         if blocked is not None and blocked.sampling:
             tasks = cast("BlockedTasks | None", frame.parts.get(blocked.KEY))
             blocked.show_blocked(tasks, recorded=recorded)
+        files = cast("FilesPanel | None", self.panels.mounted("tab-files"))
+        if files is not None and files.sampling:
+            from iotop_plus.sampling.files_part import FilesPart
+
+            files.show_files(frame.get(FilesPart), recorded)

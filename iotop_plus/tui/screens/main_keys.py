@@ -242,6 +242,14 @@ MAIN_KEYS: tuple[Command, ...] = (
         show=False,
     ),
     Command(
+        "F",
+        "panel_tab('tab-files')",
+        "Files",
+        "Files",
+        "side panel: Files, the selected device's busiest files and who reads and writes them",
+        show=False,
+    ),
+    Command(
         "P",
         "panel_tab('tab-probe')",
         "Probe",
