@@ -333,7 +333,7 @@ def test_writeback_verdict_names_the_top_dirtier_when_the_frame_carries_files() 
     over = storm(250000, 4000)  # dirty over the background threshold
     [plain] = diagnose(frame({"sda": writes}, memory=over), "sda", Lookback([])).as_json()
     assert "dirtied by" not in plain["text"] and "top_dirtier" not in plain["evidence"]
-    now = frame({"sda": writes}, memory=over, parts={"files": files})
+    now = frame({"sda": writes}, memory=over, files=files)
     [writeback] = diagnose(now, "sda", Lookback([])).as_json()
     assert writeback["cause"] == "writeback"
     assert writeback["evidence"]["top_dirtier"] == {"pid": 4242, "comm": "dd", "share_pct": 90.0}
@@ -350,7 +350,7 @@ def test_snapshot_writeback_issuer_entry_lists_the_dirtiers() -> None:
     issuers = IssuersFrame(TRACER, {"sda": (kernel, dd)})
     files = FilesFrame({"sda": DeviceFiles(dirtiers=(Dirtier(7, "dd", "dd of=x", "/a", 9, 1.0),))})
     disks: list[dict[str, Any]] = [{"disk_device": "sda"}]
-    add_issuers(disks, frame({"sda": None}, issuers=issuers, parts={"files": files}))
+    add_issuers(disks, frame({"sda": None}, issuers=issuers, files=files))
     kernel_doc, dd_doc = disks[0]["issuers"]
     assert kernel_doc["writeback"] is True
     assert kernel_doc["dirtiers"] == [
