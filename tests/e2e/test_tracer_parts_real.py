@@ -1,0 +1,79 @@
+"""A toy part's probes run in the one real bpftrace tracer: a child calls ``getppid`` N times
+and the frames' traced values for its pid add up to exactly N, with the block latency traced
+beside it and without (only the part wanted), and after the set of traced parts changed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Mapping
+
+import pytest
+
+from iotop_plus.sampling.latency import LatencyPart, marker_present
+from iotop_plus.sampling.latency_hist import RUNNING
+from tests.support.toy_trace import TOY_KEY, call_getppid, toy_program
+
+pytestmark = [pytest.mark.slow, pytest.mark.root]
+
+
+def need_tracer() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (bpftrace)")
+    if shutil.which("bpftrace") is None:
+        pytest.skip("bpftrace is not installed (make sysdeps installs it)")
+    if not marker_present():
+        pytest.skip("this kernel has no syscall tracepoints")
+
+
+def counted(part: LatencyPart, pid: int, want: int, timeout: float = 20.0) -> int:
+    """Frames until ``pid``'s getppid calls add up to ``want`` (or the time is up); the sum."""
+    total = 0
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        part.align()
+        frame = part.frame({}, time.monotonic())
+        assert frame.state == RUNNING, frame.status
+        assert not frame.traced_status, frame.traced_status
+        value = frame.traced.get(TOY_KEY)
+        if isinstance(value, Mapping):
+            total += value.get(pid, 0)
+        if total >= want:
+            break
+    return total
+
+
+@pytest.mark.parametrize("timed", [True, False], ids=["with-latency", "part-only"])
+def test_a_parts_counts_come_back_exact(timed: bool) -> None:
+    need_tracer()
+    part = LatencyPart(queue=False, timed=timed, traced={TOY_KEY: toy_program()})
+    try:
+        assert part.wait_ready(20), part.tracer.error if part.tracer else part._problem
+        assert part.tracer is not None and part.tracer.timed == timed
+        part.align()
+        part.frame({}, time.monotonic())  # the interval before the child
+        pid = call_getppid(1234)
+        assert counted(part, pid, 1234) == 1234
+        part.align()
+        later = part.frame({}, time.monotonic()).traced.get(TOY_KEY)
+        assert isinstance(later, Mapping) and pid not in later  # nothing counted twice
+    finally:
+        part.close()
+
+
+def test_a_part_added_to_a_running_tracer_counts_exactly_after_the_restart() -> None:
+    need_tracer()
+    part = LatencyPart(queue=False)
+    try:
+        assert part.wait_ready(20)
+        part.align()
+        assert TOY_KEY not in part.frame({}, time.monotonic()).traced
+        old = part.tracer
+        assert part.set_traced({TOY_KEY: toy_program()})
+        assert part.tracer is not old and old is not None and not old.alive
+        assert part.wait_ready(20)
+        pid = call_getppid(321)
+        assert counted(part, pid, 321) == 321
+    finally:
+        part.close()
