@@ -188,6 +188,9 @@ class Frame:
     """The limited cgroups' rates without the cgroups part (:mod:`.throttle_watch`)."""
     parts: Mapping[str, object] = dataclasses.field(default_factory=lambda: NO_PARTS)
     """The registered frame parts' values by key (:mod:`.registry`); read with :meth:`get`."""
+    verdicts: Mapping[str, object] | None = dataclasses.field(default=None, compare=False)
+    """Derived, never recorded: the verdict (a :class:`~.diagnosis.Diagnosis`) of the devices
+    judged so far, by name, each with the frames before it (:mod:`.verdicts`); None: none."""
 
     def get(self, part: type[FramePart[V]] | FramePart[V]) -> V | None:
         """The value of ``part`` in this frame; None when it was not read."""
