@@ -63,10 +63,6 @@ class FrameView(Notifies, Protocol):
     def show_problem(self, text: str) -> None:
         """Show a one-line problem for a few seconds."""
 
-    def post_message(self, message: Message) -> bool:
-        """Post a message to the screen (thread-safe)."""
-        ...
-
 
 class FrameFeed:
     """Frames from one sampler thread to the history and the main screen."""
@@ -204,8 +200,11 @@ class FrameFeed:
         self._asked = asked
         live = self.lookback if self.lookback.taken else None
         lookback = timeline_lookback(frame, timeline, live.quiet_before if live else None)
+        post = getattr(self.screen, "post_message", None)  # a Textual screen's (thread-safe)
+        if post is None:
+            return
         if self._judging is None:
-            self._judging = ReplayReads(self.screen.post_message, self.problem)
+            self._judging = ReplayReads(post, self.problem)
         self._judging.submit(
             lambda: judge(frame, lookback, (device,)),
             lambda verdicts: judged(with_verdicts(frame, verdicts)),

@@ -97,6 +97,7 @@ async def test_a_replay_is_judged_off_the_ui_thread(engine_threads: list[str]) -
 
 def test_one_judge_gives_serve_snapshot_and_the_tui_the_same_verdicts() -> None:
     from iotop_plus.commands.snapshot_diagnosis import Reports
+    from iotop_plus.sampling.diagnosis import Diagnosis
     from iotop_plus.sampling.verdicts import Judge
 
     frames = saturating_frames()
@@ -107,6 +108,8 @@ def test_one_judge_gives_serve_snapshot_and_the_tui_the_same_verdicts() -> None:
         mine = judge.judged(frame).verdicts
         assert mine is not None
         theirs = reports.verdict(frame, DEVICE)
-        lines.append({"judge": mine[DEVICE].line(), "snapshot": theirs.line()})
+        verdict = mine[DEVICE]
+        assert isinstance(verdict, Diagnosis)
+        lines.append({"judge": verdict.line(), "snapshot": theirs.line()})
     assert all(x["judge"] == x["snapshot"] for x in lines), lines
     assert "in 5 of the last 5 frames" in lines[-1]["judge"]

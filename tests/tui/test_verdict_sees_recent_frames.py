@@ -11,8 +11,8 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.memory import Memory
 from iotop_plus.sampling.ring_timeline import RingTimeline, fill
 from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.sampling.verdicts import recent_frames
+from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.device_panel import DevicePanel, fact_lines
 from tests.tui.canned import HOST_ROOTS
 from tests.tui.helpers import parts_up, wait_for

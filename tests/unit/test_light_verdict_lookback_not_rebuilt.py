@@ -13,8 +13,8 @@ import pytest
 from iotop_plus.sampling.frame import Frame, LiveSource
 from iotop_plus.sampling.lookback import RECENT
 from iotop_plus.sampling.packed_frames import Packer
-from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.sampling.verdicts import recent_frames
 from tests.tui.canned import HOST_ROOTS, CannedSampler

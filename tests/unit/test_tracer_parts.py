@@ -79,7 +79,12 @@ def test_the_parser_hands_a_part_its_maps_and_keeps_the_block_maps() -> None:
 
 def test_a_map_without_keys_comes_as_one_empty_key() -> None:
     got: list[Mapping[str, object]] = []
-    program = toy_program(lambda maps: got.append(maps["@ty_n"]) or 0)
+
+    def parse(maps: Mapping[str, Mapping[str, object]]) -> object:
+        got.append(maps["@ty_n"])
+        return 0
+
+    program = toy_program(parse)
     parser = TracerParser({TOY_KEY: program})
     _feed(parser, {"type": "map", "data": {"@ty_n": 7}}, {"type": "printf", "data": "tick 1\n"})
     assert got == [{"": 7}]
@@ -195,3 +200,30 @@ def test_a_failed_tracer_says_why_for_each_traced_part() -> None:
     frame = part.frame({}, time.monotonic())
     assert frame.state == "failed" and frame.traced_status == {TOY_KEY: "latency needs root"}
     assert not frame.traced
+
+
+def test_only_wanted_parts_that_trace_add_probes_each_asked_once() -> None:
+    from iotop_plus.roots import Roots
+    from iotop_plus.sampling.latency import TracedParts
+    from tests.support.toy_trace import ToyGetppidPart
+
+    asked: list[str] = []
+
+    class Counting(ToyGetppidPart):
+        def trace(self, roots: Roots) -> object:  # type: ignore[override]
+            asked.append(self.key)
+            return super().trace(roots)
+
+    class Quiet(ToyGetppidPart):
+        key = "toy_quiet"
+
+        def trace(self, roots: Roots) -> None:
+            return None
+
+    traced = TracedParts(Roots())
+    parts = [Counting(), Quiet()]
+    assert traced.wanted(parts, frozenset()) == {}
+    both = frozenset({TOY_KEY, "toy_quiet"})
+    assert traced.wanted(parts, both).keys() == {TOY_KEY}
+    assert traced.wanted(parts, both).keys() == {TOY_KEY}
+    assert asked == [TOY_KEY]
