@@ -47,8 +47,14 @@ def toy_program(parse: Any = parse_counts) -> TraceProgram:
     )
 
 
-class _Reader:
+class ToyReader:
+    """Hands on the traced counts; keeps the last context (tests read its tracer status)."""
+
+    def __init__(self) -> None:
+        self.last: ReadContext | None = None
+
     def read(self, ctx: ReadContext) -> tuple[Mapping[int, int] | None, tuple[Any, ...]]:
+        self.last = ctx
         traced = ctx.traced
         return (traced if isinstance(traced, Mapping) else None), ()
 
@@ -61,8 +67,12 @@ class ToyGetppidPart(FramePart[Mapping[int, int]]):
 
     key = TOY_KEY
 
+    def __init__(self) -> None:
+        self.readers: list[ToyReader] = []
+
     def reader(self, roots: Roots) -> PartReader[Mapping[int, int]]:
-        return _Reader()
+        self.readers.append(ToyReader())
+        return self.readers[-1]
 
     def trace(self, roots: Roots) -> TraceProgram | None:
         return toy_program()
