@@ -20,6 +20,14 @@ no syscall tracepoints, frames wait for the next tick as before.
 A probe's tracer (``issuers=True``) also says who issued the requests and keeps writes that
 carry a preflush or FUA apart (:func:`tracer_program`).
 
+Frame parts that trace add their probes to this one tracer (the tracer contract of
+:class:`~iotop_plus.sampling.part.TraceProgram`): :class:`TracedParts` gathers the wanted
+parts' programs, :class:`LatencyPart` runs them beside the block probes (or alone, without
+``timed``, while no view shows latency), and each frame's :attr:`LatencyFrame.traced` holds
+every part's value merged over the frame's ticks (:attr:`LatencyFrame.traced_status`: why a
+part has none). A new set of traced parts restarts the tracer, and that frame is
+``partial``.
+
 Safety: the tracer runs only as root, from the system directories (:mod:`iotop_plus.programs`),
 under ``setpriv --pdeathsig KILL`` started from a thread that lives as long as the child, so
 the child dies with us (REFERENCE.md, "Parent-death signal"); :meth:`Tracer.close` kills it.
