@@ -21,7 +21,7 @@ A probe's tracer (``issuers=True``) also says who issued the requests and keeps 
 carry a preflush or FUA apart (:func:`tracer_program`).
 
 Frame parts that trace add their probes to this one tracer (the tracer contract of
-:class:`~iotop_plus.sampling.part.TraceProgram`): :class:`TracedParts` gathers the wanted
+:class:`~iotop_plus.sampling.part.TraceProgram`): :class:`~.part.TracedParts` gathers the wanted
 parts' programs, :class:`LatencyPart` runs them beside the block probes (or alone, without
 ``timed``, while no view shows latency), and each frame's :attr:`LatencyFrame.traced` holds
 every part's value merged over the frame's ticks (:attr:`LatencyFrame.traced_status`: why a
@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Iterable, Mapping, Set
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from iotop_plus.sampling.io_errors import tracer_errors
 from iotop_plus.sampling.latency_blind import BLIND_FRAMES, BLIND_MIN_IOS, BLIND_RATIO, BlindWatch
@@ -82,8 +82,7 @@ from iotop_plus.sampling.latency_tracer import (
 )
 
 if TYPE_CHECKING:
-    from iotop_plus.roots import Roots
-    from iotop_plus.sampling.part import FramePart, TraceProgram
+    from iotop_plus.sampling.part import TraceProgram
 
 __all__ = [
     "ALIGN_SLACK_NS",
@@ -102,7 +101,6 @@ __all__ = [
     "TRACEFS",
     "BlindWatch",
     "LatencyPart",
-    "TracedParts",
     "Tracer",
     "TracerBatch",
     "TracerParser",
@@ -178,30 +176,6 @@ def _attributed(
             mine[pid] = mine[pid].merged(io) if pid in mine else io
     frozen = {n: MappingProxyType(p) for n, p in out.items()}
     return MappingProxyType(frozen), frozenset(wb)
-
-
-class TracedParts:
-    """The probes the wanted parts add to the tracer: each part's
-    :meth:`~iotop_plus.sampling.part.FramePart.trace` is asked once per source."""
-
-    def __init__(self, roots: Roots) -> None:
-        self._roots = roots
-        self._asked: dict[str, TraceProgram | None] = {}
-
-    def wanted(self, parts: Iterable[FramePart[Any]], wanted: Set[str]) -> dict[str, TraceProgram]:
-        """The programs of the ``parts`` some consumer wants (by key) that trace. A part
-        is traced only while wanted, even one read on every frame (tracing needs root)."""
-        out: dict[str, TraceProgram] = {}
-        for part in parts:
-            key = part.key
-            if key not in wanted:
-                continue
-            if key not in self._asked:
-                self._asked[key] = part.trace(self._roots)
-            program = self._asked[key]
-            if program is not None:
-                out[key] = program
-        return out
 
 
 class LatencyPart:

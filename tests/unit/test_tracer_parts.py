@@ -204,7 +204,7 @@ def test_a_failed_tracer_says_why_for_each_traced_part() -> None:
 
 def test_only_wanted_parts_that_trace_add_probes_each_asked_once() -> None:
     from iotop_plus.roots import Roots
-    from iotop_plus.sampling.latency import TracedParts
+    from iotop_plus.sampling.part import TracedParts
     from tests.support.toy_trace import ToyGetppidPart
 
     asked: list[str] = []
