@@ -323,9 +323,10 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     # The first frame is read while Textual loads (~0.3-0.5 s of imports), so the first
     # screen already has figures over that time.
     from iotop_plus.sampling.clock import FIRST_INTERVAL_S
-    from iotop_plus.sampling.throttle_watch import ThrottleSource
+    from iotop_plus.sampling.sources import tui_source
+    from iotop_plus.state import chosen_state_dir
 
-    source = ThrottleSource(roots)  # the Device tab's verdict checks throttling (cheaply)
+    source = tui_source(roots, chosen_state_dir(getattr(args, "state_dir", None)))
     if args.tui_devices:
         # Named devices are checked before the screen starts: a typo is a usage error.
         from iotop_plus.commands.snapshot import resolve_devices

@@ -106,7 +106,9 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     from iotop_plus.export.server import ListenError, parse_listen
     from iotop_plus.export.view import ExportSampler
     from iotop_plus.export.webconfig import WebConfig, WebConfigError, load_web_config
-    from iotop_plus.sampling.frame import HEALTH, LATENCY_QUEUE, LiveSource
+    from iotop_plus.sampling.frame import LATENCY_QUEUE
+    from iotop_plus.sampling.health_gate import HEALTH
+    from iotop_plus.sampling.sources import live_source
     from iotop_plus.state import StateDir, chosen_state_dir
 
     web = WebConfig()
@@ -138,14 +140,14 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         signal.signal(signum, on_signal)
 
     state = StateDir(chosen_state_dir(args.state_dir))
-    source = LiveSource(roots)
-    source.want(HEALTH, True)  # a worker reads it: at most one smartctl every 5 min a device
+    # The journals' whole history (serve counts it all); health: a worker reads it, at most
+    # one smartctl every 5 min a device.
+    source = live_source(roots, journal=state, journal_history=True, want=(HEALTH,))
     if args.latency:
         source.want(LATENCY_QUEUE, True)
     sampler = ExportSampler(
         source,
         args.interval,
-        state=state,
         show_all=args.all,
         warn=_warn,
         cgroup_depth=None if args.no_cgroups else args.cgroup_depth,

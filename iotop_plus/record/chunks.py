@@ -17,7 +17,6 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.record.format import (
-    PART_KINDS,
     TIMES,
     VERSION,
     DiskCodec,
@@ -27,6 +26,7 @@ from iotop_plus.record.format import (
     file_prefix,
     frame,
     json_blob,
+    part_kinds,
     record,
     trailer_payload,
 )
@@ -360,7 +360,7 @@ class ChunkWriter:
         if rs.events:
             out.append(record(b"E", _json([dict(e) for e in rs.events])))
         for kind in sorted(rs.parts):
-            if kind not in PART_KINDS:
+            if kind not in part_kinds():
                 raise ValueError(f"no recorded frame part of type {kind!r}")
             out.append(record(kind.encode(), _json(rs.parts[kind])))
         return out

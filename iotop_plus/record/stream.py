@@ -35,13 +35,13 @@ from iotop_plus.record.format import (
     MAX_INFLATED_CHUNK,
     MAX_INFLATED_FRAME,
     MAX_WALL_NS,
-    PART_KINDS,
     RECORD,
     TIMES,
     DiskCodec,
     Layout,
     columns_counters,
     load_json,
+    part_kinds,
 )
 from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
 from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS
@@ -315,7 +315,7 @@ def _mib(n: int) -> str:
 
 
 def _is_part(kind: bytes) -> bool:
-    return kind.decode("latin-1") in PART_KINDS
+    return kind.decode("latin-1") in part_kinds()
 
 
 def _finish(parts: dict[str, Any]) -> RecordedSample:

@@ -28,15 +28,19 @@ from iotop_plus.record.collect import inventory_from_doc
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorded_health import chunk_health
+from iotop_plus.record.recorded_parts import part_values
 from iotop_plus.record.recorded_processes import process_frame
-from iotop_plus.record.recorded_who import CGROUPS, cgroup_frame_of, chunk_command_lines
+from iotop_plus.record.recorded_who import (
+    CGROUPS,
+    cgroup_frame_of,
+    chunk_command_lines,
+    with_limits,
+)
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.times import zone_of
-from iotop_plus.sampling.cgroup_limits import with_limits
 from iotop_plus.sampling.frame import Frame, FrameEvent
+from iotop_plus.sampling.health_gate import HEALTH
 from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.issuers import IssuersFrame
-from iotop_plus.sampling.memory import memory_from_json
 from iotop_plus.sampling.pressure import Pressure, PressureLine, ResourcePressure
 from iotop_plus.sampling.sampler import HostInfo, rates_between
 
@@ -296,9 +300,10 @@ class RecordingTimeline:
                 cgroup_frame_of(now.parts.get(CGROUPS), sample.monotonic, sample.wall_time),
                 now.parts.get("L"),
             ),
-            memory=memory_from_json(now.parts.get("M")),
-            issuers=IssuersFrame.from_record(now.parts.get("W")),
-            health=chunk_health(self._samples(cur[0]), cur[1], sample.wall_time),
+            parts=part_values(
+                now.parts,
+                **{HEALTH: chunk_health(self._samples(cur[0]), cur[1], sample.wall_time)},
+            ),
         )
 
     def _frame(self, pos: Pos) -> Frame | None:

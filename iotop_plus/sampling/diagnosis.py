@@ -48,8 +48,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from iotop_plus.sampling.health_gate import HealthPart
+from iotop_plus.sampling.issuers_part import IssuersPart
 from iotop_plus.sampling.lookback import MIN_IOPS, RECENT, Lookback, as_lookback, await_ms
+from iotop_plus.sampling.memory import MemoryPart
 from iotop_plus.sampling.saturation import Finding, capped, saturated
+from iotop_plus.sampling.throttle_watch import ThrottlePart
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.cgroup_limits import DeviceLimit
@@ -153,7 +157,8 @@ def _limits_part(frame: Frame) -> CgroupFrame | None:
     check's limited cgroups (None: throttling is not checked)."""
     if frame.cgroups is not None:
         return frame.cgroups
-    return frame.throttles.part if frame.throttles is not None else None
+    throttles = frame.get(ThrottlePart)
+    return throttles.part if throttles is not None else None
 
 
 def _throttled(frame: Frame, device: str) -> list[Cause]:
@@ -201,7 +206,7 @@ def growth_text(grown: Mapping[str, tuple[int, int]]) -> str:
 
 
 def _errors(frame: Frame, device: str) -> list[Cause]:
-    health = frame.health
+    health = frame.get(HealthPart)
     assert health is not None
     new = health.new_errors.get(device, 0)
     grown = health.grown.get(device, {})
@@ -218,14 +223,13 @@ def _errors(frame: Frame, device: str) -> list[Cause]:
 
 
 def _writeback(frame: Frame, device: str, rates: DeviceRates, lookback: Lookback) -> list[Cause]:
-    memory = frame.memory
+    memory = frame.get(MemoryPart)
     assert memory is not None
     dirty = memory.dirty_kB or 0
     bg = memory.dirty_background_threshold_kB or 0
     top = memory.dirty_threshold_kB or 0
-    flusher = frame.issuers is not None and any(
-        i.writeback for i in frame.issuers.of(device) if i.is_kernel
-    )
+    who = frame.get(IssuersPart)
+    flusher = who is not None and any(i.writeback for i in who.of(device) if i.is_kernel)
     if rates.w_s <= 0:
         return []
     evidence: dict[str, Any] = {
@@ -328,7 +332,7 @@ def _with_cpu(found: list[Cause], some: float | None) -> list[Cause]:
 def top_issuer(frame: Frame, device: str) -> dict[str, Any] | None:
     """The device's top issuer (by IOPS when traced, else by bytes from the estimate) as
     ``{"pid", "comm", "share_pct"}``; None without issuers or I/O."""
-    issuers = frame.issuers
+    issuers = frame.get(IssuersPart)
     found = issuers.of(device) if issuers is not None else ()
     if issuers is None or not found:
         return None
@@ -351,9 +355,10 @@ def unchecked_causes(frame: Frame) -> tuple[str, ...]:
     missing = []
     if _limits_part(frame) is None:
         missing.append("throttled")
-    if frame.health is None:
+    if frame.get(HealthPart) is None:
         missing.append("errors")
-    if frame.memory is None or not frame.memory.has_figures:
+    memory = frame.get(MemoryPart)
+    if memory is None or not memory.has_figures:
         missing.append("writeback")
     if frame.latency is None or not frame.latency.has_figures:
         missing.append("queue")

@@ -141,6 +141,11 @@ class FramePart(Generic[V]):
         (files are untrusted: never raise on their content)."""
         raise NotImplementedError
 
+    def record_json(self, value: V) -> Any:
+        """What the recorder writes under :attr:`letter` for this frame; None: nothing this
+        frame (a part that writes only while its figures are exact, or only on change)."""
+        return self.to_json(value)
+
     def disk_json(self, value: V, device: str) -> Mapping[str, Any]:  # noqa: ARG002
         """Keys this part adds to ``snapshot``'s entry for ``device`` (``{}``: none)."""
         return {}

@@ -22,17 +22,10 @@ from textual.message import Message
 
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import (
-    CGROUPS,
-    HEALTH,
-    ISSUERS,
-    LATENCY_QUEUE,
-    PROCESSES,
-    Frame,
-    FrameSource,
-    LiveSource,
-)
+from iotop_plus.sampling.frame import CGROUPS, LATENCY_QUEUE, PROCESSES, Frame, FrameSource
+from iotop_plus.sampling.health_gate import HEALTH
 from iotop_plus.sampling.history import History, Mark
+from iotop_plus.sampling.issuers_part import ISSUERS
 from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.timeline import Timeline
@@ -77,6 +70,10 @@ class FrameFeed:
         self.source = source
         """Where frames come from."""
         self._issuers_by: set[str] = set()
+        self._asked: set[str] = set()
+        """The parts this feed asked the source for."""
+        self._detail: tuple[int | None, str | None] = (None, None)
+        """The process and cgroup the frames detail."""
         """The views that show issuers (the tracer attributes requests while any does)."""
         self.history = history
         """Recent rates per device, for the charts (recorded even while paused)."""
@@ -93,7 +90,7 @@ class FrameFeed:
         self.judge_devices: frozenset[str] = frozenset()
         """The devices whose verdict the sampler thread judges (the one the Device tab shows)."""
         self._judging: ReplayReads | None = None
-        self._asked: tuple[int, float, str] | None = None
+        self._verdict_asked: tuple[int, float, str] | None = None
         self.frames_received = 0
         """Frames received."""
         self._source_notice: str | None = None
@@ -195,9 +192,9 @@ class FrameFeed:
         frame with it, on the UI thread. Asked again for the same frame and device, nothing
         more happens; a newer ask supersedes one in flight."""
         asked = (frame.seq, frame.wall_time, device)
-        if asked == self._asked:
+        if asked == self._verdict_asked:
             return
-        self._asked = asked
+        self._verdict_asked = asked
         live = self.lookback if self.lookback.taken else None
         lookback = timeline_lookback(frame, timeline, live.quiet_before if live else None)
         post = getattr(self.screen, "post_message", None)  # a Textual screen's (thread-safe)
@@ -217,10 +214,15 @@ class FrameFeed:
             self.screen.notify(printable(text), severity="error", timeout=10, markup=False)
         self.screen.show_problem(text)
 
+    def _ask(self, part: str, on: bool) -> None:
+        """``source.want(part, on)``, remembering what this feed asked for."""
+        (self._asked.add if on else self._asked.discard)(part)
+        self.source.want(part, on)
+
     def want_processes(self, on: bool) -> None:
         """A view shows processes (or no longer does); the next frames carry them or not."""
-        was = getattr(self.source, "wants", lambda _part: False)(PROCESSES)
-        self.source.want(PROCESSES, on)
+        was = PROCESSES in self._asked
+        self._ask(PROCESSES, on)
         if on and not was and self.thread is not None:
             self.thread.sample_now()  # rows now; their rates from the frame after
 
@@ -240,21 +242,21 @@ class FrameFeed:
 
     def want_cgroups(self, on: bool) -> None:
         """A view shows cgroups (or no longer does); the next frames carry them or not."""
-        was = getattr(self.source, "wants", lambda _part: False)(CGROUPS)
-        self.source.want(CGROUPS, on)
+        was = CGROUPS in self._asked
+        self._ask(CGROUPS, on)
         if on and not was and self.thread is not None:
             self.thread.sample_now()
 
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``; the next one comes at once."""
-        if isinstance(self.source, LiveSource):
-            self.source.detail_cgroup = path
+        self._detail = (self._detail[0], path)
+        self.source.detail(*self._detail)
         if path is not None and self.thread is not None:
             self.thread.sample_now()
 
     def set_detail_pid(self, pid: int | None) -> None:
         """Frames carry threads and open files of ``pid``; the next one comes at once."""
-        if isinstance(self.source, LiveSource):
-            self.source.detail_pid = pid
+        self._detail = (pid, self._detail[1])
+        self.source.detail(*self._detail)
         if pid is not None and self.thread is not None:
             self.thread.sample_now()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from iotop_plus.sampling.diagnosis import Diagnosis
 from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.memory import MemoryPart
+from iotop_plus.sampling.throttle_watch import ThrottlePart
 
 JUDGING = "judging…"
 """The why line while the frame's verdict is judged (off the UI thread)."""
@@ -16,7 +18,7 @@ def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
     if frame is None:
         return []
     facts: list[tuple[str, str]] = []
-    memory = frame.memory
+    memory = frame.get(MemoryPart)
     if memory is not None:
         text = memory.summary()
         if memory.over_background:
@@ -37,7 +39,7 @@ def verdict_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
     verdict = frame.verdicts.get(device) if frame.verdicts is not None else None
     line = verdict.line() if isinstance(verdict, Diagnosis) else JUDGING
     facts = [("why", line)]
-    throttles = frame.throttles
+    throttles = frame.get(ThrottlePart)
     if frame.cgroups is None and throttles is not None and throttles.problem:
         facts.append(("why note", throttles.problem))  # the throttle check was too costly
     return facts

@@ -4,6 +4,7 @@ data for named as unchecked (never guessed)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -68,6 +69,10 @@ def frame(
     memory: Memory | None = QUIET_MEMORY,
     **parts: Any,
 ) -> Frame:
+    """A frame of ``sda``; ``parts`` are the frame's own fields (``cgroups``, ``latency``)
+    or registered parts' values by key (``health``, ``issuers``, ``throttles``)."""
+    fields = {f.name for f in dataclasses.fields(Frame)}
+    values = {"memory": memory, **{k: v for k, v in parts.items() if k not in fields}}
     return Frame(
         sample=Sample(100.0, 1795669200.0, MappingProxyType({})),
         rates=MappingProxyType({"sda": device_rates}),
@@ -77,8 +82,8 @@ def frame(
         elapsed_s=1.0,
         ever_used=frozenset({"sda"}),
         pressure=pressure if pressure is not None else psi(),
-        memory=memory,
-        **parts,
+        parts={k: v for k, v in values.items() if v is not None},
+        **{k: v for k, v in parts.items() if k in fields},
     )
 
 

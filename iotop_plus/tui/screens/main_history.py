@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, cast
 
 from iotop_plus.sampling.disk_writes import disk_writes
+from iotop_plus.sampling.issuers_part import IssuersPart
 from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
 
 if TYPE_CHECKING:
@@ -73,4 +74,4 @@ class HistoryActions:
                 processes.show_processes(frame.processes, frame.process_error, disk_writes(frame))
         cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
         if cgroups is not None and cgroups.sampling:
-            cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.issuers)
+            cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.get(IssuersPart))
