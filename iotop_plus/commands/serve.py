@@ -141,8 +141,9 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
 
     state = StateDir(chosen_state_dir(args.state_dir))
     # The journals' whole history (serve counts it all); health: a worker reads it, at most
-    # one smartctl every 5 min a device.
-    source = live_source(roots, journal=state, journal_history=True, want=(HEALTH,))
+    # one smartctl every 5 min a device; the verdict checks throttling as the TUI's does
+    # (cheaply: only the limited cgroups, while the full cgroups are not read).
+    source = live_source(roots, journal=state, journal_history=True, want=(HEALTH,), throttles=True)
     if args.latency:
         source.want(LATENCY_QUEUE, True)
     sampler = ExportSampler(

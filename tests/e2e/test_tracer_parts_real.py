@@ -11,10 +11,14 @@ from collections.abc import Mapping
 
 import pytest
 
+from iotop_plus.roots import Roots
+from iotop_plus.sampling import registry
+from iotop_plus.sampling.frame import LATENCY
 from iotop_plus.sampling.latency import LatencyPart, marker_present
 from iotop_plus.sampling.latency_hist import RUNNING
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.bpf_misses import tracer_misses
-from tests.support.toy_trace import TOY_KEY, call_getppid, toy_program
+from tests.support.toy_trace import TOY_KEY, ToyGetppidPart, call_getppid, toy_program
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -82,3 +86,50 @@ def test_a_part_added_to_a_running_tracer_counts_exactly_after_the_restart() -> 
         assert 321 - skipped <= total <= 321, skipped
     finally:
         part.close()
+
+
+def test_through_live_source_a_part_alone_runs_the_tracer_then_beside_latency() -> None:
+    """Wanted alone, the toy part starts the tracer (no block probe: the frames carry no
+    latency) and its counts reach its reader as ``ReadContext.traced``; wanting latency too
+    restarts the tracer (that frame is partial) and both come back."""
+    need_tracer()
+    toy = ToyGetppidPart()
+    registry.register(toy)
+    source = LiveSource(Roots())
+    try:
+        source.want(TOY_KEY, True)
+        assert source.wait_latency(20)
+        tracer = source._latency
+        assert tracer is not None and tracer.tracer is not None and not tracer.tracer.timed
+        source.next_frame()
+        missed = tracer_misses()
+        pid = call_getppid(777)
+        total = 0
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and total < 777 - (tracer_misses() - missed):
+            frame = source.next_frame()
+            assert frame.latency is None  # traced for the part alone
+            value = frame.get(toy)
+            assert value is not None, toy.readers[-1].last
+            total += value.get(pid, 0)
+        assert 777 - (tracer_misses() - missed) <= total <= 777
+        source.want(LATENCY, True)
+        frame = source.next_frame()
+        assert frame.latency is not None and frame.latency.partial  # restarted
+        assert source.wait_latency(20)
+        missed = tracer_misses()
+        pid = call_getppid(55)
+        total = 0
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and total < 55 - (tracer_misses() - missed):
+            frame = source.next_frame()
+            assert frame.latency is not None and frame.latency.timed, frame.latency
+            total += (frame.get(toy) or {}).get(pid, 0)
+        assert 55 - (tracer_misses() - missed) <= total <= 55
+        source.want(TOY_KEY, False)
+        source.want(LATENCY, False)
+        source.next_frame()
+        assert source._latency is None  # nobody wants it: no tracer
+    finally:
+        source.close()
+        registry.unregister(TOY_KEY)

@@ -227,3 +227,26 @@ def test_only_wanted_parts_that_trace_add_probes_each_asked_once() -> None:
     assert traced.wanted(parts, both).keys() == {TOY_KEY}
     assert traced.wanted(parts, both).keys() == {TOY_KEY}
     assert asked == [TOY_KEY]
+
+
+def test_on_a_captured_tree_a_traced_part_is_told_why_it_is_not_traced() -> None:
+    from iotop_plus.sampling import registry
+    from iotop_plus.sampling.live_source import LiveSource
+    from tests.support.toy_trace import ToyGetppidPart
+    from tests.tui.canned import HOST_ROOTS, CannedSampler
+
+    toy = ToyGetppidPart()
+    registry.register(toy)
+    source = LiveSource(HOST_ROOTS, CannedSampler(HOST_ROOTS))
+    try:
+        source.want(TOY_KEY, True)
+        frame = source.next_frame()
+        assert frame.latency is None and frame.get(toy) is None
+        ctx = toy.readers[-1].last
+        assert ctx is not None and ctx.traced is None
+        assert (
+            ctx.tracer_status == "latency is traced on the live host only, not on a captured tree"
+        )
+    finally:
+        source.close()
+        registry.unregister(TOY_KEY)
