@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "record": "record every interval's counters to files (for replay and bundles)",
     "replay": "the TUI on a recording, a bundle or the recording directory",
     "bundle": "write the last minutes of the recording to one file, for an incident ticket",
+    "diff": "what changed between two windows of a recording, ranked, with evidence",
     "serve": "Prometheus exporter: disk counters, queue settings, pressure, cgroups, probes",
     "fleet": "many hosts through Prometheus: hosts x devices, worst first",
 }

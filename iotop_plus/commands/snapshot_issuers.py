@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.files_part import FilesPart, writeback_dirtiers
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.issuers import TRACER, issuer_text
 from iotop_plus.sampling.issuers_part import ISSUERS, IssuersPart
@@ -50,9 +51,14 @@ def add_issuers(disks: Sequence[dict[str, Any]], frame: Frame | None) -> None:
     and say once on stderr why they are null."""
     issuers = frame.get(IssuersPart) if frame is not None else None
     traced = issuers is not None and issuers.source == TRACER
+    files = frame.get(FilesPart) if frame is not None else None
     for disk in disks:
         who = issuers.of(disk["disk_device"]) if issuers is not None and traced else None
         disk["issuers"] = [i.to_json() for i in who] if who is not None else None
+        dirtiers = writeback_dirtiers(files, disk["disk_device"])
+        for doc in disk["issuers"] or ():
+            if doc["pid"] is None and dirtiers is not None:
+                doc["dirtiers"] = dirtiers
     if not traced and disks:
         _say_why_none(frame, "disk[].issuers is null")
 

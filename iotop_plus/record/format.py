@@ -57,10 +57,11 @@ MAGIC = b"IOTPLREC"
 """The first 8 bytes of every recording and bundle."""
 VERSION = 4
 """The format version this code writes and the newest it reads (it reads 1 to 3 too)."""
-PART_KINDS = frozenset("CHLMNW")
+PART_KINDS = frozenset("CHLMNQW")
 """Record types of the JSON frame parts added in version 4 (:attr:`RecordedSample.parts`):
 ``C`` cgroups, ``H`` device health, ``L`` cgroup limits, ``M`` memory (dirty, writeback),
-``N`` command lines of new pids, ``W`` issuers per device. Readers keep any other unknown
+``N`` command lines of new pids, ``Q`` latency histograms per device, ``W`` issuers per
+device. Readers keep any other unknown
 type out of the sample, so later parts need no new version. The registered frame parts add
 theirs (:func:`part_kinds`)."""
 SAMPLE_RECORDS = frozenset("DEKPR")

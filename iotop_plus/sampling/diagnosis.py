@@ -28,6 +28,11 @@ frame lacks is named in ``unchecked``, never guessed. When nothing holds, the ve
   :data:`NEAR_BACKGROUND` of the background threshold in the last frames while
   ``nr_written`` rises (or ``Writeback`` is not 0) and the device writes (medium). Needs the
   memory part.
+* ``blocked``: threads wait in uninterruptible sleep on a file or mount on the device (or one
+  of its partitions) and the oldest has waited :data:`BLOCKED_S` or more without running
+  (:mod:`iotop_plus.sampling.blocked`). High for a frozen filesystem or a wait of
+  :data:`BLOCKED_LONG_S` or more, else medium. It holds on an idle device too: a frozen
+  filesystem's device does no I/O at all. Needs the blocked part.
 * ``queue``: requests spend more time in the scheduler queue than in the device (queue
   share of queue + device time >= 50 %: medium; >= 75 %: high). Needs the latency tracer.
 * ``cpu``: CPU pressure (PSI cpu ``some`` avg10) >= 30 % (medium) or >= 60 % (high), and
@@ -61,7 +66,16 @@ if TYPE_CHECKING:
     from iotop_plus.sampling.memory import Memory
     from iotop_plus.sampling.rates import DeviceRates
 
-CAUSES = ("throttled", "errors", "capped", "saturated", "writeback", "queue", "cpu")
+CAUSES = (
+    "throttled",
+    "errors",
+    "capped",
+    "saturated",
+    "writeback",
+    "blocked",
+    "queue",
+    "cpu",
+)
 """Every cause, in the order they rank at equal confidence."""
 NONE = "none"
 CONFIDENCE = ("high", "medium", "low")
@@ -74,6 +88,11 @@ NEAR_BACKGROUND = 0.8
 """Dirty at this share of the background threshold or more: the flusher's territory."""
 WRITEBACK_FRAMES = 2
 """The untraced writeback rule needs the judged frame and at least this many before it."""
+BLOCKED_S = 1.0
+"""A ``blocked`` cause needs a thread that waited this long without running (a page read
+waits milliseconds: seen at one frame it says nothing)."""
+BLOCKED_LONG_S = 10.0
+"""A wait this long makes ``blocked`` high."""
 
 
 @dataclass(frozen=True)
@@ -255,7 +274,25 @@ def _writeback(frame: Frame, device: str, rates: DeviceRates, lookback: Lookback
             f"writeback: dirty at the background threshold {bg // 1024} MB in the last "
             f"frames (now {dirty // 1024} MB) while the flusher writes back"
         )
+    dirtier = _top_dirtier(frame, device)
+    if dirtier is not None:
+        evidence["top_dirtier"] = dirtier
+        text += f"; dirtied by {dirtier['comm']}[{dirtier['pid']}] ({dirtier['share_pct']:.0f} %)"
     return [Cause("writeback", evidence, "high" if high else "medium", text)]
+
+
+def _top_dirtier(frame: Frame, device: str) -> dict[str, Any] | None:
+    """The process whose dirty pages were most of what ``device`` wrote back in the frame
+    (when the frame carries files: the hot-files part shares written-back bytes among the
+    inodes' dirtiers)."""
+    from iotop_plus.sampling.files_part import FilesPart
+
+    files = frame.get(FilesPart)
+    dev = files.of(device) if files is not None else None
+    if dev is None or not dev.dirtiers:
+        return None
+    top = dev.dirtiers[0]
+    return {"pid": top.pid, "comm": top.comm, "share_pct": round(top.share * 100, 1)}
 
 
 def _writing_back(memory: Memory, earlier: Sequence[Memory]) -> dict[str, int] | None:
@@ -276,6 +313,41 @@ def _writing_back(memory: Memory, earlier: Sequence[Memory]) -> dict[str, int] |
         rise = memory.written_pages - before
         return {"nr_written_rise": rise} if rise > 0 else None
     return {"writeback_kB": memory.writeback_kB} if memory.writeback_kB else None
+
+
+def _blocked(frame: Frame, device: str) -> list[Cause]:
+    from iotop_plus.sampling.blocked import REASON_TEXT
+    from iotop_plus.sampling.blocked_part import BlockedPart
+    from iotop_plus.sampling.diskstats import printable
+
+    tasks = frame.get(BlockedPart)
+    found = tasks.on(device) if tasks is not None else ()
+    if not found or max(g.oldest_s for g in found) < BLOCKED_S:
+        return []
+    oldest = max(found, key=lambda g: g.oldest_s)
+    threads = sum(g.count for g in found)
+    reasons: dict[str, int] = {}
+    for g in found:
+        reasons[g.reason] = reasons.get(g.reason, 0) + g.count
+    where = oldest.file or oldest.mount or oldest.device or device
+    evidence = {
+        "threads": threads,
+        "oldest_s": oldest.oldest_s,
+        "reasons": reasons,
+        "mount": None if oldest.mount is None else printable(oldest.mount),
+        "file": None if oldest.file is None else printable(oldest.file),
+        "syscall": oldest.syscall,
+        "pids": list(oldest.pids[:5]),
+    }
+    high = "frozen" in reasons or oldest.oldest_s >= BLOCKED_LONG_S
+    call = f"{oldest.syscall} on " if oldest.syscall else "on "
+    who = f" (pid {oldest.pids[0]} {oldest.comm})" if oldest.pids else ""
+    text = printable(
+        f"{threads} {'thread' if threads == 1 else 'threads'} blocked, "
+        f"{REASON_TEXT.get(oldest.reason, oldest.reason)}: {call}{where} "
+        f"for {oldest.oldest_s:.0f} s{who}"
+    )
+    return [Cause("blocked", evidence, "high" if high else "medium", text)]
 
 
 def _queue(frame: Frame, device: str) -> list[Cause]:
@@ -365,6 +437,8 @@ def unchecked_causes(frame: Frame) -> tuple[str, ...]:
     pressure = frame.pressure
     if pressure is None or "cpu" not in pressure.resources:
         missing.append("cpu")
+    if "blocked" not in frame.parts:
+        missing.append("blocked")
     return tuple(missing)
 
 
@@ -409,7 +483,8 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
         "aqu-sz": _r(rates.aqu_sz),
         "%util": _r(rates.util),
     }
-    if iops < MIN_IOPS and rates.util < 5.0:
+    stuck = _blocked(frame, device) if "blocked" not in unchecked else []
+    if iops < MIN_IOPS and rates.util < 5.0 and not stuck:
         return Diagnosis((Cause(NONE, figures, "high", "idle: no I/O to explain"),), unchecked)
     found: list[Cause] = []
     if "throttled" not in unchecked:
@@ -419,6 +494,7 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
     found += _saturation(frame, device, lookback)
     if "writeback" not in unchecked:
         found += _writeback(frame, device, rates, lookback)
+    found += stuck
     if "queue" not in unchecked:
         found += _queue(frame, device)
     if found:

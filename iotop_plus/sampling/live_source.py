@@ -192,10 +192,20 @@ class LiveSource:
         part = self._latency_part()
         return part is not None and part.wait_ready(timeout)
 
+    def _needed(self) -> frozenset[str]:
+        """What the frame reads: the wanted parts and what they need (their ``wants``)."""
+        needed = set(self._wanted)
+        for key in self._wanted:
+            part = registry.part(key) if key not in BUILT_IN else None
+            if part is not None:
+                needed.update(part.wants)
+        return frozenset(needed)
+
     def _latency_part(self) -> LatencyPart | None:
-        queue, who = LATENCY_QUEUE in self._wanted, ISSUERS in self._wanted
-        timed = queue or who or LATENCY in self._wanted
-        traced = self._traced_programs()
+        needed = self._needed()
+        queue, who = LATENCY_QUEUE in needed, ISSUERS in needed
+        timed = queue or who or LATENCY in needed
+        traced = self._traced_programs(needed)
         if not timed and not traced:
             self._close_latency()  # nobody looks: no tracer
             return None
@@ -221,14 +231,14 @@ class LiveSource:
             self._latency.set_traced(traced, timed)
         return self._latency
 
-    def _traced_programs(self) -> dict[str, TraceProgram]:
-        """The probes the wanted registered parts add to the tracer, by key."""
-        wanted = [p for p in registry.parts() if p.key in self._wanted]
+    def _traced_programs(self, needed: frozenset[str]) -> dict[str, TraceProgram]:
+        """The probes the ``needed`` registered parts add to the tracer, by key."""
+        wanted = [p for p in registry.parts() if p.key in needed]
         if not wanted:
             return {}
         if self._traced is None:
             self._traced = TracedParts(self.roots)
-        return self._traced.wanted(wanted, self._wanted)
+        return self._traced.wanted(wanted, needed)
 
     def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
         """Read the counters now and build the frame (or return the primed one)."""
@@ -351,6 +361,7 @@ class LiveSource:
                 events=events,
                 traced=traced.get(key),
                 tracer_status=traced_status.get(key) or None,
+                latency=built_in.get(LATENCY),
             )
             try:
                 value, new = reader.read(ctx)
@@ -399,7 +410,7 @@ class LiveSource:
         )
 
     def _cgroup_frame(self) -> CgroupFrame | None:
-        if CGROUPS not in self._wanted:
+        if CGROUPS not in self._needed():
             self._cgroups = None
             return None
         if self._cgroups is None:
@@ -407,7 +418,7 @@ class LiveSource:
         return self._cgroups.frame(self.detail_cgroup)
 
     def _process_frame(self) -> ProcessFrame | None:
-        if PROCESSES not in self._wanted:
+        if PROCESSES not in self._needed():
             if self._procs is not None:  # nobody looks: release the /proc files
                 self._procs.close()
                 self._procs = None

@@ -23,6 +23,9 @@ REGISTERED: tuple[str, ...] = (
     "iotop_plus.sampling.throttle_watch:ThrottlePart",
     "iotop_plus.sampling.issuers_part:IssuersPart",
     "iotop_plus.sampling.health_gate:HealthPart",
+    "iotop_plus.sampling.blocked_part:BlockedPart --blocked",
+    "iotop_plus.sampling.latency_part:LatencyHistogramsPart --latency",
+    "iotop_plus.sampling.files_part:FilesPart --files",
 )
 """The parts, in read order (a part is read after those named in its ``after``)."""
 

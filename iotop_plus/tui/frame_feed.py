@@ -240,10 +240,29 @@ class FrameFeed:
         if self.thread is not None:
             self.thread.sample_now()
 
+    def want_files(self, on: bool) -> str | None:
+        """The Files tab is shown (or no longer); the next frames carry files or not (as root
+        the tracer then counts file I/O). Returns why not, when the source reads no files."""
+        try:
+            self.source.want("files", on)
+        except ValueError as err:  # a source that knows no such part
+            return str(err)
+        if on and self.thread is not None:
+            self.thread.sample_now()
+        return None
+
     def want_cgroups(self, on: bool) -> None:
         """A view shows cgroups (or no longer does); the next frames carry them or not."""
         was = CGROUPS in self._asked
         self._ask(CGROUPS, on)
+        if on and not was and self.thread is not None:
+            self.thread.sample_now()
+
+    def want_part(self, key: str, on: bool) -> None:
+        """A view shows frame part ``key`` (:mod:`iotop_plus.sampling.registry`), or no
+        longer: the next frames carry it or not; the first comes at once."""
+        was = key in self._asked
+        self._ask(key, on)
         if on and not was and self.thread is not None:
             self.thread.sample_now()
 

@@ -60,7 +60,7 @@ def test_every_disk_in_snapshot_json_has_a_diagnosis_and_what_was_unchecked(
             assert entry["confidence"] in ("high", "medium", "low")
         # No cgroups, tracer, issuers or health were read for a plain snapshot (and this
         # tree has no /proc/pressure).
-        assert set(disk["unchecked"]) == {"throttled", "errors", "queue", "cpu"}
+        assert set(disk["unchecked"]) == {"throttled", "errors", "queue", "cpu", "blocked"}
 
 
 def test_snapshot_diagnose_reads_cgroups_so_throttling_is_checked(

@@ -325,3 +325,41 @@ def test_the_exporter_judges_each_frame_with_the_frames_before_it() -> None:
     assert seen[:6] == [{"none"}] * 6 and seen[6:] == [{"saturated"}] * 2
     assert causes_at(frame({"sda": busy()}, seq=8)) == {"saturated"}  # the same frame again
     assert causes_at(frame({"sda": busy()}, seq=1)) == {"none"}  # a new source: no baseline
+
+
+def test_writeback_verdict_names_the_top_dirtier_when_the_frame_carries_files() -> None:
+    from iotop_plus.sampling.files_model import DeviceFiles, Dirtier, FilesFrame
+
+    writes = rates(writes=500, await_ms=5.0, busy_ms=600)
+    files = FilesFrame(
+        {"sda": DeviceFiles(dirtiers=(Dirtier(4242, "dd", "dd of=big", None, 3 << 20, 0.9),))}
+    )
+    over = storm(250000, 4000)  # dirty over the background threshold
+    [plain] = diagnose(frame({"sda": writes}, memory=over), "sda", Lookback([])).as_json()
+    assert "dirtied by" not in plain["text"] and "top_dirtier" not in plain["evidence"]
+    now = frame({"sda": writes}, memory=over, parts={"files": files})
+    [writeback] = diagnose(now, "sda", Lookback([])).as_json()
+    assert writeback["cause"] == "writeback"
+    assert writeback["evidence"]["top_dirtier"] == {"pid": 4242, "comm": "dd", "share_pct": 90.0}
+    assert writeback["text"].endswith("; dirtied by dd[4242] (90 %)")
+
+
+def test_snapshot_writeback_issuer_entry_lists_the_dirtiers() -> None:
+    from iotop_plus.commands.snapshot_issuers import add_issuers
+    from iotop_plus.sampling.files_model import DeviceFiles, Dirtier, FilesFrame
+    from iotop_plus.sampling.issuers import TRACER, Issuer, IssuersFrame
+
+    kernel = Issuer(None, "kernel", None, None, None, 0.0, 10.0, 0.0, 4096.0, writeback=True)
+    dd = Issuer(7, "dd", "dd of=x", None, None, 0.0, 1.0, 0.0, 4.0)
+    issuers = IssuersFrame(TRACER, {"sda": (kernel, dd)})
+    files = FilesFrame({"sda": DeviceFiles(dirtiers=(Dirtier(7, "dd", "dd of=x", "/a", 9, 1.0),))})
+    disks: list[dict[str, Any]] = [{"disk_device": "sda"}]
+    add_issuers(disks, frame({"sda": None}, issuers=issuers, parts={"files": files}))
+    kernel_doc, dd_doc = disks[0]["issuers"]
+    assert kernel_doc["writeback"] is True
+    assert kernel_doc["dirtiers"] == [
+        {"pid": 7, "comm": "dd", "cmdline": "dd of=x", "cgroup": "/a", "bytes": 9, "share": 1.0}
+    ]
+    assert "dirtiers" not in dd_doc
+    add_issuers(disks, frame({"sda": None}, issuers=issuers))  # no files: no dirtiers key
+    assert "dirtiers" not in disks[0]["issuers"][0]

@@ -41,6 +41,8 @@ def side_panel() -> TabbedContent:
         TabPane("Tune", id="tab-tune"),
         TabPane("Processes", id="tab-processes"),
         TabPane("Cgroups", id="tab-cgroups"),
+        TabPane("Blocked", id="tab-blocked"),
+        TabPane("Files", id="tab-files"),
         TabPane("Probe", id="tab-probe"),
     ):
         tabs.compose_add_child(pane)  # as ``with TabbedContent():`` in a compose does

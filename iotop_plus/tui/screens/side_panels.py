@@ -31,7 +31,14 @@ if TYPE_CHECKING:
     from iotop_plus.devices.settings import SettingValue
     from iotop_plus.probe.runner import ProbeRunner
 
-DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-probe")
+DEFERRED_TABS = (
+    "tab-tune",
+    "tab-processes",
+    "tab-cgroups",
+    "tab-blocked",
+    "tab-files",
+    "tab-probe",
+)
 """Side-panel tabs whose panel is built and mounted on first use."""
 
 
@@ -73,6 +80,22 @@ class PanelFeed:
         self.feed.want_issuers(on)
         if on and (self.scrubber.replay or self.scrubber.scrubbed):
             self.show_again()
+
+    def want_part(self, key: str, on: bool) -> None:
+        """A view shows frame part ``key`` (or no longer): the next frames carry it or not;
+        in replay or history the frame on screen shows its recorded value at once."""
+        self.feed.want_part(key, on)
+        if on and (self.scrubber.replay or self.scrubber.scrubbed):
+            self.show_again()
+
+    def want_files(self, on: bool) -> str | None:
+        """The Files tab is shown (or no longer): the next frames carry files or not; in
+        replay or history the frame on screen shows its recorded files at once. Returns why
+        not, when the source reads no files."""
+        refused = self.feed.want_files(on)
+        if on and refused is None and (self.scrubber.replay or self.scrubber.scrubbed):
+            self.show_again()
+        return refused
 
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``."""
@@ -165,6 +188,14 @@ class SidePanels:
             from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
 
             return CgroupPanel(self.feed, id="cgroup-panel")
+        if tab_id == "tab-blocked":
+            from iotop_plus.tui.widgets.blocked_panel import BlockedPanel
+
+            return BlockedPanel(self.feed, id="blocked-panel")
+        if tab_id == "tab-files":
+            from iotop_plus.tui.widgets.files_panel import FilesPanel
+
+            return FilesPanel(self.feed, id="files-panel")
         if tab_id == "tab-probe":
             from iotop_plus.tui.widgets.probe_panel import ProbePanel
 

@@ -1,0 +1,198 @@
+"""Hot files per device, for real: the part's probes in real bpftrace on a loop device with
+ext4, its reader given a frame's counts (root only).
+
+One frame covers a buffered ``dd`` of one file (written back by ``sync``), a direct fio reader
+of a second, and a ``cat`` of a third whose cached pages were dropped (``posix_fadvise
+DONTNEED`` on that file alone, so nothing host-wide changes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.files_model import FilesFrame
+from iotop_plus.sampling.files_part import FilesPart
+from iotop_plus.sampling.inventory import read_inventory
+from iotop_plus.sampling.part import ReadContext
+from iotop_plus.sampling.sampler import Sampler
+from tests.support.loopdev import loop_device
+from tests.support.mounts import unmount
+from tests.support.part_tracer import PartTracer, part_tracer
+
+MB = 1024 * 1024
+SIZE = 32 * MB
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("bpftrace") is None or shutil.which("fio") is None,
+    reason="needs root, bpftrace and fio",
+)
+
+
+@contextlib.contextmanager
+def ext4(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A loop device with ext4 (its tables written at mkfs, so no lazy init writes later)."""
+    with loop_device(tmp_path, 256) as dev:
+        subprocess.run(
+            [
+                "mkfs.ext4",
+                "-q",
+                "-F",
+                "-E",
+                "lazy_itable_init=0,lazy_journal_init=0",
+                f"/dev/{dev}",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        mnt = tmp_path / "mnt"
+        mnt.mkdir()
+        subprocess.run(["mount", f"/dev/{dev}", str(mnt)], check=True)
+        try:
+            yield dev, mnt
+        finally:
+            unmount(mnt)
+
+
+def write_file(path: Path, size: int) -> None:
+    with open(path, "wb") as fh:
+        fh.write(os.urandom(MB) * (size // MB))
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def drop_cache(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+class Frame:
+    """Reads one frame of the part: the counts since ``start`` and the disk counters."""
+
+    def __init__(self, tracer: PartTracer) -> None:
+        self.roots = Roots()
+        self.tracer = tracer
+        self.sampler = Sampler(self.roots)
+        self.reader = FilesPart().reader(self.roots)
+        self.previous = self.sampler.sample()
+        tracer.mark()
+        tracer.take()
+
+    def read(self) -> FilesFrame:
+        self.tracer.mark()
+        traced = self.tracer.take()
+        sample = self.sampler.sample()
+        ctx = ReadContext(
+            self.roots,
+            sample,
+            self.previous,
+            read_inventory(self.roots, use_udev=False),
+            frozenset({"files"}),
+            traced=traced,
+        )
+        value, _events = self.reader.read(ctx)
+        self.previous = sample
+        assert value is not None
+        return value
+
+
+def within(got: int, want: int, pct: float = 10.0) -> bool:
+    return abs(got - want) <= want * pct / 100
+
+
+def test_each_tool_in_its_files_bytes_close_and_sums_match_diskstats(tmp_path: Path) -> None:
+    program = FilesPart().trace(Roots())
+    assert program is not None
+    with ext4(tmp_path) as (dev, mnt), part_tracer(program) as tracer:
+        written, direct, cached = mnt / "written.dat", mnt / "direct.dat", mnt / "cached.dat"
+        write_file(direct, SIZE)
+        write_file(cached, SIZE)
+        drop_cache(cached)
+        subprocess.run(["sync", "-f", str(mnt)], check=True)
+        frame = Frame(tracer)
+        dd = subprocess.run(
+            ["dd", "if=/dev/zero", f"of={written}", "bs=1M", f"count={SIZE // MB}", "status=none"],
+            check=True,
+        )
+        del dd
+        subprocess.run(["sync", "-f", str(mnt)], check=True)
+        fio = subprocess.run(
+            [
+                "fio",
+                "--name=direct",
+                f"--filename={direct}",
+                "--rw=read",
+                "--bs=64k",
+                "--direct=1",
+                "--ioengine=psync",
+                f"--size={SIZE}",
+                "--output-format=terse",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        del fio
+        with open(cached, "rb") as held:  # held open across the frame's end: named by path
+            subprocess.run(["cat", str(cached)], check=True, stdout=subprocess.DEVNULL)
+            value = frame.read()
+            inodes = {p.name: p.stat().st_ino for p in (written, direct, cached)}
+            assert held.fileno() >= 0
+        files = value.of(dev)
+        assert files is not None, value
+        by_ino = {f.inode: f for f in files.files}
+        w, d, c = (by_ino.get(inodes[n]) for n in ("written.dat", "direct.dat", "cached.dat"))
+        assert w is not None and d is not None and c is not None, files
+        assert within(w.write_bytes, SIZE), w
+        assert within(w.dirtied_bytes, SIZE), w
+        assert w.read_bytes <= SIZE // 100, f"the writer read its own file: {w}"
+        assert all(p.read_bytes == 0 for p in w.processes if p.comm == "dd"), w
+        assert within(d.direct_read_bytes, SIZE) and d.direct_write_bytes == 0, d
+        assert within(c.read_bytes, SIZE), c
+        assert c.path == str(cached) and c.is_open, c
+        for closed in (w, d):  # their tools exited before the frame ended
+            assert closed.path == f"inode {closed.inode} on {mnt} (not open)", closed
+            assert not closed.is_open
+        assert all(f.partition == dev for f in files.files)
+        assert files.other_read_bytes is not None and files.other_write_bytes is not None
+        file_r = sum(f.read_bytes + f.direct_read_bytes for f in files.files)
+        file_w = sum(f.write_bytes + f.direct_write_bytes for f in files.files)
+        disk_r, disk_w = file_r + files.other_read_bytes, file_w + files.other_write_bytes
+        assert 0.90 * disk_r <= file_r <= 1.05 * disk_r, (file_r, disk_r)
+        assert 0.90 * disk_w <= file_w <= 1.05 * disk_w, (file_w, disk_w)
+
+
+def test_writeback_names_the_buffered_writer_as_top_dirtier(tmp_path: Path) -> None:
+    program = FilesPart().trace(Roots())
+    assert program is not None
+    with ext4(tmp_path) as (dev, mnt), part_tracer(program) as tracer:
+        frame = Frame(tracer)
+        writer = subprocess.Popen(
+            [
+                "dd",
+                "if=/dev/zero",
+                f"of={mnt}/storm.dat",
+                "bs=1M",
+                f"count={SIZE // MB}",
+                "status=none",
+            ],
+        )
+        pid = writer.pid
+        assert writer.wait(60) == 0
+        value = frame.read()  # dirtied, not yet written back
+        subprocess.run(["sync", "-f", str(mnt)], check=True)  # the flusher writes it back
+        value = frame.read()
+        files = value.of(dev)
+        assert files is not None and files.dirtiers, value
+        top = files.dirtiers[0]
+        assert top.pid == pid and top.comm == "dd", files.dirtiers
+        assert top.share >= 0.9, files.dirtiers
