@@ -31,6 +31,7 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "tests/e2e/test_latency_marker_real.py": ("times the tracer's frame marker", ()),
+    "tests/e2e/test_tracer_parts_real.py": ("runs latency tracers (the set of tracers)", ()),
     "tests/e2e/test_experiments.py": (
         "IOPS that rise with depth; device I/Os counted while fio runs",
         (

@@ -141,9 +141,16 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
 
     state = StateDir(chosen_state_dir(args.state_dir))
     # The journals' whole history (serve counts it all); health: a worker reads it, at most
-    # one smartctl every 5 min a device.
+    # one smartctl every 5 min a device; the verdict checks throttling as the TUI's does
+    # (cheaply: only the limited cgroups, while the full cgroups are not read).
     # Blocked tasks always: iotop_plus_blocked_tasks and the verdict's blocked cause.
-    source = live_source(roots, journal=state, journal_history=True, want=(HEALTH, "blocked"))
+    source = live_source(
+        roots,
+        journal=state,
+        journal_history=True,
+        want=(HEALTH, "blocked"),
+        throttles=True,
+    )
     if args.latency:
         source.want(LATENCY_QUEUE, True)
     sampler = ExportSampler(

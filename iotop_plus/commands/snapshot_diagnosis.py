@@ -9,27 +9,35 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from iotop_plus.sampling.diagnosis import Diagnosis, diagnose
+from iotop_plus.sampling.diagnosis import Diagnosis
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
-from iotop_plus.sampling.lookback import LookbackFeed
+from iotop_plus.sampling.verdicts import Judge, judge
 
 
 class Reports:
-    """The reports judged so far: each device's verdict looks back on them."""
+    """The reports judged so far: each device's verdict looks back on them (the one
+    :class:`~iotop_plus.sampling.verdicts.Judge` the TUI's and ``serve``'s frames go
+    through)."""
 
     def __init__(self) -> None:
-        self._feed = LookbackFeed()
+        self._judge = Judge()
         self._count = 0
         self._frame: Frame | None = None
+        self._judged: Frame | None = None
 
     def verdict(self, frame: Frame, device: str) -> Diagnosis:
         """``device``'s verdict in ``frame``, a report after those already judged."""
         if frame is not self._frame:
-            if self._frame is not None:
-                self._feed.add(self._frame, self._count)
             self._frame, self._count = frame, self._count + 1
-        return diagnose(frame, device, self._feed.before(frame, self._count))
+            self._judged = self._judge.judged(frame, seq=self._count)
+        judged = self._judged
+        assert judged is not None and judged.verdicts is not None
+        found = judged.verdicts.get(device)
+        if not isinstance(found, Diagnosis):  # not a device of the frame
+            lookback = self._judge.lookback.before(frame, self._count)
+            found = judge(frame, lookback, (device,))[device]
+        return found
 
 
 def want_diagnosis(source: FrameSource) -> None:

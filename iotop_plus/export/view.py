@@ -21,6 +21,7 @@ from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
 from iotop_plus.sampling.latency_hist import FAILED
 from iotop_plus.sampling.queue_settings import QueuePart
 from iotop_plus.sampling.sampler import select_devices
+from iotop_plus.sampling.verdicts import Judge
 
 _EMPTY: Mapping = MappingProxyType({})
 _NO_QUEUES: Mapping[str, QueueSettings] = MappingProxyType({})
@@ -103,6 +104,8 @@ class ExportSampler:
         self._device_key: tuple[object, frozenset[str], int] | None = None
         self.on_view: Callable[[ExportView], object] | None = None
         """Called on the sampler thread with each new view (the collector renders it ahead)."""
+        self._judge = Judge()
+        """Judges each frame's exported devices with the frames before it."""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -142,6 +145,7 @@ class ExportSampler:
             # between the two reads; a captured tree): not exported while it is gone.
             devices = self._devices = tuple(n for n in devices if n in counters)
             self._static += 1
+        frame = self._judge.judged(frame, [n for n in devices if frame.rates.get(n) is not None])
         events_changed = self.events.take(frame)
         whole = tuple(
             n for n in devices if (dev := frame.inventory.get(n)) is None or not dev.is_partition

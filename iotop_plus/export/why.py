@@ -4,8 +4,9 @@ device's diagnosis (the verdict line's causes), all from the latest frame.
 Names (the rulings): ``iotop_plus_memory_dirty_bytes``, ``..._writeback_bytes``,
 ``..._dirty_threshold_bytes``, ``..._dirty_background_threshold_bytes``;
 ``iotop_plus_cgroup_io_limit{cgroup,device,kind}``; ``iotop_plus_disk_diagnosis{device,cause}``
-(1 while the cause holds; each frame judged with the frames before it, as the TUI and
-``snapshot`` judge it). No per-process series.
+(1 while the cause holds; each frame judged by the sampler with the frames before it, as
+the TUI and ``snapshot`` judge it: :mod:`iotop_plus.sampling.verdicts`). No per-process
+series.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.memory import MemoryPart
 
 if TYPE_CHECKING:
@@ -77,17 +77,12 @@ def cgroup_limit_families(view: ExportView) -> Iterator[Metric]:
     yield family
 
 
-_LOOKBACK = LookbackFeed()
-"""The frames rendered so far (serve renders every frame while it is scraped), by sequence:
-what each frame's verdict looks back on. A source that starts again from sequence 1 starts
-it afresh."""
-
-
 def diagnosis_families(view: ExportView) -> Iterator[Metric]:
     """``iotop_plus_disk_diagnosis{device,cause}``: 1 for each cause that holds for an
     exported device in the latest frame (``none`` when none does); causes that do not hold
-    have no series."""
-    from iotop_plus.sampling.diagnosis import CAUSES, diagnose
+    have no series. The verdicts are the frame's own, judged by the sampler
+    (:class:`~iotop_plus.export.view.ExportSampler`) with the frames before it."""
+    from iotop_plus.sampling.diagnosis import CAUSES, Diagnosis
 
     frame = view.frame
     if frame is None:
@@ -98,12 +93,11 @@ def diagnosis_families(view: ExportView) -> Iterator[Metric]:
         "cause), from the verdict line.",
         labels=("device", "cause"),
     )
-    lookback = _LOOKBACK.before(frame)
+    verdicts = frame.verdicts or {}
     for name in view.devices:
-        if frame.rates.get(name) is None:
+        verdict = verdicts.get(name)
+        if frame.rates.get(name) is None or not isinstance(verdict, Diagnosis):
             continue
-        verdict = diagnose(frame, name, lookback)
         for cause in verdict.held or ("none",):
             family.add_metric((name, cause), 1)
-    _LOOKBACK.add(frame)
     yield family

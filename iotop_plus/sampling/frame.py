@@ -166,6 +166,9 @@ class Frame:
     """The registered frame parts' values by key (:mod:`.registry`); read with :meth:`get`."""
     problems: tuple[str, ...] = ()
     """Why a part could not be read for this frame (one line each; its value is absent)."""
+    verdicts: Mapping[str, object] | None = dataclasses.field(default=None, compare=False)
+    """Derived, never recorded: the verdict (a :class:`~.diagnosis.Diagnosis`) of the devices
+    judged so far, by name, each with the frames before it (:mod:`.verdicts`); None: none."""
 
     def get(self, part: type[FramePart[V]] | FramePart[V]) -> V | None:
         """The value of ``part`` in this frame; None when it was not read."""

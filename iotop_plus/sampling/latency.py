@@ -20,6 +20,14 @@ no syscall tracepoints, frames wait for the next tick as before.
 A probe's tracer (``issuers=True``) also says who issued the requests and keeps writes that
 carry a preflush or FUA apart (:func:`tracer_program`).
 
+Frame parts that trace add their probes to this one tracer (the tracer contract of
+:class:`~iotop_plus.sampling.part.TraceProgram`): :class:`~.part.TracedParts` gathers the wanted
+parts' programs, :class:`LatencyPart` runs them beside the block probes (or alone, without
+``timed``, while no view shows latency), and each frame's :attr:`LatencyFrame.traced` holds
+every part's value merged over the frame's ticks (:attr:`LatencyFrame.traced_status`: why a
+part has none). A new set of traced parts restarts the tracer, and that frame is
+``partial``.
+
 Safety: the tracer runs only as root, from the system directories (:mod:`iotop_plus.programs`),
 under ``setpriv --pdeathsig KILL`` started from a thread that lives as long as the child, so
 the child dies with us (REFERENCE.md, "Parent-death signal"); :meth:`Tracer.close` kills it.
@@ -38,6 +46,7 @@ import subprocess
 import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from iotop_plus.sampling.io_errors import tracer_errors
 from iotop_plus.sampling.latency_blind import BLIND_FRAMES, BLIND_MIN_IOS, BLIND_RATIO, BlindWatch
@@ -71,6 +80,9 @@ from iotop_plus.sampling.latency_tracer import (
     MAX_PENDING_BATCHES,
     Tracer,
 )
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.part import TraceProgram
 
 __all__ = [
     "ALIGN_SLACK_NS",
@@ -125,6 +137,29 @@ def _names_by_dev(counters: Mapping[str, object]) -> dict[int, str]:
     return out
 
 
+def _traced(
+    batches: list[TracerBatch], programs: Mapping[str, TraceProgram]
+) -> tuple[Mapping[str, object], dict[str, str]]:
+    """Each traced part's value over ``batches`` (added up with its ``merge``), and the last
+    problem each part had in them."""
+    values: dict[str, object] = {}
+    problems: dict[str, str] = {}
+    for batch in batches:
+        problems.update(batch.traced_problems)
+        for key, value in batch.traced.items():
+            program = programs.get(key)
+            if program is None:
+                continue
+            if key in values:
+                try:
+                    value = program.merge(values[key], value)
+                except Exception as exc:  # a part's bug costs its value, never the frame
+                    problems[key] = f"{key}: cannot add up the tracer's output: {exc!r:.120}"
+                    continue
+            values[key] = value
+    return MappingProxyType(values), problems
+
+
 def _attributed(
     batches: list[TracerBatch], names: Mapping[int, str]
 ) -> tuple[Mapping[str, Mapping[int, PidIO]], frozenset[str]]:
@@ -156,9 +191,16 @@ class LatencyPart:
         only_dev: int | None = None,
         attribution: bool = False,
         sample: int | None = None,
+        timed: bool = True,
+        traced: Mapping[str, TraceProgram] | None = None,
     ) -> None:
         """Args:
         queue: Trace the queue split too (``block_rq_insert``).
+        timed: Time block requests; False: trace only for ``traced`` (no view shows
+            latency: the frames' :attr:`LatencyFrame.devices` stay empty).
+        traced: The probes the wanted parts add to the tracer, by part key (the frames
+            carry their values in :attr:`LatencyFrame.traced`); :meth:`set_traced` changes
+            them.
         make_tracer: Builds the tracer (tests); default a :class:`Tracer`.
         check: The preflight (root, bpftrace, tracepoints); tests inject one.
         issuers: A probe's tracer: devices' latency carries their issuers and flush+writes.
@@ -170,6 +212,10 @@ class LatencyPart:
         """
         self.queue = queue
         self.attribution = attribution
+        self.timed = timed
+        self.traced: Mapping[str, TraceProgram] = MappingProxyType(dict(traced or {}))
+        """The traced parts' programs the tracer runs, by key."""
+        self._restarted = False
         self.adaptive = sample is None
         self.sample = sample or 1
         self._busy = self._quiet = 0
@@ -179,9 +225,11 @@ class LatencyPart:
                 issuers=issuers,
                 only_dev=only_dev,
                 marked=not issuers and marker_present(),  # a probe's tracer: its own ticks
-                errors=not issuers and errors_present(),  # the frames' I/O errors
+                errors=self.timed and not issuers and errors_present(),  # the frames' I/O errors
                 attribution=attribution,
                 sample=self.sample,
+                timed=self.timed,
+                traced=self.traced,
             )
         )
         self._check = check
@@ -199,6 +247,21 @@ class LatencyPart:
     def kind(self) -> tuple[bool, bool]:
         """``(queue, attribution)``: what the tracer's program traces beside device time."""
         return self.queue, self.attribution
+
+    def set_traced(self, traced: Mapping[str, TraceProgram], timed: bool | None = None) -> bool:
+        """Trace these parts' probes (by key) from now on, and time block requests or not
+        (``timed``; None: as now). When the set of keys or ``timed`` changed, a running
+        tracer is restarted with the new program, and the frames until it delivers are
+        ``partial``. True when it changed."""
+        timed = self.timed if timed is None else timed
+        if traced.keys() == self.traced.keys() and timed == self.timed:
+            return False
+        self.traced = MappingProxyType(dict(traced))
+        self.timed = timed
+        if self.tracer is not None:
+            self._restarted = True
+            self._restart()
+        return True
 
     def start(self) -> None:
         """Check and start the tracer (once; :meth:`close` then a new part restarts)."""
@@ -255,13 +318,16 @@ class LatencyPart:
         notice, self._notice = self._notice, None
         tracer = self.tracer
         if tracer is None:
-            return LatencyFrame(FAILED, status=self._problem, notice=notice)
+            return self._idle(FAILED, self._problem, notice)
         batches = tracer.take(int(monotonic * 1e9))
         if not batches:
             if tracer.error is not None:
-                return LatencyFrame(FAILED, status=tracer.error, notice=notice)
+                return self._idle(FAILED, tracer.error, notice)
             if not tracer.ready.is_set():
-                return LatencyFrame(STARTING, status="starting tracer…", notice=notice)
+                return self._idle(STARTING, "starting tracer…", notice)
+        traced, traced_status = _traced(batches, self.traced)
+        if not self.timed:
+            return self._traced_only(tracer, batches, traced, traced_status, notice)
         names = _names_by_dev(counters)
         merged: dict[str, dict[str, OpLatency]] = {}
         who: dict[str, dict[tuple[int, str], int]] = {}
@@ -278,16 +344,7 @@ class LatencyPart:
                 if name is not None:
                     mine = who.setdefault(name, {})
                     mine[(pid, comm)] = mine.get((pid, comm), 0) + n
-        start_ns = self._last_end_ns
-        if start_ns is None:  # traced whole from the first (dropped) tick on
-            start_ns = tracer.first_tick_ns
-            if start_ns is None and batches:
-                start_ns = batches[0].end_ns - tracer.tick_ms * 1_000_000
-            self._last_end_ns = start_ns
-        if batches:
-            self._last_end_ns = batches[-1].end_ns
-        end_ns = self._last_end_ns
-        span = (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0
+        span = self._span(tracer, batches)
         devices = {
             n: DeviceLatency(
                 MappingProxyType(merged.get(n, {})),
@@ -309,7 +366,10 @@ class LatencyPart:
             )
         elif status is None and self.adaptive and batches:
             notice = self._adapt(sum(seen.values()), span) or notice
-        partial, self._partial = self._partial and not status, False
+        partial = (self._partial or self._restarted) and not status
+        self._partial = self._restarted = False
+        if status is not None:
+            traced_status.update(dict.fromkeys(self.traced, status))
         return LatencyFrame(
             FAILED if status else RUNNING,
             MappingProxyType(devices),
@@ -321,6 +381,60 @@ class LatencyPart:
             issuers=pids,
             writeback=wb,
             errors=tracer_errors(batches, names) if tracer.errors else None,
+            traced=traced,
+            traced_status=MappingProxyType(traced_status),
+        )
+
+    def _span(self, tracer: Tracer, batches: list[TracerBatch]) -> float:
+        """The traced time ``batches`` cover: from the previous frame's end (or the first
+        whole tick) to the last batch's end."""
+        start_ns = self._last_end_ns
+        if start_ns is None:  # traced whole from the first (dropped) tick on
+            start_ns = tracer.first_tick_ns
+            if start_ns is None and batches:
+                start_ns = batches[0].end_ns - tracer.tick_ms * 1_000_000
+            self._last_end_ns = start_ns
+        if batches:
+            self._last_end_ns = batches[-1].end_ns
+        end_ns = self._last_end_ns
+        return (end_ns - start_ns) / 1e9 if start_ns is not None and end_ns is not None else 0.0
+
+    def _idle(self, state: str, status: str | None, notice: str | None) -> LatencyFrame:
+        """A frame without the tracer's figures (starting, or failed: ``status`` says why,
+        for the traced parts too)."""
+        return LatencyFrame(
+            state,
+            status=status,
+            notice=notice,
+            timed=self.timed,
+            partial=self._restarted and state != FAILED,
+            traced_status=MappingProxyType(dict.fromkeys(self.traced, status or "")),
+        )
+
+    def _traced_only(
+        self,
+        tracer: Tracer,
+        batches: list[TracerBatch],
+        traced: Mapping[str, object],
+        traced_status: dict[str, str],
+        notice: str | None,
+    ) -> LatencyFrame:
+        """The frame of a tracer that traces only for the parts (no block timing)."""
+        span = self._span(tracer, batches)
+        status = tracer.error
+        partial = (self._partial or self._restarted) and not status
+        self._partial = self._restarted = False
+        if status is not None:
+            traced_status.update(dict.fromkeys(self.traced, status))
+        return LatencyFrame(
+            FAILED if status else RUNNING,
+            status=status,
+            span_s=span,
+            notice=notice,
+            partial=partial,
+            timed=False,
+            traced=traced,
+            traced_status=MappingProxyType(traced_status),
         )
 
     def _adapt(self, requests: int, span_s: float) -> str | None:

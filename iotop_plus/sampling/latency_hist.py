@@ -334,6 +334,16 @@ class LatencyFrame:
     errors: Mapping[tuple[str, str], int] | None = None
     """Failed requests per (device, kind) since the previous frame, while the tracer counts
     them (``block_rq_error``); None when it does not."""
+    timed: bool = True
+    """The tracer timed block requests (:attr:`devices` is meaningful); False while it traces
+    only for the parts that add probes to it (no view shows latency)."""
+    traced: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+    """Each traced part's value over the interval (its ``parse`` of every tick, added up
+    with its ``merge``), by part key; a part with no value (no tick ended, or its output
+    was not understood) is absent."""
+    traced_status: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Why a traced part has no value, or only part of it (one line), by part key: the
+    tracer is not running, or that part's output was not understood in some tick."""
 
     @property
     def has_figures(self) -> bool:

@@ -7,9 +7,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from iotop_plus.sampling.latency_hist import Histogram, OpLatency, PidIO, bucket_index
 from iotop_plus.sampling.latency_program import DP_SHIFT, DP_UNIT_BITS, FLUSH_WRITE
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.part import TraceProgram
+
+_NONE: Mapping[str, object] = MappingProxyType({})
 
 
 def op_of(rwbs: str) -> str | None:
@@ -74,6 +80,10 @@ class TracerBatch:
     submission seen)."""
     writeback: frozenset[str] = frozenset()
     """bdi names (``MAJ:MIN``) ``writeback_start`` saw the flusher work on."""
+    traced: Mapping[str, object] = field(default_factory=lambda: _NONE)
+    """Each traced part's value for the tick (what its ``parse`` made of its maps), by key."""
+    traced_problems: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Parts whose ``parse`` refused the tick's maps: why, one line, by key (no value)."""
 
 
 _IDS_KEPT = 8192
@@ -106,9 +116,21 @@ class TracerParser:
     ``@ic`` (``pid,cgroup,comm``: who submitted in the tick) and ``@wb`` (``MAJ:MIN``: the
     flusher's work per bdi). ``rwbs`` is the string or the number of its first two bytes
     (:func:`rwbs_of`).
+
+    The maps of ``traced`` parts (by name, from each program's ``maps``) are kept as printed
+    (``map`` and ``hist`` lines alike) and handed to that part's ``parse`` when the tick ends;
+    a map that held nothing is not printed and comes as ``{}``, and one without keys (a plain
+    number) as ``{"": n}``. A ``parse`` that raises ``ValueError`` costs its part that tick's
+    value (:attr:`TracerBatch.traced_problems` says why), never the tracer; so does any other
+    exception it raises (a part's bug).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, traced: Mapping[str, TraceProgram] | None = None) -> None:
+        self._traced = dict(traced or {})
+        self._owner = {m: key for key, program in self._traced.items() for m in program.maps}
+        """Map name -> the key of the part that prints it."""
+        self._printed: dict[str, dict[str, Mapping[str, object]]] = {}
+        """This tick's maps of each traced part, by key then map name."""
         self.attached = False
         """True once bpftrace said its probes are attached."""
         self._acc: dict[tuple[int, str], _OpAcc] = {}
@@ -139,6 +161,12 @@ class TracerParser:
             for name, values in data.items():
                 if isinstance(values, dict):
                     self._map(name, values)
+                elif name in self._owner:
+                    self._part_map(name, values)
+        elif kind == "hist" and isinstance(data, dict) and self._owner:
+            for name, values in data.items():
+                if name in self._owner:
+                    self._part_map(name, values)
         elif kind == "printf" and isinstance(data, str) and data.startswith(("tick ", "mark ")):
             try:
                 end_ns = int(data.split()[1])
@@ -149,6 +177,7 @@ class TracerParser:
             pids, self._pids = self._pids, {}
             ids = self._ids
             wb, self._wb = self._wb, set()
+            traced, problems = self._take_traced()
             return TracerBatch(
                 end_ns,
                 MappingProxyType({k: a.frozen() for k, a in acc.items()}),
@@ -159,8 +188,33 @@ class TracerParser:
                     {k: a.frozen(*ids.get(k[1], (0, ""))) for k, a in pids.items()}
                 ),
                 writeback=frozenset(wb),
+                traced=traced,
+                traced_problems=problems,
             )
         return None
+
+    def _part_map(self, name: str, values: object) -> None:
+        """A traced part's map, kept as printed until the tick ends."""
+        data = values if isinstance(values, dict) else {"": values}
+        self._printed.setdefault(self._owner[name], {})[name] = MappingProxyType(data)
+
+    def _take_traced(self) -> tuple[Mapping[str, object], Mapping[str, str]]:
+        """Each traced part's value for the tick that ended, and why a part has none."""
+        if not self._traced:
+            return _NONE, MappingProxyType({})
+        printed, self._printed = self._printed, {}
+        values: dict[str, object] = {}
+        problems: dict[str, str] = {}
+        for key, program in self._traced.items():
+            mine = printed.get(key, {})
+            maps = MappingProxyType({m: mine.get(m, _NONE) for m in program.maps})
+            try:
+                values[key] = program.parse(maps)
+            except ValueError as exc:  # output it does not understand
+                problems[key] = f"{key}: tracer output not understood: {str(exc)[:120]}"
+            except Exception as exc:  # a part's bug costs its value, never the tracer
+                problems[key] = f"{key}: cannot read the tracer's output: {exc!r:.120}"
+        return MappingProxyType(values), MappingProxyType(problems)
 
     def _map(self, name: str, values: Mapping[str, object]) -> None:
         if name == "@err":
@@ -176,6 +230,8 @@ class TracerParser:
             self._packed_map(values)
             return
         if name not in ("@h", "@ds", "@dm", "@qs", "@qn"):
+            if name in self._owner:
+                self._part_map(name, values)
             return
         by_pid = 5 if name == "@h" else 3  # the key length when the last key is the pid
         for key, value in values.items():

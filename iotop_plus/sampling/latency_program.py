@@ -11,8 +11,12 @@ import contextlib
 import os
 import re
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from iotop_plus.programs import lookup_program, run_contained
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.part import TraceProgram
 
 TICK_MS = 250
 """How often the child prints and clears its maps on its own (frames mark their own ends)."""
@@ -73,8 +77,17 @@ def tracer_program(
     rwbs_at: Mapping[str, int] | None = None,
     writeback: bool = False,
     sample: int = 1,
+    timed: bool = True,
+    traced: Mapping[str, TraceProgram] | None = None,
 ) -> str:
     """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
+
+    ``traced`` (part key -> :class:`~iotop_plus.sampling.part.TraceProgram`): each part's
+    probe blocks are appended, its maps printed and cleared with the program's own at every
+    tick and mark (in one group, before the ``tick``/``mark`` line, so one batch holds one
+    interval of every map), and its ``end`` text goes into ``END``. Without ``timed`` the
+    block probes are left out: the program traces only the parts' probes (a part wanted
+    while no view shows latency costs its own probes and nothing more).
 
     ``marked``: our ``kill(pid, 0)`` (signal 0 from this process, see :meth:`Tracer.mark`)
     also prints and clears the maps, ending with ``mark <nsecs>`` instead of ``tick``.
@@ -124,6 +137,62 @@ def tracer_program(
     """
     lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip()]
     only = sample_filter(only_dev, sample)
+    if timed:
+        lines += _timed_probes(
+            queue=queue,
+            issuers=issuers,
+            submit=submit,
+            only=only,
+            attribution=attribution,
+            rwbs_at=rwbs_at,
+            sample=sample,
+        )
+    if attribution and writeback and timed:
+        lines.append("tracepoint:writeback:writeback_start { @wb[args->name] = count(); }")
+    if errors:
+        lines.append("tracepoint:block:block_rq_error { @err[args->dev, args->error] = count(); }")
+    parts = list((traced or {}).values())
+    for program in parts:
+        lines.append(program.text.strip("\n"))
+    maps = [
+        *(["@h", "@dp" if attribution else "@ds", "@dm"] if timed else []),
+        *(["@err"] if errors else []),
+        *(["@qs", "@qn"] if queue and timed else []),
+        *(["@who", "@fh", "@fs", "@fm"] if issuers and timed else []),
+        *(["@ic"] if attribution and timed else []),
+        *(["@wb"] if attribution and writeback and timed else []),
+        *(m for program in parts for m in program.maps),
+    ]
+    cleared = ["  clear(@id);"] if attribution and timed else []
+    lines.append(f"interval:ms:{int(tick_ms)} {{")
+    lines += [f"  print({m}); clear({m});" for m in maps]
+    lines += [*cleared, '  printf("tick %llu\\n", nsecs);', "}"]
+    if marked:
+        lines.append(
+            f"tracepoint:{MARK_TRACEPOINT.replace('/', ':')}"
+            f" /pid == {os.getpid()} && args->sig == 0/ {{"
+        )
+        lines += [f"  print({m}); clear({m});" for m in maps]
+        lines += [*cleared, '  printf("mark %llu\\n", nsecs);', "}"]
+    ends = [program.end.strip("\n") for program in parts if program.end.strip()]
+    if ends:
+        lines += ["END {", *ends, "}"]
+    # At exit bpftrace prints every map; the parser ignores anything after the last tick.
+    return "\n".join(lines) + "\n"
+
+
+def _timed_probes(
+    *,
+    queue: bool,
+    issuers: bool,
+    submit: str,
+    only: str,
+    attribution: bool,
+    rwbs_at: Mapping[str, int] | None,
+    sample: int,
+) -> list[str]:
+    """The block probes that time requests (see :func:`tracer_program`)."""
+    lines: list[str] = []
     if queue:
         lines.append(
             f"tracepoint:block:block_rq_insert{only} {{ @iq[args->dev, args->sector] = nsecs; }}"
@@ -209,34 +278,7 @@ def tracer_program(
         "  }",
         "}",
     ]
-    if attribution and writeback:
-        lines.append("tracepoint:writeback:writeback_start { @wb[args->name] = count(); }")
-    if errors:
-        lines.append("tracepoint:block:block_rq_error { @err[args->dev, args->error] = count(); }")
-    lines.append(f"interval:ms:{int(tick_ms)} {{")
-    maps = [
-        "@h",
-        "@dp" if attribution else "@ds",
-        "@dm",
-        *(["@err"] if errors else []),
-        *(["@qs", "@qn"] if queue else []),
-        *(["@who", "@fh", "@fs", "@fm"] if issuers else []),
-        *(["@ic"] if attribution else []),
-        *(["@wb"] if attribution and writeback else []),
-    ]
-    lines += [f"  print({m}); clear({m});" for m in maps]
-    lines += ["  clear(@id);"] if attribution else []
-    lines += ['  printf("tick %llu\\n", nsecs);', "}"]
-    if marked:
-        lines.append(
-            f"tracepoint:{MARK_TRACEPOINT.replace('/', ':')}"
-            f" /pid == {os.getpid()} && args->sig == 0/ {{"
-        )
-        lines += [f"  print({m}); clear({m});" for m in maps]
-        lines += ["  clear(@id);"] if attribution else []
-        lines += ['  printf("mark %llu\\n", nsecs);', "}"]
-    # At exit bpftrace prints every map; the parser ignores anything after the last tick.
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 SAMPLE_HASH = 2654435761

@@ -14,6 +14,9 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from iotop_plus.programs import hold_group, lookup_program, release_group
 from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser
@@ -26,6 +29,9 @@ from iotop_plus.sampling.latency_program import (
     tracer_program,
     writeback_present,
 )
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.part import TraceProgram
 
 GONE_WAIT_S = 1.0
 """How long a frame waits for the reader of a tracer that died to say why."""
@@ -53,9 +59,14 @@ class Tracer:
         errors: bool = False,
         attribution: bool = False,
         sample: int = 1,
+        timed: bool = True,
+        traced: Mapping[str, TraceProgram] | None = None,
     ) -> None:
         """Args:
         queue: Also trace ``block_rq_insert`` (the queue split); costs one more probe.
+        timed: Time block requests (every block probe); False: only ``traced``'s probes.
+        traced: The probes of the parts that trace, by part key (see
+            :func:`~iotop_plus.sampling.latency_program.tracer_program`).
         marked: Frames mark their own ends (:meth:`mark`); needs :func:`marker_present`.
         errors: Count failed requests (``block_rq_error``); needs :func:`errors_present`.
         issuers: Count requests by issuer and time flush+writes apart (a probe's tracer);
@@ -77,6 +88,9 @@ class Tracer:
         self.errors = errors
         self.attribution = attribution
         self.sample = sample
+        self.timed = timed
+        self.traced: Mapping[str, TraceProgram] = MappingProxyType(dict(traced or {}))
+        """The traced parts' programs, by key."""
         self.tick_ms = tick_ms
         self.tag = tag
         self._argv_prefix = argv_prefix
@@ -140,9 +154,13 @@ class Tracer:
             marked=self.marked,
             errors=self.errors,
             attribution=self.attribution,
-            rwbs_at=rwbs_offsets((submit, "block_rq_issue", "block_rq_complete")),
+            rwbs_at=rwbs_offsets((submit, "block_rq_issue", "block_rq_complete"))
+            if self.timed
+            else None,
             writeback=self.attribution and writeback_present(),
             sample=self.sample,
+            timed=self.timed,
+            traced=self.traced,
         )
         return [*prefix, "-f", "json", "-e", program]
 
@@ -173,7 +191,7 @@ class Tracer:
         threading.Thread(
             target=self._read_stderr, args=(proc,), name="iotop-plus-latency-err", daemon=True
         ).start()
-        parser = TracerParser()
+        parser = TracerParser(self.traced)
         assert proc.stdout is not None
         try:
             for line in proc.stdout:

@@ -33,7 +33,7 @@ from iotop_plus.sampling.frame import (
 )
 from iotop_plus.sampling.inventory import Inventory
 from iotop_plus.sampling.issuers_part import ISSUERS
-from iotop_plus.sampling.part import FramePart, PartReader, ReadContext
+from iotop_plus.sampling.part import FramePart, PartReader, ReadContext, TracedParts
 from iotop_plus.sampling.pressure import read_pressure
 from iotop_plus.sampling.queue_settings import QUEUES, nr_requests_of
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler, rates_between
@@ -43,6 +43,8 @@ if TYPE_CHECKING:  # the process, cgroup and latency modules load only when some
     from iotop_plus.sampling.blockdev import OpenBlockFile
     from iotop_plus.sampling.cgroups import CgroupReader, CgroupSample
     from iotop_plus.sampling.latency import LatencyPart
+    from iotop_plus.sampling.latency_hist import LatencyFrame
+    from iotop_plus.sampling.part import TraceProgram
     from iotop_plus.sampling.processes import ProcessSample
 
 QUICK_FIRST_FRAME_DEVICES = 200
@@ -114,6 +116,7 @@ class LiveSource:
         self._primed: Frame | None = None
         self._primed_early: Frame | None = None
         self._latency: LatencyPart | None = None
+        self._traced: TracedParts | None = None
         self._readers: dict[str, PartReader[Any]] = {}
         self._given = dict(readers or {})
         for key in self._given:
@@ -201,7 +204,9 @@ class LiveSource:
     def _latency_part(self) -> LatencyPart | None:
         needed = self._needed()
         queue, who = LATENCY_QUEUE in needed, ISSUERS in needed
-        if not queue and not who and LATENCY not in needed:
+        timed = queue or who or LATENCY in needed
+        traced = self._traced_programs(needed)
+        if not timed and not traced:
             self._close_latency()  # nobody looks: no tracer
             return None
         if self._latency is not None and self._latency.kind != (queue, who):
@@ -210,11 +215,30 @@ class LiveSource:
             from iotop_plus.sampling.latency import LatencyPart
 
             if self.roots.is_live:
-                self._latency = LatencyPart(queue=queue, attribution=who)
+                self._latency = LatencyPart(
+                    queue=queue, attribution=who, timed=timed, traced=traced
+                )
             else:  # a captured tree has no tracepoints: never trace the host under it
                 why = "latency is traced on the live host only, not on a captured tree"
-                self._latency = LatencyPart(queue=queue, attribution=who, check=lambda: (why, None))
+                self._latency = LatencyPart(
+                    queue=queue,
+                    attribution=who,
+                    timed=timed,
+                    traced=traced,
+                    check=lambda: (why, None),
+                )
+        else:  # a new set of traced parts restarts the tracer (that frame is partial)
+            self._latency.set_traced(traced, timed)
         return self._latency
+
+    def _traced_programs(self, needed: frozenset[str]) -> dict[str, TraceProgram]:
+        """The probes the ``needed`` registered parts add to the tracer, by key."""
+        wanted = [p for p in registry.parts() if p.key in needed]
+        if not wanted:
+            return {}
+        if self._traced is None:
+            self._traced = TracedParts(self.roots)
+        return self._traced.wanted(wanted, needed)
 
     def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
         """Read the counters now and build the frame (or return the primed one)."""
@@ -270,10 +294,12 @@ class LiveSource:
             if self._procs is not None:
                 self._procs.close()
                 self._procs = None
-        latency = latency_part.frame(cur.counters, cur.monotonic) if latency_part else None
+        tracer = latency_part.frame(cur.counters, cur.monotonic) if latency_part else None
+        # Traced for the parts alone (no view shows latency): the frame carries no latency.
+        latency = tracer if tracer is not None and tracer.timed else None
         cgroups = self._cgroup_frame()
         built_in = {PROCESSES: processes, LATENCY: latency, CGROUPS: cgroups}
-        values, events, problems = self._parts(cur, inventory, events, built_in)
+        values, events, problems = self._parts(cur, inventory, events, built_in, tracer)
         queues = values.get(QUEUES)
         if queues is not self._queues:  # the same object until the settings are re-read
             self._queues = queues
@@ -299,6 +325,7 @@ class LiveSource:
         inventory: Inventory,
         events: tuple[FrameEvent, ...],
         built_in: Mapping[str, object],
+        tracer: LatencyFrame | None = None,
     ) -> tuple[dict[str, object], tuple[FrameEvent, ...], tuple[str, ...]]:
         """Every part due this frame: (values by key, the frame's events with theirs, problem
         lines). Readers of parts nobody wants any more are closed."""
@@ -309,7 +336,8 @@ class LiveSource:
         values: dict[str, object] = {}
         seen = dict(built_in)  # what the parts read so far see: the built-in facts, then theirs
         so_far = MappingProxyType(seen)
-        traced = getattr(built_in.get(LATENCY), "traced", None)
+        traced = tracer.traced if tracer is not None else {}
+        traced_status = tracer.traced_status if tracer is not None else {}
         problems: list[str] = []
         live = self.roots.is_live
         for part in self._order:
@@ -331,7 +359,8 @@ class LiveSource:
                 wanted=wanted,
                 values=so_far,
                 events=events,
-                traced=traced.get(key) if isinstance(traced, Mapping) else None,
+                traced=traced.get(key),
+                tracer_status=traced_status.get(key) or None,
                 latency=built_in.get(LATENCY),
             )
             try:

@@ -22,7 +22,7 @@ frame's model imports no part.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
@@ -163,3 +163,27 @@ class FramePart(Generic[V]):
     def metrics(self, value: V) -> Iterable[Metric]:  # noqa: ARG002
         """What ``serve`` exports of the value."""
         return ()
+
+
+class TracedParts:
+    """The probes the wanted parts add to the tracer: each part's
+    :meth:`~iotop_plus.sampling.part.FramePart.trace` is asked once per source."""
+
+    def __init__(self, roots: Roots) -> None:
+        self._roots = roots
+        self._asked: dict[str, TraceProgram | None] = {}
+
+    def wanted(self, parts: Iterable[FramePart[Any]], wanted: Set[str]) -> dict[str, TraceProgram]:
+        """The programs of the ``parts`` some consumer wants (by key) that trace. A part
+        is traced only while wanted, even one read on every frame (tracing needs root)."""
+        out: dict[str, TraceProgram] = {}
+        for part in parts:
+            key = part.key
+            if key not in wanted:
+                continue
+            if key not in self._asked:
+                self._asked[key] = part.trace(self._roots)
+            program = self._asked[key]
+            if program is not None:
+                out[key] = program
+        return out

@@ -4,6 +4,12 @@
 frame, records it in the history (paused or not), hands it to the main screen unless paused,
 and says once what the source or the sampler reports wrong. It also tells the source what the
 next frames should carry (processes, one process's details) for the Processes tab.
+
+The verdict is judged off the UI thread: the sampler thread judges each frame for the
+devices shown (:attr:`FrameFeed.judge_devices`) with the frames before it
+(:class:`~iotop_plus.sampling.verdicts.Judge`) and the frame carries it; a frame shown
+without it (scrubbed back, replayed, another device selected) is judged on a worker thread
+(:meth:`FrameFeed.ask_verdict`), and the screen shows it when it is there.
 """
 
 from __future__ import annotations
@@ -22,8 +28,11 @@ from iotop_plus.sampling.history import History, Mark
 from iotop_plus.sampling.issuers_part import ISSUERS
 from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.ring_timeline import RingTimeline
+from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.verdicts import Judge, judge, timeline_lookback, with_verdicts
 from iotop_plus.tui.engine.refresh_batch import one_update
 from iotop_plus.tui.messages import FrameReady, Notifies, SamplerProblem
+from iotop_plus.tui.replay_reads import ReplayReads
 from iotop_plus.tui.scrub import MARKED_EVENTS
 
 MAX_PENDING = 4
@@ -76,8 +85,12 @@ class FrameFeed:
         """The one clock; made by :meth:`start`."""
         self.latest_frame: Frame | None = None
         """The newest frame, shown or not."""
-        self.lookback = LookbackFeed()
-        """Each device's quiet awaits over every frame taken: the verdict's baseline."""
+        self.judge = Judge()
+        """Judges each frame on the sampler thread, with the frames before it."""
+        self.judge_devices: frozenset[str] = frozenset()
+        """The devices whose verdict the sampler thread judges (the one the Device tab shows)."""
+        self._judging: ReplayReads | None = None
+        self._verdict_asked: tuple[int, float, str] | None = None
         self.frames_received = 0
         """Frames received."""
         self._source_notice: str | None = None
@@ -98,8 +111,17 @@ class FrameFeed:
         )
         self.thread.start()
 
+    @property
+    def lookback(self) -> LookbackFeed:
+        """Each device's quiet awaits over every frame taken: the verdict's baseline."""
+        return self.judge.lookback
+
     def _post_frame(self, post: Callable[[Message], object], frame: Frame) -> None:
-        """Post ``frame`` (in the sampler thread) once fewer than :data:`MAX_PENDING` wait."""
+        """Judge ``frame`` and post it (in the sampler thread) once fewer than
+        :data:`MAX_PENDING` wait."""
+        if frame.inventory.devices or not frame.inventory_changed:
+            # (an early frame lists names only: the lookback waits for the full one)
+            frame = self.judge.judged(frame, self.judge_devices)
         with self._pending_changed:
             # Not for ever: a frame the app drops (shutting down) is never taken.
             self._pending_changed.wait_for(
@@ -142,7 +164,6 @@ class FrameFeed:
             if frame.inventory_changed:
                 self.history.forget(frame.sample.counters)
             self.timeline.append(frame)
-            self.lookback.add(frame)
         for event in frame.events:
             # An applied setting change or a probe result the frame's journal part read (from
             # this TUI or any other run), at its own time; a replay draws recorded ones.
@@ -158,6 +179,33 @@ class FrameFeed:
             if notice:  # the /sys/block/*/stat fallback: say so once, and in the header
                 self.screen.notify(printable(notice), severity="warning", timeout=10, markup=False)
                 self.screen.show_problem(notice)
+
+    def ask_verdict(
+        self,
+        frame: Frame,
+        device: str,
+        timeline: Timeline | None,
+        judged: Callable[[Frame], object],
+    ) -> None:
+        """Judge ``device`` in ``frame`` (shown without its verdict) on a worker thread, with
+        the frames before it in ``timeline`` and the live quiet awaits; ``judged`` gets the
+        frame with it, on the UI thread. Asked again for the same frame and device, nothing
+        more happens; a newer ask supersedes one in flight."""
+        asked = (frame.seq, frame.wall_time, device)
+        if asked == self._verdict_asked:
+            return
+        self._verdict_asked = asked
+        live = self.lookback if self.lookback.taken else None
+        lookback = timeline_lookback(frame, timeline, live.quiet_before if live else None)
+        post = getattr(self.screen, "post_message", None)  # a Textual screen's (thread-safe)
+        if post is None:
+            return
+        if self._judging is None:
+            self._judging = ReplayReads(post, self.problem)
+        self._judging.submit(
+            lambda: judge(frame, lookback, (device,)),
+            lambda verdicts: judged(with_verdicts(frame, verdicts)),
+        )
 
     def problem(self, text: str) -> None:
         """A frame failed: notify once per new problem (not every tick); the header shows it."""

@@ -3,15 +3,13 @@ selected device, from the frame shown (live, paused or replayed)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
-from iotop_plus.sampling.diagnosis import diagnose
+from iotop_plus.sampling.diagnosis import Diagnosis
 from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.lookback import RECENT, Lookback
 from iotop_plus.sampling.memory import MemoryPart
-from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.throttle_watch import ThrottlePart
-from iotop_plus.sampling.timeline import Timeline
+
+JUDGING = "judging…"
+"""The why line while the frame's verdict is judged (off the UI thread)."""
 
 
 def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
@@ -31,52 +29,25 @@ def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
     return facts
 
 
-def recent_rates(device: str, frame: Frame, timeline: Timeline | None) -> list[DeviceRates]:
-    """``device``'s rates in the :data:`~iotop_plus.sampling.lookback.RECENT` frames of
-    ``timeline`` before ``frame``, oldest first."""
-    return [r for f in recent_frames(frame, timeline) if (r := f.rates.get(device)) is not None]
-
-
-def recent_frames(frame: Frame, timeline: Timeline | None) -> list[Frame]:
-    """The :data:`~iotop_plus.sampling.lookback.RECENT` frames of ``timeline`` before
-    ``frame``, oldest first: what the verdict looks back on (live: the TUI's ring; scrubbed
-    back or replayed: the frames before the one shown)."""
-    if timeline is None:
-        return []
-    step = frame.elapsed_s if frame.elapsed_s and frame.elapsed_s > 0 else 1.0
-    oldest = frame.wall_time - (RECENT + 1.5) * step
-    # Frame by frame back from the one shown, not a window of that many seconds: a frame
-    # that came late (a stalled host, elapsed 2 s at -i 0.25) made the window 13 s, 50 frames
-    # rebuilt with their processes at every frame and kept as the ring's last window (#25).
-    earlier: list[Frame] = []
-    at = timeline.frame_at(frame.wall_time)
-    if at is not None and at.wall_time >= frame.wall_time:
-        at = timeline.step(at.wall_time, -1)
-    while at is not None and oldest < at.wall_time < frame.wall_time and len(earlier) < RECENT:
-        earlier.append(at)
-        before = timeline.step(at.wall_time, -1)
-        at = before if before is not None and before.wall_time < at.wall_time else None
-    return earlier[::-1]
-
-
-def verdict_facts(
-    device: str,
-    frame: Frame | None,
-    timeline: Timeline | None = None,
-    quiet: Callable[[int], Callable[[str], Sequence[float]]] | None = None,
-) -> list[tuple[str, str]]:
+def verdict_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
     """The verdict line for ``device`` in ``frame`` (the Device tab shows it first, every
-    cause, wrapped), judged with the frames before it from ``timeline`` and the quiet awaits
-    before it (``quiet(seq)``: the live feed's; None: the quiet ones of those frames)."""
+    cause, wrapped): the frame's derived verdict, judged off the UI thread with the frames
+    before it (:mod:`iotop_plus.sampling.verdicts`); "judging…" until it is there
+    (:func:`has_verdict`)."""
     if frame is None:
         return []
-    baseline = quiet(frame.seq) if quiet is not None and frame.seq > 0 else None
-    lookback = Lookback(recent_frames(frame, timeline), baseline)
-    facts = [("why", diagnose(frame, device, lookback).line())]
+    verdict = frame.verdicts.get(device) if frame.verdicts is not None else None
+    line = verdict.line() if isinstance(verdict, Diagnosis) else JUDGING
+    facts = [("why", line)]
     throttles = frame.get(ThrottlePart)
     if frame.cgroups is None and throttles is not None and throttles.problem:
         facts.append(("why note", throttles.problem))  # the throttle check was too costly
     return facts
+
+
+def has_verdict(device: str, frame: Frame) -> bool:
+    """Whether ``frame`` carries ``device``'s verdict (else the feed is asked for it)."""
+    return frame.verdicts is not None and device in frame.verdicts
 
 
 WHY_HELP = (

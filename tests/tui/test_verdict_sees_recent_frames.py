@@ -11,8 +11,8 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.memory import Memory
 from iotop_plus.sampling.ring_timeline import RingTimeline, fill
 from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.verdicts import recent_frames
 from iotop_plus.tui.replay import make_replay_app
-from iotop_plus.tui.why_lines import recent_rates
 from iotop_plus.tui.widgets.device_panel import DevicePanel, fact_lines
 from tests.tui.canned import HOST_ROOTS
 from tests.tui.helpers import parts_up, wait_for
@@ -83,10 +83,10 @@ async def test_the_device_tab_says_saturated_in_4_of_5_frames_and_lists_every_ca
         await wait_for(pilot, lambda: why_line(panel).startswith("why: writeback storm"))
 
 
-def test_recent_rates_are_the_frames_before_the_one_shown_oldest_first() -> None:
+def test_recent_frames_are_the_frames_before_the_one_shown_oldest_first() -> None:
     frames = saturating_frames()
     timeline = fill(RingTimeline(minutes=5, interval=1.0), frames)
-    got = recent_rates(DEVICE, frames[-1], timeline)
-    assert got == [f.rates[DEVICE] for f in frames[-6:-1]]
-    assert recent_rates(DEVICE, frames[0], timeline) == []
-    assert recent_rates(DEVICE, frames[-1], None) == []
+    got = recent_frames(frames[-1], timeline)
+    assert [f.rates[DEVICE] for f in got] == [f.rates[DEVICE] for f in frames[-6:-1]]
+    assert recent_frames(frames[0], timeline) == []
+    assert recent_frames(frames[-1], None) == []

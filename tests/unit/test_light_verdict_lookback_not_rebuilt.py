@@ -14,9 +14,16 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.lookback import RECENT
 from iotop_plus.sampling.packed_frames import Packer
+from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.ring_timeline import RingTimeline
-from iotop_plus.tui.why_lines import recent_rates
+from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.verdicts import recent_frames
 from tests.tui.canned import HOST_ROOTS, CannedSampler
+
+
+def recent_rates(device: str, frame: Frame, timeline: Timeline) -> list[DeviceRates]:
+    """``device``'s rates in the frames the verdict looks back on."""
+    return [r for f in recent_frames(frame, timeline) if (r := f.rates.get(device)) is not None]
 
 
 def canned_frames(count: int) -> list[Frame]:

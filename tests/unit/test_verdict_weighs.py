@@ -311,9 +311,13 @@ def test_snapshot_judges_each_report_with_the_reports_before_it_and_issuers_prin
 def test_the_exporter_judges_each_frame_with_the_frames_before_it() -> None:
     from iotop_plus.export.view import ExportView
     from iotop_plus.export.why import diagnosis_families
+    from iotop_plus.sampling.verdicts import Judge
+
+    judge = Judge()  # the exporter's sampler judges each frame it reads, in turn
 
     def causes_at(shown: Frame) -> set[str]:
-        [family] = diagnosis_families(ExportView(frame=shown, devices=("sda",)))
+        view = ExportView(frame=judge.judged(shown, ("sda",)), devices=("sda",))
+        [family] = diagnosis_families(view)
         assert "capped" in family.documentation and "issuer" not in family.documentation
         return {s.labels["cause"] for s in family.samples}
 

@@ -20,12 +20,12 @@ from iotop_plus.devices.settings import SettingValue
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
-from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.units import lsblk_size
+from iotop_plus.sampling.verdicts import with_verdicts
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.health_lines import health_facts
 from iotop_plus.tui.issuer_lines import issuer_facts
-from iotop_plus.tui.why_lines import verdict_facts, why_facts
+from iotop_plus.tui.why_lines import has_verdict, verdict_facts, why_facts
 
 
 def device_facts(
@@ -205,6 +205,8 @@ class DevicePanel(VerticalScroll):
         self.settings: tuple[SettingValue, ...] | None = None
         """Its settings as last read."""
         self._shown: object = None
+        self._judged_frame: Frame | None = None
+        """The last frame judged off the UI thread for this panel (:meth:`_judged`)."""
         self._painted_name: str | None = None
         """The device whose facts were painted last (its height is kept, see show_lines)."""
 
@@ -224,14 +226,9 @@ class DevicePanel(VerticalScroll):
         facts = device_facts(dev, settings) if dev is not None else None
         if facts is not None and dev is not None:
             who = issuer_facts(dev.name, frame)  # then who: the second question
-            # The frames before this one (the screen's ring or recording), and the live
-            # feed's quiet awaits (a replay has none: the quiet ones of those frames).
-            scrubber = getattr(self.screen, "scrubber", None)
-            timeline = getattr(scrubber, "timeline", None)
-            lookback = getattr(getattr(self.screen, "feed", None), "lookback", None)
-            live = lookback if isinstance(lookback, LookbackFeed) and lookback.taken else None
-            quiet = live.quiet_before if live is not None else None
-            why = verdict_facts(dev.name, frame, timeline, quiet)
+            frame = self._with_judged(frame)
+            why = verdict_facts(dev.name, frame)
+            self._ask_verdict(dev.name, frame)
             # Health right after who, so it is on screen at 80x24 without scrolling.
             health = health_facts(dev.name, frame)
             facts = why + who + health + facts  # why first: the question asked
@@ -240,6 +237,33 @@ class DevicePanel(VerticalScroll):
             return
         self._shown = facts
         self._paint()
+
+    def _ask_verdict(self, device: str, frame: Frame | None) -> None:
+        """The screen's feed judges ``device`` in the next frames (on the sampler thread) and,
+        when ``frame`` is shown without its verdict, in ``frame`` (on a worker thread, with the
+        frames before it in the screen's timeline: its ring, or the recording)."""
+        feed = getattr(self.screen, "feed", None)
+        if feed is None or not hasattr(feed, "ask_verdict"):
+            return
+        feed.judge_devices = frozenset((device,))
+        if frame is not None and not has_verdict(device, frame):
+            scrubber = getattr(self.screen, "scrubber", None)
+            feed.ask_verdict(frame, device, getattr(scrubber, "timeline", None), self._judged)
+
+    def _judged(self, frame: Frame) -> None:
+        """A frame's verdict came from the worker: shown while that frame is."""
+        self._judged_frame = frame
+        if self.device is not None:
+            self.show(self.device, self.settings, getattr(self.screen, "shown_frame", None))
+
+    def _with_judged(self, frame: Frame | None) -> Frame | None:
+        """``frame`` with the verdicts judged for it off the UI thread, if any."""
+        judged = self._judged_frame
+        if frame is None or judged is None or judged.verdicts is None:
+            return frame
+        if (judged.seq, judged.wall_time) != (frame.seq, frame.wall_time):
+            return frame
+        return with_verdicts(frame, judged.verdicts)
 
     def _paint(self) -> None:
         static = self.query_one("#device-facts", _Facts)
