@@ -328,7 +328,7 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     source = ThrottleSource(roots)  # the Device tab's verdict checks throttling (cheaply)
     if args.tui_devices:
         # Named devices are checked before the screen starts: a typo is a usage error.
-        from iotop_plus.commands.snapshot import resolve_devices
+        from iotop_plus.commands.snapshot_output import resolve_devices
 
         first = source.next_frame()
         for word in args.tui_devices:

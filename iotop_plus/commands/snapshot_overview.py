@@ -20,7 +20,7 @@ from datetime import tzinfo
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
-from iotop_plus.commands.snapshot import iso_time
+from iotop_plus.commands.snapshot_output import iso_time
 from iotop_plus.record.reader import ROLLUP_METRICS, ROLLUP_STATS, RecordingFile
 from iotop_plus.record.timeline import RecordingTimeline
 from iotop_plus.sampling.diskstats import printable, printable_doc
