@@ -15,8 +15,9 @@ are up, and never to a screen without them.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual import events
 from textual.css.query import NoMatches
@@ -29,7 +30,39 @@ from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 
 if TYPE_CHECKING:
-    from iotop_plus.tui.screens.main import MainScreen
+    from textual.app import App
+    from textual.widget import Widget
+
+    from iotop_plus.sampling.frame import Frame
+
+
+class PartsScreen(Protocol):
+    """What the parts need of the screen they are mounted into (the main screen): where to
+    mount them, and how to show its device and frame in them once they are up."""
+
+    selected_device: str | None
+    shown_frame: Frame | None
+
+    @property
+    def app(self) -> App[Any]: ...
+
+    def set_timer(self, delay: float, callback: Callable[[], Any]) -> Timer: ...
+
+    def set_interval(
+        self, interval: float, callback: Callable[[], Any], *, name: str | None = None
+    ) -> Timer: ...
+
+    def call_after_refresh(self, callback: Callable[[], Any]) -> bool: ...
+
+    def query_one(self, selector: str) -> Widget: ...
+
+    def query(self, selector: str) -> Any: ...
+
+    def refresh_bindings(self) -> None: ...
+
+    def notify_panels(self, name: str | None) -> None: ...
+
+    def show_frame(self, frame: Frame) -> None: ...
 
 
 def side_panel() -> TabbedContent:
@@ -57,7 +90,7 @@ later than with this pause (bench_light, 11 alternating starts each: 290 against
 class LaterParts:
     """Mounts the charts and the side panel after the first paint, holding keys till then."""
 
-    def __init__(self, screen: MainScreen) -> None:
+    def __init__(self, screen: PartsScreen) -> None:
         self.screen = screen
         self.mounted = False
         """Whether the charts and the side panel are up and showing the frame on screen;
