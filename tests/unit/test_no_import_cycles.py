@@ -10,10 +10,18 @@ from __future__ import annotations
 import grimp
 
 # The one cycle known today, by its modules: the frame's model still names the parts it
-# carries. It is removed from here when the frame model imports no part.
+# carries, and they name the frame. Remove this exception when the frame model imports no
+# part; until then a cycle among these modules only (or fewer of them) is let through.
 KNOWN_FRAME_CYCLE = frozenset(
     {
+        "iotop_plus.sampling.cgroup_limits",
+        "iotop_plus.sampling.cgroups",
         "iotop_plus.sampling.frame",
+        "iotop_plus.sampling.health_gate",
+        "iotop_plus.sampling.health_part",
+        "iotop_plus.sampling.issuers",
+        "iotop_plus.sampling.journal_events",
+        "iotop_plus.sampling.memory",
     }
 )
 
@@ -76,5 +84,31 @@ def _cycles(graph: grimp.ImportGraph) -> list[set[str]]:
 
 
 def test_no_import_cycle() -> None:
-    cycles = [c for c in _cycles(_graph()) if not (c & KNOWN_FRAME_CYCLE)]
+    cycles = [sorted(c) for c in _cycles(_graph()) if not c <= KNOWN_FRAME_CYCLE]
     assert cycles == []
+
+
+def test_the_cycle_finder_sees_imports_inside_functions_and_for_type_checking() -> None:
+    """A graph with a cycle closed by a lazy import and one closed under TYPE_CHECKING."""
+    graph = grimp.ImportGraph()
+    for module in ("p.a", "p.b", "p.c", "p.d", "p"):
+        graph.add_module(module)
+    graph.add_import(importer="p.a", imported="p.b")
+    graph.add_import(importer="p.b", imported="p.a")  # as `def f(): from p import a`
+    graph.add_import(importer="p.c", imported="p.d")
+    graph.add_import(importer="p.d", imported="p.c")  # as `if TYPE_CHECKING: from p import c`
+    graph.add_import(importer="p", imported="p.a")  # a package importing its own module
+    assert sorted(sorted(c) for c in _cycles(graph)) == [["p.a", "p.b"], ["p.c", "p.d"]]
+
+
+def test_grimp_counts_lazy_and_type_checking_imports() -> None:
+    """The real graph holds edges that exist only inside a function or for the type checker."""
+    graph = _graph()
+    # later_parts imports the frame only for the type checker
+    assert "iotop_plus.sampling.frame" in graph.find_modules_directly_imported_by(
+        "iotop_plus.tui.screens.later_parts"
+    )
+    # snapshot imports snapshot_health only inside a function
+    assert "iotop_plus.commands.snapshot_health" in graph.find_modules_directly_imported_by(
+        "iotop_plus.commands.snapshot"
+    )
