@@ -29,14 +29,8 @@ from iotop_plus.probe.block_latency import block_line
 from iotop_plus.probe.history import ProbeHistory, settings_in_force
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.results import ProbeResult
-from iotop_plus.probe.runner import (
-    ProbeError,
-    ProbeOutcome,
-    ProbeProgress,
-    ProbeRequest,
-    ProbeRunner,
-    stop_all_probes,
-)
+from iotop_plus.probe.run_types import ProbeError, ProbeOutcome, ProbeProgress, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import ProbeTarget, device_busy_note, remove_all_probe_files
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable

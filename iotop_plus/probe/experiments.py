@@ -18,10 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from iotop_plus.devices.conflicts import REFUSE
+from iotop_plus.devices.changes import Change
+from iotop_plus.devices.conflicts import REFUSE, TuningError
 from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.settings import SettingError, queue_device
-from iotop_plus.devices.tuner import Change, Tuner, TuningError
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.probe.experiment_plans import (
     AB_SETTINGS,
     DEFAULT_MAX_QD,
@@ -49,7 +50,8 @@ from iotop_plus.probe.preflight import (
     refuse_leftovers,
 )
 from iotop_plus.probe.presets import PRESETS, Preset, ProbeParams
-from iotop_plus.probe.runner import ProbeError, ProbeProgress, ProbeRequest, ProbeRunner
+from iotop_plus.probe.run_types import ProbeError, ProbeProgress, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.probe.target import ProbeTarget
 from iotop_plus.roots import Roots
 

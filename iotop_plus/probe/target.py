@@ -29,7 +29,6 @@ from types import TracebackType
 
 from iotop_plus.probe.presets import Preset, ProbeParams
 from iotop_plus.probe.signatures import signatures
-from iotop_plus.probe.workdir import PROBE_FILE_MARK as PROBE_FILE_MARK  # re-exported
 from iotop_plus.probe.workdir import (
     ProbeWorkdir,
     WorkdirError,

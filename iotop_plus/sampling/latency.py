@@ -28,8 +28,8 @@ One module per job: the program text and the kernel checks in
 :mod:`~iotop_plus.sampling.latency_program`, the JSON parser in
 :mod:`~iotop_plus.sampling.latency_parser`, the child process in
 :mod:`~iotop_plus.sampling.latency_tracer`, blind detection in
-:mod:`~iotop_plus.sampling.latency_blind`; this module is the frame's part and names them all
-(``__all__``) so ``from iotop_plus.sampling.latency import ...`` keeps working.
+:mod:`~iotop_plus.sampling.latency_blind`; this module is the frame's part, which drives
+them.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
 from iotop_plus.sampling.io_errors import tracer_errors
-from iotop_plus.sampling.latency_blind import BLIND_FRAMES, BLIND_MIN_IOS, BLIND_RATIO, BlindWatch
+from iotop_plus.sampling.latency_blind import BlindWatch
 from iotop_plus.sampling.latency_hist import (
     FAILED,
     RUNNING,
@@ -50,56 +50,17 @@ from iotop_plus.sampling.latency_hist import (
     OpLatency,
     PidIO,
 )
-from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser, op_of
+from iotop_plus.sampling.latency_parser import TracerBatch
 from iotop_plus.sampling.latency_program import (
     FLUSH_WRITE,
-    ISSUE_TRACEPOINTS,
-    MARK_TRACEPOINT,
-    MARKER,
-    TICK_MS,
-    TRACEFS,
     dev_t,
     errors_present,
     marker_present,
-    submit_tracepoint,
     tracer_problem,
-    tracer_program,
 )
 from iotop_plus.sampling.latency_tracer import (
-    GONE_WAIT_S,
-    MAP_KEYS_MAX,
-    MAX_PENDING_BATCHES,
     Tracer,
 )
-
-__all__ = [
-    "ALIGN_SLACK_NS",
-    "BLIND_FRAMES",
-    "BLIND_MIN_IOS",
-    "BLIND_RATIO",
-    "FLUSH_WRITE",
-    "GONE_WAIT_S",
-    "ISSUE_TRACEPOINTS",
-    "MAP_KEYS_MAX",
-    "MARKER",
-    "MARK_TRACEPOINT",
-    "MARK_WAIT_S",
-    "MAX_PENDING_BATCHES",
-    "TICK_MS",
-    "TRACEFS",
-    "BlindWatch",
-    "LatencyPart",
-    "Tracer",
-    "TracerBatch",
-    "TracerParser",
-    "dev_t",
-    "errors_present",
-    "marker_present",
-    "op_of",
-    "submit_tracepoint",
-    "tracer_problem",
-    "tracer_program",
-]
 
 BUSY_IOPS = 20_000
 """A frame tracer whose devices complete this many requests a second (over

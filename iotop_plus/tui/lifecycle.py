@@ -32,10 +32,11 @@ from iotop_plus.devices.conflicts import (
     REFUSE,
     Conflict,
     ConflictError,
+    TuningError,
 )
 from iotop_plus.devices.journal import JournalError
 from iotop_plus.devices.leftovers import Leftover
-from iotop_plus.devices.tuner import Tuner, TuningError
+from iotop_plus.devices.tuner import Tuner
 
 EXIT_WATCHDOG_S = 3.0
 """After a signal, the process ends this long after exit began even if Textual's shutdown

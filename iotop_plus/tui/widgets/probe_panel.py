@@ -46,13 +46,8 @@ from iotop_plus.probe.durability_plan import DEFAULT_RUNTIME_S, durability_text,
 from iotop_plus.probe.experiments import ExperimentError
 from iotop_plus.probe.history import ProbeHistory, ProbeRecord, settings_in_force
 from iotop_plus.probe.presets import EDITABLE, PRESETS, Preset, ProbeParams, with_overrides
-from iotop_plus.probe.runner import (
-    ProbeError,
-    ProbeOutcome,
-    ProbeProgress,
-    ProbeRequest,
-    ProbeRunner,
-)
+from iotop_plus.probe.run_types import ProbeError, ProbeOutcome, ProbeProgress, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.probe.target import (
     BUSY_RECENT_S,
     ConfirmationNeeded,
