@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, TextIO
 
 from iotop_plus.commands.common import UsageError, add_interval_count
 from iotop_plus.commands.snapshot_cpu import CpuTimes, read_cpu
@@ -17,16 +17,8 @@ from iotop_plus.commands.snapshot_output import Report, emit, printed_notes, res
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import (
-    HEALTH,
-    LATENCY_QUEUE,
-    Frame,
-    LiveSource,
-)
+from iotop_plus.sampling.frame import HEALTH, LATENCY_QUEUE, Frame, LiveSource
 from iotop_plus.sampling.sampler import read_platform
-
-if TYPE_CHECKING:  # the histograms load only with --latency: 2.6 ms of a snapshot's start (#25)
-    pass
 
 
 def add_parser(sub: Any) -> None:
