@@ -29,7 +29,8 @@ from iotop_plus.probe.experiment_plans import (
     ab_table,
     parse_ab_spec,
 )
-from iotop_plus.probe.experiments import ExperimentError, run_ab
+from iotop_plus.probe.experiments import run_ab
+from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.run_types import ProbeProgress
 from iotop_plus.roots import Roots

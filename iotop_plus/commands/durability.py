@@ -28,7 +28,10 @@ from iotop_plus.probe.durability_plan import (
 from iotop_plus.probe.run_types import ProbeProgress
 from iotop_plus.roots import Roots
 
-__all__ = ["DEFAULT_RUNTIME_S", "HELP", "run"]
+__all__ = [
+    "HELP",
+    "run",
+]
 
 MAX_RUNTIME_S = 3600
 """The longest run per method, as ``probe --runtime`` allows."""

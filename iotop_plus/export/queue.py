@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iotop_plus.sampling.queue_settings import QUEUE_REFRESH_S, QueueSettings
-
-__all__ = ["QUEUE_GAUGES", "QUEUE_REFRESH_S", "QueueGauge", "QueueSettings"]
+__all__ = [
+    "QUEUE_GAUGES",
+    "QueueGauge",
+]
 
 
 @dataclass(frozen=True)

@@ -232,4 +232,10 @@ def _traced_p50(flushes: list[BlockLatency]) -> float | None:
     return None
 
 
-__all__ = ["PLAN", "device_facts", "finish", "flush_mean_us", "run_durability"]
+__all__ = [
+    "PLAN",
+    "device_facts",
+    "finish",
+    "flush_mean_us",
+    "run_durability",
+]

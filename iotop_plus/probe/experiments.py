@@ -38,7 +38,6 @@ from iotop_plus.probe.experiment_plans import (
     analyze_ab,
     analyze_sweep,
     headline_metric,
-    other_io_note,
     step_from_result,
     sweep_depths,
 )
@@ -50,6 +49,7 @@ from iotop_plus.probe.preflight import (
     refuse_leftovers,
 )
 from iotop_plus.probe.presets import PRESETS, Preset, ProbeParams
+from iotop_plus.probe.results import other_io_note
 from iotop_plus.probe.run_types import ProbeError, ProbeProgress, ProbeRequest
 from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.probe.target import ProbeTarget
@@ -327,4 +327,8 @@ def _drop_target_cache(target: ProbeTarget) -> None:
             drop_cache(target.device_path)
 
 
-__all__ = ["ExperimentError", "drop_cache", "run_ab", "run_sweep"]
+__all__ = [
+    "drop_cache",
+    "run_ab",
+    "run_sweep",
+]

@@ -66,4 +66,9 @@ def refuse_equal_effective(tuner: Tuner, device: str, setting: str, values: list
                 )
 
 
-__all__ = ["ExperimentError", "plan_first", "refuse_equal_effective", "refuse_leftovers"]
+__all__ = [
+    "ExperimentError",
+    "plan_first",
+    "refuse_equal_effective",
+    "refuse_leftovers",
+]

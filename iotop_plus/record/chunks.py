@@ -23,7 +23,6 @@ from iotop_plus.record.format import (
     DiskCodec,
     Layout,
     counters_columns,
-    crc,
     file_prefix,
     frame,
     json_blob,
@@ -398,4 +397,9 @@ def _json(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-__all__ = ["CHUNK_SECONDS", "ChunkWriter", "RecordedSample", "WriteStats", "crc"]
+__all__ = [
+    "CHUNK_SECONDS",
+    "ChunkWriter",
+    "RecordedSample",
+    "WriteStats",
+]

@@ -582,7 +582,7 @@ def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tm
 
 _HOLDER = """
 import sys, time
-from iotop_plus.sampling.latency import Tracer
+from iotop_plus.sampling.latency_tracer import Tracer
 prefix = None if sys.argv[1] == "pdeathsig" else (sys.argv[2],)
 t = Tracer(queue=False, tag="pdeathsig-test", argv_prefix=prefix)
 t.start()

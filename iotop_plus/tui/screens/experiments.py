@@ -40,8 +40,9 @@ from iotop_plus.probe.experiment_plans import (
     parse_ab_spec,
     sweep_table,
 )
-from iotop_plus.probe.experiments import ExperimentError, run_ab, run_sweep
+from iotop_plus.probe.experiments import run_ab, run_sweep
 from iotop_plus.probe.history import ProbeHistory
+from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.presets import PRESETS, ProbeParams
 from iotop_plus.probe.run_types import ProbeProgress
 from iotop_plus.probe.runner import ProbeRunner

@@ -17,7 +17,7 @@ from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeparse import clock_text, zone_label
 from iotop_plus.sampling.units import uptime
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
-from iotop_plus.tui.widgets.device_table import hidden_note
+from iotop_plus.tui.widgets.device_rows import hidden_note
 from iotop_plus.tui.widgets.plain_lines import plain_lines
 
 MODES = {
