@@ -123,7 +123,7 @@ def _with_limit(figures: dict[str, Any], limit: DeviceLimit | None) -> dict[str,
 
 
 def interval_json(prev: CgroupSample, cur: CgroupFrame, show_all: bool) -> dict[str, Any]:
-    """One interval: ``cgroups[]`` with the rulings' keys, figures per device by name."""
+    """One interval: ``cgroups[]`` with fixed keys, figures per device by name."""
     sample = cur.sample
     names = sample.device_names
     limits: dict[str, dict[str, DeviceLimit]] = {}

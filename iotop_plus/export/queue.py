@@ -1,4 +1,5 @@
-"""Queue settings of each device, as ``serve`` exports them (what node_exporter lacks, #1601).
+"""Queue settings of each device, as ``serve`` exports them
+(node_exporter lacks them: node_exporter#1601).
 
 The settings come with each frame (its queue part, :mod:`iotop_plus.sampling.queue_settings`,
 re-read when the devices change, a setting change is journaled, and every

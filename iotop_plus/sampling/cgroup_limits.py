@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 THROTTLED_SHARE = 0.9
 """A cgroup using this share of a limit over the interval counts as throttled."""
 LIMIT_KEYS = ("rbps", "wbps", "riops", "wiops")
-"""The limits, in the rulings' order (bytes/s and I/Os per second, read and write)."""
+"""The limits, in this order (bytes/s and I/Os per second, read and write)."""
 V1_FILES = {
     "rbps": "blkio.throttle.read_bps_device",
     "wbps": "blkio.throttle.write_bps_device",

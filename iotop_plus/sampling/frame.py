@@ -285,8 +285,9 @@ class LiveSource:
         self._primed: Frame | None = None
         self._primed_early: Frame | None = None
         self._latency: LatencyPart | None = None
-        self._issuers: IssuerPart | None = None  # made when first wanted: its import costs
-        # 6 ms of a `snapshot`'s start, which needs it only with --issuers (#25)
+        # made when first wanted: its import is a share of a `snapshot`'s start, which needs
+        # it only with --issuers (docs/performance.md)
+        self._issuers: IssuerPart | None = None
         self._memory = MemoryPart(self.roots)
         self._health: HealthPart | None = None
 

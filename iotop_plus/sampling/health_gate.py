@@ -1,6 +1,6 @@
 """The frames' health step at no cost while nobody wants health: the health modules (smartctl,
 the kernel log, their imports) load only once :data:`~iotop_plus.sampling.frame.HEALTH` is
-wanted, so a plain ``snapshot`` starts as fast as before."""
+wanted, so a plain ``snapshot`` pays nothing for health."""
 
 from __future__ import annotations
 

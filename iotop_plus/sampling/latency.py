@@ -9,20 +9,21 @@ of ``time.monotonic``). :class:`TracerParser` turns those lines into :class:`Tra
 :class:`LatencyPart` hands each frame the batches that ended before it (the delta since the
 previous frame), keyed by device name.
 
-The tracer aligns to the frame, not the frame to its tick (REFERENCE.md, "One schedule"):
+The tracer aligns to the frame, not the frame to its tick (the one
+schedule, :mod:`iotop_plus.sampling.clock`):
 before each frame reads the disks, :meth:`LatencyPart.align` makes a marker syscall,
 ``kill(tracer_pid, 0)``, which the program catches at ``syscalls:sys_enter_kill`` (only ours:
 filtered by our pid and signal 0) to print and clear its maps at once and say
 ``mark <nsecs>``. The frame waits at most :data:`MARK_WAIT_S` for that, else its latency is
 ``partial`` (it ends at the last output; the rest goes to the next frame). Where the kernel has
-no syscall tracepoints, frames wait for the next tick as before.
+no syscall tracepoints, frames wait for the next tick.
 
 A probe's tracer (``issuers=True``) also says who issued the requests and keeps writes that
 carry a preflush or FUA apart (:func:`tracer_program`).
 
 Safety: the tracer runs only as root, from the system directories (:mod:`iotop_plus.programs`),
 under ``setpriv --pdeathsig KILL`` started from a thread that lives as long as the child, so
-the child dies with us (REFERENCE.md, "Parent-death signal"); :meth:`Tracer.close` kills it.
+the child dies with us; :meth:`Tracer.close` kills it.
 
 One module per job: the program text and the kernel checks in
 :mod:`~iotop_plus.sampling.latency_program`, the JSON parser in

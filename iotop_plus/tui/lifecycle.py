@@ -112,7 +112,7 @@ class SettingsLifecycle:
             if choice == "restore":
                 self._restore_leftovers(list(leftovers))
 
-        from iotop_plus.tui.screens.settings_modals import RestoreLeftoversScreen  # (#25)
+        from iotop_plus.tui.screens.settings_modals import RestoreLeftoversScreen
 
         restore = tuner.journal.restore_command()
         app.push_screen(RestoreLeftoversScreen(leftovers, restore), answered)
@@ -212,7 +212,7 @@ class SettingsLifecycle:
                 self.tuner.keep("quit")
                 self.app.exit()
 
-        # Imported here: the first screen never shows a modal (#25, first figures).
+        # Imported here: the first screen never shows a modal.
         from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen
 
         if not isinstance(self.app.screen, KeepOrRevertScreen):

@@ -44,8 +44,8 @@ def recent_frames(frame: Frame, timeline: Timeline | None) -> list[Frame]:
     step = frame.elapsed_s if frame.elapsed_s and frame.elapsed_s > 0 else 1.0
     oldest = frame.wall_time - (RECENT + 1.5) * step
     # Frame by frame back from the one shown, not a window of that many seconds: a frame
-    # that came late (a stalled host, elapsed 2 s at -i 0.25) made the window 13 s, 50 frames
-    # rebuilt with their processes at every frame and kept as the ring's last window (#25).
+    # that came late (a stalled host, elapsed 2 s at -i 0.25) would stretch the window, and
+    # every frame in it is rebuilt with its processes and kept as the ring's last window.
     earlier: list[Frame] = []
     at = timeline.frame_at(frame.wall_time)
     if at is not None and at.wall_time >= frame.wall_time:

@@ -1,9 +1,9 @@
-"""The main screen's charts and side panel, mounted just after its first paint (#25).
+"""The main screen's charts and side panel, mounted just after its first paint.
 
 The first screen a user waits for is the header and the device table with figures. The five
 charts and the side panel (its tabs, panes and the Device tab's facts) are most of the
-screen's widgets: composed with the rest, they made the first paint wait for their mounting
-and styling, some 35-50 ms of the main thread in-process. Here they are mounted just after
+screen's widgets: composed with the rest, they would make the first paint wait for their
+mounting and styling (docs/performance.md). Here they are mounted just after
 that paint (once it is written, :data:`WRITTEN_S`), and the frame on screen is shown again in
 them.
 
@@ -83,8 +83,8 @@ def side_panel() -> TabbedContent:
 WRITTEN_S = 0.05
 """How long after the first paint the parts are mounted. The paint's bytes are written to the
 terminal by Textual's writer thread, which needs the GIL for it: mounted at once, the parts
-held the GIL for some 30 ms of that write, and the first figures reached the screen 39 ms
-later than with this pause (bench_light, 11 alternating starts each: 290 against 329 ms)."""
+hold the GIL during that write and the first figures reach the screen later
+(``benchmarks/bench_light.py``; the figures are in docs/performance.md)."""
 
 
 class LaterParts:
