@@ -28,8 +28,8 @@ from pathlib import Path
 
 import psutil
 
+from iotop_plus.probe.fio_argv import build_argv
 from iotop_plus.probe.presets import PRESETS
-from iotop_plus.probe.runner import build_argv
 from iotop_plus.probe.target import plan_target
 from iotop_plus.roots import Roots
 

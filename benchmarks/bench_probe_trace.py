@@ -36,8 +36,8 @@ from bench_attribution import enable_bpf_stats, prog_stats  # this directory: ru
 from bench_latency import tmpfs_loop
 from bench_probe import run_fio
 
+from iotop_plus.probe.fio_argv import build_argv
 from iotop_plus.probe.presets import PRESETS
-from iotop_plus.probe.runner import build_argv
 from iotop_plus.probe.target import plan_target
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.latency_program import MARKER

@@ -71,7 +71,8 @@ def time_panel(repeat: int) -> tuple[float, float]:
     from iotop_plus.roots import Roots
     from iotop_plus.sampling.frame import ProcessFrame
     from iotop_plus.sampling.processes import Accumulator, rates_between
-    from iotop_plus.tui.widgets.process_panel import ProcessPanel, View, build_rows
+    from iotop_plus.tui.process_rows import View, build_rows
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
 
     with ProcessReader() as reader:
         prev = reader.sample()

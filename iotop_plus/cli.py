@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 #: ``iotop_plus.commands.NAME`` with ``add_parser(subparsers)`` (the parser sets ``run``). Only
 #: the module of the subcommand typed is imported; the others stand in ``--help`` as their name
 #: and this line (a test checks the lines against the modules'), so ``--version``, ``--help``
-#: and ``snapshot`` load nothing they do not use (#25).
+#: and ``snapshot`` load nothing they do not use.
 COMMANDS: dict[str, str] = {
     "snapshot": "print iostat -x figures for an interval and exit",
     "probe": "run a safe fio probe (a preset) on a directory or a device",
@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # argparse found a different subcommand than command_word did: parse with them all.
         parser = build_parser()
         args = parser.parse_args(argv)
-    # Imported once parsed: --version and --help load no sampling code (#25).
+    # Imported once parsed: --version and --help load no sampling code.
     from iotop_plus.roots import Roots
     from iotop_plus.sampling.diskstats import printable
     from iotop_plus.sampling.sampler import SourceError
@@ -330,7 +330,7 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     source = tui_source(roots, chosen_state_dir(getattr(args, "state_dir", None)))
     if args.tui_devices:
         # Named devices are checked before the screen starts: a typo is a usage error.
-        from iotop_plus.commands.snapshot import resolve_devices
+        from iotop_plus.commands.snapshot_output import resolve_devices
 
         first = source.next_frame()
         for word in args.tui_devices:

@@ -59,7 +59,7 @@ def chosen_state_dir(arg: str | os.PathLike[str] | None) -> Path:
 
 def new_run_id() -> str:
     """A run id unique across runs and hosts: ``20260102T030405-<pid>-<random>``."""
-    import secrets  # here: secrets loads random and hashlib, which snapshot never needs (#25)
+    import secrets  # here: secrets loads random and hashlib, which snapshot never needs
 
     return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{secrets.token_hex(4)}"
 
@@ -147,7 +147,7 @@ class StateDir:
         base = self.fd() if dir_fd is None else dir_fd
         where = self.path / name
         try:
-            # O_NONBLOCK: opening a FIFO planted here must not wait for a writer (#22 item 10).
+            # O_NONBLOCK: opening a FIFO planted here must not wait for a writer.
             fd = os.open(
                 name,
                 flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NOCTTY | os.O_NONBLOCK,

@@ -17,7 +17,9 @@ from iotop_plus.commands.experiment_cli import (
     add_output_options,
     add_target_option,
 )
-from iotop_plus.devices.tuner import Journal, Tuner, TuningError
+from iotop_plus.devices.conflicts import TuningError
+from iotop_plus.devices.journal import Journal
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import not_live_reason
 from iotop_plus.probe.experiment_plans import (
     AB_SETTINGS,
@@ -27,9 +29,10 @@ from iotop_plus.probe.experiment_plans import (
     ab_table,
     parse_ab_spec,
 )
-from iotop_plus.probe.experiments import ExperimentError, run_ab
+from iotop_plus.probe.experiments import run_ab
+from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
-from iotop_plus.probe.runner import ProbeProgress
+from iotop_plus.probe.run_types import ProbeProgress
 from iotop_plus.roots import Roots
 
 

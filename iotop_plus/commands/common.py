@@ -93,7 +93,7 @@ async def run_cancellable(coro: Coroutine[Any, Any, T]) -> tuple[T | None, int]:
     Cancelling lets the coroutine's ``finally`` blocks run (kill fio, remove probe files,
     restore settings) before the command exits with 128 + N.
     """
-    import asyncio  # here: snapshot, top and --version never load asyncio (#25)
+    import asyncio  # here: snapshot, top and --version never load asyncio
 
     loop = asyncio.get_running_loop()
     task: asyncio.Task[T] = asyncio.ensure_future(coro)
@@ -138,7 +138,7 @@ def add_interval_count(parser: argparse.ArgumentParser) -> None:
 
 def add_trace_option(parser: argparse.ArgumentParser) -> None:
     """``--trace``: the block tracer times the device side while fio runs (off by default:
-    it costs the probe IOPS, #25); ``--no-trace`` (the default) stays for scripts."""
+    it costs the probe IOPS); ``--no-trace`` (the default) stays for scripts."""
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--trace",

@@ -25,10 +25,13 @@ from iotop_plus.probe.durability_plan import (
     method_line,
     plan,
 )
-from iotop_plus.probe.runner import ProbeProgress
+from iotop_plus.probe.run_types import ProbeProgress
 from iotop_plus.roots import Roots
 
-__all__ = ["DEFAULT_RUNTIME_S", "HELP", "run"]
+__all__ = [
+    "HELP",
+    "run",
+]
 
 MAX_RUNTIME_S = 3600
 """The longest run per method, as ``probe --runtime`` allows."""

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
 from iotop_plus.commands.common import add_trace_option, run_cancellable
-from iotop_plus.probe.experiments import ExperimentError
 from iotop_plus.probe.history import ProbeHistory
+from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.runner import ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files
 from iotop_plus.roots import Roots

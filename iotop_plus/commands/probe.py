@@ -26,17 +26,12 @@ from iotop_plus.commands.common import (
     run_cancellable,
 )
 from iotop_plus.probe.block_latency import block_line
+from iotop_plus.probe.durability_plan import DEFAULT_RUNTIME_S
 from iotop_plus.probe.history import ProbeHistory, settings_in_force
 from iotop_plus.probe.presets import EDITABLE, PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.results import ProbeResult
-from iotop_plus.probe.runner import (
-    ProbeError,
-    ProbeOutcome,
-    ProbeProgress,
-    ProbeRequest,
-    ProbeRunner,
-    stop_all_probes,
-)
+from iotop_plus.probe.run_types import ProbeError, ProbeOutcome, ProbeProgress, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import ProbeTarget, device_busy_note, remove_all_probe_files
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
@@ -72,7 +67,7 @@ def add_parser(sub: Any) -> None:
         "-r",
         metavar="S",
         help="seconds to run (default 10: a quick probe; durability: "
-        f"{durability.DEFAULT_RUNTIME_S} s per method)",
+        f"{DEFAULT_RUNTIME_S} s per method)",
     )
     p.add_argument("--format", "-f", choices=("table", "json"), default="table")
     p.add_argument(

@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # loaded only when serve runs
 DEFAULT_INTERVAL = 5.0
 """Seconds between frames: fresh enough for a 15 s scrape interval, cheap at 200 devices."""
 DEFAULT_CGROUP_DEPTH = 4
-"""Cgroups up to this many levels below the root are exported (the rulings)."""
+"""Cgroups up to this many levels below the root are exported."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

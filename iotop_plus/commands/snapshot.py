@@ -38,7 +38,7 @@ from iotop_plus.sampling.pressure import Pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Platform, Sample, read_platform, select_devices
 
-if TYPE_CHECKING:  # the histograms load only with --latency: 2.6 ms of a snapshot's start (#25)
+if TYPE_CHECKING:  # the histograms load only with --latency: 2.6 ms of a snapshot's start
     from iotop_plus.sampling.latency_hist import DeviceLatency, LatencyFrame
 
 #: (iostat JSON key, DeviceRates attribute), in iostat -x column order.

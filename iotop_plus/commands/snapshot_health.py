@@ -1,4 +1,4 @@
-"""``snapshot --health``: ``disk[].health`` exactly as ruled (REFERENCE.md, "Device health"),
+"""``snapshot --health``: ``disk[].health`` in a fixed shape,
 from the frame's health part, with each reason it cannot say more printed once on stderr."""
 
 from __future__ import annotations

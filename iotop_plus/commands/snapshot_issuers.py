@@ -1,4 +1,4 @@
-"""``snapshot --issuers``: ``disk[].issuers`` exactly as ruled (REFERENCE.md, "Who and why"),
+"""``snapshot --issuers``: ``disk[].issuers`` in a fixed shape,
 from the frame's issuers part; without the tracer (root and bpftrace) ``null`` and one stderr
 line saying what is missing, and the exit code stays 0."""
 

@@ -20,8 +20,9 @@ from datetime import tzinfo
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
-from iotop_plus.commands.snapshot import iso_time
-from iotop_plus.record.reader import ROLLUP_METRICS, ROLLUP_STATS, RecordingFile
+from iotop_plus.commands.snapshot_output import iso_time
+from iotop_plus.record.chunks import ROLLUP_METRICS, ROLLUP_STATS
+from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.timeline import RecordingTimeline
 from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.units import five_chars

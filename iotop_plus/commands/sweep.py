@@ -27,7 +27,7 @@ from iotop_plus.probe.experiment_plans import (
 )
 from iotop_plus.probe.experiments import run_sweep
 from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
-from iotop_plus.probe.runner import ProbeProgress
+from iotop_plus.probe.run_types import ProbeProgress
 from iotop_plus.probe.target import device_busy_note
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable

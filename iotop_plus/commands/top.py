@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
-import textwrap
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -18,10 +16,11 @@ from typing import Any, TextIO
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, add_interval_count
+from iotop_plus.commands.json_stream import JsonStream
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
-from iotop_plus.sampling.diskstats import printable, printable_doc
+from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import PROCESSES, Frame
 from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
@@ -107,39 +106,6 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     finally:
         source.close()
     return EXIT_OK
-
-
-class JsonStream:
-    """Writes ``doc`` as ``json.dump(doc, indent=2)`` would, one statistic at a time.
-
-    Each interval is written (and flushed) as it ends: nothing piles up in memory over a
-    long ``--count``, and a reader sees every interval as it comes.
-    """
-
-    _EMPTY_TAIL = "[]\n}"
-
-    def __init__(self, doc: dict[str, Any], out: TextIO) -> None:
-        head = json.dumps(printable_doc({**doc, "statistics": []}), indent=2)
-        if not head.endswith('"statistics": ' + self._EMPTY_TAIL):
-            raise ValueError("statistics must be the document's last key")
-        self.out = out
-        self.count = 0
-        self._closed = False
-        out.write(head[: -len(self._EMPTY_TAIL)] + "[")
-
-    def add(self, statistic: dict[str, Any]) -> None:
-        """Write one element of ``statistics``."""
-        body = textwrap.indent(json.dumps(printable_doc(statistic), indent=2), "    ")
-        self.out.write(("," if self.count else "") + "\n" + body)
-        self.out.flush()
-        self.count += 1
-
-    def close(self) -> None:
-        """End the list and the document (once)."""
-        if not self._closed:
-            self._closed = True
-            self.out.write(("\n  ]" if self.count else "]") + "\n}\n")
-            self.out.flush()
 
 
 def _intervals(source: LiveSource, interval: float, count: int, notes: Notes) -> Iterator[Report]:

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK
+from iotop_plus.commands.json_stream import JsonStream
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroup_files import not_counted_line
 from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, DeviceLimit, device_limits
@@ -26,12 +27,11 @@ from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CGROUPS, CgroupFrame
 from iotop_plus.sampling.sampler import read_host_info
 from iotop_plus.sampling.sources import live_source
+from iotop_plus.sampling.units import iotop_rate as human_rate
 
 
 def run(args: argparse.Namespace, roots: Roots, out: TextIO) -> int:
     """``top --by cgroup``; returns the exit code."""
-    from iotop_plus.commands.top import JsonStream, human_rate
-
     host = read_host_info(roots)
     source = live_source(roots, devices=False)
     source.want(CGROUPS, True)
@@ -124,7 +124,7 @@ def _with_limit(figures: dict[str, Any], limit: DeviceLimit | None) -> dict[str,
 
 
 def interval_json(prev: CgroupSample, cur: CgroupFrame, show_all: bool) -> dict[str, Any]:
-    """One interval: ``cgroups[]`` with the rulings' keys, figures per device by name."""
+    """One interval: ``cgroups[]`` with fixed keys, figures per device by name."""
     sample = cur.sample
     names = sample.device_names
     limits: dict[str, dict[str, DeviceLimit]] = {}

@@ -445,4 +445,7 @@ class JournaledWrites:
         return read_inventory(self.roots) if settings else Inventory()
 
 
-__all__ = ["JournaledWrites", "boottime"]
+__all__ = [
+    "JournaledWrites",
+    "boottime",
+]

@@ -177,4 +177,7 @@ def _plain_name(name: str) -> bool:
     return bool(name) and "/" not in name and name not in (".", "..") and name.isprintable()
 
 
-__all__ = ["Leftover", "find_leftovers"]
+__all__ = [
+    "Leftover",
+    "find_leftovers",
+]

@@ -1,6 +1,6 @@
 """The queue settings of a block device: what each one is, where it lives, its valid values.
 
-Facts (block/blk-sysfs.c, Linux 6.x; see REFERENCE.md):
+Facts (block/blk-sysfs.c, Linux 6.x):
 
 * Values are parsed by ``kstrtoul`` in base 10; signs, decimals, ``0x`` and spaces are EINVAL.
 * Partitions have no ``queue/`` of their own: their settings are the parent disk's.
@@ -492,7 +492,7 @@ def raise_not_writable(current: SettingValue) -> None:
 def predict_effective(roots: Roots, current: SettingValue, value: str) -> str | None:
     """The value the kernel will keep for the validated ``value``, or None if it cannot tell.
 
-    The kernel's rounding (see REFERENCE.md): read-ahead is rounded down to whole pages,
+    The kernel's rounding: read-ahead is rounded down to whole pages,
     ``nr_requests`` 0-3 become 4, ``max_sectors_kb`` is clamped to ``max_hw_sectors_kb``.
     """
     name = current.setting.name

@@ -17,17 +17,9 @@ restored by ``restore`` like a queue setting.
 
 from __future__ import annotations
 
-from iotop_plus.devices.boot_export import (
-    shell_script,
-    udev_match,
-    udev_rules,
-)
 from iotop_plus.devices.changes import (
-    ACTIONS,
     HOST_SCOPE,
     Change,
-    SideEffect,
-    write_order,
 )
 from iotop_plus.devices.conflicts import (
     ASK,
@@ -40,12 +32,10 @@ from iotop_plus.devices.conflicts import (
     ConflictError,
     TuningError,
 )
-from iotop_plus.devices.journal import Journal, JournalError, default_journal_path
 from iotop_plus.devices.journaled import JournaledWrites
 from iotop_plus.devices.leftovers import Leftover
 from iotop_plus.devices.settings import (
     SettingError,
-    queue_device,
 )
 
 
@@ -239,21 +229,3 @@ class Tuner(JournaledWrites):
                 )
             self.journal.close_leftover(leftover, "restored")
             return change
-
-
-__all__ = [
-    "ACTIONS",
-    "Change",
-    "Journal",
-    "JournalError",
-    "Leftover",
-    "SideEffect",
-    "Tuner",
-    "TuningError",
-    "default_journal_path",
-    "queue_device",
-    "shell_script",
-    "udev_match",
-    "udev_rules",
-    "write_order",
-]

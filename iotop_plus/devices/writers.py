@@ -73,4 +73,10 @@ def write_tree_file(path: Path, value: str) -> None:
         os.close(fd)
 
 
-__all__ = ["NotLiveError", "Writer", "not_live_reason", "write_live_file", "write_tree_file"]
+__all__ = [
+    "NotLiveError",
+    "Writer",
+    "not_live_reason",
+    "write_live_file",
+    "write_tree_file",
+]

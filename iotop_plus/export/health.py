@@ -1,6 +1,6 @@
-"""Device health metrics of ``serve``, from the latest frame's health part (#26).
+"""Device health metrics of ``serve``, from the latest frame's health part.
 
-Names (the rulings): ``iotop_plus_disk_health_*`` in the words of ``snapshot --health``'s
+Names: ``iotop_plus_disk_health_*`` in the words of ``snapshot --health``'s
 JSON, with smartctl_exporter's where it has one (``power_on_seconds`` in base units for
 ``power_on_hours``), and ``iotop_plus_disk_io_errors_total`` (failed requests since serve
 started, while something counts them). A figure the device does not give has no series.

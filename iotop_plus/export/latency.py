@@ -25,7 +25,7 @@ LOW_EXP = 14
 HIGH_EXP = 30
 """The last finite bucket's upper bound is 2**30 ns (1.073741824 s)."""
 EXPORTED_OPS = ("read", "write")
-"""The operations exported (the rulings: device time for read and write)."""
+"""The operations exported (device time, for read and write)."""
 BUCKET_BOUNDS_S: tuple[float, ...] = tuple((1 << k) / 1e9 for k in range(LOW_EXP, HIGH_EXP + 1))
 """The finite ``le`` bounds in seconds."""
 _N = HIGH_EXP - LOW_EXP + 2  # finite buckets, then +Inf

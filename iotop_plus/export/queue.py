@@ -1,4 +1,5 @@
-"""Queue settings of each device, as ``serve`` exports them (what node_exporter lacks, #1601).
+"""Queue settings of each device, as ``serve`` exports them
+(node_exporter lacks them: node_exporter#1601).
 
 The settings come with each frame (its queue part, :mod:`iotop_plus.sampling.queue_settings`,
 re-read when the devices change, a setting change is journaled, and every
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from iotop_plus.sampling.queue_settings import QUEUE_REFRESH_S, QueueSettings
-
-__all__ = ["QUEUE_GAUGES", "QUEUE_REFRESH_S", "QueueGauge", "QueueSettings"]
+__all__ = [
+    "QUEUE_GAUGES",
+    "QueueGauge",
+]
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,10 @@ from iotop_plus.export.cgroups import CgroupSelection, CgroupSeries
 from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.events import ProbeFigures, StateEvents
 from iotop_plus.export.latency import LatencyTotals, OpTotals
-from iotop_plus.export.queue import QueueSettings
 from iotop_plus.sampling.clock import Clock, Schedule
 from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
 from iotop_plus.sampling.latency_hist import FAILED
-from iotop_plus.sampling.queue_settings import QueuePart
+from iotop_plus.sampling.queue_settings import QueuePart, QueueSettings
 from iotop_plus.sampling.sampler import select_devices
 from iotop_plus.sampling.verdicts import Judge
 

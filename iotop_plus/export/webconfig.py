@@ -15,7 +15,7 @@ malformed is one :class:`WebConfigError` line (the command exits 2), found at st
 that is not bcrypt, YAML nested deeper than :data:`MAX_DEPTH` levels, or a config,
 certificate or key that is not a regular file (a FIFO would block the open forever).
 
-Every password check costs the same, whoever is named (REFERENCE.md rulings, Basic auth): an
+Every password check costs the same, whoever is named: an
 unknown user is checked against a dummy hash of the highest cost configured, and a user whose
 hash has a lower cost is checked against dummies that make up the difference. A user name
 cannot be found by timing the answer.

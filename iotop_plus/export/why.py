@@ -1,7 +1,7 @@
 """The "why" metrics of ``serve``: dirty and writeback memory, cgroup I/O limits, and each
 device's diagnosis (the verdict line's causes), all from the latest frame.
 
-Names (the rulings): ``iotop_plus_memory_dirty_bytes``, ``..._writeback_bytes``,
+Names: ``iotop_plus_memory_dirty_bytes``, ``..._writeback_bytes``,
 ``..._dirty_threshold_bytes``, ``..._dirty_background_threshold_bytes``;
 ``iotop_plus_cgroup_io_limit{cgroup,device,kind}``; ``iotop_plus_disk_diagnosis{device,cause}``
 (1 while the cause holds; each frame judged by the sampler with the frames before it, as

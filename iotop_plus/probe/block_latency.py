@@ -24,8 +24,9 @@ from dataclasses import dataclass, replace
 from iotop_plus.probe.results import BlockLatency, Issuers, ProbeResult
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.blockdev import read_dev_numbers
-from iotop_plus.sampling.latency import FLUSH_WRITE, LatencyPart, dev_t
+from iotop_plus.sampling.latency import LatencyPart
 from iotop_plus.sampling.latency_hist import FAILED, DeviceLatency, Histogram
+from iotop_plus.sampling.latency_program import FLUSH_WRITE, dev_t
 
 PROBE_SAMPLE = 16
 """A probe's tracer times one request in this many (chosen on the sector, so the figures

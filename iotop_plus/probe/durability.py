@@ -32,13 +32,8 @@ from iotop_plus.probe.durability_plan import (
 from iotop_plus.probe.history import ProbeHistory, settings_in_force
 from iotop_plus.probe.preflight import ExperimentError, plan_first
 from iotop_plus.probe.results import BlockLatency
-from iotop_plus.probe.runner import (
-    DirectIORefused,
-    ProbeError,
-    ProbeProgress,
-    ProbeRequest,
-    ProbeRunner,
-)
+from iotop_plus.probe.run_types import DirectIORefused, ProbeError, ProbeProgress, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import (
     FLUSH_MS,
@@ -237,4 +232,10 @@ def _traced_p50(flushes: list[BlockLatency]) -> float | None:
     return None
 
 
-__all__ = ["PLAN", "device_facts", "finish", "flush_mean_us", "run_durability"]
+__all__ = [
+    "PLAN",
+    "device_facts",
+    "finish",
+    "flush_mean_us",
+    "run_durability",
+]

@@ -537,7 +537,6 @@ __all__ = [
     "analyze_ab",
     "analyze_sweep",
     "headline_metric",
-    "other_io_note",
     "parse_ab_spec",
     "step_from_result",
     "sweep_depths",

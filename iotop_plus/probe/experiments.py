@@ -18,10 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from iotop_plus.devices.conflicts import REFUSE
+from iotop_plus.devices.changes import Change
+from iotop_plus.devices.conflicts import REFUSE, TuningError
 from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.settings import SettingError, queue_device
-from iotop_plus.devices.tuner import Change, Tuner, TuningError
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.probe.experiment_plans import (
     AB_SETTINGS,
     DEFAULT_MAX_QD,
@@ -37,7 +38,6 @@ from iotop_plus.probe.experiment_plans import (
     analyze_ab,
     analyze_sweep,
     headline_metric,
-    other_io_note,
     step_from_result,
     sweep_depths,
 )
@@ -49,7 +49,9 @@ from iotop_plus.probe.preflight import (
     refuse_leftovers,
 )
 from iotop_plus.probe.presets import PRESETS, Preset, ProbeParams
-from iotop_plus.probe.runner import ProbeError, ProbeProgress, ProbeRequest, ProbeRunner
+from iotop_plus.probe.results import other_io_note
+from iotop_plus.probe.run_types import ProbeError, ProbeProgress, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.probe.target import ProbeTarget
 from iotop_plus.roots import Roots
 
@@ -325,4 +327,8 @@ def _drop_target_cache(target: ProbeTarget) -> None:
             drop_cache(target.device_path)
 
 
-__all__ = ["ExperimentError", "drop_cache", "run_ab", "run_sweep"]
+__all__ = [
+    "drop_cache",
+    "run_ab",
+    "run_sweep",
+]

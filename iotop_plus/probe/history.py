@@ -55,7 +55,8 @@ class ProbeRecord:
 
     @property
     def label(self) -> str:
-        """``#2 randread rd-ahead 16`` style: enough to tell records apart."""
+        """The record's number after ``#``, then ``randread rd-ahead 16``: enough to tell
+        records apart."""
         s = dict(self.settings)
         extra = []
         if "scheduler" in s:

@@ -11,7 +11,8 @@ from iotop_plus.devices.journal import Journal, JournalError
 from iotop_plus.devices.settings import page_kib, predict_effective
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.probe.presets import Preset, ProbeParams
-from iotop_plus.probe.runner import ProbeError, ProbeRunner
+from iotop_plus.probe.run_types import ProbeError
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.probe.target import ProbeTarget, TargetError, plan_target
 from iotop_plus.roots import Roots
 
@@ -65,4 +66,9 @@ def refuse_equal_effective(tuner: Tuner, device: str, setting: str, values: list
                 )
 
 
-__all__ = ["ExperimentError", "plan_first", "refuse_equal_effective", "refuse_leftovers"]
+__all__ = [
+    "ExperimentError",
+    "plan_first",
+    "refuse_equal_effective",
+    "refuse_leftovers",
+]

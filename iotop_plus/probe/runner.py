@@ -15,8 +15,7 @@ them as they arrive.
 One module per job: the types in :mod:`~iotop_plus.probe.run_types`, the JSON stream in
 :mod:`~iotop_plus.probe.fio_stream`, the argv in :mod:`~iotop_plus.probe.fio_argv`, the error
 triage in :mod:`~iotop_plus.probe.fio_triage`, the device and host reads in
-:mod:`~iotop_plus.probe.device_reads`; this module runs fio and names the public ones
-(``__all__``) so ``from iotop_plus.probe.runner import ...`` keeps working.
+:mod:`~iotop_plus.probe.device_reads`; this module runs fio.
 """
 
 from __future__ import annotations
@@ -65,21 +64,6 @@ from iotop_plus.probe.target import (
 )
 from iotop_plus.programs import lookup_program
 from iotop_plus.roots import Roots
-
-__all__ = [
-    "INSTALL_HINT",
-    "DirectIORefused",
-    "JsonDocumentStream",
-    "ProbeError",
-    "ProbeOutcome",
-    "ProbeProgress",
-    "ProbeRequest",
-    "ProbeRunner",
-    "build_argv",
-    "io_uring_disabled",
-    "progress_from",
-    "stop_all_probes",
-]
 
 
 class ProbeRunner:

@@ -1,4 +1,5 @@
-"""What a probe may touch, and how: the safety rules of DESIGN.md in one place.
+"""What a probe may touch, and how: the safety rules in one place
+(docs/ARCHITECTURE.md, "What the code relies on").
 
 * Check a thing, then use that same thing. The typed path is resolved once. A device is
   opened as its canonical ``/dev/NAME`` (``st_rdev`` verified on the descriptor), and every
@@ -29,7 +30,6 @@ from types import TracebackType
 
 from iotop_plus.probe.presets import Preset, ProbeParams
 from iotop_plus.probe.signatures import signatures
-from iotop_plus.probe.workdir import PROBE_FILE_MARK as PROBE_FILE_MARK  # re-exported
 from iotop_plus.probe.workdir import (
     ProbeWorkdir,
     WorkdirError,
@@ -347,7 +347,7 @@ def _open_device(
     roots: Roots,
     confirm: str | None,
 ) -> CheckedTarget:
-    """Check a device target in the order of the rulings and hold it for fio.
+    """Check a device target, in this order, and hold it for fio.
 
     Refusals that need no descriptor come first (mounts, swaps, holders, partitions,
     read-only), so a mounted device is named as such even where the kernel would not let us
@@ -481,7 +481,7 @@ BUSY_SAMPLE_S = 1.0
 TUI takes its last :data:`BUSY_RECENT_S` of frames instead; a command has none and should
 not wait 5 s)."""
 BUSY_RECENT_S = 5.0
-"""The span of recent frames the TUI judges a device's IOPS by (the rulings' last 5 s)."""
+"""The span of recent frames the TUI judges a device's IOPS by (the last 5 s)."""
 
 RecentIops = Callable[[str], tuple[float, float] | None]
 """``(IOPS, seconds covered)`` of a device from frames already taken, or None."""

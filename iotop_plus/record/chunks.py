@@ -124,7 +124,7 @@ class Rollup:
 
         # The deltas of the one wrap and reset rule (value_deltas: ms counters modulo 2^32; a
         # device whose counters were reset adds nothing but the interval's zeros), worked out
-        # a column at a time: per device it was a fifth of the recorder's busy time (#25).
+        # a column at a time, not per device (docs/performance.md).
         reset = _resets(cur, prev)
 
         def delta(k: int) -> list[int]:

@@ -356,4 +356,12 @@ def elapsed_ms_of(mono_now: float, mono_prev: float) -> int:
     return max(1, round((mono_now - mono_prev) * 1000))
 
 
-__all__ = ["CANDIDATES", "CANDIDATES_V2", "ORDER", "DiskCodecV2", "elapsed_ms_of", "pack", "unpack"]
+__all__ = [
+    "CANDIDATES",
+    "CANDIDATES_V2",
+    "ORDER",
+    "DiskCodecV2",
+    "elapsed_ms_of",
+    "pack",
+    "unpack",
+]

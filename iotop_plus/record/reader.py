@@ -580,13 +580,3 @@ def normalized_rollup(doc: object) -> dict[str, Any]:
             return {}
         out[m] = figures
     return out
-
-
-__all__ = [
-    "ROLLUP_METRICS",
-    "ROLLUP_STATS",
-    "Chunk",
-    "FormatError",
-    "RecordingFile",
-    "normalized_rollup",
-]

@@ -124,4 +124,6 @@ def process_frame(
     )
 
 
-__all__ = ["process_frame"]
+__all__ = [
+    "process_frame",
+]

@@ -72,4 +72,9 @@ def active_cgroup_frame(part: CgroupFrame | None, keep: int = KEPT_CGROUPS) -> C
     )
 
 
-__all__ = ["KEPT_CGROUPS", "active_cgroup_frame", "busiest_cgroups", "busy"]
+__all__ = [
+    "KEPT_CGROUPS",
+    "active_cgroup_frame",
+    "busiest_cgroups",
+    "busy",
+]

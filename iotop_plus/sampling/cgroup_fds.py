@@ -1,4 +1,4 @@
-"""Cgroup files kept open between ticks and read again with ``pread`` at offset 0 (#25).
+"""Cgroup files kept open between ticks and read again with ``pread`` at offset 0.
 
 At 1,000 busy cgroups a tick opened, read and closed 2,000 files (``io.stat`` and
 ``io.pressure``): the open and close were two thirds of the system calls and most of the
@@ -7,7 +7,7 @@ time. A kernfs file (and a file of the test trees on tmpfs) gives its current te
 kept with the inode of its cgroup directory: a cgroup removed and made again under the same
 path (a new inode) is opened anew, and a descriptor whose cgroup was not walked this tick is
 closed (:meth:`OpenFiles.sweep`). At most :data:`MAX_OPEN` (and a quarter of the
-descriptor limit) are kept; the rest are opened and closed as before.
+descriptor limit) are kept; the rest are opened, read and closed each tick.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class OpenFiles:
         except OSError:
             os.close(fd)
             raise
-        if len(data) >= _CHUNK or not regular:  # big, or a FIFO...: read as before, not kept
+        if len(data) >= _CHUNK or not regular:  # big, or a FIFO...: read whole, not kept
             os.close(fd)
             return self._read(path) if len(data) >= _CHUNK else data.decode("utf-8", "replace")
         self._fds[path] = (fd, ino)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from iotop_plus.sampling.cgroup_files import IoLimits
 
 LIMIT_KEYS = ("rbps", "wbps", "riops", "wiops")
-"""The limits, in the rulings' order (bytes/s and I/Os per second, read and write)."""
+"""The limits, in io.max's order (bytes/s and I/Os per second, read and write)."""
 V1_FILES = {
     "rbps": "blkio.throttle.read_bps_device",
     "wbps": "blkio.throttle.write_bps_device",

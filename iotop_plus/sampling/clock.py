@@ -3,7 +3,7 @@
 Every loop that takes frames runs on a :class:`Schedule`: the TUI's :class:`SamplerThread`,
 ``snapshot`` and ``top`` (:func:`frames_on_schedule`), ``serve``
 and its ``--textfile`` (:class:`~iotop_plus.export.view.ExportSampler`) and ``record``. The
-rule (REFERENCE.md, "One schedule"): the next frame is due one interval after the previous
+rule: the next frame is due one interval after the previous
 one *was due*, so the time a frame takes to read never makes the schedule drift; a frame
 that is already late when its wait begins is taken at once, and the next is due one interval
 after it, so a stall (a hung disk) never brings a burst of catch-up frames. The wait reads
@@ -243,7 +243,7 @@ class SamplerThread(threading.Thread):
                 self._failed(f"sampling failed: {type(exc).__name__}: {exc}")
             if not schedule.started:
                 # A first frame with rates needs no second one soon: reading it at once, while
-                # the screen mounts, only slowed the first paint (#25).
+                # the screen mounts, only slowed the first paint.
                 schedule.start(started, rates=rates)
             short = schedule.short  # the first frame has no rates: the second comes soon
             if not self._wait():

@@ -51,8 +51,8 @@ IOMAP_WRITE = 1 << 0
 """``iomap_iter``'s flag of a write."""
 
 SAMPLE = 8
-"""The part's rate: a page add costs about 0.34 us traced in full and 0.14 us at one in 8
-(``bench_files_trace.py``, kernel-measured), over the 0.3 us the rulings allow."""
+"""The part's rate for single-page events: one in 8, because counting each costs more than the
+0.3 us an event may cost (``bench_files_trace.py`` measures it; docs/performance.md)."""
 MAPS = ("@fi_rd", "@fi_wr", "@fi_wb", "@fi_dio", "@fi_ex")
 """The maps printed and cleared at each tick (``@fi_in`` and ``@fi_dc`` live per call)."""
 

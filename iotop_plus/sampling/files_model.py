@@ -74,7 +74,7 @@ class FileEntry:
         return self.read_bytes + self.write_bytes + self.direct_bytes
 
     def to_json(self) -> dict[str, Any]:
-        """One entry of ``disk[].files`` (the rulings' keys, plus the split of direct I/O and
+        """One entry of ``disk[].files`` (its documented keys, plus the split of direct I/O and
         the bytes dirtied)."""
         return {
             "path": self.path,

@@ -1,5 +1,5 @@
 """Device health, read-only: ``smartctl --json`` where it can see the drive, else what sysfs
-says, else why there is nothing to say (REFERENCE.md, "Device health").
+says, else why there is nothing to say.
 
 Accepted input: the JSON document ``smartctl --json --nocheck=standby -a /dev/X`` prints
 (smartmontools >= 7.0; SATA/ATA ``ata_smart_attributes``, SCSI ``scsi_error_counter_log``

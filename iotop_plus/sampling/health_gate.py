@@ -1,6 +1,6 @@
 """The frame's health part, at no cost while nobody wants health: the health modules (smartctl,
 the kernel log, their imports) load only once :data:`HEALTH` is wanted, so a plain
-``snapshot`` starts as fast as before."""
+``snapshot`` pays nothing for health."""
 
 from __future__ import annotations
 

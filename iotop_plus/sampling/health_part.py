@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 REFRESH_S = 300.0
 """A device's health is read at most this often (5 minutes)."""
 
-#: The ruled keys of ``disk[].health`` (REFERENCE.md, "Device health"), in order.
+#: The keys of ``disk[].health``, in order.
 HEALTH_KEYS = (
     "source",
     "reason",
@@ -109,7 +109,7 @@ class HealthFrame:
     Live only: a recording's writer that loses it stops (``record`` exits 1)."""
 
     def device_json(self, name: str) -> dict[str, Any]:
-        """``disk[].health`` for ``name``, exactly the ruled keys (absent values null)."""
+        """``disk[].health`` for ``name``, exactly its fixed keys (absent values null)."""
         reading = self.readings.get(name)
         out: dict[str, Any] = dict.fromkeys(HEALTH_KEYS)
         if reading is None:
@@ -272,8 +272,8 @@ def health_growth(
     ``kept`` (the caller keeps it across frames too) holds each device's last reading and
     what grew in it: a reading is the same object from frame to frame until the worker reads
     the device again, and its figures only were compared then; what grew is taken from there
-    (at 200 devices, comparing every figure of every reading each frame was a quarter of the
-    frame thread's work) (#25). Devices no longer in ``readings`` are dropped from it.
+    (comparing every figure of every reading each frame would be a large share of the frame
+    thread's work). Devices no longer in ``readings`` are dropped from it.
     """
     grown: dict[str, Mapping[str, tuple[int, int]]] = {}
     if kept is not None and kept.keys() != readings.keys():  # (a set comparison, in C)

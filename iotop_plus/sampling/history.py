@@ -112,7 +112,7 @@ class Series:
 
     def values(self) -> array[float]:
         """The values, oldest first, as a new array: the charts take a copy of nine series a
-        frame, and a list made a float object of each point (#25)."""
+        frame, and a list made a float object of each point."""
         figures, k = self._figures, self._offset
         start = self._timestamps._start * _WIDTH
         return figures[start + k :: _WIDTH] + figures[k:start:_WIDTH]
@@ -127,8 +127,8 @@ class DeviceHistory:
     def __init__(self, capacity: int) -> None:
         self.timestamps = Ring(capacity, "d")
         # float32: charts need ~3 significant digits, float32 keeps 7. One interval's figures
-        # side by side: at 2,000 devices, a ring per metric made each frame's appends touch
-        # 20,000 places in memory; record took 5.0 ms a frame to write them, now 1.6 (#25).
+        # side by side: a ring per metric would make each frame's appends touch ten places
+        # per device in memory (benchmarks/bench_frame_cost.py, docs/performance.md).
         self._figures: array[float] = array("f")
         self.series: dict[str, Series] = {
             m: Series(self.timestamps, self._figures, k) for k, m in enumerate(METRICS)
@@ -183,7 +183,7 @@ class History:
             self._identities = identities
         names = rates.keys() if only is None else only
         live = [name for name in names if rates.get(name) is not None]
-        # Each figure for every device at once, then one row of figures per device (#25);
+        # Each figure for every device at once, then one row of figures per device;
         # the rows are the only objects made, and make no cycles: no collection.
         with gc_paused():
             columns = figure_columns([r for n in live if (r := rates[n]) is not None], METRICS)

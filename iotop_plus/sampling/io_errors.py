@@ -1,6 +1,6 @@
 """The kernel's failed block requests per device, counted since this process started.
 
-Two sources (REFERENCE.md, "Device health"): the latency tracer's ``block_rq_error``
+Two sources: the latency tracer's ``block_rq_error``
 tracepoint while it runs, else the kernel log, ``/dev/kmsg`` (root, read non-blocking from
 its end when the counter starts). The log lines come from ``blk_print_req_error``
 (``block/blk-core.c``), for example::

@@ -116,7 +116,7 @@ class Issuer:
         return (self.r_s or 0.0) + (self.w_s or 0.0)
 
     def to_json(self) -> dict[str, Any]:
-        """One entry of ``snapshot``'s ``disk[].issuers`` (the rulings' keys)."""
+        """One entry of ``snapshot``'s ``disk[].issuers`` (fixed keys)."""
         out: dict[str, Any] = {
             "pid": self.pid,
             "comm": self.comm,

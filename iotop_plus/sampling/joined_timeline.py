@@ -1,4 +1,4 @@
-"""The TUI's history reaching back into this host's recordings (the rulings' "started at 03:10,
+"""The TUI's history reaching back into this host's recordings ("started at 03:10,
 it can scrub to 02:55").
 
 :class:`JoinedTimeline` is the in-memory ring, preceded by an older :class:`Timeline` (the

@@ -9,13 +9,14 @@ of ``time.monotonic``). :class:`TracerParser` turns those lines into :class:`Tra
 :class:`LatencyPart` hands each frame the batches that ended before it (the delta since the
 previous frame), keyed by device name.
 
-The tracer aligns to the frame, not the frame to its tick (REFERENCE.md, "One schedule"):
+The tracer aligns to the frame, not the frame to its tick (the one
+schedule, :mod:`iotop_plus.sampling.clock`):
 before each frame reads the disks, :meth:`LatencyPart.align` makes a marker syscall,
 ``kill(tracer_pid, 0)``, which the program catches at ``syscalls:sys_enter_kill`` (only ours:
 filtered by our pid and signal 0) to print and clear its maps at once and say
 ``mark <nsecs>``. The frame waits at most :data:`MARK_WAIT_S` for that, else its latency is
 ``partial`` (it ends at the last output; the rest goes to the next frame). Where the kernel has
-no syscall tracepoints, frames wait for the next tick as before.
+no syscall tracepoints, frames wait for the next tick.
 
 A probe's tracer (``issuers=True``) also says who issued the requests and keeps writes that
 carry a preflush or FUA apart (:func:`tracer_program`).
@@ -30,7 +31,7 @@ part has none). A new set of traced parts restarts the tracer, and that frame is
 
 Safety: the tracer runs only as root, from the system directories (:mod:`iotop_plus.programs`),
 under ``setpriv --pdeathsig KILL`` started from a thread that lives as long as the child, so
-the child dies with us (REFERENCE.md, "Parent-death signal"); :meth:`Tracer.close` kills it.
+the child dies with us; :meth:`Tracer.close` kills it.
 
 One module per job: the program text and the kernel checks in
 :mod:`~iotop_plus.sampling.latency_program`, the JSON parser in
@@ -49,7 +50,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from iotop_plus.sampling.io_errors import tracer_errors
-from iotop_plus.sampling.latency_blind import BLIND_FRAMES, BLIND_MIN_IOS, BLIND_RATIO, BlindWatch
+from iotop_plus.sampling.latency_blind import BlindWatch
 from iotop_plus.sampling.latency_hist import (
     FAILED,
     RUNNING,
@@ -59,25 +60,15 @@ from iotop_plus.sampling.latency_hist import (
     OpLatency,
     PidIO,
 )
-from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser, op_of
+from iotop_plus.sampling.latency_parser import TracerBatch
 from iotop_plus.sampling.latency_program import (
     FLUSH_WRITE,
-    ISSUE_TRACEPOINTS,
-    MARK_TRACEPOINT,
-    MARKER,
-    TICK_MS,
-    TRACEFS,
     dev_t,
     errors_present,
     marker_present,
-    submit_tracepoint,
     tracer_problem,
-    tracer_program,
 )
 from iotop_plus.sampling.latency_tracer import (
-    GONE_WAIT_S,
-    MAP_KEYS_MAX,
-    MAX_PENDING_BATCHES,
     Tracer,
 )
 
@@ -86,31 +77,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALIGN_SLACK_NS",
-    "BLIND_FRAMES",
-    "BLIND_MIN_IOS",
-    "BLIND_RATIO",
-    "FLUSH_WRITE",
-    "GONE_WAIT_S",
-    "ISSUE_TRACEPOINTS",
-    "MAP_KEYS_MAX",
-    "MARKER",
-    "MARK_TRACEPOINT",
     "MARK_WAIT_S",
-    "MAX_PENDING_BATCHES",
-    "TICK_MS",
-    "TRACEFS",
-    "BlindWatch",
     "LatencyPart",
-    "Tracer",
-    "TracerBatch",
-    "TracerParser",
-    "dev_t",
-    "errors_present",
-    "marker_present",
-    "op_of",
-    "submit_tracepoint",
-    "tracer_problem",
-    "tracer_program",
 ]
 
 BUSY_IOPS = 20_000

@@ -280,7 +280,7 @@ LATENCY_CSV_COLUMNS: tuple[str, ...] = (
     "queue_ms_mean",
     "device_ms_mean",
 )
-"""The CSV columns ``snapshot --latency`` adds after the iostat ones (the rulings)."""
+"""The CSV columns ``snapshot --latency`` adds after the iostat ones."""
 
 
 def csv_cells(latency: DeviceLatency | None) -> list[str]:

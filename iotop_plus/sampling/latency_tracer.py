@@ -2,7 +2,7 @@
 
 Safety: the tracer runs only as root, from the system directories (:mod:`iotop_plus.programs`),
 under ``setpriv --pdeathsig KILL`` started from a thread that lives as long as the child, so
-the child dies with us (REFERENCE.md, "Parent-death signal"); :meth:`Tracer.close` kills it.
+the child dies with us; :meth:`Tracer.close` kills it.
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ class Memory:
     """``nr_written`` in /proc/vmstat: pages written back since boot (not recorded)."""
 
     def as_json(self) -> dict[str, int | None]:
-        """The ``statistics[].memory`` object of the rulings."""
+        """The ``statistics[].memory`` object of ``snapshot`` JSON."""
         return {key: getattr(self, key) for key in JSON_KEYS}
 
     @property

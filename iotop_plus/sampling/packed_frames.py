@@ -2,8 +2,8 @@
 
 A frame's disk part is, per device, a tuple of 17 Python ints (about 650 bytes with the int
 objects), and its rates hold the tuples of the frame before. Fifteen minutes at 0.25 s with
-60 devices made 3,601 frames of those: about 380 bytes per device per frame after sharing,
-where a recording needs about 6 (#25). Here the counters of a frame are stored as their
+60 devices make 3,601 frames of those: far more per device per frame than a recording
+needs (docs/performance.md). Here the counters of a frame are stored as their
 difference from the frame before's (zlib over a ``"q"`` array's bytes: a few bytes a device,
 most counters do not move in 0.25 s), taken as one subtraction of the two arrays' bytes as
 big numbers (:func:`_minus`: subtracting 3,400 counters one by one took 0.3 ms a frame at 200

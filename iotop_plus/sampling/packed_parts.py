@@ -1,7 +1,7 @@
 """A frame's parts in the history ring: pickled one by one and compressed against a base frame's.
 
 The parts of a frame made anew each frame (the top processes, the active cgroups, the issuers,
-each device's health, the memory and pressure figures...) are kept as bytes (#25, TUI memory):
+each device's health, the memory and pressure figures...) are kept as bytes:
 each part pickled alone, the processes one task at a time, all compressed with a recent base
 frame's as zlib's preset dictionary, and a part with the very bytes of the base's not stored
 again. :mod:`~iotop_plus.sampling.packed_frames` packs the rest of the frame.
@@ -53,7 +53,7 @@ def dumped(value: Any) -> bytes:
     A pickle numbers the objects it has seen in order and refers back to them by number: in
     one pickle of all the parts, a new process among the top ones shifted every number after
     it, and the health part of 60 devices, the same every frame, no longer matched its base's
-    bytes (#25: about half of a Processes-tab frame's parts).
+    bytes (docs/performance.md).
     """
     buf = io.BytesIO()
     pickler = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
@@ -138,8 +138,8 @@ class HealthPickle:
     """The last health part pickled, and what it was made of, to pickle it again only when that
     changed. A device's reading is the same object from frame to frame until it is read again
     (every few minutes), and the ages are left out (:func:`_packable`), so the part is mostly
-    the very same: pickling it was ~0.2 ms a frame at 200 devices, a quarter of the ring's
-    append (#25)."""
+    the very same, and pickling it each frame would be a large share of the ring's append
+    (docs/performance.md)."""
 
     def __init__(self) -> None:
         self.last: dict[str, tuple[object, bytes]] = {}
@@ -246,17 +246,16 @@ def _unpickled(parts: tuple[bytes, ...]) -> list[Any]:
 # Consecutive frames' parts are mostly the same bytes (the same top processes with their
 # command lines, every device's health reading, the cgroup paths): each frame's are
 # compressed with the pickled parts of a recent "base" frame as zlib's preset dictionary, so
-# only what differs costs (#25: the Processes tab's frames held ~2-3 KB of parts each), and a
+# only what differs costs (docs/performance.md), and a
 # part whose bytes are the base's is not stored again (:data:`SAME`).
 _BASES: dict[int, tuple[bytes, bytes, tuple[bytes, ...]]] = {}
 """Compressed base parts (by id) -> their bytes and each part's, for a few bases lately
 unpacked."""
 
 LEVEL = 2
-"""zlib's level for the parts and the counters of the history ring. Level 6 kept the ring 5 %
-smaller (51.2 against 54.1 bytes per device per frame, 60 devices at 0.25 s) but took a third
-of the frame's time at scale: 18.9 ms against 13.3 ms a frame for the ring and the history at
-2,000 devices, 2.3 against 1.9 ms at 200 (``benchmarks/bench_frame_cost.py``) (#25)."""
+"""zlib's level for the parts and the counters of the history ring: a higher level keeps the
+ring a little smaller and costs much more of the frame's time at scale
+(``benchmarks/bench_frame_cost.py``, docs/performance.md)."""
 
 SAME = b""
 """A part stored as this has the very bytes of the base frame's (a pickle is never empty)."""

@@ -41,7 +41,7 @@ class PressureLine:
     """Microseconds stalled since boot (a counter)."""
 
     def as_json(self) -> dict[str, float | int]:
-        """The JSON object of the rulings: ``{avg10, avg60, avg300, total_us}``."""
+        """The JSON object: ``{avg10, avg60, avg300, total_us}``."""
         return {
             "avg10": self.avg10,
             "avg60": self.avg60,

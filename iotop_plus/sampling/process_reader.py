@@ -283,7 +283,7 @@ class ProcessReader:
     def _same_but_chars(self, pid: int, known: _Known, io_text: bytes) -> bool:
         """Whether only the character and syscall counters of ``io_text`` moved (a process
         reading a pipe, a terminal or the page cache) and its name is the same: then its
-        ``stat`` (costly: most of the reader's time on a quiet host, #25) is not read again
+        ``stat`` (costly: docs/performance.md) is not read again
         and the task's state, threads and parent stay as last read; ``known`` takes the new
         io. A process that did disk I/O, or exec'd, is read whole."""
         last = known.last.io

@@ -240,7 +240,7 @@ def _rates_of(
     reaped = {} if per_thread else _reaped_children(prev_tasks, cur_tasks)
     out: dict[TaskKey, TaskRates | None] = {}
     # The reader hands back the very same counters for a task that did nothing since: its
-    # rates are zero, made without working them out field by field (most tasks, #25).
+    # rates are zero, made without working them out field by field (most tasks).
     idle_wait = 0.0 if delay_measured else None
     for key, task in cur_tasks.items():
         before = prev_tasks.get(key)
@@ -363,7 +363,7 @@ class Accumulator:
         """Totals of every task in ``sample`` since the start, each computed when read.
 
         A consumer reads a few (the recorder none, the Processes tab in totals mode the
-        rows it shows); computing all of them was a fifth of the recorder's CPU (#25).
+        rows it shows), so none is computed before it is read (docs/performance.md).
         """
         if not self._started:
             self._started = True

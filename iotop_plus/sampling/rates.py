@@ -318,8 +318,8 @@ class FigureColumns:
     properties, bit for bit, each counter's deltas worked out once for all the columns.
 
     The table fits each column's format to its largest figure over every row, and the
-    history records nine figures of every device, each frame: at 2,000 devices a property
-    call per figure cost ~0.28 ms a column, the loops here run in C (#25).
+    history records nine figures of every device, each frame: the loops here run in C, not a
+    property call per figure (docs/performance.md).
     """
 
     def __init__(self, rates: Sequence[DeviceRates]) -> None:

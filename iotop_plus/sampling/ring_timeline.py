@@ -12,9 +12,8 @@ is rebuilt when it is looked up.
 A packed frame holds its changes from the frame before, and its rates are rebuilt from that
 frame's counters, so the frames that fall out of the window are not dropped one by one: they
 are hidden, and dropped up to the last frame with full values that the oldest frame shown
-still needs (at most :data:`~iotop_plus.sampling.packed_frames.KEY_EVERY` of them). Packing
-the oldest frame anew on its own at every drop, as before, cost 2 ms a frame at 200 devices
-once the ring was full (#25).
+still needs (at most :data:`~iotop_plus.sampling.packed_frames.KEY_EVERY` of them), rather
+than packing the oldest frame anew at every drop (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ WINDOWS_KEPT = 2
 RECENT_KEPT = 8
 """The last frames appended are kept as they came: the Device tab's verdict looks back on the
 five before the one shown at every frame, and rebuilding them (their pickled parts: health
-per device) was half the TUI's busy time at 2,000 devices (#25)."""
+per device) would be most of the TUI's work at scale (docs/performance.md)."""
 
 TOP_PROCESSES = 20
 """Processes kept per frame, the busiest by I/O over the frame's interval."""

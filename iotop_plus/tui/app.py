@@ -149,7 +149,7 @@ class IotopPlusApp(TypeAheadApp[int]):
         live = not self.main_screen.scrubber.replay
         if live:
             # Frames are read while the screen composes: those that come before it is mounted
-            # are shown from its on_mount, before its first paint (#25, first figures).
+            # are shown from its on_mount, before its first paint.
             self.feed.start(
                 self.main_screen.early.hold(self.post_message), self.main_screen.interval
             )
@@ -197,7 +197,7 @@ class IotopPlusApp(TypeAheadApp[int]):
         return quiet_driver(super().get_driver_class())
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        from iotop_plus.tui.palette import screen_commands  # the palette, once opened (#25)
+        from iotop_plus.tui.palette import screen_commands  # the palette, once opened
 
         yield from super().get_system_commands(screen)
         yield from screen_commands(self.main_screen)

@@ -38,8 +38,8 @@ from iotop_plus.tui.scrub import MARKED_EVENTS
 MAX_PENDING = 4
 """Frames posted to the UI and not yet taken, at most. While the UI is that far behind (a host
 so loaded that it cannot draw at the chosen pace) the sampler thread waits, and its next frame
-covers the longer interval, instead of queueing frames without bound (#25: at 0.25 s the TUI
-under tracemalloc fell behind and grew by ~450 KB/s of queued frames)."""
+covers the longer interval, instead of queueing frames without bound (a TUI that fell behind
+grew by the queued frames: docs/performance.md)."""
 PENDING_WAIT_S = 5.0
 """The longest the sampler thread waits for the UI before posting a frame all the same."""
 

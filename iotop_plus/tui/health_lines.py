@@ -1,5 +1,5 @@
 """The Device tab's health lines, the table's severity mark and the help's health paragraph,
-from the frame's health part (#26). Pure text: the widgets show it."""
+from the frame's health part. Pure text: the widgets show it."""
 
 from __future__ import annotations
 

@@ -32,10 +32,11 @@ from iotop_plus.devices.conflicts import (
     REFUSE,
     Conflict,
     ConflictError,
+    TuningError,
 )
 from iotop_plus.devices.journal import JournalError
 from iotop_plus.devices.leftovers import Leftover
-from iotop_plus.devices.tuner import Tuner, TuningError
+from iotop_plus.devices.tuner import Tuner
 
 EXIT_WATCHDOG_S = 3.0
 """After a signal, the process ends this long after exit began even if Textual's shutdown
@@ -111,7 +112,7 @@ class SettingsLifecycle:
             if choice == "restore":
                 self._restore_leftovers(list(leftovers))
 
-        from iotop_plus.tui.screens.settings_modals import RestoreLeftoversScreen  # (#25)
+        from iotop_plus.tui.screens.settings_modals import RestoreLeftoversScreen
 
         restore = tuner.journal.restore_command()
         app.push_screen(RestoreLeftoversScreen(leftovers, restore), answered)
@@ -211,7 +212,7 @@ class SettingsLifecycle:
                 self.tuner.keep("quit")
                 self.app.exit()
 
-        # Imported here: the first screen never shows a modal (#25, first figures).
+        # Imported here: the first screen never shows a modal.
         from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen
 
         if not isinstance(self.app.screen, KeepOrRevertScreen):

@@ -11,7 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from iotop_plus.config import load_config
-from iotop_plus.devices.tuner import Journal, Tuner
+from iotop_plus.devices.journal import Journal
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import FrameSource
 from iotop_plus.sampling.joined_timeline import OpenOlder

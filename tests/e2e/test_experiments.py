@@ -20,11 +20,14 @@ from typing import Any
 
 import pytest
 
-from iotop_plus.devices.tuner import Journal, Tuner
+from iotop_plus.devices.journal import Journal
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.probe.experiment_plans import AbRun
-from iotop_plus.probe.experiments import ExperimentError, run_ab
+from iotop_plus.probe.experiments import run_ab
+from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.presets import PRESETS
-from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
+from iotop_plus.probe.run_types import ProbeProgress
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
 from tests.support.queue_guard import queue_values, restored_queue
 

@@ -23,7 +23,8 @@ import psutil
 import pytest
 
 from iotop_plus.probe.presets import PRESETS
-from iotop_plus.probe.runner import ProbeError, ProbeRequest, ProbeRunner
+from iotop_plus.probe.run_types import ProbeError, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.probe.target import ConfirmationNeeded, TargetError, live_probe_files, plan_target
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots

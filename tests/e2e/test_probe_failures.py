@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.probe.presets import PRESETS
-from iotop_plus.probe.runner import ProbeError, ProbeRequest, ProbeRunner
+from iotop_plus.probe.run_types import ProbeError, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
 from tests.support.nobody import nobody_directory, nobody_env, nobody_python

@@ -17,7 +17,8 @@ import pytest
 
 from iotop_plus.probe.presets import PRESETS
 from iotop_plus.probe.results import PERCENTILES, DirectionResult, ProbeResult
-from iotop_plus.probe.runner import ProbeProgress, ProbeRequest, ProbeRunner
+from iotop_plus.probe.run_types import ProbeProgress, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
 
 pytestmark = [pytest.mark.slow]

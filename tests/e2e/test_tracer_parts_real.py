@@ -14,8 +14,9 @@ import pytest
 from iotop_plus.roots import Roots
 from iotop_plus.sampling import registry
 from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.latency import LatencyPart, marker_present
+from iotop_plus.sampling.latency import LatencyPart
 from iotop_plus.sampling.latency_hist import RUNNING
+from iotop_plus.sampling.latency_program import marker_present
 from iotop_plus.sampling.live_source import LiveSource
 from tests.support.bpf_misses import tracer_misses
 from tests.support.toy_trace import TOY_KEY, ToyGetppidPart, call_getppid, toy_program

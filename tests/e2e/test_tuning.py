@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from iotop_plus.devices.conflicts import TuningError
+from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.settings import SettingError, read_settings, write_setting
-from iotop_plus.devices.tuner import Journal, Tuner, TuningError
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from tests.support.queue_guard import queue_values, restored_queue
 

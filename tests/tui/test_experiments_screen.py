@@ -11,7 +11,8 @@ from textual.app import App
 from textual.widgets import Input, Static
 from textual_plotext import PlotextPlot
 
-from iotop_plus.devices.tuner import Journal, Tuner
+from iotop_plus.devices.journal import Journal
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.probe.experiment_plans import AbResult, SweepResult
 from iotop_plus.probe.history import ProbeHistory
 from iotop_plus.probe.runner import ProbeRunner

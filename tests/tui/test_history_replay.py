@@ -81,7 +81,8 @@ async def test_replay_opens_at_the_time_given_and_scrubs_without_a_sampler() -> 
 
 
 def shows_frame_in_zone(app, frame) -> bool:
-    from iotop_plus.tui.widgets.table_columns import column_scale, format_value
+    from iotop_plus.sampling.units import table_figure as format_value
+    from iotop_plus.tui.widgets.table_columns import column_scale
     from tests.tui.helpers import table
 
     shown = table(app).visible_names()

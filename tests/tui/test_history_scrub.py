@@ -10,6 +10,7 @@ from iotop_plus.config import Config
 from iotop_plus.sampling.history import Mark
 from iotop_plus.sampling.ring_timeline import fill
 from iotop_plus.sampling.timeparse import clock_text
+from iotop_plus.sampling.units import table_figure as format_value
 from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.keys import screen_clashes
 from iotop_plus.tui.screens.help import help_text
@@ -17,7 +18,7 @@ from iotop_plus.tui.screens.jump import JumpScreen
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
-from iotop_plus.tui.widgets.table_columns import column_scale, format_value
+from iotop_plus.tui.widgets.table_columns import column_scale
 from tests.tui.canned import canned_app
 from tests.tui.helpers import row_line, started, table, wait_for
 from tests.tui.history_frames import before_live

@@ -17,7 +17,8 @@ from iotop_plus.tui.keys import (
     tab_of,
 )
 from iotop_plus.tui.screens.help import help_text
-from iotop_plus.tui.screens.main import DEFERRED_TABS, MainScreen
+from iotop_plus.tui.screens.main import MainScreen
+from iotop_plus.tui.screens.side_panels import DEFERRED_TABS
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started
 

@@ -13,7 +13,6 @@ from rich.text import Text
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.latency import MARKER
 from iotop_plus.sampling.latency_hist import (
     RUNNING,
     DeviceLatency,
@@ -21,6 +20,7 @@ from iotop_plus.sampling.latency_hist import (
     LatencyFrame,
     OpLatency,
 )
+from iotop_plus.sampling.latency_program import MARKER
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.latency_view import LatencyView
 from tests.support.frames import step_awaiting

@@ -8,7 +8,7 @@ import functools
 from textual.widgets import Input
 
 from iotop_plus.tui.keys import screen_clashes
-from iotop_plus.tui.screens.main import DEFERRED_TABS
+from iotop_plus.tui.screens.side_panels import DEFERRED_TABS
 from iotop_plus.tui.widgets.key_hints import KeyHints
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started, table, wait_for

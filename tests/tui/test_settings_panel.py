@@ -10,7 +10,9 @@ import pytest
 from textual.app import App, ComposeResult
 from textual.widgets import Input, OptionList
 
-from iotop_plus.devices.tuner import Change, Journal, Tuner
+from iotop_plus.devices.changes import Change
+from iotop_plus.devices.journal import Journal
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.tui.screens.settings_modals import KeepOrRevertScreen, ValuePickerScreen
 from iotop_plus.tui.widgets.settings_panel import SettingsPanel

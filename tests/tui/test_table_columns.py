@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.figures import FIGURES
+from iotop_plus.sampling.units import table_figure as format_value
 from iotop_plus.tui.widgets.table_columns import (
     BAD,
     COLUMN_SETS,
@@ -14,7 +15,6 @@ from iotop_plus.tui.widgets.table_columns import (
     WARN,
     cell,
     column_scale,
-    format_value,
 )
 
 

@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from iotop_plus.devices.conflicts import TuningError
 from iotop_plus.devices.journal import Journal
-from iotop_plus.devices.tuner import Tuner, TuningError
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
 from tests.unit.test_settings import make_tree

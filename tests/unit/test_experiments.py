@@ -12,12 +12,12 @@ from iotop_plus.probe.experiment_plans import (
     analyze_ab,
     analyze_sweep,
     headline_metric,
-    other_io_note,
     parse_ab_spec,
     sweep_depths,
     sweep_table,
 )
 from iotop_plus.probe.presets import PRESETS
+from iotop_plus.probe.results import other_io_note
 
 
 def _steps(points: list[tuple[int, float, float]]) -> list[SweepStep]:

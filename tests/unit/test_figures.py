@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iotop_plus.commands import snapshot
+from iotop_plus.commands import snapshot_output
 from iotop_plus.sampling import figures
 from iotop_plus.sampling.history import METRICS
 from iotop_plus.sampling.rates import COLUMNS, DeviceRates
@@ -80,8 +80,8 @@ def test_every_note_is_explained_once_in_the_help() -> None:
 
 
 def test_snapshot_headers_come_from_the_registry() -> None:
-    assert [key for key, _ in snapshot.IOSTAT_COLUMNS] == IOSTAT_JSON_KEYS
-    table = [snapshot._TABLE_HEADERS.get(k, k) for k in IOSTAT_JSON_KEYS]
+    assert [key for key, _ in snapshot_output.IOSTAT_COLUMNS] == IOSTAT_JSON_KEYS
+    table = [snapshot_output._TABLE_HEADERS.get(k, k) for k in IOSTAT_JSON_KEYS]
     assert table == IOSTAT_HEADER
 
 

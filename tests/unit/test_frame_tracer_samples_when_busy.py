@@ -13,11 +13,11 @@ from iotop_plus.sampling.latency import (
     BUSY_SAMPLE,
     QUIET_FRAMES,
     LatencyPart,
-    Tracer,
-    TracerBatch,
 )
 from iotop_plus.sampling.latency_hist import Histogram, LatencyFrame, OpLatency
+from iotop_plus.sampling.latency_parser import TracerBatch
 from iotop_plus.sampling.latency_program import dev_t
+from iotop_plus.sampling.latency_tracer import Tracer
 from iotop_plus.tui.widgets.latency_view import LatencyView
 
 

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import diskstats, sampler
+from iotop_plus.sampling import sampler
 from iotop_plus.sampling.diskstats import (
+    MAX_SOURCE_BYTES,
     ParseProblem,
     parse_diskstats,
     parse_sys_stat,
@@ -96,7 +97,7 @@ def test_a_source_larger_than_the_cap_is_refused_not_read_to_the_end(tmp_path: P
     base = tree(tmp_path)
     path = base / "proc" / "diskstats"
     with open(path, "ab") as fh:
-        fh.truncate(diskstats.MAX_SOURCE_BYTES + 1)  # sparse: costs no disk
+        fh.truncate(MAX_SOURCE_BYTES + 1)  # sparse: costs no disk
     with pytest.raises(sampler.SourceError, match="larger than"):
         sampler.Sampler(Roots(base / "proc", base / "sys")).sample()
 

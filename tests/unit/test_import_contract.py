@@ -45,7 +45,7 @@ def test_the_contracts_fail_when_sampling_imports_the_tui(tmp_path: Path) -> Non
     """A copy of the package where a pure module imports upwards and loads rich."""
     _clean_copy(tmp_path)
 
-    figures = tmp_path / "iotop_plus" / "sampling" / "figures.py"
+    figures = tmp_path / ("iotop_plus.sampling.figures".replace(".", "/") + ".py")
     figures.write_text(
         figures.read_text() + "\nimport rich.text  # noqa\nimport iotop_plus.tui.keys  # noqa\n"
     )

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from iotop_plus.devices.conflicts import TuningError
 from iotop_plus.devices.journal import Journal, JournalError
 from iotop_plus.devices.settings import (
     SettingError,
@@ -28,7 +29,7 @@ from iotop_plus.devices.settings import (
     validate_value,
     write_setting,
 )
-from iotop_plus.devices.tuner import Tuner, TuningError
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import NotLiveError, write_live_file, write_tree_file
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.delayacct import DelayAcctError, can_switch, set_delayacct

@@ -11,17 +11,11 @@ import pytest
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.latency import (
-    MARKER,
-    LatencyPart,
-    Tracer,
-    TracerBatch,
-    TracerParser,
-    dev_t,
-    op_of,
-    tracer_program,
-)
+from iotop_plus.sampling.latency import LatencyPart
 from iotop_plus.sampling.latency_hist import FAILED, RUNNING, STARTING, bucket_index
+from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser, op_of
+from iotop_plus.sampling.latency_program import MARKER, dev_t, tracer_program
+from iotop_plus.sampling.latency_tracer import Tracer
 from iotop_plus.sampling.live_source import LiveSource
 
 # Shapes seen from bpftrace 0.17 -f json (REFERENCE.md), blank lines included.

@@ -6,6 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iotop_plus.sampling.diskstats import (
+    MS_WRAP,
     DiskCounters,
     ParseProblem,
     _parse_line,
@@ -13,7 +14,7 @@ from iotop_plus.sampling.diskstats import (
     parse_diskstats,
     parse_sys_stat,
 )
-from iotop_plus.sampling.rates import COLUMNS, MS_WRAP, compute_all, compute_rates
+from iotop_plus.sampling.rates import COLUMNS, compute_all, compute_rates
 from tests.support.budget import examples
 
 #: Tokens that look like diskstats fields, plus the ones that break naive parsers.

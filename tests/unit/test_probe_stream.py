@@ -8,7 +8,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iotop_plus.probe.runner import JsonDocumentStream, progress_from
+from iotop_plus.probe.fio_stream import JsonDocumentStream, progress_from
 
 
 def _status(elapsed: int, ts_ms: int, ios: int, io_bytes: int, n: int, mean_ns: float) -> dict:

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
+from iotop_plus.commands.json_stream import JsonStream
 
 from iotop_plus.commands import top
 from iotop_plus.sampling.blockdev import BlockDeviceNames
@@ -209,7 +210,7 @@ def test_json_stream_is_what_json_dump_writes(count: int) -> None:
         {"timestamp": str(i), "processes": [{"pid": i, "x": None}], "e": []} for i in range(count)
     ]
     out = io.StringIO()
-    stream = top.JsonStream(doc, out)
+    stream = JsonStream(doc, out)
     for s in stats:
         stream.add(s)
     stream.close()

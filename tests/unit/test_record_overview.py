@@ -14,7 +14,8 @@ from iotop_plus.cli import build_parser
 from iotop_plus.commands import snapshot
 from iotop_plus.commands.common import UsageError
 from iotop_plus.record import reader as reader_module
-from iotop_plus.record.reader import ROLLUP_METRICS, RecordingFile
+from iotop_plus.record.chunks import ROLLUP_METRICS
+from iotop_plus.record.reader import RecordingFile
 from iotop_plus.sampling.diskstats import (
     IO_TICKS,
     READ_MS,

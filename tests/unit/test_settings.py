@@ -16,7 +16,6 @@ from iotop_plus.devices.settings import (
     SettingError,
     SettingValue,
     errno_message,
-    parse_scheduler,
     read_setting,
     read_settings,
     valid_range,
@@ -25,6 +24,7 @@ from iotop_plus.devices.settings import (
 )
 from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.queue_settings import parse_scheduler
 
 QUEUE = {
     "read_ahead_kb": "128",

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from iotop_plus.commands.snapshot_output import IOSTAT_COLUMNS
 
 from iotop_plus import cli
-from iotop_plus.commands import snapshot
-from iotop_plus.commands.snapshot import IOSTAT_COLUMNS
+from iotop_plus.commands import snapshot_output
 from iotop_plus.roots import PROC_ENV, SYS_ENV, Roots
 from iotop_plus.sampling import frame as frame_module
 from iotop_plus.sampling import live_source
@@ -65,7 +65,7 @@ def test_default_table_is_iostat_like(capsys: pytest.CaptureFixture[str]) -> Non
     header = next(line for line in lines if line.startswith("Device"))
     assert header.split() == [
         "Device",
-        *(snapshot._TABLE_HEADERS.get(k, k) for k in IOSTAT_KEYS),
+        *(snapshot_output._TABLE_HEADERS.get(k, k) for k in IOSTAT_KEYS),
         "inflight",
     ]
     rows = [line.split() for line in lines[lines.index(header) + 1 :] if line.strip()]

@@ -10,9 +10,11 @@ import json
 import time
 from collections.abc import Mapping
 
-from iotop_plus.sampling.latency import LatencyPart, Tracer, TracerBatch, TracerParser
+from iotop_plus.sampling.latency import LatencyPart
 from iotop_plus.sampling.latency_hist import RUNNING
+from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser
 from iotop_plus.sampling.latency_program import tracer_program
+from iotop_plus.sampling.latency_tracer import Tracer
 from tests.support.toy_trace import TOY_KEY, TOY_TEXT, toy_program
 
 

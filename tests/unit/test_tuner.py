@@ -15,16 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from iotop_plus.devices.boot_export import shell_script, udev_match, udev_rules
+from iotop_plus.devices.conflicts import TuningError
+from iotop_plus.devices.journal import Journal, default_journal_path
 from iotop_plus.devices.settings import SettingError
-from iotop_plus.devices.tuner import (
-    Journal,
-    Tuner,
-    TuningError,
-    default_journal_path,
-    shell_script,
-    udev_match,
-    udev_rules,
-)
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.inventory import BlockDevice, Inventory

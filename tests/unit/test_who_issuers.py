@@ -22,10 +22,11 @@ from iotop_plus.sampling.issuers import (
     IssuersFrame,
     cgroup_of,
 )
-from iotop_plus.sampling.latency import LatencyPart, Tracer, TracerBatch, TracerParser
+from iotop_plus.sampling.latency import LatencyPart
 from iotop_plus.sampling.latency_hist import FAILED, LatencyFrame
-from iotop_plus.sampling.latency_parser import rwbs_of
+from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser, rwbs_of
 from iotop_plus.sampling.latency_program import rwbs_offsets, tracer_program
+from iotop_plus.sampling.latency_tracer import Tracer
 from iotop_plus.sampling.processes import ProcessSample, TaskCounters, TaskRates
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "tracer" / "attribution-6.18.jsonl"

@@ -1,7 +1,7 @@
 """The Prometheus HTTP API client of the fleet view: instant and range queries, nothing more.
 
-HTTP is plain ``urllib``; callers run it off the UI thread. The server is not trusted
-(REFERENCE.md rulings, Trust): ``--timeout`` bounds a whole round, however slowly the answer
+HTTP is plain ``urllib``; callers run it off the UI thread. The server is not trusted:
+``--timeout`` bounds a whole round, however slowly the answer
 comes; an answer nested deeper than :data:`MAX_JSON_DEPTH` is refused before it is parsed; a
 label value that is not a string is kept as its JSON text.
 """

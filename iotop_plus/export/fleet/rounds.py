@@ -1,8 +1,7 @@
 """Query rounds: every (host, device) ranked by what matters now, and one device's last hour.
 
 Every figure is computed by PromQL on the server (:mod:`.queries`), so a query round costs the
-same few requests for one host or a thousand. A host is the ``instance`` label (REFERENCE.md
-rulings).
+same few requests for one host or a thousand. A host is the ``instance`` label.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
+from typing import Any, Protocol
 
-from textual.dom import DOMNode
 from textual.timer import Timer
 
 from iotop_plus.tui import engine
@@ -51,7 +51,15 @@ def heap_trimmer() -> Callable[[], object] | None:
     return lambda: trim(0)
 
 
-def settle(node: DOMNode) -> Timer | None:
+class Ticking(Protocol):
+    """Anything that runs a callback on an interval: a screen or a widget."""
+
+    def set_interval(
+        self, interval: float, callback: Callable[[], Any], *, name: str | None = None
+    ) -> Timer: ...
+
+
+def settle(node: Ticking) -> Timer | None:
     """The policy, once the screen's parts are up: freeze what the start made, collect the
     young generation less often while the engine is on, and trim the heap once a minute on
     ``node``'s timer, which is returned (None where there is no ``malloc_trim``)."""

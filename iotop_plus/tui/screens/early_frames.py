@@ -1,4 +1,4 @@
-"""Frames that come while the main screen composes, shown as soon as it is mounted (#25).
+"""Frames that come while the main screen composes, shown as soon as it is mounted.
 
 The sampler thread starts before the main screen is pushed, so the first frames are read while
 Textual composes and mounts it. Posted to the app, they would wait behind the screen's first

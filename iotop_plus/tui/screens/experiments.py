@@ -26,7 +26,8 @@ from textual.widgets import Input, Label, Static
 from textual.worker import Worker
 from textual_plotext import PlotextPlot
 
-from iotop_plus.devices.tuner import Tuner, TuningError
+from iotop_plus.devices.conflicts import TuningError
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.probe.experiment_plans import (
     DEFAULT_MAX_QD,
     DEFAULT_ROUNDS,
@@ -39,10 +40,12 @@ from iotop_plus.probe.experiment_plans import (
     parse_ab_spec,
     sweep_table,
 )
-from iotop_plus.probe.experiments import ExperimentError, run_ab, run_sweep
+from iotop_plus.probe.experiments import run_ab, run_sweep
 from iotop_plus.probe.history import ProbeHistory
+from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.presets import PRESETS, ProbeParams
-from iotop_plus.probe.runner import ProbeProgress, ProbeRunner
+from iotop_plus.probe.run_types import ProbeProgress
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.tui.screens.modal import Modal
 from iotop_plus.tui.widgets.key_hints import KeyHints
 from iotop_plus.tui.widgets.probe_panel import ask_if_busy

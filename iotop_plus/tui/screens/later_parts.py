@@ -1,9 +1,9 @@
-"""The main screen's charts and side panel, mounted just after its first paint (#25).
+"""The main screen's charts and side panel, mounted just after its first paint.
 
 The first screen a user waits for is the header and the device table with figures. The five
 charts and the side panel (its tabs, panes and the Device tab's facts) are most of the
-screen's widgets: composed with the rest, they made the first paint wait for their mounting
-and styling, some 35-50 ms of the main thread in-process. Here they are mounted just after
+screen's widgets: composed with the rest, they would make the first paint wait for their
+mounting and styling (docs/performance.md). Here they are mounted just after
 that paint (once it is written, :data:`WRITTEN_S`), and the frame on screen is shown again in
 them.
 
@@ -15,8 +15,9 @@ are up, and never to a screen without them.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual import events
 from textual.css.query import NoMatches
@@ -29,7 +30,39 @@ from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 
 if TYPE_CHECKING:
-    from iotop_plus.tui.screens.main import MainScreen
+    from textual.app import App
+    from textual.widget import Widget
+
+    from iotop_plus.sampling.frame import Frame
+
+
+class PartsScreen(Protocol):
+    """What the parts need of the screen they are mounted into (the main screen): where to
+    mount them, and how to show its device and frame in them once they are up."""
+
+    selected_device: str | None
+    shown_frame: Frame | None
+
+    @property
+    def app(self) -> App[Any]: ...
+
+    def set_timer(self, delay: float, callback: Callable[[], Any]) -> Timer: ...
+
+    def set_interval(
+        self, interval: float, callback: Callable[[], Any], *, name: str | None = None
+    ) -> Timer: ...
+
+    def call_after_refresh(self, callback: Callable[[], Any]) -> bool: ...
+
+    def query_one(self, selector: str) -> Widget: ...
+
+    def query(self, selector: str) -> Any: ...
+
+    def refresh_bindings(self) -> None: ...
+
+    def notify_panels(self, name: str | None) -> None: ...
+
+    def show_frame(self, frame: Frame) -> None: ...
 
 
 def side_panel() -> TabbedContent:
@@ -52,14 +85,14 @@ def side_panel() -> TabbedContent:
 WRITTEN_S = 0.05
 """How long after the first paint the parts are mounted. The paint's bytes are written to the
 terminal by Textual's writer thread, which needs the GIL for it: mounted at once, the parts
-held the GIL for some 30 ms of that write, and the first figures reached the screen 39 ms
-later than with this pause (bench_light, 11 alternating starts each: 290 against 329 ms)."""
+hold the GIL during that write and the first figures reach the screen later
+(``benchmarks/bench_light.py``; the figures are in docs/performance.md)."""
 
 
 class LaterParts:
     """Mounts the charts and the side panel after the first paint, holding keys till then."""
 
-    def __init__(self, screen: MainScreen) -> None:
+    def __init__(self, screen: PartsScreen) -> None:
         self.screen = screen
         self.mounted = False
         """Whether the charts and the side panel are up and showing the frame on screen;

@@ -306,7 +306,7 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         self.shown_frame = frame
         header = self.query_one(HostHeader)
         start = self._start_monotonic if self._start_monotonic is not None else frame.monotonic
-        up = self.host.uptime_s  # one header update per frame (#25)
+        up = self.host.uptime_s  # one header update per frame
         uptime = None if up is None else up + frame.sample.monotonic - start
         header.show(wall_time=frame.wall_time, uptime_s=uptime)
         self.query_one(PressureGauge).show(frame.pressure, self.size.width)

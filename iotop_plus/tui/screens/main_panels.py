@@ -1,7 +1,7 @@
 """The side-panel tabs' keys on the main screen: they work from anywhere while the tab shows.
 
 A panel binds its own letter keys, which Textual runs only while the panel has focus, so
-"press D" failed from the device table (#17 item 4). The screen binds the same keys too
+"press D" would fail from the device table. The screen binds the same keys too
 (:func:`~iotop_plus.tui.keys.panel_key`), limited to while their tab is shown: from the
 table, ``o`` runs the Processes panel's ``o`` when the Processes tab shows and the Cgroups
 panel's ``o`` when that one shows. The footer lists them while their tab is shown. None of

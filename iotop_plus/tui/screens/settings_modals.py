@@ -26,10 +26,10 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, OptionList, Static
 from textual.widgets.option_list import Option
 
+from iotop_plus.devices.changes import Change
 from iotop_plus.devices.conflicts import LEAVE, PUT_BACK, Conflict
 from iotop_plus.devices.leftovers import Leftover
 from iotop_plus.devices.settings import SettingError, SettingValue
-from iotop_plus.devices.tuner import Change
 from iotop_plus.tui.screens.modal import Modal
 
 #: Read-ahead presets in KiB, with what each suits.

@@ -1,9 +1,9 @@
 """A small braille line chart drawn straight into Strips (Textual's Line API).
 
-Each cell holds a 2x4-dot braille character, so a 30x8-cell plot has 60x32 dots. Drawing
-the five device charts with a full 600-point history costs about 2-4 ms of CPU at 26x11
-cells, against 15-22 ms for plotext's build plus ``Text.from_ansi`` on the same data
-(``benchmarks/bench_charts.py``). Points are first grouped by dot column (each column shows
+Each cell holds a 2x4-dot braille character, so a 30x8-cell plot has 60x32 dots. Drawn
+straight into strips, the five device charts cost a small part of plotext's build plus
+``Text.from_ansi`` on the same data (``benchmarks/bench_charts.py``; figures in
+docs/performance.md). Points are first grouped by dot column (each column shows
 its points' range), so the cost follows the chart's width more than the history's length.
 An anchored chart moves its last picture on and draws only the runs that changed
 (:mod:`~iotop_plus.tui.widgets.braille_raster`).
@@ -186,7 +186,7 @@ def _slice_runs(
     """The runs of ``times`` (relative to ``anchor``) by the slice of time each point falls in
     (``floor(stamp / width)``), for every chart of one draw: the charts' widths differ, and
     mostly not their column widths, and a run of points in one slice is a run of one column
-    at any width (a chart's columns are its slices shifted) (#25)."""
+    at any width (a chart's columns are its slices shifted)."""
     key = (id(times), len(times), width, anchor)
     hit = _SLICES_CACHE.get(key)
     if hit is not None and hit[0] is times:
@@ -248,10 +248,10 @@ class BrailleChart(BatchedRepaint, Widget):
         self._painting: tuple[int, int] | None = None
         self._kept: dict[str, tuple[object, Strip]] = {}
         """The legend, marks row and x axis of the last build, each with what it was drawn
-        from: a frame mostly draws them again from the same inputs (#25)."""
+        from: a frame mostly draws them again from the same inputs."""
         self._rows: list[tuple[object, Strip]] = []
         """The plot rows of the last build, each with what it was drawn from (its tick and
-        cells): between two column steps a new point changes a row or two (#25)."""
+        cells): between two column steps a new point changes a row or two."""
         self._rasters: list[LineRaster] = []
         """Each line's bits of the last build, moved on at the next (anchored charts)."""
         self._end_column: int | None = None
@@ -270,7 +270,7 @@ class BrailleChart(BatchedRepaint, Widget):
         """Show ``lines`` over ``times`` (seconds relative to the end, all <= 0) on an x axis
         from ``-span`` to 0, with ``marks`` (relative time, label).
 
-        With ``anchor``, the absolute time of the end (#25), each dot column holds a fixed
+        With ``anchor``, the absolute time of the end, each dot column holds a fixed
         slice of time: between two column steps only the newest column changes, so only the
         lines it touches are painted again; the x axis covers up to a tenth more than
         ``span`` (a quarter while a shorter window keeps the last width, see
@@ -287,7 +287,7 @@ class BrailleChart(BatchedRepaint, Widget):
             self.refresh()
             return
         # Drawn now, and only the lines that changed are painted again (the legend, the marks
-        # row and the x axis mostly stay as they were) (#25).
+        # row and the x axis mostly stay as they were).
         old, self._strips = self._strips, self.build(*size)
         changed = [
             y
@@ -300,7 +300,7 @@ class BrailleChart(BatchedRepaint, Widget):
     def render_lines(self, crop: Region) -> list[Strip]:
         """The chart's own strips where its styles add nothing (:mod:`.plain_lines`), else
         Textual's; with the widget's size looked up once for all the lines painted
-        (``Widget.size`` walks up to the screen: once a line was ~40 lookups a frame) (#25)."""
+        (``Widget.size`` walks up to the screen)."""
         size = self.size
         self._painting = (size.width, size.height)
         try:

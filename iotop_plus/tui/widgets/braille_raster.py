@@ -1,4 +1,4 @@
-"""Braille bits of a chart's lines, drawn whole or moved on from the last frame's (#25).
+"""Braille bits of a chart's lines, drawn whole or moved on from the last frame's.
 
 A line is drawn by dot-column runs (:func:`~iotop_plus.tui.widgets.braille_chart.columns`):
 each run is one dot column's points, drawn as a vertical stroke over their range, joined to the

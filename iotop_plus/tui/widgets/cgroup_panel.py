@@ -28,6 +28,7 @@ from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, device_limits
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import CgroupFrame
 from iotop_plus.sampling.issuers import IssuersFrame
+from iotop_plus.sampling.units import compact_bytes
 from iotop_plus.tui.cgroup_rows import (
     CGROUP_COLUMNS,
     CGROUP_SORT_KEYS,
@@ -39,7 +40,7 @@ from iotop_plus.tui.cgroup_rows import (
     members_text,
 )
 from iotop_plus.tui.keys import panel_id
-from iotop_plus.tui.process_rows import compact_bytes, printable_lines
+from iotop_plus.tui.process_rows import printable_lines
 from iotop_plus.tui.widgets.cursor_list import SortedList
 from iotop_plus.tui.widgets.list_panel import ListPanel
 

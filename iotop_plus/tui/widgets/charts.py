@@ -112,7 +112,8 @@ class ChartCaption(BatchedRepaint, Static):
 
     Its sample count moves every frame until the history is full. Its lines are wrapped and
     rendered here from the text alone, and only the lines that changed are repainted: a
-    Static's own render (Textual's Content, a visual) took 165 us of a frame's 178 (#25)."""
+    Static's own render (Textual's Content, a visual) would be most of the frame
+    (docs/performance.md)."""
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__("", id=id, markup=False)
@@ -204,7 +205,7 @@ class DeviceCharts(Grid):
 
     def _caption(self, text: str) -> None:
         """Show ``text`` under the charts: repainted only when it changed, and never with a
-        layout pass (its grid cell has a fixed size) (#25)."""
+        layout pass (its grid cell has a fixed size)."""
         if text != self._caption_text:
             self._caption_text = text
             self._caption_widget.show(text)

@@ -64,7 +64,7 @@ class CursorList(ScrollView, Generic[RowT], can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The rows' own strips where the list's styles add nothing (:mod:`.plain_lines`),
-        else through Textual's styles cache: the table repaints rows every frame (#25)."""
+        else through Textual's styles cache: the table repaints rows every frame."""
         lines = plain_lines(self, crop, self.size.width, self.render_line)
         return super().render_lines(crop) if lines is None else lines
 

@@ -18,7 +18,10 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.issuers import Issuer, IssuersFrame
 from iotop_plus.sampling.issuers_part import IssuersPart
 
-__all__ = ["DeviceOnly", "Issuer", "IssuerFeed"]
+__all__ = [
+    "DeviceOnly",
+    "IssuerFeed",
+]
 from iotop_plus.sampling.units import compact_bytes
 from iotop_plus.tui.process_rows import DEVICE_SORT_KEYS, SORT_KEYS
 from iotop_plus.tui.scrub import HISTORY, REPLAY

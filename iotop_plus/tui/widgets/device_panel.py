@@ -92,11 +92,10 @@ label column) and that line of the value (padded to the value column)."""
 
 def fact_lines(facts: Sequence[tuple[str, str]], width: int, console: Console) -> list[FactLine]:
     """The facts as two columns, each value wrapped beside its label, as a grid Table would
-    draw them, for a tenth of the cost: the panel repaints every frame (#25).
+    draw them, at a small part of the cost: the panel repaints every frame.
 
     Plain strings, not a Rich ``Text``: a frame that moves one figure made the whole text
-    again, split it into lines and compared each line's spans, which was a tenth of the live
-    TUI's main thread on a host whose memory line moves every second (#25)."""
+    again, split it into lines and compared each line's spans (docs/performance.md)."""
     label_w = max(cell_len(label) for label, _ in facts)
     values = [printable(value) for _, value in facts]
     # The value column: as wide as the widest value, at most what is left beside the labels.
@@ -113,7 +112,7 @@ def fact_lines(facts: Sequence[tuple[str, str]], width: int, console: Console) -
 @functools.lru_cache(maxsize=512)
 def _wrapped(value: str, width: int, console: Console) -> tuple[str, ...]:
     """``value`` wrapped (words, long ones folded) and padded to ``width`` cells: most facts
-    are the same from frame to frame, so each is wrapped once (#25)."""
+    are the same from frame to frame, so each is wrapped once."""
     lines = Text(value, overflow="fold").wrap(console, width)
     return tuple(line.plain + " " * (width - line.cell_len) for line in lines)
 
@@ -127,7 +126,7 @@ class _Facts(BatchedRepaint, Static):
     """The facts' lines, wrapped again when its width changes (a scroll bar came or went).
 
     Drawn line by line (Textual's Line API) from the wrapped lines, so a frame that changes
-    one figure repaints that line only (#25)."""
+    one figure repaints that line only."""
 
     def __init__(self, text: str, *, id: str | None = None) -> None:
         super().__init__(text, id=id)
@@ -146,8 +145,8 @@ class _Facts(BatchedRepaint, Static):
 
         With ``keep_height`` (the same device at the same width), lines that wrap to fewer
         than shown keep the height with blank lines at the end: the memory line wrapping to
-        3 lines, then 2 (``writeback 64K``, then ``0``) had asked every frame of a writing
-        host for a layout pass, which repaints the whole panel column (#25)."""
+        3 lines, then 2 (``writeback 64K``, then ``0``) would ask every frame of a writing
+        host for a layout pass, which repaints the whole panel column."""
         if lines is None:
             self._strips, self._lines = None, []
             self.update("No device selected.")
@@ -272,7 +271,7 @@ class DevicePanel(VerticalScroll):
             static.show_lines(None)
             return
         # Figures that change every frame (memory, the verdict) mostly wrap to as many lines
-        # as before: then the height stays and no reflow of the screen is needed (#25).
+        # as in the last frame: then the height stays and no reflow of the screen is needed.
         name = self.device.name if self.device is not None else None
         same_device, self._painted_name = name == self._painted_name, name
         static.show_lines(fact_lines(facts, static.size.width, self.app.console), same_device)

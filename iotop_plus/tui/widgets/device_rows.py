@@ -116,9 +116,8 @@ def figure_sort_keys(
 ) -> Callable[[str], tuple[float]]:
     """The sort key of each of ``names`` by its ``key`` figure, -1.0 where it has none.
 
-    The rows are sorted again every frame while a figure sorts them: at 2,000 devices that
-    took the table's frame from 3.2 to 7.0 ms with a property call per row, 5.5 ms with the
-    figures worked out a column at a time (#25).
+    The rows are sorted again every frame while a figure sorts them, so the figures are worked
+    out a column at a time, not by a property call per row (docs/performance.md).
     """
     if key in LATENCY_KEYS:
 

@@ -146,7 +146,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self._checked: dict[str, bool] = {}
         """Rows whose cached strip :meth:`_refresh_changed_lines` found current this frame,
         with whether they were under the cursor: painted from the cache without building
-        their content again (#25). Forgotten with any new data or whole repaint (a strip
+        their content again. Forgotten with any new data or whole repaint (a strip
         cached at another width is built again)."""
         self._fitted_width = -1  # the width the columns were last fitted to
         self._header_strips: tuple[Strip, ...] | None = None
@@ -211,7 +211,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
 
     def _refresh_note_line(self) -> None:
         """Repaint the line under the rows that names the hidden devices (the busy one's name
-        came or went), not the whole table (#25)."""
+        came or went), not the whole table."""
         line = HEADER_LINES + len(self.rows) - self.scroll_offset.y
         if HEADER_LINES <= line < self.size.height:
             self.refresh(Region(0, line, self.size.width, 1))
@@ -439,7 +439,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # Textual paints a new screen before its first Resize: rows given before the layout
-        # (the main screen's early frames) were fitted at width 0, without figures (#25).
+        # (the main screen's early frames) were fitted at width 0, without figures.
         if self.size.width != self._fitted_width:
             self._refit()
         return super().render_lines(crop)
@@ -447,7 +447,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
     def _scale_of(self, col: Column) -> int | None:
         """The column's one number format, fitted to its largest figure among the rows."""
         if col.key not in self._scales and not col.figure.integer and col.key not in LATENCY_KEYS:
-            # Every column at once (#25): the rows' rates and the counters' deltas once.
+            # Every column at once: the rows' rates and the counters' deltas once.
             keys = [c.key for c in self._columns if not c.figure.integer]
             figures = FigureColumns([r for row in self.rows if (r := self._rates.get(row.name))])
             for key in (k for k in keys if k not in LATENCY_KEYS):

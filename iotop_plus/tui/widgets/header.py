@@ -17,7 +17,7 @@ from iotop_plus.sampling.sampler import HostInfo
 from iotop_plus.sampling.timeparse import clock_text, zone_label
 from iotop_plus.sampling.units import uptime
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
-from iotop_plus.tui.widgets.device_table import hidden_note
+from iotop_plus.tui.widgets.device_rows import hidden_note
 from iotop_plus.tui.widgets.plain_lines import plain_lines
 
 MODES = {
@@ -93,7 +93,7 @@ class HostHeader(BatchedRepaint, Static):
         hidden: tuple[int, str | None, str] | None = None,
     ) -> None:
         """Change what the header says; its text is composed again only when a figure changed,
-        and repainted only when the text did (#25: once per frame, not once per figure)."""
+        and repainted only when the text did (once per frame, not once per figure)."""
         if hidden is not None:
             self.hidden = hidden
         if interval is not None:
@@ -196,17 +196,18 @@ class HostHeader(BatchedRepaint, Static):
         text = self._compose_text()
         if text != self._line:  # rich compares the text and its styles
             self._line, self._strip = text, None
-            self.refresh()  # one line, as wide as the bar: no reflow (#25)
+            self.refresh()  # one line, as wide as the bar: no reflow
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The line as :meth:`render_line` gives it where the bar's styles add nothing to it
-        (:mod:`.plain_lines`), else through Textual's styles cache (#25)."""
+        (:mod:`.plain_lines`), else through Textual's styles cache."""
         lines = plain_lines(self, crop, self.size.width, self.render_line)
         return super().render_lines(crop) if lines is None else lines
 
     def render_line(self, y: int) -> Strip:
         """The line, rendered from its text alone: a Static's update and render (Textual's
-        Content, wrapping, a visual) took 5 times as long, every second (#25)."""
+        Content, wrapping, a visual) costs several times as much, every second
+        (docs/performance.md)."""
         width, style = self.size.width, self.visual_style.rich_style  # the theme's, now
         if y != 0:
             return Strip.blank(width, style)

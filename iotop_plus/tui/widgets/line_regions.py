@@ -10,7 +10,7 @@ from textual.geometry import Region
 def line_regions(lines: Sequence[int], width: int) -> list[Region]:
     """The regions to repaint for the changed ``lines`` (in increasing order), adjacent
     lines merged into one region: a frame that redraws a chart's eight plot rows asks for one
-    region, not eight (each is translated and kept apart by Textual) (#25)."""
+    region, not eight (each is translated and kept apart by Textual)."""
     regions: list[Region] = []
     start = prev = -2
     for y in lines:

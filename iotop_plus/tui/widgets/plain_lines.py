@@ -4,7 +4,7 @@ Textual paints a widget through its styles cache: for every line painted it call
 widget's ``render_line``, then, for borders, padding, outline, tint, opacity and hatching,
 wraps the line in a new Strip (six caches each), keeps it, and passes it through the app's
 line filters. A widget with none of those styles gets back its own segments in a new Strip.
-The charts, the header and the device table repaint lines every frame (#25): :func:`plain_lines`
+The charts, the header and the device table repaint lines every frame: :func:`plain_lines`
 gives Textual the widget's own strips, through the same line filters (a line the ANSI colour
 filter would give back unchanged is not copied), and falls back to Textual's path as soon as a
 style would change them. In-process, a frame's paint took
@@ -71,7 +71,7 @@ def truecolor_already(strip: Strip, line_filter: ANSIToTruecolor, background: Ri
     """Whether ``line_filter`` would give ``strip``'s segments back as they are: every style in
     truecolor already (the filter's own answer, which it keeps), no dim colour, no control.
     Then the strip is painted as it is: the filter made a new Strip of each changed line (its
-    segments, then six caches), a fifth of the main thread's time live at 8 devices (#25)."""
+    segments, then six caches): docs/performance.md."""
     truecolor_style = line_filter.truecolor_style
     for _, style, control in strip:
         if control is not None or (

@@ -114,7 +114,7 @@ class PressureGauge(BatchedRepaint, Static):
         if pressure.io is None and pressure.problem:
             self.tooltip = pressure.problem
         if text != self._shown:
-            # Its width follows its text: a reflow only when the length changed (#25).
+            # Its width follows its text: a reflow only when the length changed.
             self.update(text, layout=len(text) != len(self._shown))
             self._shown = text
 

@@ -43,16 +43,11 @@ from textual.worker import Worker
 
 from iotop_plus.probe.durability import run_durability
 from iotop_plus.probe.durability_plan import DEFAULT_RUNTIME_S, durability_text, method_line
-from iotop_plus.probe.experiments import ExperimentError
 from iotop_plus.probe.history import ProbeHistory, ProbeRecord, settings_in_force
+from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.presets import EDITABLE, PRESETS, Preset, ProbeParams, with_overrides
-from iotop_plus.probe.runner import (
-    ProbeError,
-    ProbeOutcome,
-    ProbeProgress,
-    ProbeRequest,
-    ProbeRunner,
-)
+from iotop_plus.probe.run_types import ProbeError, ProbeOutcome, ProbeProgress, ProbeRequest
+from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.probe.target import (
     BUSY_RECENT_S,
     ConfirmationNeeded,

@@ -45,6 +45,7 @@ from iotop_plus.sampling.delayacct import (
 from iotop_plus.sampling.disk_writes import DiskWrites
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.frame import ProcessFrame
+from iotop_plus.sampling.issuers import Issuer
 from iotop_plus.sampling.processes import (
     ProcessSample,
     TaskCounters,
@@ -54,6 +55,7 @@ from iotop_plus.sampling.processes import (
     started_before_delayacct,
     switch_ticks,
 )
+from iotop_plus.sampling.units import compact_bytes
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import (
     COLUMNS,
@@ -63,13 +65,12 @@ from iotop_plus.tui.process_rows import (
     ProcessRow,
     View,
     build_rows,
-    compact_bytes,
     device_cells,
     pct,
     printable_lines,
 )
 from iotop_plus.tui.widgets.cursor_list import SortedList
-from iotop_plus.tui.widgets.device_only import DeviceOnly, Issuer
+from iotop_plus.tui.widgets.device_only import DeviceOnly
 from iotop_plus.tui.widgets.list_panel import ListPanel
 
 

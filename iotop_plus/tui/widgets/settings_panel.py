@@ -40,9 +40,11 @@ from textual.message import Message
 from textual.widgets import Label, OptionList, Static
 from textual.widgets.option_list import Option
 
-from iotop_plus.devices.conflicts import ASK, LEAVE, PUT_BACK, Conflict, ConflictError
+from iotop_plus.devices.changes import Change
+from iotop_plus.devices.conflicts import ASK, LEAVE, PUT_BACK, Conflict, ConflictError, TuningError
+from iotop_plus.devices.journal import default_journal_path
 from iotop_plus.devices.settings import SETTINGS, SettingError, SettingValue, valid_range
-from iotop_plus.devices.tuner import Change, Tuner, TuningError, default_journal_path
+from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
 from iotop_plus.tui.keys import (

@@ -160,7 +160,7 @@ def column_scale(top: float) -> int:
     """How a column whose largest figure is ``top`` writes all its figures, in 7 characters:
     2 or 1 decimals, 0 (whole numbers), or -3 (thousands, ``k``).
 
-    One format per column (#17): "41600" under "3840.00" read as two different units.
+    One format per column: "41600" under "3840.00" read as two different units.
     """
     if top < SCALE_2_BELOW:
         return 2
