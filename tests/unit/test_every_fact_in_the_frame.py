@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from iotop_plus.commands.snapshot_output import emit
 
 from iotop_plus.cli import build_parser
 from iotop_plus.commands import snapshot
+from iotop_plus.commands.snapshot_output import emit
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.collect import inventory_doc, recorded_sample

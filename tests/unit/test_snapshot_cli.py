@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from iotop_plus.commands.snapshot_output import IOSTAT_COLUMNS
 
 from iotop_plus import cli
 from iotop_plus.commands import snapshot_output
+from iotop_plus.commands.snapshot_output import IOSTAT_COLUMNS
 from iotop_plus.roots import PROC_ENV, SYS_ENV, Roots
 from iotop_plus.sampling import frame as frame_module
 from iotop_plus.sampling import live_source
