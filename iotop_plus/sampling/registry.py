@@ -13,7 +13,10 @@ from typing import Any
 
 from iotop_plus.sampling.part import FramePart
 
-REGISTERED: tuple[str, ...] = ()
+REGISTERED: tuple[str, ...] = (
+    "iotop_plus.sampling.sync_part:SyncPart",
+    "iotop_plus.sampling.journal_part:JournalPart",
+)
 """The parts, in read order (a part is read after those named in its ``after``)."""
 
 _lock = threading.Lock()

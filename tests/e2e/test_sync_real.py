@@ -17,12 +17,11 @@ import pytest
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.journal_part import JournalFrame, JournalPart, read_transactions
-from iotop_plus.sampling.journal_program import journal_trace_program
 from iotop_plus.sampling.latency_hist import bucket_bounds, bucket_of
 from iotop_plus.sampling.part import ReadContext, TraceProgram
 from iotop_plus.sampling.sampler import Sample, Sampler
 from iotop_plus.sampling.sync_part import SyncFrame, SyncPart, sync_summary
-from iotop_plus.sampling.sync_program import BY_FD, SyncTraced, sync_trace_program
+from iotop_plus.sampling.sync_program import BY_FD, SyncTraced
 from tests.support.mounts import unmount
 from tests.support.part_tracer import PartTracer, now_ns, require_bpftrace
 
