@@ -28,6 +28,7 @@ from iotop_plus.sampling.latency_hist import (
     bucket_bounds,
     bucket_of,
 )
+from tests.support.bpf_misses import tracer_misses
 from tests.support.loopdev import attach, detach, remove_node, require_loop_devices
 from tests.support.nobody import nobody_env, nobody_python
 from tests.support.wait import holds_within
@@ -109,11 +110,12 @@ def test_percentiles_agree_with_fio_randread_qd1(make_loop, fio_bin) -> None:
     try:
         source.next_frame()
         for _ in range(3):
+            missed = tracer_misses()
             fio = fio_randread(dev, 3, realtime=True)
             out, err = fio.communicate(timeout=60)
             frame = source.next_frame()
             assert fio.returncode == 0, err
-            fio_p99, p99 = _agreeing_run(dev, out, frame)
+            fio_p99, p99 = _agreeing_run(dev, out, frame, tracer_misses() - missed)
             tails.append((p99, fio_p99))
             if fio_p99 / 2 <= p99:
                 return
@@ -122,9 +124,10 @@ def test_percentiles_agree_with_fio_randread_qd1(make_loop, fio_bin) -> None:
     pytest.fail(f"our p99 was under half of fio's in three runs (ours, fio's, ns): {tails}")
 
 
-def _agreeing_run(dev: str, out: str, frame: Frame) -> tuple[float, float]:
+def _agreeing_run(dev: str, out: str, frame: Frame, skipped: int) -> tuple[float, float]:
     """Check one fio run against the frame after it; give (fio's p99, ours) in ns for the
-    caller's tail bound."""
+    caller's tail bound. ``skipped``: runs of the tracer's programs the kernel skipped
+    meanwhile (each loses at most one request)."""
     job = json.loads(out[out.index("{") :])["jobs"][0]["read"]
     clat = job["clat_ns"]["percentile"]
     lat = frame.latency
@@ -137,8 +140,10 @@ def _agreeing_run(dev: str, out: str, frame: Frame) -> tuple[float, float]:
     # at most fio's: the bucket holding ours starts at or below fio's (see _bucket_low_us)
     assert fio_p50 / 2 <= p50 and _bucket_low_us(p50 / 1000) <= fio_p50 / 1000 * (1 + 1 / 128)
     assert _bucket_low_us(p99 / 1000) <= fio_p99 / 1000 * (1 + 1 / 128)
-    # every request fio completed was seen once (fio's count is per job, ours per device)
-    assert abs(ours.count - job["total_ios"]) <= 0.01 * job["total_ios"] + 5
+    # every request fio completed was seen once (fio's count is per job, ours per device),
+    # but for those whose probe the kernel skipped
+    total = job["total_ios"]
+    assert -skipped - 0.01 * total - 5 <= ours.count - total <= 0.01 * total + 5, skipped
     return fio_p99, p99
 
 
@@ -185,11 +190,13 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
         assert holds_within(lambda: "Attaching" in log.read_text(), 30), log.read_text()
         source = traced_source()
         source.next_frame()
+        missed = tracer_misses()
         # 8 s: 3,200 requests, so the p99 is the 32nd slowest; at 4 s (the 16th) the few
         # requests the two tracers did not share moved it to another bucket once in 25 runs.
         fio = fio_randread(dev, 8, "--rate_iops=400")
         _, err = fio.communicate(timeout=60)
         frame = source.next_frame()
+        skipped = tracer_misses() - missed
     finally:
         if source is not None:
             source.close()
@@ -205,7 +212,9 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
     exact = [int(w[2]) for w in (line.split() for line in lines) if w[:2] == ["req", str(dev_t)]]
     assert frame.latency is not None
     ours = frame.latency.devices[dev].op("read")
-    assert len(exact) > 1000 and abs(ours.count - len(exact)) <= 0.01 * len(exact) + 2
+    # each run of either tracer's programs that the kernel skipped loses one request
+    assert len(exact) > 1000
+    assert abs(ours.count - len(exact)) <= 0.01 * len(exact) + 2 + skipped, skipped
     for rank in (50, 90, 99):
         got, want = ours.percentile(rank), exact_percentile(exact, rank)
         assert got is not None and abs(got - want) <= 0.15 * want, (rank, got, want)

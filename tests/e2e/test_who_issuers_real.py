@@ -18,6 +18,7 @@ import pytest
 from iotop_plus.sampling import latency
 from iotop_plus.sampling.frame import ISSUERS, Frame, LiveSource
 from iotop_plus.sampling.issuers import KERNEL, TRACER
+from tests.support.bpf_misses import tracer_misses
 from tests.support.cgroup_trees import remove_live_cgroup
 from tests.support.mounts import unmount
 from tests.support.nobody import nobody_env, nobody_python
@@ -343,6 +344,7 @@ def test_an_issuers_device_latency_agrees_with_fios_own(make_loop, fio_bin) -> N
     try:
         assert source.wait_latency(20), "the tracer did not start"
         source.next_frame()
+        missed = tracer_misses()
         # SCHED_FIFO 1 (as test_latency_real does): on a busy machine fio's clat is
         # otherwise mostly time spent waiting for a CPU. It sleeps in every read (QD1).
         chrt = ["chrt", "-f", "1"] if shutil.which("chrt") else []
@@ -356,6 +358,7 @@ def test_an_issuers_device_latency_agrees_with_fios_own(make_loop, fio_bin) -> N
         # A partial frame (the tracer's output for its end came late) leaves the rest of
         # fio's requests to the next one: frames until one is whole.
         frames = frames_until(source, lambda: True, 10)
+        skipped = tracer_misses() - missed
     finally:
         source.close()
     assert job.returncode == 0, err
@@ -370,7 +373,9 @@ def test_an_issuers_device_latency_agrees_with_fios_own(make_loop, fio_bin) -> N
     for ours_ms, theirs_ns in ((p50, clat["50.000000"]), (p99, clat["99.000000"])):
         assert theirs_ns / 2 <= ours_ms * 1e6 <= theirs_ns * 1.07  # bucket width: 1/8
     traced, _ = traced_requests(frames, dev, job.pid)
-    # Within 5 %, as the ruling asks of IOPS: the kernel skips a tracepoint's program that
-    # fires (in an interrupt) while another BPF program runs on the same CPU, so the tracer
-    # misses a few completions (0.1-1 % measured beside a loaded host's other tracers).
-    assert traced == pytest.approx(fio["total_ios"], rel=0.05), _coverage(frames)
+    # Every request, but those whose probe the kernel skipped: it skips a tracepoint's program
+    # that fires (in an interrupt) while another BPF program runs on the same CPU, and counts
+    # each skip in the program's recursion_misses.
+    total = fio["total_ios"]
+    low, high = total - skipped - 0.01 * total - 5, total + 0.01 * total + 5
+    assert low <= traced <= high, (skipped, _coverage(frames))
