@@ -3,7 +3,8 @@
 Each fsync and fdatasync is timed once, where the filesystem tells most:
 
 - ext4: ``ext4:ext4_sync_file_enter`` to ``ext4_sync_file_exit`` (device, inode and
-  ``datasync``). They fire inside the syscall and for io_uring's ``IORING_OP_FSYNC`` alike; the
+  ``datasync``; the enter's stamp holds the time shifted left and ``datasync`` in bit 0,
+  and the exit names the device and inode again, so one map per thread is enough). They fire inside the syscall and for io_uring's ``IORING_OP_FSYNC`` alike; the
   exit drops the syscall's own stamp, so the syscall's exit does not count it again.
 - XFS: ``xfs:xfs_file_fsync`` names the device and inode, and the syscall's enter and exit
   time it (a sync XFS does outside a syscall, io_uring's, is not seen).
@@ -74,15 +75,13 @@ def sync_program_text(groups: Iterable[str] = ("ext4", "xfs", "syscalls")) -> st
     if "ext4" in have:
         lines += [
             "tracepoint:ext4:ext4_sync_file_enter {",
-            "  @sy_t[tid] = nsecs;",
-            "  @sy_w[tid] = (args->dev << 1) | (args->datasync ? 1 : 0);",
-            "  @sy_i[tid] = args->ino;",
+            "  @sy_t[tid] = (nsecs << 1) | (args->datasync ? 1 : 0);",
             "}",
             "tracepoint:ext4:ext4_sync_file_exit /@sy_t[tid]/ {",
-            "    $v = nsecs - (uint64)@sy_t[tid]; $w = @sy_w[tid]; $i = @sy_i[tid];",
-            "    delete(@sy_t[tid]); delete(@sy_w[tid]); delete(@sy_i[tid]);",
+            "    $t = (uint64)@sy_t[tid]; delete(@sy_t[tid]);",
+            "    $v = nsecs - ($t >> 1);",
             "    @sy_c[tid] = 0;",
-            *_record("$w >> 1", "$i", "$w & 1"),
+            *_record("args->dev", "args->ino", "$t & 1"),
             "}",
         ]
     if "syscalls" not in have:
