@@ -4,8 +4,9 @@ Each fsync and fdatasync is timed once, where the filesystem tells most:
 
 - ext4: ``ext4:ext4_sync_file_enter`` to ``ext4_sync_file_exit`` (device, inode and
   ``datasync``; the enter's stamp holds the time shifted left and ``datasync`` in bit 0,
-  and the exit names the device and inode again, so one map per thread is enough). They fire inside the syscall and for io_uring's ``IORING_OP_FSYNC`` alike; the
-  exit drops the syscall's own stamp, so the syscall's exit does not count it again.
+  and the exit names the device and inode again, so one map per thread is enough). They
+  fire inside the syscall and for io_uring's ``IORING_OP_FSYNC`` alike; the exit drops the
+  syscall's own stamp, so the syscall's exit does not count it again.
 - XFS: ``xfs:xfs_file_fsync`` names the device and inode, and the syscall's enter and exit
   time it (a sync XFS does outside a syscall, io_uring's, is not seen).
 - any other filesystem: the syscall's enter and exit, keyed by the file descriptor; the
