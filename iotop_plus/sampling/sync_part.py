@@ -44,7 +44,8 @@ class FileSync:
     """One process's syncs of one file over the frame."""
 
     path: str
-    """The path as the process sees it, or ``inode N on MOUNT``."""
+    """The path as the process sees it, or ``inode N on MOUNT`` (as the kernel gave it:
+    outputs pass it through ``printable``)."""
     pid: int
     comm: str
     hist: Histogram
@@ -118,9 +119,9 @@ class SyncReader:
             by = files.setdefault(disk, {})
             seen = by.get((path, pid))
             by[(path, pid)] = FileSync(
-                printable(path),
+                path,
                 pid,
-                printable(stat.comm),
+                stat.comm,
                 stat.hist if seen is None else seen.hist.merged(stat.hist),
             )
         devices = {}
@@ -178,9 +179,9 @@ def sync_summary(dev: DeviceSync) -> dict[str, Any]:
         "max_us": _us(float(hist.max_ns)) if hist.count else None,
         "by_file": [
             {
-                "path": f.path,
+                "path": printable(f.path),
                 "pid": f.pid,
-                "comm": f.comm,
+                "comm": printable(f.comm),
                 "count": f.hist.count,
                 "p99_us": _us(f.hist.percentile(99.0)),
             }

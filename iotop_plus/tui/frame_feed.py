@@ -197,6 +197,14 @@ class FrameFeed:
         if on and not was and self.thread is not None:
             self.thread.sample_now()
 
+    def want_sync(self, on: bool) -> None:
+        """The Sync tab shows (or no longer does): the next frames carry the sync and journal
+        parts (the tracer times syncs while some consumer wants them) or not."""
+        for key in ("sync", "journal"):
+            self.source.want(key, on)
+        if on and self.thread is not None:
+            self.thread.sample_now()
+
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``; the next one comes at once."""
         if isinstance(self.source, LiveSource):

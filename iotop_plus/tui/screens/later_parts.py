@@ -42,6 +42,7 @@ def side_panel() -> TabbedContent:
         TabPane("Processes", id="tab-processes"),
         TabPane("Cgroups", id="tab-cgroups"),
         TabPane("Probe", id="tab-probe"),
+        TabPane("Sync", id="tab-sync"),
     ):
         tabs.compose_add_child(pane)  # as ``with TabbedContent():`` in a compose does
     return tabs

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from iotop_plus.tui.screens.side_panels import SidePanels
     from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
+    from iotop_plus.tui.widgets.sync_panel import SyncPanel
 
 
 WHO_HISTORY_HELP = (
@@ -74,3 +75,6 @@ class HistoryActions:
         cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
         if cgroups is not None and cgroups.sampling:
             cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.issuers)
+        syncs = cast("SyncPanel | None", self.panels.mounted("tab-sync"))
+        if syncs is not None and syncs.sampling:
+            syncs.show_frame(frame, recorded=recorded)
