@@ -25,6 +25,8 @@ from iotop_plus.sampling.sync_program import BY_FD, SyncTraced
 from tests.support.mounts import unmount
 from tests.support.part_tracer import PartTracer, now_ns, require_bpftrace
 
+pytestmark = [pytest.mark.slow, pytest.mark.root]
+
 ROOTS = Roots()
 
 
