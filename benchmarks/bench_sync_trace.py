@@ -7,7 +7,7 @@ alternating order (traced, untraced; then untraced, traced...), so a load that d
 neither. The traced runs run the parts' programs (``SyncPart.trace``, ``JournalPart.trace``)
 in one bpftrace with a 250 ms tick that prints and clears their maps, as the tracer does.
 Printed: every run's syncs a second, the median of each side and the ratio traced /
-untraced, and the probes' cost per sync measured in the kernel: while this script holds a
+untraced (and the median of the rounds' own ratios), and the probes' cost per sync measured in the kernel: while this script holds a
 ``BPF_ENABLE_STATS`` descriptor (the sysctl is never touched) every BPF program counts its
 runs and their time, read from ``/proc/PID/fdinfo`` of the bpftrace child; the cost is the
 time of every program but the tick over the syncs fio made (so it includes the jbd2 probes'
@@ -153,6 +153,11 @@ def main() -> None:
         os.close(stats_fd)
     t, u = statistics.median(traced), statistics.median(untraced)
     print(f"median syncs/s: traced {t:.0f}, untraced {u:.0f}; traced / untraced {t / u:.3f}")
+    pairs = sorted(a / b for a, b in zip(traced, untraced, strict=True))
+    print(
+        f"traced / untraced within a round: median {statistics.median(pairs):.3f} "
+        f"(range {pairs[0]:.3f}-{pairs[-1]:.3f})"
+    )
     print(
         f"probe cost a sync: median {statistics.median(costs):.0f} ns "
         f"(range {min(costs):.0f}-{max(costs):.0f}); load average {os.getloadavg()[0]:.1f}"

@@ -81,7 +81,7 @@ def sync_program_text(groups: Iterable[str] = ("ext4", "xfs", "syscalls")) -> st
             "tracepoint:ext4:ext4_sync_file_exit /@sy_t[tid]/ {",
             "    $t = (uint64)@sy_t[tid]; delete(@sy_t[tid]);",
             "    $v = nsecs - ($t >> 1);",
-            "    @sy_c[tid] = 0;",
+            "    delete(@sy_c[tid]); delete(@sy_q[tid]);",
             *_record("args->dev", "args->ino", "$t & 1"),
             "}",
         ]

@@ -69,7 +69,7 @@ def test_the_program_times_each_sync_at_one_place() -> None:
     text = sync_program_text({"ext4", "xfs", "syscalls"})
     # the ext4 exit drops the syscall's stamp: the syscall's exit then does not count it
     exit_block = text.split("tracepoint:ext4:ext4_sync_file_exit")[1].split("\n}")[0]
-    assert "@sy_c[tid] = 0;" in exit_block
+    assert "delete(@sy_c[tid])" in exit_block
     assert "/@sy_c[tid]/" in text.split("tracepoint:syscalls:sys_exit_fsync")[1]
     assert "xfs" not in sync_program_text({"ext4", "syscalls"})
     assert sync_program_text(set()) == ""
