@@ -8,10 +8,10 @@ neither. The traced runs run the parts' programs (``SyncPart.trace``, ``JournalP
 in one bpftrace with a 250 ms tick that prints and clears their maps, as the tracer does.
 Printed: every run's syncs a second, the median of each side and the ratio traced /
 untraced (and the median of the rounds' own ratios), and the probes' cost per sync measured
-in the kernel: while this script holds a ``BPF_ENABLE_STATS`` descriptor (the sysctl is never touched) every BPF program counts its
-runs and their time, read from ``/proc/PID/fdinfo`` of the bpftrace child; the cost is the
-time of every program but the tick over the syncs fio made (so it includes the jbd2 probes'
-share). Printed, not asserted. Needs root, fio, bpftrace, mkfs.ext4.
+in the kernel: while this script holds a ``BPF_ENABLE_STATS`` descriptor (the sysctl is
+never touched) every BPF program counts its runs and their time, read from
+``/proc/PID/fdinfo`` of the bpftrace child; the cost is the time of every program but the
+tick over the syncs fio made (so it includes the jbd2 probes' share). Printed, not asserted. Needs root, fio, bpftrace, mkfs.ext4.
 
     .venv/bin/python benchmarks/bench_sync_trace.py [--rounds 7] [--runtime 5]
 """
