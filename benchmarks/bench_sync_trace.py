@@ -11,7 +11,8 @@ untraced (and the median of the rounds' own ratios), and the probes' cost per sy
 in the kernel: while this script holds a ``BPF_ENABLE_STATS`` descriptor (the sysctl is
 never touched) every BPF program counts its runs and their time, read from
 ``/proc/PID/fdinfo`` of the bpftrace child; the cost is the time of every program but the
-tick over the syncs fio made (so it includes the jbd2 probes' share). Printed, not asserted. Needs root, fio, bpftrace, mkfs.ext4.
+tick over the syncs fio made (so it includes the jbd2 probes' share). Printed, not
+asserted. Needs root, fio, bpftrace, mkfs.ext4.
 
     .venv/bin/python benchmarks/bench_sync_trace.py [--rounds 7] [--runtime 5]
 """
