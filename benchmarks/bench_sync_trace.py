@@ -4,7 +4,7 @@ fdatasync) on ext4 traced by their probes against the same job untraced, in one 
 ext4 on a loop device on a file in a private tmpfs (the syncs are as cheap as they get, so the
 probes' share of each is the largest it can be), ``--rounds`` rounds of the two runs in
 alternating order (traced, untraced; then untraced, traced...), so a load that drifts favours
-neither. The traced runs run the parts' programs (``SyncPart.trace``, ``JournalPart.trace``)
+neither. The traced runs run the parts' programs (``SyncPart.trace``, ``Jbd2Part.trace``)
 in one bpftrace with a 250 ms tick that prints and clears their maps, as the tracer does.
 Printed: every run's syncs a second, the median of each side and the ratio traced /
 untraced (and the median of the rounds' own ratios), and the probes' cost per sync measured
@@ -36,14 +36,14 @@ from bench_attribution import enable_bpf_stats, prog_stats  # this directory: ru
 from bench_latency import tmpfs_loop
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.journal_part import JournalPart
+from iotop_plus.sampling.jbd2_part import Jbd2Part
 from iotop_plus.sampling.sync_part import SyncPart
 
 TICK_MS = 250
 
 
 def program() -> str:
-    parts = [p.trace(Roots()) for p in (SyncPart(), JournalPart())]
+    parts = [p.trace(Roots()) for p in (SyncPart(), Jbd2Part())]
     programs = [p for p in parts if p is not None]
     maps = [m for p in programs for m in p.maps]
     lines = ["// iotop-plus-bench-sync", *(p.text for p in programs)]

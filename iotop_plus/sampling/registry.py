@@ -15,7 +15,7 @@ from iotop_plus.sampling.part import FramePart
 
 REGISTERED: tuple[str, ...] = (
     "iotop_plus.sampling.sync_part:SyncPart",
-    "iotop_plus.sampling.journal_part:JournalPart",
+    "iotop_plus.sampling.jbd2_part:Jbd2Part",
 )
 """The parts, in read order (a part is read after those named in its ``after``)."""
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from iotop_plus.sampling.journal_part import JournalPart
+from iotop_plus.sampling.jbd2_part import Jbd2Part
 from iotop_plus.sampling.latency_program import FLUSH_WRITE
 from iotop_plus.sampling.saturation import Finding
 from iotop_plus.sampling.sync_part import SyncPart
@@ -58,7 +58,7 @@ def _flush_ns(frame: Frame, device: str) -> float | None:
 
 
 def _commit_ns(frame: Frame, device: str) -> tuple[float | None, dict[str, float | None]]:
-    journal = frame.get(JournalPart)
+    journal = frame.get(Jbd2Part)
     if journal is None or not journal.traced:
         return None, {}
     dev = journal.devices.get(device)

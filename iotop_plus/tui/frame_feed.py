@@ -200,7 +200,7 @@ class FrameFeed:
     def want_sync(self, on: bool) -> None:
         """The Sync tab shows (or no longer does): the next frames carry the sync and journal
         parts (the tracer times syncs while some consumer wants them) or not."""
-        for key in ("sync", "journal"):
+        for key in ("sync", "jbd2"):
             self.source.want(key, on)
         if on and self.thread is not None:
             self.thread.sample_now()

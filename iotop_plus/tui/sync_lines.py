@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.journal_part import JournalPart, journal_summary
+from iotop_plus.sampling.jbd2_part import Jbd2Part, journal_summary
 from iotop_plus.sampling.sync_part import DeviceSync, SyncPart, sync_summary
 from iotop_plus.sampling.sync_verdict import sync_waits
 
@@ -37,7 +37,7 @@ def sync_lines(frame: Frame | None, device: str | None, recorded: bool = False) 
     if frame is None:
         return ["Sync: waiting for the first frame"]
     value = frame.get(SyncPart)
-    journal = frame.get(JournalPart)
+    journal = frame.get(Jbd2Part)
     if value is None and journal is None:
         return [NOT_RECORDED if recorded else "Sync: starting…"]
     lines = [f"Syncs on {printable(device)} (fsync, fdatasync; io_uring's too)"]

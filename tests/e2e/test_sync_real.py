@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.journal_part import JournalFrame, JournalPart, read_transactions
+from iotop_plus.sampling.jbd2_part import Jbd2Frame, Jbd2Part, read_transactions
 from iotop_plus.sampling.latency_hist import bucket_bounds, bucket_of
 from iotop_plus.sampling.part import ReadContext, TraceProgram
 from iotop_plus.sampling.sampler import Sample, Sampler
@@ -70,7 +70,7 @@ def xfs(make_loop: Callable[..., str], tmp_path: Path) -> Iterator[Mounted]:
 def programs() -> list[TraceProgram]:
     require_bpftrace()
     sync = SyncPart().trace(ROOTS)
-    journal = JournalPart().trace(ROOTS)
+    journal = Jbd2Part().trace(ROOTS)
     assert sync is not None and journal is not None
     return [sync, journal]
 
@@ -103,7 +103,7 @@ def context(traced: object, previous: Sample | None = None) -> tuple[ReadContext
         sample=sample,
         previous=previous,
         inventory=sampler.inventory(refresh=True),
-        wanted=frozenset({"sync", "journal"}),
+        wanted=frozenset({"sync", "jbd2"}),
         traced=traced,
     )
     return ctx, sample
@@ -191,8 +191,8 @@ def test_wal_job_sync_percentiles_agree_with_fios_and_commits_with_the_kernels(
     assert (top["path"], top["comm"], top["count"]) == (str(target), "fio", doc["count"])
 
     # the same interval's commits: the kernel's count for this journal grew by as many
-    journal_frame, _ = JournalPart().reader(ROOTS).read(context(run.journal, sample)[0])
-    assert isinstance(journal_frame, JournalFrame) and journal_frame.traced
+    journal_frame, _ = Jbd2Part().reader(ROOTS).read(context(run.journal, sample)[0])
+    assert isinstance(journal_frame, Jbd2Frame) and journal_frame.traced
     mine = journal_frame.devices[ext4.dev]
     kernel = run.after[ext4.dev] - run.before[ext4.dev]
     assert kernel > 0
@@ -221,21 +221,21 @@ def test_io_uring_fsyncs_are_counted_once(ext4: Mounted, fio_bin: str) -> None:
 
 
 def test_untraced_commits_are_the_kernels_transaction_count(ext4: Mounted, fio_bin: str) -> None:
-    reader = JournalPart().reader(ROOTS)
+    reader = Jbd2Part().reader(ROOTS)
     first, sample = context(None)
     value, _ = reader.read(first)
-    assert isinstance(value, JournalFrame) and not value.traced
+    assert isinstance(value, Jbd2Frame) and not value.traced
     assert value.devices[ext4.dev].commits_per_s is None
     before = read_transactions(ROOTS.proc)[ext4.dev]
     assert fio(fio_bin, ext4.mnt / "u.dat", "--fdatasync=1", size="1m").wait(60) == 0
     ctx, _ = context(None, sample)
     value, _ = reader.read(ctx)
-    assert isinstance(value, JournalFrame)
+    assert isinstance(value, Jbd2Frame)
     after = read_transactions(ROOTS.proc)[ext4.dev]
     dev = value.devices[ext4.dev]
     assert dev.phases is None
     assert 0 < dev.commits <= after - before  # read between our two reads of the kernel's
-    assert JournalPart().disk_json(value, ext4.dev)["journal"]["locked_us"] is None
+    assert Jbd2Part().disk_json(value, ext4.dev)["journal"]["locked_us"] is None
 
 
 XFS_LINE = (
@@ -260,8 +260,8 @@ def test_what_works_on_xfs(xfs: Mounted, fio_bin: str) -> None:
     assert close_to(doc["p50_us"], lat["percentile"]["50.000000"]), (doc, lat["percentile"])
     assert doc["by_file"][0]["path"] == str(target)
     # no journal figures
-    journal_frame, _ = JournalPart().reader(ROOTS).read(context(run.journal)[0])
-    assert isinstance(journal_frame, JournalFrame)
+    journal_frame, _ = Jbd2Part().reader(ROOTS).read(context(run.journal)[0])
+    assert isinstance(journal_frame, Jbd2Frame)
     assert xfs.dev not in journal_frame.devices
     # io_uring's syncs are not seen
     ring = xfs.mnt / "ring.dat"

@@ -21,7 +21,7 @@ def synced(hist: Histogram, path: str = "/var/lib/pg/wal/0001") -> SyncFrame:
 
 def test_syncs_by_file_journal_phases_and_the_verdict() -> None:
     hist = Histogram.of([12 * MS] * 90 + [30 * MS] * 10)
-    parts = {"sync": synced(hist), "journal": journal(10.0)}
+    parts = {"sync": synced(hist), "jbd2": journal(10.0)}
     f = frame(
         rates(writes=200, await_ms=0.5),
         **everything(latency=latency(0.3)),

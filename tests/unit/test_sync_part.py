@@ -14,8 +14,8 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling import registry
 from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
-from iotop_plus.sampling.journal_part import JournalFrame, JournalPart, kernel_hz
-from iotop_plus.sampling.journal_program import merge_journal, parse_journal_maps
+from iotop_plus.sampling.jbd2_part import Jbd2Frame, Jbd2Part, kernel_hz
+from iotop_plus.sampling.jbd2_program import merge_journal, parse_journal_maps
 from iotop_plus.sampling.latency_hist import Histogram, bucket_of
 from iotop_plus.sampling.part import ReadContext
 from iotop_plus.sampling.sampler import Sample
@@ -198,16 +198,16 @@ def test_metric_buckets_are_cumulative_and_exact() -> None:
 
 def test_journal_untraced_counts_the_kernels_transactions(tmp_path: Path) -> None:
     roots, sample, inventory, _ = world(tmp_path, journal_count=10)
-    reader = JournalPart().reader(roots)
+    reader = Jbd2Part().reader(roots)
     first, _ = reader.read(ctx_of(roots, sample, inventory, None))
-    assert isinstance(first, JournalFrame) and not first.traced
+    assert isinstance(first, Jbd2Frame) and not first.traced
     assert first.devices["sda"].commits_per_s is None
     (roots.proc / "fs" / "jbd2" / "sda1-8" / "info").write_text("16 transactions (1 requested)\n")
     later = Sample(102.0, 3.0, sample.counters)
     second, _ = reader.read(ctx_of(roots, later, inventory, None, sample))
-    assert isinstance(second, JournalFrame)
+    assert isinstance(second, Jbd2Frame)
     assert second.devices["sda"].commits == 6
-    doc = JournalPart().disk_json(second, "sda")["journal"]
+    doc = Jbd2Part().disk_json(second, "sda")["journal"]
     assert doc == {
         "commits_per_s": 3.0,
         "locked_us": None,
@@ -227,11 +227,11 @@ def test_journal_traced_phases_and_coarse_running_time(tmp_path: Path) -> None:
         "@jb_x": {f"{SDA1},0": 3_000, f"{SDA1},1": 90_000, f"{SDA1},2": 500_000, f"{SDA1},3": 2},
     }
     traced = merge_journal(parse_journal_maps(tick), parse_journal_maps(tick))
-    part = JournalPart()
+    part = Jbd2Part()
     reader = part.reader(roots)
     later = Sample(104.0, 5.0, sample.counters)
     value, _ = reader.read(ctx_of(roots, later, inventory, traced, sample))
-    assert isinstance(value, JournalFrame) and value.traced
+    assert isinstance(value, Jbd2Frame) and value.traced
     doc = part.disk_json(value, "sda")["journal"]
     assert doc["commits_per_s"] == 1.0
     assert doc["locked_us"] == {"avg": 2.0, "max": 3.0}
@@ -246,7 +246,7 @@ def test_journal_traced_phases_and_coarse_running_time(tmp_path: Path) -> None:
 
 
 def test_both_parts_are_registered_with_their_own_letters() -> None:
-    sync, journal = registry.part("sync"), registry.part("journal")
-    assert isinstance(sync, SyncPart) and isinstance(journal, JournalPart)
+    sync, journal = registry.part("sync"), registry.part("jbd2")
+    assert isinstance(sync, SyncPart) and isinstance(journal, Jbd2Part)
     assert (sync.letter, journal.letter) == ("Y", "J")
     assert sync.record_flag == journal.record_flag == "--sync"

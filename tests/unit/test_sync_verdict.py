@@ -6,8 +6,8 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.sampling.diagnosis import diagnose
-from iotop_plus.sampling.journal_part import DeviceJournal, JournalFrame
-from iotop_plus.sampling.journal_program import PhaseStat
+from iotop_plus.sampling.jbd2_part import DeviceJournal, Jbd2Frame
+from iotop_plus.sampling.jbd2_program import PhaseStat
 from iotop_plus.sampling.latency_hist import (
     RUNNING,
     DeviceLatency,
@@ -35,17 +35,17 @@ def latency(flush_ms: float | None) -> LatencyFrame:
     return LatencyFrame(RUNNING, MappingProxyType({"sda": dev}), span_s=1.0)
 
 
-def journal(commit_ms: float | None) -> JournalFrame:
+def journal(commit_ms: float | None) -> Jbd2Frame:
     if commit_ms is None:
-        return JournalFrame(MappingProxyType({}), False)
+        return Jbd2Frame(MappingProxyType({}), False)
     third = int(commit_ms * MS / 3)
     phases = {p: PhaseStat(10, 10 * third, third) for p in ("locked", "flushing", "logging")}
     dev = DeviceJournal(10, 1.0, MappingProxyType(phases), 10)
-    return JournalFrame(MappingProxyType({"sda": dev}), True)
+    return Jbd2Frame(MappingProxyType({"sda": dev}), True)
 
 
 def verdict(syncs: SyncFrame, flush_ms: float | None, commit_ms: float | None) -> dict[str, Any]:
-    parts = {"sync": syncs, "journal": journal(commit_ms)}
+    parts = {"sync": syncs, "jbd2": journal(commit_ms)}
     f = frame(
         rates(writes=200, await_ms=0.5),
         **everything(latency=latency(flush_ms)),

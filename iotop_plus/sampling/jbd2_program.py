@@ -75,31 +75,31 @@ class PhaseStat:
 
 
 @dataclass(frozen=True)
-class JournalStat:
+class Jbd2Stat:
     """One journal over some interval."""
 
     commits: int = 0
     phases: Mapping[str, PhaseStat] = field(default_factory=lambda: MappingProxyType({}))
 
-    def merged(self, other: JournalStat) -> JournalStat:
+    def merged(self, other: Jbd2Stat) -> Jbd2Stat:
         phases = dict(self.phases)
         for name, stat in other.phases.items():
             phases[name] = phases[name].merged(stat) if name in phases else stat
-        return JournalStat(self.commits + other.commits, MappingProxyType(phases))
+        return Jbd2Stat(self.commits + other.commits, MappingProxyType(phases))
 
 
 @dataclass(frozen=True)
-class JournalTraced:
+class Jbd2Traced:
     """The commits the tracer saw, by the kernel ``dev_t`` of the journal's device."""
 
-    journals: Mapping[int, JournalStat]
+    journals: Mapping[int, Jbd2Stat]
 
 
-EMPTY = JournalTraced(MappingProxyType({}))
+EMPTY = Jbd2Traced(MappingProxyType({}))
 
 
-def parse_journal_maps(maps: Mapping[str, Mapping[str, object]]) -> JournalTraced:
-    """One tick's printed maps as a :class:`JournalTraced`; a key that is not the program's
+def parse_journal_maps(maps: Mapping[str, Mapping[str, object]]) -> Jbd2Traced:
+    """One tick's printed maps as a :class:`Jbd2Traced`; a key that is not the program's
     shape raises ``ValueError`` quoting it."""
     commits: dict[int, int] = {}
     fields: dict[tuple[int, str], dict[str, int]] = {}
@@ -122,26 +122,23 @@ def parse_journal_maps(maps: Mapping[str, Mapping[str, object]]) -> JournalTrace
         journals.setdefault(dev, {})[phase_name] = PhaseStat(
             got.get("@jb_c", 0), got.get("@jb_s", 0), got.get("@jb_x", 0)
         )
-    return JournalTraced(
+    return Jbd2Traced(
         MappingProxyType(
-            {
-                dev: JournalStat(commits.get(dev, 0), MappingProxyType(p))
-                for dev, p in journals.items()
-            }
+            {dev: Jbd2Stat(commits.get(dev, 0), MappingProxyType(p)) for dev, p in journals.items()}
         )
     )
 
 
-def merge_journal(a: object, b: object) -> JournalTraced:
+def merge_journal(a: object, b: object) -> Jbd2Traced:
     """Two intervals' commits together."""
-    if not isinstance(a, JournalTraced) or not a.journals:
-        return b if isinstance(b, JournalTraced) else EMPTY
-    if not isinstance(b, JournalTraced) or not b.journals:
+    if not isinstance(a, Jbd2Traced) or not a.journals:
+        return b if isinstance(b, Jbd2Traced) else EMPTY
+    if not isinstance(b, Jbd2Traced) or not b.journals:
         return a
     out = dict(a.journals)
     for dev, stat in b.journals.items():
         out[dev] = out[dev].merged(stat) if dev in out else stat
-    return JournalTraced(MappingProxyType(out))
+    return Jbd2Traced(MappingProxyType(out))
 
 
 def journal_trace_program() -> TraceProgram:

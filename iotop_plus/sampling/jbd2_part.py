@@ -1,6 +1,6 @@
 """The journal part of a frame: jbd2 commits per second and how long their phases took.
 
-Traced (:mod:`~iotop_plus.sampling.journal_program`): commits and the locked, flushing and
+Traced (:mod:`~iotop_plus.sampling.jbd2_program`): commits and the locked, flushing and
 logging phases in µs, and the running time (jiffies: coarse). Untraced: commits from the
 transaction count in ``/proc/fs/jbd2/<dev>-<ino>/info`` between frames, and the phases
 ``null``. A journal counts on its device's whole disk.
@@ -18,10 +18,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from iotop_plus.sampling.journal_program import (
+from iotop_plus.sampling.jbd2_program import (
     PHASES,
-    JournalStat,
-    JournalTraced,
+    Jbd2Stat,
+    Jbd2Traced,
     PhaseStat,
     journal_trace_program,
 )
@@ -58,7 +58,7 @@ class DeviceJournal:
 
 
 @dataclass(frozen=True)
-class JournalFrame:
+class Jbd2Frame:
     """The journal part's value: disks with a jbd2 journal."""
 
     devices: Mapping[str, DeviceJournal]
@@ -106,7 +106,7 @@ def read_transactions(proc: Path) -> dict[str, int]:
     return out
 
 
-class JournalReader:
+class Jbd2Reader:
     """Gives each frame the commits since the previous one."""
 
     def __init__(self, roots: Roots) -> None:
@@ -116,12 +116,12 @@ class JournalReader:
         self._commits: dict[str, int] = {}
         self._phase_ns: dict[str, dict[str, int]] = {}
 
-    def read(self, ctx: ReadContext) -> tuple[JournalFrame | None, tuple[Any, ...]]:
+    def read(self, ctx: ReadContext) -> tuple[Jbd2Frame | None, tuple[Any, ...]]:
         interval = ctx.sample.monotonic - ctx.previous.monotonic if ctx.previous else None
         counts = read_transactions(self._roots.proc)
         before, self._counts = self._counts, counts
-        traced = ctx.traced if isinstance(ctx.traced, JournalTraced) else None
-        per: dict[str, JournalStat] = {}
+        traced = ctx.traced if isinstance(ctx.traced, Jbd2Traced) else None
+        per: dict[str, Jbd2Stat] = {}
         disks = {whole_disk(n, ctx.inventory) for n in counts}
         if traced is not None:
             names = kdev_names(ctx.sample)
@@ -135,12 +135,12 @@ class JournalReader:
                 old = (before or {}).get(name)
                 disk = whole_disk(name, ctx.inventory)
                 done = n - old if old is not None and n >= old else 0
-                per[disk] = per.get(disk, JournalStat()).merged(JournalStat(done))
+                per[disk] = per.get(disk, Jbd2Stat()).merged(Jbd2Stat(done))
             if before is None:
                 interval = None
         devices: dict[str, DeviceJournal] = {}
         for disk in sorted(disks | set(per)):
-            stat = per.get(disk, JournalStat())
+            stat = per.get(disk, Jbd2Stat())
             self._commits[disk] = self._commits.get(disk, 0) + stat.commits
             totals = self._phase_ns.setdefault(disk, {})
             phases: dict[str, PhaseStat] | None = None
@@ -161,7 +161,7 @@ class JournalReader:
                 self._commits[disk],
                 MappingProxyType(dict(totals)),
             )
-        return JournalFrame(MappingProxyType(devices), traced is not None), ()
+        return Jbd2Frame(MappingProxyType(devices), traced is not None), ()
 
     def close(self) -> None:
         """Nothing to release."""
@@ -189,21 +189,21 @@ def journal_summary(dev: DeviceJournal) -> dict[str, Any]:
     return out
 
 
-class JournalPart(FramePart[JournalFrame]):
+class Jbd2Part(FramePart[Jbd2Frame]):
     """jbd2 commits per second and their phases, per disk."""
 
-    key: ClassVar[str] = "journal"
+    key: ClassVar[str] = "jbd2"
     letter: ClassVar[str | None] = "J"
     record_flag: ClassVar[str | None] = "--sync"
     live_only: ClassVar[bool] = True
 
-    def reader(self, roots: Roots) -> JournalReader:
-        return JournalReader(roots)
+    def reader(self, roots: Roots) -> Jbd2Reader:
+        return Jbd2Reader(roots)
 
     def trace(self, roots: Roots) -> TraceProgram | None:
         return journal_trace_program() if "jbd2" in tracepoint_groups(roots.sys) else None
 
-    def to_json(self, value: JournalFrame) -> Any:
+    def to_json(self, value: Jbd2Frame) -> Any:
         return {
             "traced": value.traced,
             "devices": {
@@ -220,7 +220,7 @@ class JournalPart(FramePart[JournalFrame]):
             },
         }
 
-    def from_json(self, doc: Any) -> JournalFrame | None:
+    def from_json(self, doc: Any) -> Jbd2Frame | None:
         if not isinstance(doc, dict) or not isinstance(doc.get("devices"), dict):
             return None
         devices: dict[str, DeviceJournal] = {}
@@ -229,13 +229,13 @@ class JournalPart(FramePart[JournalFrame]):
             if not isinstance(name, str) or got is None:
                 return None
             devices[name] = got
-        return JournalFrame(MappingProxyType(devices), doc.get("traced") is True)
+        return Jbd2Frame(MappingProxyType(devices), doc.get("traced") is True)
 
-    def disk_json(self, value: JournalFrame, device: str) -> Mapping[str, Any]:
+    def disk_json(self, value: Jbd2Frame, device: str) -> Mapping[str, Any]:
         dev = value.devices.get(device)
         return {} if dev is None else {"journal": journal_summary(dev)}
 
-    def metrics(self, value: JournalFrame) -> Iterable[Metric]:
+    def metrics(self, value: Jbd2Frame) -> Iterable[Metric]:
         for name, dev in sorted(value.devices.items()):
             yield Metric(
                 "iotop_plus_disk_journal_commits_total",
