@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 NOT_SYNCS = "O_SYNC/O_DSYNC writes make no sync call: they are not counted here."
 NOT_RECORDED = "Sync: not recorded at this time (record --sync keeps syncs and commits)"
+NOT_YET = "Sync: not in this frame (syncs and commits are read on the live host; timed as root)"
 FILES_SHOWN = 8
 
 
@@ -39,7 +40,7 @@ def sync_lines(frame: Frame | None, device: str | None, recorded: bool = False) 
     value = frame.get(SyncPart)
     journal = frame.get(Jbd2Part)
     if value is None and journal is None:
-        return [NOT_RECORDED if recorded else "Sync: starting…"]
+        return [NOT_RECORDED if recorded else NOT_YET]
     lines = [f"Syncs on {printable(device)} (fsync, fdatasync; io_uring's too)"]
     if value is None or not value.traced:
         why = value.status if value is not None and value.status else "not traced"
