@@ -194,7 +194,7 @@ class Jbd2Part(FramePart[Jbd2Frame]):
 
     key: ClassVar[str] = "jbd2"
     letter: ClassVar[str | None] = "J"
-    record_flag: ClassVar[str | None] = "--sync"
+    record_flag: ClassVar[str | None] = "sync"
     live_only: ClassVar[bool] = True
 
     def reader(self, roots: Roots) -> Jbd2Reader:

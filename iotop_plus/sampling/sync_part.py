@@ -195,7 +195,7 @@ class SyncPart(FramePart[SyncFrame]):
 
     key: ClassVar[str] = "sync"
     letter: ClassVar[str | None] = "Y"
-    record_flag: ClassVar[str | None] = "--sync"
+    record_flag: ClassVar[str | None] = "sync"
     live_only: ClassVar[bool] = True
 
     def reader(self, roots: Roots) -> SyncReader:

@@ -249,4 +249,4 @@ def test_both_parts_are_registered_with_their_own_letters() -> None:
     sync, journal = registry.part("sync"), registry.part("jbd2")
     assert isinstance(sync, SyncPart) and isinstance(journal, Jbd2Part)
     assert (sync.letter, journal.letter) == ("Y", "J")
-    assert sync.record_flag == journal.record_flag == "--sync"
+    assert sync.record_flag == journal.record_flag == "sync"
