@@ -218,6 +218,17 @@ class SyncPart(FramePart[SyncFrame]):
             },
         }
 
+    def record_json(self, value: SyncFrame) -> Any:
+        """As :meth:`to_json` without the running totals (only ``serve`` exports them) and
+        the devices with no sync in the frame."""
+        doc = self.to_json(value)
+        doc["devices"] = {
+            name: {k: v for k, v in d.items() if k != "totals"}
+            for name, d in doc["devices"].items()
+            if d["calls"]
+        }
+        return doc
+
     def from_json(self, doc: Any) -> SyncFrame | None:
         if not isinstance(doc, dict) or not isinstance(doc.get("devices"), dict):
             return None
@@ -227,7 +238,7 @@ class SyncPart(FramePart[SyncFrame]):
             if not isinstance(name, str) or not isinstance(d, dict):
                 return None
             calls = _calls(d.get("calls"))
-            totals = _calls(d.get("totals"))
+            totals = _calls(d.get("totals", {}))
             files = _files(d.get("files"))
             if calls is None or totals is None or files is None:
                 return None

@@ -173,6 +173,9 @@ def test_sync_json_round_trips_and_refuses_damage(tmp_path: Path) -> None:
     assert frame is not None
     doc = json.loads(json.dumps(part.to_json(frame)))
     assert part.from_json(doc) == frame
+    recorded = part.from_json(json.loads(json.dumps(part.record_json(frame))))
+    assert recorded is not None and recorded.devices["sda"].calls == frame.devices["sda"].calls
+    assert recorded.devices["sda"].totals == {}
     damaged: list[object] = [
         None,
         [],
