@@ -37,6 +37,20 @@ def utc() -> Iterator[None]:
     time.tzset()
 
 
+@pytest.fixture(autouse=True)
+def toasts_stay(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A toast goes when its timeout has passed on the wall clock, so on a slow host it could
+    be gone before the picture is taken: here toasts stay, as a host of any speed shows them
+    right after the key that raised them."""
+    notify = IotopPlusApp.notify
+
+    def staying(self: IotopPlusApp, *args: object, **kwargs: object) -> None:
+        kwargs["timeout"] = 3600
+        notify(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(IotopPlusApp, "notify", staying)
+
+
 async def _ready(pilot: Pilot[int]) -> None:
     app = pilot.app
     await started(pilot, app)  # type: ignore[arg-type]
@@ -56,7 +70,7 @@ def test_all_devices_80x24(snap_compare) -> None:
     async def run_before(pilot: Pilot[int]) -> None:
         await _ready(pilot)
         await pilot.press("a")
-        await pilot.pause()
+        await wait_for(pilot, lambda: bool(pilot.app.screen.query("Toast")))
 
     assert snap_compare(canned_app(), terminal_size=(80, 24), run_before=run_before)
 
