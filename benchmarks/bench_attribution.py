@@ -40,9 +40,11 @@ from unittest import mock
 from bench_latency import fio, tmpfs_loop  # this directory: run as a script
 
 from iotop_plus.sampling import latency_tracer
-from iotop_plus.sampling.frame import ISSUERS, LATENCY, LiveSource
+from iotop_plus.sampling.frame import LATENCY
+from iotop_plus.sampling.issuers_part import ISSUERS
 from iotop_plus.sampling.latency import LatencyPart
 from iotop_plus.sampling.latency_program import MARKER
+from iotop_plus.sampling.live_source import LiveSource
 
 VARIANTS = ("untraced", "plain", "attributed", "plain-string")
 

@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from iotop_plus.roots import Roots  # noqa: E402
-from iotop_plus.sampling.frame import LiveSource  # noqa: E402
 from iotop_plus.sampling.history import History  # noqa: E402
+from iotop_plus.sampling.live_source import LiveSource  # noqa: E402
 from iotop_plus.sampling.ring_timeline import RingTimeline  # noqa: E402
 from tests.support.synthetic import SyntheticTree  # noqa: E402
 

@@ -45,6 +45,7 @@ COMMANDS: dict[str, str] = {
     "record": "record every interval's counters to files (for replay and bundles)",
     "replay": "the TUI on a recording, a bundle or the recording directory",
     "bundle": "write the last minutes of the recording to one file, for an incident ticket",
+    "diff": "what changed between two windows of a recording, ranked, with evidence",
     "serve": "Prometheus exporter: disk counters, queue settings, pressure, cgroups, probes",
     "fleet": "many hosts through Prometheus: hosts x devices, worst first",
 }
@@ -323,9 +324,10 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     # The first frame is read while Textual loads (~0.3-0.5 s of imports), so the first
     # screen already has figures over that time.
     from iotop_plus.sampling.clock import FIRST_INTERVAL_S
-    from iotop_plus.sampling.throttle_watch import ThrottleSource
+    from iotop_plus.sampling.sources import tui_source
+    from iotop_plus.state import chosen_state_dir
 
-    source = ThrottleSource(roots)  # the Device tab's verdict checks throttling (cheaply)
+    source = tui_source(roots, chosen_state_dir(getattr(args, "state_dir", None)))
     if args.tui_devices:
         # Named devices are checked before the screen starts: a typo is a usage error.
         from iotop_plus.commands.snapshot import resolve_devices

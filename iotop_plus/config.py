@@ -54,6 +54,8 @@ class Config:
     """%util at or above this on a spinning disk is marked (it means saturation there)."""
     history_minutes: float = 15.0
     """Minutes of frames the TUI keeps in memory to scrub back through (``[`` ``]`` ``g``)."""
+    diff_minutes: float = 10.0
+    """The windows ``w``, ``m`` and ``M`` compare (what changed), in minutes."""
     read_only: bool = False
     """The TUI changes nothing: no tuning, probes or experiments (``--read-only``)."""
 
@@ -68,6 +70,7 @@ BOUNDS: dict[str, tuple[type, float, float]] = {
     "queue_warn_fraction": (float, 0.01, 1.0),
     "util_bad_pct_rotational": (float, 1.0, 1000.0),
     "history_minutes": (float, 1.0, 180.0),
+    "diff_minutes": (float, 1.0, 720.0),
 }
 """Type and inclusive range of every numeric key. 100,000 history points is 7 hours at the
 fastest interval; past a day of samples the charts only get slower to draw. Three hours of

@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError, positive_float
+from iotop_plus.commands.part_options import add_part_options, given_flags, wanted_keys
 from iotop_plus.commands.workers import WorkerWatch
 from iotop_plus.record.collect import (
     header_doc,
@@ -31,9 +32,13 @@ from iotop_plus.record.times import parse_duration, parse_size
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import Schedule
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, HEALTH, ISSUERS, PROCESSES, Frame, LiveSource
+from iotop_plus.sampling.frame import CGROUPS, PROCESSES, Frame
+from iotop_plus.sampling.health_gate import HEALTH
+from iotop_plus.sampling.issuers_part import ISSUERS
 from iotop_plus.sampling.journal_events import JournalPart
+from iotop_plus.sampling.queue_settings import QueuePart
 from iotop_plus.sampling.sampler import read_platform
+from iotop_plus.sampling.sources import live_source
 from iotop_plus.state import StateDir, chosen_state_dir
 
 
@@ -75,6 +80,7 @@ def add_parser(sub: Any) -> None:
         "the block layer with bpftrace)",
     )  # fmt: skip
     p.add_argument("--count", type=int, default=0, help=argparse.SUPPRESS)  # tests: stop after N
+    add_part_options(p, "record")
     p.set_defaults(run=run)
 
 
@@ -108,15 +114,18 @@ def _record(
     """Record until ``stop`` is set (a signal, or a worker thread that died)."""
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
     # Only what other runs write from now on (tuning, probes) is an event of this recording;
-    # the frames carry it (the journal part of iotop_plus.sampling.frame.LiveSource).
+    # the frames carry it (the journal part of iotop_plus.sampling.live_source.LiveSource).
     state = StateDir(state_dir)
-    source = LiveSource(roots, journal=JournalPart(state))
+    flags = given_flags(args)
+    # Health: a worker reads it, H is written when it changes. A part with a record flag is
+    # read only when its flag is given.
+    wanted = (HEALTH, *wanted_keys(flags))
+    source = live_source(roots, journal=state, want=wanted)
     if args.processes:
         source.want(PROCESSES, True)
     if args.cgroups:
         source.want(CGROUPS, True)
     who = WhoParts(CommandLines() if args.processes else None, cgroups=args.cgroups)
-    source.want(HEALTH, True)  # a worker reads it; H is written when it changes
     source.want(ISSUERS, args.issuers)  # W: the top issuers per device, while traced
     health = HealthParts()
 
@@ -125,7 +134,9 @@ def _record(
 
     first = source.next_frame()
     _say_unrecorded_issuers(args.issuers, first, warn)
-    current_inventory = inventory_doc(first.inventory, roots, first.nr_requests, first.queues)
+    current_inventory = inventory_doc(
+        first.inventory, roots, first.nr_requests, first.get(QueuePart)
+    )
     host = source.host_info()
     platform = read_platform(roots)
     try:
@@ -160,16 +171,20 @@ def _record(
         schedule = Schedule(args.interval)
         schedule.start(frame.monotonic)
         while True:
-            for problem in set(frame.journal_problems) - said:  # once, not a line a sample
+            journal = frame.get(JournalPart)
+            problems = set(journal.problems) if journal is not None else set()
+            for problem in problems - said:  # once, not a line a sample
                 warn(f"{problem}; its events are not recorded")
-            said = set(frame.journal_problems)
-            rs = recorded_sample(frame, roots, args.processes)
+            for problem in set(frame.problems) - said:  # a part its reader could not read
+                warn(f"{problem}; the part is not recorded while this lasts")
+            said = problems | set(frame.problems)
+            rs = recorded_sample(frame, roots, args.processes, flags)
             rs = who.add(rs, frame, recorder.files_started, recorder.writer is not None)
             rs = health.add(rs, frame, recorder.files_started, recorder.writer is not None)
             changed = None
             if frame.inventory_changed and frame.seq > 1:
                 current_inventory = inventory_doc(
-                    frame.inventory, roots, frame.nr_requests, frame.queues
+                    frame.inventory, roots, frame.nr_requests, frame.get(QueuePart)
                 )
                 changed = current_inventory
             recorder.write(rs, changed)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, positive_float
+from iotop_plus.commands.part_options import add_part_options, given_flags, wanted_keys
 from iotop_plus.commands.workers import WorkerWatch
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
@@ -90,6 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not read or export per-cgroup I/O (each frame then skips the cgroup tree)",
     )
+    add_part_options(p, "export")
     p.set_defaults(run=run)
 
 
@@ -106,7 +108,9 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     from iotop_plus.export.server import ListenError, parse_listen
     from iotop_plus.export.view import ExportSampler
     from iotop_plus.export.webconfig import WebConfig, WebConfigError, load_web_config
-    from iotop_plus.sampling.frame import HEALTH, LATENCY_QUEUE, LiveSource
+    from iotop_plus.sampling.frame import LATENCY_QUEUE
+    from iotop_plus.sampling.health_gate import HEALTH
+    from iotop_plus.sampling.sources import live_source
     from iotop_plus.state import StateDir, chosen_state_dir
 
     web = WebConfig()
@@ -138,14 +142,17 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         signal.signal(signum, on_signal)
 
     state = StateDir(chosen_state_dir(args.state_dir))
-    source = LiveSource(roots)
-    source.want(HEALTH, True)  # a worker reads it: at most one smartctl every 5 min a device
+    # The journals' whole history (serve counts it all); health: a worker reads it, at most
+    # one smartctl every 5 min a device.
+    # Blocked tasks always: iotop_plus_blocked_tasks and the verdict's blocked cause.
+    source = live_source(roots, journal=state, journal_history=True, want=(HEALTH, "blocked"))
     if args.latency:
         source.want(LATENCY_QUEUE, True)
+    for key in wanted_keys(given_flags(args)):
+        source.want(key, True)  # the registered parts of serve's own --FLAG options
     sampler = ExportSampler(
         source,
         args.interval,
-        state=state,
         show_all=args.all,
         warn=_warn,
         cgroup_depth=None if args.no_cgroups else args.cgroup_depth,

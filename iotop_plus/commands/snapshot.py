@@ -17,20 +17,23 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_OK, UsageError, add_interval_count
+from iotop_plus.commands.part_options import (
+    add_part_json,
+    add_part_options,
+    given_flags,
+    wanted_keys,
+)
 from iotop_plus.commands.snapshot_cpu import CpuTimes, avg_cpu, read_cpu
 from iotop_plus.commands.snapshot_diagnosis import Reports, add_diagnosis, render_verdicts
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
-from iotop_plus.sampling.frame import (
-    HEALTH,
-    LATENCY_QUEUE,
-    Frame,
-    FrameEvent,
-    LiveSource,
-)
+from iotop_plus.sampling.frame import LATENCY_QUEUE, Frame, FrameEvent
+from iotop_plus.sampling.health_gate import HEALTH
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.memory import MemoryPart
 from iotop_plus.sampling.pressure import Pressure
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import HostInfo, Platform, Sample, read_platform, select_devices
@@ -113,6 +116,7 @@ def add_parser(sub: Any) -> None:
         "IOPS, MB/s, await, %%util, aqu-sz per device) without decoding the samples: a day in "
         "about a second",
     )
+    add_part_options(p, "report")
     # None tells "not given" (--from then reports every recorded interval); live uses 1 and 1.
     p.set_defaults(run=run, interval=None, count=None)
 
@@ -132,13 +136,12 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         raise UsageError("--start, --end and --overview need --from RECORDING")
     args.interval = args.interval or 1.0
     args.count = args.count or 1
-    from iotop_plus.sampling.journal_events import JournalPart
+    from iotop_plus.sampling.sources import live_source
     from iotop_plus.state import StateDir, chosen_state_dir
 
     # Setting changes and probe results of other runs during the snapshot: the frames' events.
     state = StateDir(chosen_state_dir(getattr(args, "state_dir", None)))
-    source = LiveSource(roots)
-    source.journal = JournalPart(state)
+    source = live_source(roots, journal=state)
     try:
         return _run(args, source, out)
     finally:
@@ -168,6 +171,8 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         from iotop_plus.commands.snapshot_issuers import want_issuers
 
         want_issuers(source, LATENCY_START_TIMEOUT_S, args.format)
+    for key in wanted_keys(given_flags(args)):
+        source.want(key, True)
     first_frame = source.next_frame()
     first = first_frame.sample
     inventory = first_frame.inventory
@@ -257,20 +262,20 @@ def emit(
                 from iotop_plus.commands.snapshot_issuers import add_issuers
 
                 add_issuers(disks, frame)
-            stats.append(
-                {
-                    "timestamp": _iso(cur.wall_time),
-                    "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
-                    "avg-cpu": avg_cpu(cpu.get(prev.monotonic), cpu.get(cur.monotonic))
-                    if cpu is not None
-                    else None,
-                    "disk": disks,
-                    "no_rates": [n for n in names if rates.get(n) is None],
-                    "pressure": pressure_note.json(pressure),
-                    "events": [event_json(e, cur.wall_time, _iso) for e in events],
-                    "memory": memory_json(frame),
-                }
-            )
+            stat: dict[str, Any] = {
+                "timestamp": _iso(cur.wall_time),
+                "elapsed_s": round(cur.monotonic - prev.monotonic, 6),
+                "avg-cpu": avg_cpu(cpu.get(prev.monotonic), cpu.get(cur.monotonic))
+                if cpu is not None
+                else None,
+                "disk": disks,
+                "no_rates": [n for n in names if rates.get(n) is None],
+                "pressure": pressure_note.json(pressure),
+                "events": [event_json(e, cur.wall_time, _iso) for e in events],
+                "memory": memory_json(frame),
+            }
+            add_part_json(disks, stat, frame)
+            stats.append(stat)
         doc = sysstat_json(host, platform or Platform(), started, tz, interval, stats)
         json.dump(printable_doc(doc), out, indent=2)
         out.write("\n")
@@ -364,7 +369,7 @@ def sysstat_json(
 def memory_json(frame: Frame | None) -> dict[str, Any] | None:
     """``statistics[].memory``: dirty, writeback and the thresholds (kB); null when the frame
     has none (a recording made before they were recorded), with one stderr line (once)."""
-    memory = frame.memory if frame is not None else None
+    memory = frame.get(MemoryPart) if frame is not None else None
     if memory is not None and memory.problem and memory.problem not in _said:
         _said.add(memory.problem)
         print(f"iotop-plus: note: {printable(memory.problem)}", file=sys.stderr)

@@ -9,8 +9,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.health import INSTALL_HINT, READ_TIMEOUT_S
+from iotop_plus.sampling.health_gate import HealthPart
+from iotop_plus.sampling.live_source import LiveSource
 
 HEALTH_WAIT_S = READ_TIMEOUT_S + 2.0
 """How long a live snapshot waits for the first reading of every device (smartctl runs one
@@ -21,7 +23,7 @@ _said: set[str] = set()
 
 def add_health(disks: Sequence[dict[str, Any]], frame: Frame | None) -> None:
     """Give each ``disk[]`` entry its ``health`` (null when the frame has no health part)."""
-    health = frame.health if frame is not None else None
+    health = frame.get(HealthPart) if frame is not None else None
     for disk in disks:
         disk["health"] = health.device_json(disk["disk_device"]) if health is not None else None
     notes = []
@@ -52,7 +54,7 @@ def wait_for_health(source: LiveSource, timeout: float = HEALTH_WAIT_S) -> None:
     deadline = time.monotonic() + timeout
     while True:
         frame = source.next_frame()
-        health = frame.health
+        health = frame.get(HealthPart)
         whole = [n for n, d in frame.inventory.devices.items() if not d.is_partition]
         if health is not None and all(n in health.readings for n in whole):
             return

@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import ISSUERS, Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.issuers import TRACER, issuer_text
+from iotop_plus.sampling.issuers_part import ISSUERS, IssuersPart
+from iotop_plus.sampling.live_source import LiveSource
 
 _said: set[str] = set()
 
@@ -31,7 +33,7 @@ def who_lines(args: argparse.Namespace, names: Sequence[str], frame: Frame | Non
     three issuers (without the tracer none, and why once on stderr)."""
     if not getattr(args, "issuers", False):
         return ""
-    issuers = frame.issuers if frame is not None else None
+    issuers = frame.get(IssuersPart) if frame is not None else None
     if issuers is None or issuers.source != TRACER:
         _say_why_none(frame, "no who lines")
         return ""
@@ -46,7 +48,7 @@ def who_lines(args: argparse.Namespace, names: Sequence[str], frame: Frame | Non
 def add_issuers(disks: Sequence[dict[str, Any]], frame: Frame | None) -> None:
     """Give each ``disk[]`` entry its ``issuers`` (up to 10 by IOPS; null without the tracer),
     and say once on stderr why they are null."""
-    issuers = frame.issuers if frame is not None else None
+    issuers = frame.get(IssuersPart) if frame is not None else None
     traced = issuers is not None and issuers.source == TRACER
     for disk in disks:
         who = issuers.of(disk["disk_device"]) if issuers is not None and traced else None

@@ -22,9 +22,11 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
 from iotop_plus.sampling.diskstats import printable, printable_doc
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
+from iotop_plus.sampling.frame import PROCESSES, Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
 from iotop_plus.sampling.sampler import read_host_info, select_devices
+from iotop_plus.sampling.sources import live_source
 from iotop_plus.sampling.units import iotop_rate as human_rate
 
 
@@ -70,7 +72,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
     host = read_host_info(roots)
     # Disks too (one diskstats read per tick): the host's totals, which a user who may not
     # read other users' /proc/PID/io sees nowhere else. A captured tree may have none.
-    source = LiveSource(roots, devices=roots.diskstats.is_file())
+    source = live_source(roots, devices=roots.diskstats.is_file())
     source.per_thread = args.threads
     source.want(PROCESSES, True)
     notes = Notes()

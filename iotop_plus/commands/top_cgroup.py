@@ -23,8 +23,9 @@ from iotop_plus.sampling.cgroup_names import cgroup_name
 from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, IoRates
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, CgroupFrame, LiveSource
+from iotop_plus.sampling.frame import CGROUPS, CgroupFrame
 from iotop_plus.sampling.sampler import read_host_info
+from iotop_plus.sampling.sources import live_source
 
 
 def run(args: argparse.Namespace, roots: Roots, out: TextIO) -> int:
@@ -32,7 +33,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO) -> int:
     from iotop_plus.commands.top import JsonStream, human_rate
 
     host = read_host_info(roots)
-    source = LiveSource(roots, devices=False)
+    source = live_source(roots, devices=False)
     source.want(CGROUPS, True)
     first = source.next_frame()
     assert first.cgroups is not None

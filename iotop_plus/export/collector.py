@@ -32,6 +32,7 @@ from iotop_plus.export.cgroups import cgroup_families
 from iotop_plus.export.counters import DISK_COUNTERS
 from iotop_plus.export.health import health_export
 from iotop_plus.export.latency import latency_families
+from iotop_plus.export.part_metrics import part_families
 from iotop_plus.export.queue import QUEUE_GAUGES
 from iotop_plus.export.view import ExportView
 from iotop_plus.export.why import cgroup_limit_families, diagnosis_families, memory_families
@@ -229,6 +230,7 @@ FRAME_FAMILIES: tuple[Families, ...] = (
     cgroup_limit_families,
     diagnosis_families,
     health_export,
+    part_families,
 )
 """Families that change every frame (latency histograms and cgroups go here)."""
 STATIC_FAMILIES: tuple[Families, ...] = (identity_families, queue_families, event_families)

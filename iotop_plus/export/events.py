@@ -3,7 +3,7 @@
 Other processes (the TUI, ``set``, ``probe``, ``sweep``, ``ab``, ``restore``) append to
 ``DIR/changes.jsonl`` (see :mod:`iotop_plus.devices.journal`) and ``DIR/probes.jsonl`` (see
 ``iotop_plus.probe.history``). The frames carry their lines as ``setting`` and ``probe``
-events (the journal part of :class:`~iotop_plus.sampling.frame.LiveSource`, which reads them
+events (the journal part of :class:`~iotop_plus.sampling.live_source.LiveSource`, which reads them
 whole from the start for ``serve``); :class:`StateEvents` counts them. A file replaced or cut
 shorter (rotated) is read again from its start, and its counts start again.
 """
@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.journal_events import CHANGE_RECORD, PROBE_RESULT_RECORD, SOURCES
+from iotop_plus.sampling.journal_events import (
+    CHANGE_RECORD,
+    PROBE_RESULT_RECORD,
+    SOURCES,
+    JournalPart,
+    JournalState,
+)
 from iotop_plus.state import CHANGES, PROBES
 
 #: The ``record`` of a probe result line (``iotop_plus.probe.history.RESULT_RECORD``).
@@ -76,12 +82,13 @@ class StateEvents:
 
     def take(self, frame: Frame) -> bool:
         """Count the frame's journal events; True when something changed."""
-        self.problems = list(frame.journal_problems)
+        journal = frame.get(JournalPart) or JournalState()
+        self.problems = list(journal.problems)
         changed = False
-        if _CHANGES_SOURCE in frame.journal_restarted:
+        if _CHANGES_SOURCE in journal.restarted:
             self.changes.clear()
             changed = True
-        if _PROBES_SOURCE in frame.journal_restarted:
+        if _PROBES_SOURCE in journal.restarted:
             self.probes.clear()
             changed = True
         for event in frame.events:

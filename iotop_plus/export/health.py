@@ -18,6 +18,8 @@ from prometheus_client.core import (
     Metric,
 )
 
+from iotop_plus.sampling.health_gate import HealthPart
+
 if TYPE_CHECKING:
     from iotop_plus.export.view import ExportView
 
@@ -66,7 +68,7 @@ HEALTH_GAUGES: tuple[tuple[str, str, float, str], ...] = (
 
 def health_export(view: ExportView) -> Iterator[Metric]:
     """Health figures and I/O errors of the exported whole devices (none without health)."""
-    health = view.frame.health if view.frame is not None else None
+    health = view.frame.get(HealthPart) if view.frame is not None else None
     if health is None:
         return
     names = [n for n in view.devices if n in health.readings]

@@ -1,6 +1,6 @@
 """What one scrape exports: an immutable :class:`ExportView`, rebuilt by the sampler thread.
 
-:class:`ExportSampler` drives a :class:`~iotop_plus.sampling.frame.LiveSource` on its own
+:class:`ExportSampler` drives a :class:`~iotop_plus.sampling.live_source.LiveSource` on its own
 thread, one frame per interval; a scrape only reads the latest view, never ``/proc``.
 """
 
@@ -15,15 +15,15 @@ from iotop_plus.export.cgroups import CgroupSelection, CgroupSeries
 from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.events import ProbeFigures, StateEvents
 from iotop_plus.export.latency import LatencyTotals, OpTotals
-from iotop_plus.export.queue import QUEUE_REFRESH_S, QueueSettings
+from iotop_plus.export.queue import QueueSettings
 from iotop_plus.sampling.clock import Clock, Schedule
-from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource, LiveSource
-from iotop_plus.sampling.journal_events import JournalPart
+from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
 from iotop_plus.sampling.latency_hist import FAILED
+from iotop_plus.sampling.queue_settings import QueuePart
 from iotop_plus.sampling.sampler import select_devices
-from iotop_plus.state import StateDir
 
 _EMPTY: Mapping = MappingProxyType({})
+_NO_QUEUES: Mapping[str, QueueSettings] = MappingProxyType({})
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,7 @@ class ExportSampler:
         source: FrameSource,
         interval: float,
         *,
-        state: StateDir | None = None,
         show_all: bool = False,
-        queue_refresh_s: float = QUEUE_REFRESH_S,
         warn: Callable[[str], object] | None = None,
         cgroup_depth: int | None = None,
         clock: Clock | None = None,
@@ -74,11 +72,7 @@ class ExportSampler:
         """Args:
         source: Where frames come from (asked for cgroups when ``cgroup_depth`` is set).
         interval: Seconds between frames on the thread.
-        state: The state directory whose journal and probe history the frames carry (given
-            to a :class:`LiveSource` that has no journal yet, whole from the start).
         show_all: Export every device, not the TUI's default selection.
-        queue_refresh_s: How often a :class:`LiveSource` re-reads queue settings when
-            nothing else changed.
         warn: Called with one line when the latency tracer cannot run (once per reason).
         cgroup_depth: Export cgroups up to this many levels below the root; None: none.
         clock: The schedule's clock (tests step a fake one); default the real one.
@@ -87,10 +81,6 @@ class ExportSampler:
         self.schedule = Schedule(interval, clock=clock)
         """When frames are taken, on the thread or by ``serve --textfile``'s loop."""
         self.show_all = show_all
-        if isinstance(source, LiveSource):
-            if state is not None and source.journal is None:
-                source.journal = JournalPart(state, history=True)  # serve counts it all
-            source.queue_refresh_s = queue_refresh_s
         self.events = StateEvents()
         self.problem: str | None = None
         """The last frame's read error, one line; None when it was read."""
@@ -158,12 +148,13 @@ class ExportSampler:
         )
         # The frame's queue part is re-read by the source (devices changed, a setting change
         # journaled, every QUEUE_REFRESH_S); it is the same object until then.
-        if frame.queues is not self._queues_from or whole != self._queue_names:
-            queues = {n: frame.queues[n] for n in whole if n in frame.queues}
+        in_force = frame.get(QueuePart) or _NO_QUEUES
+        if in_force is not self._queues_from or whole != self._queue_names:
+            queues = {n: in_force[n] for n in whole if n in in_force}
             if queues != self._queues or whole != self._queue_names:
                 self._static += 1
             self._queues, self._queue_names = MappingProxyType(queues), whole
-            self._queues_from = frame.queues
+            self._queues_from = in_force
         if events_changed or frame.inventory_changed:
             self._static += 1
         if self._latency.add(frame.latency):

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from prometheus_client.core import GaugeMetricFamily, Metric
 
 from iotop_plus.sampling.lookback import LookbackFeed
+from iotop_plus.sampling.memory import MemoryPart
 
 if TYPE_CHECKING:
     from iotop_plus.export.view import ExportView
@@ -41,7 +42,7 @@ _MEMORY = (
 
 def memory_families(view: ExportView) -> Iterator[Metric]:
     """Dirty, writeback and the two thresholds, in bytes (absent where not read)."""
-    memory = view.frame.memory if view.frame is not None else None
+    memory = view.frame.get(MemoryPart) if view.frame is not None else None
     if memory is None:
         return
     for name, attr, text in _MEMORY:
@@ -56,7 +57,8 @@ def cgroup_limit_families(view: ExportView) -> Iterator[Metric]:
     """The cgroup I/O limits in force (v2 ``io.max``, v1 ``blkio.throttle``), one series per
     cgroup, device and kind (``rbps``/``wbps`` in bytes/s, ``riops``/``wiops`` in I/Os/s);
     only while the frames carry cgroups (``serve --cgroup-depth``)."""
-    from iotop_plus.sampling.cgroup_limits import LIMIT_KEYS, device_limits
+    from iotop_plus.sampling.cgroup_limits import device_limits
+    from iotop_plus.sampling.cgroup_v1_limits import LIMIT_KEYS
 
     part = view.frame.cgroups if view.frame is not None else None
     if part is None:

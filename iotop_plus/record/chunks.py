@@ -17,7 +17,6 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.record.format import (
-    PART_KINDS,
     TIMES,
     VERSION,
     DiskCodec,
@@ -27,6 +26,7 @@ from iotop_plus.record.format import (
     file_prefix,
     frame,
     json_blob,
+    part_kinds,
     record,
     trailer_payload,
 )
@@ -226,6 +226,120 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
+class ChunkEncoder:
+    """One chunk's codec: a sample in, its ``S`` and ``X`` stream pieces out.
+
+    The recorder writes the pieces to a file (:class:`ChunkWriter`); the frame store keeps
+    them in memory (:mod:`~iotop_plus.record.store`). A chunk ends at a wall-clock minute
+    boundary or when the layout changes (:meth:`fits`); :meth:`close` ends it.
+    """
+
+    def __init__(self, version: int = VERSION) -> None:
+        self.version = version
+        self.codec: DiskCodec | DiskCodecV2 | None = None
+        self._comp: Any = None
+        self.minute = 0
+        """The wall-clock minute (``CHUNK_SECONDS``) the open chunk belongs to."""
+        self.first_ns = self.last_ns = 0
+        self.n = 0
+        """Samples in the open chunk."""
+        self.crc = 0
+        """CRC32 of the open chunk's stream pieces."""
+        self._prev_ns = 0
+        self._prev_mono_bits = 0
+        self._last_mono = 0.0
+
+    @property
+    def is_open(self) -> bool:
+        """Whether a chunk is open (its keyframe encoded)."""
+        return self.codec is not None
+
+    def fits(self, layout: Layout, minute: int) -> bool:
+        """Whether a sample of ``layout`` in wall-clock ``minute`` belongs to the open chunk."""
+        return self.codec is not None and self.codec.layout == layout and minute == self.minute
+
+    def encode(
+        self, rs: RecordedSample, layout: Layout, cols: list[list[int]], ns: int, minute: int
+    ) -> tuple[bytes, bytes, bytes, bytes]:
+        """Encode one sample into the open chunk (a new one when none is open).
+
+        Returns the disk record, its stream piece, the extra records (processes, pressure,
+        events, parts; empty when none) and their stream piece.
+        """
+        sample = rs.sample
+        mono_bits = float_bits(sample.monotonic)
+        if self.codec is None:
+            if self.version == 1:
+                self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
+                self.codec = DiskCodec(layout)
+            else:  # Z_FILTERED suits the small residual bytes better than string matching
+                self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_FILTERED)
+                self.codec = DiskCodecV2(layout, self.version)
+            self.minute = minute
+            self.first_ns = ns
+            self.n = 0
+            self.crc = 0
+            head = json.dumps(
+                {
+                    "wall_ns": ns,
+                    "mono_bits": mono_bits,
+                    "layout": layout.as_json(),
+                    "source": sample.source,
+                    "notice": sample.notice,
+                },
+                separators=(",", ":"),
+            ).encode()
+            body = struct.pack("<I", len(head)) + head + self.codec.keyframe(cols)
+            disk = record(b"K", body)
+        else:
+            times = TIMES.pack(ns - self._prev_ns, mono_bits - self._prev_mono_bits)
+            if isinstance(self.codec, DiskCodecV2):
+                ms = elapsed_ms_of(sample.monotonic, self._last_mono)
+                disk = record(b"D", times + self.codec.encode(cols, ms))
+            else:
+                disk = record(b"D", times + self.codec.encode(cols))
+        comp = self._comp
+        piece = comp.compress(disk) + comp.flush(zlib.Z_SYNC_FLUSH)
+        self.crc = zlib.crc32(piece, self.crc)
+        extras = b"".join(self._extras(rs))
+        extras_piece = b""
+        if extras:
+            extras_piece = comp.compress(extras) + comp.flush(zlib.Z_SYNC_FLUSH)
+            self.crc = zlib.crc32(extras_piece, self.crc)
+        self.n += 1
+        self.last_ns = ns
+        self._prev_ns, self._prev_mono_bits = ns, mono_bits
+        self._last_mono = sample.monotonic
+        return disk, piece, extras, extras_piece
+
+    @staticmethod
+    def _extras(rs: RecordedSample) -> list[bytes]:
+        out = []
+        if rs.processes is not None:
+            out.append(record(b"P", _json([dict(p) for p in rs.processes])))
+        if rs.pressure is not None:
+            out.append(record(b"R", _json(rs.pressure)))
+        if rs.events:
+            out.append(record(b"E", _json([dict(e) for e in rs.events])))
+        for kind in sorted(rs.parts):
+            if kind not in part_kinds():
+                raise ValueError(f"no recorded frame part of type {kind!r}")
+            out.append(record(kind.encode(), _json(rs.parts[kind])))
+        return out
+
+    def close(self) -> None:
+        """Forget the open chunk (the next sample starts one with a keyframe)."""
+        self.codec = None
+        self._comp = None
+
+
+def sample_layout(sample: Sample) -> tuple[Layout, list[list[int]], int, int]:
+    """A sample's layout, counter columns, wall time in ns and wall-clock chunk minute."""
+    counters = list(sample.counters.values())
+    ns = wall_ns(sample.wall_time)
+    return Layout.of(counters), counters_columns(counters), ns, ns // (CHUNK_SECONDS * 10**9)
+
+
 class ChunkWriter:
     """Writes a header and then samples in chunks to ``fd`` (positioned at its end).
 
@@ -245,16 +359,9 @@ class ChunkWriter:
         self.stats = WriteStats()
         self.offset = 0
         self.inv_offset = 0
-        self._comp: Any = None
-        self._codec: DiskCodec | DiskCodecV2 | None = None
+        self._encoder = ChunkEncoder(version)
         self._chunk_start = 0
-        self._chunk_minute = 0
-        self._first_ns = self._last_ns = 0
-        self._n = 0
-        self._stream_crc = 0
         self._rollup: Rollup | None = None
-        self._prev_ns = 0
-        self._prev_mono_bits = 0
         self._last_cols: list[list[int]] | None = None
         self._last_layout: Layout | None = None
         self._last_mono = 0.0
@@ -277,110 +384,53 @@ class ChunkWriter:
     def append(self, rs: RecordedSample) -> None:
         """Write one sample now (raises OSError when the file system refuses it)."""
         sample = rs.sample
-        counters = list(sample.counters.values())
-        layout = Layout.of(counters)
-        cols = counters_columns(counters)
-        ns = wall_ns(sample.wall_time)
-        mono_bits = float_bits(sample.monotonic)
-        minute = ns // (CHUNK_SECONDS * 10**9)
-        if self._codec is not None and (
-            self._codec.layout != layout or minute != self._chunk_minute
-        ):
+        layout, cols, ns, minute = sample_layout(sample)
+        encoder = self._encoder
+        if encoder.is_open and not encoder.fits(layout, minute):
             self.close_chunk()
         if self._last_layout == layout and self._last_cols is not None:
             if self._rollup is None:
                 self._rollup = Rollup(layout.names)
             self._rollup.add(cols, self._last_cols, sample.monotonic - self._last_mono)
-        if self._codec is None:
-            if self.version == 1:
-                self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
-                self._codec = DiskCodec(layout)
-            else:  # Z_FILTERED suits the small residual bytes better than string matching
-                self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_FILTERED)
-                self._codec = DiskCodecV2(layout, self.version)
+        if not encoder.is_open:
             self._chunk_start = self.offset
-            self._chunk_minute = minute
-            self._first_ns = ns
-            self._n = 0
-            self._stream_crc = 0
             if self._rollup is None or self._rollup.names != layout.names:
                 self._rollup = Rollup(layout.names)
-            head = json.dumps(
-                {
-                    "wall_ns": ns,
-                    "mono_bits": mono_bits,
-                    "layout": layout.as_json(),
-                    "source": sample.source,
-                    "notice": sample.notice,
-                },
-                separators=(",", ":"),
-            ).encode()
-            body = struct.pack("<I", len(head)) + head + self._codec.keyframe(cols)
-            disk = record(b"K", body)
-        else:
-            times = TIMES.pack(ns - self._prev_ns, mono_bits - self._prev_mono_bits)
-            if isinstance(self._codec, DiskCodecV2):
-                ms = elapsed_ms_of(sample.monotonic, self._last_mono)
-                disk = record(b"D", times + self._codec.encode(cols, ms))
-            else:
-                disk = record(b"D", times + self._codec.encode(cols))
+        disk, piece, extras, extras_piece = encoder.encode(rs, layout, cols, ns, minute)
         self._count(disk)
-        comp = self._comp
-        out = frame(b"S", piece := comp.compress(disk) + comp.flush(zlib.Z_SYNC_FLUSH))
-        self._stream_crc = zlib.crc32(piece, self._stream_crc)
-        extras = b"".join(self._extras(rs))
+        out = frame(b"S", piece)
         disk_len = len(out)
         if extras:
             self._count(extras)
-            piece = comp.compress(extras) + comp.flush(zlib.Z_SYNC_FLUSH)
-            self._stream_crc = zlib.crc32(piece, self._stream_crc)
-            out += frame(b"X", piece)
+            out += frame(b"X", extras_piece)
         # One write per sample: it reaches the kernel before the next interval starts.
         write_all(self.fd, out)
         self.offset += len(out)
         self.stats.disks += disk_len
         self.stats.extras += len(out) - disk_len
         self.stats.samples += 1
-        self._n += 1
-        self._last_ns = ns
-        self._prev_ns, self._prev_mono_bits = ns, mono_bits
         self._last_cols, self._last_layout, self._last_mono = cols, layout, sample.monotonic
 
     def _count(self, records: bytes) -> None:
         kind = chr(records[4])
         self.stats.by_record[kind] = self.stats.by_record.get(kind, 0) + len(records)
 
-    @staticmethod
-    def _extras(rs: RecordedSample) -> list[bytes]:
-        out = []
-        if rs.processes is not None:
-            out.append(record(b"P", _json([dict(p) for p in rs.processes])))
-        if rs.pressure is not None:
-            out.append(record(b"R", _json(rs.pressure)))
-        if rs.events:
-            out.append(record(b"E", _json([dict(e) for e in rs.events])))
-        for kind in sorted(rs.parts):
-            if kind not in PART_KINDS:
-                raise ValueError(f"no recorded frame part of type {kind!r}")
-            out.append(record(kind.encode(), _json(rs.parts[kind])))
-        return out
-
     def close_chunk(self) -> None:
         """End the open chunk with its trailer and ``fdatasync`` (nothing if none is open)."""
-        if self._codec is None:
+        encoder = self._encoder
+        if not encoder.is_open:
             return
         rollup = self._rollup.as_json(self.version) if self._rollup is not None else {}
         payload = trailer_payload(
             self._chunk_start,
             self.inv_offset,
-            self._first_ns,
-            self._last_ns,
-            self._n,
-            self._stream_crc & 0xFFFFFFFF,
+            encoder.first_ns,
+            encoder.last_ns,
+            encoder.n,
+            encoder.crc & 0xFFFFFFFF,
             json_blob(rollup),
         )
-        self._codec = None
-        self._comp = None
+        encoder.close()
         self._rollup = None
         self._put(frame(b"T", payload), "trailers")
         if self.sync:
@@ -388,8 +438,7 @@ class ChunkWriter:
 
     def abandon(self) -> None:
         """Forget the open chunk without writing (after a failed write: the file is done)."""
-        self._codec = None
-        self._comp = None
+        self._encoder.close()
 
 
 def _json(doc: Any) -> bytes:
@@ -398,4 +447,12 @@ def _json(doc: Any) -> bytes:
     return json.dumps(doc, separators=(",", ":")).encode()
 
 
-__all__ = ["CHUNK_SECONDS", "ChunkWriter", "RecordedSample", "WriteStats", "crc"]
+__all__ = [
+    "CHUNK_SECONDS",
+    "ChunkEncoder",
+    "ChunkWriter",
+    "RecordedSample",
+    "WriteStats",
+    "crc",
+    "sample_layout",
+]

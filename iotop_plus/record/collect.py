@@ -15,6 +15,7 @@ from iotop_plus import __version__
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.format import VERSION
 from iotop_plus.roots import Roots
+from iotop_plus.sampling import registry
 from iotop_plus.sampling.cgroup_limits import limits_doc
 from iotop_plus.sampling.cgroup_names import task_cgroup
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
@@ -198,17 +199,27 @@ def recorded_event(event: FrameEvent) -> dict[str, Any]:
     return {"source": "device", "kind": event.kind, "text": event.text, "device": event.device}
 
 
-def recorded_sample(frame: Frame, roots: Roots, n_processes: int) -> RecordedSample:
-    """What the recorder stores of one live frame (its events in the order they came)."""
+def recorded_sample(
+    frame: Frame, roots: Roots, n_processes: int, flags: frozenset[str] = frozenset()
+) -> RecordedSample:
+    """What the recorder stores of one live frame (its events in the order they came): every
+    registered part in the frame under its letter (one with a record flag only when ``flags``
+    holds it), and the cgroup limits (``L``) with the cgroups."""
     events = [recorded_event(e) for e in frame.events]
     pressure = frame.pressure.as_json() if frame.pressure is not None else None
     parts: dict[str, Any] = {}  # version 4's frame parts, by record type
-    if frame.memory is not None:
-        parts["M"] = frame.memory.as_json()
+    if frame.parts:
+        for part in registry.parts():
+            value = frame.parts.get(part.key)
+            if value is None or part.letter is None:
+                continue
+            if part.record_flag is not None and part.record_flag not in flags:
+                continue
+            doc = part.record_json(value)
+            if doc is not None:
+                parts[part.letter] = doc
     if frame.cgroups is not None:  # the limits in force ({} none), with the cgroups
         parts["L"] = limits_doc(frame.cgroups.sample)
-    if frame.issuers is not None and not frame.issuers.estimate:  # while tracing only
-        parts["W"] = frame.issuers.to_record()
     return RecordedSample(
         frame.sample,
         top_processes(frame, roots, n_processes),

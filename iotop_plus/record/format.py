@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from iotop_plus.sampling import registry
 from iotop_plus.sampling.diskstats import (
     DISCARD_MS,
     DISCARDS,
@@ -56,11 +57,30 @@ MAGIC = b"IOTPLREC"
 """The first 8 bytes of every recording and bundle."""
 VERSION = 4
 """The format version this code writes and the newest it reads (it reads 1 to 3 too)."""
-PART_KINDS = frozenset("CHLMNW")
+PART_KINDS = frozenset("CHLMNQW")
 """Record types of the JSON frame parts added in version 4 (:attr:`RecordedSample.parts`):
 ``C`` cgroups, ``H`` device health, ``L`` cgroup limits, ``M`` memory (dirty, writeback),
-``N`` command lines of new pids, ``W`` issuers per device. Readers keep any other unknown
-type out of the sample, so later parts need no new version."""
+``N`` command lines of new pids, ``Q`` latency histograms per device, ``W`` issuers per
+device. Readers keep any other unknown
+type out of the sample, so later parts need no new version. The registered frame parts add
+theirs (:func:`part_kinds`)."""
+SAMPLE_RECORDS = frozenset("DEKPR")
+"""Record types of a sample's own records (counters, processes, pressure, events): no frame
+part may take one."""
+_kinds: tuple[object, frozenset[str]] | None = None
+
+
+def part_kinds() -> frozenset[str]:
+    """:data:`PART_KINDS` and the letters of the registered frame parts (:mod:`~iotop_plus.
+    sampling.registry`); a part whose letter is a sample's own record type is left out."""
+    global _kinds
+    parts = registry.parts()
+    if _kinds is None or _kinds[0] is not parts:
+        letters = {p.letter for p in parts if p.letter is not None and len(p.letter) == 1}
+        _kinds = (parts, PART_KINDS | frozenset(letters - SAMPLE_RECORDS))
+    return _kinds[1]
+
+
 FILE_PREFIX = struct.Struct("<8sHHI")
 FRAME = struct.Struct("<cII")
 """Frame header: type, payload length, CRC32 of the payload."""

@@ -13,9 +13,10 @@ import errno
 import itertools
 import math
 import os
+import struct
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from iotop_plus.record.format import (
     FRAME,
     MAX_FRAME,
     MAX_WALL_NS,
+    TIMES,
     TRAILER,
     TRAILER_END,
     TRAILER_MAGIC,
@@ -32,8 +34,18 @@ from iotop_plus.record.format import (
     check_prefix,
     crc,
     load_blob,
+    load_json,
 )
-from iotop_plus.record.stream import MAX_CHUNK_COST, Decoded, decode_stream
+from iotop_plus.record.stream import (
+    MAX_CHUNK_COST,
+    MAX_JSON_RECORD,
+    Decoded,
+    StreamBound,
+    Uninflatable,
+    decode_stream,
+    json_cost,
+    stream_records,
+)
 from iotop_plus.roots import open_regular
 
 _TAIL_SCAN = 8 * 1024 * 1024
@@ -454,6 +466,13 @@ class RecordingFile:
         cached = _CACHE.get((self._owner, chunk.start))
         if cached is not None:
             return cached
+        pieces = self._pieces(chunk)
+        samples = decode_stream(pieces, self.path, self.warn, self.version) if pieces else Decoded()
+        _CACHE.put((self._owner, chunk.start), samples)
+        return samples
+
+    def _pieces(self, chunk: Chunk) -> list[bytes]:
+        """The stream pieces (``S`` and ``X`` payloads) of ``chunk``; none when corrupt."""
         size = os.fstat(self._fd).st_size
         pieces: list[bytes] = []
         pos = chunk.start
@@ -462,14 +481,57 @@ class RecordingFile:
             got = self._frame_at(pos, size)
             if got is None:
                 self.warn(f"{self.path}: a corrupt chunk at byte {pos:,} was skipped")
-                pieces = []
-                break
+                return []
             if got[0] in (b"S", b"X"):
                 pieces.append(got[1])
             pos += FRAME.size + len(got[1])
-        samples = decode_stream(pieces, self.path, self.warn, self.version) if pieces else Decoded()
-        _CACHE.put((self._owner, chunk.start), samples)
-        return samples
+        return pieces
+
+    def json_records(
+        self, i: int, kinds: frozenset[bytes] | None = None
+    ) -> Iterator[tuple[float, dict[str, Any]]]:
+        """Per sample of chunk ``i``, its wall time and its JSON records by type (``E``
+        events, ``R`` pressure, the frame parts), read without decoding the counters: the
+        disk records give only their times. Within the stream's bounds (a record over
+        :data:`~iotop_plus.record.stream.MAX_JSON_RECORD`, or past
+        :data:`~iotop_plus.record.stream.MAX_CHUNK_COST` for one sample, is left out; a
+        malformed chunk gives the samples before the fault). ``kinds``: only these record
+        types are read."""
+        chunk = self.chunks[i]
+        if chunk.samples is not None:
+            for rs in chunk.samples:
+                docs = dict(rs.parts)
+                docs.update({"E": list(rs.events), "R": rs.pressure})
+                yield rs.sample.wall_time, docs
+            return
+        ns = cost = 0
+        current: dict[str, Any] | None = None
+        try:
+            for kind, body in stream_records(self._pieces(chunk)):
+                if kind in (b"K", b"D"):
+                    if current is not None:
+                        yield ns / 1e9, current
+                    current, cost = {}, 0
+                    if kind == b"K":
+                        (length,) = struct.unpack_from("<I", body)
+                        head = load_json(body[4 : 4 + length])
+                        ns = head.get("wall_ns", 0) if isinstance(head, dict) else 0
+                        ns = ns if type(ns) is int and 0 <= ns <= MAX_WALL_NS else 0
+                    else:
+                        ns += TIMES.unpack_from(body)[0]
+                elif (
+                    current is not None
+                    and kind != b"P"
+                    and (kinds is None or kind in kinds)
+                    and len(body) <= MAX_JSON_RECORD
+                    and cost + json_cost(body) <= MAX_CHUNK_COST
+                ):
+                    cost += json_cost(body)
+                    current[kind.decode("latin-1")] = load_json(body)
+        except (StreamBound, Uninflatable, ValueError, struct.error) as exc:
+            self.warn(f"{self.path}: a chunk could not all be read ({str(exc)[:120]})")
+        if current is not None:
+            yield ns / 1e9, current
 
     def rollup(self, i: int) -> dict[str, Any]:
         """The per-minute roll-up stored with chunk ``i``: ``{"devices": [...], "seconds": S,

@@ -19,6 +19,7 @@ from typing import Any
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.health_gate import HealthPart
 from iotop_plus.sampling.health_part import HealthFrame, health_from_json
 
 HEALTH = "H"
@@ -69,7 +70,7 @@ class HealthParts:
     ) -> RecordedSample:
         """``rs`` with ``H`` when it is due; ``files_started`` and ``file_open`` are the
         recorder's before ``rs`` is written (a new file writes it again)."""
-        health = frame.health
+        health = frame.get(HealthPart)
         if health is None:
             return rs
         minute = int(frame.wall_time // CHUNK_S)

@@ -26,6 +26,7 @@ from typing import Any
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, busiest_cgroups
+from iotop_plus.sampling.cgroup_limits import limits_from_doc
 from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, CgroupStat, IoRates
 from iotop_plus.sampling.frame import CgroupFrame, Frame
 from iotop_plus.sampling.pressure import PressureLine, ResourcePressure
@@ -259,3 +260,20 @@ __all__ = [
     "rebundled",
     "with_who",
 ]
+
+
+def with_limits(part: CgroupFrame | None, doc: Any) -> CgroupFrame | None:
+    """A replayed cgroup part with the recorded limits (``L``) put back on its cgroups (a
+    limited cgroup that did no I/O gets a row of its own); unchanged without limits."""
+    limits = limits_from_doc(doc)
+    if part is None or not limits:
+        return part
+    stats = dict(part.sample.cgroups)
+    for path, found in limits.items():
+        stat = stats.get(path)
+        stats[path] = (
+            replace(stat, limits=found)
+            if stat is not None
+            else CgroupStat(path, 0, None, None, found)
+        )
+    return replace(part, sample=replace(part.sample, cgroups=MappingProxyType(stats)))

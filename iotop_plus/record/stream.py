@@ -35,13 +35,13 @@ from iotop_plus.record.format import (
     MAX_INFLATED_CHUNK,
     MAX_INFLATED_FRAME,
     MAX_WALL_NS,
-    PART_KINDS,
     RECORD,
     TIMES,
     DiskCodec,
     Layout,
     columns_counters,
     load_json,
+    part_kinds,
 )
 from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
 from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS
@@ -280,10 +280,11 @@ def _entries(doc: Any, n: int = MAX_PART_ENTRIES) -> Any:
 
 
 def bounded_part(kind: str, doc: Any, devices: Mapping[str, object]) -> Any:
-    """A recorded frame part cut to what its sample (of ``devices``) can show: issuers (``W``)
-    and health (``H``) of those devices only, the first :data:`~iotop_plus.sampling.issuers.TOP`
-    issuers of each; at most :data:`~iotop_plus.sampling.active_cgroups.KEPT_CGROUPS` cgroups
-    (``C``), each with those devices only; at most :data:`MAX_PART_ENTRIES` limited cgroups
+    """A recorded frame part cut to what its sample (of ``devices``) can show: issuers (``W``),
+    health (``H``) and latency histograms (``Q``) of those devices only, the first
+    :data:`~iotop_plus.sampling.issuers.TOP` issuers of each; at most
+    :data:`~iotop_plus.sampling.active_cgroups.KEPT_CGROUPS` cgroups (``C``), each with those
+    devices only; at most :data:`MAX_PART_ENTRIES` limited cgroups
     (``L``) and :data:`MAX_COMMAND_LINES` command lines (``N``). Anything of another shape is
     left as it is (its reader skips it)."""
     if not isinstance(doc, (dict, list)):
@@ -291,6 +292,8 @@ def bounded_part(kind: str, doc: Any, devices: Mapping[str, object]) -> Any:
     if kind == "W" and isinstance(doc, dict) and isinstance(doc.get("devices"), dict):
         who = _devices(doc["devices"], devices)
         return {**doc, "devices": {n: _first(w, TOP) for n, w in who.items()}}
+    if kind == "Q" and isinstance(doc, dict) and isinstance(doc.get("devices"), dict):
+        return {**doc, "devices": _devices(doc["devices"], devices)}
     if kind == "H" and isinstance(doc, dict):
         keys = ("devices", "io_errors", "new_errors", "grown")
         return {**doc, **{k: _devices(doc[k], devices) for k in keys if k in doc}}
@@ -315,7 +318,7 @@ def _mib(n: int) -> str:
 
 
 def _is_part(kind: bytes) -> bool:
-    return kind.decode("latin-1") in PART_KINDS
+    return kind.decode("latin-1") in part_kinds()
 
 
 def _finish(parts: dict[str, Any]) -> RecordedSample:

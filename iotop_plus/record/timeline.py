@@ -12,33 +12,25 @@ sample, each with rates over the raw counter pair S seconds apart.
 from __future__ import annotations
 
 import bisect
-import json
 import math
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import tzinfo
 from itertools import pairwise
 from pathlib import Path
-from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.collect import inventory_from_doc
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
-from iotop_plus.record.recorded_health import chunk_health
-from iotop_plus.record.recorded_processes import process_frame
-from iotop_plus.record.recorded_who import CGROUPS, cgroup_frame_of, chunk_command_lines
+from iotop_plus.record.recorded_frame import recorded_frame
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.times import zone_of
-from iotop_plus.sampling.cgroup_limits import with_limits
-from iotop_plus.sampling.frame import Frame, FrameEvent
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.issuers import IssuersFrame
-from iotop_plus.sampling.memory import memory_from_json
-from iotop_plus.sampling.pressure import Pressure, PressureLine, ResourcePressure
-from iotop_plus.sampling.sampler import HostInfo, rates_between
+from iotop_plus.sampling.sampler import HostInfo
 
 Pos = tuple[int, int]
 """(entry, sample index in that entry's chunk)."""
@@ -236,11 +228,11 @@ class RecordingTimeline:
         return (e - 1, before.n - 1)
 
     def inventory_doc(self, wall: float) -> dict[str, Any]:
-        """The recorded inventory document (devices and queue settings) in force at ``wall``."""
-        pos = self._pos_at(wall)
-        if pos is None:
+        """The recorded inventory document (devices and queue settings) in force at ``wall``
+        (found by the chunk index alone: no sample is decoded)."""
+        if not self._entries:
             return {}
-        entry = self._entries[pos[0]]
+        entry = self._entries[max(0, bisect.bisect_right(self._firsts, wall) - 1)]
         rec = self.files[entry.file]
         return rec.inventory_doc(rec.chunks[entry.chunk])
 
@@ -272,33 +264,15 @@ class RecordingTimeline:
             before = self._get(prev)  # another file: the recorder was down in between
         inventory, nr = self._inventory(cur[0])
         changed = prev is None or (self._inventory(prev[0])[0] is not inventory)
-        sample = now.sample
-        if before is not None and before.sample.monotonic < sample.monotonic:
-            rates: Mapping[str, Any] = rates_between(before.sample, sample)
-            elapsed: float | None = sample.monotonic - before.sample.monotonic
-        else:
-            rates, elapsed = dict.fromkeys(sample.counters), None
-        return Frame(
-            sample=sample,
-            rates=MappingProxyType(dict(rates)),
-            inventory=inventory,
-            inventory_changed=changed,
-            nr_requests=MappingProxyType(nr),
-            elapsed_s=elapsed,
-            ever_used=frozenset(n for n, c in sample.counters.items() if c.ever_used),
+        return recorded_frame(
+            now,
+            before,
+            inventory,
+            nr,
+            changed=changed,
             seq=self._index(cur) + 1,
-            events=tuple(frame_events(now.events)),
-            pressure=pressure_of(now.pressure),
-            processes=process_frame(
-                now, before, chunk_command_lines(self._samples(cur[0]), cur[1])
-            ),
-            cgroups=with_limits(
-                cgroup_frame_of(now.parts.get(CGROUPS), sample.monotonic, sample.wall_time),
-                now.parts.get("L"),
-            ),
-            memory=memory_from_json(now.parts.get("M")),
-            issuers=IssuersFrame.from_record(now.parts.get("W")),
-            health=chunk_health(self._samples(cur[0]), cur[1], sample.wall_time),
+            chunk=self._samples(cur[0]),
+            index=cur[1],
         )
 
     def _frame(self, pos: Pos) -> Frame | None:
@@ -385,6 +359,59 @@ class RecordingTimeline:
                 if frame is not None:
                     yield rs, frame
 
+    def samples(
+        self, start: float, end: float
+    ) -> Iterator[tuple[RecordedSample, RecordedSample | None]]:
+        """Every recorded sample from ``start`` to ``end`` with the sample before it in the
+        same file (None for the first, or after a restart), oldest first; no frames built."""
+        first = max(0, bisect.bisect_right(self._firsts, start) - 1)
+        before: RecordedSample | None = None
+        last: tuple[int, int] | None = None
+        for e in range(first, len(self._entries)):
+            entry = self._entries[e]
+            if entry.first > end:
+                break
+            if entry.last < start:
+                continue
+            if last != (entry.file, entry.chunk - 1):
+                before = None
+            last = (entry.file, entry.chunk)
+            for rs in self._samples(e):
+                wall = rs.sample.wall_time
+                if start <= wall <= end:
+                    yield rs, before
+                before = rs
+
+    def json_records(
+        self, start: float, end: float, kinds: frozenset[bytes] | None = None
+    ) -> Iterator[tuple[float, dict[str, Any]]]:
+        """Per sample with ``start <= wall <= end``, its wall time and its JSON records by type
+        (events, pressure, frame parts; only ``kinds`` if given), read without decoding the
+        counters."""
+        for e in self._overlapping(start, end):
+            entry = self._entries[e]
+            for wall, docs in self.files[entry.file].json_records(entry.chunk, kinds):
+                if start <= wall <= end:
+                    yield wall, docs
+
+    def rollups(self, start: float, end: float) -> Iterator[dict[str, Any]]:
+        """The per-minute roll-ups of the closed chunks whose middle is in ``[start, end]``."""
+        for e in self._overlapping(start, end):
+            entry = self._entries[e]
+            if start <= (entry.first + entry.last) / 2 <= end:
+                doc = self.files[entry.file].rollup(entry.chunk)
+                if doc:
+                    yield doc
+
+    def _overlapping(self, start: float, end: float) -> Iterator[int]:
+        first = max(0, bisect.bisect_right(self._firsts, start) - 1)
+        for e in range(first, len(self._entries)):
+            entry = self._entries[e]
+            if entry.first > end:
+                break
+            if entry.last >= start:
+                yield e
+
     def pairs(
         self, start: float, end: float, interval: float | None
     ) -> Iterator[tuple[RecordedSample, RecordedSample, Frame]]:
@@ -423,48 +450,6 @@ class RecordingTimeline:
             if pair is not None and pair.elapsed_s and first is not None and second is not None:
                 yield first, second, pair
             a = b
-
-
-def pressure_of(doc: Any) -> Pressure | None:
-    """A :class:`Pressure` from its recorded JSON (``Pressure.as_json()``)."""
-    if not isinstance(doc, dict):
-        return None
-    resources = {}
-    for name, res in doc.items():
-        if not isinstance(res, dict):
-            continue
-        lines = []
-        for kind in ("some", "full"):
-            line = res.get(kind)
-            try:
-                lines.append(PressureLine(**line) if isinstance(line, dict) else None)
-            except TypeError:
-                lines.append(None)
-        resources[str(name)] = ResourcePressure(lines[0], lines[1])
-    return Pressure(resources)
-
-
-def frame_events(events: Any) -> Iterator[FrameEvent]:
-    """Recorded events as :class:`FrameEvent` (kinds ``device-*``, ``setting``, ``probe``)."""
-    for event in events or ():
-        if not isinstance(event, dict):
-            continue
-        source = event.get("source")
-        if source == "device":
-            yield FrameEvent(str(event.get("kind")), str(event.get("text")), event.get("device"))
-            continue
-        doc = event.get("record")
-        if not isinstance(doc, dict):
-            continue
-        device = doc.get("device") if isinstance(doc.get("device"), str) else None
-        kind = "setting" if source == "changes" else "probe"
-        if kind == "setting" and "setting" in doc:
-            text = f"{device or '?'} {doc.get('setting')}: {doc.get('old')} -> {doc.get('new')}"
-            if doc.get("kind") or doc.get("type"):
-                text = f"{doc.get('kind') or doc.get('type')}: {text}"
-        else:
-            text = json.dumps(doc, separators=(",", ":"))[:200]
-        yield FrameEvent(kind, text, device)
 
 
 def open_timeline(

@@ -127,6 +127,8 @@ class MountEntry:
     """Mount source, e.g. ``/dev/vda1`` or ``overlay``; empty when the line has none."""
     super_options: str
     """Per-superblock options (overlay's ``upperdir=`` lives here); may be empty."""
+    mount_id: int = -1
+    """The mount's unique id (first field; ``mnt_id`` in ``/proc/PID/fdinfo/N``)."""
 
 
 def mountinfo_entries(text: str) -> Iterator[MountEntry]:
@@ -147,6 +149,7 @@ def mountinfo_entries(text: str) -> Iterator[MountEntry]:
             tail[0] if tail else "?",
             unescape_mount_path(tail[1]) if len(tail) > 1 else "",
             tail[2] if len(tail) > 2 else "",
+            int(parts[0]) if _is_number(parts[0]) else -1,
         )
 
 

@@ -17,85 +17,22 @@ direct I/O. :data:`V1_WRITEBACK_NOTE` says so, once, wherever cgroups are shown.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, replace
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
 
 from iotop_plus.sampling.cgroup_files import IoLimits
-from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, CgroupStat, IoRates
-
-if TYPE_CHECKING:
-    from iotop_plus.sampling.frame import CgroupFrame
+from iotop_plus.sampling.cgroup_v1_limits import BLKIO_THROTTLE, LIMIT_KEYS
+from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, IoRates
 
 THROTTLED_SHARE = 0.9
 """A cgroup using this share of a limit over the interval counts as throttled."""
-LIMIT_KEYS = ("rbps", "wbps", "riops", "wiops")
-"""The limits, in the rulings' order (bytes/s and I/Os per second, read and write)."""
-V1_FILES = {
-    "rbps": "blkio.throttle.read_bps_device",
-    "wbps": "blkio.throttle.write_bps_device",
-    "riops": "blkio.throttle.read_iops_device",
-    "wiops": "blkio.throttle.write_iops_device",
-}
 IO_MAX = "io.max"
-BLKIO_THROTTLE = "blkio.throttle"
 V1_WRITEBACK_NOTE = (
     "cgroup v1 blkio charges buffered writes to the root cgroup (the flusher writes them "
     "back): a writer's cgroup shows only its direct I/O"
 )
 """Said once on v1 and hybrid hosts (``top --by cgroup`` stderr, the Cgroups tab)."""
-
-
-def parse_v1_throttle(texts: Mapping[str, str | None]) -> dict[str, dict[str, int | None]]:
-    """The four v1 throttle files (key of :data:`V1_FILES` -> text; None: absent) as
-    ``{MAJ:MIN: {rbps, wbps, riops, wiops}}`` (None: no limit); devices without any left out.
-
-    Raises:
-        ValueError: quoting the first line that is not ``MAJ:MIN VALUE``.
-    """
-    out: dict[str, dict[str, int | None]] = {}
-    for key in LIMIT_KEYS:
-        for line in (texts.get(key) or "").splitlines():
-            words = line.split()
-            if not words:
-                continue
-            major, sep, minor = words[0].partition(":")
-            if (
-                len(words) != 2
-                or not sep
-                or not (major.isdigit() and minor.isdigit())
-                or not words[1].isdigit()
-            ):
-                raise ValueError(f"{V1_FILES[key]}: {line.strip()[:80]!r}")
-            if int(words[1]):
-                limits = out.setdefault(words[0], dict.fromkeys(LIMIT_KEYS))
-                limits[key] = int(words[1])
-    return out
-
-
-def read_v1_limits(
-    path: str, rel: str, problems: list[str], read: Callable[[str], str]
-) -> IoLimits | None:
-    """The v1 throttle limits of the cgroup directory ``path`` (None: no throttle files);
-    a file that cannot be read or parsed is one line in ``problems``."""
-    texts: dict[str, str | None] = {}
-    for key, name in V1_FILES.items():
-        try:
-            texts[key] = read(os.path.join(path, name))
-        except (FileNotFoundError, NotADirectoryError):
-            texts[key] = None
-        except OSError as exc:
-            problems.append(f"cannot read {rel}/{name}: {exc.strerror or exc}")
-            return None
-    if all(t is None for t in texts.values()):
-        return None
-    try:
-        return IoLimits(parse_v1_throttle(texts), source=BLKIO_THROTTLE)
-    except ValueError as exc:
-        problems.append(f"{rel}: {exc}")
-        return None
 
 
 def _used(rates: IoRates | None, key: str) -> float | None:
@@ -213,20 +150,3 @@ def limits_from_doc(doc: Any) -> dict[str, IoLimits]:
         if maxes:
             out[path] = IoLimits(maxes, source=source)
     return out
-
-
-def with_limits(part: CgroupFrame | None, doc: Any) -> CgroupFrame | None:
-    """A replayed cgroup part with the recorded limits (``L``) put back on its cgroups (a
-    limited cgroup that did no I/O gets a row of its own); unchanged without limits."""
-    limits = limits_from_doc(doc)
-    if part is None or not limits:
-        return part
-    stats = dict(part.sample.cgroups)
-    for path, found in limits.items():
-        stat = stats.get(path)
-        stats[path] = (
-            replace(stat, limits=found)
-            if stat is not None
-            else CgroupStat(path, 0, None, None, found)
-        )
-    return replace(part, sample=replace(part.sample, cgroups=MappingProxyType(stats)))

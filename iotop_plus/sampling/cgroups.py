@@ -28,7 +28,6 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroup_fds import OpenFiles
@@ -41,9 +40,6 @@ from iotop_plus.sampling.cgroup_files import (
     v1_not_counted,
 )
 from iotop_plus.sampling.pressure import PressureLine, ResourcePressure, parse_pressure
-
-if TYPE_CHECKING:
-    from iotop_plus.sampling.frame import CgroupFrame
 
 MAX_FILE_BYTES = 1 << 20
 """A cgroup file larger than this is not read (a captured tree's endless file)."""
@@ -473,7 +469,7 @@ class CgroupReader:
 
 
 def _read_v1_limits(path: str, rel: str, problems: list[str]) -> IoLimits | None:
-    from iotop_plus.sampling.cgroup_limits import read_v1_limits
+    from iotop_plus.sampling.cgroup_v1_limits import read_v1_limits
 
     return read_v1_limits(path, rel, problems, _read)
 
@@ -579,17 +575,3 @@ def _push_children(
         return
     except OSError as exc:
         problems.append(f"cannot list {rel}: {exc.strerror or exc}")
-
-
-@dataclass(frozen=True)
-class ThrottleFrame:
-    """The cgroups with an I/O limit and their rates, as of one frame."""
-
-    part: CgroupFrame | None
-    """Only the limited cgroups (with their limits and counters); None when off."""
-    scan_s: float | None = None
-    """What the last scan for limits took, seconds (None: none yet)."""
-    read_s: float = 0.0
-    """What this frame's counter reads took, seconds."""
-    problem: str | None = None
-    """Why throttling is not checked (one line), or None."""

@@ -28,6 +28,11 @@ frame lacks is named in ``unchecked``, never guessed. When nothing holds, the ve
   :data:`NEAR_BACKGROUND` of the background threshold in the last frames while
   ``nr_written`` rises (or ``Writeback`` is not 0) and the device writes (medium). Needs the
   memory part.
+* ``blocked``: threads wait in uninterruptible sleep on a file or mount on the device (or one
+  of its partitions) and the oldest has waited :data:`BLOCKED_S` or more without running
+  (:mod:`iotop_plus.sampling.blocked`). High for a frozen filesystem or a wait of
+  :data:`BLOCKED_LONG_S` or more, else medium. It holds on an idle device too: a frozen
+  filesystem's device does no I/O at all. Needs the blocked part.
 * ``queue``: requests spend more time in the scheduler queue than in the device (queue
   share of queue + device time >= 50 %: medium; >= 75 %: high). Needs the latency tracer.
 * ``sync``: the device's fsync/fdatasync p99 is 10 ms or more, and whether they wait on
@@ -52,9 +57,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from iotop_plus.sampling.health_gate import HealthPart
+from iotop_plus.sampling.issuers_part import IssuersPart
 from iotop_plus.sampling.lookback import MIN_IOPS, RECENT, Lookback, as_lookback, await_ms
+from iotop_plus.sampling.memory import MemoryPart
 from iotop_plus.sampling.saturation import Finding, capped, saturated
 from iotop_plus.sampling.sync_verdict import sync_waits
+from iotop_plus.sampling.throttle_watch import ThrottlePart
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.cgroup_limits import DeviceLimit
@@ -62,7 +71,17 @@ if TYPE_CHECKING:
     from iotop_plus.sampling.memory import Memory
     from iotop_plus.sampling.rates import DeviceRates
 
-CAUSES = ("throttled", "errors", "capped", "saturated", "writeback", "queue", "sync", "cpu")
+CAUSES = (
+    "throttled",
+    "errors",
+    "capped",
+    "saturated",
+    "writeback",
+    "blocked",
+    "queue",
+    "sync",
+    "cpu",
+)
 """Every cause, in the order they rank at equal confidence."""
 NONE = "none"
 CONFIDENCE = ("high", "medium", "low")
@@ -75,6 +94,11 @@ NEAR_BACKGROUND = 0.8
 """Dirty at this share of the background threshold or more: the flusher's territory."""
 WRITEBACK_FRAMES = 2
 """The untraced writeback rule needs the judged frame and at least this many before it."""
+BLOCKED_S = 1.0
+"""A ``blocked`` cause needs a thread that waited this long without running (a page read
+waits milliseconds: seen at one frame it says nothing)."""
+BLOCKED_LONG_S = 10.0
+"""A wait this long makes ``blocked`` high."""
 
 
 @dataclass(frozen=True)
@@ -158,7 +182,8 @@ def _limits_part(frame: Frame) -> CgroupFrame | None:
     check's limited cgroups (None: throttling is not checked)."""
     if frame.cgroups is not None:
         return frame.cgroups
-    return frame.throttles.part if frame.throttles is not None else None
+    throttles = frame.get(ThrottlePart)
+    return throttles.part if throttles is not None else None
 
 
 def _throttled(frame: Frame, device: str) -> list[Cause]:
@@ -206,7 +231,7 @@ def growth_text(grown: Mapping[str, tuple[int, int]]) -> str:
 
 
 def _errors(frame: Frame, device: str) -> list[Cause]:
-    health = frame.health
+    health = frame.get(HealthPart)
     assert health is not None
     new = health.new_errors.get(device, 0)
     grown = health.grown.get(device, {})
@@ -223,14 +248,13 @@ def _errors(frame: Frame, device: str) -> list[Cause]:
 
 
 def _writeback(frame: Frame, device: str, rates: DeviceRates, lookback: Lookback) -> list[Cause]:
-    memory = frame.memory
+    memory = frame.get(MemoryPart)
     assert memory is not None
     dirty = memory.dirty_kB or 0
     bg = memory.dirty_background_threshold_kB or 0
     top = memory.dirty_threshold_kB or 0
-    flusher = frame.issuers is not None and any(
-        i.writeback for i in frame.issuers.of(device) if i.is_kernel
-    )
+    who = frame.get(IssuersPart)
+    flusher = who is not None and any(i.writeback for i in who.of(device) if i.is_kernel)
     if rates.w_s <= 0:
         return []
     evidence: dict[str, Any] = {
@@ -277,6 +301,41 @@ def _writing_back(memory: Memory, earlier: Sequence[Memory]) -> dict[str, int] |
         rise = memory.written_pages - before
         return {"nr_written_rise": rise} if rise > 0 else None
     return {"writeback_kB": memory.writeback_kB} if memory.writeback_kB else None
+
+
+def _blocked(frame: Frame, device: str) -> list[Cause]:
+    from iotop_plus.sampling.blocked import REASON_TEXT
+    from iotop_plus.sampling.blocked_part import BlockedPart
+    from iotop_plus.sampling.diskstats import printable
+
+    tasks = frame.get(BlockedPart)
+    found = tasks.on(device) if tasks is not None else ()
+    if not found or max(g.oldest_s for g in found) < BLOCKED_S:
+        return []
+    oldest = max(found, key=lambda g: g.oldest_s)
+    threads = sum(g.count for g in found)
+    reasons: dict[str, int] = {}
+    for g in found:
+        reasons[g.reason] = reasons.get(g.reason, 0) + g.count
+    where = oldest.file or oldest.mount or oldest.device or device
+    evidence = {
+        "threads": threads,
+        "oldest_s": oldest.oldest_s,
+        "reasons": reasons,
+        "mount": None if oldest.mount is None else printable(oldest.mount),
+        "file": None if oldest.file is None else printable(oldest.file),
+        "syscall": oldest.syscall,
+        "pids": list(oldest.pids[:5]),
+    }
+    high = "frozen" in reasons or oldest.oldest_s >= BLOCKED_LONG_S
+    call = f"{oldest.syscall} on " if oldest.syscall else "on "
+    who = f" (pid {oldest.pids[0]} {oldest.comm})" if oldest.pids else ""
+    text = printable(
+        f"{threads} {'thread' if threads == 1 else 'threads'} blocked, "
+        f"{REASON_TEXT.get(oldest.reason, oldest.reason)}: {call}{where} "
+        f"for {oldest.oldest_s:.0f} s{who}"
+    )
+    return [Cause("blocked", evidence, "high" if high else "medium", text)]
 
 
 def _queue(frame: Frame, device: str) -> list[Cause]:
@@ -333,7 +392,7 @@ def _with_cpu(found: list[Cause], some: float | None) -> list[Cause]:
 def top_issuer(frame: Frame, device: str) -> dict[str, Any] | None:
     """The device's top issuer (by IOPS when traced, else by bytes from the estimate) as
     ``{"pid", "comm", "share_pct"}``; None without issuers or I/O."""
-    issuers = frame.issuers
+    issuers = frame.get(IssuersPart)
     found = issuers.of(device) if issuers is not None else ()
     if issuers is None or not found:
         return None
@@ -356,15 +415,18 @@ def unchecked_causes(frame: Frame) -> tuple[str, ...]:
     missing = []
     if _limits_part(frame) is None:
         missing.append("throttled")
-    if frame.health is None:
+    if frame.get(HealthPart) is None:
         missing.append("errors")
-    if frame.memory is None or not frame.memory.has_figures:
+    memory = frame.get(MemoryPart)
+    if memory is None or not memory.has_figures:
         missing.append("writeback")
     if frame.latency is None or not frame.latency.has_figures:
         missing.append("queue")
     pressure = frame.pressure
     if pressure is None or "cpu" not in pressure.resources:
         missing.append("cpu")
+    if "blocked" not in frame.parts:
+        missing.append("blocked")
     return tuple(missing)
 
 
@@ -409,7 +471,8 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
         "aqu-sz": _r(rates.aqu_sz),
         "%util": _r(rates.util),
     }
-    if iops < MIN_IOPS and rates.util < 5.0:
+    stuck = _blocked(frame, device) if "blocked" not in unchecked else []
+    if iops < MIN_IOPS and rates.util < 5.0 and not stuck:
         return Diagnosis((Cause(NONE, figures, "high", "idle: no I/O to explain"),), unchecked)
     found: list[Cause] = []
     if "throttled" not in unchecked:
@@ -419,6 +482,7 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
     found += _saturation(frame, device, lookback)
     if "writeback" not in unchecked:
         found += _writeback(frame, device, rates, lookback)
+    found += stuck
     if "queue" not in unchecked:
         found += _queue(frame, device)
     slow_syncs = sync_waits(frame, device)

@@ -1,32 +1,73 @@
-"""The frames' health step at no cost while nobody wants health: the health modules (smartctl,
-the kernel log, their imports) load only once :data:`~iotop_plus.sampling.frame.HEALTH` is
-wanted, so a plain ``snapshot`` starts as fast as before."""
+"""The frame's health part, at no cost while nobody wants health: the health modules (smartctl,
+the kernel log, their imports) load only once :data:`HEALTH` is wanted, so a plain
+``snapshot`` starts as fast as before."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from iotop_plus.sampling.frame import LATENCY
+from iotop_plus.sampling.part import FramePart, ReadContext
 
 if TYPE_CHECKING:
     from iotop_plus.roots import Roots
     from iotop_plus.sampling.frame import FrameEvent
-    from iotop_plus.sampling.health_part import HealthFrame, HealthPart
-    from iotop_plus.sampling.inventory import Inventory
-    from iotop_plus.sampling.latency_hist import LatencyFrame
-    from iotop_plus.sampling.sampler import Sample
+    from iotop_plus.sampling.health_part import HealthFrame, HealthState
+
+HEALTH = "health"
+"""The health part's key: device health (a worker thread reads smartctl/sysfs) and I/O errors
+since the start."""
 
 
-def health_step(
-    part: HealthPart | None,
-    wanted: bool,
-    roots: Roots,
-    inventory: Inventory,
-    sample: Sample,
-    latency: LatencyFrame | None = None,
-) -> tuple[HealthPart | None, HealthFrame | None, tuple[FrameEvent, ...]]:
-    """:func:`iotop_plus.sampling.health_part.health_step`, or nothing at all (no import)
-    while health is neither wanted nor running."""
-    if part is None and not wanted:
-        return None, None, ()
-    from iotop_plus.sampling.health_part import health_step as step
+class HealthReader:
+    """The health worker and error counter, started at the first frame that reads health."""
 
-    return step(part, wanted, roots, inventory, sample, latency)
+    def __init__(self, roots: Roots) -> None:
+        self.roots = roots
+        self.state: HealthState | None = None
+
+    def read(self, ctx: ReadContext) -> tuple[HealthFrame | None, tuple[FrameEvent, ...]]:
+        """This frame's health and its ``io-error`` events; nothing on a frame without
+        devices. The I/O errors come from the latency tracer while it counts them, else the
+        kernel log."""
+        from iotop_plus.sampling.health_part import health_step
+
+        latency: Any = ctx.values.get(LATENCY)
+        wanted = bool(ctx.sample.counters)
+        self.state, health, events = health_step(
+            self.state, wanted, ctx.roots, ctx.inventory, ctx.sample, latency
+        )
+        return health, events
+
+    def close(self) -> None:
+        """Stop the worker and release the kernel log."""
+        state, self.state = self.state, None
+        if state is not None:
+            state.close()
+
+
+class HealthPart(FramePart["HealthFrame"]):
+    """Each device's latest health reading, its age and I/O errors since the start, recorded
+    as ``H`` (by :class:`~iotop_plus.record.recorded_health.HealthParts`: only when it
+    changed and at each chunk's start, so :meth:`record_json` gives nothing of its own)."""
+
+    key = HEALTH
+    letter = "H"
+
+    def reader(self, roots: Roots) -> HealthReader:
+        """Starts nothing until the first frame."""
+        return HealthReader(roots)
+
+    def to_json(self, value: HealthFrame) -> Any:
+        """:meth:`~iotop_plus.sampling.health_part.HealthFrame.as_json`."""
+        return value.as_json()
+
+    def from_json(self, doc: Any) -> HealthFrame | None:
+        """:func:`~iotop_plus.sampling.health_part.health_from_json`."""
+        from iotop_plus.sampling.health_part import health_from_json
+
+        return health_from_json(doc)
+
+    def record_json(self, value: HealthFrame) -> Any:  # noqa: ARG002
+        """Nothing: the recorder's health writer decides when ``H`` is due."""
+        return None

@@ -1,5 +1,6 @@
 """The health part of a frame: the latest reading of every device and its age, and the
-kernel's failed requests since this process started (:data:`~iotop_plus.sampling.frame.HEALTH`).
+kernel's failed requests since this process started (the frame part
+:class:`~iotop_plus.sampling.health_gate.HealthPart`).
 
 Readings come from :class:`HealthWorker`, a thread of its own (never the frame thread or the
 UI): one device at a time, each at most every :data:`REFRESH_S`, smartctl killed after
@@ -436,7 +437,7 @@ class HealthWorker:
                 self._cond.notify_all()
 
 
-class HealthPart:
+class HealthState:
     """The health worker, the I/O error counter and what the frames need between them."""
 
     def __init__(self, roots: Roots, worker: HealthWorker | None = None) -> None:
@@ -512,21 +513,21 @@ class HealthPart:
         if self.kmsg is not None:
             self.kmsg.close()
 
-    def stopped(self) -> HealthPart | None:
+    def stopped(self) -> HealthState | None:
         """:meth:`close`, then None (for the owner's ``part = part.stopped()``)."""
         self.close()
         return None
 
 
 def health_step(
-    part: HealthPart | None,
+    part: HealthState | None,
     wanted: bool,
     roots: Roots,
     inventory: Inventory,
     sample: Sample,
     latency: LatencyFrame | None = None,
-) -> tuple[HealthPart | None, HealthFrame | None, tuple[FrameEvent, ...]]:
-    """One frame's step of :class:`~iotop_plus.sampling.frame.LiveSource`: the part (started
+) -> tuple[HealthState | None, HealthFrame | None, tuple[FrameEvent, ...]]:
+    """One frame's step of :class:`~iotop_plus.sampling.live_source.LiveSource`: the part (started
     when first wanted, closed when no longer wanted), this frame's health and its events.
 
     The I/O errors come from ``latency``'s tracer while it counts them, else the kernel log.
@@ -535,7 +536,7 @@ def health_step(
         if part is not None:
             part.close()
         return None, None, ()
-    part = part if part is not None else HealthPart(roots)
+    part = part if part is not None else HealthState(roots)
     counted = latency.errors if latency is not None and latency.state == RUNNING else None
     health, events = part.frame(inventory, sample.monotonic, counted)
     return part, health, events

@@ -290,7 +290,7 @@ class _Who:
     read_at: float
 
 
-class IssuerPart:
+class IssuerReader:
     """Builds each frame's :class:`IssuersFrame` from the tracer's attribution (or the
     processes' estimate), reading ``/proc/PID`` only for pids it has not seen lately."""
 

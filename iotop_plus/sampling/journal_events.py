@@ -2,7 +2,8 @@
 
 Other runs (the TUI, ``set``, ``probe``, ``sweep``, ``ab``, ``restore``) append to the state
 directory's ``changes.jsonl`` and ``probes.jsonl``. :class:`JournalPart` tails both with the one
-:class:`~iotop_plus.state.JsonlTail` each, and every new line becomes a
+:class:`~iotop_plus.state.JsonlTail` each (:class:`JournalReader`, the reader of the frame part
+:class:`JournalPart`), and every new line becomes a
 :class:`~iotop_plus.sampling.frame.FrameEvent` of kind ``setting`` or ``probe`` carrying the line
 unchanged, its wall time and the matching monotonic time. The recorder, ``serve`` and the TUI's
 chart marks take them from the frame; none of them reads the journals itself.
@@ -13,10 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iotop_plus.sampling.frame import FrameEvent
-from iotop_plus.state import CHANGES, PROBES, JsonlTail, StateDir
+from iotop_plus.sampling.part import FramePart, ReadContext
+from iotop_plus.state import CHANGES, PROBES, JsonlTail, StateDir, chosen_state_dir
+
+if TYPE_CHECKING:
+    from iotop_plus.roots import Roots
 
 SETTING = "setting"
 """Event kind of a line of the settings journal."""
@@ -36,8 +41,6 @@ PROBE_RESULT_RECORD = "probe-result"
 """The ``record`` of a probe result line."""
 EXPERIMENT_RECORD = "experiment"
 """The ``record`` of a sweep's or A/B's result line."""
-MARKED_RECORDS = frozenset({CHANGE_RECORD, PROBE_RESULT_RECORD, EXPERIMENT_RECORD})
-"""Journal lines drawn as chart marks (an intent or keep line is recorded, not drawn)."""
 
 
 def record_wall_time(doc: Mapping[str, Any]) -> float | None:
@@ -142,15 +145,6 @@ def recorded_events(
     return tuple(out)
 
 
-def is_marked(kind: str, record: Mapping[str, Any] | None) -> bool:
-    """Whether an event of ``kind`` with this journal line is drawn as a chart mark."""
-    if kind in ("writeback", "io-error"):  # dirty crossed the background threshold; failed I/O
-        return True
-    if kind not in (SETTING, PROBE):
-        return False
-    return record is None or record.get("record") in MARKED_RECORDS
-
-
 @dataclass(frozen=True)
 class JournalLine:
     """One new line of a journal, as the journal part read it."""
@@ -163,7 +157,7 @@ class JournalLine:
     """The line, unchanged."""
 
 
-class JournalPart:
+class JournalReader:
     """The tails of the settings and probe journals of one state directory.
 
     Args:
@@ -190,3 +184,72 @@ class JournalPart:
                 problems.append(tail.problem)
             lines += [JournalLine(source, kind, doc) for doc in docs]
         return lines, frozenset(restarted), tuple(problems)
+
+    def close(self) -> None:
+        """The tails hold no descriptor between reads; the state directory is its owner's."""
+
+
+@dataclass(frozen=True)
+class JournalState:
+    """What a frame says about the journals besides their new lines (which are its events)."""
+
+    restarted: frozenset[str] = frozenset()
+    """Journals (``changes``, ``probes``) replaced or cut shorter since the previous frame:
+    what was counted from them must be dropped."""
+    problems: tuple[str, ...] = ()
+    """Why a journal could not be read for this frame (one line each)."""
+
+
+class JournalEvents:
+    """The journal part's reader: each new line an event at its own wall time and the
+    monotonic time that matches it (never after the frame)."""
+
+    def __init__(self, journal: JournalReader) -> None:
+        self.journal = journal
+
+    def read(self, ctx: ReadContext) -> tuple[JournalState, tuple[FrameEvent, ...]]:
+        """This frame's new lines as events, and the journals' state."""
+        lines, restarted, problems = self.journal.read()
+        wall, mono = ctx.sample.wall_time, ctx.sample.monotonic
+        events = tuple(journal_event(line.source, line.record, wall, mono) for line in lines)
+        return JournalState(restarted, problems), events
+
+    def close(self) -> None:
+        """As :meth:`JournalReader.close`."""
+        self.journal.close()
+
+
+class JournalPart(FramePart[JournalState]):
+    """Setting changes and probe results of every run, as ``setting`` and ``probe`` events.
+
+    Its lines are recorded with the other events (``E``), so it has no letter of its own. The
+    caller that wants it gives the reader (:func:`journal_reader`, its state directory);
+    wanted without one, it tails the default state directory from now on.
+    """
+
+    key = "journal"
+
+    def reader(self, roots: Roots) -> JournalEvents:  # noqa: ARG002
+        """The default state directory's journals, from now on."""
+        return JournalEvents(JournalReader(StateDir(chosen_state_dir(None))))
+
+    def to_json(self, value: JournalState) -> Any:
+        """``{"restarted": [...], "problems": [...]}``."""
+        return {"restarted": sorted(value.restarted), "problems": list(value.problems)}
+
+    def from_json(self, doc: Any) -> JournalState | None:
+        """The state a document describes; None for anything else."""
+        if not isinstance(doc, Mapping):
+            return None
+        restarted, problems = doc.get("restarted"), doc.get("problems")
+        if not isinstance(restarted, list) or not isinstance(problems, list):
+            return None
+        return JournalState(
+            frozenset(s for s in restarted[:2] if isinstance(s, str)),
+            tuple(p for p in problems[:2] if isinstance(p, str)),
+        )
+
+
+def journal_reader(state: StateDir, *, history: bool = False) -> JournalEvents:
+    """The journal part's reader for ``state`` (``history``: also the lines already there)."""
+    return JournalEvents(JournalReader(state, history=history))

@@ -18,6 +18,8 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
+from iotop_plus.sampling.memory import MemoryPart
+
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame import Frame
     from iotop_plus.sampling.memory import Memory
@@ -81,7 +83,7 @@ class Lookback:
 
     def memories(self) -> list[Memory]:
         """The host's dirty memory in the earlier frames, oldest first."""
-        return [f.memory for f in self.frames if f.memory is not None]
+        return [m for f in self.frames if (m := f.get(MemoryPart)) is not None]
 
     def baseline(self, device: str) -> float | None:
         """The median await (ms) of ``device``'s quiet earlier frames; None with none."""

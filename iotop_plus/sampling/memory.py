@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
+from iotop_plus.sampling.part import FramePart
 from iotop_plus.sampling.units import cgroup_bytes
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame import FrameEvent
+    from iotop_plus.sampling.part import ReadContext
 
 WRITEBACK = "writeback"
 """The frame event kind of a crossing of the background threshold (a chart mark)."""
@@ -215,7 +217,7 @@ def _memory(values: list[int | None], problem: str | None = None) -> Memory:
     return Memory(dirty, writeback, threshold, background, problem)
 
 
-class MemoryPart:
+class MemoryReader:
     """Reads :class:`Memory` for each frame and marks when dirty crosses the background
     threshold (an event of kind :data:`WRITEBACK`, drawn on every device's charts)."""
 
@@ -226,10 +228,13 @@ class MemoryPart:
         self.roots = roots
         self._above: bool | None = None
 
-    def read(self) -> tuple[Memory, tuple[FrameEvent, ...]]:
+    def read(self, ctx: ReadContext | None = None) -> tuple[Memory, tuple[FrameEvent, ...]]:  # noqa: ARG002
         """The figures now, and the crossing since the previous read (if one)."""
         memory = read_memory(self.roots)
         return memory, self.crossing(memory)
+
+    def close(self) -> None:
+        """Nothing held open."""
 
     def crossing(self, memory: Memory) -> tuple[FrameEvent, ...]:
         """The event when ``memory`` crosses the background threshold (up at it, down below
@@ -252,3 +257,24 @@ class MemoryPart:
         else:
             text = f"dirty {_kb(dirty)} back below background threshold {_kb(bg)}"
         return (FrameEvent(WRITEBACK, text),)
+
+
+class MemoryPart(FramePart[Memory]):
+    """Dirty and writeback memory and their thresholds: read with the disks (cheap), recorded
+    as ``M``."""
+
+    key = "memory"
+    letter = "M"
+    always = True
+
+    def reader(self, roots: Roots) -> MemoryReader:
+        """Reads ``/proc/meminfo`` and ``/proc/vmstat``."""
+        return MemoryReader(roots)
+
+    def to_json(self, value: Memory) -> Any:
+        """:meth:`Memory.as_json`."""
+        return value.as_json()
+
+    def from_json(self, doc: Any) -> Memory | None:
+        """:func:`memory_from_json`."""
+        return memory_from_json(doc)

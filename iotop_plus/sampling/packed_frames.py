@@ -29,7 +29,7 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.frame import NO_PARTS, Frame
 from iotop_plus.sampling.packed_parts import (
     LEVEL,
     PICKLED,
@@ -37,9 +37,9 @@ from iotop_plus.sampling.packed_parts import (
     HealthPickle,
     compressed,
     dumped,
+    part_values,
     parts_of,
     pickled,
-    with_ages,
 )
 from iotop_plus.sampling.rates import DeviceRates
 from iotop_plus.sampling.sampler import Sample
@@ -162,9 +162,11 @@ def _shell(frame: Frame, prev: PackedFrame | None, pickled: bool) -> Frame:
     """``frame`` without counters, rates and (``pickled``) the pickled parts; the sets and
     mappings equal to the frame before's are that frame's objects."""
     changes: dict[str, Any] = dict.fromkeys(PICKLED) if pickled else {}
+    if pickled:
+        changes["parts"] = NO_PARTS
     if prev is not None:
         before = prev.shell
-        for name in ("ever_used", "nr_requests", "queues", "journal_restarted"):
+        for name in ("ever_used", "nr_requests"):
             if getattr(frame, name) == getattr(before, name):
                 changes[name] = getattr(before, name)
     return dataclasses.replace(
@@ -344,8 +346,8 @@ class Packer:
                 frame_changes, sample_changes = changes
                 parts.update(frame_changes)
         sample = dataclasses.replace(shell.sample, counters=counters, **sample_changes)
-        if "health" in parts:
-            parts["health"] = with_ages(parts["health"], sample.monotonic)
+        if "parts" in parts:
+            parts["parts"] = part_values(parts["parts"], sample.monotonic)
         return dataclasses.replace(shell, sample=sample, rates=rates, **parts)
 
 

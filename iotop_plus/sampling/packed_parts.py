@@ -12,28 +12,27 @@ from __future__ import annotations
 import copyreg
 import dataclasses
 import io
+import json
 import pickle
 import zlib
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from iotop_plus.sampling.frame import Frame, ProcessFrame
+from iotop_plus.sampling import registry
+from iotop_plus.sampling.frame import NO_PARTS, Frame, ProcessFrame
 from iotop_plus.sampling.health_part import HealthFrame
 from iotop_plus.sampling.processes import TaskCounters, TaskKey, TaskRates, TaskTotals
 
-PICKLED = (
-    "processes",
-    "cgroups",
-    "issuers",
-    "health",
-    "latency",
-    "pressure",
-    "memory",
-    "throttles",
-)
-"""The frame's fields kept here (None in the ring's shell of the frame). As objects they were
-five to ten times their pickles' size; the health part alone was ~3 KB a frame at 60 devices."""
+PICKLED = ("processes", "cgroups", "latency", "pressure", "parts")
+"""The frame's fields kept here (None, or no part values, in the ring's shell of the frame). As
+objects they were five to ten times their pickles' size; the health part alone was ~3 KB a
+frame at 60 devices. The registered parts' values (``parts``) are kept one by one
+(:func:`_part_entries`)."""
+_PICKLE = 0
+"""A part value kept as its pickle."""
+_JSON = 1
+"""A part value that does not pickle, kept as its part's ``to_json`` (read with ``from_json``)."""
 
 
 def _proxy(d: dict[Any, Any]) -> MappingProxyType[Any, Any]:
@@ -143,6 +142,10 @@ class HealthPickle:
     append (#25)."""
 
     def __init__(self) -> None:
+        self.last: dict[str, tuple[object, bytes]] = {}
+        """Each other part's last value and its pickle, by key: a value that is the very
+        object of the frame before (the queue settings until they are re-read) is not
+        pickled again."""
         self._made_of: tuple[Any, ...] | None = None
         self._readings: tuple[Any, ...] = ()
         self._bytes = b""
@@ -170,6 +173,49 @@ class HealthPickle:
         return self._bytes
 
 
+def _part_entries(frame: Frame, health: HealthPickle | None) -> tuple[Any, ...]:
+    """The registered parts' values of ``frame``, each ``(key, how, bytes)``: pickled alone
+    (a health part without its ages, through ``health``), else through its part's
+    ``to_json`` (a value that does not pickle)."""
+    out = []
+    for key, value in frame.parts.items():
+        packable = _without_ages(value, frame.monotonic)
+        if health is not None and type(packable) is HealthFrame:
+            out.append((key, _PICKLE, health.dumped(packable)))
+            continue
+        seen = health.last.get(key) if health is not None else None
+        if seen is not None and seen[0] is value:
+            out.append((key, _PICKLE, seen[1]))
+            continue
+        try:
+            raw = dumped(packable)
+            if health is not None:
+                health.last[key] = (value, raw)
+            out.append((key, _PICKLE, raw))
+        except (pickle.PicklingError, TypeError, AttributeError):
+            part = registry.part(key)
+            if part is None:
+                raise
+            out.append((key, _JSON, json.dumps(part.to_json(value)).encode()))
+    return tuple(out)
+
+
+def part_values(entries: tuple[Any, ...], monotonic: float) -> Mapping[str, object]:
+    """The values :func:`_part_entries` kept, by key, as of the frame's ``monotonic`` time."""
+    if not entries:
+        return NO_PARTS
+    out: dict[str, object] = {}
+    for key, how, raw in entries:
+        if how == _PICKLE:
+            out[key] = with_ages(pickle.loads(raw), monotonic)
+        else:
+            part = registry.part(key)
+            value = part.from_json(json.loads(raw)) if part is not None else None
+            if value is not None:
+                out[key] = value
+    return MappingProxyType(out)
+
+
 def pickled(frame: Frame, health: HealthPickle | None = None) -> tuple[bytes, ...] | None:
     """Each of ``frame``'s parts pickled alone (the processes task by task), or None;
     ``health`` keeps the health part's last pickle, for a packer that packs frame after
@@ -177,24 +223,24 @@ def pickled(frame: Frame, health: HealthPickle | None = None) -> tuple[bytes, ..
     out: list[bytes] = []
     try:
         for name in PICKLED:
-            value = _packable(frame, name)
+            if name == "parts":
+                out.append(dumped(_part_entries(frame, health)))
+                continue
+            value = getattr(frame, name)
             if name == "processes" and value is not None:
                 value = _task_records(value) or value
-            if health is not None and name == "health" and type(value) is HealthFrame:
-                out.append(health.dumped(value))
-                continue
             out.append(dumped(value))
     except (pickle.PicklingError, TypeError, AttributeError):
         return None  # something that does not pickle: the parts stay as they are
     return tuple(out)
 
 
-def _unpickled(parts: tuple[bytes, ...]) -> tuple[Any, ...]:
+def _unpickled(parts: tuple[bytes, ...]) -> list[Any]:
     values = [pickle.loads(part) for part in parts]
     processes = PICKLED.index("processes")
     if isinstance(values[processes], tuple):
         values[processes] = _processes_from(values[processes])
-    return tuple(values)
+    return values
 
 
 # Consecutive frames' parts are mostly the same bytes (the same top processes with their
@@ -241,13 +287,13 @@ def _ages(health: HealthFrame, monotonic: float) -> dict[str, float]:
     return {n: max(0.0, monotonic - r.read_monotonic) for n, r in health.readings.items()}
 
 
-def _packable(frame: Frame, name: str) -> Any:
-    """The part ``name`` of ``frame`` as pickled: a live health part without its ages, which
-    are rebuilt from the readings and the frame's time (they were a third of the pickled
-    parts at 60 devices, and the only thing in health that moves every frame)."""
-    value = getattr(frame, name)
-    if name == "health" and value is not None and value.age_s == _ages(value, frame.monotonic):
-        return dataclasses.replace(value, **{"age_s": None})
+def _without_ages(value: Any, monotonic: float) -> Any:
+    """A part value as pickled: a live health part without its ages, which are rebuilt from
+    the readings and the frame's time (they were a third of the pickled parts at 60 devices,
+    and the only thing in health that moves every frame)."""
+    if type(value) is HealthFrame and value.age_s == _ages(value, monotonic):
+        no_ages: dict[str, Any] = {"age_s": None}
+        return dataclasses.replace(value, **no_ages)
     return value
 
 
@@ -258,8 +304,10 @@ def with_ages(health: Any, monotonic: float) -> Any:
     return health
 
 
-def parts_of(parts: bytes, base: bytes | None) -> tuple[Any, ...]:
-    """The values packed into ``parts`` (compressed against ``base``'s, if given)."""
+def parts_of(parts: bytes, base: bytes | None) -> list[Any]:
+    """The values packed into ``parts`` (compressed against ``base``'s, if given): those of
+    :data:`PICKLED` (the registered parts' still as entries, for :func:`part_values`), then
+    the shell's changes."""
     if base is None:
         return _unpickled(pickle.loads(zlib.decompress(parts)))
     base_raw, base_parts = _base_raw(base)

@@ -59,6 +59,9 @@ class ReadContext:
     :attr:`TraceProgram.parse` returned, merged over the ticks); None while not tracing."""
     tracer_status: str | None = None
     """Why the tracer is not tracing (one line), when the part traces and it is not."""
+    latency: object | None = None
+    """The frame's latency part (a :class:`~iotop_plus.sampling.latency_hist.LatencyFrame`)
+    while the latency tracer runs; None otherwise."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +123,9 @@ class FramePart(Generic[V]):
     """Read on every frame that reads devices; else only while some consumer wants ``key``."""
     after: ClassVar[tuple[str, ...]] = ()
     """Keys of parts whose values :attr:`ReadContext.values` must hold (read first)."""
+    wants: ClassVar[tuple[str, ...]] = ()
+    """What the frame must also read while this part is wanted (``LiveSource.want`` keys:
+    ``latency`` runs the latency tracer whose histograms :attr:`ReadContext.latency` holds)."""
     live_only: ClassVar[bool] = False
     """Read on the live host only (a captured tree has no such state to read)."""
 
@@ -140,6 +146,11 @@ class FramePart(Generic[V]):
         """The value a recorded document describes; None for a document it cannot read
         (files are untrusted: never raise on their content)."""
         raise NotImplementedError
+
+    def record_json(self, value: V) -> Any:
+        """What the recorder writes under :attr:`letter` for this frame; None: nothing this
+        frame (a part that writes only while its figures are exact, or only on change)."""
+        return self.to_json(value)
 
     def disk_json(self, value: V, device: str) -> Mapping[str, Any]:  # noqa: ARG002
         """Keys this part adds to ``snapshot``'s entry for ``device`` (``{}``: none)."""

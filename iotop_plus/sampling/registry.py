@@ -2,7 +2,10 @@
 these and name no part themselves.
 
 Entries are ``module:Class`` so a part's module loads only when something reads the registry
-(the start of a ``snapshot`` pays for no part it does not use).
+(the start of a ``snapshot`` pays for no part it does not use). A part with a
+:attr:`~iotop_plus.sampling.part.FramePart.record_flag` names it after the class
+(``module:Class --flag``), so the command line gets its ``record``/``snapshot`` options from
+here without loading any part (:func:`record_flags`).
 """
 
 from __future__ import annotations
@@ -14,8 +17,16 @@ from typing import Any
 from iotop_plus.sampling.part import FramePart
 
 REGISTERED: tuple[str, ...] = (
-    "iotop_plus.sampling.sync_part:SyncPart",
-    "iotop_plus.sampling.jbd2_part:Jbd2Part",
+    "iotop_plus.sampling.journal_events:JournalPart",
+    "iotop_plus.sampling.memory:MemoryPart",
+    "iotop_plus.sampling.queue_settings:QueuePart",
+    "iotop_plus.sampling.throttle_watch:ThrottlePart",
+    "iotop_plus.sampling.issuers_part:IssuersPart",
+    "iotop_plus.sampling.health_gate:HealthPart",
+    "iotop_plus.sampling.blocked_part:BlockedPart --blocked",
+    "iotop_plus.sampling.latency_part:LatencyHistogramsPart --latency",
+    "iotop_plus.sampling.sync_part:SyncPart --sync",
+    "iotop_plus.sampling.jbd2_part:Jbd2Part --sync",
 )
 """The parts, in read order (a part is read after those named in its ``after``)."""
 
@@ -49,7 +60,7 @@ def parts() -> tuple[FramePart[Any], ...]:
         if _loaded is None:
             found: list[FramePart[Any]] = []
             for entry in REGISTERED:
-                module, _, name = entry.partition(":")
+                module, _, name = entry.split()[0].partition(":")
                 found.append(getattr(importlib.import_module(module), name)())
             found.extend(_extra)
             keys = [p.key for p in found]
@@ -65,3 +76,12 @@ def parts() -> tuple[FramePart[Any], ...]:
 def part(key: str) -> FramePart[Any] | None:
     """The registered part named ``key``, if any."""
     return next((p for p in parts() if p.key == key), None)
+
+
+def record_flags() -> tuple[str, ...]:
+    """The ``record --X`` options of the registered parts (``X`` without dashes), from the
+    registry's lines and the parts added with :func:`register`, loading no part module."""
+    flags = [w[2:] for entry in REGISTERED for w in entry.split()[1:] if w.startswith("--")]
+    with _lock:
+        flags += [p.record_flag for p in _extra if p.record_flag is not None]
+    return tuple(dict.fromkeys(flags))

@@ -31,6 +31,7 @@ from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
 from iotop_plus.sampling.diskstats import DiskCounters
 from iotop_plus.sampling.frame import Frame, ProcessFrame
+from iotop_plus.sampling.issuers_part import IssuersPart
 from iotop_plus.sampling.packed_frames import PackedFrame, Packer
 
 DEFAULT_MINUTES = 15
@@ -300,7 +301,8 @@ def strip_processes(frame: Frame, keep: int) -> Frame:
             key=lambda k: (procs.totals[k].read_bytes or 0) + (procs.totals[k].write_bytes or 0),
             reverse=True,
         )
-    issuers = frame.issuers.devices.values() if frame.issuers is not None else ()
+    who_part = frame.get(IssuersPart)
+    issuers = who_part.devices.values() if who_part is not None else ()
     wanted = {i.pid for who in issuers for i in who if i.pid is not None}
     top = ranked[:keep] + [k for k in ranked[keep:] if k[0] in wanted]
     tasks = procs.sample.tasks

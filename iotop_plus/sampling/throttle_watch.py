@@ -18,7 +18,6 @@ until the Cgroups tab reads the cgroups. Measured on this host's kernel cgroupfs
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -27,12 +26,15 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import CGROUPS, Frame, LiveSource
+from iotop_plus.sampling.frame import CGROUPS, CgroupFrame
+from iotop_plus.sampling.part import FramePart, ReadContext
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.cgroup_files import IoCounters, IoLimits
-    from iotop_plus.sampling.cgroups import CgroupLayout, CgroupSample, CgroupStat, ThrottleFrame
+    from iotop_plus.sampling.cgroups import CgroupLayout, CgroupSample, CgroupStat
 
+THROTTLES = "throttles"
+"""The throttle part's key."""
 SCAN_S = 30.0
 """The limits are looked for again at most this often (new cgroups, changed limits)."""
 SCAN_BUDGET_S = 0.25
@@ -83,8 +85,6 @@ class ThrottleWatch:
 
     def frame(self) -> ThrottleFrame:
         """The limited cgroups and their rates since the previous call."""
-        from iotop_plus.sampling.cgroups import ThrottleFrame
-
         if self.idle:
             return ThrottleFrame(None)
         if self.off is not None:
@@ -97,7 +97,6 @@ class ThrottleWatch:
         started = time.monotonic()
         sample = self._sample(started)
         from iotop_plus.sampling.cgroups import cgroup_rates_between
-        from iotop_plus.sampling.frame import CgroupFrame
 
         rates = cgroup_rates_between(self._prev, sample)
         self._prev = sample
@@ -199,7 +198,7 @@ def _cgroup_dirs(root: str, problems: list[str]) -> list[tuple[str, str, int]]:
 
 def _limits_of(path: str, rel: str, v1: bool, problems: list[str]) -> IoLimits | None:
     from iotop_plus.sampling.cgroup_files import parse_limits
-    from iotop_plus.sampling.cgroup_limits import read_v1_limits
+    from iotop_plus.sampling.cgroup_v1_limits import read_v1_limits
     from iotop_plus.sampling.cgroups import _read, _read_optional
 
     if v1:
@@ -241,20 +240,54 @@ def _counters(
     return MappingProxyType(found)
 
 
-class ThrottleSource(LiveSource):
-    """The live source whose frames carry :attr:`Frame.throttles` while they carry no
-    cgroups (the TUI's: its Device tab judges throttling with the Cgroups tab closed)."""
+@dataclass(frozen=True)
+class ThrottleFrame:
+    """The cgroups with an I/O limit and their rates, as of one frame."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """As :class:`~iotop_plus.sampling.frame.LiveSource`."""
-        super().__init__(*args, **kwargs)
+    part: CgroupFrame | None
+    """Only the limited cgroups (with their limits and counters); None when off."""
+    scan_s: float | None = None
+    """What the last scan for limits took, seconds (None: none yet)."""
+    read_s: float = 0.0
+    """What this frame's counter reads took, seconds."""
+    problem: str | None = None
+    """Why throttling is not checked (one line), or None."""
+
+
+class ThrottleReader:
+    """The throttle part's reader: the watch, made at the first frame that needs it."""
+
+    def __init__(self, roots: Roots) -> None:
+        self.roots = roots
         self._watch: ThrottleWatch | None = None
 
-    def next_frame(self, early: Callable[[Frame], object] | None = None) -> Frame:
-        """The next frame, with the throttle check when the full cgroups are not read."""
-        frame = super().next_frame(early)
-        if self.wants(CGROUPS) or not self.devices:
-            return frame  # the cgroup part judges throttling
+    def read(self, ctx: ReadContext) -> tuple[ThrottleFrame | None, tuple[()]]:
+        """The limited cgroups now; nothing while the full cgroup part is read (it judges
+        throttling) or the frame reads no devices."""
+        if CGROUPS in ctx.wanted or not ctx.sample.counters:
+            return None, ()
         if self._watch is None:
             self._watch = ThrottleWatch(self.roots)
-        return dataclasses.replace(frame, throttles=self._watch.frame())
+        return self._watch.frame(), ()
+
+    def close(self) -> None:
+        """Nothing held open between frames."""
+
+
+class ThrottlePart(FramePart[ThrottleFrame]):
+    """The limited cgroups' rates without the cgroups part (the TUI's Device tab judges
+    throttling with the Cgroups tab closed). Not recorded: the cgroup part's ``L`` is."""
+
+    key = THROTTLES
+
+    def reader(self, roots: Roots) -> ThrottleReader:
+        """A watch of ``roots``' cgroups."""
+        return ThrottleReader(roots)
+
+    def to_json(self, value: ThrottleFrame) -> Any:
+        """Not kept apart from the frame: the live ring keeps the object itself."""
+        raise NotImplementedError
+
+    def from_json(self, doc: Any) -> ThrottleFrame | None:  # noqa: ARG002
+        """Never recorded."""
+        return None

@@ -25,7 +25,7 @@ from iotop_plus.sampling.history import History
 from iotop_plus.sampling.joined_timeline import JoinedTimeline, OpenOlder
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.sampling.sampler import HostInfo, Sampler
-from iotop_plus.sampling.throttle_watch import ThrottleSource
+from iotop_plus.sampling.sources import live_source
 from iotop_plus.sampling.timeline import Timeline
 from iotop_plus.tui.engine import strip_cycles
 from iotop_plus.tui.engine.input_driver import quiet_driver
@@ -224,7 +224,7 @@ def make_app(
     a frame source or a runner of their own. ``devices``: kernel names named on the command
     line, shown alone (the first selected)."""
     return IotopPlusApp(
-        source if source is not None else ThrottleSource(roots, sampler),
+        source if source is not None else live_source(roots, sampler, throttles=True),
         config or Config(),
         history=history,
         host=host,

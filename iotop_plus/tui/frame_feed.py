@@ -16,17 +16,10 @@ from textual.message import Message
 
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import (
-    CGROUPS,
-    HEALTH,
-    ISSUERS,
-    LATENCY_QUEUE,
-    PROCESSES,
-    Frame,
-    FrameSource,
-    LiveSource,
-)
+from iotop_plus.sampling.frame import CGROUPS, LATENCY_QUEUE, PROCESSES, Frame, FrameSource
+from iotop_plus.sampling.health_gate import HEALTH
 from iotop_plus.sampling.history import History, Mark
+from iotop_plus.sampling.issuers_part import ISSUERS
 from iotop_plus.sampling.lookback import LookbackFeed
 from iotop_plus.sampling.ring_timeline import RingTimeline
 from iotop_plus.tui.engine.refresh_batch import one_update
@@ -68,6 +61,10 @@ class FrameFeed:
         self.source = source
         """Where frames come from."""
         self._issuers_by: set[str] = set()
+        self._asked: set[str] = set()
+        """The parts this feed asked the source for."""
+        self._detail: tuple[int | None, str | None] = (None, None)
+        """The process and cgroup the frames detail."""
         """The views that show issuers (the tracer attributes requests while any does)."""
         self.history = history
         """Recent rates per device, for the charts (recorded even while paused)."""
@@ -169,10 +166,15 @@ class FrameFeed:
             self.screen.notify(printable(text), severity="error", timeout=10, markup=False)
         self.screen.show_problem(text)
 
+    def _ask(self, part: str, on: bool) -> None:
+        """``source.want(part, on)``, remembering what this feed asked for."""
+        (self._asked.add if on else self._asked.discard)(part)
+        self.source.want(part, on)
+
     def want_processes(self, on: bool) -> None:
         """A view shows processes (or no longer does); the next frames carry them or not."""
-        was = getattr(self.source, "wants", lambda _part: False)(PROCESSES)
-        self.source.want(PROCESSES, on)
+        was = PROCESSES in self._asked
+        self._ask(PROCESSES, on)
         if on and not was and self.thread is not None:
             self.thread.sample_now()  # rows now; their rates from the frame after
 
@@ -192,29 +194,29 @@ class FrameFeed:
 
     def want_cgroups(self, on: bool) -> None:
         """A view shows cgroups (or no longer does); the next frames carry them or not."""
-        was = getattr(self.source, "wants", lambda _part: False)(CGROUPS)
-        self.source.want(CGROUPS, on)
+        was = CGROUPS in self._asked
+        self._ask(CGROUPS, on)
         if on and not was and self.thread is not None:
             self.thread.sample_now()
 
-    def want_sync(self, on: bool) -> None:
-        """The Sync tab shows (or no longer does): the next frames carry the sync and journal
-        parts (the tracer times syncs while some consumer wants them) or not."""
-        for key in ("sync", "jbd2"):
-            self.source.want(key, on)
-        if on and self.thread is not None:
+    def want_part(self, key: str, on: bool) -> None:
+        """A view shows frame part ``key`` (:mod:`iotop_plus.sampling.registry`), or no
+        longer: the next frames carry it or not; the first comes at once."""
+        was = key in self._asked
+        self._ask(key, on)
+        if on and not was and self.thread is not None:
             self.thread.sample_now()
 
     def set_detail_cgroup(self, path: str | None) -> None:
         """Frames list the processes of cgroup ``path``; the next one comes at once."""
-        if isinstance(self.source, LiveSource):
-            self.source.detail_cgroup = path
+        self._detail = (self._detail[0], path)
+        self.source.detail(*self._detail)
         if path is not None and self.thread is not None:
             self.thread.sample_now()
 
     def set_detail_pid(self, pid: int | None) -> None:
         """Frames carry threads and open files of ``pid``; the next one comes at once."""
-        if isinstance(self.source, LiveSource):
-            self.source.detail_pid = pid
+        self._detail = (pid, self._detail[1])
+        self.source.detail(*self._detail)
         if pid is not None and self.thread is not None:
             self.thread.sample_now()

@@ -6,6 +6,7 @@ from __future__ import annotations
 from iotop_plus.sampling.diagnosis import growth_text
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.health import DeviceHealth
+from iotop_plus.sampling.health_gate import HealthPart
 from iotop_plus.sampling.health_part import NOT_READ_YET
 
 SEVERITY_MARK = "!"
@@ -72,7 +73,7 @@ def _age(seconds: float | None) -> str:
 
 def health_facts(name: str, frame: Frame | None) -> list[tuple[str, str]]:
     """(label, value) lines for the Device tab: the reading and the I/O errors."""
-    health = frame.health if frame is not None else None
+    health = frame.get(HealthPart) if frame is not None else None
     if health is None:
         return []
     reading = health.readings.get(name)
@@ -103,7 +104,7 @@ def health_facts(name: str, frame: Frame | None) -> list[tuple[str, str]]:
 
 def severity_marks(frame: Frame | None) -> dict[str, str]:
     """Devices the table marks, with why (one phrase each)."""
-    health = frame.health if frame is not None else None
+    health = frame.get(HealthPart) if frame is not None else None
     if health is None:
         return {}
     names = set(health.readings) | set(health.io_errors or {})

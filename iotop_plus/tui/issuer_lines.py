@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.issuers import issuer_text
+from iotop_plus.sampling.issuers_part import IssuersPart
 
 TOP_SHOWN = 3
 """Issuers the Device tab names."""
@@ -16,7 +17,7 @@ def issuer_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
     """The ``who`` line for ``device`` in ``frame``: its top three issuers by IOPS."""
     if frame is None:
         return []
-    issuers = frame.issuers
+    issuers = frame.get(IssuersPart)
     if issuers is None:
         return [("who", NOT_TRACED)]
     top = issuers.of(device)[:TOP_SHOWN]

@@ -49,6 +49,9 @@ class TimelineSource:
     def want(self, part: str, on: bool) -> None:
         """Recorded frames carry what was recorded; nothing to ask for."""
 
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
+        """Recorded frames carry what was recorded; nothing to detail."""
+
     def host_info(self) -> HostInfo:
         """The recorded host (or a placeholder)."""
         info = getattr(self.timeline, "host_info", None)

@@ -13,12 +13,11 @@ from pathlib import Path
 from iotop_plus.config import load_config
 from iotop_plus.devices.tuner import Journal, Tuner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import FrameSource, LiveSource
+from iotop_plus.sampling.frame import FrameSource
 from iotop_plus.sampling.joined_timeline import OpenOlder
-from iotop_plus.sampling.journal_events import JournalPart
-from iotop_plus.sampling.throttle_watch import ThrottleSource
+from iotop_plus.sampling.sources import tui_source
 from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.state import StateDir, chosen_state_dir
+from iotop_plus.state import chosen_state_dir
 from iotop_plus.tui import engine
 from iotop_plus.tui.app import make_app
 
@@ -38,10 +37,8 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
     journal = Journal.in_dir(state_dir)
     tuner = Tuner(roots, journal, is_root=is_root)
-    source = source if source is not None else ThrottleSource(roots)
-    if isinstance(source, LiveSource) and source.journal is None:
-        # Setting changes and probe results (this run's and others') come with the frames.
-        source.journal = JournalPart(StateDir(state_dir))
+    if source is None:  # the caller's source is read as it was built (cli.py builds the TUI's)
+        source = tui_source(roots, state_dir)
     app = make_app(
         roots,
         config,

@@ -121,6 +121,10 @@ class Scrubber:
         """Whether a frame of the timeline, not the live one, is on screen."""
         return self.at is not None
 
+    def origin(self) -> float | None:
+        """Wall time of the frame shown (live: the newest), or None before any frame."""
+        return self._origin()
+
     def _origin(self) -> float | None:
         if self.at is not None:
             return self.at

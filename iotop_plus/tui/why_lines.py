@@ -8,7 +8,9 @@ from collections.abc import Callable, Sequence
 from iotop_plus.sampling.diagnosis import diagnose
 from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.lookback import RECENT, Lookback
+from iotop_plus.sampling.memory import MemoryPart
 from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.throttle_watch import ThrottlePart
 from iotop_plus.sampling.timeline import Timeline
 
 
@@ -18,7 +20,7 @@ def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
     if frame is None:
         return []
     facts: list[tuple[str, str]] = []
-    memory = frame.memory
+    memory = frame.get(MemoryPart)
     if memory is not None:
         text = memory.summary()
         if memory.over_background:
@@ -71,7 +73,7 @@ def verdict_facts(
     baseline = quiet(frame.seq) if quiet is not None and frame.seq > 0 else None
     lookback = Lookback(recent_frames(frame, timeline), baseline)
     facts = [("why", diagnose(frame, device, lookback).line())]
-    throttles = frame.throttles
+    throttles = frame.get(ThrottlePart)
     if frame.cgroups is None and throttles is not None and throttles.problem:
         facts.append(("why note", throttles.problem))  # the throttle check was too costly
     return facts
@@ -94,7 +96,10 @@ WHY_HELP = (
     "the device below, named, is throttled or saturated itself, or it is a network volume "
     "with a provisioned cap: EBS, Persistent Disk, Azure disk), writeback (dirty over the "
     "background threshold while the device writes; or, without the tracer, dirty at 80 % of "
-    "it in the last five frames while nr_written rises and the device writes), queue (>= 50 "
+    "it in the last five frames while nr_written rises and the device writes), blocked "
+    "(threads in D state on a file or mount of the device, the oldest waiting >= 1 s without "
+    "running; high for a frozen filesystem or >= 10 s; read while the Blocked tab, key B, is "
+    "open), queue (>= 50 "
     "% of the time in the scheduler queue; needs the latency columns), cpu (PSI cpu some "
     ">= 30 %, only when nothing on the "
     "device side holds; otherwise each cause notes that CPU pressure may inflate await). The "

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.sampling.diskstats import parse_diskstats
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.latency import BUSY_SAMPLE, MARKER
+from iotop_plus.sampling.live_source import LiveSource
 from tests.e2e.test_latency_real import fio_randread, need_tracer, traced_source
 from tests.support.wait import holds_within
 

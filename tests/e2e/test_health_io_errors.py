@@ -22,7 +22,9 @@ import pytest
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import HEALTH, LATENCY, FrameEvent, LiveSource
+from iotop_plus.sampling.frame import LATENCY, FrameEvent
+from iotop_plus.sampling.health_gate import HEALTH, HealthPart
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -165,7 +167,7 @@ def test_while_the_tracer_runs_block_rq_error_counts_every_failed_request(
     try:
         assert source.wait_latency(30), "the tracer did not start"
         frame = source.next_frame()
-        assert frame.health is not None
+        assert frame.get(HealthPart) is not None
         with FailingWrites(dev) as writes:
             assert holds_within(lambda: writes.failed >= 20, 30)
         events: list[FrameEvent] = []
@@ -173,7 +175,7 @@ def test_while_the_tracer_runs_block_rq_error_counts_every_failed_request(
         def counted() -> bool:
             frame = source.next_frame()
             events.extend(e for e in frame.events if e.kind == "io-error")
-            health = frame.health
+            health = frame.get(HealthPart)
             assert health is not None and health.io_error_source == "tracer"
             return (health.io_errors or {}).get(dev, 0) >= writes.failed
 

@@ -11,8 +11,9 @@ import time
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import LATENCY, LiveSource
+from iotop_plus.sampling.frame import LATENCY
 from iotop_plus.sampling.latency import MARK_WAIT_S, TICK_MS, marker_present
+from iotop_plus.sampling.live_source import LiveSource
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 

@@ -19,7 +19,7 @@ import pytest
 from iotop_plus.probe.block_latency import PROBE_SAMPLE
 from iotop_plus.programs import search_path_override
 from iotop_plus.sampling.diskstats import parse_diskstats
-from iotop_plus.sampling.frame import LATENCY, LATENCY_QUEUE, Frame, LiveSource
+from iotop_plus.sampling.frame import LATENCY, LATENCY_QUEUE, Frame
 from iotop_plus.sampling.latency import MAP_KEYS_MAX, MARKER, LatencyPart, Tracer
 from iotop_plus.sampling.latency_hist import (
     FAILED,
@@ -28,6 +28,7 @@ from iotop_plus.sampling.latency_hist import (
     bucket_bounds,
     bucket_of,
 )
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.bpf_misses import tracer_misses
 from tests.support.loopdev import attach, detach, remove_node, require_loop_devices
 from tests.support.nobody import nobody_env, nobody_python

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from iotop_plus.sampling.frame import LiveSource
 from iotop_plus.sampling.history import History
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.loopdev import (
     attach,
     bound_to,

@@ -22,8 +22,7 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import LiveSource
-from iotop_plus.sampling.journal_events import JournalPart
+from iotop_plus.sampling.sources import live_source
 from iotop_plus.state import StateDir
 from iotop_plus.tui.app import make_app
 from tests.support.queue_guard import restored_queue
@@ -64,10 +63,12 @@ async def test_a_setting_change_reaches_marks_recording_and_exporter_through_the
     try:
         assert recorder.stderr is not None
         assert "recording every" in recorder.stderr.readline()  # its tails start before this
-        exporter = ExportSampler(LiveSource(Roots()), 1.0, state=state, show_all=True)
+        exporter = ExportSampler(
+            live_source(Roots(), journal=state, journal_history=True), 1.0, show_all=True
+        )
         collector = FrameCollector(exporter.view)
         exporter.step()
-        source = LiveSource(Roots(), journal=JournalPart(state))
+        source = live_source(Roots(), journal=state)
         app = make_app(Roots(), Config(interval=0.25, show_all=True), source=source)
         async with app.run_test(size=(160, 40)) as pilot:
             await wait_for(pilot, lambda: app.frames_received >= 2, "two frames")

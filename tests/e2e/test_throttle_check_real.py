@@ -15,7 +15,8 @@ import pytest
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diagnosis import diagnose
 from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.throttle_watch import ThrottleSource
+from iotop_plus.sampling.sources import live_source
+from iotop_plus.sampling.throttle_watch import ThrottlePart
 from tests.e2e.test_tui_tmux import console_script, wait_for_table
 from tests.e2e.test_who_issuers_real import BLKIO_V1, blkio_cgroup, fio_in_cgroup
 from tests.e2e.test_why_real import RIOPS, need_root
@@ -31,7 +32,7 @@ def test_the_tuis_frames_name_a_v1_throttle_without_reading_every_cgroup(
     need_root()
     dev = make_loop(64)
     devno = Path(f"/sys/block/{dev}/dev").read_text().strip()
-    source = ThrottleSource(Roots())
+    source = live_source(Roots(), throttles=True)
     with blkio_cgroup("throttle-check") as cgroup:
         where = BLKIO_V1 / cgroup.lstrip("/")
         (where / "blkio.throttle.read_iops_device").write_text(f"{devno} {RIOPS}\n")
@@ -52,8 +53,9 @@ def test_the_tuis_frames_name_a_v1_throttle_without_reading_every_cgroup(
             fio.wait()
             source.close()
     frame = frames[-1]
-    assert frame.cgroups is None and frame.throttles is not None
-    part = frame.throttles.part
+    throttles = frame.get(ThrottlePart)
+    assert frame.cgroups is None and throttles is not None
+    part = throttles.part
     assert part is not None and cgroup in part.sample.cgroups
     # Only limited cgroups are read each frame, never the whole tree.
     assert all(s.limits is not None and s.limits.max for s in part.sample.cgroups.values())

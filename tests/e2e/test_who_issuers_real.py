@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.sampling import latency
-from iotop_plus.sampling.frame import ISSUERS, Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.issuers import KERNEL, TRACER
+from iotop_plus.sampling.issuers_part import ISSUERS, IssuersPart
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.bpf_misses import tracer_misses
 from tests.support.cgroup_trees import remove_live_cgroup
 from tests.support.mounts import unmount
@@ -112,7 +114,7 @@ def traced_requests(frames: list[Frame], dev: str, pid: int | None) -> tuple[flo
     """(reads, writes) the frames charged to ``pid`` on ``dev`` (None: the kernel entry)."""
     reads = writes = 0.0
     for frame in frames:
-        lat, who = frame.latency, frame.issuers
+        lat, who = frame.latency, frame.get(IssuersPart)
         if lat is None or who is None or who.source != TRACER or not lat.span_s:
             continue
         for issuer in who.of(dev):
@@ -125,7 +127,7 @@ def traced_requests(frames: list[Frame], dev: str, pid: int | None) -> tuple[flo
 def _coverage(frames: list[Frame]) -> str:
     """What the frames' tracer covered, for a failure's message."""
     spans = [f.latency.span_s or 0.0 for f in frames if f.latency]
-    untraced = sum(1 for f in frames if f.issuers is None or f.issuers.source != TRACER)
+    untraced = sum(1 for f in frames if (w := f.get(IssuersPart)) is None or w.source != TRACER)
     partial = sum(1 for f in frames if f.latency and f.latency.partial)
     return (
         f"{len(frames)} frames, traced span {sum(spans):.2f} s, "
@@ -137,8 +139,8 @@ def _written_by(frames: list[Frame], dev: str) -> dict[str, float]:
     """kB written to ``dev`` in the frames by each issuer (``comm[pid]``), for a message."""
     out: dict[str, float] = {}
     for f in frames:
-        if f.issuers and f.latency:
-            for i in f.issuers.of(dev):
+        if (w := f.get(IssuersPart)) and f.latency:
+            for i in w.of(dev):
                 key = f"{i.comm}[{i.pid}]"
                 out[key] = out.get(key, 0.0) + i.wkB_s * (f.latency.span_s or 0.0)
     return out
@@ -165,7 +167,7 @@ def test_two_fio_jobs_in_two_cgroups_are_named_on_their_devices(
         for dev, job, out, cgroup in zip(devs, jobs, outputs, (cg_a, cg_b), strict=True):
             assert job.returncode == 0, out
             fio = json.loads(out)["jobs"][0]["read"]
-            seen = [i for f in frames if f.issuers for i in f.issuers.of(dev)]
+            seen = [i for f in frames if (w := f.get(IssuersPart)) for i in w.of(dev)]
             mine = [i for i in seen if i.pid == job.pid]
             assert mine, f"fio (pid {job.pid}) is not among {dev}'s issuers"
             assert all(i.comm == "fio" for i in mine)
@@ -177,14 +179,14 @@ def test_two_fio_jobs_in_two_cgroups_are_named_on_their_devices(
             print(f"{dev}: fio {fio['iops']:.0f} IOPS, traced {traced_iops:.0f}")
             assert traced_iops == pytest.approx(fio["iops"], rel=0.05), _coverage(frames)
             top = max(
-                (i for f in frames if f.issuers for i in f.issuers.of(dev)), key=lambda i: i.iops
+                (i for f in frames if (w := f.get(IssuersPart)) for i in w.of(dev)),
+                key=lambda i: i.iops,
             )
             assert top.pid == job.pid
             assert top.read.p50_ms is not None and top.read.max_ms is not None
         other = devs[1]
-        assert not any(
-            i.pid == jobs[0].pid for f in frames if f.issuers for i in f.issuers.of(other)
-        ), "the first job's I/O was charged to the other device"
+        charged = [i.pid for f in frames if (w := f.get(IssuersPart)) for i in w.of(other)]
+        assert jobs[0].pid not in charged, "the first job's I/O was charged to the other device"
     finally:
         source.close()
 
@@ -213,15 +215,15 @@ def test_a_buffered_writers_data_is_written_back_by_the_kernel(make_loop, tmp_pa
         flush = subprocess.Popen(["sync", "-f", str(mnt / "dirty")])
         frames = frames_until(source, lambda: flush.poll() is not None, 60)
         assert flush.wait() == 0
-        kernel = [i for f in frames if f.issuers for i in f.issuers.of(dev) if i.is_kernel]
+        kernel = [i for f in frames if (w := f.get(IssuersPart)) for i in w.of(dev) if i.is_kernel]
         assert kernel and kernel[0].comm == KERNEL
         assert any(i.writeback for i in kernel), "the flusher's work was not seen"
         _, written = traced_requests(frames, dev, None)
         kb = sum(
             i.wkB_s * (f.latency.span_s or 0.0)
             for f in frames
-            if f.issuers and f.latency
-            for i in f.issuers.of(dev)
+            if (w := f.get(IssuersPart)) and f.latency
+            for i in w.of(dev)
             if i.is_kernel
         )
         # Usually 100 % (24,590 kB of 24,576 written here, the rest metadata); twice in about
@@ -365,8 +367,9 @@ def test_an_issuers_device_latency_agrees_with_fios_own(make_loop, fio_bin) -> N
     fio = json.loads(out[out.index("{") :])["jobs"][0]["read"]
     clat = fio["clat_ns"]["percentile"]
     frame = frames[0]  # all but the last requests of a late end
-    assert frame.issuers is not None and frame.latency is not None
-    [mine] = [i for i in frame.issuers.of(dev) if i.pid == job.pid]
+    who = frame.get(IssuersPart)
+    assert who is not None and frame.latency is not None
+    [mine] = [i for i in who.of(dev) if i.pid == job.pid]
     p50, p99 = mine.read.p50_ms, mine.read.p99_ms
     print(f"fio clat p50 {clat['50.000000']} ns p99 {clat['99.000000']} ns; ours {p50} {p99} ms")
     assert p50 is not None and p99 is not None

@@ -18,9 +18,11 @@ import pytest
 
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.diagnosis import Diagnosis, diagnose
-from iotop_plus.sampling.frame import CGROUPS, Frame, LiveSource
+from iotop_plus.sampling.frame import CGROUPS, Frame
+from iotop_plus.sampling.issuers_part import IssuersPart
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.lookback import LookbackFeed
-from iotop_plus.sampling.memory import WRITEBACK
+from iotop_plus.sampling.memory import WRITEBACK, MemoryPart
 from tests.e2e.test_who_issuers_real import BLKIO_V1, blkio_cgroup, fio_in_cgroup
 from tests.support.cli import cli_argv, cli_env, run_cli
 from tests.support.wait import holds_within
@@ -133,23 +135,25 @@ def test_a_dirty_heavy_buffered_writer_moves_the_writeback_figures_and_the_verdi
         with mounted_ext4(dev, tmp_path / "mnt") as mnt, dirty_background_at(16 << 20):
             os.sync()  # start below the threshold, whatever else this host wrote
             before = source.next_frame()
-            assert before.memory is not None and before.memory.dirty_background_threshold_kB
-            assert before.memory.dirty_background_threshold_kB == 16 * 1024
-            assert not before.memory.over_background, before.memory
+            memory = before.get(MemoryPart)
+            assert memory is not None and memory.dirty_background_threshold_kB
+            assert memory.dirty_background_threshold_kB == 16 * 1024
+            assert not memory.over_background, memory
             writer = subprocess.Popen(
                 ["dd", "if=/dev/zero", f"of={mnt / 'big'}", "bs=1M", "count=300"],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
             )
             try:
-                assert holds_within(storm_seen, 60), [f.memory for f in frames[-3:]]
+                assert holds_within(storm_seen, 60), [f.get(MemoryPart) for f in frames[-3:]]
             finally:
                 writer.kill()
                 writer.wait()
     finally:
         source.close()
     storm = frames[-1]
-    assert storm.memory is not None and storm.memory.over_background
+    memory = storm.get(MemoryPart)
+    assert memory is not None and memory.over_background
     cause = next(c for c in diagnose(storm, dev).causes if c.cause == "writeback")
     assert cause.evidence["dirty_kB"] >= 16 * 1024 and cause.evidence["w/s"] > 0
     # The rise over the background threshold was marked on the charts.
@@ -423,7 +427,7 @@ def test_a_buffered_writers_storm_reads_writeback_with_the_tracer_off(
                 stderr=subprocess.DEVNULL,
             )
             try:
-                assert holds_within(storm_seen, 60), [f.memory for f in frames[-3:]]
+                assert holds_within(storm_seen, 60), [f.get(MemoryPart) for f in frames[-3:]]
                 # The flusher drains dirty in bursts (to nothing and back over the threshold):
                 # the verdict stays writeback through them while the writer writes.
                 steady = [storm_seen() for _ in range(5)]
@@ -432,10 +436,11 @@ def test_a_buffered_writers_storm_reads_writeback_with_the_tracer_off(
                 writer.wait()
     finally:
         source.close()
-    assert all(steady), [(f.memory, f.rates.get(dev)) for f in frames[-5:]]
+    assert all(steady), [(f.get(MemoryPart), f.rates.get(dev)) for f in frames[-5:]]
     storm = frames[-1]
-    assert storm.issuers is None and storm.latency is None  # the tracer never ran
-    assert storm.memory is not None and storm.memory.written_pages is not None
+    assert storm.get(IssuersPart) is None and storm.latency is None  # the tracer never ran
+    memory = storm.get(MemoryPart)
+    assert memory is not None and memory.written_pages is not None
     verdict = diagnose(storm, dev, feed.before(storm))
     cause = next(c for c in verdict.causes if c.cause == "writeback")
     assert cause.evidence["w/s"] > 0

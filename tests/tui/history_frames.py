@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.sampler import Sample
 from tests.tui.canned import HOST_ROOTS, START, CannedSampler
 

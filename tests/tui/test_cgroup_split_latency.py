@@ -8,7 +8,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import CGROUPS, Frame, LiveSource
+from iotop_plus.sampling.frame import CGROUPS, Frame
 from iotop_plus.sampling.issuers import (
     ESTIMATE,
     TRACER,
@@ -16,6 +16,8 @@ from iotop_plus.sampling.issuers import (
     IssuersFrame,
     LatencyFigures,
 )
+from iotop_plus.sampling.issuers_part import IssuersPart
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.ring_timeline import RingTimeline, fill
 from iotop_plus.tui.cgroup_rows import device_split_text
 from iotop_plus.tui.replay import make_replay_app
@@ -52,7 +54,7 @@ def cgroup_frames(tmp_path: Path) -> tuple[Roots, list[Frame]]:
 
 def with_issuers(frame: Frame, source: str, share: CgroupShare) -> Frame:
     issuers = IssuersFrame(source, cgroups=MappingProxyType({"sda": (share,)}))
-    return dataclasses.replace(frame, issuers=issuers)
+    return dataclasses.replace(frame, parts={"issuers": issuers})
 
 
 def test_the_split_text_follows_each_device_with_its_traced_latency(tmp_path: Path) -> None:
@@ -61,17 +63,17 @@ def test_the_split_text_follows_each_device_with_its_traced_latency(tmp_path: Pa
     plain = device_split_text(frame.cgroups, POSTGRES)
     assert "\n  sda " in plain and "p50/p99" not in plain
     traced = device_split_text(
-        frame.cgroups, POSTGRES, issuers=with_issuers(frame, TRACER, TRACED).issuers
+        frame.cgroups, POSTGRES, issuers=with_issuers(frame, TRACER, TRACED).get(IssuersPart)
     )
     lines = traced.splitlines()
     sda = next(i for i, line in enumerate(lines) if line.startswith("  sda "))
     assert lines[sda + 1] == "    p50/p99 ms R 0.21/1.3  W 0.1/0.4"
     assert len(lines[sda + 1]) <= 40  # the side panel at 120 columns
     # An estimate (no tracer) or a recording's shares (latency unknown) add nothing.
-    estimate = with_issuers(frame, ESTIMATE, TRACED).issuers
+    estimate = with_issuers(frame, ESTIMATE, TRACED).get(IssuersPart)
     assert device_split_text(frame.cgroups, POSTGRES, issuers=estimate) == plain
     unknown = dataclasses.replace(TRACED, read=LatencyFigures(), write=LatencyFigures())
-    recorded = with_issuers(frame, TRACER, unknown).issuers
+    recorded = with_issuers(frame, TRACER, unknown).get(IssuersPart)
     assert device_split_text(frame.cgroups, POSTGRES, issuers=recorded) == plain
 
 

@@ -18,7 +18,8 @@ import pytest
 from textual.screen import Screen
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.tui.engine.testing import on_paint
 from iotop_plus.tui.screens.main import MainScreen
 from tests.support.frames import StepClock

@@ -22,9 +22,9 @@ async def test_a_device_with_io_errors_is_marked_and_its_name_stays_whole(
         frame = app.main_screen.shown_frame
         assert frame is not None
         health = HealthFrame({}, {}, {widest.name: 2}, "kmsg")
-        t.update_parts(dataclasses.replace(frame, health=health))
+        t.update_parts(dataclasses.replace(frame, parts={"health": health}))
         await step(pilot, app)  # the next frame's rows carry the mark
-        t.update_parts(dataclasses.replace(frame, health=health))
+        t.update_parts(dataclasses.replace(frame, parts={"health": health}))
         t.update_devices(frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, False)
         await pilot.pause()
         assert t.marks == {widest.name: "≥ 2 I/O errors since start"}  # kmsg: a lower bound

@@ -25,8 +25,10 @@ from iotop_plus.record.recorded_who import CommandLines, WhoParts
 from iotop_plus.record.recorder import Recorder
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource, ProcessFrame
+from iotop_plus.sampling.frame import PROCESSES, Frame, ProcessFrame
 from iotop_plus.sampling.issuers import IssuersFrame
+from iotop_plus.sampling.issuers_part import IssuersPart
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.ring_timeline import fill
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.replay import make_replay_app
@@ -312,7 +314,9 @@ async def test_scrubbed_back_this_device_only_shows_the_recorded_issuers(
         # the processes among the issuers next to the busiest ones).
         await wait_for(pilot, lambda: "2500" in panel.process_list.render_line(1).text)
         assert pids(panel)[:1] == [sleeper.pid]
-        while (frame := app.main_screen.shown_frame) is not None and frame.issuers is not None:
+        while (frame := app.main_screen.shown_frame) is not None and frame.get(
+            IssuersPart
+        ) is not None:
             await pilot.press("left_square_bracket")
             # One frame back before looking again: a look at the frame still shown pressed
             # once too often, at the oldest frame the status says something else.

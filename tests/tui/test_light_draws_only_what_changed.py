@@ -71,7 +71,7 @@ async def test_a_widget_whose_text_did_not_change_is_not_refreshed(
 
 
 FACTS = [
-    ("why", "no clear cause (unchecked: throttled, writeback, queue)"),
+    ("why", "no clear cause (unchecked: throttled, writeback, queue, blocked)"),
     ("device", "/dev/nvme0n1  (nvme)"),
     ("memory", "dirty 20.3M (bg 2.2G, max 4.5G)  writeback 0"),
 ]

@@ -16,7 +16,8 @@ from textual.app import App, ComposeResult
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.delayacct import read_delayacct, sysctl_path
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
+from iotop_plus.sampling.frame import PROCESSES, Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.tui.widgets.list_panel import ListPanel
 from iotop_plus.tui.widgets.process_panel import ProcessPanel, compact_bytes
 from tests.support.frames import StepClock, next_frames, step_until

@@ -43,7 +43,7 @@ def saturating_frames() -> list[Frame]:
             dataclasses.replace(
                 frame,
                 rates=MappingProxyType({DEVICE: r}),
-                memory=storm,
+                parts={"memory": storm},
                 pressure=psi(cpu_some=97.0),
             )
         )

@@ -14,7 +14,7 @@ import pytest
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import ISSUERS, PROCESSES, Frame, LiveSource
+from iotop_plus.sampling.frame import PROCESSES, Frame
 from iotop_plus.sampling.issuers import (
     ESTIMATE,
     KERNEL,
@@ -23,6 +23,8 @@ from iotop_plus.sampling.issuers import (
     IssuersFrame,
     LatencyFigures,
 )
+from iotop_plus.sampling.issuers_part import ISSUERS
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.keys import screen_clashes
 from iotop_plus.tui.screens.main_panels import PANEL_KEYS
@@ -72,7 +74,7 @@ class WhoSource(LiveSource):
         frame = super().next_frame(early)
         procs = self.host_procs.next_frame().processes if self.wants(PROCESSES) else None
         issuers = self.issuers() if self.wants(ISSUERS) else None
-        return dataclasses.replace(frame, processes=procs, issuers=issuers)
+        return dataclasses.replace(frame, processes=procs, parts={"issuers": issuers})
 
     def close(self) -> None:
         self.host_procs.close()

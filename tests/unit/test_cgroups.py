@@ -19,7 +19,8 @@ from iotop_plus.sampling.cgroups import (
     cgroup_rates_between,
     detect_layout,
 )
-from iotop_plus.sampling.frame import CGROUPS, PROCESSES, LiveSource
+from iotop_plus.sampling.frame import CGROUPS, PROCESSES
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.task_cgroups import TASK_CGROUP_REFRESH_S, TaskCgroups
 from tests.support.cgroup_trees import (
     CONTAINERD_ID,

@@ -20,10 +20,11 @@ from iotop_plus.commands.snapshot import emit
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.collect import inventory_doc, recorded_sample
-from iotop_plus.sampling.frame import LiveSource
-from iotop_plus.sampling.journal_events import JournalPart
-from iotop_plus.sampling.queue_settings import parse_scheduler
+from iotop_plus.sampling.journal_events import journal_reader
+from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.queue_settings import QueuePart, QueueReader, parse_scheduler
 from iotop_plus.sampling.sampler import Sampler
+from iotop_plus.sampling.sources import live_source
 from iotop_plus.state import CHANGES, MAX_LINE_BYTES, PROBES, JsonlTail, StateDir
 from tests.support.synthetic import SyntheticTree
 
@@ -64,7 +65,7 @@ def test_journal_lines_written_between_frames_are_the_next_frames_events(
     tree: SyntheticTree, state: StateDir
 ) -> None:
     state.append(CHANGES, {**CHANGE, "sequence": 0})  # before the source: not an event
-    source = LiveSource(tree.roots, journal=JournalPart(state))
+    source = live_source(tree.roots, journal=state)
     first = source.next_frame()
     assert [e for e in first.events if e.kind == "setting"] == []
     state.append(CHANGES, CHANGE)
@@ -86,27 +87,32 @@ def test_journal_lines_written_between_frames_are_the_next_frames_events(
 def test_queue_settings_are_read_on_a_setting_event_or_after_the_refresh(
     tree: SyntheticTree, state: StateDir
 ) -> None:
-    source = LiveSource(tree.roots, journal=JournalPart(state), queue_refresh_s=3600)
+    queues = QueueReader(tree.roots, refresh_s=3600)
+    source = LiveSource(tree.roots, readers={"queues": queues, "journal": journal_reader(state)})
     first = source.next_frame()
-    assert first.queues["sdb"].values["read_ahead_kb"] == 128
     assert first.nr_requests["sdb"] == 64
+    in_force = first.get(QueuePart)
+    assert in_force is not None and in_force["sdb"].values["read_ahead_kb"] == 128
     ra = tree.roots.sys_block / "sdb" / "queue" / "read_ahead_kb"
     ra.write_text("16\n")
     quiet = source.next_frame()
-    assert quiet.queues is first.queues  # no re-read: nothing said it changed
+    assert quiet.get(QueuePart) is first.get(QueuePart)  # no re-read: nothing said it changed
     state.append(CHANGES, CHANGE)
-    told = source.next_frame()
-    assert told.queues["sdb"].values["read_ahead_kb"] == 16  # re-read with the event
+    told = source.next_frame().get(QueuePart)
+    assert told is not None and told["sdb"].values["read_ahead_kb"] == 16  # re-read with the event
     ra.write_text("32\n")
-    source.queue_refresh_s = 0.0
-    assert source.next_frame().queues["sdb"].values["read_ahead_kb"] == 32  # the refresh
+    queues.refresh_s = 0.0
+    refreshed = source.next_frame().get(QueuePart)
+    assert refreshed is not None and refreshed["sdb"].values["read_ahead_kb"] == 32  # the refresh
 
 
 def test_the_exporter_counts_changes_from_the_frames_and_keeps_its_queue_view(
     tree: SyntheticTree, state: StateDir
 ) -> None:
     state.append(CHANGES, CHANGE)  # history: serve counts what the journal already holds
-    sampler = ExportSampler(LiveSource(tree.roots), 1.0, state=state, show_all=True)
+    sampler = ExportSampler(
+        live_source(tree.roots, journal=state, journal_history=True), 1.0, show_all=True
+    )
     view = sampler.step()
     assert view.changes == {("sdb", "read_ahead_kb"): 1}
     static = view.static_version
@@ -123,13 +129,13 @@ def test_the_exporter_counts_changes_from_the_frames_and_keeps_its_queue_view(
 def test_the_recorder_stores_the_frames_journal_events_unchanged(
     tree: SyntheticTree, state: StateDir
 ) -> None:
-    source = LiveSource(tree.roots, journal=JournalPart(state))
+    source = live_source(tree.roots, journal=state)
     source.next_frame()
     state.append(CHANGES, CHANGE)
     rs = recorded_sample(source.next_frame(), tree.roots, 0)
     assert list(rs.events) == [{"source": "changes", "record": CHANGE}]
     frame = source.next_frame()
-    doc = inventory_doc(frame.inventory, tree.roots, frame.nr_requests, frame.queues)
+    doc = inventory_doc(frame.inventory, tree.roots, frame.nr_requests, frame.get(QueuePart))
     queue = tree.roots.sys_block / "sdb" / "queue"
     assert doc["queue"]["sdb"] == {  # the frame's queue part, as the files say
         "nr_requests": int((queue / "nr_requests").read_text()),
@@ -148,7 +154,7 @@ def test_snapshot_json_gives_each_statistic_the_frames_events(
 ) -> None:
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
-    source = LiveSource(tree.roots, journal=JournalPart(state))
+    source = live_source(tree.roots, journal=state)
     first = source.next_frame()
     state.append(CHANGES, CHANGE)
     out = io.StringIO()

@@ -24,7 +24,7 @@ from iotop_plus.export.webconfig import WebConfigError, load_web_config
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import MS_WRAP, DiskCounters
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.latency_hist import (
     FAILED,
     RUNNING,
@@ -36,7 +36,9 @@ from iotop_plus.sampling.latency_hist import (
     bucket_bounds,
     bucket_of,
 )
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.sampler import HostInfo
+from iotop_plus.sampling.sources import live_source
 from iotop_plus.state import StateDir
 from tests.support.wait import holds_within
 
@@ -46,7 +48,9 @@ OPENMETRICS = "application/openmetrics-text; version=1.0.0"
 
 def nvme_collector(state: StateDir | None = None) -> tuple[ExportSampler, FrameCollector]:
     roots = Roots(proc=FIXTURES / "nvme" / "proc", sys=FIXTURES / "nvme" / "sys")
-    sampler = ExportSampler(LiveSource(roots), 1.0, state=state, show_all=True)
+    sampler = ExportSampler(
+        live_source(roots, journal=state, journal_history=True), 1.0, show_all=True
+    )
     sampler.step()
     return sampler, FrameCollector(sampler.view)
 
@@ -207,6 +211,9 @@ class CannedLatency:
 
     def want(self, part: str, on: bool) -> None:
         self.live.want(part, on)
+
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
+        pass
 
     def host_info(self) -> HostInfo:
         return self.live.host_info()

@@ -13,9 +13,10 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import HEALTH, LiveSource
 from iotop_plus.sampling.health import parse_smartctl
+from iotop_plus.sampling.health_gate import HEALTH
 from iotop_plus.sampling.health_part import HealthFrame
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.wait import holds_within
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -68,7 +69,9 @@ def test_smartctl_figures_and_io_errors_are_exported_in_the_json_words(tmp_path:
     doc = json.loads((FIXTURES / "smartctl" / "nvme-media-errors-samsung-970evo.json").read_text())
     reading = parse_smartctl(doc)
     health = HealthFrame({"nvme0n1": reading}, {"nvme0n1": 30.0}, {"nvme0n1": 4}, "kmsg")
-    view = dataclasses.replace(base, frame=dataclasses.replace(base.frame, health=health))
+    view = dataclasses.replace(
+        base, frame=dataclasses.replace(base.frame, parts={"health": health})
+    )
     body = FrameCollector(lambda: view).render(None)[0]
     text = body.decode()
     for line in (

@@ -20,7 +20,7 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.fleet import FLEET_QUERIES, HISTORY_QUERIES
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.latency_hist import (
     RUNNING,
     DeviceLatency,
@@ -28,6 +28,7 @@ from iotop_plus.sampling.latency_hist import (
     LatencyFrame,
     OpLatency,
 )
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.sampler import HostInfo
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -49,6 +50,9 @@ class NvmeWithLatency:
 
     def want(self, part: str, on: bool) -> None:
         self.live.want(part, on)
+
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
+        pass
 
     def host_info(self) -> HostInfo:
         return self.live.host_info()

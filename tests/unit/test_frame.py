@@ -13,7 +13,8 @@ import pytest
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, frames_on_schedule
-from iotop_plus.sampling.frame import PROCESSES, Frame, LiveSource
+from iotop_plus.sampling.frame import PROCESSES, Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.sampler import HostInfo, Sampler
 from tests.support.wait import holds_within
 
@@ -97,6 +98,9 @@ class StepSource:
         return Frame(sample, {}, Inventory({}), False, {}, None, frozenset(), len(self.reads))
 
     def want(self, part: str, on: bool) -> None:
+        pass
+
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
         pass
 
     def host_info(self) -> HostInfo:

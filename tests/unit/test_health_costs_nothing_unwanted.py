@@ -22,7 +22,8 @@ def _loaded(want_health: bool) -> set[str]:
     code = f"""
 import json, sys
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import HEALTH, LiveSource
+from iotop_plus.sampling.health_gate import HEALTH
+from iotop_plus.sampling.live_source import LiveSource
 source = LiveSource(Roots.resolve({str(TREE / "proc")!r}, {str(TREE / "sys")!r}))
 source.want(HEALTH, {want_health})
 source.next_frame(); source.next_frame(); source.close()

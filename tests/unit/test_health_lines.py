@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.health import DeviceHealth, parse_smartctl
 from iotop_plus.sampling.health_part import NOT_READ_YET, HealthFrame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.tui.health_lines import HEALTH_HELP, health_facts, severity_marks
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -30,7 +31,7 @@ def _frame(health: HealthFrame) -> Frame:
     roots = Roots(proc=FIXTURES / "nvme" / "proc", sys=FIXTURES / "nvme" / "sys")
     source = LiveSource(roots)
     try:
-        return dataclasses.replace(source.next_frame(), health=health)
+        return dataclasses.replace(source.next_frame(), parts={"health": health})
     finally:
         source.close()
 
@@ -71,7 +72,7 @@ def test_severity_marks_errors_a_failing_verdict_and_wear_past_90() -> None:
         "sdb": "wear 95 %",
         "loop3": "2 I/O errors since start",
     }
-    assert severity_marks(dataclasses.replace(frame, health=None)) == {}
+    assert severity_marks(dataclasses.replace(frame, parts={"health": None})) == {}
 
 
 def test_the_help_says_what_each_figure_means_and_when_it_misleads() -> None:

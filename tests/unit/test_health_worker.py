@@ -14,8 +14,8 @@ import pytest
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
 from iotop_plus.sampling import health
-from iotop_plus.sampling.frame import HEALTH, LiveSource
 from iotop_plus.sampling.health import TIMED_OUT
+from iotop_plus.sampling.health_gate import HEALTH, HealthPart
 from iotop_plus.sampling.health_part import (
     HEALTH_KEYS,
     NOT_READ_YET,
@@ -23,6 +23,7 @@ from iotop_plus.sampling.health_part import (
     HealthWorker,
     health_from_json,
 )
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.wait import holds_within
 
 NVME_JSON = (
@@ -111,8 +112,9 @@ def test_frames_keep_coming_while_smartctl_hangs(
             for _ in range(3):
                 frame = source.next_frame()
             assert frame.seq == seq + 3 and _alive(pids)
-            assert frame.health is not None
-            doc = frame.health.device_json(disk)
+            got = frame.get(HealthPart)
+            assert got is not None
+            doc = got.device_json(disk)
             assert list(doc) == list(HEALTH_KEYS)
             assert doc["source"] == "none" and doc["reason"] == NOT_READ_YET
         finally:

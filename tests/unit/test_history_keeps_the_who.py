@@ -28,7 +28,8 @@ from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.cgroups import CgroupReader, cgroup_rates_between
-from iotop_plus.sampling.frame import PROCESSES, CgroupFrame, Frame, LiveSource
+from iotop_plus.sampling.frame import PROCESSES, CgroupFrame, Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.ring_timeline import RingTimeline, strip_processes
 from tests.support.cgroup_trees import synthetic_tree, systemd_tree
 from tests.support.idle import idle_processes

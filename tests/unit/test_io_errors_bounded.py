@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.health_part import HealthPart, HealthWorker
+from iotop_plus.sampling.health_part import HealthState, HealthWorker
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
 from iotop_plus.sampling.io_errors import IoError, parse_kmsg_record
 
@@ -35,9 +35,9 @@ class FloodedLog:
         pass
 
 
-def _part(tmp_path: Path, log: FloodedLog) -> HealthPart:
+def _part(tmp_path: Path, log: FloodedLog) -> HealthState:
     roots = Roots(proc=tmp_path / "proc", sys=tmp_path / "sys")
-    part = HealthPart(roots, HealthWorker(roots, use_smartctl=False))
+    part = HealthState(roots, HealthWorker(roots, use_smartctl=False))
     part.kmsg = log  # type: ignore[assignment]
     return part
 

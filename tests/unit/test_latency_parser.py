@@ -10,7 +10,7 @@ import pytest
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.frame import LATENCY, LiveSource
+from iotop_plus.sampling.frame import LATENCY
 from iotop_plus.sampling.latency import (
     MARKER,
     LatencyPart,
@@ -22,6 +22,7 @@ from iotop_plus.sampling.latency import (
     tracer_program,
 )
 from iotop_plus.sampling.latency_hist import FAILED, RUNNING, STARTING, bucket_index
+from iotop_plus.sampling.live_source import LiveSource
 
 # Shapes seen from bpftrace 0.17 -f json (REFERENCE.md), blank lines included.
 H = {

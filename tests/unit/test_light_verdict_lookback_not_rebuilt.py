@@ -10,7 +10,8 @@ import dataclasses
 
 import pytest
 
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.lookback import RECENT
 from iotop_plus.sampling.packed_frames import Packer
 from iotop_plus.sampling.ring_timeline import RingTimeline

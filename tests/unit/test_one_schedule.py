@@ -74,6 +74,9 @@ class SlowSource:
     def want(self, part: str, on: bool) -> None:
         pass
 
+    def detail(self, pid: int | None, cgroup: str | None) -> None:
+        pass
+
     def host_info(self) -> HostInfo:
         return HostInfo("h", "k", None, True)
 

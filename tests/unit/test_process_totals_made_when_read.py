@@ -13,7 +13,7 @@ import pytest
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling import processes
-from iotop_plus.sampling.frame import LiveSource
+from iotop_plus.sampling.live_source import LiveSource
 
 
 def test_a_frames_totals_are_made_only_for_the_tasks_read(monkeypatch: pytest.MonkeyPatch) -> None:

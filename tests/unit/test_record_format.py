@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 import pytest
 
-from iotop_plus.record.chunks import ChunkWriter, RecordedSample
+from iotop_plus.record.chunks import ChunkEncoder, ChunkWriter, RecordedSample
 from iotop_plus.record.format import VERSION, FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.timeline import open_timeline
@@ -196,8 +196,8 @@ def test_version_4_frame_parts_round_trip_and_unknown_types_are_skipped(tmp_path
         writer.append(RecordedSample(samples[0], parts={"M": {"dirty_kB": 12}}))
         writer.append(RecordedSample(samples[1]))
         # A later writer's part type: written by hand, as a future version would.
-        original = ChunkWriter._extras
-        writer._extras = lambda rs: [*original(rs), record(b"q", b'{"later": 1}')]  # type: ignore[method-assign]
+        original = ChunkEncoder._extras
+        writer._encoder._extras = lambda rs: [*original(rs), record(b"q", b'{"later": 1}')]  # type: ignore[method-assign]
         writer.append(RecordedSample(samples[2], parts={"W": {"loop0": [{"pid": 7}]}}))
         writer.close_chunk()
     finally:
@@ -212,4 +212,4 @@ def test_version_4_frame_parts_round_trip_and_unknown_types_are_skipped(tmp_path
     ]
     assert warnings == []
     with pytest.raises(ValueError, match="no recorded frame part"):
-        ChunkWriter._extras(RecordedSample(samples[3], parts={"Z": {}}))
+        ChunkEncoder._extras(RecordedSample(samples[3], parts={"Z": {}}))

@@ -15,8 +15,9 @@ from iotop_plus.commands import snapshot
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.collect import inventory_doc
 from iotop_plus.record.times import zone_of
-from iotop_plus.sampling.frame import LiveSource
+from iotop_plus.sampling import sources
 from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler
+from iotop_plus.sampling.sources import live_source
 from iotop_plus.sampling.timeparse import parse_time
 from tests.support.synthetic import SyntheticTree
 
@@ -58,7 +59,9 @@ def test_recorded_snapshot_prints_the_live_figures(
     tree = SyntheticTree(tmp_path / "tree", 6)
     canned = CannedSampler(tree, 6)
     samples = list(canned.samples)
-    monkeypatch.setattr(snapshot, "LiveSource", lambda roots: LiveSource(roots, sampler=canned))
+    monkeypatch.setattr(
+        sources, "live_source", lambda roots, **kw: live_source(roots, canned, **kw)
+    )
     live = io.StringIO()
     assert snapshot.run(args_for("-f", fmt, "-i", "0.001", "-c", "5"), tree.roots, live) == 0
 

@@ -18,9 +18,10 @@ import pytest
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.recorded_health import HEALTH, HealthParts
-from iotop_plus.sampling.frame import Frame, LiveSource
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.health import DeviceHealth
 from iotop_plus.sampling.health_part import HealthFrame
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.synthetic import SyntheticTree
 
 
@@ -78,7 +79,7 @@ def _add_health(
     frame = dataclasses.replace(
         last,
         sample=dataclasses.replace(last.sample, wall_time=wall),
-        health=_health(dict(readings), age=age),
+        parts={"health": _health(dict(readings), age=age)},
         inventory_changed=False,
     )
     return parts.add(RecordedSample(frame.sample), frame, 1, True)

@@ -20,9 +20,11 @@ from types import MappingProxyType
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame, LiveSource, ProcessFrame
+from iotop_plus.sampling.frame import Frame, ProcessFrame
 from iotop_plus.sampling.health import DeviceHealth
+from iotop_plus.sampling.health_gate import HEALTH, HealthPart
 from iotop_plus.sampling.health_part import HealthFrame
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.packed_frames import KEY_EVERY
 from iotop_plus.sampling.pid_files import IoCounters
 from iotop_plus.sampling.processes import TaskCounters, TaskKey, TaskRates, TaskTotals
@@ -97,7 +99,7 @@ def _frames(base: Path, count: int, *, churn: bool = False) -> Iterator[Frame]:
                 frame,
                 sample=dataclasses.replace(frame.sample, wall_time=1.7e9 + 0.25 * i),
                 processes=_churned(processes, i) if churn else processes,
-                health=health,
+                parts={"health": health},
             )
     finally:
         disks.close()
@@ -147,8 +149,10 @@ def test_frames_with_health_come_back_equal_with_their_ages(mem_path: Path, chur
     for frame in kept[::7]:
         found = ring.frame_at(frame.wall_time)
         assert found == frame
-        assert found is not None and found.health is not None and frame.health is not None
-        assert dict(found.health.age_s) == dict(frame.health.age_s)
+        assert found is not None
+        found_health, health = found.get(HealthPart), frame.get(HealthPart)
+        assert found_health is not None and health is not None
+        assert dict(found_health.age_s) == dict(health.age_s)
 
 
 def test_recorded_ages_that_are_not_the_readings_own_are_kept(mem_path: Path) -> None:
@@ -156,15 +160,17 @@ def test_recorded_ages_that_are_not_the_readings_own_are_kept(mem_path: Path) ->
     # A replayed frame's ages come from the recording, not from this process's clock.
     odd = [
         dataclasses.replace(
-            f, health=dataclasses.replace(f.health, age_s=dict.fromkeys(f.health.age_s, 12.5))
+            f,
+            parts={HEALTH: dataclasses.replace(h, age_s=dict.fromkeys(h.age_s, 12.5))},
         )
         for f in frames
-        if f.health is not None
+        if (h := f.get(HealthPart)) is not None
+        if f.get(HealthPart) is not None
     ]
     ring = RingTimeline(15, 0.25)
     for frame in odd:
         ring.append(frame)
-    assert [f.health for f in ring.frames()] == [f.health for f in odd]
+    assert [f.get(HealthPart) for f in ring.frames()] == [f.get(HealthPart) for f in odd]
 
 
 def test_process_parts_the_records_cannot_hold_come_back_equal_too(mem_path: Path) -> None:

@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 
 from iotop_plus.sampling.delayacct import DelayAcct
-from iotop_plus.sampling.frame import Frame, LiveSource, ProcessFrame
+from iotop_plus.sampling.frame import Frame, ProcessFrame
 from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.packed_frames import KEY_EVERY
 from iotop_plus.sampling.pid_files import IoCounters
 from iotop_plus.sampling.processes import ProcessSample, TaskCounters, TaskRates, TaskTotals

@@ -20,6 +20,7 @@ from iotop_plus.commands import snapshot
 from iotop_plus.commands.snapshot import IOSTAT_COLUMNS
 from iotop_plus.roots import PROC_ENV, SYS_ENV, Roots
 from iotop_plus.sampling import frame as frame_module
+from iotop_plus.sampling import live_source
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 IOSTAT_KEYS = [key for key, _ in IOSTAT_COLUMNS]
@@ -226,17 +227,17 @@ def _after_the_baseline(monkeypatch: pytest.MonkeyPatch, change: Callable[[], ob
     A hook on the frame source, not on ``time.sleep``: a loaded host can make the baseline read
     outlast a 0.01 s interval, and then the schedule takes the next frame without sleeping.
     """
-    real_next = frame_module.LiveSource.next_frame
+    real_next = live_source.LiveSource.next_frame
     calls = []
 
-    def next_frame(self: frame_module.LiveSource) -> frame_module.Frame:
+    def next_frame(self: live_source.LiveSource) -> frame_module.Frame:
         frame = real_next(self)
         calls.append(frame)
         if len(calls) == 1:
             change()
         return frame
 
-    monkeypatch.setattr(frame_module.LiveSource, "next_frame", next_frame)
+    monkeypatch.setattr(live_source.LiveSource, "next_frame", next_frame)
 
 
 def test_rates_over_a_changing_tree(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import Any
 
 from iotop_plus.sampling.latency_hist import Histogram
 from iotop_plus.sampling.sync_part import DeviceSync, FileSync, SyncFrame
@@ -21,11 +22,11 @@ def synced(hist: Histogram, path: str = "/var/lib/pg/wal/0001") -> SyncFrame:
 
 def test_syncs_by_file_journal_phases_and_the_verdict() -> None:
     hist = Histogram.of([12 * MS] * 90 + [30 * MS] * 10)
-    parts = {"sync": synced(hist), "jbd2": journal(10.0)}
+    parts: dict[str, Any] = {"sync": synced(hist), "jbd2": journal(10.0)}
     f = frame(
         rates(writes=200, await_ms=0.5),
         **everything(latency=latency(0.3)),
-        parts=MappingProxyType(parts),
+        **parts,
     )
     text = "\n".join(sync_lines(f, "sda"))
     assert "100 syncs (fdatasync 100): p50 " in text
@@ -38,7 +39,7 @@ def test_syncs_by_file_journal_phases_and_the_verdict() -> None:
 
 def test_untraced_and_not_recorded_say_so() -> None:
     untraced = SyncFrame(MappingProxyType({}), False, "bpftrace is not installed")
-    f = frame(rates(writes=10), parts=MappingProxyType({"sync": untraced}))
+    f = frame(rates(writes=10), sync=untraced)
     text = "\n".join(sync_lines(f, "sda"))
     assert "latency: bpftrace is not installed" in text
     assert "Journal: no jbd2 journal on this device" in text
@@ -48,7 +49,7 @@ def test_untraced_and_not_recorded_say_so() -> None:
 
 def test_a_hostile_path_is_shown_escaped() -> None:
     hist = Histogram.of([MS])
-    parts = {"sync": synced(hist, "/tmp/\x1b[2Jx")}
-    f = frame(rates(writes=10), parts=MappingProxyType(parts))
+    parts: dict[str, Any] = {"sync": synced(hist, "/tmp/\x1b[2Jx")}
+    f = frame(rates(writes=10), **parts)
     text = "\n".join(sync_lines(f, "sda"))
     assert "\x1b" not in text

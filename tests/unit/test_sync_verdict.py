@@ -45,11 +45,11 @@ def journal(commit_ms: float | None) -> Jbd2Frame:
 
 
 def verdict(syncs: SyncFrame, flush_ms: float | None, commit_ms: float | None) -> dict[str, Any]:
-    parts = {"sync": syncs, "jbd2": journal(commit_ms)}
+    parts: dict[str, Any] = {"sync": syncs, "jbd2": journal(commit_ms)}
     f = frame(
         rates(writes=200, await_ms=0.5),
         **everything(latency=latency(flush_ms)),
-        parts=MappingProxyType(parts),
+        **parts,
     )
     found = [c for c in diagnose(f, "sda").as_json() if c["cause"] == "sync"]
     return found[0] if found else {}

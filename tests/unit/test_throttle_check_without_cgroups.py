@@ -12,7 +12,8 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling import throttle_watch
 from iotop_plus.sampling.diagnosis import diagnose
 from iotop_plus.sampling.frame import CGROUPS
-from iotop_plus.sampling.throttle_watch import SCAN_S, ThrottleSource, ThrottleWatch
+from iotop_plus.sampling.sources import live_source
+from iotop_plus.sampling.throttle_watch import SCAN_S, ThrottlePart, ThrottleWatch
 from iotop_plus.tui.why_lines import verdict_facts
 from tests.support.cgroup_trees import write_cgroup
 from tests.unit.test_cgroup_limits_honesty import CRON, throttled_hybrid
@@ -84,12 +85,12 @@ def test_the_tuis_source_checks_throttling_only_while_cgroups_are_not_read(
     tmp_path: Path,
 ) -> None:
     throttled_hybrid(tmp_path)
-    source = ThrottleSource(roots_of(tmp_path))
+    source = live_source(roots_of(tmp_path), throttles=True)
     try:
         plain = source.next_frame()
-        assert plain.cgroups is None and plain.throttles is not None
+        assert plain.cgroups is None and plain.get(ThrottlePart) is not None
         source.want(CGROUPS, True)
         full = source.next_frame()
-        assert full.cgroups is not None and full.throttles is None
+        assert full.cgroups is not None and full.get(ThrottlePart) is None
     finally:
         source.close()

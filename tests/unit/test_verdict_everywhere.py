@@ -22,7 +22,7 @@ from iotop_plus.export.fleet.queries import DIAGNOSIS, DIAGNOSIS_QUERY
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.programs import find_program
 from iotop_plus.sampling.diagnosis import CAUSES
-from iotop_plus.sampling.frame import LiveSource
+from iotop_plus.sampling.live_source import LiveSource
 from tests.support.fake_prometheus import fake_prometheus
 from tests.support.synthetic import SyntheticTree
 from tests.unit.test_writeback_context import write_memory
@@ -60,7 +60,7 @@ def test_every_disk_in_snapshot_json_has_a_diagnosis_and_what_was_unchecked(
             assert entry["confidence"] in ("high", "medium", "low")
         # No cgroups, tracer, issuers or health were read for a plain snapshot (and this
         # tree has no /proc/pressure).
-        assert set(disk["unchecked"]) == {"throttled", "errors", "queue", "cpu"}
+        assert set(disk["unchecked"]) == {"throttled", "errors", "queue", "cpu", "blocked"}
 
 
 def test_snapshot_diagnose_reads_cgroups_so_throttling_is_checked(

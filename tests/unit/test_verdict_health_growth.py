@@ -15,7 +15,7 @@ from types import MappingProxyType
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diagnosis import diagnose
-from iotop_plus.sampling.health_part import HealthFrame, HealthPart, HealthWorker, health_from_json
+from iotop_plus.sampling.health_part import HealthFrame, HealthState, HealthWorker, health_from_json
 from iotop_plus.sampling.inventory import BlockDevice, Inventory
 from tests.support.wait import holds_within
 from tests.unit.test_verdict_line import everything, frame, rates
@@ -44,7 +44,7 @@ class Drive:
         self.json.write_text(json.dumps(self.doc))
 
 
-def _health_until(part: HealthPart, ok: Callable[[HealthFrame], object]) -> HealthFrame:
+def _health_until(part: HealthState, ok: Callable[[HealthFrame], object]) -> HealthFrame:
     found: list[HealthFrame] = []
 
     def ready() -> bool:
@@ -64,7 +64,7 @@ def _errors(health: HealthFrame) -> list[dict[str, object]]:
 def test_media_errors_that_grew_since_start_are_named_by_the_verdict(tmp_path: Path) -> None:
     drive = Drive(tmp_path)
     worker = HealthWorker(Roots(sys=tmp_path / "sys"), refresh_s=0.2, use_smartctl=True)
-    part = HealthPart(Roots(proc=tmp_path / "proc", sys=tmp_path / "sys"), worker)
+    part = HealthState(Roots(proc=tmp_path / "proc", sys=tmp_path / "sys"), worker)
     with search_path_override([str(drive.bin)]):
         try:
             first = _health_until(part, lambda h: "sda" in h.readings)
@@ -89,7 +89,7 @@ def test_a_critical_warning_present_from_the_start_is_not_a_new_cause(tmp_path: 
     drive = Drive(tmp_path)
     drive.set(critical_warning=0x04)  # reliability degraded, long before we started
     worker = HealthWorker(Roots(sys=tmp_path / "sys"), refresh_s=0.2, use_smartctl=True)
-    part = HealthPart(Roots(proc=tmp_path / "proc", sys=tmp_path / "sys"), worker)
+    part = HealthState(Roots(proc=tmp_path / "proc", sys=tmp_path / "sys"), worker)
     with search_path_override([str(drive.bin)]):
         try:
             first = _health_until(part, lambda h: "sda" in h.readings)

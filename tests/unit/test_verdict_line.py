@@ -4,12 +4,14 @@ data for named as unchecked (never guessed)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
 import pytest
 
+from iotop_plus.sampling.blocked import BlockedGroup, BlockedTasks
 from iotop_plus.sampling.cgroup_files import IoLimits
 from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, CgroupStat, IoRates
 from iotop_plus.sampling.diagnosis import CAUSES, Diagnosis, diagnose
@@ -68,6 +70,10 @@ def frame(
     memory: Memory | None = QUIET_MEMORY,
     **parts: Any,
 ) -> Frame:
+    """A frame of ``sda``; ``parts`` are the frame's own fields (``cgroups``, ``latency``)
+    or registered parts' values by key (``health``, ``issuers``, ``throttles``)."""
+    fields = {f.name for f in dataclasses.fields(Frame)}
+    values = {"memory": memory, **{k: v for k, v in parts.items() if k not in fields}}
     return Frame(
         sample=Sample(100.0, 1795669200.0, MappingProxyType({})),
         rates=MappingProxyType({"sda": device_rates}),
@@ -77,8 +83,8 @@ def frame(
         elapsed_s=1.0,
         ever_used=frozenset({"sda"}),
         pressure=pressure if pressure is not None else psi(),
-        memory=memory,
-        **parts,
+        parts={k: v for k, v in values.items() if v is not None},
+        **{k: v for k, v in parts.items() if k in fields},
     )
 
 
@@ -116,6 +122,7 @@ def everything(**overrides: Any) -> dict[str, Any]:
         "health": HealthFrame(MappingProxyType({}), MappingProxyType({}), MappingProxyType({})),
         "latency": LatencyFrame(RUNNING, MappingProxyType({}), span_s=1.0),
         "issuers": IssuersFrame(TRACER),
+        "blocked": BlockedTasks((), 0, 0.0, True),
     }
     parts.update(overrides)
     return parts
@@ -142,7 +149,7 @@ def test_quiet_io_with_every_part_present_is_no_clear_cause_and_nothing_unchecke
 def test_a_bare_frame_names_what_it_could_not_check_and_never_guesses() -> None:
     verdict = diagnose(frame(rates(reads=200, await_ms=40.0)), "sda")
     assert causes(verdict) == ["none"] and verdict.causes[0].confidence == "low"
-    assert set(verdict.unchecked) == {"throttled", "errors", "queue"}
+    assert set(verdict.unchecked) == {"throttled", "errors", "queue", "blocked"}
     assert "unchecked: throttled" in verdict.line()
 
 
@@ -288,3 +295,41 @@ def test_the_cgroups_are_walked_once_per_frame_however_many_devices_are_judged(
     other = frame(rates(reads=98), **everything(cgroups=cgroups(50.0, 100)))
     assert "throttled" not in causes(diagnose(other, "sda"))
     assert len(walks) == 2
+
+
+def stuck(oldest_s: float, reason: str = "frozen", device: str = "sda1") -> dict[str, Any]:
+    """Every part present, and threads blocked on ``device`` (a partition of sda)."""
+    group = BlockedGroup(
+        reason=reason,
+        wait="percpu_rwsem_wait",
+        syscall="write",
+        file="/data/f\x1b",
+        mount="/data",
+        device=device,
+        cgroup="/app",
+        count=3,
+        pids=(7, 8),
+        oldest_s=oldest_s,
+        comm="pg",
+        disk="sda" if device == "sda1" else device,
+    )
+    return everything(blocked=BlockedTasks((group,), 9, 0.0, True))
+
+
+def test_threads_blocked_on_a_frozen_filesystem_are_the_cause_even_when_the_disk_is_idle() -> None:
+    verdict = diagnose(frame(rates(busy_ms=0), **stuck(12.0)), "sda")
+    [blocked] = verdict.as_json()
+    assert blocked["cause"] == "blocked" and blocked["confidence"] == "high"
+    assert blocked["evidence"]["threads"] == 3 and blocked["evidence"]["oldest_s"] == 12.0
+    assert blocked["evidence"]["file"] == "/data/f\\x1b"
+    assert blocked["text"] == (
+        "3 threads blocked, frozen filesystem: write on /data/f\\x1b for 12 s (pid 7 pg)"
+    )
+    assert "blocked" in CAUSES
+
+
+def test_a_short_wait_or_another_device_is_no_blocked_cause() -> None:
+    assert causes(diagnose(frame(rates(busy_ms=0), **stuck(0.5)), "sda")) == ["none"]
+    assert causes(diagnose(frame(rates(busy_ms=0), **stuck(30.0, device="sdb")), "sda")) == ["none"]
+    medium = diagnose(frame(rates(reads=200), **stuck(2.0, reason="page_io")), "sda")
+    assert [(c.cause, c.confidence) for c in medium.causes] == [("blocked", "medium")]

@@ -5,6 +5,7 @@ cause only when nothing on the device side holds, and writeback seen without the
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
@@ -44,6 +45,9 @@ def frame(
     memory: Memory | None = QUIET_MEMORY,
     **parts: Any,
 ) -> Frame:
+    """``parts``: the frame's own fields or registered parts' values by key."""
+    fields = {f.name for f in dataclasses.fields(Frame)}
+    values = {"memory": memory, **{k: v for k, v in parts.items() if k not in fields}}
     return Frame(
         sample=Sample(100.0 + seq, 1795669200.0 + seq, MappingProxyType({})),
         rates=MappingProxyType(dict(devices)),
@@ -54,8 +58,8 @@ def frame(
         ever_used=frozenset(devices),
         seq=seq,
         pressure=psi(cpu_some=cpu),
-        memory=memory,
-        **parts,
+        parts={k: v for k, v in values.items() if v is not None},
+        **{k: v for k, v in parts.items() if k in fields},
     )
 
 

@@ -18,7 +18,7 @@ from iotop_plus.sampling.issuers import (
     ESTIMATE,
     KERNEL,
     TRACER,
-    IssuerPart,
+    IssuerReader,
     IssuersFrame,
     cgroup_of,
 )
@@ -152,7 +152,7 @@ def traced_frames(roots: Roots) -> tuple[LatencyFrame, IssuersFrame | None]:
     for batch in batches_of(CAPTURED.read_text()):
         tracer.push(batch)
     latency = part.frame(counters, 1e12)
-    return latency, IssuerPart(roots).frame(latency, None)
+    return latency, IssuerReader(roots).frame(latency, None)
 
 
 def test_issuers_name_pid_command_line_and_cgroup_and_fold_kernel_threads(tmp_path: Path) -> None:
@@ -195,7 +195,7 @@ def test_the_kernel_entry_says_writeback_only_when_the_flusher_worked_on_that_de
     part.frame(counters, 0.0)
     for batch in batches_of(text):
         tracer.push(batch)
-    issuers = IssuerPart(proc_tree(tmp_path)).frame(part.frame(counters, 1e12), None)
+    issuers = IssuerReader(proc_tree(tmp_path)).frame(part.frame(counters, 1e12), None)
     assert issuers is not None
     kernel = next(i for i in issuers.of("vda") if i.is_kernel)
     assert kernel.writeback is False
@@ -252,13 +252,13 @@ def test_without_the_tracer_issuers_are_an_estimate_from_proc_io(tmp_path: Path)
     )
     failed = LatencyFrame(FAILED, status="latency needs root (it runs bpftrace)")
     with open(holder, "rb"):
-        issuers = IssuerPart(roots).frame(failed, processes)
+        issuers = IssuerReader(roots).frame(failed, processes)
     assert issuers is not None and issuers.source == ESTIMATE and issuers.estimate
     assert issuers.status is not None and "latency needs root" in issuers.status
     mine = next(i for i in issuers.of(name) if i.pid == me)
     assert mine.r_s is None and mine.w_s is None
     assert (mine.rkB_s, mine.wkB_s) == (4.0, 8.0)
-    assert IssuerPart(roots).frame(failed, None) is None  # no processes read: nothing to say
+    assert IssuerReader(roots).frame(failed, None) is None  # no processes read: nothing to say
 
 
 def test_the_snapshot_table_names_each_devices_top_three_issuers(
@@ -270,13 +270,15 @@ def test_the_snapshot_table_names_each_devices_top_three_issuers(
     from iotop_plus.commands.snapshot_issuers import who_lines
 
     latency, issuers = traced_frames(proc_tree(tmp_path))
-    frame: Any = SimpleNamespace(issuers=issuers, latency=latency)
+    frame: Any = SimpleNamespace(parts={"issuers": issuers}, latency=latency)
+    frame.get = lambda part: frame.parts.get(part.key)
     asked = argparse.Namespace(issuers=True)
     [line] = who_lines(asked, ["vda", "sdz"], frame).splitlines()
     assert line.startswith("who vda: kernel writeback ")  # the flusher did the most requests
     assert line.count(" · ") == 2 and "dd[23734] " in line and " IO/s p99 " in line
     assert who_lines(argparse.Namespace(issuers=False), ["vda"], frame) == ""
-    failed: Any = SimpleNamespace(issuers=None, latency=LatencyFrame(FAILED, status="needs root"))
+    failed: Any = SimpleNamespace(latency=LatencyFrame(FAILED, status="needs root"))
+    failed.get = lambda part: None
     assert who_lines(asked, ["vda"], failed) == ""
     assert capsys.readouterr().err == (
         "iotop-plus: --issuers needs the block tracer: needs root; no who lines\n"

@@ -13,8 +13,9 @@ import pytest
 from iotop_plus.record.chunks import ChunkWriter
 from iotop_plus.record.collect import inventory_doc, recorded_sample
 from iotop_plus.record.timeline import open_timeline
-from iotop_plus.sampling.frame import LiveSource
 from iotop_plus.sampling.issuers import ESTIMATE, IssuersFrame
+from iotop_plus.sampling.issuers_part import ISSUERS, IssuersPart
+from iotop_plus.sampling.live_source import LiveSource
 from iotop_plus.sampling.sampler import Sampler
 from tests.support.synthetic import SyntheticTree
 from tests.unit.test_who_issuers import proc_tree, traced_frames
@@ -38,7 +39,7 @@ def test_recorded_issuers_come_back_in_replayed_frames(tmp_path: Path) -> None:
     live = []
     for who in (traced, estimate, None):
         tree.advance(1.0)
-        frame = dataclasses.replace(source.next_frame(), issuers=who)
+        frame = dataclasses.replace(source.next_frame(), parts={ISSUERS: who} if who else {})
         live.append(frame)
         rs = recorded_sample(frame, tree.roots, 0)
         assert ("W" in rs.parts) == (who is traced)
@@ -51,13 +52,15 @@ def test_recorded_issuers_come_back_in_replayed_frames(tmp_path: Path) -> None:
     finally:
         timeline.close()
     first, second, third = replayed
-    assert first is not None and first.issuers is not None
-    assert [i.to_json() for i in first.issuers.of("sda")] == [i.to_json() for i in traced.of("sda")]
-    recorded = {c.cgroup: (c.r_s, c.w_s, c.rkB_s, c.wkB_s) for c in first.issuers.cgroups["sda"]}
+    assert first is not None
+    first_who = first.get(IssuersPart)
+    assert first_who is not None
+    assert [i.to_json() for i in first_who.of("sda")] == [i.to_json() for i in traced.of("sda")]
+    recorded = {c.cgroup: (c.r_s, c.w_s, c.rkB_s, c.wkB_s) for c in first_who.cgroups["sda"]}
     shares = {c.cgroup: (c.r_s, c.w_s, c.rkB_s, c.wkB_s) for c in traced.cgroups["sda"]}
     assert recorded.keys() == shares.keys()
     for name, figures in shares.items():
         assert recorded[name] == pytest.approx(figures, abs=0.01)  # JSON keeps 2 decimals
     # Not recorded: nothing, rather than live figures.
-    assert second is not None and second.issuers is None
-    assert third is not None and third.issuers is None
+    assert second is not None and second.get(IssuersPart) is None
+    assert third is not None and third.get(IssuersPart) is None

@@ -23,8 +23,14 @@ from iotop_plus.record.chunks import ChunkWriter
 from iotop_plus.record.collect import inventory_doc, recorded_sample
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import LiveSource
-from iotop_plus.sampling.memory import WRITEBACK, MemoryPart, parse_memory, read_memory
+from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.memory import (
+    WRITEBACK,
+    MemoryPart,
+    MemoryReader,
+    parse_memory,
+    read_memory,
+)
 from iotop_plus.sampling.sampler import Sampler
 from tests.support.synthetic import SyntheticTree
 
@@ -113,13 +119,15 @@ def test_crossing_the_background_threshold_is_one_mark_each_way(tmp_path: Path) 
     write_memory(proc, 1000, 0, thresh=2000, bg=1000)  # bg = 4000 kB
     source = LiveSource(tree.roots)
     first = source.next_frame()
-    assert first.memory is not None and first.memory.dirty_kB == 1000
+    memory = first.get(MemoryPart)
+    assert memory is not None and memory.dirty_kB == 1000
     assert not [e for e in first.events if e.kind == WRITEBACK]  # the first read sets the state
 
     def writeback_events(dirty_kb: int) -> list[str]:
         write_memory(proc, dirty_kb, 512, thresh=2000, bg=1000)
         frame = source.next_frame()
-        assert frame.memory is not None and frame.memory.dirty_kB == dirty_kb
+        memory = frame.get(MemoryPart)
+        assert memory is not None and memory.dirty_kB == dirty_kb
         events = [e for e in frame.events if e.kind == WRITEBACK]
         assert all(e.marked and e.device is None for e in events)  # every device's charts
         return [e.text for e in events]
@@ -138,7 +146,7 @@ def test_missing_meminfo_and_vmstat_are_one_line_saying_so() -> None:
     assert memory.dirty_kB is None and memory.dirty_background_threshold_kB is None
     assert memory.problem is not None and "\n" not in memory.problem
     assert "meminfo and vmstat missing" in memory.problem
-    assert MemoryPart(Roots(proc=FIXTURES / "kernel-4.14" / "proc")).read()[1] == ()
+    assert MemoryReader(Roots(proc=FIXTURES / "kernel-4.14" / "proc")).read()[1] == ()
 
 
 def test_the_recording_keeps_memory_as_type_m_and_replay_shows_it(tmp_path: Path) -> None:
@@ -166,7 +174,9 @@ def test_the_recording_keeps_memory_as_type_m_and_replay_shows_it(tmp_path: Path
         replayed = [timeline.frame_at(f.wall_time) for f in live]
     finally:
         timeline.close()
-    assert [f.memory for f in replayed if f is not None] == [f.memory for f in live]
+    assert [f.get(MemoryPart) for f in replayed if f is not None] == [
+        f.get(MemoryPart) for f in live
+    ]
     # The crossing was recorded as an event and comes back as a mark.
     [mark] = [e for e in replayed[1].events if e.kind == WRITEBACK] if replayed[1] else []
     assert mark.marked and "writeback starts" in mark.text

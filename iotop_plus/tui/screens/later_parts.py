@@ -41,6 +41,7 @@ def side_panel() -> TabbedContent:
         TabPane("Tune", id="tab-tune"),
         TabPane("Processes", id="tab-processes"),
         TabPane("Cgroups", id="tab-cgroups"),
+        TabPane("Blocked", id="tab-blocked"),
         TabPane("Probe", id="tab-probe"),
         TabPane("Sync", id="tab-sync"),
     ):

@@ -9,15 +9,20 @@ the live one kept from before.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from iotop_plus.sampling.disk_writes import disk_writes
+from iotop_plus.sampling.issuers_part import IssuersPart
+from iotop_plus.tui.diff_view import Window, mark, show_diff, windows_before
 from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
 
 if TYPE_CHECKING:
+    from iotop_plus.config import Config
+    from iotop_plus.sampling.blocked import BlockedTasks
     from iotop_plus.sampling.frame import Frame
     from iotop_plus.tui.replay_reads import ReplayRead
     from iotop_plus.tui.screens.side_panels import SidePanels
+    from iotop_plus.tui.widgets.blocked_panel import BlockedPanel
     from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
     from iotop_plus.tui.widgets.sync_panel import SyncPanel
@@ -41,6 +46,29 @@ class HistoryActions:
     """The frame on screen when it is not the live one (the main screen's)."""
     panels: SidePanels
     """The side panel's tabs (the main screen's)."""
+    config: Config
+    """The settings (``diff_minutes``)."""
+    diff_marks: dict[str, Window]
+    """Windows marked with ``m`` (``a``) and ``M`` (``b``), not yet compared."""
+
+    def action_mark_window(self, which: str) -> None:
+        """``m``/``M``: mark window A/B as the ``diff_minutes`` ending at the frame shown;
+        with both marked, show what changed."""
+        end = self.scrubber.origin()
+        if end is None:
+            return
+        screen: Any = self
+        marks = self.__dict__.setdefault("diff_marks", {})
+        pair = mark(marks, which, end, self.config.diff_minutes, screen.notify)
+        if pair is not None:
+            show_diff(screen, self.scrubber.timeline, *pair, self.scrubber.zone)
+
+    def action_compare_recent(self) -> None:
+        """``w``: the ``diff_minutes`` ending at the frame shown against the ones before."""
+        end = self.scrubber.origin()
+        if end is not None:
+            a, b = windows_before(end, self.config.diff_minutes)
+            show_diff(self, self.scrubber.timeline, a, b, self.scrubber.zone)
 
     def action_step(self, n: int) -> None:
         """One sample back or forward in the history."""
@@ -74,7 +102,11 @@ class HistoryActions:
                 processes.show_processes(frame.processes, frame.process_error, disk_writes(frame))
         cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
         if cgroups is not None and cgroups.sampling:
-            cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.issuers)
+            cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.get(IssuersPart))
+        blocked = cast("BlockedPanel | None", self.panels.mounted("tab-blocked"))
+        if blocked is not None and blocked.sampling:
+            tasks = cast("BlockedTasks | None", frame.parts.get(blocked.KEY))
+            blocked.show_blocked(tasks, recorded=recorded)
         syncs = cast("SyncPanel | None", self.panels.mounted("tab-sync"))
         if syncs is not None and syncs.sampling:
             syncs.show_frame(frame, recorded=recorded)

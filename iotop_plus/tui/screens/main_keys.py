@@ -233,6 +233,15 @@ MAIN_KEYS: tuple[Command, ...] = (
         show=False,
     ),
     Command(
+        "B",
+        "panel_tab('tab-blocked')",
+        "Blocked",
+        "Blocked",
+        "side panel: Blocked, threads stuck in D state: why (frozen filesystem, journal, page "
+        "I/O, full queue, writeback throttling), on which file or mount, for how long",
+        show=False,
+    ),
+    Command(
         "P",
         "panel_tab('tab-probe')",
         "Probe",
@@ -247,6 +256,30 @@ MAIN_KEYS: tuple[Command, ...] = (
         "Sync",
         "side panel: Sync, the selected device's fsync/fdatasync latency by file and its "
         "journal's commits (traced as root; O_SYNC/O_DSYNC writes are not syncs)",
+        show=False,
+    ),
+    Command(
+        "m",
+        "mark_window('a')",
+        "Mark A",
+        "Mark window A",
+        "what changed: mark window A (the diff_minutes ending at the frame shown), then M",
+        show=False,
+    ),
+    Command(
+        "M",
+        "mark_window('b')",
+        "Mark B",
+        "Mark window B",
+        "what changed: mark window B, then see the ranked changes from A (as iotop-plus diff)",
+        show=False,
+    ),
+    Command(
+        "w",
+        "compare_recent",
+        "Changed",
+        "What changed",
+        "what changed: the last diff_minutes (default 10) against the ones before, ranked",
         show=False,
     ),
     Command(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from iotop_plus.devices.settings import SettingValue
     from iotop_plus.probe.runner import ProbeRunner
 
-DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-probe", "tab-sync")
+DEFERRED_TABS = ("tab-tune", "tab-processes", "tab-cgroups", "tab-blocked", "tab-probe", "tab-sync")
 """Side-panel tabs whose panel is built and mounted on first use."""
 
 
@@ -74,10 +74,10 @@ class PanelFeed:
         if on and (self.scrubber.replay or self.scrubber.scrubbed):
             self.show_again()
 
-    def want_sync(self, on: bool) -> None:
-        """The Sync tab is shown (or no longer): frames carry the sync and journal parts or
-        not; in replay or history the frame on screen shows its recorded ones at once."""
-        self.feed.want_sync(on)
+    def want_part(self, key: str, on: bool) -> None:
+        """A view shows frame part ``key`` (or no longer): the next frames carry it or not;
+        in replay or history the frame on screen shows its recorded value at once."""
+        self.feed.want_part(key, on)
         if on and (self.scrubber.replay or self.scrubber.scrubbed):
             self.show_again()
 
@@ -172,6 +172,10 @@ class SidePanels:
             from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
 
             return CgroupPanel(self.feed, id="cgroup-panel")
+        if tab_id == "tab-blocked":
+            from iotop_plus.tui.widgets.blocked_panel import BlockedPanel
+
+            return BlockedPanel(self.feed, id="blocked-panel")
         if tab_id == "tab-probe":
             from iotop_plus.tui.widgets.probe_panel import ProbePanel
 

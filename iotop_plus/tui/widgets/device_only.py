@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol
 
+from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.issuers import Issuer, IssuersFrame
+from iotop_plus.sampling.issuers_part import IssuersPart
 
 __all__ = ["DeviceOnly", "Issuer", "IssuerFeed"]
 from iotop_plus.sampling.units import compact_bytes
@@ -78,7 +80,7 @@ class DeviceOnly:
     def shown_issuers(self) -> IssuersFrame | None:
         """The issuers of the frame on screen (the main screen's ``shown_frame``)."""
         frame = getattr(self.screen, "shown_frame", None)
-        return getattr(frame, "issuers", None)
+        return frame.get(IssuersPart) if isinstance(frame, Frame) else None
 
     def device_issuers(self) -> tuple[Issuer, ...]:
         """The selected device's issuers in the frame on screen (empty when none)."""

@@ -13,6 +13,7 @@ from iotop_plus.sampling.frame import Frame
 from iotop_plus.sampling.inventory import BlockDevice
 from iotop_plus.sampling.latency_hist import LatencyFrame
 from iotop_plus.sampling.rates import DeviceRates, FigureColumns
+from iotop_plus.sampling.throttle_watch import ThrottlePart
 from iotop_plus.tui.widgets.table_columns import LATENCY_KEYS, latency_cell
 
 BUSY_IOPS = 50.0
@@ -99,7 +100,8 @@ def named_hidden(
 def throttled_devices(frame: Frame) -> frozenset[str]:
     """The devices some cgroup is throttled on in ``frame`` (the throttle watch's cgroups, else
     the Cgroups part's)."""
-    part = frame.throttles.part if frame.throttles is not None else None
+    throttles = frame.get(ThrottlePart)
+    part = throttles.part if throttles is not None else None
     part = part if part is not None else frame.cgroups
     if part is None:
         return frozenset()

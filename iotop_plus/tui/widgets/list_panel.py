@@ -16,9 +16,10 @@ from textual.containers import Vertical
 from textual.widgets import Input, Static
 
 from iotop_plus.tui.widgets.cursor_list import SortedList
+from iotop_plus.tui.widgets.while_shown import WhileShown
 
 
-class ListPanel(Vertical, can_focus=False):
+class ListPanel(WhileShown, Vertical, can_focus=False):
     """A panel around a :class:`SortedList`, with a filter box and a detail box."""
 
     FILTER_ID: ClassVar[str]
@@ -36,7 +37,6 @@ class ListPanel(Vertical, can_focus=False):
         """What supplies the frames (the main screen's feed); None shows nothing."""
         self.only_active = False
         self.filter_text = ""
-        self._wanted = False
 
     # -- what a subclass says ----------------------------------------------------------------
 
@@ -79,39 +79,10 @@ class ListPanel(Vertical, can_focus=False):
 
     # -- frames from the feed ----------------------------------------------------------------
 
-    def on_mount(self) -> None:
-        # Textual's Show can be lost: a scroll-only refresh between a display change and its
-        # layout leaves the widget in the compositor's map, so the layout sees nothing new
-        # (1 in 15 runs of the panel's test under load). Every layout refresh checks again.
-        self.screen.screen_layout_refresh_signal.subscribe(self, self._check_shown)
+    def can_want(self) -> bool:
+        return self.feed is not None
 
-    def _check_shown(self, screen: Any) -> None:
-        node: Any = self
-        while node is not None and node is not screen:
-            if not node.display:
-                self._want(False)
-                return
-            node = node.parent
-        self._want(node is screen)
-
-    def on_show(self) -> None:
-        self._want(True)
-
-    def on_hide(self) -> None:
-        self._want(False)
-
-    def on_unmount(self) -> None:
-        self._want(False)
-
-    @property
-    def sampling(self) -> bool:
-        """True while the panel asks the feed for its part of the frames (it is shown)."""
-        return self._wanted
-
-    def _want(self, on: bool) -> None:
-        if on == self._wanted or self.feed is None:
-            return
-        self._wanted = on
+    def shown_changed(self, on: bool) -> None:
         self.feed_wants(on)
         if on:
             self.feed_detail(self.detail_key)

@@ -19,12 +19,16 @@ from iotop_plus.tui.sync_lines import sync_lines
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame import Frame
 
+PARTS = ("sync", "jbd2")
+"""The parts the tab shows (:class:`~iotop_plus.sampling.sync_part.SyncPart`,
+:class:`~iotop_plus.sampling.jbd2_part.Jbd2Part`)."""
+
 
 class SyncFeed(Protocol):
     """What gives the panel its parts: the main screen's frame feed."""
 
-    def want_sync(self, on: bool) -> None:
-        """Frames carry the sync and journal parts from now on (or no longer)."""
+    def want_part(self, key: str, on: bool) -> None:
+        """Frames carry part ``key`` from now on (or no longer)."""
         ...
 
 
@@ -78,7 +82,8 @@ class SyncPanel(VerticalScroll):
         if on == self._wanted or self.feed is None:
             return
         self._wanted = on
-        self.feed.want_sync(on)
+        for key in PARTS:
+            self.feed.want_part(key, on)
 
     def set_device(self, name: str | None) -> None:
         """The selected device changed."""

@@ -1,0 +1,333 @@
+"""The frame store: every frame the TUI shows, live or earlier, kept one way and found by time.
+
+Frames are encoded as a recording encodes them (:class:`~iotop_plus.record.chunks.ChunkEncoder`:
+raw counters with predicted deltas, the parts as JSON, in one deflate stream per chunk) and
+kept in memory by chunk (:mod:`~iotop_plus.record.store_chunk`); a recording directory, read
+by :class:`~iotop_plus.record.timeline.RecordingTimeline`, holds the same chunks in files and
+is chained before the memory ring for history (``JoinedTimeline``).
+
+Frames are ordered as they were appended (frame sequence and monotonic time); wall time labels
+them and is what :meth:`FrameStore.at` takes. A wall clock stepped back (NTP, a manual date)
+hides the frames that now lie in its future, as a later recording file hides an earlier one,
+and leaves a :class:`ClockMark`. Each device's chart figures are kept beside the chunks and
+read by :meth:`FrameStore.columns`, keyed by the device's identity (name and ``diskseq``): a
+name that is another device now has a series of its own.
+
+Not thread-safe: the UI thread appends and reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from array import array
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+
+from iotop_plus.record.chunks import ChunkEncoder, RecordedSample, sample_layout
+from iotop_plus.record.collect import recorded_sample
+from iotop_plus.record.recorded_health import HealthParts
+from iotop_plus.record.recorded_who import CommandLines, WhoParts
+from iotop_plus.record.store_chunk import METRICS, Chunk, Decoded
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
+from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.ring_timeline import strip_processes
+
+DEFAULT_MINUTES = 15
+"""Minutes of frames kept by default (``history_minutes`` in the config)."""
+
+TOP_PROCESSES = 20
+"""Processes kept per frame, the busiest by I/O over the frame's interval."""
+
+RECENT_KEPT = 8
+"""The last frames appended are kept as they came: the Device tab's verdict looks back on the
+five before the one shown at every frame."""
+
+DECODED_KEPT = 2
+"""Chunks kept decoded: the one a scrub is in and the one before (its first frame's rates
+need that chunk's last sample). A decoded chunk holds its samples' counters as objects, a few
+hundred bytes a device a frame: more would weigh on the memory goal."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ClockMark:
+    """The wall clock stepped back between two frames."""
+
+    wall: float
+    """Wall time of the first frame after the step."""
+    back_s: float
+    """How far it stepped back, in seconds."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Columns:
+    """One device's chart figures over a stretch of time, oldest first."""
+
+    walls: array[float]
+    """Wall time of each point."""
+    figures: dict[str, array[float]]
+    """Each of :data:`~iotop_plus.record.store_chunk.METRICS` (NaN: no rates then)."""
+
+
+class FrameStore:
+    """The last ``minutes`` of frames, looked up by wall time (a ``Timeline``)."""
+
+    def __init__(
+        self,
+        minutes: float = DEFAULT_MINUTES,
+        interval: float = 1.0,
+        *,
+        roots: Roots | None = None,
+        top_processes: int = TOP_PROCESSES,
+    ) -> None:
+        if not (math.isfinite(minutes) and minutes > 0):
+            raise ValueError(f"history minutes must be a positive number, not {minutes!r}")
+        self.minutes = float(minutes)
+        """How far back frames are kept."""
+        self.top_processes = top_processes
+        """Processes kept per frame."""
+        self.capacity = self._capacity_for(interval)
+        """Frames kept at most: ``minutes`` at the current interval."""
+        self.roots = roots or Roots()
+        self.marks: deque[ClockMark] = deque(maxlen=100)
+        """The wall clock's steps back, oldest first."""
+        self._encoder = ChunkEncoder()
+        self._who = WhoParts(CommandLines(), cgroups=True)
+        self._health = HealthParts()
+        self._opened = 0
+        """Chunks opened so far."""
+        self._chunks: deque[Chunk] = deque()
+        self._starts: list[int] = []
+        self._next = 0
+        """The ordinal of the next frame appended."""
+        # The frames that can be looked up by wall time, in wall time order: their wall times
+        # and ordinals; those before ``_lo`` are out of the window.
+        self._walls: array[float] = array("d")
+        self._ords: array[int] = array("q")
+        self._lo = 0
+        self._recent: OrderedDict[int, Frame] = OrderedDict()
+        self._decoded: OrderedDict[int, Decoded] = OrderedDict()
+
+    def _capacity_for(self, interval: float) -> int:
+        return math.ceil(self.minutes * 60.0 / clamp_interval(interval)) + 1
+
+    @property
+    def max_capacity(self) -> int:
+        """Frames kept at the fastest interval: the bound whatever the user does."""
+        return self._capacity_for(MIN_INTERVAL)
+
+    def set_interval(self, seconds: float) -> None:
+        """The interval changed: keep ``minutes`` of frames at the new pace."""
+        self.capacity = self._capacity_for(seconds)
+        self._trim()
+
+    def __len__(self) -> int:
+        return len(self._walls) - self._lo
+
+    def nbytes(self) -> int:
+        """Bytes held by the chunks and the index (not the frames kept as appended)."""
+        index = (len(self._walls) + len(self._ords)) * 8
+        return index + sum(c.nbytes() for c in self._chunks)
+
+    # ---- appending ---------------------------------------------------------------------------
+
+    def append(self, frame: Frame) -> None:
+        """Keep ``frame`` (stripped to its top processes); drop what is now too old.
+
+        A frame that lists device names only (the quick first frame of a huge host) is not
+        kept: the full one follows at once.
+        """
+        if frame.inventory_changed and not frame.inventory.devices and frame.sample.counters:
+            return
+        kept = strip_processes(frame, self.top_processes)
+        if kept.cgroups is not None:
+            kept = dataclasses.replace(
+                kept, cgroups=active_cgroup_frame(kept.cgroups, KEPT_CGROUPS)
+            )
+        wall = kept.sample.wall_time
+        self._step_back(wall)
+        layout, cols, ns, minute = sample_layout(kept.sample)
+        names = layout.names
+        chunk = self._chunks[-1] if self._chunks else None
+        same = chunk is not None and chunk.fits(kept, names) and self._encoder.fits(layout, minute)
+        # As the recorder writes it: a chunk is read alone, so it names its processes again.
+        rs = recorded_sample(kept, self.roots, self.top_processes)
+        rs = self._who.add(rs, kept, self._opened, same)
+        rs = self._health.add(rs, kept, self._opened, same)
+        if chunk is None or not same:
+            if chunk is not None:
+                chunk.close()
+            self._encoder.close()
+            self._opened += 1
+            chunk = Chunk(
+                self._next,
+                names,
+                kept.sample.identities,
+                kept.inventory,
+                kept.nr_requests,
+                kept.inventory_changed,
+            )
+            self._chunks.append(chunk)
+            self._starts.append(chunk.start)
+        _disk, piece, _extras, extras_piece = self._encoder.encode(rs, layout, cols, ns, minute)
+        chunk.add(kept, (piece, extras_piece))
+        self._walls.append(wall)
+        self._ords.append(self._next)
+        self._recent[self._next] = kept
+        if len(self._recent) > RECENT_KEPT:
+            self._recent.popitem(last=False)
+        self._next += 1
+        self._trim()
+
+    def _step_back(self, wall: float) -> None:
+        """Hide the frames at or after ``wall`` (the clock stepped back), with a mark."""
+        walls = self._walls
+        if not walls or wall > walls[-1]:
+            return
+        if wall < walls[-1]:
+            self.marks.append(ClockMark(wall, walls[-1] - wall))
+        cut = max(self._lo, bisect_left(walls, wall, self._lo))
+        del walls[cut:]
+        del self._ords[cut:]
+        if self._chunks:
+            self._chunks[-1].close()
+        self._encoder.close()
+
+    def _trim(self) -> None:
+        walls = self._walls
+        if len(walls) > self._lo:
+            oldest_kept = walls[-1] - self.minutes * 60.0
+            while len(self) > 0 and (len(self) > self.capacity or walls[self._lo] < oldest_kept):
+                self._lo += 1
+        # A chunk goes once the first frame shown is past the next chunk's first frame (whose
+        # rates need the last frame before it).
+        first = self._ords[self._lo] if len(self) else self._next
+        chunks = self._chunks
+        while len(chunks) > 1 and chunks[1].start < first:
+            gone = chunks.popleft()
+            self._starts.pop(0)
+            self._decoded.pop(gone.start, None)
+        if self._lo > 1024 and self._lo * 2 > len(walls):
+            del walls[: self._lo]
+            del self._ords[: self._lo]
+            self._lo = 0
+
+    # ---- looking up --------------------------------------------------------------------------
+
+    def _chunk_of(self, ordinal: int) -> Chunk:
+        return self._chunks[bisect_right(self._starts, ordinal) - 1]
+
+    def _decode(self, chunk: Chunk) -> Decoded:
+        got = self._decoded.get(chunk.start)
+        if got is not None and got.size == len(chunk):
+            self._decoded.move_to_end(chunk.start)
+            return got
+        got = Decoded(chunk, chunk.decode(), lambda: self._last_before(chunk))
+        self._decoded[chunk.start] = got
+        while len(self._decoded) > DECODED_KEPT:
+            self._decoded.popitem(last=False)
+        return got
+
+    def _last_before(self, chunk: Chunk) -> RecordedSample | None:
+        """The last sample of the chunk just before ``chunk`` (the base of its first rates)."""
+        k = bisect_right(self._starts, chunk.start) - 2
+        if k < 0 or self._chunks[k].end != chunk.start:
+            return None
+        samples = self._decode(self._chunks[k]).samples
+        return samples[-1] if samples else None
+
+    def _frame(self, pos: int) -> Frame | None:
+        ordinal = self._ords[pos]
+        recent = self._recent.get(ordinal)
+        if recent is not None:
+            return recent
+        chunk = self._chunk_of(ordinal)
+        return self._decode(chunk).frame(ordinal - chunk.start)
+
+    def frames(self) -> list[Frame]:
+        """Every frame that can be looked up, oldest first."""
+        return self._frames(self._lo, len(self._walls))
+
+    def _frames(self, lo: int, hi: int) -> list[Frame]:
+        return [f for pos in range(lo, hi) if (f := self._frame(pos)) is not None]
+
+    def span(self) -> tuple[float, float] | None:
+        """Wall times of the first and last frame, or None while empty."""
+        if not len(self):
+            return None
+        return self._walls[self._lo], self._walls[-1]
+
+    def _index_at(self, wall: float) -> int:
+        # The frame at wall or the last before it; the first shown when wall is earlier.
+        return max(self._lo, bisect_right(self._walls, wall, self._lo) - 1)
+
+    def at(self, wall: float) -> Frame | None:
+        """The frame at ``wall`` or the last one before it (the first if ``wall`` is earlier)."""
+        if not len(self):
+            return None
+        return self._frame(self._index_at(wall))
+
+    frame_at = at
+
+    def step(self, wall: float, n: int) -> Frame | None:
+        """The frame ``n`` samples after or before the one at ``wall``, clamped to the ends."""
+        if not len(self):
+            return None
+        index = min(len(self._walls) - 1, max(self._lo, self._index_at(wall) + n))
+        return self._frame(index)
+
+    def between(self, t0: float, t1: float) -> list[Frame]:
+        """Frames with ``t0 < wall_time <= t1``, oldest first."""
+        lo = bisect_right(self._walls, t0, self._lo)
+        hi = bisect_right(self._walls, t1, self._lo)
+        return self._frames(lo, hi)
+
+    def window(self, end: float, seconds: float) -> list[Frame]:
+        """Frames with ``end - seconds < wall_time <= end``, oldest first."""
+        return self.between(end - seconds, end)
+
+    def identity(self, device: str, wall: float | None = None) -> str | None:
+        """The identity ``device`` had at ``wall`` (the newest frame's when None)."""
+        if not len(self):
+            return None
+        pos = len(self._walls) - 1 if wall is None else self._index_at(wall)
+        chunk = self._chunk_of(self._ords[pos])
+        if device not in chunk.names:
+            return None
+        return chunk.identities.get(device, device)
+
+    def columns(self, device: str, t0: float, t1: float) -> Columns:
+        """``device``'s figures for frames with ``t0 < wall_time <= t1``, oldest first: only
+        while it was the device it is at ``t1`` (same identity)."""
+        lo = bisect_right(self._walls, t0, self._lo)
+        hi = bisect_right(self._walls, t1, self._lo)
+        walls: array[float] = array("d")
+        figures = {m: array("f") for m in METRICS}
+        if lo >= hi:
+            return Columns(walls, figures)
+        wanted = self.identity(device, self._walls[hi - 1])
+        pos = lo
+        while pos < hi:
+            ordinal = self._ords[pos]
+            chunk = self._chunk_of(ordinal)
+            # The run of shown frames in this chunk: one by one from ``ordinal`` (a step back
+            # hides a chunk's last frames, the window's start its first).
+            end = bisect_left(self._ords, chunk.end, pos, hi)
+            if (
+                wanted is not None
+                and device in chunk.names
+                and chunk.identities.get(device, device) == wanted
+            ):
+                a, b = ordinal - chunk.start, ordinal - chunk.start + (end - pos)
+                walls.extend(self._walls[pos:end])
+                for k, metric in enumerate(METRICS):
+                    figures[metric].extend(chunk.series(device, k)[a:b])
+            pos = end
+        return Columns(walls, figures)
+
+    def devices(self) -> Iterable[str]:
+        """The devices of the newest frame."""
+        return self._chunks[-1].names if self._chunks else ()

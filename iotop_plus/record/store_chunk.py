@@ -1,0 +1,204 @@
+"""One chunk of the frame store's memory ring: a recording's chunk kept in memory.
+
+A chunk holds what a recording file's chunk holds (its stream pieces, encoded by
+:class:`~iotop_plus.record.chunks.ChunkEncoder`), the times and sequence numbers of its
+frames for looking them up, and the charts' figures of every device (float32, one frame's
+figures after another). A frame is rebuilt from the pieces when it is looked up
+(:func:`~iotop_plus.record.recorded_frame.recorded_frame`); the store keeps its last few
+frames as they were appended.
+
+A chunk holds one set of devices and identities: a frame whose devices, identities or
+inventory differ, a new wall-clock minute, or a wall clock stepped back starts a new chunk.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from array import array
+from collections.abc import Callable, Mapping, Sequence
+from itertools import chain
+from operator import attrgetter
+from types import MappingProxyType
+
+from iotop_plus.record.chunks import RecordedSample
+from iotop_plus.record.recorded_frame import recorded_frame
+from iotop_plus.record.stream import decode_stream
+from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.gcpause import gc_paused
+from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.rates import DeviceRates, figure_columns
+
+METRICS: tuple[str, ...] = (
+    "r_s",
+    "w_s",
+    "rkb_s",
+    "wkb_s",
+    "r_await",
+    "w_await",
+    "aqu_sz",
+    "in_flight",
+    "util",
+)
+"""The figures a chart can draw, by :class:`DeviceRates` attribute name."""
+
+WIDTH = len(METRICS)
+
+UNRECORDED: tuple[str, ...] = (
+    "short_interval",
+    "process_error",
+    "latency",
+    "problems",
+    "parts",
+)
+"""The frame's fields a recording does not hold (yet), or not whole (the parts' values, whose
+records hold only what a recording keeps): a chunk keeps them by reference, only those that
+are not empty, and puts them back on the frames it rebuilds."""
+_NAN = float("nan")
+_FIGURES = attrgetter(*METRICS)
+
+
+def frame_figures(names: Sequence[str], rates: Mapping[str, DeviceRates | None]) -> array[float]:
+    """The :data:`METRICS` of each of ``names`` in one frame, device after device (NaN for a
+    device without rates, or a figure that is None)."""
+    live = [r for n in names if (r := rates.get(n)) is not None]
+    if len(live) == len(names):  # the usual frame: every figure worked out a column at a time
+        return array("f", chain.from_iterable(zip(*figure_columns(live, METRICS), strict=True)))
+    out: array[float] = array("f")
+    for name in names:
+        rate = rates.get(name)
+        out.extend([_NAN] * WIDTH if rate is None else _FIGURES(rate))
+    return out
+
+
+@dataclasses.dataclass
+class Chunk:
+    """One chunk: its frames' pieces, times, sequence numbers and figures."""
+
+    start: int
+    """The store's ordinal of the chunk's first frame (frames are numbered as appended)."""
+    names: tuple[str, ...]
+    """The devices, in the order of the recorded layout and of :attr:`figures`."""
+    identities: Mapping[str, str]
+    """Each device's identity (name and ``diskseq``) while the chunk was open."""
+    inventory: Inventory
+    nr_requests: Mapping[str, int]
+    changed: bool
+    """Whether the chunk's first frame came with a changed inventory."""
+    pieces: list[bytes] = dataclasses.field(default_factory=list)
+    """The chunk's stream, a frame's ``S`` and ``X`` pieces (as a recording file holds them)
+    joined in one."""
+    walls: array[float] = dataclasses.field(default_factory=lambda: array("d"))
+    seqs: array[int] = dataclasses.field(default_factory=lambda: array("q"))
+    figures: array[float] = dataclasses.field(default_factory=lambda: array("f"))
+    unrecorded: list[dict[str, object] | None] = dataclasses.field(default_factory=list)
+    """Each frame's :data:`UNRECORDED` fields that are not empty (None: none)."""
+    open: bool = True
+    """Whether frames may still join it (its stream is flushed after each one: an open
+    chunk decodes as far as it goes)."""
+
+    def __len__(self) -> int:
+        return len(self.walls)
+
+    @property
+    def end(self) -> int:
+        """The ordinal after the chunk's last frame."""
+        return self.start + len(self.walls)
+
+    def fits(self, frame: Frame, names: tuple[str, ...]) -> bool:
+        """Whether ``frame`` may join this (open) chunk."""
+        sample = frame.sample
+        return (
+            self.open
+            and not frame.inventory_changed
+            and names == self.names
+            and frame.inventory is self.inventory
+            and (
+                sample.identities is self.identities
+                or dict(sample.identities) == dict(self.identities)
+            )
+            and bool(self.walls)
+            and sample.wall_time >= self.walls[-1]
+            and math.floor(sample.wall_time / 60) == math.floor(self.walls[0] / 60)
+        )
+
+    def add(self, frame: Frame, pieces: Sequence[bytes]) -> None:
+        """Keep one frame (the open chunk's)."""
+        self.pieces.append(b"".join(pieces))  # a frame's records: one piece, as the bounds count
+        self.walls.append(frame.sample.wall_time)
+        self.seqs.append(frame.seq)
+        rest = {k: v for k in UNRECORDED if (v := getattr(frame, k))}
+        self.unrecorded.append(rest or None)
+        with gc_paused():
+            self.figures.extend(frame_figures(self.names, frame.rates))
+
+    def close(self) -> None:
+        """No more frames join it."""
+        self.open = False
+
+    def nbytes(self) -> int:
+        """The bytes of the chunk's arrays and pieces."""
+        arrays = (self.walls, self.seqs, self.figures)
+        return sum(len(p) for p in self.pieces) + sum(a.itemsize * len(a) for a in arrays)
+
+    def decode(self) -> list[RecordedSample]:
+        """The chunk's samples, decoded from its pieces, with the identities they came with."""
+        samples = decode_stream(self.pieces, "frame store", _no_warning, 4)
+        identities = MappingProxyType(dict(self.identities))
+        return [
+            dataclasses.replace(rs, sample=dataclasses.replace(rs.sample, identities=identities))
+            for rs in samples
+        ]
+
+    def series(self, device: str, metric: int) -> array[float]:
+        """One figure of one device over the chunk's frames."""
+        k = self.names.index(device) * WIDTH + metric
+        return self.figures[k :: len(self.names) * WIDTH]
+
+
+def _no_warning(_line: str) -> None:
+    """A chunk the store wrote itself decodes whole; a bound hit would be a bug, not input."""
+
+
+class Decoded:
+    """A chunk's samples (as far as they went when it was decoded) and the frames rebuilt
+    from them so far."""
+
+    def __init__(
+        self,
+        chunk: Chunk,
+        samples: list[RecordedSample],
+        before: Callable[[], RecordedSample | None],
+    ) -> None:
+        self.chunk = chunk
+        self.samples = samples
+        self.before = before
+        """The last sample of the chunk before, when its rates reach into this one."""
+        self.size = len(chunk)
+        """The chunk's frames when it was decoded (an open chunk grows after)."""
+        self._frames: dict[int, Frame] = {}
+
+    def frame(self, i: int) -> Frame | None:
+        """The chunk's frame ``i`` (None when the chunk decoded to fewer samples)."""
+        got = self._frames.get(i)
+        if got is not None:
+            return got
+        if i >= len(self.samples):
+            return None
+        chunk = self.chunk
+        before = self.samples[i - 1] if i > 0 else self.before()
+        got = recorded_frame(
+            self.samples[i],
+            before,
+            chunk.inventory,
+            chunk.nr_requests,
+            changed=chunk.changed and i == 0,
+            seq=chunk.seqs[i],
+            chunk=self.samples,
+            index=i,
+        )
+        rest = chunk.unrecorded[i]
+        if rest:
+            got = dataclasses.replace(got, **rest)  # type: ignore[arg-type]
+        self._frames[i] = got
+        return got
