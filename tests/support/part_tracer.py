@@ -95,6 +95,11 @@ class PartTracer:
                     self.ticks += 1
                     self.last_tick_ns = int(data.split()[1])
 
+    @property
+    def pid(self) -> int:
+        """The bpftrace child's pid."""
+        return self._proc.pid
+
     def wait_attached(self, timeout: float = 60.0) -> None:
         """Wait until bpftrace attached its probes (and printed a first tick)."""
         ok = holds_within(
