@@ -20,11 +20,12 @@ $(STAMP): pyproject.toml
 # fio (probes), sysstat (iostat, for the parity tests), tmux (end-to-end tests), bpftrace
 # (latency tracer), prometheus (promtool and the server, for the exporter tests) and udev
 # (udevadm, to check the exported udev rules; udevd itself is never started), strace and
-# postgresql-15 (pg_test_fsync, for the durability probe's syscall comparison):
+# postgresql-15 (pg_test_fsync, for the durability probe's syscall comparison), xfsprogs (the
+# sync part's XFS test):
 # installed only when missing and we are root; otherwise the tests that need them say so.
 sysdeps:
 	@start=$$(date +%s); missing=""; \
-	for pair in fio:fio iostat:sysstat tmux:tmux udevadm:udev bpftrace:bpftrace promtool:prometheus smartctl:smartmontools strace:strace \
+	for pair in fio:fio iostat:sysstat tmux:tmux udevadm:udev bpftrace:bpftrace promtool:prometheus smartctl:smartmontools strace:strace mkfs.xfs:xfsprogs \
 		/usr/lib/postgresql/15/bin/pg_test_fsync:postgresql-15; do \
 		cmd=$${pair%%:*}; pkg=$${pair##*:}; \
 		command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; \

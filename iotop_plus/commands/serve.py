@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, positive_float
+from iotop_plus.commands.part_options import add_part_options, given_flags, wanted_keys
 from iotop_plus.commands.workers import WorkerWatch
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.diskstats import printable
@@ -90,6 +91,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not read or export per-cgroup I/O (each frame then skips the cgroup tree)",
     )
+    add_part_options(p, "export")
     p.set_defaults(run=run)
 
 
@@ -153,6 +155,8 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     )
     if args.latency:
         source.want(LATENCY_QUEUE, True)
+    for key in wanted_keys(given_flags(args)):
+        source.want(key, True)  # the registered parts of serve's own --FLAG options
     sampler = ExportSampler(
         source,
         args.interval,

@@ -35,6 +35,10 @@ frame lacks is named in ``unchecked``, never guessed. When nothing holds, the ve
   filesystem's device does no I/O at all. Needs the blocked part.
 * ``queue``: requests spend more time in the scheduler queue than in the device (queue
   share of queue + device time >= 50 %: medium; >= 75 %: high). Needs the latency tracer.
+* ``sync``: the device's fsync/fdatasync p99 is 10 ms or more, and whether they wait on
+  the device's flush, the journal's commits or other writers
+  (:mod:`iotop_plus.sampling.sync_verdict`). Judged only while the sync part is in the
+  frame, and never listed as unchecked.
 * ``cpu``: CPU pressure (PSI cpu ``some`` avg10) >= 30 % (medium) or >= 60 % (high), and
   only when no device-side cause holds. When one does, the pressure is
   ``cpu_some_avg10`` in each cause's evidence and its text says it may inflate await: a
@@ -58,6 +62,7 @@ from iotop_plus.sampling.issuers_part import IssuersPart
 from iotop_plus.sampling.lookback import MIN_IOPS, RECENT, Lookback, as_lookback, await_ms
 from iotop_plus.sampling.memory import MemoryPart
 from iotop_plus.sampling.saturation import Finding, capped, saturated
+from iotop_plus.sampling.sync_verdict import sync_waits
 from iotop_plus.sampling.throttle_watch import ThrottlePart
 
 if TYPE_CHECKING:
@@ -74,6 +79,7 @@ CAUSES = (
     "writeback",
     "blocked",
     "queue",
+    "sync",
     "cpu",
 )
 """Every cause, in the order they rank at equal confidence."""
@@ -497,6 +503,9 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
     found += stuck
     if "queue" not in unchecked:
         found += _queue(frame, device)
+    slow_syncs = sync_waits(frame, device)
+    if slow_syncs is not None:
+        found.append(_cause(slow_syncs))
     if found:
         found = _with_cpu(found, _cpu_some(frame))
     elif "cpu" not in unchecked:

@@ -26,6 +26,8 @@ REGISTERED: tuple[str, ...] = (
     "iotop_plus.sampling.blocked_part:BlockedPart --blocked",
     "iotop_plus.sampling.latency_part:LatencyHistogramsPart --latency",
     "iotop_plus.sampling.files_part:FilesPart --files",
+    "iotop_plus.sampling.sync_part:SyncPart --sync",
+    "iotop_plus.sampling.jbd2_part:Jbd2Part --sync",
 )
 """The parts, in read order (a part is read after those named in its ``after``)."""
 

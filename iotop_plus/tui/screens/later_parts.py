@@ -77,6 +77,7 @@ def side_panel() -> TabbedContent:
         TabPane("Blocked", id="tab-blocked"),
         TabPane("Files", id="tab-files"),
         TabPane("Probe", id="tab-probe"),
+        TabPane("Sync", id="tab-sync"),
     ):
         tabs.compose_add_child(pane)  # as ``with TabbedContent():`` in a compose does
     return tabs

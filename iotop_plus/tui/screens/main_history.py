@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
     from iotop_plus.tui.widgets.files_panel import FilesPanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
+    from iotop_plus.tui.widgets.sync_panel import SyncPanel
 
 
 WHO_HISTORY_HELP = (
@@ -112,3 +113,6 @@ class HistoryActions:
             from iotop_plus.sampling.files_part import FilesPart
 
             files.show_files(frame.get(FilesPart), recorded)
+        syncs = cast("SyncPanel | None", self.panels.mounted("tab-sync"))
+        if syncs is not None and syncs.sampling:
+            syncs.show_frame(frame, recorded=recorded)

@@ -258,6 +258,15 @@ MAIN_KEYS: tuple[Command, ...] = (
         show=False,
     ),
     Command(
+        "Y",
+        "panel_tab('tab-sync')",
+        "Sync",
+        "Sync",
+        "side panel: Sync, the selected device's fsync/fdatasync latency by file and its "
+        "journal's commits (traced as root; O_SYNC/O_DSYNC writes are not syncs)",
+        show=False,
+    ),
+    Command(
         "m",
         "mark_window('a')",
         "Mark A",

@@ -1,7 +1,7 @@
 """The side panel's deferred tabs, and what their panels ask of the frames.
 
-The Device tab's panel is made in :meth:`MainScreen.compose`. The Tune, Processes, Cgroups
-and Probe tabs start empty (:data:`DEFERRED_TABS`): :meth:`SidePanels.panel` builds a tab's
+The Device tab's panel is made in :meth:`MainScreen.compose`. The Tune, Processes, Cgroups,
+Probe and Sync tabs start empty (:data:`DEFERRED_TABS`): :meth:`SidePanels.panel` builds a tab's
 panel, and imports its module, the first time something needs it, and
 :meth:`SidePanels.mount` mounts it when its tab is first shown or a key needs it. The Probe
 panel alone is ~44 widgets, and styling every hidden widget held back the first frame. A new
@@ -38,6 +38,7 @@ DEFERRED_TABS = (
     "tab-blocked",
     "tab-files",
     "tab-probe",
+    "tab-sync",
 )
 """Side-panel tabs whose panel is built and mounted on first use."""
 
@@ -201,6 +202,10 @@ class SidePanels:
 
             state = self.tuner.journal.state  # None in tests: the history stays in memory
             return ProbePanel(self.runner_factory, self.roots, id="probe-panel", state=state)
+        if tab_id == "tab-sync":
+            from iotop_plus.tui.widgets.sync_panel import SyncPanel
+
+            return SyncPanel(self.feed, id="sync-panel")
         raise KeyError(tab_id)
 
 

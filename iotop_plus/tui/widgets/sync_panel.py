@@ -1,0 +1,104 @@
+"""The Sync tab (key ``Y``): the selected device's fsync/fdatasync latency by file, its jbd2
+journal's commits and where slow syncs wait (:mod:`iotop_plus.tui.sync_lines`).
+
+While the panel is shown it asks its :class:`SyncFeed` for the sync and journal parts, and
+the frames then carry them (:meth:`SyncPanel.show_frame`); in history and replay it shows
+the frame's recorded ones, or that they were not recorded.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import Static
+
+from iotop_plus.tui.sync_lines import sync_lines
+
+if TYPE_CHECKING:
+    from iotop_plus.sampling.frame import Frame
+
+PARTS = ("sync", "jbd2")
+"""The parts the tab shows (:class:`~iotop_plus.sampling.sync_part.SyncPart`,
+:class:`~iotop_plus.sampling.jbd2_part.Jbd2Part`)."""
+
+
+class SyncFeed(Protocol):
+    """What gives the panel its parts: the main screen's frame feed."""
+
+    def want_part(self, key: str, on: bool) -> None:
+        """Frames carry part ``key`` from now on (or no longer)."""
+        ...
+
+
+class SyncPanel(VerticalScroll):
+    """The Sync tab's panel."""
+
+    DEFAULT_CSS = """
+    SyncPanel { height: 1fr; }
+    SyncPanel > #sync-text { width: 1fr; }
+    """
+
+    def __init__(self, feed: SyncFeed | None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.feed = feed
+        self.device: str | None = None
+        self._frame: Frame | None = None
+        self._recorded = False
+        self._wanted = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(self._text(), id="sync-text", markup=False)
+
+    def on_mount(self) -> None:
+        # As the list panels do: Textual's Show can be lost, every layout refresh checks again.
+        self.screen.screen_layout_refresh_signal.subscribe(self, self._check_shown)
+
+    def _check_shown(self, screen: Any) -> None:
+        node: Any = self
+        while node is not None and node is not screen:
+            if not node.display:
+                self._want(False)
+                return
+            node = node.parent
+        self._want(node is screen)
+
+    def on_show(self) -> None:
+        self._want(True)
+
+    def on_hide(self) -> None:
+        self._want(False)
+
+    def on_unmount(self) -> None:
+        self._want(False)
+
+    @property
+    def sampling(self) -> bool:
+        """True while the panel asks the feed for its parts (it is shown)."""
+        return self._wanted
+
+    def _want(self, on: bool) -> None:
+        if on == self._wanted or self.feed is None:
+            return
+        self._wanted = on
+        for key in PARTS:
+            self.feed.want_part(key, on)
+
+    def set_device(self, name: str | None) -> None:
+        """The selected device changed."""
+        self.device = name
+        self._redraw()
+
+    def show_frame(self, frame: Frame | None, recorded: bool = False) -> None:
+        """Show ``frame``'s syncs and commits (``recorded``: from the history or a replay)."""
+        self._frame = frame
+        self._recorded = recorded
+        self._redraw()
+
+    def _text(self) -> str:
+        return "\n".join(sync_lines(self._frame, self.device, self._recorded))
+
+    def _redraw(self) -> None:
+        if self.is_mounted:
+            self.query_one("#sync-text", Static).update(self._text())
