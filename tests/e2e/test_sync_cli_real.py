@@ -3,7 +3,6 @@ a loop device of the test's own while fio syncs a file there."""
 
 from __future__ import annotations
 
-import inspect
 import json
 import re
 import subprocess
@@ -14,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from iotop_plus.sampling.latency_program import tracer_program
 from tests.e2e.test_sync_real import Mounted, make_fs
 from tests.support.cli import cli_argv, cli_env, run_cli, serve
 from tests.support.sync_tracer import require_bpftrace
@@ -24,11 +22,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 
 def require_part_probes() -> None:
-    """Skip, saying why, while the one tracer does not run the parts' probes (its program
-    takes them as ``traced``); with root and bpftrace, these tests then run."""
+    """The parts' probes run in the one tracer: they need root and bpftrace."""
     require_bpftrace()
-    if "traced" not in inspect.signature(tracer_program).parameters:
-        pytest.skip("the latency tracer does not run frame parts' probes in this tree")
 
 
 @pytest.fixture
@@ -37,9 +32,12 @@ def ext4(make_loop: Callable[..., str], tmp_path: Path) -> Iterator[Mounted]:
 
 
 def syncing(fio_bin: str, target: Path, seconds: int) -> subprocess.Popen[str]:
+    """fio writing 8k and syncing each write. With fsync (not fdatasync) every sync commits
+    the journal, overwrites too: the write changed the inode's mtime, which fdatasync leaves
+    to later (once fio wraps around its 8 MB, fdatasync commits nothing)."""
     return subprocess.Popen(
         [fio_bin, "--name=wal", f"--filename={target}", "--rw=write", "--bs=8k", "--size=8m",
-         "--fdatasync=1", "--time_based", f"--runtime={seconds}", "--output-format=json"],
+         "--fsync=1", "--time_based", f"--runtime={seconds}", "--output-format=json"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
 
