@@ -39,12 +39,12 @@ from unittest import mock
 
 from bench_latency import fio, tmpfs_loop  # this directory: run as a script
 
-from iotop_plus.sampling import latency_tracer
-from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.issuers_part import ISSUERS
-from iotop_plus.sampling.latency import LatencyPart
-from iotop_plus.sampling.latency_program import MARKER
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import LATENCY
+from iotop_plus.sampling.latency import tracer as latency_tracer
+from iotop_plus.sampling.latency.part import LatencyPart
+from iotop_plus.sampling.latency.program import MARKER
+from iotop_plus.sampling.processes.issuers_part import ISSUERS
 
 VARIANTS = ("untraced", "plain", "attributed", "plain-string")
 

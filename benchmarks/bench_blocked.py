@@ -1,4 +1,4 @@
-"""CPU of the blocked-tasks part (``iotop_plus.sampling.blocked_scan``) at 1 s frames, with a
+"""CPU of the blocked-tasks part (``iotop_plus.sampling.blocked.scan``) at 1 s frames, with a
 same-run control.
 
     sudo .venv/bin/python benchmarks/bench_blocked.py [--processes 300] [--threads 1000]
@@ -31,10 +31,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from iotop_plus.roots import Roots  # noqa: E402
-from iotop_plus.sampling.blocked_scan import FULL_SCAN_S, BlockedReader  # noqa: E402
-from iotop_plus.sampling.inventory import read_inventory  # noqa: E402
-from iotop_plus.sampling.part import ReadContext  # noqa: E402
-from iotop_plus.sampling.sampler import Sampler  # noqa: E402
+from iotop_plus.sampling.blocked.scan import FULL_SCAN_S, BlockedReader  # noqa: E402
+from iotop_plus.sampling.disks.sampler import Sampler  # noqa: E402
+from iotop_plus.sampling.frame.part import ReadContext  # noqa: E402
+from iotop_plus.sampling.topology.inventory import read_inventory  # noqa: E402
 
 _THREADER = (
     "import sys, threading\n"
@@ -49,10 +49,10 @@ _LOOP = """
 import os, sys, time, resource
 sys.path.insert(0, {repo!r})
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.inventory import read_inventory
-from iotop_plus.sampling.part import ReadContext
-from iotop_plus.sampling.sampler import Sampler
-from iotop_plus.sampling.blocked_scan import BlockedReader
+from iotop_plus.sampling.topology.inventory import read_inventory
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.disks.sampler import Sampler
+from iotop_plus.sampling.blocked.scan import BlockedReader
 roots = Roots()
 sampler = Sampler(roots)
 inventory = read_inventory(roots)

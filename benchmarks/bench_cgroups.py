@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups import CgroupReader
+from iotop_plus.sampling.cgroups.reader import CgroupReader
 from tests.support.cgroup_trees import bump_io_stat, synthetic_tree
 
 

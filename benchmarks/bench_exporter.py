@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.fleet import PrometheusClient, fleet_round
 from iotop_plus.export.view import ExportSampler
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
 from tests.support.cgroup_trees import bump_io_stat, synthetic_tree
 from tests.support.synthetic import SyntheticTree
 

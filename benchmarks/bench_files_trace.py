@@ -9,7 +9,7 @@ On a loop device backed by a private tmpfs, with ext4 on it and read-ahead 0, fi
 * ``write``: 4k buffered writes (psync) into a new file (a write_begin, a page add and a
   write_end per call);
 
-untraced and traced by the part's probes (:func:`~iotop_plus.sampling.file_trace.file_program`
+untraced and traced by the part's probes (:func:`~iotop_plus.sampling.files.trace.file_program`
 with the tracer's tick printing and clearing the maps every 250 ms) at each sampling rate
 asked for, alternating over several rounds. The cost per event is measured in the kernel
 while this process holds a ``BPF_ENABLE_STATS`` descriptor (the sysctl is never touched):
@@ -39,7 +39,7 @@ from pathlib import Path
 from bench_attribution import enable_bpf_stats, prog_stats  # this directory: run as a script
 from bench_latency import tmpfs_loop
 
-from iotop_plus.sampling.file_trace import MAPS, file_program
+from iotop_plus.sampling.files.trace import MAPS, file_program
 
 WORKLOADS = ("randread", "write")
 

@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO))
 
 from iotop_plus.config import Config  # noqa: E402
 from iotop_plus.sampling.clock import SamplerThread  # noqa: E402
-from iotop_plus.sampling.live_source import LiveSource  # noqa: E402
+from iotop_plus.sampling.frame.live import LiveSource  # noqa: E402
 from iotop_plus.tui.app import make_app  # noqa: E402
 from iotop_plus.tui.frame_feed import FrameFeed  # noqa: E402
 from iotop_plus.tui.screens.main import MainScreen  # noqa: E402

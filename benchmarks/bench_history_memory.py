@@ -1,11 +1,11 @@
 """The TUI's history ring in memory: bytes per device per frame, and RSS as it fills (#25).
 
-Fills a :class:`~iotop_plus.sampling.ring_timeline.RingTimeline` (15 minutes at 0.25 s:
+Fills a :class:`~iotop_plus.sampling.store.ring.RingTimeline` (15 minutes at 0.25 s:
 3,601 frames) in-process with frames of a synthetic host of ``--devices`` (60) disks, each
 frame also carrying this host's real processes (read once per frame from /proc, the ring
 keeps the top 20) and memory figures, as the TUI's would (``--tui-parts``: also each device's
 health and the host's cgroups). The chart history
-(:class:`~iotop_plus.sampling.history.History`, ``history_points`` per device) is filled
+(:class:`~iotop_plus.sampling.store.history.History`, ``history_points`` per device) is filled
 alongside, as the app does. Prints, every ``--every`` frames, the traced Python memory
 (tracemalloc) and VmRSS, then the bytes per device per frame held by the ring once full.
 
@@ -31,9 +31,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from iotop_plus.roots import Roots  # noqa: E402
-from iotop_plus.sampling.history import History  # noqa: E402
-from iotop_plus.sampling.live_source import LiveSource  # noqa: E402
-from iotop_plus.sampling.ring_timeline import RingTimeline  # noqa: E402
+from iotop_plus.sampling.frame.live import LiveSource  # noqa: E402
+from iotop_plus.sampling.store.history import History  # noqa: E402
+from iotop_plus.sampling.store.ring import RingTimeline  # noqa: E402
 from tests.support.synthetic import SyntheticTree  # noqa: E402
 
 

@@ -30,8 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import LATENCY
 
 
 @contextmanager

@@ -40,7 +40,7 @@ from iotop_plus.probe.fio_argv import build_argv
 from iotop_plus.probe.presets import PRESETS
 from iotop_plus.probe.target import plan_target
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.latency_program import MARKER
+from iotop_plus.sampling.latency.program import MARKER
 
 STATE = tempfile.mkdtemp(prefix="iotop-plus-bench-state-")
 """A state directory of the benchmark's own: probe results never go to root's /var/lib."""

@@ -27,7 +27,7 @@ import time
 
 import psutil
 
-from iotop_plus.sampling.process_reader import ProcessReader
+from iotop_plus.sampling.processes.reader import ProcessReader
 
 
 def spawn_sleepers(n: int) -> list[subprocess.Popen[bytes]]:
@@ -69,8 +69,8 @@ def time_panel(repeat: int) -> tuple[float, float]:
     from textual.app import App, ComposeResult
 
     from iotop_plus.roots import Roots
-    from iotop_plus.sampling.frame import ProcessFrame
-    from iotop_plus.sampling.processes import Accumulator, rates_between
+    from iotop_plus.sampling.frame.model import ProcessFrame
+    from iotop_plus.sampling.processes.rates import Accumulator, rates_between
     from iotop_plus.tui.process_rows import View, build_rows
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
 

@@ -29,8 +29,8 @@ from iotop_plus.commands.snapshot_overview import minutes
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.timeline import open_timeline
-from iotop_plus.sampling.diskstats import DiskCounters, parse_diskstats
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.diskstats import DiskCounters, parse_diskstats
+from iotop_plus.sampling.disks.sampler import Sample
 from tests.support.recorded_load import T0, Load
 
 

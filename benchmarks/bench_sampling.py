@@ -42,8 +42,8 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from iotop_plus.sampling.diskstats import read_bounded
-from iotop_plus.sampling.sampler import Sampler, rates_between
+from iotop_plus.sampling.disks.sampler import Sampler, rates_between
+from iotop_plus.sysfs import read_bounded
 from tests.support.synthetic import SyntheticTree
 
 

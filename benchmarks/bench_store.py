@@ -29,7 +29,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import LiveSource
+from iotop_plus.sampling.frame.model import LiveSource
 from tests.support.synthetic import SyntheticTree
 
 
@@ -37,7 +37,7 @@ def _store(interval: float) -> Any:
     try:
         from iotop_plus.record.store import FrameStore
     except ImportError:
-        from iotop_plus.sampling.ring_timeline import RingTimeline
+        from iotop_plus.sampling.store.ring import RingTimeline
 
         return RingTimeline(15, interval)
     return FrameStore(15, interval)

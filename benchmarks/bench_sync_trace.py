@@ -36,8 +36,8 @@ from bench_attribution import enable_bpf_stats, prog_stats  # this directory: ru
 from bench_latency import tmpfs_loop
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.jbd2_part import Jbd2Part
-from iotop_plus.sampling.sync_part import SyncPart
+from iotop_plus.sampling.sync.jbd2_part import Jbd2Part
+from iotop_plus.sampling.sync.part import SyncPart
 
 TICK_MS = 250
 

@@ -5,7 +5,7 @@ cgroup part, same tree, same run.
 
 Makes ``--cgroups`` real cgroups under ``/sys/fs/cgroup/blkio/iotop-plus-bench-PID/`` (kernel
 cgroupfs, not a copy), gives one of them a read IOPS limit on a loop device made for the run,
-then times :class:`~iotop_plus.sampling.throttle_watch.ThrottleWatch`: its scan (every
+then times :class:`~iotop_plus.sampling.cgroups.throttle_watch.ThrottleWatch`: its scan (every
 limits file, once per 30 s) and a frame's counter reads (the limited cgroup only); and
 ``CgroupReader.sample()`` (every cgroup's counters, each frame) beside it. Everything made
 is removed at the end (cgroups first, then the loop device and its file).
@@ -24,8 +24,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups import CgroupReader, detect_layout
-from iotop_plus.sampling.throttle_watch import ThrottleWatch
+from iotop_plus.sampling.cgroups.reader import CgroupReader, detect_layout
+from iotop_plus.sampling.cgroups.throttle_watch import ThrottleWatch
 from tests.support.loopdev import loop_device
 
 

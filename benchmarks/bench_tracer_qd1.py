@@ -23,8 +23,8 @@ import sys
 from bench_attribution import Traced, enable_bpf_stats, prog_stats  # this directory
 from bench_latency import fio, tmpfs_loop
 
-from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.latency import BUSY_SAMPLE
+from iotop_plus.sampling.frame.model import LATENCY
+from iotop_plus.sampling.latency.part import BUSY_SAMPLE
 
 VARIANTS = ("untraced", "every", "sampled")
 

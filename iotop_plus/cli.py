@@ -262,8 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     # Imported once parsed: --version and --help load no sampling code.
     from iotop_plus.roots import Roots
-    from iotop_plus.sampling.diskstats import printable
-    from iotop_plus.sampling.sampler import SourceError
+    from iotop_plus.sampling.disks.sampler import SourceError
+    from iotop_plus.text import printable
 
     args.tui_devices = devices
     args.command_names = tuple(parser.commands)
@@ -324,7 +324,7 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     # The first frame is read while Textual loads (~0.3-0.5 s of imports), so the first
     # screen already has figures over that time.
     from iotop_plus.sampling.clock import FIRST_INTERVAL_S
-    from iotop_plus.sampling.sources import tui_source
+    from iotop_plus.sampling.frame.sources import tui_source
     from iotop_plus.state import chosen_state_dir
 
     source = tui_source(roots, chosen_state_dir(getattr(args, "state_dir", None)))

@@ -34,9 +34,9 @@ from rich.cells import cell_len  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
 from iotop_plus.config import Config  # noqa: E402
-from iotop_plus.sampling.history import History  # noqa: E402
-from iotop_plus.sampling.rates import DeviceRates, compute_rates  # noqa: E402
-from iotop_plus.sampling.sampler import Sampler  # noqa: E402
+from iotop_plus.sampling.disks.rates import DeviceRates, compute_rates  # noqa: E402
+from iotop_plus.sampling.disks.sampler import Sampler  # noqa: E402
+from iotop_plus.sampling.store.history import History  # noqa: E402
 from iotop_plus.tui.app import IotopPlusApp, make_app  # noqa: E402
 from tests.support.synthetic import SyntheticTree  # noqa: E402
 

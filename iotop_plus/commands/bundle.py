@@ -14,8 +14,8 @@ from iotop_plus.record.recorder import RecorderError, recording_dir
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.record.times import parse_duration
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
 from iotop_plus.state import CHANGES, PROBES, StateDir, StateError, chosen_state_dir
+from iotop_plus.text import printable
 
 
 def add_parser(sub: Any) -> None:

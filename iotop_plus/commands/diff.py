@@ -14,9 +14,8 @@ from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import RecordingTimeline, open_timeline
 from iotop_plus.record.window_stats import WindowStats, window_stats
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable, printable_doc
 from iotop_plus.sampling.journal_events import record_wall_time
-from iotop_plus.sampling.timeparse import parse_time
+from iotop_plus.text import parse_time, printable, printable_doc
 
 _EVENTS = frozenset({b"E"})
 

@@ -26,8 +26,8 @@ from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.runner import ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import remove_all_probe_files
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
 from iotop_plus.state import chosen_state_dir
+from iotop_plus.text import printable
 
 T = TypeVar("T")
 

@@ -14,7 +14,7 @@ from dataclasses import asdict
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, positive_float
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.text import printable
 
 _DURATION = re.compile(r"[1-9][0-9]{0,5}(ms|s|m|h)")
 

@@ -7,7 +7,7 @@ import json
 import textwrap
 from typing import Any, TextIO
 
-from iotop_plus.sampling.diskstats import printable_doc
+from iotop_plus.text import printable_doc
 
 
 class JsonStream:

@@ -1,5 +1,5 @@
 """What the registered frame parts add to the commands: their ``record``/``snapshot`` options
-(one per :attr:`~iotop_plus.sampling.part.FramePart.record_flag`, named in the registry's
+(one per :attr:`~iotop_plus.sampling.frame.part.FramePart.record_flag`, named in the registry's
 lines so no part module loads to parse a command line), the parts those options want, and
 their keys in ``snapshot``'s JSON."""
 
@@ -9,10 +9,10 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from iotop_plus.sampling import registry
+from iotop_plus.sampling.frame import registry
 
 if TYPE_CHECKING:
-    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.sampling.frame.model import Frame
 
 
 def add_part_options(p: argparse.ArgumentParser, command: str) -> None:

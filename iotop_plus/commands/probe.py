@@ -34,8 +34,8 @@ from iotop_plus.probe.run_types import ProbeError, ProbeOutcome, ProbeProgress, 
 from iotop_plus.probe.runner import ProbeRunner, stop_all_probes
 from iotop_plus.probe.target import ProbeTarget, device_busy_note, remove_all_probe_files
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
 from iotop_plus.state import StateDir, chosen_state_dir
+from iotop_plus.text import printable
 
 
 def add_parser(sub: Any) -> None:

@@ -31,15 +31,15 @@ from iotop_plus.record.recorder import Recorder, RecorderError, recording_dir
 from iotop_plus.record.times import parse_duration, parse_size
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import Schedule
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, PROCESSES, Frame
-from iotop_plus.sampling.health_gate import HEALTH
-from iotop_plus.sampling.issuers_part import ISSUERS
+from iotop_plus.sampling.disks.queue_settings import QueuePart
+from iotop_plus.sampling.disks.sampler import read_platform
+from iotop_plus.sampling.frame.model import CGROUPS, PROCESSES, Frame
+from iotop_plus.sampling.frame.sources import live_source
+from iotop_plus.sampling.health.gate import HEALTH
 from iotop_plus.sampling.journal_events import JournalPart
-from iotop_plus.sampling.queue_settings import QueuePart
-from iotop_plus.sampling.sampler import read_platform
-from iotop_plus.sampling.sources import live_source
+from iotop_plus.sampling.processes.issuers_part import ISSUERS
 from iotop_plus.state import StateDir, chosen_state_dir
+from iotop_plus.text import printable
 
 
 def add_parser(sub: Any) -> None:
@@ -114,7 +114,7 @@ def _record(
     """Record until ``stop`` is set (a signal, or a worker thread that died)."""
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
     # Only what other runs write from now on (tuning, probes) is an event of this recording;
-    # the frames carry it (the journal part of iotop_plus.sampling.live_source.LiveSource).
+    # the frames carry it (the journal part of iotop_plus.sampling.frame.live.LiveSource).
     state = StateDir(state_dir)
     flags = given_flags(args)
     # Health: a worker reads it, H is written when it changes. A part with a record flag is

@@ -16,9 +16,8 @@ from iotop_plus.record.format import FormatError
 from iotop_plus.record.recorder import RecorderError, recording_dir
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.timeparse import parse_time
 from iotop_plus.state import chosen_state_dir
+from iotop_plus.text import parse_time, printable
 
 
 def add_parser(sub: Any) -> None:

@@ -18,7 +18,7 @@ from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, positi
 from iotop_plus.commands.part_options import add_part_options, given_flags, wanted_keys
 from iotop_plus.commands.workers import WorkerWatch
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.text import printable
 
 if TYPE_CHECKING:  # loaded only when serve runs
     from iotop_plus.export.collector import FrameCollector
@@ -108,9 +108,9 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     from iotop_plus.export.server import ListenError, parse_listen
     from iotop_plus.export.view import ExportSampler
     from iotop_plus.export.webconfig import WebConfig, WebConfigError, load_web_config
-    from iotop_plus.sampling.frame import LATENCY_QUEUE
-    from iotop_plus.sampling.health_gate import HEALTH
-    from iotop_plus.sampling.sources import live_source
+    from iotop_plus.sampling.frame.model import LATENCY_QUEUE
+    from iotop_plus.sampling.frame.sources import live_source
+    from iotop_plus.sampling.health.gate import HEALTH
     from iotop_plus.state import StateDir, chosen_state_dir
 
     web = WebConfig()

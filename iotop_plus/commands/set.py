@@ -32,7 +32,7 @@ from iotop_plus.devices.settings import (
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import not_live_reason
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.inventory import Inventory, read_inventory
+from iotop_plus.sampling.topology.inventory import Inventory, read_inventory
 from iotop_plus.state import chosen_state_dir
 
 

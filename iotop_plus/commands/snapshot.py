@@ -17,11 +17,11 @@ from iotop_plus.commands.snapshot_cpu import CpuTimes, read_cpu
 from iotop_plus.commands.snapshot_output import Report, emit, printed_notes, resolve_devices
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import LATENCY_QUEUE, Frame
-from iotop_plus.sampling.health_gate import HEALTH
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.sampler import read_platform
+from iotop_plus.sampling.disks.sampler import read_platform
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import LATENCY_QUEUE, Frame
+from iotop_plus.sampling.health.gate import HEALTH
+from iotop_plus.text import printable
 
 
 def add_parser(sub: Any) -> None:
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace, roots: Roots, out: TextIO | None = None) -> in
         raise UsageError("--start, --end and --overview need --from RECORDING")
     args.interval = args.interval or 1.0
     args.count = args.count or 1
-    from iotop_plus.sampling.sources import live_source
+    from iotop_plus.sampling.frame.sources import live_source
     from iotop_plus.state import StateDir, chosen_state_dir
 
     # Setting changes and probe results of other runs during the snapshot: the frames' events.

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
+from iotop_plus.sysfs import MAX_ATTRIBUTE_BYTES, read_bounded
 
 
 class CpuTimes(NamedTuple):

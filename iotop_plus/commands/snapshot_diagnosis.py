@@ -9,15 +9,15 @@ import argparse
 from collections.abc import Sequence
 from typing import Any
 
-from iotop_plus.sampling.diagnosis import Diagnosis
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
-from iotop_plus.sampling.verdicts import Judge, judge
+from iotop_plus.sampling.frame.model import CGROUPS, Frame, FrameSource
+from iotop_plus.text import printable
+from iotop_plus.why.diagnosis import Diagnosis
+from iotop_plus.why.verdicts import Judge, judge
 
 
 class Reports:
     """The reports judged so far: each device's verdict looks back on them (the one
-    :class:`~iotop_plus.sampling.verdicts.Judge` the TUI's and ``serve``'s frames go
+    :class:`~iotop_plus.why.verdicts.Judge` the TUI's and ``serve``'s frames go
     through)."""
 
     def __init__(self) -> None:

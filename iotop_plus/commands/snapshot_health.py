@@ -8,11 +8,11 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.health import INSTALL_HINT, READ_TIMEOUT_S
-from iotop_plus.sampling.health_gate import HealthPart
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.health.gate import HealthPart
+from iotop_plus.sampling.health.smart import INSTALL_HINT, READ_TIMEOUT_S
+from iotop_plus.text import printable
 
 HEALTH_WAIT_S = READ_TIMEOUT_S + 2.0
 """How long a live snapshot waits for the first reading of every device (smartctl runs one

@@ -9,12 +9,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.files_part import FilesPart, writeback_dirtiers
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.issuers import TRACER, issuer_text
-from iotop_plus.sampling.issuers_part import ISSUERS, IssuersPart
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.files.part import FilesPart, writeback_dirtiers
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.processes.issuers import TRACER, issuer_text
+from iotop_plus.sampling.processes.issuers_part import ISSUERS, IssuersPart
+from iotop_plus.text import printable
 
 _said: set[str] = set()
 

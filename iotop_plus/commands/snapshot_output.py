@@ -17,17 +17,17 @@ from iotop_plus.commands.common import EXIT_OK, UsageError
 from iotop_plus.commands.part_options import add_part_json
 from iotop_plus.commands.snapshot_cpu import CpuTimes, avg_cpu
 from iotop_plus.commands.snapshot_diagnosis import Reports, add_diagnosis, render_verdicts
-from iotop_plus.sampling.diskstats import printable, printable_doc
-from iotop_plus.sampling.figures import IOSTAT_FIGURES, figure
-from iotop_plus.sampling.frame import Frame, FrameEvent
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.memory import MemoryPart
+from iotop_plus.sampling.disks.figures import IOSTAT_FIGURES, figure
+from iotop_plus.sampling.disks.rates import DeviceRates
+from iotop_plus.sampling.disks.sampler import HostInfo, Platform, Sample, select_devices
+from iotop_plus.sampling.frame.model import Frame, FrameEvent
+from iotop_plus.sampling.memory.dirty import MemoryPart
 from iotop_plus.sampling.pressure import Pressure
-from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.sampler import HostInfo, Platform, Sample, select_devices
+from iotop_plus.sampling.topology.inventory import Inventory
+from iotop_plus.text import printable, printable_doc
 
 if TYPE_CHECKING:  # the histograms load only with --latency (docs/performance.md)
-    from iotop_plus.sampling.latency_hist import DeviceLatency, LatencyFrame
+    from iotop_plus.sampling.latency.hist import DeviceLatency, LatencyFrame
 
 
 #: (iostat JSON key, DeviceRates attribute), in iostat -x column order.
@@ -128,7 +128,7 @@ def emit(
         json.dump(printable_doc(doc), out, indent=2)
         out.write("\n")
     elif args.format == "csv":
-        from iotop_plus.sampling.latency_hist import LATENCY_CSV_COLUMNS, csv_cells
+        from iotop_plus.sampling.latency.hist import LATENCY_CSV_COLUMNS, csv_cells
 
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(
@@ -253,7 +253,7 @@ def _device_latency(lat: LatencyFrame | None, name: str) -> DeviceLatency | None
     None when the tracer was not tracing."""
     if lat is None or not lat.has_figures:
         return None
-    from iotop_plus.sampling.latency_hist import DeviceLatency
+    from iotop_plus.sampling.latency.hist import DeviceLatency
 
     return lat.devices.get(name) or DeviceLatency({})
 
@@ -262,7 +262,7 @@ def render_latency(names: Sequence[str], lat: LatencyFrame | None) -> str:
     """The latency lines under one interval's table (ms; ``-`` where nothing completed)."""
     if lat is None or not lat.has_figures:
         return f"latency: {printable(lat.status or 'not traced') if lat else 'not traced'}\n"
-    from iotop_plus.sampling.latency_hist import LATENCY_CSV_COLUMNS, csv_cells
+    from iotop_plus.sampling.latency.hist import LATENCY_CSV_COLUMNS, csv_cells
 
     headers = ["Device", *LATENCY_CSV_COLUMNS]
     rows = [[printable(n), *(c or "-" for c in csv_cells(_device_latency(lat, n)))] for n in names]

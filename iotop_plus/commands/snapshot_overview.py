@@ -24,8 +24,7 @@ from iotop_plus.commands.snapshot_output import iso_time
 from iotop_plus.record.chunks import ROLLUP_METRICS, ROLLUP_STATS
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.timeline import RecordingTimeline
-from iotop_plus.sampling.diskstats import printable, printable_doc
-from iotop_plus.sampling.units import five_chars
+from iotop_plus.text import five_chars, printable, printable_doc
 
 LABELS = {"iops": "IOPS", "mbps": "MB/s", "await": "await ms", "util": "%util", "aqu": "aqu-sz"}
 """Table headings of the roll-up's figures."""

@@ -19,11 +19,10 @@ from iotop_plus.commands.snapshot_overview import run_overview
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.timeline import open_timeline
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import FrameEvent
+from iotop_plus.sampling.disks.sampler import Platform
+from iotop_plus.sampling.frame.model import FrameEvent
 from iotop_plus.sampling.journal_events import recorded_events
-from iotop_plus.sampling.sampler import Platform
-from iotop_plus.sampling.timeparse import parse_time
+from iotop_plus.text import parse_time, printable
 
 
 def recorded_platform(header: Mapping[str, Any]) -> Platform:

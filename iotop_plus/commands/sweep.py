@@ -30,7 +30,7 @@ from iotop_plus.probe.presets import PRESETS, parse_assignments, with_overrides
 from iotop_plus.probe.run_types import ProbeProgress
 from iotop_plus.probe.target import device_busy_note
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.text import printable
 
 _READ_PRESETS = sorted(name for name, p in PRESETS.items() if not p.writes)
 

@@ -19,14 +19,14 @@ from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, add_interval_count
 from iotop_plus.commands.json_stream import JsonStream
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
-from iotop_plus.sampling.delayacct import OFF_EXPLANATION, DelayAcct
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import PROCESSES, Frame
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.processes import ProcessSample, TaskKey, TaskRates
-from iotop_plus.sampling.sampler import read_host_info, select_devices
-from iotop_plus.sampling.sources import live_source
-from iotop_plus.sampling.units import iotop_rate as human_rate
+from iotop_plus.sampling.disks.sampler import read_host_info, select_devices
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import PROCESSES, Frame
+from iotop_plus.sampling.frame.sources import live_source
+from iotop_plus.sampling.processes.delayacct import OFF_EXPLANATION, DelayAcct
+from iotop_plus.sampling.processes.rates import ProcessSample, TaskKey, TaskRates
+from iotop_plus.text import iotop_rate as human_rate
+from iotop_plus.text import printable
 
 
 def add_parser(sub: Any) -> None:

@@ -18,16 +18,16 @@ from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK
 from iotop_plus.commands.json_stream import JsonStream
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroup_files import not_counted_line
-from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, DeviceLimit, device_limits
-from iotop_plus.sampling.cgroup_names import cgroup_name
-from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, IoRates
+from iotop_plus.sampling.cgroups.files import not_counted_line
+from iotop_plus.sampling.cgroups.limits import V1_WRITEBACK_NOTE, DeviceLimit, device_limits
+from iotop_plus.sampling.cgroups.names import cgroup_name
+from iotop_plus.sampling.cgroups.reader import CgroupRates, CgroupSample, IoRates
 from iotop_plus.sampling.clock import frames_on_schedule
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, CgroupFrame
-from iotop_plus.sampling.sampler import read_host_info
-from iotop_plus.sampling.sources import live_source
-from iotop_plus.sampling.units import iotop_rate as human_rate
+from iotop_plus.sampling.disks.sampler import read_host_info
+from iotop_plus.sampling.frame.model import CGROUPS, CgroupFrame
+from iotop_plus.sampling.frame.sources import live_source
+from iotop_plus.text import iotop_rate as human_rate
+from iotop_plus.text import printable
 
 
 def run(args: argparse.Namespace, roots: Roots, out: TextIO) -> int:

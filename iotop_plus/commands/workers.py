@@ -14,7 +14,7 @@ import sys
 import threading
 from types import TracebackType
 
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.text import printable
 
 THREAD_JOBS = {
     "iotop-plus-serve": "the sampler",

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from iotop_plus import __version__
 from iotop_plus.devices.changes import HOST_SCOPE, Change, write_order
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
 
 #: Characters that make a udev match value unsafe to quote (globs, quotes, escapes).
 _UDEV_UNSAFE = set('"\\*?[]|\n')

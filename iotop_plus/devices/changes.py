@@ -9,16 +9,15 @@ device (:func:`same_device`) and the sysctl the same boot (:func:`same_boot`).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 from iotop_plus.devices.settings import SETTINGS
-from iotop_plus.roots import Roots, open_regular
-from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
+from iotop_plus.roots import Roots
+from iotop_plus.sampling.processes.delayacct import SYSCTL as DELAYACCT
+from iotop_plus.sysfs import read_attribute
 
 #: Actions in the journal: a user's change, its undo, a revert-all step, a failed set rolled
 #: back, and a leftover of a dead run put back.
@@ -128,22 +127,9 @@ class Change:
         return doc
 
 
-def _read(path: Path) -> str | None:
-    # A captured tree may hold a FIFO where sysfs has a file: never wait on it.
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            return fh.read(4096).decode("utf-8", "replace").strip() or None
-        except OSError:
-            return None
-
-
 def boot_id(roots: Roots) -> str | None:
     """This boot's id (``/proc/sys/kernel/random/boot_id``), or None where unreadable."""
-    return _read(roots.proc / "sys" / "kernel" / "random" / "boot_id")
+    return read_attribute(roots.proc / "sys" / "kernel" / "random" / "boot_id") or None
 
 
 def same_boot(recorded: Mapping[str, Any], now: str | None) -> str:
@@ -161,11 +147,14 @@ def device_identity(roots: Roots, queue_device: str) -> dict[str, str | None]:
     (Linux >= 5.15, grows with every attach), the loop backing file, serial and WWN."""
     base = roots.sys_block / queue_device
     return {
-        "dev": _read(base / "dev"),
-        "diskseq": _read(base / "diskseq"),
-        "backing_file": _read(base / "loop" / "backing_file"),
-        "serial": _read(base / "device" / "serial"),
-        "wwid": _read(base / "wwid") or _read(base / "device" / "wwid"),
+        "dev": read_attribute(base / "dev") or None,
+        "diskseq": read_attribute(base / "diskseq") or None,
+        "backing_file": read_attribute(base / "loop" / "backing_file") or None,
+        "serial": read_attribute(base / "device" / "serial") or None,
+        "wwid": read_attribute(base / "wwid")
+        or None
+        or read_attribute(base / "device" / "wwid")
+        or None,
     }
 
 

@@ -53,9 +53,9 @@ from iotop_plus.devices.conflicts import CHOICES, Conflict, last_writer
 from iotop_plus.devices.leftovers import Leftover, find_leftovers
 from iotop_plus.devices.settings import queue_device, read_setting
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.processes.delayacct import SYSCTL as DELAYACCT
 from iotop_plus.state import CHANGES, StateDir, StateError, default_state_dir, new_run_id
+from iotop_plus.text import printable
 
 
 class JournalError(Exception):

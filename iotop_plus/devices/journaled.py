@@ -39,6 +39,7 @@ from iotop_plus.devices.changes import (
 from iotop_plus.devices.conflicts import (
     TuningError,
 )
+from iotop_plus.devices.delayacct import DelayAcctError, set_delayacct
 from iotop_plus.devices.journal import Journal, JournalError
 from iotop_plus.devices.settings import (
     SETTINGS,
@@ -54,9 +55,9 @@ from iotop_plus.devices.settings import (
 )
 from iotop_plus.devices.writers import Writer, not_live_reason
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.delayacct import SYSCTL as DELAYACCT
-from iotop_plus.sampling.delayacct import DelayAcct, DelayAcctError, read_delayacct, set_delayacct
-from iotop_plus.sampling.inventory import Inventory, read_inventory
+from iotop_plus.sampling.processes.delayacct import SYSCTL as DELAYACCT
+from iotop_plus.sampling.processes.delayacct import DelayAcct, read_delayacct
+from iotop_plus.sampling.topology.inventory import Inventory, read_inventory
 
 #: ``kernel.task_delayacct``'s value for each state read (UNKNOWN: no sysctl to switch).
 _DELAYACCT_VALUE = {DelayAcct.ON: "1", DelayAcct.OFF: "0"}

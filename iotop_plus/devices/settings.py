@@ -23,9 +23,9 @@ from pathlib import Path
 
 from iotop_plus.devices.writers import Writer, not_live_reason, write_live_file
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import partition_parent
-from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
-from iotop_plus.sampling.queue_settings import parse_scheduler
+from iotop_plus.sampling.disks.queue_settings import parse_scheduler
+from iotop_plus.sampling.topology.blockdev import partition_parent
+from iotop_plus.sysfs import MAX_ATTRIBUTE_BYTES, read_bounded
 
 
 @dataclass(frozen=True)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily, Metric
 
-from iotop_plus.sampling.cgroup_files import IoCounters
-from iotop_plus.sampling.cgroup_names import cgroup_name
-from iotop_plus.sampling.frame import CgroupFrame
+from iotop_plus.sampling.cgroups.files import IoCounters
+from iotop_plus.sampling.cgroups.names import cgroup_name
+from iotop_plus.sampling.frame.model import CgroupFrame
 
 PREFIX = "iotop_plus_cgroup_"
 

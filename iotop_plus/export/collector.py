@@ -36,7 +36,8 @@ from iotop_plus.export.part_metrics import part_families
 from iotop_plus.export.queue import QUEUE_GAUGES
 from iotop_plus.export.view import ExportView
 from iotop_plus.export.why import cgroup_limit_families, diagnosis_families, memory_families
-from iotop_plus.sampling.diskstats import IN_FLIGHT, printable
+from iotop_plus.sampling.disks.diskstats import IN_FLIGHT
+from iotop_plus.text import printable
 
 PREFIX = "iotop_plus_"
 PRESSURE_STALLED = PREFIX + "pressure_stalled_seconds"

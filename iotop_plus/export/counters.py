@@ -9,7 +9,7 @@ The kernel prints the millisecond fields (read, write, discard and flush time, `
 :class:`MonotonicDisks` adds each frame's delta (2^32 ms more at a wrap), so the exported
 counters keep rising as Prometheus expects; a device that was reset (a count fell, or its
 major:minor changed) starts again from the kernel's values, which Prometheus reads as a counter
-reset. The wrap and reset rule is the one of the rates (:func:`~iotop_plus.sampling.diskstats.
+reset. The wrap and reset rule is the one of the rates (:func:`~iotop_plus.sampling.disks.diskstats.
 counter_deltas`).
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     DISCARD_MS,
     DISCARDS,
     DISCARDS_MERGED,

@@ -3,7 +3,7 @@
 Other processes (the TUI, ``set``, ``probe``, ``sweep``, ``ab``, ``restore``) append to
 ``DIR/changes.jsonl`` (see :mod:`iotop_plus.devices.journal`) and ``DIR/probes.jsonl`` (see
 ``iotop_plus.probe.history``). The frames carry their lines as ``setting`` and ``probe``
-events (the journal part of :class:`~iotop_plus.sampling.live_source.LiveSource`, which reads them
+events (the journal part of :class:`~iotop_plus.sampling.frame.live.LiveSource`, which reads them
 whole from the start for ``serve``); :class:`StateEvents` counts them. A file replaced or cut
 shorter (rotated) is read again from its start, and its counts start again.
 """
@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.journal_events import (
     CHANGE_RECORD,
     PROBE_RESULT_RECORD,

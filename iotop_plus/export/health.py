@@ -18,7 +18,7 @@ from prometheus_client.core import (
     Metric,
 )
 
-from iotop_plus.sampling.health_gate import HealthPart
+from iotop_plus.sampling.health.gate import HealthPart
 
 if TYPE_CHECKING:
     from iotop_plus.export.view import ExportView

@@ -1,6 +1,6 @@
 """Latency histograms for ``serve --latency``: each frame's delta, accumulated since start.
 
-The tracer's histograms are log-linear (:mod:`iotop_plus.sampling.latency_hist`): 8 slices per
+The tracer's histograms are log-linear (:mod:`iotop_plus.sampling.latency.hist`): 8 slices per
 power of two of nanoseconds, so every power of two of ns is an exact bucket edge and a bucket
 never straddles one. The exporter's buckets are those edges from 2**14 ns (16.4 µs) to 2**30 ns
 (1.07 s), plus +Inf: a Prometheus bucket's count is then exact, not interpolated. (A request of
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
-from iotop_plus.sampling.latency_hist import SUB_BUCKETS, LatencyFrame
+from iotop_plus.sampling.latency.hist import SUB_BUCKETS, LatencyFrame
 
 REQUEST_DURATION = "iotop_plus_disk_request_duration_seconds"
 """The latency histogram's name (the fleet view's p99 queries it)."""

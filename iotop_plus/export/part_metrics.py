@@ -1,5 +1,5 @@
-"""The registered frame parts' metrics (:meth:`~iotop_plus.sampling.part.FramePart.metrics`)
-as Prometheus families: a part gives plain :class:`~iotop_plus.sampling.part.Metric` samples,
+"""The registered frame parts' metrics (:meth:`~iotop_plus.sampling.frame.part.FramePart.metrics`)
+as Prometheus families: a part gives plain :class:`~iotop_plus.sampling.frame.part.Metric` samples,
 so the sampling layer imports no exporter; samples of one name form one family. Label values
 go through the one ``printable`` with every other family's (the collector's)."""
 
@@ -16,8 +16,8 @@ from prometheus_client.core import (
 )
 
 from iotop_plus.export.view import ExportView
-from iotop_plus.sampling import registry
-from iotop_plus.sampling.part import Metric as PartMetric
+from iotop_plus.sampling.frame import registry
+from iotop_plus.sampling.frame.part import Metric as PartMetric
 
 _KINDS = ("gauge", "counter", "histogram")
 

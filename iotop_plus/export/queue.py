@@ -1,7 +1,7 @@
 """Queue settings of each device, as ``serve`` exports them
 (node_exporter lacks them: node_exporter#1601).
 
-The settings come with each frame (its queue part, :mod:`iotop_plus.sampling.queue_settings`,
+The settings come with each frame (its queue part, :mod:`iotop_plus.sampling.disks.queue_settings`,
 re-read when the devices change, a setting change is journaled, and every
 :data:`QUEUE_REFRESH_S`), never per scrape; this module says how each one is exported.
 """

@@ -1,6 +1,6 @@
 """What one scrape exports: an immutable :class:`ExportView`, rebuilt by the sampler thread.
 
-:class:`ExportSampler` drives a :class:`~iotop_plus.sampling.live_source.LiveSource` on its own
+:class:`ExportSampler` drives a :class:`~iotop_plus.sampling.frame.live.LiveSource` on its own
 thread, one frame per interval; a scrape only reads the latest view, never ``/proc``.
 """
 
@@ -16,11 +16,11 @@ from iotop_plus.export.counters import MonotonicDisks
 from iotop_plus.export.events import ProbeFigures, StateEvents
 from iotop_plus.export.latency import LatencyTotals, OpTotals
 from iotop_plus.sampling.clock import Clock, Schedule
-from iotop_plus.sampling.frame import CGROUPS, Frame, FrameSource
-from iotop_plus.sampling.latency_hist import FAILED
-from iotop_plus.sampling.queue_settings import QueuePart, QueueSettings
-from iotop_plus.sampling.sampler import select_devices
-from iotop_plus.sampling.verdicts import Judge
+from iotop_plus.sampling.disks.queue_settings import QueuePart, QueueSettings
+from iotop_plus.sampling.disks.sampler import select_devices
+from iotop_plus.sampling.frame.model import CGROUPS, Frame, FrameSource
+from iotop_plus.sampling.latency.hist import FAILED
+from iotop_plus.why.verdicts import Judge
 
 _EMPTY: Mapping = MappingProxyType({})
 _NO_QUEUES: Mapping[str, QueueSettings] = MappingProxyType({})

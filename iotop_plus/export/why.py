@@ -5,7 +5,7 @@ Names: ``iotop_plus_memory_dirty_bytes``, ``..._writeback_bytes``,
 ``..._dirty_threshold_bytes``, ``..._dirty_background_threshold_bytes``;
 ``iotop_plus_cgroup_io_limit{cgroup,device,kind}``; ``iotop_plus_disk_diagnosis{device,cause}``
 (1 while the cause holds; each frame judged by the sampler with the frames before it, as
-the TUI and ``snapshot`` judge it: :mod:`iotop_plus.sampling.verdicts`). No per-process
+the TUI and ``snapshot`` judge it: :mod:`iotop_plus.why.verdicts`). No per-process
 series.
 """
 
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from iotop_plus.sampling.memory import MemoryPart
+from iotop_plus.sampling.memory.dirty import MemoryPart
 
 if TYPE_CHECKING:
     from iotop_plus.export.view import ExportView
@@ -57,8 +57,8 @@ def cgroup_limit_families(view: ExportView) -> Iterator[Metric]:
     """The cgroup I/O limits in force (v2 ``io.max``, v1 ``blkio.throttle``), one series per
     cgroup, device and kind (``rbps``/``wbps`` in bytes/s, ``riops``/``wiops`` in I/Os/s);
     only while the frames carry cgroups (``serve --cgroup-depth``)."""
-    from iotop_plus.sampling.cgroup_limits import device_limits
-    from iotop_plus.sampling.cgroup_v1_limits import LIMIT_KEYS
+    from iotop_plus.sampling.cgroups.limits import device_limits
+    from iotop_plus.sampling.cgroups.v1_limits import LIMIT_KEYS
 
     part = view.frame.cgroups if view.frame is not None else None
     if part is None:
@@ -82,7 +82,7 @@ def diagnosis_families(view: ExportView) -> Iterator[Metric]:
     exported device in the latest frame (``none`` when none does); causes that do not hold
     have no series. The verdicts are the frame's own, judged by the sampler
     (:class:`~iotop_plus.export.view.ExportSampler`) with the frames before it."""
-    from iotop_plus.sampling.diagnosis import CAUSES, Diagnosis
+    from iotop_plus.why.diagnosis import CAUSES, Diagnosis
 
     frame = view.frame
     if frame is None:

@@ -1,7 +1,7 @@
 """Device-side latency of a probe: the block layer's issue-to-completion time while fio ran.
 
 fio's ``clat`` is measured from user space: it includes the syscall, the filesystem and the
-wait for a CPU. The block tracer (:mod:`iotop_plus.sampling.latency`) times only what the
+wait for a CPU. The block tracer (:mod:`iotop_plus.sampling.latency.part`) times only what the
 device did. Shown side by side they say where a slow probe lost its time: a device p99 far
 below fio's points at the host (CPU, filesystem, page cache), a device p99 close to it at
 the device.
@@ -11,7 +11,7 @@ tracer (once) and drops what it saw so far, :meth:`ProbeTracer.end` merges what 
 device did since. Requests of other processes on that device count too; the probe result's
 other-I/O note says when there were any: the tracer counts the device's requests by issuer
 (:func:`issuers_of`), and times the writes that carry a preflush or FUA apart
-(:data:`~iotop_plus.sampling.latency.FLUSH_WRITE`).
+(:data:`~iotop_plus.sampling.latency.part.FLUSH_WRITE`).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ from dataclasses import dataclass, replace
 
 from iotop_plus.probe.results import BlockLatency, Issuers, ProbeResult
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import read_dev_numbers
-from iotop_plus.sampling.latency import LatencyPart
-from iotop_plus.sampling.latency_hist import FAILED, DeviceLatency, Histogram
-from iotop_plus.sampling.latency_program import FLUSH_WRITE, dev_t
+from iotop_plus.sampling.latency.hist import FAILED, DeviceLatency, Histogram
+from iotop_plus.sampling.latency.part import LatencyPart
+from iotop_plus.sampling.latency.program import FLUSH_WRITE, dev_t
+from iotop_plus.sampling.topology.blockdev import read_dev_numbers
 
 PROBE_SAMPLE = 16
 """A probe's tracer times one request in this many (chosen on the sector, so the figures

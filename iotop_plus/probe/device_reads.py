@@ -10,9 +10,8 @@ from typing import Any
 
 from iotop_plus.probe.target import ProbeTarget
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     IO_TICKS,
-    MAX_ATTRIBUTE_BYTES,
     READ_MS,
     READS,
     READS_MERGED,
@@ -23,9 +22,9 @@ from iotop_plus.sampling.diskstats import (
     DiskCounters,
     counter_deltas,
     parse_sys_stat,
-    read_bounded,
 )
 from iotop_plus.sampling.pressure import read_pressure_file
+from iotop_plus.sysfs import MAX_ATTRIBUTE_BYTES, read_bounded
 
 DiskCountersAt = tuple[float, DiskCounters]
 """When (monotonic seconds) and what a device's ``stat`` said."""
@@ -92,7 +91,7 @@ def device_class_of(roots: Roots, device: str | None) -> str | None:
     """The measured device's class (``virtual``, ``loop``, ``nvme``...), or None."""
     if device is None:
         return None
-    from iotop_plus.sampling.inventory import read_inventory
+    from iotop_plus.sampling.topology.inventory import read_inventory
 
     dev = read_inventory(roots, use_udev=False).get(device)
     return dev.media_class if dev is not None else None

@@ -35,15 +35,14 @@ from iotop_plus.probe.results import BlockLatency
 from iotop_plus.probe.run_types import DirectIORefused, ProbeError, ProbeProgress, ProbeRequest
 from iotop_plus.probe.runner import ProbeRunner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     FLUSH_MS,
     FLUSHES,
-    MAX_ATTRIBUTE_BYTES,
     DiskCounters,
     counter_deltas,
     parse_sys_stat,
-    read_bounded,
 )
+from iotop_plus.sysfs import MAX_ATTRIBUTE_BYTES, read_bounded
 
 PLAN = "durability"
 """The ``plan`` of its ``probes.jsonl`` lines."""

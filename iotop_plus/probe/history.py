@@ -25,8 +25,8 @@ from iotop_plus.probe.results import (
     ProbeResult,
 )
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.units import grouped, grouped_signed
 from iotop_plus.state import PROBES, StateDir, StateError
+from iotop_plus.text import grouped, grouped_signed
 
 #: Results loaded from the state directory at start (the newest).
 KEEP = 200

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from iotop_plus.probe.presets import QUOTE_RUNTIME_S, Preset, ProbeParams
-from iotop_plus.sampling.units import us_or_ms
+from iotop_plus.text import us_or_ms
 
 #: The clat percentiles shown, as fio keys them.
 PERCENTILES: tuple[tuple[str, str], ...] = (

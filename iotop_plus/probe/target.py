@@ -38,8 +38,8 @@ from iotop_plus.probe.workdir import (
     remove_leftovers,
 )
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import device_name, fd_paths, read_dev_numbers
-from iotop_plus.sampling.inventory import read_inventory
+from iotop_plus.sampling.topology.blockdev import device_name, fd_paths, read_dev_numbers
+from iotop_plus.sampling.topology.inventory import read_inventory
 
 #: A probe file never takes more than this share of the free space.
 FREE_SPACE_FRACTION = 0.25

@@ -31,7 +31,7 @@ from iotop_plus.record.format import (
     trailer_payload,
 )
 from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     COUNT_FIELDS,
     IO_TICKS,
     MS_FIELDS,
@@ -44,7 +44,7 @@ from iotop_plus.sampling.diskstats import (
     WRITE_MS,
     WRITES,
 )
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.sampler import Sample
 
 _MS_COLUMNS = frozenset(MS_FIELDS)
 

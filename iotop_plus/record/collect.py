@@ -15,14 +15,14 @@ from iotop_plus import __version__
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.format import VERSION
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import registry
-from iotop_plus.sampling.cgroup_limits import limits_doc
-from iotop_plus.sampling.cgroup_names import task_cgroup
-from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
-from iotop_plus.sampling.frame import Frame, FrameEvent
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
-from iotop_plus.sampling.queue_settings import QueueSettings, read_queue
-from iotop_plus.sampling.sampler import HostInfo, Platform
+from iotop_plus.sampling.cgroups.limits import limits_doc
+from iotop_plus.sampling.cgroups.names import task_cgroup
+from iotop_plus.sampling.disks.queue_settings import QueueSettings, read_queue
+from iotop_plus.sampling.disks.sampler import HostInfo, Platform
+from iotop_plus.sampling.frame import registry
+from iotop_plus.sampling.frame.model import Frame, FrameEvent
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
+from iotop_plus.sysfs import MAX_ATTRIBUTE_BYTES, read_bounded
 
 
 def zone() -> tuple[str, int]:

@@ -23,8 +23,8 @@ from iotop_plus.record.whatchanged import (
     ranked,
 )
 from iotop_plus.record.window_stats import WindowStats
-from iotop_plus.sampling.diskstats import printable
 from iotop_plus.sampling.journal_events import record_wall_time
+from iotop_plus.text import printable
 
 MAX_EVENTS = 10_000
 """Events one report reads at most (the rest are counted, not listed)."""

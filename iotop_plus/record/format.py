@@ -30,8 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from iotop_plus.sampling import registry
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     DISCARD_MS,
     DISCARDS,
     DISCARDS_MERGED,
@@ -52,6 +51,7 @@ from iotop_plus.sampling.diskstats import (
     WRITES_MERGED,
     DiskCounters,
 )
+from iotop_plus.sampling.frame import registry
 
 MAGIC = b"IOTPLREC"
 """The first 8 bytes of every recording and bundle."""

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from iotop_plus.record.format import Layout, load_json
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     DISCARD_MS,
     DISCARDS,
     DISCARDS_MERGED,

@@ -1,4 +1,4 @@
-"""A recorded sample as a :class:`~iotop_plus.sampling.frame.Frame`: the one place a frame is
+"""A recorded sample as a :class:`~iotop_plus.sampling.frame.model.Frame`: the one place a frame is
 rebuilt from what a recording (or the frame store's memory ring) holds.
 
 Rates come from the recorded raw counters with the live code (``rates_between``), so every
@@ -22,11 +22,11 @@ from iotop_plus.record.recorded_who import (
     chunk_command_lines,
     with_limits,
 )
-from iotop_plus.sampling.frame import Frame, FrameEvent
-from iotop_plus.sampling.health_gate import HEALTH
-from iotop_plus.sampling.inventory import Inventory
+from iotop_plus.sampling.disks.sampler import rates_between
+from iotop_plus.sampling.frame.model import Frame, FrameEvent
+from iotop_plus.sampling.health.gate import HEALTH
 from iotop_plus.sampling.pressure import Pressure, PressureLine, ResourcePressure
-from iotop_plus.sampling.sampler import rates_between
+from iotop_plus.sampling.topology.inventory import Inventory
 
 
 def recorded_frame(

@@ -1,6 +1,6 @@
 """Device health as a recording keeps it (format version 4, record type ``H``).
 
-The ``H`` document is :meth:`~iotop_plus.sampling.health_part.HealthFrame.as_json` plus the
+The ``H`` document is :meth:`~iotop_plus.sampling.health.part.HealthFrame.as_json` plus the
 frame's wall time (``"wall"``). Readings change at most every 5 minutes a device, so a sample
 carries ``H`` only when something changed (a new reading, new I/O errors) and in the first
 sample of each chunk (one wall-clock minute) or file: a chunk can be read alone, and the
@@ -18,9 +18,9 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.record.chunks import RecordedSample
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.health_gate import HealthPart
-from iotop_plus.sampling.health_part import HealthFrame, health_from_json
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.health.gate import HealthPart
+from iotop_plus.sampling.health.part import HealthFrame, health_from_json
 
 HEALTH = "H"
 """The record type of device health."""

@@ -1,7 +1,7 @@
 """The registered frame parts of a recorded sample, back as the values a live frame holds.
 
 Each part's document sits under its letter (:attr:`RecordedSample.parts`); its
-:meth:`~iotop_plus.sampling.part.FramePart.from_json` reads it. A recording is untrusted: a
+:meth:`~iotop_plus.sampling.frame.part.FramePart.from_json` reads it. A recording is untrusted: a
 document a part cannot read (or whose reading fails) leaves the part out of the frame.
 """
 
@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from iotop_plus.sampling import registry
-from iotop_plus.sampling.frame import NO_PARTS
+from iotop_plus.sampling.frame import registry
+from iotop_plus.sampling.frame.model import NO_PARTS
 
 _UNREADABLE = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError)
 """What reading a hostile document can raise in a part's ``from_json`` (left out, not fatal)."""

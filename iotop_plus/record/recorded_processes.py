@@ -17,10 +17,10 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.record.chunks import RecordedSample
-from iotop_plus.sampling.delayacct import DelayAcct
-from iotop_plus.sampling.frame import ProcessFrame
-from iotop_plus.sampling.pid_files import USER_HZ, IoCounters
-from iotop_plus.sampling.processes import ProcessSample, TaskCounters, TaskKey, TaskRates
+from iotop_plus.sampling.frame.model import ProcessFrame
+from iotop_plus.sampling.processes.delayacct import DelayAcct
+from iotop_plus.sampling.processes.pid_files import USER_HZ, IoCounters
+from iotop_plus.sampling.processes.rates import ProcessSample, TaskCounters, TaskKey, TaskRates
 
 
 def _int(value: Any) -> int | None:

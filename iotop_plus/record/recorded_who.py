@@ -8,7 +8,7 @@ Two frame parts (:attr:`~iotop_plus.record.chunks.RecordedSample.parts`):
   :data:`MAX_CMDLINE` characters. A chunk (one wall-clock minute) can be read alone, so the
   reader finds every command line of a sample in the sample's own chunk.
 * ``C``: the cgroups that did I/O in the interval (at most
-  :data:`~iotop_plus.sampling.active_cgroups.KEPT_CGROUPS`, busiest first) with their rates
+  :data:`~iotop_plus.sampling.cgroups.active.KEPT_CGROUPS`, busiest first) with their rates
   per device: ``{"version": "v1", "root": "/sys/fs/cgroup/blkio", "cgroups": [{"path": "/a",
   "some": 1.5, "full": 0.0, "devices": {"loop2": [rB/s, wB/s, r/s, w/s, dB/s, d/s]}}]}``.
   Present only while the recorder reads cgroups; an absent part is "not recorded".
@@ -25,10 +25,10 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.record.chunks import RecordedSample
-from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, busiest_cgroups
-from iotop_plus.sampling.cgroup_limits import limits_from_doc
-from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, CgroupStat, IoRates
-from iotop_plus.sampling.frame import CgroupFrame, Frame
+from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, busiest_cgroups
+from iotop_plus.sampling.cgroups.limits import limits_from_doc
+from iotop_plus.sampling.cgroups.reader import CgroupRates, CgroupSample, CgroupStat, IoRates
+from iotop_plus.sampling.frame.model import CgroupFrame, Frame
 from iotop_plus.sampling.pressure import PressureLine, ResourcePressure
 
 COMMAND_LINES = "N"

@@ -31,10 +31,10 @@ from iotop_plus.record.recorded_health import HealthParts
 from iotop_plus.record.recorded_who import CommandLines, WhoParts
 from iotop_plus.record.store_chunk import METRICS, Chunk, Decoded
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
+from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.ring_timeline import strip_processes
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.ring import strip_processes
 
 DEFAULT_MINUTES = 15
 """Minutes of frames kept by default (``history_minutes`` in the config)."""

@@ -24,10 +24,10 @@ from types import MappingProxyType
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.recorded_frame import recorded_frame
 from iotop_plus.record.stream import decode_stream
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.disks.rates import DeviceRates, figure_columns
+from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.gcpause import gc_paused
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.rates import DeviceRates, figure_columns
+from iotop_plus.sampling.topology.inventory import Inventory
 
 METRICS: tuple[str, ...] = (
     "r_s",

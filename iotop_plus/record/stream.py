@@ -44,9 +44,9 @@ from iotop_plus.record.format import (
     part_kinds,
 )
 from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
-from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS
-from iotop_plus.sampling.issuers import TOP
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.processes.issuers import TOP
 
 MAX_RECORDS_PER_FRAME = 64
 """Records a chunk may hold for each of its ``S``/``X`` frames (a sample's frames hold one
@@ -57,7 +57,7 @@ MAX_CHUNK_COST = 64 << 20
 """The estimated memory (64 MiB) a chunk's decoded samples may take."""
 READING_COST = 1024
 """Estimated bytes one device's counters take in a decoded sample (17 integers, their tuple
-and the :class:`~iotop_plus.sampling.diskstats.DiskCounters`; about 970 measured)."""
+and the :class:`~iotop_plus.sampling.disks.diskstats.DiskCounters`; about 970 measured)."""
 MAX_PART_ENTRIES = 1000
 """Limited cgroups a recorded ``L`` part is read for, at most."""
 MAX_COMMAND_LINES = 256
@@ -282,8 +282,8 @@ def _entries(doc: Any, n: int = MAX_PART_ENTRIES) -> Any:
 def bounded_part(kind: str, doc: Any, devices: Mapping[str, object]) -> Any:
     """A recorded frame part cut to what its sample (of ``devices``) can show: issuers (``W``),
     health (``H``) and latency histograms (``Q``) of those devices only, the first
-    :data:`~iotop_plus.sampling.issuers.TOP` issuers of each; at most
-    :data:`~iotop_plus.sampling.active_cgroups.KEPT_CGROUPS` cgroups (``C``), each with those
+    :data:`~iotop_plus.sampling.processes.issuers.TOP` issuers of each; at most
+    :data:`~iotop_plus.sampling.cgroups.active.KEPT_CGROUPS` cgroups (``C``), each with those
     devices only; at most :data:`MAX_PART_ENTRIES` limited cgroups
     (``L``) and :data:`MAX_COMMAND_LINES` command lines (``N``). Anything of another shape is
     left as it is (its reader skips it)."""

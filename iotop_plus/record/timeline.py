@@ -1,4 +1,4 @@
-"""A recording as a :class:`~iotop_plus.sampling.timeline.Timeline`: real frames by time.
+"""A recording as a :class:`~iotop_plus.sampling.store.timeline.Timeline`: real frames by time.
 
 Frames are built from the recorded raw counters with the live code (``rates_between``), so
 every figure is what a live view would have shown for the same pair of samples. Recordings
@@ -28,9 +28,9 @@ from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorded_frame import recorded_frame
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.record.times import zone_of
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.sampler import HostInfo
+from iotop_plus.sampling.disks.sampler import HostInfo
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.topology.inventory import Inventory
 
 Pos = tuple[int, int]
 """(entry, sample index in that entry's chunk)."""

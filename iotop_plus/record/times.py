@@ -1,6 +1,6 @@
 """Durations and sizes typed by the user, and a recording's zone (pure: no I/O).
 
-Times typed by the user are read by :func:`iotop_plus.sampling.timeparse.parse_time`, the one
+Times typed by the user are read by :func:`iotop_plus.text.parse_time`, the one
 parser the TUI's ``g`` and the commands share.
 """
 

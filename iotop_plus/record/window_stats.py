@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from iotop_plus.record.chunks import RecordedSample
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     IO_TICKS,
     MS_WRAP,
     READ_MS,
@@ -29,7 +29,7 @@ from iotop_plus.sampling.diskstats import (
     WRITE_MS,
     WRITES,
 )
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.sampler import Sample
 
 FIGURES = ("iops", "mbps", "await", "aqu", "util", "p99")
 """The per-device figures compared: I/O per second, MB/s (10^6 B), await (ms, reads and
@@ -348,7 +348,7 @@ class WindowStats:
         return device in self.health or len(self.health) < MAX_SHARE_DEVICES
 
     def _latency(self, devices: Mapping[str, Any]) -> None:
-        from iotop_plus.sampling.latency_part import percentile_ms
+        from iotop_plus.sampling.latency.hist_part import percentile_ms
 
         for device, hist in list(devices.items())[:MAX_KEYS]:
             p99 = percentile_ms(hist, 0.99)

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:  # frame.py's types only: frame.py needs nothing from here
-    from iotop_plus.sampling.frame import Frame, FrameSource
+    from iotop_plus.sampling.frame.model import Frame, FrameSource
 
 MIN_INTERVAL = 0.25
 """Shortest interval between frames, in seconds."""

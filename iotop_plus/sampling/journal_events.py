@@ -4,7 +4,8 @@ Other runs (the TUI, ``set``, ``probe``, ``sweep``, ``ab``, ``restore``) append 
 directory's ``changes.jsonl`` and ``probes.jsonl``. :class:`JournalPart` tails both with the one
 :class:`~iotop_plus.state.JsonlTail` each (:class:`JournalReader`, the reader of the frame part
 :class:`JournalPart`), and every new line becomes a
-:class:`~iotop_plus.sampling.frame.FrameEvent` of kind ``setting`` or ``probe`` carrying the line
+:class:`~iotop_plus.sampling.frame.model.FrameEvent` of kind ``setting`` or ``probe`` carrying the
+line
 unchanged, its wall time and the matching monotonic time. The recorder, ``serve`` and the TUI's
 chart marks take them from the frame; none of them reads the journals itself.
 """
@@ -16,8 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from iotop_plus.sampling.frame import FrameEvent
-from iotop_plus.sampling.part import FramePart, ReadContext
+from iotop_plus.sampling.frame.model import FrameEvent
+from iotop_plus.sampling.frame.part import FramePart, ReadContext
 from iotop_plus.state import CHANGES, PROBES, JsonlTail, StateDir, chosen_state_dir
 
 if TYPE_CHECKING:

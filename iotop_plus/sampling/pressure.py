@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import MAX_ATTRIBUTE_BYTES, read_bounded
+from iotop_plus.sysfs import MAX_ATTRIBUTE_BYTES, read_bounded
 
 RESOURCES = ("io", "memory", "cpu")
 """The host-wide pressure files, in the order the header shows them."""

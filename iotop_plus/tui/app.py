@@ -20,13 +20,13 @@ from iotop_plus.config import Config
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
-from iotop_plus.sampling.frame import Frame, FrameSource
-from iotop_plus.sampling.history import History
-from iotop_plus.sampling.joined_timeline import JoinedTimeline, OpenOlder
-from iotop_plus.sampling.ring_timeline import RingTimeline
-from iotop_plus.sampling.sampler import HostInfo, Sampler
-from iotop_plus.sampling.sources import live_source
-from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.disks.sampler import HostInfo, Sampler
+from iotop_plus.sampling.frame.model import Frame, FrameSource
+from iotop_plus.sampling.frame.sources import live_source
+from iotop_plus.sampling.store.history import History
+from iotop_plus.sampling.store.joined import JoinedTimeline, OpenOlder
+from iotop_plus.sampling.store.ring import RingTimeline
+from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.tui.engine import strip_cycles
 from iotop_plus.tui.engine.input_driver import quiet_driver
 from iotop_plus.tui.frame_feed import FrameFeed

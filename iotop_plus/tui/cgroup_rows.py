@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from iotop_plus.sampling.active_cgroups import busy as active
-from iotop_plus.sampling.cgroup_names import cgroup_name
-from iotop_plus.sampling.cgroups import CgroupSample
-from iotop_plus.sampling.frame import CgroupFrame
-from iotop_plus.sampling.issuers import CgroupShare, IssuersFrame, LatencyFigures
-from iotop_plus.sampling.units import compact_bytes
+from iotop_plus.sampling.cgroups.active import busy as active
+from iotop_plus.sampling.cgroups.names import cgroup_name
+from iotop_plus.sampling.cgroups.reader import CgroupSample
+from iotop_plus.sampling.frame.model import CgroupFrame
+from iotop_plus.sampling.processes.issuers import CgroupShare, IssuersFrame, LatencyFigures
+from iotop_plus.text import compact_bytes
 
 
 @dataclass(frozen=True, slots=True)

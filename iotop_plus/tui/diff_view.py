@@ -26,9 +26,9 @@ from iotop_plus.record.diff_report import Report, compare, report_text
 from iotop_plus.record.recorded_who import cgroups_part
 from iotop_plus.record.window_stats import WindowStats
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.latency_part import LatencyHistogramsPart, of_latency_frame
-from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.latency.hist_part import LatencyHistogramsPart, of_latency_frame
+from iotop_plus.sampling.store.timeline import Timeline
 
 Window = tuple[float, float]
 _LATENCY = LatencyHistogramsPart()

@@ -7,7 +7,7 @@ next frames should carry (processes, one process's details) for the Processes ta
 
 The verdict is judged off the UI thread: the sampler thread judges each frame for the
 devices shown (:attr:`FrameFeed.judge_devices`) with the frames before it
-(:class:`~iotop_plus.sampling.verdicts.Judge`) and the frame carries it; a frame shown
+(:class:`~iotop_plus.why.verdicts.Judge`) and the frame carries it; a frame shown
 without it (scrubbed back, replayed, another device selected) is judged on a worker thread
 (:meth:`FrameFeed.ask_verdict`), and the screen shows it when it is there.
 """
@@ -21,19 +21,19 @@ from typing import Protocol
 from textual.message import Message
 
 from iotop_plus.sampling.clock import SamplerThread
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CGROUPS, LATENCY_QUEUE, PROCESSES, Frame, FrameSource
-from iotop_plus.sampling.health_gate import HEALTH
-from iotop_plus.sampling.history import History, Mark
-from iotop_plus.sampling.issuers_part import ISSUERS
-from iotop_plus.sampling.lookback import LookbackFeed
-from iotop_plus.sampling.ring_timeline import RingTimeline
-from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.sampling.verdicts import Judge, judge, timeline_lookback, with_verdicts
+from iotop_plus.sampling.frame.model import CGROUPS, LATENCY_QUEUE, PROCESSES, Frame, FrameSource
+from iotop_plus.sampling.health.gate import HEALTH
+from iotop_plus.sampling.processes.issuers_part import ISSUERS
+from iotop_plus.sampling.store.history import History, Mark
+from iotop_plus.sampling.store.ring import RingTimeline
+from iotop_plus.sampling.store.timeline import Timeline
+from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import one_update
 from iotop_plus.tui.messages import FrameReady, Notifies, SamplerProblem
 from iotop_plus.tui.replay_reads import ReplayReads
 from iotop_plus.tui.scrub import MARKED_EVENTS
+from iotop_plus.why.lookback import LookbackFeed
+from iotop_plus.why.verdicts import Judge, judge, timeline_lookback, with_verdicts
 
 MAX_PENDING = 4
 """Frames posted to the UI and not yet taken, at most. While the UI is that far behind (a host
@@ -259,7 +259,7 @@ class FrameFeed:
             self.thread.sample_now()
 
     def want_part(self, key: str, on: bool) -> None:
-        """A view shows frame part ``key`` (:mod:`iotop_plus.sampling.registry`), or no
+        """A view shows frame part ``key`` (:mod:`iotop_plus.sampling.frame.registry`), or no
         longer: the next frames carry it or not; the first comes at once."""
         was = key in self._asked
         self._ask(key, on)

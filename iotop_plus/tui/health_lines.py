@@ -3,11 +3,11 @@ from the frame's health part. Pure text: the widgets show it."""
 
 from __future__ import annotations
 
-from iotop_plus.sampling.diagnosis import growth_text
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.health import DeviceHealth
-from iotop_plus.sampling.health_gate import HealthPart
-from iotop_plus.sampling.health_part import NOT_READ_YET
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.health.gate import HealthPart
+from iotop_plus.sampling.health.part import NOT_READ_YET
+from iotop_plus.sampling.health.smart import DeviceHealth
+from iotop_plus.why.diagnosis import growth_text
 
 SEVERITY_MARK = "!"
 """Put before a device's name in the table when it has I/O errors since the start, a failing

@@ -3,9 +3,9 @@ shown (live, paused or replayed), from the tracer or, without it, estimated."""
 
 from __future__ import annotations
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.issuers import issuer_text
-from iotop_plus.sampling.issuers_part import IssuersPart
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.processes.issuers import issuer_text
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
 
 TOP_SHOWN = 3
 """Issuers the Device tab names."""

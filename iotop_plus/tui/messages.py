@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from textual.message import Message
 
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.frame.model import Frame
 
 if TYPE_CHECKING:
     from textual.notifications import SeverityLevel

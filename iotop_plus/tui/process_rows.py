@@ -10,16 +10,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from iotop_plus.sampling.cgroup_names import cgroup_name
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.issuers import Issuer
-from iotop_plus.sampling.processes import (
+from iotop_plus.sampling.cgroups.names import cgroup_name
+from iotop_plus.sampling.processes.issuers import Issuer
+from iotop_plus.sampling.processes.rates import (
     TaskKey,
     TaskRates,
     TaskTotals,
     started_before_delayacct,
 )
-from iotop_plus.sampling.units import compact_bytes as compact_bytes  # the panels import it here
+from iotop_plus.text import compact_bytes as compact_bytes  # the panels import it here
+from iotop_plus.text import printable
 
 
 @dataclass(frozen=True, slots=True)

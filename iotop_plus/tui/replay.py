@@ -23,9 +23,9 @@ from iotop_plus.config import Config, load_config
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import clamp_interval
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.sampler import HostInfo
-from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.disks.sampler import HostInfo
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.tui import engine
 from iotop_plus.tui.app import IotopPlusApp
 
@@ -34,7 +34,7 @@ RECORDED_HOST = HostInfo("recording", "?", None, False)
 
 
 class TimelineSource:
-    """A :class:`~iotop_plus.sampling.frame.FrameSource` that never samples (a replay)."""
+    """A :class:`~iotop_plus.sampling.frame.model.FrameSource` that never samples (a replay)."""
 
     def __init__(self, roots: Roots, timeline: Timeline) -> None:
         self.roots = roots

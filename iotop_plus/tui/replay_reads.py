@@ -18,7 +18,7 @@ from typing import Any
 
 from textual.message import Message
 
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.text import printable
 
 
 @dataclass

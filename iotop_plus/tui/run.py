@@ -14,10 +14,10 @@ from iotop_plus.config import load_config
 from iotop_plus.devices.journal import Journal
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import FrameSource
-from iotop_plus.sampling.joined_timeline import OpenOlder
-from iotop_plus.sampling.sources import tui_source
-from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.frame.model import FrameSource
+from iotop_plus.sampling.frame.sources import tui_source
+from iotop_plus.sampling.store.joined import OpenOlder
+from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.state import chosen_state_dir
 from iotop_plus.tui import engine
 from iotop_plus.tui.app import make_app

@@ -20,10 +20,10 @@ from typing import Protocol
 
 from textual.message import Message
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.history import DeviceHistory, History, Mark
-from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.sampling.timeparse import TimeParseError, clock_text, parse_time, zone_label
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.history import DeviceHistory, History, Mark
+from iotop_plus.sampling.store.timeline import Timeline
+from iotop_plus.text import TimeParseError, clock_text, parse_time, zone_label
 from iotop_plus.tui.messages import Notifies
 from iotop_plus.tui.replay_reads import ReplayReads
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.jbd2_part import Jbd2Part, journal_summary
-from iotop_plus.sampling.sync_part import DeviceSync, SyncPart, sync_summary
-from iotop_plus.sampling.sync_verdict import sync_waits
+from iotop_plus.sampling.sync.jbd2_part import Jbd2Part, journal_summary
+from iotop_plus.sampling.sync.part import DeviceSync, SyncPart, sync_summary
+from iotop_plus.text import printable
+from iotop_plus.why.sync_verdict import sync_waits
 
 if TYPE_CHECKING:
-    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.sampling.frame.model import Frame
 
 NOT_SYNCS = "O_SYNC/O_DSYNC writes make no sync call: they are not counted here."
 NOT_RECORDED = "Sync: not recorded at this time (record --sync keeps syncs and commits)"

@@ -3,10 +3,10 @@ selected device, from the frame shown (live, paused or replayed)."""
 
 from __future__ import annotations
 
-from iotop_plus.sampling.diagnosis import Diagnosis
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.memory import MemoryPart
-from iotop_plus.sampling.throttle_watch import ThrottlePart
+from iotop_plus.sampling.cgroups.throttle_watch import ThrottlePart
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.memory.dirty import MemoryPart
+from iotop_plus.why.diagnosis import Diagnosis
 
 JUDGING = "judging…"
 """The why line while the frame's verdict is judged (off the UI thread)."""
@@ -32,7 +32,7 @@ def why_facts(_device: str, frame: Frame | None) -> list[tuple[str, str]]:
 def verdict_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
     """The verdict line for ``device`` in ``frame`` (the Device tab shows it first, every
     cause, wrapped): the frame's derived verdict, judged off the UI thread with the frames
-    before it (:mod:`iotop_plus.sampling.verdicts`); "judging…" until it is there
+    before it (:mod:`iotop_plus.why.verdicts`); "judging…" until it is there
     (:func:`has_verdict`)."""
     if frame is None:
         return []
@@ -78,4 +78,4 @@ WHY_HELP = (
     "'unchecked' names what the frame had no figures for. Never a guess.",
 )
 """The help's paragraphs on the memory and verdict lines (thresholds of
-:mod:`iotop_plus.sampling.diagnosis`)."""
+:mod:`iotop_plus.why.diagnosis`)."""

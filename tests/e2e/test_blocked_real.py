@@ -25,12 +25,12 @@ from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blocked import BlockedTasks
-from iotop_plus.sampling.blocked_part import BlockedPart
-from iotop_plus.sampling.blocked_scan import BlockedReader
-from iotop_plus.sampling.inventory import read_inventory
-from iotop_plus.sampling.part import ReadContext
-from iotop_plus.sampling.sampler import Sampler
+from iotop_plus.sampling.blocked.model import BlockedTasks
+from iotop_plus.sampling.blocked.part import BlockedPart
+from iotop_plus.sampling.blocked.scan import BlockedReader
+from iotop_plus.sampling.disks.sampler import Sampler
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.topology.inventory import read_inventory
 from tests.support.cli import cli_argv, cli_env, run_cli, serve
 from tests.support.loopdev import loop_device
 from tests.support.mounts import unmount
@@ -155,11 +155,11 @@ from iotop_plus.record.format import FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorder import recording_files
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blocked_part import BlockedPart
-from iotop_plus.sampling.blocked_scan import BlockedReader
-from iotop_plus.sampling.inventory import read_inventory
-from iotop_plus.sampling.part import ReadContext
-from iotop_plus.sampling.sampler import Sampler
+from iotop_plus.sampling.blocked.part import BlockedPart
+from iotop_plus.sampling.blocked.scan import BlockedReader
+from iotop_plus.sampling.topology.inventory import read_inventory
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.disks.sampler import Sampler
 roots = Roots()
 ctx = ReadContext(roots, Sampler(roots).sample(), None, read_inventory(roots), frozenset())
 value, _ = BlockedReader(roots).read(ctx)

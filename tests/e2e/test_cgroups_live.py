@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups import V1, CgroupReader, cgroup_rates_between, detect_layout
+from iotop_plus.sampling.cgroups.reader import V1, CgroupReader, cgroup_rates_between, detect_layout
 
 pytestmark = pytest.mark.slow  # real processes doing I/O for seconds
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups import V1, detect_layout
+from iotop_plus.sampling.cgroups.reader import V1, detect_layout
 from tests.support.cli import run_cli
 from tests.support.hostile_host import READER
 from tests.support.numbered_loop import numbered_loop

@@ -16,10 +16,10 @@ from tests.support.nobody import nobody_env, nobody_python
 CHILD = r"""
 import json, os, sys, tempfile
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.files_part import FilesPart
-from iotop_plus.sampling.inventory import read_inventory
-from iotop_plus.sampling.part import ReadContext
-from iotop_plus.sampling.sampler import Sampler
+from iotop_plus.sampling.files.part import FilesPart
+from iotop_plus.sampling.topology.inventory import read_inventory
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.disks.sampler import Sampler
 
 part = FilesPart()
 assert part.trace(Roots()) is None  # no tracer without root

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.files_model import FilesFrame
-from iotop_plus.sampling.files_part import FilesPart
-from iotop_plus.sampling.inventory import read_inventory
-from iotop_plus.sampling.part import ReadContext
-from iotop_plus.sampling.sampler import Sampler
+from iotop_plus.sampling.disks.sampler import Sampler
+from iotop_plus.sampling.files.model import FilesFrame
+from iotop_plus.sampling.files.part import FilesPart
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.topology.inventory import read_inventory
 from tests.support.loopdev import loop_device
 from tests.support.mounts import unmount
 from tests.support.part_tracer import PartTracer, part_tracer

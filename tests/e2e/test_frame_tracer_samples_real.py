@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from iotop_plus.sampling.diskstats import parse_diskstats
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.latency import BUSY_SAMPLE
-from iotop_plus.sampling.latency_program import MARKER
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.disks.diskstats import parse_diskstats
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.latency.part import BUSY_SAMPLE
+from iotop_plus.sampling.latency.program import MARKER
 from tests.e2e.test_latency_real import fio_randread, need_tracer, traced_source
 from tests.support.wait import holds_within
 

@@ -22,9 +22,9 @@ import pytest
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import LATENCY, FrameEvent
-from iotop_plus.sampling.health_gate import HEALTH, HealthPart
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import LATENCY, FrameEvent
+from iotop_plus.sampling.health.gate import HEALTH, HealthPart
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel

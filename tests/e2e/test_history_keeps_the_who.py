@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups import V1, V2, detect_layout
+from iotop_plus.sampling.cgroups.reader import V1, V2, detect_layout
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
 from iotop_plus.tui.widgets.process_panel import ProcessPanel

@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from iotop_plus.commands.snapshot_output import IOSTAT_COLUMNS
 
-from iotop_plus.sampling.diskstats import parse_sys_stat
-from iotop_plus.sampling.rates import DeviceRates, compute_rates
+from iotop_plus.commands.snapshot_output import IOSTAT_COLUMNS
+from iotop_plus.sampling.disks.diskstats import parse_sys_stat
+from iotop_plus.sampling.disks.rates import DeviceRates, compute_rates
 from tests.support.loopdev import loop_device
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]

@@ -11,10 +11,10 @@ import time
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.latency import MARK_WAIT_S
-from iotop_plus.sampling.latency_program import TICK_MS, marker_present
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import LATENCY
+from iotop_plus.sampling.latency.part import MARK_WAIT_S
+from iotop_plus.sampling.latency.program import TICK_MS, marker_present
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 

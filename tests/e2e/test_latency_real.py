@@ -18,19 +18,19 @@ import pytest
 
 from iotop_plus.probe.block_latency import PROBE_SAMPLE
 from iotop_plus.programs import search_path_override
-from iotop_plus.sampling.diskstats import parse_diskstats
-from iotop_plus.sampling.frame import LATENCY, LATENCY_QUEUE, Frame
-from iotop_plus.sampling.latency import LatencyPart
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.disks.diskstats import parse_diskstats
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import LATENCY, LATENCY_QUEUE, Frame
+from iotop_plus.sampling.latency.hist import (
     FAILED,
     RUNNING,
     DeviceLatency,
     bucket_bounds,
     bucket_of,
 )
-from iotop_plus.sampling.latency_program import MARKER
-from iotop_plus.sampling.latency_tracer import MAP_KEYS_MAX, Tracer
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.latency.part import LatencyPart
+from iotop_plus.sampling.latency.program import MARKER
+from iotop_plus.sampling.latency.tracer import MAP_KEYS_MAX, Tracer
 from tests.support.bpf_misses import tracer_misses
 from tests.support.loopdev import attach, detach, remove_node, require_loop_devices
 from tests.support.nobody import nobody_env, nobody_python
@@ -583,7 +583,7 @@ def test_probe_shows_device_side_percentiles_next_to_fios(make_loop, fio_bin, tm
 
 _HOLDER = """
 import sys, time
-from iotop_plus.sampling.latency import Tracer
+from iotop_plus.sampling.latency.part import Tracer
 prefix = None if sys.argv[1] == "pdeathsig" else (sys.argv[2],)
 t = Tracer(queue=False, tag="pdeathsig-test", argv_prefix=prefix)
 t.start()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.cli import build_parser
-from iotop_plus.sampling.latency_program import MARKER
+from iotop_plus.sampling.latency.program import MARKER
 from tests.support.wait import holds_within
 
 REPO = Path(__file__).resolve().parents[2]

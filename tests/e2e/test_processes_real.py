@@ -17,17 +17,17 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.cli import main as cli_main
+from iotop_plus.devices.delayacct import set_delayacct
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import BlockDeviceNames, open_block_files
-from iotop_plus.sampling.delayacct import (
+from iotop_plus.sampling.processes.delayacct import (
     OFF_EXPLANATION,
     DelayAcct,
     read_delayacct,
-    set_delayacct,
     sysctl_path,
 )
-from iotop_plus.sampling.process_reader import ProcessReader
-from iotop_plus.sampling.processes import Accumulator, rates_between
+from iotop_plus.sampling.processes.rates import Accumulator, rates_between
+from iotop_plus.sampling.processes.reader import ProcessReader
+from iotop_plus.sampling.topology.blockdev import BlockDeviceNames, open_block_files
 
 LIVE = Roots()
 RATE = 4 * 1024 * 1024  # fio's --rate=4m is 4 MiB/s (kb_base 1024)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.process_reader import ProcessReader
-from iotop_plus.sampling.processes import rates_between
+from iotop_plus.sampling.processes.rates import rates_between
+from iotop_plus.sampling.processes.reader import ProcessReader
 
 pytestmark = pytest.mark.slow  # real processes doing I/O for seconds
 

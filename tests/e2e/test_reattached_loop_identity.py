@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from iotop_plus.sampling.history import History
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.store.history import History
 from tests.support.loopdev import (
     attach,
     bound_to,

@@ -20,7 +20,7 @@ import pytest
 
 from iotop_plus.export.fleet import PrometheusClient, fleet_round
 from iotop_plus.programs import find_program
-from iotop_plus.sampling.diskstats import parse_diskstats
+from iotop_plus.sampling.disks.diskstats import parse_diskstats
 from tests.support import cli
 from tests.support.cli import free_port
 

@@ -22,7 +22,7 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.sources import live_source
+from iotop_plus.sampling.frame.sources import live_source
 from iotop_plus.state import StateDir
 from iotop_plus.tui.app import make_app
 from tests.support.queue_guard import restored_queue

@@ -21,7 +21,7 @@ import pytest
 
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.health import TIMED_OUT, read_health
+from iotop_plus.sampling.health.smart import TIMED_OUT, read_health
 from tests.support.fake_programs import pids, running, script
 from tests.support.nobody import nobody_directory, nobody_env, nobody_python
 from tests.support.wait import holds_within

@@ -16,12 +16,12 @@ from typing import Any
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.jbd2_part import Jbd2Frame, Jbd2Part, read_transactions
-from iotop_plus.sampling.latency_hist import bucket_bounds, bucket_of
-from iotop_plus.sampling.part import ReadContext, TraceProgram
-from iotop_plus.sampling.sampler import Sample, Sampler
-from iotop_plus.sampling.sync_part import SyncFrame, SyncPart, sync_summary
-from iotop_plus.sampling.sync_program import BY_FD, SyncTraced
+from iotop_plus.sampling.disks.sampler import Sample, Sampler
+from iotop_plus.sampling.frame.part import ReadContext, TraceProgram
+from iotop_plus.sampling.latency.hist import bucket_bounds, bucket_of
+from iotop_plus.sampling.sync.jbd2_part import Jbd2Frame, Jbd2Part, read_transactions
+from iotop_plus.sampling.sync.part import SyncFrame, SyncPart, sync_summary
+from iotop_plus.sampling.sync.program import BY_FD, SyncTraced
 from tests.support.bpf_misses import recursion_misses
 from tests.support.mounts import unmount
 from tests.support.sync_tracer import PartTracer, now_ns, require_bpftrace

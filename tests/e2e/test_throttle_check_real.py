@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diagnosis import diagnose
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.sources import live_source
-from iotop_plus.sampling.throttle_watch import ThrottlePart
+from iotop_plus.sampling.cgroups.throttle_watch import ThrottlePart
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.frame.sources import live_source
+from iotop_plus.why.diagnosis import diagnose
 from tests.e2e.test_tui_tmux import console_script, wait_for_table
 from tests.e2e.test_who_issuers_real import BLKIO_V1, blkio_cgroup, fio_in_cgroup
 from tests.e2e.test_why_real import RIOPS, need_root

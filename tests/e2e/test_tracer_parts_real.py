@@ -12,12 +12,12 @@ from collections.abc import Mapping
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import registry
-from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.latency import LatencyPart
-from iotop_plus.sampling.latency_hist import RUNNING
-from iotop_plus.sampling.latency_program import marker_present
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame import registry
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import LATENCY
+from iotop_plus.sampling.latency.hist import RUNNING
+from iotop_plus.sampling.latency.part import LatencyPart
+from iotop_plus.sampling.latency.program import marker_present
 from tests.support.bpf_misses import tracer_misses
 from tests.support.toy_trace import TOY_KEY, ToyGetppidPart, call_getppid, toy_program
 

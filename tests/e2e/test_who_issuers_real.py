@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from iotop_plus.sampling import latency
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.issuers import KERNEL, TRACER
-from iotop_plus.sampling.issuers_part import ISSUERS, IssuersPart
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.latency import part as latency
+from iotop_plus.sampling.processes.issuers import KERNEL, TRACER
+from iotop_plus.sampling.processes.issuers_part import ISSUERS, IssuersPart
 from tests.support.bpf_misses import tracer_misses
 from tests.support.cgroup_trees import remove_live_cgroup
 from tests.support.mounts import unmount

@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from iotop_plus.sampling.clock import frames_on_schedule
-from iotop_plus.sampling.diagnosis import Diagnosis, diagnose
-from iotop_plus.sampling.frame import CGROUPS, Frame
-from iotop_plus.sampling.issuers_part import IssuersPart
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.lookback import LookbackFeed
-from iotop_plus.sampling.memory import WRITEBACK, MemoryPart
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import CGROUPS, Frame
+from iotop_plus.sampling.memory.dirty import WRITEBACK, MemoryPart
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
+from iotop_plus.why.diagnosis import Diagnosis, diagnose
+from iotop_plus.why.lookback import LookbackFeed
 from tests.e2e.test_who_issuers_real import BLKIO_V1, blkio_cgroup, fio_in_cgroup
 from tests.support.cli import cli_argv, cli_env, run_cli
 from tests.support.wait import holds_within

@@ -38,7 +38,7 @@ view.ExportSampler.step = step
 """
 
 HEALTH_READER_DIES = """
-import iotop_plus.sampling.health_part as health_part
+import iotop_plus.sampling.health.part as health_part
 def _next(self):
     raise RuntimeError("injected: the health reader failed")
 health_part.HealthWorker._next = _next

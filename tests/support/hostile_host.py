@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups import V1, V2, detect_layout
+from iotop_plus.sampling.cgroups.reader import V1, V2, detect_layout
 from tests.support.loopdev import loop_device
 from tests.support.wait import holds_within
 
@@ -44,7 +44,7 @@ while True:
 
 def printable_bytes(raw: bytes) -> str:
     """What the tool shows for a name held as ``raw``."""
-    from iotop_plus.sampling.diskstats import printable
+    from iotop_plus.text import printable
 
     return printable(os.fsdecode(raw))
 

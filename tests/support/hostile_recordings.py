@@ -28,8 +28,8 @@ from iotop_plus.record.format import (
     TRAILER_MAGIC,
     crc,
 )
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.disks.sampler import Sample
 
 T0 = 1_700_000_030.5
 

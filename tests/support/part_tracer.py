@@ -16,7 +16,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from iotop_plus.sampling.part import TraceProgram
+from iotop_plus.sampling.frame.part import TraceProgram
 from tests.support.wait import holds_within
 
 TICK_MS = 250

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from iotop_plus.devices.settings import SETTINGS
-from iotop_plus.sampling.queue_settings import parse_scheduler
+from iotop_plus.sampling.disks.queue_settings import parse_scheduler
 
 # Scheduler first (it resets nr_requests), max_sectors_kb next (it resets read_ahead_kb).
 _ORDER = (

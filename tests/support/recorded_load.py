@@ -10,8 +10,8 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.disks.sampler import Sample
 
 T0 = 1_700_000_000.0
 """Wall time of the first sample."""

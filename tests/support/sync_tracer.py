@@ -1,4 +1,4 @@
-"""Runs frame parts' :class:`~iotop_plus.sampling.part.TraceProgram`s through real bpftrace,
+"""Runs frame parts' :class:`~iotop_plus.sampling.frame.part.TraceProgram`s through real bpftrace,
 with a tick printer of its own, as the tracer does: every tick prints and clears each
 program's maps and the ``parse`` of each program gets that tick's maps."""
 
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from iotop_plus.sampling.part import TraceProgram
+from iotop_plus.sampling.frame.part import TraceProgram
 from tests.support.wait import holds_within
 
 MARKER = "// iotop-plus-part-test"

@@ -2,8 +2,8 @@
 
 Its program counts ``tracepoint:syscalls:sys_enter_getppid`` per pid into ``@ty_n``; a test
 drives it with a child that calls ``getppid`` a known number of times and finds that number
-in the frame (through :class:`~iotop_plus.sampling.latency.LatencyPart`, or a
-:class:`~iotop_plus.sampling.frame.LiveSource` that wants :data:`TOY_KEY`).
+in the frame (through :class:`~iotop_plus.sampling.latency.part.LatencyPart`, or a
+:class:`~iotop_plus.sampling.frame.model.LiveSource` that wants :data:`TOY_KEY`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from types import MappingProxyType
 from typing import Any
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.part import FramePart, PartReader, ReadContext, TraceProgram
+from iotop_plus.sampling.frame.part import FramePart, PartReader, ReadContext, TraceProgram
 
 TOY_KEY = "toy_getppid"
 TOY_TEXT = "tracepoint:syscalls:sys_enter_getppid { @ty_n[pid] = count(); }"

@@ -13,10 +13,10 @@ from types import MappingProxyType
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import IN_FLIGHT, DiskCounters, parse_diskstats
-from iotop_plus.sampling.history import History
-from iotop_plus.sampling.rates import compute_rates
-from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler
+from iotop_plus.sampling.disks.diskstats import IN_FLIGHT, DiskCounters, parse_diskstats
+from iotop_plus.sampling.disks.rates import compute_rates
+from iotop_plus.sampling.disks.sampler import HostInfo, Sample, Sampler
+from iotop_plus.sampling.store.history import History
 from iotop_plus.tui.app import IotopPlusApp, make_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

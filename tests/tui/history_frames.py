@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
 from tests.tui.canned import HOST_ROOTS, START, CannedSampler
 
 LIVE_WALL = 1_700_000_000.0

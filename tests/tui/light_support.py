@@ -17,9 +17,9 @@ from textual.strip import Strip
 
 from iotop_plus.config import Config
 from iotop_plus.devices.settings import SettingValue
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.inventory import BlockDevice
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.topology.inventory import BlockDevice
 from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.widgets import device_panel
 from iotop_plus.tui.widgets.device_table import DeviceTable

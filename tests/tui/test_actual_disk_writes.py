@@ -6,9 +6,9 @@ from __future__ import annotations
 from textual.app import ComposeResult
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.disk_writes import disk_writes
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.units import compact_bytes
+from iotop_plus.sampling.disks.disk_writes import disk_writes
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.text import compact_bytes
 from iotop_plus.tui.widgets.process_panel import ProcessPanel
 from tests.support.frames import step_until
 from tests.tui.test_process_panel import FeedApp

@@ -10,7 +10,7 @@ from textual.widgets import Static, TabbedContent
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blocked import BlockedGroup, BlockedTasks
+from iotop_plus.sampling.blocked.model import BlockedGroup, BlockedTasks
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.blocked_panel import NOT_RECORDED, BlockedPanel
 from tests.tui.canned import FIXTURES, CannedSampler

@@ -10,7 +10,7 @@ from textual.widgets import TabbedContent
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import CGROUPS
+from iotop_plus.sampling.frame.model import CGROUPS
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
 from tests.support.cgroup_trees import DOCKER_ID, remove_live_cgroup, systemd_tree

@@ -8,17 +8,17 @@ from pathlib import Path
 from types import MappingProxyType
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import CGROUPS, Frame
-from iotop_plus.sampling.issuers import (
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import CGROUPS, Frame
+from iotop_plus.sampling.processes.issuers import (
     ESTIMATE,
     TRACER,
     CgroupShare,
     IssuersFrame,
     LatencyFigures,
 )
-from iotop_plus.sampling.issuers_part import IssuersPart
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
+from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.cgroup_rows import device_split_text
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel

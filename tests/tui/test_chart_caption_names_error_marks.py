@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from iotop_plus.sampling.frame import FrameEvent
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill
+from iotop_plus.sampling.frame.model import FrameEvent
+from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from tests.tui.canned import HOST_ROOTS

@@ -15,8 +15,8 @@ from textual.geometry import Region
 from textual.widget import Widget
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.history import History, Mark
-from iotop_plus.sampling.rates import compute_rates
+from iotop_plus.sampling.disks.rates import compute_rates
+from iotop_plus.sampling.store.history import History, Mark
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from tests.tui.canned import HOST_ROOTS, START, CannedSampler, canned_app

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from iotop_plus.sampling.files_model import (
+from iotop_plus.sampling.files.model import (
     DeviceFiles,
     Dirtier,
     FileEntry,

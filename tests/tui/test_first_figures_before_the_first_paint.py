@@ -18,8 +18,8 @@ import pytest
 from textual.screen import Screen
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.tui.engine.testing import on_paint
 from iotop_plus.tui.screens.main import MainScreen
 from tests.support.frames import StepClock
@@ -95,7 +95,7 @@ NOT_BEFORE_THE_FIRST_FRAME = (
     "iotop_plus.tui.widgets.process_panel",  # the deferred side-panel tabs
     "iotop_plus.tui.widgets.settings_panel",
     "iotop_plus.tui.widgets.probe_panel",
-    "iotop_plus.sampling.latency",  # the tracer
+    "iotop_plus.sampling.latency.part",  # the tracer
 )
 
 

@@ -13,7 +13,7 @@ from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.strip import Strip
 
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from tests.tui.canned import HOST_ROOTS, CannedSampler
 from tests.tui.test_starting_device_and_busy_hidden import feed

@@ -8,15 +8,15 @@ import time
 from pathlib import Path
 from types import MappingProxyType
 
-from iotop_plus.sampling.cgroup_files import IoLimits
-from iotop_plus.sampling.cgroups import (
+from iotop_plus.sampling.cgroups.files import IoLimits
+from iotop_plus.sampling.cgroups.reader import (
     CgroupRates,
     CgroupSample,
     CgroupStat,
     IoRates,
 )
-from iotop_plus.sampling.frame import CgroupFrame
-from iotop_plus.sampling.throttle_watch import ThrottleFrame
+from iotop_plus.sampling.cgroups.throttle_watch import ThrottleFrame
+from iotop_plus.sampling.frame.model import CgroupFrame
 from iotop_plus.tui.widgets.device_rows import named_hidden
 from tests.tui.helpers import started, table, wait_for
 from tests.tui.test_starting_device_and_busy_hidden import app_on, header, host_copy

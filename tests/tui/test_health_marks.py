@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from iotop_plus.sampling.health_part import HealthFrame
+from iotop_plus.sampling.health.part import HealthFrame
 from tests.support.frames import StepClock
 from tests.tui.canned import canned_app
 from tests.tui.helpers import row_line, started, step, table

@@ -11,7 +11,7 @@ import pytest
 from textual.pilot import Pilot
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import health_part
+from iotop_plus.sampling.health import part as health_part
 from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from tests.support.wait import holds_within

@@ -11,10 +11,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from textual.widgets import Input, Static
 
-from iotop_plus.sampling.frame import FrameEvent
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill
-from iotop_plus.sampling.sampler import HostInfo
-from iotop_plus.sampling.timeparse import clock_text
+from iotop_plus.sampling.disks.sampler import HostInfo
+from iotop_plus.sampling.frame.model import FrameEvent
+from iotop_plus.sampling.store.ring import RingTimeline, fill
+from iotop_plus.text import clock_text
 from iotop_plus.tui.replay import make_replay_app, run_replay
 from iotop_plus.tui.screens.jump import JumpScreen
 from iotop_plus.tui.screens.refusals import REPLAY_REFUSAL
@@ -81,7 +81,7 @@ async def test_replay_opens_at_the_time_given_and_scrubs_without_a_sampler() -> 
 
 
 def shows_frame_in_zone(app, frame) -> bool:
-    from iotop_plus.sampling.units import table_figure as format_value
+    from iotop_plus.text import table_figure as format_value
     from iotop_plus.tui.widgets.table_columns import column_scale
     from tests.tui.helpers import table
 

@@ -7,10 +7,10 @@ from datetime import datetime, timezone
 from textual.widgets import Input
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.history import Mark
-from iotop_plus.sampling.ring_timeline import fill
-from iotop_plus.sampling.timeparse import clock_text
-from iotop_plus.sampling.units import table_figure as format_value
+from iotop_plus.sampling.store.history import Mark
+from iotop_plus.sampling.store.ring import fill
+from iotop_plus.text import clock_text
+from iotop_plus.text import table_figure as format_value
 from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.keys import screen_clashes
 from iotop_plus.tui.screens.help import help_text

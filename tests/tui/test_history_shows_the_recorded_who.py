@@ -25,11 +25,11 @@ from iotop_plus.record.recorded_who import CommandLines, WhoParts
 from iotop_plus.record.recorder import Recorder
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import PROCESSES, Frame, ProcessFrame
-from iotop_plus.sampling.issuers import IssuersFrame
-from iotop_plus.sampling.issuers_part import IssuersPart
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.ring_timeline import fill
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import PROCESSES, Frame, ProcessFrame
+from iotop_plus.sampling.processes.issuers import IssuersFrame
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
+from iotop_plus.sampling.store.ring import fill
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.cgroup_panel import NOT_RECORDED, CgroupPanel

@@ -13,14 +13,14 @@ import re
 from textual.geometry import Region
 from textual.widget import Widget
 
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.latency.hist import (
     RUNNING,
     DeviceLatency,
     Histogram,
     LatencyFrame,
     OpLatency,
 )
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill
+from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.screens.help import NAME_WIDTH, HelpScreen, key_lines
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS

@@ -13,14 +13,14 @@ from rich.text import Text
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.latency.hist import (
     RUNNING,
     DeviceLatency,
     Histogram,
     LatencyFrame,
     OpLatency,
 )
-from iotop_plus.sampling.latency_program import MARKER
+from iotop_plus.sampling.latency.program import MARKER
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.latency_view import LatencyView
 from tests.support.frames import step_awaiting

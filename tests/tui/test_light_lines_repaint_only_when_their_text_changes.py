@@ -23,7 +23,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
 from iotop_plus.tui.widgets.charts import DeviceCharts, joins
 from iotop_plus.tui.widgets.device_table import HEADER_LINES, DeviceTable

@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.widgets import Input
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.history import Mark
+from iotop_plus.sampling.store.history import Mark
 from iotop_plus.tui.engine.testing import after_close_all
 from iotop_plus.tui.messages import FrameReady
 from iotop_plus.tui.screens.help import HelpScreen

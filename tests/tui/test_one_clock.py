@@ -10,8 +10,8 @@ import pytest
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import PROCESSES
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import PROCESSES
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.support.frames import step_until

@@ -17,8 +17,8 @@ import pytest
 from textual.widgets import Input, OptionList, Static
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.history import History
-from iotop_plus.sampling.sampler import Sampler, rates_between
+from iotop_plus.sampling.disks.sampler import Sampler, rates_between
+from iotop_plus.sampling.store.history import History
 from iotop_plus.tui.widgets.probe_panel import BusyDeviceScreen, ProbePanel, recent_iops
 from tests.support.wait import holds_within
 from tests.tui.test_probe_panel import ProbeHost, _fill, _text, _wait_for

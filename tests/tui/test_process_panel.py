@@ -15,10 +15,10 @@ from textual.app import App, ComposeResult
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread
-from iotop_plus.sampling.delayacct import read_delayacct, sysctl_path
-from iotop_plus.sampling.frame import PROCESSES, Frame
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.units import compact_bytes
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import PROCESSES, Frame
+from iotop_plus.sampling.processes.delayacct import read_delayacct, sysctl_path
+from iotop_plus.text import compact_bytes
 from iotop_plus.tui.widgets.list_panel import ListPanel
 from iotop_plus.tui.widgets.process_panel import ProcessPanel
 from tests.support.frames import StepClock, next_frames, step_until

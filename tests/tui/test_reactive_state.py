@@ -9,7 +9,7 @@ from dataclasses import is_dataclass
 import pytest
 
 from iotop_plus.devices import settings as settings_module
-from iotop_plus.sampling.inventory import hidden_by_default
+from iotop_plus.sampling.topology.inventory import hidden_by_default
 from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.messages import SamplerProblem
 from iotop_plus.tui.widgets.device_panel import DevicePanel

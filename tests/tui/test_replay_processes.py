@@ -8,7 +8,7 @@ from pathlib import Path
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.recorder import Recorder
 from iotop_plus.record.timeline import open_timeline
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.tui.replay import make_replay_app
 from tests.support.synthetic import SyntheticTree
 from tests.tui.helpers import wait_for

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.replay import make_replay_app
 from tests.support.wait import holds_within
 from tests.tui.canned import HOST_ROOTS

@@ -11,8 +11,8 @@ import pytest
 
 import iotop_plus.tui.screens.main as main_screen
 from iotop_plus.config import Config
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.topology.inventory import Inventory
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.support.frames import stepped

@@ -16,8 +16,8 @@ from textual.app import App, ComposeResult
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.header import HostHeader

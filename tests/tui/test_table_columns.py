@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.figures import FIGURES
-from iotop_plus.sampling.units import table_figure as format_value
+from iotop_plus.sampling.disks.figures import FIGURES
+from iotop_plus.text import table_figure as format_value
 from iotop_plus.tui.widgets.table_columns import (
     BAD,
     COLUMN_SETS,
@@ -56,7 +56,7 @@ def test_colour_thresholds() -> None:
 def test_virtual_and_loop_devices_are_not_judged_as_spinning_disks() -> None:
     """virtio-blk and many loop devices say rotational=1: their awaits must still be judged
     as fast storage's (the host or the backing file decides their speed, not a seek)."""
-    from iotop_plus.sampling.inventory import BlockDevice, Inventory
+    from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
     from iotop_plus.tui.widgets.device_table import DeviceTable
 
     def dev(name: str, kind: str, device_class: str, parent: str | None = None) -> BlockDevice:
@@ -94,7 +94,7 @@ def test_virtual_and_loop_devices_are_not_judged_as_spinning_disks() -> None:
 
 
 def test_device_tab_says_a_virtio_disk_is_virtual_not_spinning() -> None:
-    from iotop_plus.sampling.inventory import BlockDevice
+    from iotop_plus.sampling.topology.inventory import BlockDevice
     from iotop_plus.tui.widgets.device_panel import device_facts
 
     vda = BlockDevice("vda", 254, 0, "disk", rotational=True, device_class="virtual")

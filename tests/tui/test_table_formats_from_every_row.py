@@ -3,9 +3,9 @@ also the rows scrolled out of view (#17), worked out once a frame for all the co
 
 from __future__ import annotations
 
-from iotop_plus.sampling.diskstats import READ_MS, READS, SECTORS_READ
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.disks.diskstats import READ_MS, READS, SECTORS_READ
+from iotop_plus.sampling.disks.rates import DeviceRates
+from iotop_plus.sampling.topology.inventory import Inventory
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from tests.tui.test_starting_device_and_busy_hidden import TableAlone
 

@@ -14,8 +14,8 @@ from iotop_plus.record.collect import inventory_doc, recorded_sample
 from iotop_plus.record.recorder import Recorder
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.sampler import Sampler
+from iotop_plus.sampling.disks.sampler import Sampler
+from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.screens.help import HelpScreen

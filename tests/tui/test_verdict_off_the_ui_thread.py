@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from iotop_plus.config import Config
-from iotop_plus.sampling import diagnosis
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill
-from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.store.ring import RingTimeline, fill
+from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.why_lines import JUDGING
 from iotop_plus.tui.widgets.device_panel import DevicePanel
+from iotop_plus.why import diagnosis
 from tests.tui.canned import HOST_ROOTS, CannedSampler
 from tests.tui.helpers import parts_up, started, step, wait_for
 from tests.tui.test_verdict_sees_recent_frames import DEVICE, saturating_frames, why_line
@@ -97,8 +97,8 @@ async def test_a_replay_is_judged_off_the_ui_thread(engine_threads: list[str]) -
 
 def test_one_judge_gives_serve_snapshot_and_the_tui_the_same_verdicts() -> None:
     from iotop_plus.commands.snapshot_diagnosis import Reports
-    from iotop_plus.sampling.diagnosis import Diagnosis
-    from iotop_plus.sampling.verdicts import Judge
+    from iotop_plus.why.diagnosis import Diagnosis
+    from iotop_plus.why.verdicts import Judge
 
     frames = saturating_frames()
     judge = Judge()

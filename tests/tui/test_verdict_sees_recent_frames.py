@@ -7,13 +7,13 @@ from __future__ import annotations
 import dataclasses
 from types import MappingProxyType
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.memory import Memory
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill
-from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.sampling.verdicts import recent_frames
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.memory.dirty import Memory
+from iotop_plus.sampling.store.ring import RingTimeline, fill
+from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.device_panel import DevicePanel, fact_lines
+from iotop_plus.why.verdicts import recent_frames
 from tests.tui.canned import HOST_ROOTS
 from tests.tui.helpers import parts_up, wait_for
 from tests.tui.history_frames import varying_frames

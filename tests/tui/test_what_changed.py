@@ -8,8 +8,8 @@ import dataclasses
 from textual.widgets import Static
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.frame import FrameEvent
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill
+from iotop_plus.sampling.frame.model import FrameEvent
+from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.diff_view import DiffScreen
 from iotop_plus.tui.replay import make_replay_app
 from tests.tui.canned import HOST_ROOTS

@@ -14,8 +14,9 @@ import pytest
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import PROCESSES, Frame
-from iotop_plus.sampling.issuers import (
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import PROCESSES, Frame
+from iotop_plus.sampling.processes.issuers import (
     ESTIMATE,
     KERNEL,
     TRACER,
@@ -23,8 +24,7 @@ from iotop_plus.sampling.issuers import (
     IssuersFrame,
     LatencyFigures,
 )
-from iotop_plus.sampling.issuers_part import ISSUERS
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.processes.issuers_part import ISSUERS
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.keys import screen_clashes
 from iotop_plus.tui.screens.main_panels import PANEL_KEYS

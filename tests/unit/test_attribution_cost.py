@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from iotop_plus.sampling.latency_parser import TracerParser
-from iotop_plus.sampling.latency_program import DP_SHIFT, DP_UNIT_BITS, tracer_program
+from iotop_plus.sampling.latency.parser import TracerParser
+from iotop_plus.sampling.latency.program import DP_SHIFT, DP_UNIT_BITS, tracer_program
 
 DEV = 7 << 20
 

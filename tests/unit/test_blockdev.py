@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import (
+from iotop_plus.sampling.topology.blockdev import (
     BlockDeviceNames,
     dev_numbers,
     device_name,
@@ -17,7 +17,7 @@ from iotop_plus.sampling.blockdev import (
     parse_mountinfo_sources,
     partition_parent,
 )
-from iotop_plus.sampling.inventory import parse_mountinfo
+from iotop_plus.sampling.topology.inventory import parse_mountinfo
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blocked import (
+from iotop_plus.sampling.blocked.model import (
     MAX_PIDS,
     BlockedThread,
     classify,
@@ -21,11 +21,11 @@ from iotop_plus.sampling.blocked import (
     parse_syscall,
     syscall_names,
 )
-from iotop_plus.sampling.blocked_part import METRIC, BlockedPart
-from iotop_plus.sampling.blocked_scan import FULL_SCAN_S, BlockedReader
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.part import ReadContext
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.blocked.part import METRIC, BlockedPart
+from iotop_plus.sampling.blocked.scan import FULL_SCAN_S, BlockedReader
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.topology.inventory import Inventory
 
 X86 = syscall_names("x86_64")
 

@@ -17,14 +17,14 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.record.recorded_who import with_limits
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroup_limits import (
+from iotop_plus.sampling.cgroups.limits import (
     V1_WRITEBACK_NOTE,
     device_limits,
     limits_doc,
 )
-from iotop_plus.sampling.cgroups import CgroupRates, CgroupReader, IoRates
-from iotop_plus.sampling.frame import CgroupFrame
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.cgroups.reader import CgroupRates, CgroupReader, IoRates
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import CgroupFrame
 from tests.support.cgroup_trees import hybrid_tree, systemd_tree, write_cgroup
 
 CRON = "/system.slice/cron.service"

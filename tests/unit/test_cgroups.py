@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroup_names import cgroup_name, parse_proc_cgroup
-from iotop_plus.sampling.cgroups import (
+from iotop_plus.sampling.cgroups.names import cgroup_name, parse_proc_cgroup
+from iotop_plus.sampling.cgroups.reader import (
     V1,
     V2,
     CgroupReader,
@@ -19,9 +19,9 @@ from iotop_plus.sampling.cgroups import (
     cgroup_rates_between,
     detect_layout,
 )
-from iotop_plus.sampling.frame import CGROUPS, PROCESSES
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.task_cgroups import TASK_CGROUP_REFRESH_S, TaskCgroups
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import CGROUPS, PROCESSES
+from iotop_plus.sampling.processes.task_cgroups import TASK_CGROUP_REFRESH_S, TaskCgroups
 from tests.support.cgroup_trees import (
     CONTAINERD_ID,
     DOCKER_ID,
@@ -271,7 +271,7 @@ def test_live_process_frames_carry_each_tasks_cgroup() -> None:
 @pytest.mark.slow  # seconds of CPU at scale: in make test, not in test-fast
 def test_ten_thousand_cgroups_are_read_ranked_and_laid_out_as_a_tree(mem_path: Path) -> None:
     fast_tmp = mem_path  # in memory (tests/conftest.py): 10,000 cgroups are 30,000 files
-    from iotop_plus.sampling.frame import CgroupFrame
+    from iotop_plus.sampling.frame.model import CgroupFrame
     from iotop_plus.tui.cgroup_rows import CgroupView, build_cgroup_rows
     from tests.support.cgroup_trees import bump_io_stat, synthetic_tree
 

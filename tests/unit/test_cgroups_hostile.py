@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import cgroups as cgroups_module
-from iotop_plus.sampling.cgroup_files import parse_io_stat, parse_limits, parse_v1_blkio
-from iotop_plus.sampling.cgroups import MAX_FILE_BYTES, CgroupReader
+from iotop_plus.sampling.cgroups import reader as cgroups_module
+from iotop_plus.sampling.cgroups.files import parse_io_stat, parse_limits, parse_v1_blkio
+from iotop_plus.sampling.cgroups.reader import MAX_FILE_BYTES, CgroupReader
 from tests.support.cgroup_trees import systemd_tree
 
 NGINX = "/system.slice/nginx.service"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from iotop_plus.commands.top_cgroup import interval_json, render_table
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups import V1, CgroupReader, cgroup_rates_between
-from iotop_plus.sampling.frame import CgroupFrame
+from iotop_plus.sampling.cgroups.reader import V1, CgroupReader, cgroup_rates_between
+from iotop_plus.sampling.frame.model import CgroupFrame
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "cgroups" / "v1-hybrid"
 

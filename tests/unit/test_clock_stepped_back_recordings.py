@@ -15,7 +15,7 @@ from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorder import Recorder, recording_files
 from iotop_plus.record.timeline import open_timeline
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.sampler import Sample
 from tests.unit.test_record_format import make_samples
 
 T0 = 1_700_000_040.0  # 2023-11-14 22:14:00 UTC

@@ -16,7 +16,7 @@ from iotop_plus.probe.device_reads import with_disk_util
 from iotop_plus.probe.target import ProbeTarget
 from iotop_plus.record.chunks import Rollup
 from iotop_plus.record.format import counters_columns
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     MS_FIELDS,
     MS_WRAP,
     READS,
@@ -25,7 +25,7 @@ from iotop_plus.sampling.diskstats import (
     DiskCounters,
     counter_deltas,
 )
-from iotop_plus.sampling.rates import compute_rates
+from iotop_plus.sampling.disks.rates import compute_rates
 
 ELAPSED_S = 2.0
 

@@ -12,7 +12,7 @@ import pytest
 
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.health import (
+from iotop_plus.sampling.health.smart import (
     TIMED_OUT,
     decode_exit_status,
     parse_smartctl,

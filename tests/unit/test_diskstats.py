@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     DISCARDS,
     FLUSH_MS,
     FLUSHES,

@@ -20,11 +20,11 @@ from iotop_plus.commands.snapshot_output import emit
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.collect import inventory_doc, recorded_sample
+from iotop_plus.sampling.disks.queue_settings import QueuePart, QueueReader, parse_scheduler
+from iotop_plus.sampling.disks.sampler import Sampler
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.sources import live_source
 from iotop_plus.sampling.journal_events import journal_reader
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.queue_settings import QueuePart, QueueReader, parse_scheduler
-from iotop_plus.sampling.sampler import Sampler
-from iotop_plus.sampling.sources import live_source
 from iotop_plus.state import CHANGES, MAX_LINE_BYTES, PROBES, JsonlTail, StateDir
 from tests.support.synthetic import SyntheticTree
 

@@ -23,9 +23,12 @@ from iotop_plus.export.view import ExportSampler
 from iotop_plus.export.webconfig import WebConfigError, load_web_config
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import MS_WRAP, DiskCounters
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.disks.diskstats import MS_WRAP, DiskCounters
+from iotop_plus.sampling.disks.sampler import HostInfo
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.frame.sources import live_source
+from iotop_plus.sampling.latency.hist import (
     FAILED,
     RUNNING,
     STARTING,
@@ -36,9 +39,6 @@ from iotop_plus.sampling.latency_hist import (
     bucket_bounds,
     bucket_of,
 )
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.sampler import HostInfo
-from iotop_plus.sampling.sources import live_source
 from iotop_plus.state import StateDir
 from tests.support.wait import holds_within
 

@@ -13,10 +13,10 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.programs import find_program
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.health import parse_smartctl
-from iotop_plus.sampling.health_gate import HEALTH
-from iotop_plus.sampling.health_part import HealthFrame
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.health.gate import HEALTH
+from iotop_plus.sampling.health.part import HealthFrame
+from iotop_plus.sampling.health.smart import parse_smartctl
 from tests.support.wait import holds_within
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

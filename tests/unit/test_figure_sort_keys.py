@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.disks.rates import DeviceRates
 from iotop_plus.tui.widgets.device_rows import figure_sort_keys
 from iotop_plus.tui.widgets.table_columns import COLUMN_SETS
 

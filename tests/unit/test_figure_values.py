@@ -7,8 +7,8 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iotop_plus.sampling.diskstats import MS_WRAP
-from iotop_plus.sampling.rates import COLUMNS, DeviceRates, FigureColumns, figure_values
+from iotop_plus.sampling.disks.diskstats import MS_WRAP
+from iotop_plus.sampling.disks.rates import COLUMNS, DeviceRates, FigureColumns, figure_values
 from tests.support.budget import examples
 
 # Small counts so that zero I/Os (the 0.0 of await and req-sz) and zero merges come up often;

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from iotop_plus.commands import snapshot_output
-from iotop_plus.sampling import figures
-from iotop_plus.sampling.history import METRICS
-from iotop_plus.sampling.rates import COLUMNS, DeviceRates
+from iotop_plus.sampling.disks import figures
+from iotop_plus.sampling.disks.rates import COLUMNS, DeviceRates
+from iotop_plus.sampling.store.history import METRICS
 
 # As sysstat 12.6.1 prints them (`iostat -x` header, `iostat -x -o JSON` keys); written out
 # here rather than read from the registry, so a slip in the registry cannot pass unseen.

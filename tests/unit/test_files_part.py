@@ -12,17 +12,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import files_part
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.file_dirtiers import DirtyWindow, window_s
-from iotop_plus.sampling.file_names import FileNames, not_open
-from iotop_plus.sampling.file_trace import PAGE_SIZE, FileCounts, file_program, merge_counts, parser
-from iotop_plus.sampling.files_model import frame_from_json, frame_to_json
-from iotop_plus.sampling.files_part import FilesPart, FilesReader
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
-from iotop_plus.sampling.part import ReadContext
-from iotop_plus.sampling.registry import part
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.files import part as files_part
+from iotop_plus.sampling.files.dirtiers import DirtyWindow, window_s
+from iotop_plus.sampling.files.model import frame_from_json, frame_to_json
+from iotop_plus.sampling.files.names import FileNames, not_open
+from iotop_plus.sampling.files.part import FilesPart, FilesReader
+from iotop_plus.sampling.files.trace import (
+    PAGE_SIZE,
+    FileCounts,
+    file_program,
+    merge_counts,
+    parser,
+)
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.frame.registry import part
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
 
 SDA1 = (8 << 20) | 1
 """Kernel dev_t of sda1 (8:1)."""
@@ -242,7 +248,9 @@ def test_without_root_files_are_estimated_from_own_file_positions(tmp_path: Path
     ctx = ReadContext(
         Roots(proc=proc), now, before, Inventory({}), frozenset({"files"}), traced=None
     )
-    with mock.patch("iotop_plus.sampling.file_estimate.os.getuid", return_value=proc.stat().st_uid):
+    with mock.patch(
+        "iotop_plus.sampling.files.estimate.os.getuid", return_value=proc.stat().st_uid
+    ):
         first, _ = reader.read(ctx)
         (info / "3").write_text("pos:\t4196\nflags:\t0100000\nmnt_id:\t1\n")
         second, _ = reader.read(ctx)

@@ -20,16 +20,16 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.fleet import FLEET_QUERIES, HISTORY_QUERIES
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.disks.sampler import HostInfo
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.latency.hist import (
     RUNNING,
     DeviceLatency,
     Histogram,
     LatencyFrame,
     OpLatency,
 )
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.sampler import HostInfo
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 METRIC = re.compile(r"\biotop_plus_[A-Za-z0-9_]+")

@@ -13,9 +13,9 @@ import pytest
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, frames_on_schedule
-from iotop_plus.sampling.frame import PROCESSES, Frame
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.sampler import HostInfo, Sampler
+from iotop_plus.sampling.disks.sampler import HostInfo, Sampler
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import PROCESSES, Frame
 from tests.support.wait import holds_within
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -89,8 +89,8 @@ class StepSource:
     def next_frame(self, early: object = None) -> Frame:
         from types import MappingProxyType
 
-        from iotop_plus.sampling.inventory import Inventory
-        from iotop_plus.sampling.sampler import Sample
+        from iotop_plus.sampling.disks.sampler import Sample
+        from iotop_plus.sampling.topology.inventory import Inventory
 
         now = time.monotonic()
         self.reads.append(now)

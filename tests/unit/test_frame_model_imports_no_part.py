@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import grimp
 
-from iotop_plus.sampling import registry
+from iotop_plus.sampling.frame import registry
 
-FRAME = "iotop_plus.sampling.frame"
+FRAME = "iotop_plus.sampling.frame.model"
 
 
 def test_the_frame_model_imports_no_part_and_nothing_imports_it_back() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from iotop_plus.record.store import RECENT_KEPT, ClockMark, FrameStore
 from iotop_plus.record.store_chunk import METRICS
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.frame.model import Frame
 from tests.unit.test_ring_timeline import canned_frames
 
 

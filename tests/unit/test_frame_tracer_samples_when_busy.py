@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from iotop_plus.sampling.latency import (
+from iotop_plus.sampling.latency.hist import Histogram, LatencyFrame, OpLatency
+from iotop_plus.sampling.latency.parser import TracerBatch
+from iotop_plus.sampling.latency.part import (
     BUSY_FRAMES,
     BUSY_IOPS,
     BUSY_SAMPLE,
     QUIET_FRAMES,
     LatencyPart,
 )
-from iotop_plus.sampling.latency_hist import Histogram, LatencyFrame, OpLatency
-from iotop_plus.sampling.latency_parser import TracerBatch
-from iotop_plus.sampling.latency_program import dev_t
-from iotop_plus.sampling.latency_tracer import Tracer
+from iotop_plus.sampling.latency.program import dev_t
+from iotop_plus.sampling.latency.tracer import Tracer
 from iotop_plus.tui.widgets.latency_view import LatencyView
 
 

@@ -12,9 +12,9 @@ from tests.support.cli import cli_env
 
 TREE = Path(__file__).parents[1] / "fixtures" / "nvme"
 HEALTH_MODULES = {
-    "iotop_plus.sampling.health",
-    "iotop_plus.sampling.health_part",
-    "iotop_plus.sampling.io_errors",
+    "iotop_plus.sampling.health.smart",
+    "iotop_plus.sampling.health.part",
+    "iotop_plus.sampling.health.io_errors",
 }
 
 
@@ -22,8 +22,8 @@ def _loaded(want_health: bool) -> set[str]:
     code = f"""
 import json, sys
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.health_gate import HEALTH
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.health.gate import HEALTH
+from iotop_plus.sampling.frame.live import LiveSource
 source = LiveSource(Roots.resolve({str(TREE / "proc")!r}, {str(TREE / "sys")!r}))
 source.want(HEALTH, {want_health})
 source.next_frame(); source.next_frame(); source.close()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from iotop_plus.sampling.health import DeviceHealth
-from iotop_plus.sampling.health_part import health_growth
+from iotop_plus.sampling.health.part import health_growth
+from iotop_plus.sampling.health.smart import DeviceHealth
 
 Grown = dict[str, Mapping[str, tuple[int, int]]]
 

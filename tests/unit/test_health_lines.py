@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.health import DeviceHealth, parse_smartctl
-from iotop_plus.sampling.health_part import NOT_READ_YET, HealthFrame
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.health.part import NOT_READ_YET, HealthFrame
+from iotop_plus.sampling.health.smart import DeviceHealth, parse_smartctl
 from iotop_plus.tui.health_lines import HEALTH_HELP, health_facts, severity_marks
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -13,15 +13,15 @@ from iotop_plus import cli
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.recorded_health import HEALTH, chunk_health
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.health import DeviceHealth
-from iotop_plus.sampling.health_part import (
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.health.part import (
     HEALTH_KEYS,
     MAX_PART_DEVICES,
     HealthFrame,
     health_from_json,
 )
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.health.smart import DeviceHealth
 
 
 @pytest.mark.root

@@ -6,9 +6,9 @@ from __future__ import annotations
 import errno
 import json
 
-from iotop_plus.sampling.io_errors import ERRNO_KINDS, parse_kmsg_record, tracer_errors
-from iotop_plus.sampling.latency_parser import TracerParser
-from iotop_plus.sampling.latency_program import dev_t, tracer_program
+from iotop_plus.sampling.health.io_errors import ERRNO_KINDS, parse_kmsg_record, tracer_errors
+from iotop_plus.sampling.latency.parser import TracerParser
+from iotop_plus.sampling.latency.program import dev_t, tracer_program
 
 
 def test_the_program_counts_failed_requests_only_when_asked() -> None:

@@ -13,17 +13,17 @@ import pytest
 
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import health
-from iotop_plus.sampling.health import TIMED_OUT
-from iotop_plus.sampling.health_gate import HEALTH, HealthPart
-from iotop_plus.sampling.health_part import (
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.health import smart as health
+from iotop_plus.sampling.health.gate import HEALTH, HealthPart
+from iotop_plus.sampling.health.part import (
     HEALTH_KEYS,
     NOT_READ_YET,
     HealthFrame,
     HealthWorker,
     health_from_json,
 )
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.health.smart import TIMED_OUT
 from tests.support.wait import holds_within
 
 NVME_JSON = (
@@ -151,7 +151,7 @@ def test_a_worker_whose_thread_dies_says_why_and_still_reaches_the_excepthook(
     still goes to ``threading.excepthook`` (what makes ``serve`` and ``record`` exit 1)."""
     import threading
 
-    from iotop_plus.sampling import health_part
+    from iotop_plus.sampling.health import part as health_part
 
     seen: list[str] = []
     monkeypatch.setattr(threading, "excepthook", lambda args: seen.append(args.exc_type.__name__))

@@ -8,8 +8,8 @@ from collections import deque
 from hypothesis import given
 from hypothesis import strategies as st
 
-from iotop_plus.sampling.history import METRICS, History, Mark, Ring
-from iotop_plus.sampling.rates import COLUMNS, DeviceRates
+from iotop_plus.sampling.disks.rates import COLUMNS, DeviceRates
+from iotop_plus.sampling.store.history import METRICS, History, Mark, Ring
 
 
 def _rates(r_s: float, in_flight: int = 0) -> DeviceRates:

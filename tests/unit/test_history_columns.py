@@ -8,8 +8,8 @@ import weakref
 from array import array
 from collections import deque
 
-from iotop_plus.sampling.history import METRICS, DeviceHistory, History
-from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.disks.rates import DeviceRates
+from iotop_plus.sampling.store.history import METRICS, DeviceHistory, History
 
 
 def _float32(value: float) -> float:

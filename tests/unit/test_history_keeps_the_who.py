@@ -26,11 +26,11 @@ from iotop_plus.record.recorded_who import (
 from iotop_plus.record.recorder import Recorder
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.active_cgroups import KEPT_CGROUPS, active_cgroup_frame
-from iotop_plus.sampling.cgroups import CgroupReader, cgroup_rates_between
-from iotop_plus.sampling.frame import PROCESSES, CgroupFrame, Frame
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.ring_timeline import RingTimeline, strip_processes
+from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
+from iotop_plus.sampling.cgroups.reader import CgroupReader, cgroup_rates_between
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import PROCESSES, CgroupFrame, Frame
+from iotop_plus.sampling.store.ring import RingTimeline, strip_processes
 from tests.support.cgroup_trees import synthetic_tree, systemd_tree
 from tests.support.idle import idle_processes
 from tests.support.synthetic import SyntheticTree

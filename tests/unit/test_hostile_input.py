@@ -19,13 +19,9 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import sampler
-from iotop_plus.sampling.diskstats import (
-    MAX_SOURCE_BYTES,
-    ParseProblem,
-    parse_diskstats,
-    parse_sys_stat,
-)
+from iotop_plus.sampling.disks import sampler
+from iotop_plus.sampling.disks.diskstats import ParseProblem, parse_diskstats, parse_sys_stat
+from iotop_plus.sysfs import MAX_SOURCE_BYTES
 from tests.support.cli import run_cli
 
 REPO = Path(__file__).resolve().parents[2]
@@ -116,7 +112,7 @@ def run_python(code: str, *args: str) -> subprocess.CompletedProcess[str]:
 def test_sysfs_stat_files_that_are_fifos_are_skipped_and_reported(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path\n"
-        "from iotop_plus.sampling.diskstats import read_sys_block_stats\n"
+        "from iotop_plus.sampling.disks.diskstats import read_sys_block_stats\n"
         "problems = []\n"
         "print(read_sys_block_stats(Path(sys.argv[1]), ['sdz', 'sdy'], problems))\n"
         "print(*problems, sep='\\n')\n"
@@ -139,7 +135,7 @@ def test_sysfs_stat_files_that_are_fifos_are_skipped_and_reported(tmp_path: Path
 def test_inventory_attributes_that_are_fifos_do_not_hang(tmp_path: Path) -> None:
     code = (
         "import sys; from pathlib import Path; from iotop_plus.roots import Roots\n"
-        "from iotop_plus.sampling.inventory import read_inventory\n"
+        "from iotop_plus.sampling.topology.inventory import read_inventory\n"
         "base = Path(sys.argv[1])\n"
         "inv = read_inventory(Roots(base / 'proc', base / 'sys'), use_udev=False)\n"
         "print(sorted(inv.devices), inv.devices['sdz'].model)\n"

@@ -45,7 +45,7 @@ def test_the_contracts_fail_when_sampling_imports_the_tui(tmp_path: Path) -> Non
     """A copy of the package where a pure module imports upwards and loads rich."""
     _clean_copy(tmp_path)
 
-    figures = tmp_path / ("iotop_plus.sampling.figures".replace(".", "/") + ".py")
+    figures = tmp_path / ("iotop_plus.sampling.disks.figures".replace(".", "/") + ".py")
     figures.write_text(
         figures.read_text() + "\nimport rich.text  # noqa\nimport iotop_plus.tui.keys  # noqa\n"
     )
@@ -55,13 +55,13 @@ def test_the_contracts_fail_when_sampling_imports_the_tui(tmp_path: Path) -> Non
     assert " kept, 2 broken" in broken.stdout, broken.stdout
     assert "above roots BROKEN" in broken.stdout and "textual or rich BROKEN" in broken.stdout
     # The report names the copy's offending import, so the copy (not the repo) was checked.
-    assert "iotop_plus.sampling.figures -> iotop_plus.tui.keys" in broken.stdout
-    assert "iotop_plus.sampling.figures -> rich (" in broken.stdout
+    assert "iotop_plus.sampling.disks.figures -> iotop_plus.tui.keys" in broken.stdout
+    assert "iotop_plus.sampling.disks.figures -> rich (" in broken.stdout
 
 
 UPWARD_IMPORTS = {
     # module file -> an import that goes up the layers from it
-    "state.py": "iotop_plus.sampling.figures",
+    "state.py": "iotop_plus.sampling.disks.figures",
     "programs.py": "iotop_plus.devices.settings",
     "config.py": "iotop_plus.probe.presets",
     "commands/bundle.py": "iotop_plus.cli",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.inventory import (
+from iotop_plus.sampling.topology.inventory import (
     hidden_by_default,
     parse_mountinfo,
     parse_swaps,

@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.health_part import HealthState, HealthWorker
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
-from iotop_plus.sampling.io_errors import IoError, parse_kmsg_record
+from iotop_plus.sampling.health.io_errors import IoError, parse_kmsg_record
+from iotop_plus.sampling.health.part import HealthState, HealthWorker
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
 
 SDA = Inventory({"sda": BlockDevice("sda", 8, 0, "disk")})
 

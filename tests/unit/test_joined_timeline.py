@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.joined_timeline import JoinedTimeline
-from iotop_plus.sampling.ring_timeline import RingTimeline
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.joined import JoinedTimeline
+from iotop_plus.sampling.store.ring import RingTimeline
 from tests.tui.history_frames import varying_frames
 
 T0 = 1_700_000_000.0

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.devices.conflicts import TuningError
+from iotop_plus.devices.delayacct import DelayAcctError, can_switch, set_delayacct
 from iotop_plus.devices.journal import Journal, JournalError
 from iotop_plus.devices.settings import (
     SettingError,
@@ -32,7 +33,6 @@ from iotop_plus.devices.settings import (
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import NotLiveError, write_live_file, write_tree_file
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.delayacct import DelayAcctError, can_switch, set_delayacct
 from iotop_plus.state import StateDir, StateError
 from tests.unit.test_settings import make_tree
 

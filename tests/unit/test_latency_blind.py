@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from iotop_plus.sampling.latency_blind import BLIND_FRAMES, BLIND_MIN_IOS, BlindWatch
+from iotop_plus.sampling.latency.blind import BLIND_FRAMES, BLIND_MIN_IOS, BlindWatch
 
 
 class Disk(NamedTuple):

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.latency.hist import (
     LATENCY_CSV_COLUMNS,
     SUB_BUCKETS,
     DeviceLatency,

@@ -10,10 +10,10 @@ import os
 import subprocess
 import time
 
-from iotop_plus.sampling.latency import MARK_WAIT_S, LatencyPart
-from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser
-from iotop_plus.sampling.latency_program import tracer_program
-from iotop_plus.sampling.latency_tracer import Tracer
+from iotop_plus.sampling.latency.parser import TracerBatch, TracerParser
+from iotop_plus.sampling.latency.part import MARK_WAIT_S, LatencyPart
+from iotop_plus.sampling.latency.program import tracer_program
+from iotop_plus.sampling.latency.tracer import Tracer
 
 
 def test_a_mark_line_ends_a_batch_marked_for_the_frame() -> None:

@@ -9,14 +9,14 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.latency import LatencyPart
-from iotop_plus.sampling.latency_hist import FAILED, RUNNING, STARTING, bucket_index
-from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser, op_of
-from iotop_plus.sampling.latency_program import MARKER, dev_t, tracer_program
-from iotop_plus.sampling.latency_tracer import Tracer
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import LATENCY
+from iotop_plus.sampling.latency.hist import FAILED, RUNNING, STARTING, bucket_index
+from iotop_plus.sampling.latency.parser import TracerBatch, TracerParser, op_of
+from iotop_plus.sampling.latency.part import LatencyPart
+from iotop_plus.sampling.latency.program import MARKER, dev_t, tracer_program
+from iotop_plus.sampling.latency.tracer import Tracer
 
 # Shapes seen from bpftrace 0.17 -f json (REFERENCE.md), blank lines included.
 H = {

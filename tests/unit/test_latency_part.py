@@ -14,22 +14,22 @@ from iotop_plus.commands.diff import diff_timeline
 from iotop_plus.record.stream import bounded_part
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import registry
-from iotop_plus.sampling.frame import LATENCY
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.frame import registry
+from iotop_plus.sampling.frame.model import LATENCY
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.latency.hist import (
     RUNNING,
     DeviceLatency,
     Histogram,
     LatencyFrame,
     OpLatency,
 )
-from iotop_plus.sampling.latency_part import (
+from iotop_plus.sampling.latency.hist_part import (
     LatencyHistograms,
     LatencyHistogramsPart,
     of_latency_frame,
     percentile_ms,
 )
-from iotop_plus.sampling.part import ReadContext
 from tests.support.recorded_load import T0, Load, write_recording
 
 PART = LatencyHistogramsPart()

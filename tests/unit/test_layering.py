@@ -38,8 +38,8 @@ def _forbidden(modules: list[str]) -> list[str]:
 
 def test_pure_packages_import_no_textual_or_rich() -> None:
     modules = _pure_modules()
-    assert "iotop_plus.sampling.diskstats" in modules
-    assert "iotop_plus.sampling.rates" in modules
+    assert "iotop_plus.sampling.disks.diskstats" in modules
+    assert "iotop_plus.sampling.disks.rates" in modules
     assert "iotop_plus.devices.settings" in modules
     loaded = _loaded_after("\n".join(f"import {m}" for m in modules))
     assert set(modules) <= set(loaded)

@@ -10,14 +10,14 @@ import dataclasses
 
 import pytest
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.lookback import RECENT
-from iotop_plus.sampling.packed_frames import Packer
-from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.ring_timeline import RingTimeline
-from iotop_plus.sampling.timeline import Timeline
-from iotop_plus.sampling.verdicts import recent_frames
+from iotop_plus.sampling.disks.rates import DeviceRates
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.packed import Packer
+from iotop_plus.sampling.store.ring import RingTimeline
+from iotop_plus.sampling.store.timeline import Timeline
+from iotop_plus.why.lookback import RECENT
+from iotop_plus.why.verdicts import recent_frames
 from tests.tui.canned import HOST_ROOTS, CannedSampler
 
 

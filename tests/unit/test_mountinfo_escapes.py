@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import (
+from iotop_plus.sampling.topology.blockdev import (
     BlockDeviceNames,
     mountinfo_entries,
     read_dev_numbers,
     unescape_mount_path,
 )
-from iotop_plus.sampling.inventory import parse_mountinfo, read_inventory
+from iotop_plus.sampling.topology.inventory import parse_mountinfo, read_inventory
 
 AWKWARD = "a b\\c\nd\te"
 """A directory name with a space, a backslash, a newline and a tab."""

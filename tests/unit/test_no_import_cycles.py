@@ -89,7 +89,7 @@ def test_grimp_counts_lazy_and_type_checking_imports() -> None:
     """The real graph holds edges that exist only inside a function or for the type checker."""
     graph = _graph()
     # later_parts imports the frame only for the type checker
-    assert "iotop_plus.sampling.frame" in graph.find_modules_directly_imported_by(
+    assert "iotop_plus.sampling.frame.model" in graph.find_modules_directly_imported_by(
         "iotop_plus.tui.screens.later_parts"
     )
     # snapshot imports snapshot_health only inside a function

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from iotop_plus.probe.target import _sysfs_dev
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import read_dev_numbers
-from iotop_plus.sampling.diskstats import ParseProblem, read_sys_block_stats
+from iotop_plus.sampling.disks.diskstats import ParseProblem, read_sys_block_stats
+from iotop_plus.sampling.topology.blockdev import read_dev_numbers
 
 STAT = " ".join(["5"] * 17) + "\n"
 

@@ -13,13 +13,13 @@ from collections.abc import Callable
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.inventory import (
+from iotop_plus.sampling.disks.sampler import Sampler, select_devices
+from iotop_plus.sampling.topology.inventory import (
     HIDDEN_KINDS,
     Inventory,
     hidden_by_default,
     read_inventory,
 )
-from iotop_plus.sampling.sampler import Sampler, select_devices
 
 
 @pytest.mark.root

@@ -20,9 +20,9 @@ from iotop_plus.cli import main
 from iotop_plus.roots import Roots
 from iotop_plus.sampling import clock as clock_module
 from iotop_plus.sampling.clock import SamplerThread, Schedule, frames_on_schedule
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.sampler import HostInfo, Sample
+from iotop_plus.sampling.disks.sampler import HostInfo, Sample
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.topology.inventory import Inventory
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

@@ -14,8 +14,8 @@ import pytest
 from iotop_plus.cli import build_parser
 from iotop_plus.commands import snapshot
 from iotop_plus.record.reader import RecordingFile
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.disks.sampler import Sample
 from tests.unit.test_record_codec import busy_samples, write
 
 T0 = 1_700_000_000.0  # 22:13:20 UTC

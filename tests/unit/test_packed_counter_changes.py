@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from array import array
 
-from iotop_plus.sampling.packed_frames import _minus, _plus
+from iotop_plus.sampling.store.packed import _minus, _plus
 
 
 def test_a_difference_comes_back_exact_when_counters_fall_wrap_or_go_negative() -> None:

@@ -13,10 +13,10 @@ from types import MappingProxyType
 
 import pytest
 
-from iotop_plus.sampling import packed_parts
-from iotop_plus.sampling.health import DeviceHealth
-from iotop_plus.sampling.health_part import HealthFrame
-from iotop_plus.sampling.packed_parts import HealthPickle, dumped
+from iotop_plus.sampling.health.part import HealthFrame
+from iotop_plus.sampling.health.smart import DeviceHealth
+from iotop_plus.sampling.store import packed_parts
+from iotop_plus.sampling.store.packed_parts import HealthPickle, dumped
 
 
 def _health(readings: dict[str, DeviceHealth], **changes: object) -> HealthFrame:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     MS_WRAP,
     DiskCounters,
     ParseProblem,
@@ -14,7 +14,7 @@ from iotop_plus.sampling.diskstats import (
     parse_diskstats,
     parse_sys_stat,
 )
-from iotop_plus.sampling.rates import COLUMNS, compute_all, compute_rates
+from iotop_plus.sampling.disks.rates import COLUMNS, compute_all, compute_rates
 from tests.support.budget import examples
 
 #: Tokens that look like diskstats fields, plus the ones that break naive parsers.

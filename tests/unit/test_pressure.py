@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.pressure import parse_pressure, read_pressure
 
 IO = (

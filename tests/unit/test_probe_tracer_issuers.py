@@ -7,9 +7,9 @@ import json
 from types import MappingProxyType
 
 from iotop_plus.probe.block_latency import flush_write_of, issuers_of, journal_thread
-from iotop_plus.sampling.latency_hist import DeviceLatency
-from iotop_plus.sampling.latency_parser import TracerParser
-from iotop_plus.sampling.latency_program import FLUSH_WRITE, tracer_program
+from iotop_plus.sampling.latency.hist import DeviceLatency
+from iotop_plus.sampling.latency.parser import TracerParser
+from iotop_plus.sampling.latency.program import FLUSH_WRITE, tracer_program
 
 LOOP0 = (7 << 20) | 0
 

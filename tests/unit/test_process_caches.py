@@ -10,13 +10,13 @@ import os
 from pathlib import Path
 
 import pytest
-from iotop_plus.commands.json_stream import JsonStream
 
 from iotop_plus.commands import top
-from iotop_plus.sampling.blockdev import BlockDeviceNames
-from iotop_plus.sampling.pid_files import parse_io, parse_stat
-from iotop_plus.sampling.process_reader import ProcessReader
-from iotop_plus.sampling.processes import Accumulator, rates_between
+from iotop_plus.commands.json_stream import JsonStream
+from iotop_plus.sampling.processes.pid_files import parse_io, parse_stat
+from iotop_plus.sampling.processes.rates import Accumulator, rates_between
+from iotop_plus.sampling.processes.reader import ProcessReader
+from iotop_plus.sampling.topology.blockdev import BlockDeviceNames
 from tests.unit.test_processes import IO_TEXT, FakeProc, at, run_top, stat_line
 
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import processes
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.processes import rates as processes
 
 
 def test_a_frames_totals_are_made_only_for_the_tasks_read(monkeypatch: pytest.MonkeyPatch) -> None:

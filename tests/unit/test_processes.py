@@ -12,25 +12,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from iotop_plus.commands import top
+from iotop_plus.devices.delayacct import DelayAcctError, set_delayacct
 from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import parse_mountinfo_sources
-from iotop_plus.sampling.delayacct import (
-    OFF_EXPLANATION,
-    DelayAcct,
-    DelayAcctError,
-    read_delayacct,
-    set_delayacct,
-)
-from iotop_plus.sampling.pid_files import IoCounters, parse_io, parse_stat
-from iotop_plus.sampling.process_reader import ProcessReader
-from iotop_plus.sampling.processes import (
+from iotop_plus.sampling.processes.delayacct import OFF_EXPLANATION, DelayAcct, read_delayacct
+from iotop_plus.sampling.processes.pid_files import IoCounters, parse_io, parse_stat
+from iotop_plus.sampling.processes.rates import (
     Accumulator,
     ProcessSample,
     TaskCounters,
     rates_between,
     task_rates,
 )
+from iotop_plus.sampling.processes.reader import ProcessReader
+from iotop_plus.sampling.topology.blockdev import parse_mountinfo_sources
 
 IO_TEXT = (
     "rchar: {rchar}\nwchar: {wchar}\nsyscr: 10\nsyscw: 5\nread_bytes: {read}\n"

@@ -6,8 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from iotop_plus.sampling.diskstats import MS_WRAP, DiskCounters, counter_deltas, parse_diskstats
-from iotop_plus.sampling.rates import COLUMNS, DeviceRates, compute_all, compute_rates
+from iotop_plus.sampling.disks.diskstats import (
+    MS_WRAP,
+    DiskCounters,
+    counter_deltas,
+    parse_diskstats,
+)
+from iotop_plus.sampling.disks.rates import COLUMNS, DeviceRates, compute_all, compute_rates
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from iotop_plus.sampling.process_reader import ProcessReader
-from iotop_plus.sampling.processes import ProcessSample, rates_between
+from iotop_plus.sampling.processes.rates import ProcessSample, rates_between
+from iotop_plus.sampling.processes.reader import ProcessReader
 from tests.unit.test_processes import FakeProc, at
 
 GB = 1 << 30

@@ -20,7 +20,7 @@ from iotop_plus.record.stream import (
     bounded_part,
     decode_stream,
 )
-from iotop_plus.sampling.issuers import TOP
+from iotop_plus.sampling.processes.issuers import TOP
 from tests.support.hostile_parts import (
     huge_health,
     huge_part,

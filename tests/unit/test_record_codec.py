@@ -13,8 +13,8 @@ from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.format import VERSION, Layout
 from iotop_plus.record.predict import BUSY, CANDIDATES, ORDER, DiskCodecV2, pack, unpack
 from iotop_plus.record.reader import RecordingFile
-from iotop_plus.sampling.diskstats import IN_FLIGHT, IO_TICKS, TIME_IN_QUEUE, DiskCounters
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.diskstats import IN_FLIGHT, IO_TICKS, TIME_IN_QUEUE, DiskCounters
+from iotop_plus.sampling.disks.sampler import Sample
 
 T0 = 1_700_000_000.0
 

@@ -13,8 +13,8 @@ from iotop_plus.record.chunks import ChunkEncoder, ChunkWriter, RecordedSample
 from iotop_plus.record.format import VERSION, FormatError
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.record.timeline import open_timeline
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.sampler import Sample, rates_between
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.disks.sampler import Sample, rates_between
 
 T0 = 1_700_000_040.25  # 40 s into a minute: the first chunk is short
 

@@ -16,7 +16,7 @@ from iotop_plus.commands.common import UsageError
 from iotop_plus.record import reader as reader_module
 from iotop_plus.record.chunks import ROLLUP_METRICS
 from iotop_plus.record.reader import RecordingFile
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     IO_TICKS,
     READ_MS,
     READS,
@@ -26,7 +26,7 @@ from iotop_plus.sampling.diskstats import (
     WRITE_MS,
     WRITES,
 )
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.disks.sampler import Sample
 from tests.unit.test_record_codec import busy_samples, write
 
 

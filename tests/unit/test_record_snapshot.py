@@ -15,10 +15,10 @@ from iotop_plus.commands import snapshot
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.collect import inventory_doc
 from iotop_plus.record.times import zone_of
-from iotop_plus.sampling import sources
-from iotop_plus.sampling.sampler import HostInfo, Sample, Sampler
-from iotop_plus.sampling.sources import live_source
-from iotop_plus.sampling.timeparse import parse_time
+from iotop_plus.sampling.disks.sampler import HostInfo, Sample, Sampler
+from iotop_plus.sampling.frame import sources
+from iotop_plus.sampling.frame.sources import live_source
+from iotop_plus.text import parse_time
 from tests.support.synthetic import SyntheticTree
 
 

@@ -18,10 +18,10 @@ import pytest
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.recorded_health import HEALTH, HealthParts
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.health import DeviceHealth
-from iotop_plus.sampling.health_part import HealthFrame
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.health.part import HealthFrame
+from iotop_plus.sampling.health.smart import DeviceHealth
 from tests.support.synthetic import SyntheticTree
 
 
@@ -106,8 +106,8 @@ def test_a_new_reading_is_still_written_at_once(tmp_path: Path) -> None:
 def test_idle_processes_get_zero_rates_without_working_them_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from iotop_plus.sampling import processes
-    from iotop_plus.sampling.process_reader import ProcessReader
+    from iotop_plus.sampling.processes import rates as processes
+    from iotop_plus.sampling.processes.reader import ProcessReader
 
     with ProcessReader() as reader:
         first = reader.sample()
@@ -139,7 +139,7 @@ def test_the_minute_rollups_take_deltas_by_column_with_the_same_rule(
     import random
 
     from iotop_plus.record import chunks
-    from iotop_plus.sampling.diskstats import MS_WRAP, N_COUNTERS, value_deltas
+    from iotop_plus.sampling.disks.diskstats import MS_WRAP, N_COUNTERS, value_deltas
 
     rng = random.Random(25)
     n = 60

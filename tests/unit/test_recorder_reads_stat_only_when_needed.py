@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from iotop_plus.sampling.pid_files import StatFields
-from iotop_plus.sampling.process_reader import ProcessReader
-from iotop_plus.sampling.processes import ProcessSample, TaskCounters
+from iotop_plus.sampling.processes.pid_files import StatFields
+from iotop_plus.sampling.processes.rates import ProcessSample, TaskCounters
+from iotop_plus.sampling.processes.reader import ProcessReader
 
 ECHO = (
     "import os, sys\n"

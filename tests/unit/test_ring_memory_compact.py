@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.packed_frames import KEY_EVERY, Packer
-from iotop_plus.sampling.ring_timeline import RECENT_KEPT, RingTimeline, strip_processes
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.packed import KEY_EVERY, Packer
+from iotop_plus.sampling.store.ring import RECENT_KEPT, RingTimeline, strip_processes
 from tests.support.memory import bytes_kept
 from tests.support.synthetic import SyntheticTree
 

@@ -20,15 +20,15 @@ from types import MappingProxyType
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame import Frame, ProcessFrame
-from iotop_plus.sampling.health import DeviceHealth
-from iotop_plus.sampling.health_gate import HEALTH, HealthPart
-from iotop_plus.sampling.health_part import HealthFrame
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.packed_frames import KEY_EVERY
-from iotop_plus.sampling.pid_files import IoCounters
-from iotop_plus.sampling.processes import TaskCounters, TaskKey, TaskRates, TaskTotals
-from iotop_plus.sampling.ring_timeline import RECENT_KEPT, RingTimeline, strip_processes
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame, ProcessFrame
+from iotop_plus.sampling.health.gate import HEALTH, HealthPart
+from iotop_plus.sampling.health.part import HealthFrame
+from iotop_plus.sampling.health.smart import DeviceHealth
+from iotop_plus.sampling.processes.pid_files import IoCounters
+from iotop_plus.sampling.processes.rates import TaskCounters, TaskKey, TaskRates, TaskTotals
+from iotop_plus.sampling.store.packed import KEY_EVERY
+from iotop_plus.sampling.store.ring import RECENT_KEPT, RingTimeline, strip_processes
 from tests.support.memory import bytes_kept
 from tests.support.synthetic import SyntheticTree
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from iotop_plus.sampling.delayacct import DelayAcct
-from iotop_plus.sampling.frame import Frame, ProcessFrame
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.packed_frames import KEY_EVERY
-from iotop_plus.sampling.pid_files import IoCounters
-from iotop_plus.sampling.processes import ProcessSample, TaskCounters, TaskRates, TaskTotals
-from iotop_plus.sampling.ring_timeline import RingTimeline, fill, strip_processes
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame, ProcessFrame
+from iotop_plus.sampling.processes.delayacct import DelayAcct
+from iotop_plus.sampling.processes.pid_files import IoCounters
+from iotop_plus.sampling.processes.rates import ProcessSample, TaskCounters, TaskRates, TaskTotals
+from iotop_plus.sampling.store.packed import KEY_EVERY
+from iotop_plus.sampling.store.ring import RingTimeline, fill, strip_processes
+from iotop_plus.sampling.topology.inventory import Inventory
 from tests.tui.canned import HOST_ROOTS, CannedSampler
 
 

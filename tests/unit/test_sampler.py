@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import parse_diskstats
-from iotop_plus.sampling.sampler import Sample, Sampler, rates_between, select_devices
+from iotop_plus.sampling.disks.diskstats import parse_diskstats
+from iotop_plus.sampling.disks.sampler import Sample, Sampler, rates_between, select_devices
 from tests.support.synthetic import SyntheticTree
 
 RootsFactory = Callable[[str], Roots]

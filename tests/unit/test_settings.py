@@ -24,7 +24,7 @@ from iotop_plus.devices.settings import (
 )
 from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.queue_settings import parse_scheduler
+from iotop_plus.sampling.disks.queue_settings import parse_scheduler
 
 QUEUE = {
     "read_ahead_kb": "128",

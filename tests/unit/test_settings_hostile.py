@@ -48,8 +48,8 @@ def test_a_kernel_thread_comm_with_escapes_reaches_top_s_table_as_question_marks
     tmp_path: Path,
 ) -> None:
     from iotop_plus.commands.top import render_table
-    from iotop_plus.sampling.process_reader import ProcessReader
-    from iotop_plus.sampling.processes import rates_between
+    from iotop_plus.sampling.processes.rates import rates_between
+    from iotop_plus.sampling.processes.reader import ProcessReader
     from tests.unit.test_processes import FakeProc
 
     fake = FakeProc(tmp_path)

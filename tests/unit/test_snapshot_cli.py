@@ -19,8 +19,8 @@ from iotop_plus import cli
 from iotop_plus.commands import snapshot_output
 from iotop_plus.commands.snapshot_output import IOSTAT_COLUMNS
 from iotop_plus.roots import PROC_ENV, SYS_ENV, Roots
-from iotop_plus.sampling import frame as frame_module
-from iotop_plus.sampling import live_source
+from iotop_plus.sampling.frame import live as live_source
+from iotop_plus.sampling.frame import model as frame_module
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 IOSTAT_KEYS = [key for key, _ in IOSTAT_COLUMNS]

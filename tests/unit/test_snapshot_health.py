@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from iotop_plus import cli
-from iotop_plus.sampling.health_part import HEALTH_KEYS
+from iotop_plus.sampling.health.part import HEALTH_KEYS
 from tests.support.nobody import nobody_directory, nobody_env, nobody_python
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from iotop_plus.sampling.latency_hist import Histogram
-from iotop_plus.sampling.sync_part import DeviceSync, FileSync, SyncFrame
+from iotop_plus.sampling.latency.hist import Histogram
+from iotop_plus.sampling.sync.part import DeviceSync, FileSync, SyncFrame
 from iotop_plus.tui.sync_lines import NOT_RECORDED, NOT_SYNCS, sync_lines
 from tests.unit.test_sync_verdict import journal, latency
 from tests.unit.test_verdict_line import everything, frame, rates

@@ -11,17 +11,16 @@ from types import MappingProxyType
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import registry
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
-from iotop_plus.sampling.jbd2_part import Jbd2Frame, Jbd2Part, kernel_hz
-from iotop_plus.sampling.jbd2_program import merge_journal, parse_journal_maps
-from iotop_plus.sampling.latency_hist import Histogram, bucket_of
-from iotop_plus.sampling.part import ReadContext
-from iotop_plus.sampling.sampler import Sample
-from iotop_plus.sampling.sync_files import kdev
-from iotop_plus.sampling.sync_part import SyncFrame, SyncPart, metric_buckets, sync_summary
-from iotop_plus.sampling.sync_program import (
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.frame import registry
+from iotop_plus.sampling.frame.part import ReadContext
+from iotop_plus.sampling.latency.hist import Histogram, bucket_of
+from iotop_plus.sampling.sync.files import kdev
+from iotop_plus.sampling.sync.jbd2_part import Jbd2Frame, Jbd2Part, kernel_hz
+from iotop_plus.sampling.sync.jbd2_program import merge_journal, parse_journal_maps
+from iotop_plus.sampling.sync.part import SyncFrame, SyncPart, metric_buckets, sync_summary
+from iotop_plus.sampling.sync.program import (
     BY_FD,
     SyncStat,
     SyncTraced,
@@ -29,6 +28,7 @@ from iotop_plus.sampling.sync_program import (
     parse_sync_maps,
     sync_program_text,
 )
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
 
 SDA = kdev(8, 0)
 SDA1 = kdev(8, 1)

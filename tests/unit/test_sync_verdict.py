@@ -5,17 +5,17 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import Any
 
-from iotop_plus.sampling.diagnosis import diagnose
-from iotop_plus.sampling.jbd2_part import DeviceJournal, Jbd2Frame
-from iotop_plus.sampling.jbd2_program import PhaseStat
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.latency.hist import (
     RUNNING,
     DeviceLatency,
     Histogram,
     LatencyFrame,
     OpLatency,
 )
-from iotop_plus.sampling.sync_part import DeviceSync, SyncFrame
+from iotop_plus.sampling.sync.jbd2_part import DeviceJournal, Jbd2Frame
+from iotop_plus.sampling.sync.jbd2_program import PhaseStat
+from iotop_plus.sampling.sync.part import DeviceSync, SyncFrame
+from iotop_plus.why.diagnosis import diagnose
 from tests.unit.test_verdict_line import everything, frame, rates
 
 MS = 1_000_000

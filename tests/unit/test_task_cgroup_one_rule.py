@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroup_names import task_cgroup
-from iotop_plus.sampling.issuers import cgroup_of
-from iotop_plus.sampling.task_cgroups import TaskCgroups
+from iotop_plus.sampling.cgroups.names import task_cgroup
+from iotop_plus.sampling.processes.issuers import cgroup_of
+from iotop_plus.sampling.processes.task_cgroups import TaskCgroups
 from tests.support.cgroup_trees import hybrid_tree
 
 IN_V2_CHILD = "9:name=systemd:/\n7:blkio:/system.slice/cron.service\n0::/batch.slice/job.scope\n"

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import throttle_watch
-from iotop_plus.sampling.diagnosis import diagnose
-from iotop_plus.sampling.frame import CGROUPS
-from iotop_plus.sampling.sources import live_source
-from iotop_plus.sampling.throttle_watch import SCAN_S, ThrottlePart, ThrottleWatch
+from iotop_plus.sampling.cgroups import throttle_watch
+from iotop_plus.sampling.cgroups.throttle_watch import SCAN_S, ThrottlePart, ThrottleWatch
+from iotop_plus.sampling.frame.model import CGROUPS
+from iotop_plus.sampling.frame.sources import live_source
 from iotop_plus.tui.why_lines import verdict_facts
+from iotop_plus.why.diagnosis import diagnose
 from tests.support.cgroup_trees import write_cgroup
 from tests.unit.test_cgroup_limits_honesty import CRON, throttled_hybrid
 from tests.unit.test_verdict_line import everything, frame, rates

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from iotop_plus.sampling.timeparse import TimeParseError, clock_text, parse_time, zone_label
+from iotop_plus.text import TimeParseError, clock_text, parse_time, zone_label
 
 PARIS = ZoneInfo("Europe/Paris")
 NOW = datetime(2026, 11, 23, 15, 0, 0, tzinfo=PARIS).timestamp()

@@ -21,11 +21,11 @@ from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling import registry
-from iotop_plus.sampling.frame import Frame, FrameEvent
-from iotop_plus.sampling.part import FramePart, Metric, ReadContext
-from iotop_plus.sampling.ring_timeline import RingTimeline
-from iotop_plus.sampling.sources import live_source
+from iotop_plus.sampling.frame import registry
+from iotop_plus.sampling.frame.model import Frame, FrameEvent
+from iotop_plus.sampling.frame.part import FramePart, Metric, ReadContext
+from iotop_plus.sampling.frame.sources import live_source
+from iotop_plus.sampling.store.ring import RingTimeline
 from tests.support.synthetic import SyntheticTree
 
 

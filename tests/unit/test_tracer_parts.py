@@ -10,11 +10,11 @@ import json
 import time
 from collections.abc import Mapping
 
-from iotop_plus.sampling.latency import LatencyPart
-from iotop_plus.sampling.latency_hist import RUNNING
-from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser
-from iotop_plus.sampling.latency_program import tracer_program
-from iotop_plus.sampling.latency_tracer import Tracer
+from iotop_plus.sampling.latency.hist import RUNNING
+from iotop_plus.sampling.latency.parser import TracerBatch, TracerParser
+from iotop_plus.sampling.latency.part import LatencyPart
+from iotop_plus.sampling.latency.program import tracer_program
+from iotop_plus.sampling.latency.tracer import Tracer
 from tests.support.toy_trace import TOY_KEY, TOY_TEXT, toy_program
 
 
@@ -206,7 +206,7 @@ def test_a_failed_tracer_says_why_for_each_traced_part() -> None:
 
 def test_only_wanted_parts_that_trace_add_probes_each_asked_once() -> None:
     from iotop_plus.roots import Roots
-    from iotop_plus.sampling.part import TracedParts
+    from iotop_plus.sampling.frame.part import TracedParts
     from tests.support.toy_trace import ToyGetppidPart
 
     asked: list[str] = []
@@ -232,8 +232,8 @@ def test_only_wanted_parts_that_trace_add_probes_each_asked_once() -> None:
 
 
 def test_on_a_captured_tree_a_traced_part_is_told_why_it_is_not_traced() -> None:
-    from iotop_plus.sampling import registry
-    from iotop_plus.sampling.live_source import LiveSource
+    from iotop_plus.sampling.frame import registry
+    from iotop_plus.sampling.frame.live import LiveSource
     from tests.support.toy_trace import ToyGetppidPart
     from tests.tui.canned import HOST_ROOTS, CannedSampler
 

@@ -24,8 +24,8 @@ from iotop_plus.probe.block_latency import (
 from iotop_plus.probe.history import _block, _issuers
 from iotop_plus.probe.results import Issuers, other_io_note
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.latency_hist import DeviceLatency, Histogram, OpLatency
-from iotop_plus.sampling.latency_program import (
+from iotop_plus.sampling.latency.hist import DeviceLatency, Histogram, OpLatency
+from iotop_plus.sampling.latency.program import (
     SAMPLE_MAX,
     sample_filter,
     sample_kept,

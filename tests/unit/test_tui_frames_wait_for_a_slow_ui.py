@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from textual.message import Message
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.history import History
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.ring_timeline import RingTimeline
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.history import History
+from iotop_plus.sampling.store.ring import RingTimeline
 from iotop_plus.tui.frame_feed import MAX_PENDING, FrameFeed
 from iotop_plus.tui.messages import FrameReady
 from tests.support.synthetic import SyntheticTree

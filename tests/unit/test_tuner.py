@@ -22,7 +22,7 @@ from iotop_plus.devices.settings import SettingError
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.devices.writers import write_tree_file
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
 from iotop_plus.state import default_state_dir
 from tests.unit.test_settings import make_tree
 

@@ -1,7 +1,7 @@
 """One home for the number formats: each style named, the deliberate ones (iotop, lsblk) kept.
 
 The formats lived in eleven places (tui/, commands/, probe/, sampling/); they now live in
-``iotop_plus.sampling.units`` and every former home imports from there.
+``iotop_plus.text`` and every former home imports from there.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import ast
 from pathlib import Path
 
 import iotop_plus
-from iotop_plus.sampling import units
+from iotop_plus import text as units
 
 PACKAGE = Path(iotop_plus.__file__).parent
 

@@ -21,8 +21,8 @@ from iotop_plus.export.fleet import PrometheusClient, fleet_round
 from iotop_plus.export.fleet.queries import DIAGNOSIS, DIAGNOSIS_QUERY
 from iotop_plus.export.view import ExportSampler
 from iotop_plus.programs import find_program
-from iotop_plus.sampling.diagnosis import CAUSES
-from iotop_plus.sampling.live_source import LiveSource
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.why.diagnosis import CAUSES
 from tests.support.fake_prometheus import fake_prometheus
 from tests.support.synthetic import SyntheticTree
 from tests.unit.test_writeback_context import write_memory

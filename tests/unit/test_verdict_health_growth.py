@@ -14,9 +14,9 @@ from types import MappingProxyType
 
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diagnosis import diagnose
-from iotop_plus.sampling.health_part import HealthFrame, HealthState, HealthWorker, health_from_json
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
+from iotop_plus.sampling.health.part import HealthFrame, HealthState, HealthWorker, health_from_json
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
+from iotop_plus.why.diagnosis import diagnose
 from tests.support.wait import holds_within
 from tests.unit.test_verdict_line import everything, frame, rates
 
@@ -119,7 +119,7 @@ def test_failed_requests_and_grown_figures_make_one_errors_cause() -> None:
 
 
 def test_the_device_tab_says_which_figures_grew_under_the_health_line() -> None:
-    from iotop_plus.sampling.health import DeviceHealth
+    from iotop_plus.sampling.health.smart import DeviceHealth
     from iotop_plus.tui.health_lines import health_facts
 
     health = HealthFrame(

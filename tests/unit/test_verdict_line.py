@@ -11,27 +11,27 @@ from typing import Any
 
 import pytest
 
-from iotop_plus.sampling.blocked import BlockedGroup, BlockedTasks
-from iotop_plus.sampling.cgroup_files import IoLimits
-from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, CgroupStat, IoRates
-from iotop_plus.sampling.diagnosis import CAUSES, Diagnosis, diagnose
-from iotop_plus.sampling.frame import CgroupFrame, Frame
-from iotop_plus.sampling.health import DeviceHealth
-from iotop_plus.sampling.health_part import HealthFrame
-from iotop_plus.sampling.inventory import Inventory
-from iotop_plus.sampling.issuers import TRACER, IssuersFrame
-from iotop_plus.sampling.issuers import Issuer as IssuerRow
-from iotop_plus.sampling.latency_hist import (
+from iotop_plus.sampling.blocked.model import BlockedGroup, BlockedTasks
+from iotop_plus.sampling.cgroups.files import IoLimits
+from iotop_plus.sampling.cgroups.reader import CgroupRates, CgroupSample, CgroupStat, IoRates
+from iotop_plus.sampling.disks.rates import DeviceRates
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.frame.model import CgroupFrame, Frame
+from iotop_plus.sampling.health.part import HealthFrame
+from iotop_plus.sampling.health.smart import DeviceHealth
+from iotop_plus.sampling.latency.hist import (
     RUNNING,
     DeviceLatency,
     Histogram,
     LatencyFrame,
     OpLatency,
 )
-from iotop_plus.sampling.memory import Memory
+from iotop_plus.sampling.memory.dirty import Memory
 from iotop_plus.sampling.pressure import Pressure, PressureLine, ResourcePressure
-from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.sampler import Sample
+from iotop_plus.sampling.processes.issuers import TRACER, IssuersFrame
+from iotop_plus.sampling.processes.issuers import Issuer as IssuerRow
+from iotop_plus.sampling.topology.inventory import Inventory
+from iotop_plus.why.diagnosis import CAUSES, Diagnosis, diagnose
 
 
 def rates(
@@ -277,7 +277,7 @@ def test_causes_rank_by_confidence_then_the_fixed_order_and_the_line_lists_all()
 def test_the_cgroups_are_walked_once_per_frame_however_many_devices_are_judged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from iotop_plus.sampling import cgroup_limits
+    from iotop_plus.sampling.cgroups import limits as cgroup_limits
 
     walks = []
     real = cgroup_limits.device_limits

@@ -12,17 +12,17 @@ from typing import Any
 
 import pytest
 
-from iotop_plus.sampling.cgroup_files import IoLimits
-from iotop_plus.sampling.cgroups import CgroupRates, CgroupSample, CgroupStat, IoRates
-from iotop_plus.sampling.diagnosis import diagnose
-from iotop_plus.sampling.disk_writes import disk_writes
-from iotop_plus.sampling.frame import CgroupFrame, Frame
-from iotop_plus.sampling.inventory import BlockDevice, Inventory
-from iotop_plus.sampling.lookback import Lookback, LookbackFeed
-from iotop_plus.sampling.memory import Memory
-from iotop_plus.sampling.rates import DeviceRates
-from iotop_plus.sampling.sampler import Sample
-from iotop_plus.sampling.saturation import below
+from iotop_plus.sampling.cgroups.files import IoLimits
+from iotop_plus.sampling.cgroups.reader import CgroupRates, CgroupSample, CgroupStat, IoRates
+from iotop_plus.sampling.disks.disk_writes import disk_writes
+from iotop_plus.sampling.disks.rates import DeviceRates
+from iotop_plus.sampling.disks.sampler import Sample
+from iotop_plus.sampling.frame.model import CgroupFrame, Frame
+from iotop_plus.sampling.memory.dirty import Memory
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory
+from iotop_plus.why.diagnosis import diagnose
+from iotop_plus.why.lookback import Lookback, LookbackFeed
+from iotop_plus.why.saturation import below
 from tests.unit.test_verdict_line import QUIET_MEMORY, psi, rates
 
 
@@ -311,7 +311,7 @@ def test_snapshot_judges_each_report_with_the_reports_before_it_and_issuers_prin
 def test_the_exporter_judges_each_frame_with_the_frames_before_it() -> None:
     from iotop_plus.export.view import ExportView
     from iotop_plus.export.why import diagnosis_families
-    from iotop_plus.sampling.verdicts import Judge
+    from iotop_plus.why.verdicts import Judge
 
     judge = Judge()  # the exporter's sampler judges each frame it reads, in turn
 
@@ -328,7 +328,7 @@ def test_the_exporter_judges_each_frame_with_the_frames_before_it() -> None:
 
 
 def test_writeback_verdict_names_the_top_dirtier_when_the_frame_carries_files() -> None:
-    from iotop_plus.sampling.files_model import DeviceFiles, Dirtier, FilesFrame
+    from iotop_plus.sampling.files.model import DeviceFiles, Dirtier, FilesFrame
 
     writes = rates(writes=500, await_ms=5.0, busy_ms=600)
     files = FilesFrame(
@@ -346,8 +346,8 @@ def test_writeback_verdict_names_the_top_dirtier_when_the_frame_carries_files() 
 
 def test_snapshot_writeback_issuer_entry_lists_the_dirtiers() -> None:
     from iotop_plus.commands.snapshot_issuers import add_issuers
-    from iotop_plus.sampling.files_model import DeviceFiles, Dirtier, FilesFrame
-    from iotop_plus.sampling.issuers import TRACER, Issuer, IssuersFrame
+    from iotop_plus.sampling.files.model import DeviceFiles, Dirtier, FilesFrame
+    from iotop_plus.sampling.processes.issuers import TRACER, Issuer, IssuersFrame
 
     kernel = Issuer(None, "kernel", None, None, None, 0.0, 10.0, 0.0, 4096.0, writeback=True)
     dd = Issuer(7, "dd", "dd of=x", None, None, 0.0, 1.0, 0.0, 4.0)

@@ -12,9 +12,14 @@ from typing import Any
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import DiskCounters
-from iotop_plus.sampling.frame import ProcessFrame
-from iotop_plus.sampling.issuers import (
+from iotop_plus.sampling.disks.diskstats import DiskCounters
+from iotop_plus.sampling.frame.model import ProcessFrame
+from iotop_plus.sampling.latency.hist import FAILED, LatencyFrame
+from iotop_plus.sampling.latency.parser import TracerBatch, TracerParser, rwbs_of
+from iotop_plus.sampling.latency.part import LatencyPart
+from iotop_plus.sampling.latency.program import rwbs_offsets, tracer_program
+from iotop_plus.sampling.latency.tracer import Tracer
+from iotop_plus.sampling.processes.issuers import (
     ESTIMATE,
     KERNEL,
     TRACER,
@@ -22,12 +27,7 @@ from iotop_plus.sampling.issuers import (
     IssuersFrame,
     cgroup_of,
 )
-from iotop_plus.sampling.latency import LatencyPart
-from iotop_plus.sampling.latency_hist import FAILED, LatencyFrame
-from iotop_plus.sampling.latency_parser import TracerBatch, TracerParser, rwbs_of
-from iotop_plus.sampling.latency_program import rwbs_offsets, tracer_program
-from iotop_plus.sampling.latency_tracer import Tracer
-from iotop_plus.sampling.processes import ProcessSample, TaskCounters, TaskRates
+from iotop_plus.sampling.processes.rates import ProcessSample, TaskCounters, TaskRates
 
 CAPTURED = Path(__file__).parent.parent / "fixtures" / "tracer" / "attribution-6.18.jsonl"
 """Real ``bpftrace -f json`` output of the attributing program (Linux 6.18, bpftrace 0.17):

@@ -13,10 +13,10 @@ import pytest
 from iotop_plus.record.chunks import ChunkWriter
 from iotop_plus.record.collect import inventory_doc, recorded_sample
 from iotop_plus.record.timeline import open_timeline
-from iotop_plus.sampling.issuers import ESTIMATE, IssuersFrame
-from iotop_plus.sampling.issuers_part import ISSUERS, IssuersPart
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.sampler import Sampler
+from iotop_plus.sampling.disks.sampler import Sampler
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.processes.issuers import ESTIMATE, IssuersFrame
+from iotop_plus.sampling.processes.issuers_part import ISSUERS, IssuersPart
 from tests.support.synthetic import SyntheticTree
 from tests.unit.test_who_issuers import proc_tree, traced_frames
 

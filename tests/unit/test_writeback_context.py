@@ -23,15 +23,15 @@ from iotop_plus.record.chunks import ChunkWriter
 from iotop_plus.record.collect import inventory_doc, recorded_sample
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.live_source import LiveSource
-from iotop_plus.sampling.memory import (
+from iotop_plus.sampling.disks.sampler import Sampler
+from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.memory.dirty import (
     WRITEBACK,
     MemoryPart,
     MemoryReader,
     parse_memory,
     read_memory,
 )
-from iotop_plus.sampling.sampler import Sampler
 from tests.support.synthetic import SyntheticTree
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from iotop_plus.export.collector import PREFIX, PRESSURE_STALLED
 from iotop_plus.export.counters import DISK_COUNTERS
 from iotop_plus.export.latency import REQUEST_DURATION
-from iotop_plus.sampling.diskstats import (
+from iotop_plus.sampling.disks.diskstats import (
     IO_TICKS,
     READ_MS,
     READS,

@@ -31,8 +31,7 @@ from iotop_plus.export.fleet import (
     device_history,
     fleet_round,
 )
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.units import two_decimals
+from iotop_plus.text import printable, two_decimals
 from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
 from iotop_plus.tui.widgets.charts import READ_STYLE, WRITE_STYLE, joins
 

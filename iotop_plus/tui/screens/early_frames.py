@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from textual.message import Message
 
-from iotop_plus.sampling.frame import Frame
+from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.tui.messages import FrameReady
 
 

@@ -9,7 +9,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from iotop_plus.sampling.figures import notes
+from iotop_plus.sampling.disks.figures import notes
 from iotop_plus.tui.health_lines import HEALTH_HELP
 from iotop_plus.tui.keys import (
     APP_KEYS,

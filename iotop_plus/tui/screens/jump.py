@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Input, Label, Static
 
-from iotop_plus.sampling.timeparse import FORMS, MAX_TIME_TEXT
+from iotop_plus.text import FORMS, MAX_TIME_TEXT
 from iotop_plus.tui.screens.modal import Modal
 
 

@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.widget import Widget
 
-    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.sampling.frame.model import Frame
 
 
 class PartsScreen(Protocol):

@@ -43,11 +43,11 @@ from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import clamp_interval
-from iotop_plus.sampling.frame import Frame, FrameSource
-from iotop_plus.sampling.history import History, Mark
-from iotop_plus.sampling.ring_timeline import RingTimeline
-from iotop_plus.sampling.sampler import HostInfo
-from iotop_plus.sampling.timeline import Timeline
+from iotop_plus.sampling.disks.sampler import HostInfo
+from iotop_plus.sampling.frame.model import Frame, FrameSource
+from iotop_plus.sampling.store.history import History, Mark
+from iotop_plus.sampling.store.ring import RingTimeline
+from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.tui.engine import compositor
 from iotop_plus.tui.engine.first_resume import StyledAsMounted
 from iotop_plus.tui.frame_feed import FrameFeed

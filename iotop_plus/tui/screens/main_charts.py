@@ -6,7 +6,7 @@ another frame when scrubbed), or when forced (a new mark, a view switch).
 
 from __future__ import annotations
 
-from iotop_plus.sampling.history import History
+from iotop_plus.sampling.store.history import History
 from iotop_plus.tui.scrub import Scrubber
 from iotop_plus.tui.widgets.charts import MIN_SPAN_INTERVALS, DeviceCharts
 

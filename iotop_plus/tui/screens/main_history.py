@@ -11,15 +11,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from iotop_plus.sampling.disk_writes import disk_writes
-from iotop_plus.sampling.issuers_part import IssuersPart
+from iotop_plus.sampling.disks.disk_writes import disk_writes
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
 from iotop_plus.tui.diff_view import Window, mark, show_diff, windows_before
 from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
 
 if TYPE_CHECKING:
     from iotop_plus.config import Config
-    from iotop_plus.sampling.blocked import BlockedTasks
-    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.sampling.blocked.model import BlockedTasks
+    from iotop_plus.sampling.frame.model import Frame
     from iotop_plus.tui.replay_reads import ReplayRead
     from iotop_plus.tui.screens.side_panels import SidePanels
     from iotop_plus.tui.widgets.blocked_panel import BlockedPanel
@@ -110,7 +110,7 @@ class HistoryActions:
             blocked.show_blocked(tasks, recorded=recorded)
         files = cast("FilesPanel | None", self.panels.mounted("tab-files"))
         if files is not None and files.sampling:
-            from iotop_plus.sampling.files_part import FilesPart
+            from iotop_plus.sampling.files.part import FilesPart
 
             files.show_files(frame.get(FilesPart), recorded)
         syncs = cast("SyncPanel | None", self.panels.mounted("tab-sync"))

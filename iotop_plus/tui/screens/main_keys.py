@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
-from iotop_plus.sampling.figures import figure
+from iotop_plus.sampling.disks.figures import figure
 from iotop_plus.tui.keys import (
     TUNE_READ_AHEAD,
     TUNE_REVERT_ALL,

@@ -24,7 +24,7 @@ from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.sampling.frame.model import Frame
 
 W = TypeVar("W", bound="Widget")
 

@@ -1,5 +1,5 @@
 """The Blocked tab (key ``B``): threads stuck in uninterruptible sleep, grouped by reason, file
-or mount, and cgroup (:mod:`iotop_plus.sampling.blocked`).
+or mount, and cgroup (:mod:`iotop_plus.sampling.blocked.model`).
 
 While shown the panel asks its feed for the ``blocked`` part, and the frames then carry it
 (:meth:`BlockedPanel.show_blocked`). A group is one line: how many threads, how long the
@@ -16,8 +16,8 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Static
 
-from iotop_plus.sampling.blocked import REASON_TEXT, BlockedGroup, BlockedTasks
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.sampling.blocked.model import REASON_TEXT, BlockedGroup, BlockedTasks
+from iotop_plus.text import printable
 from iotop_plus.tui.widgets.while_shown import WhileShown
 
 KEY = "blocked"

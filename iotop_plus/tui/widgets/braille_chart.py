@@ -27,7 +27,7 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from iotop_plus.sampling.units import ago, plain_number, si_number
+from iotop_plus.text import ago, plain_number, si_number
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.widgets.braille_raster import LineRaster, raster
 from iotop_plus.tui.widgets.line_regions import line_regions

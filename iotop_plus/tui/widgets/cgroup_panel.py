@@ -23,12 +23,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import Input, Static
 
-from iotop_plus.sampling.cgroup_files import not_counted_line
-from iotop_plus.sampling.cgroup_limits import V1_WRITEBACK_NOTE, device_limits
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import CgroupFrame
-from iotop_plus.sampling.issuers import IssuersFrame
-from iotop_plus.sampling.units import compact_bytes
+from iotop_plus.sampling.cgroups.files import not_counted_line
+from iotop_plus.sampling.cgroups.limits import V1_WRITEBACK_NOTE, device_limits
+from iotop_plus.sampling.frame.model import CgroupFrame
+from iotop_plus.sampling.processes.issuers import IssuersFrame
+from iotop_plus.text import compact_bytes, printable
 from iotop_plus.tui.cgroup_rows import (
     CGROUP_COLUMNS,
     CGROUP_SORT_KEYS,

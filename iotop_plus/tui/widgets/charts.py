@@ -23,9 +23,9 @@ from textual.containers import Grid
 from textual.strip import Strip
 from textual.widgets import Static
 
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.figures import figure
-from iotop_plus.sampling.history import DeviceHistory, Mark
+from iotop_plus.sampling.disks.figures import figure
+from iotop_plus.sampling.store.history import DeviceHistory, Mark
+from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
 from iotop_plus.tui.widgets.line_regions import line_regions

@@ -14,15 +14,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol
 
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.issuers import Issuer, IssuersFrame
-from iotop_plus.sampling.issuers_part import IssuersPart
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.processes.issuers import Issuer, IssuersFrame
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
 
 __all__ = [
     "DeviceOnly",
     "IssuerFeed",
 ]
-from iotop_plus.sampling.units import compact_bytes
+from iotop_plus.text import compact_bytes
 from iotop_plus.tui.process_rows import DEVICE_SORT_KEYS, SORT_KEYS
 from iotop_plus.tui.scrub import HISTORY, REPLAY
 

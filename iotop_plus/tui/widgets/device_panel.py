@@ -17,15 +17,14 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from iotop_plus.devices.settings import SettingValue
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.inventory import BlockDevice
-from iotop_plus.sampling.units import lsblk_size
-from iotop_plus.sampling.verdicts import with_verdicts
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.topology.inventory import BlockDevice
+from iotop_plus.text import lsblk_size, printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.health_lines import health_facts
 from iotop_plus.tui.issuer_lines import issuer_facts
 from iotop_plus.tui.why_lines import has_verdict, verdict_facts, why_facts
+from iotop_plus.why.verdicts import with_verdicts
 
 
 def device_facts(

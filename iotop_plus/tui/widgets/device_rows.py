@@ -7,13 +7,13 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from iotop_plus.sampling.cgroup_limits import device_limits
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.inventory import BlockDevice
-from iotop_plus.sampling.latency_hist import LatencyFrame
-from iotop_plus.sampling.rates import DeviceRates, FigureColumns
-from iotop_plus.sampling.throttle_watch import ThrottlePart
+from iotop_plus.sampling.cgroups.limits import device_limits
+from iotop_plus.sampling.cgroups.throttle_watch import ThrottlePart
+from iotop_plus.sampling.disks.rates import DeviceRates, FigureColumns
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.latency.hist import LatencyFrame
+from iotop_plus.sampling.topology.inventory import BlockDevice
+from iotop_plus.text import printable
 from iotop_plus.tui.widgets.table_columns import LATENCY_KEYS, latency_cell
 
 BUSY_IOPS = 50.0

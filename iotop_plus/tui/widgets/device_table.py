@@ -18,11 +18,11 @@ from textual.reactive import reactive
 from textual.strip import Strip
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import Frame
-from iotop_plus.sampling.inventory import BlockDevice, Inventory, shown_by_default
-from iotop_plus.sampling.latency_hist import LatencyFrame
-from iotop_plus.sampling.rates import DeviceRates, FigureColumns
+from iotop_plus.sampling.disks.rates import DeviceRates, FigureColumns
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.latency.hist import LatencyFrame
+from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory, shown_by_default
+from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected

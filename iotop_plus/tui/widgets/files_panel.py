@@ -1,7 +1,7 @@
 """The Files tab (key ``F``): the selected device's busiest files over the frame shown.
 
 While the tab is on screen the panel asks the feed for the hot-files part (as root the
-tracer then counts file I/O; see :mod:`iotop_plus.sampling.files_part`), and shows per file
+tracer then counts file I/O; see :mod:`iotop_plus.sampling.files.part`), and shows per file
 its device reads, written-back and direct bytes per second, its path (or ``inode N on MOUNT
 (not open)``), the partition its filesystem is on and its processes, then whose dirty pages
 the flusher wrote back. Without root the figures are an estimate, and the first line says so.
@@ -13,9 +13,8 @@ from typing import Protocol
 
 from textual.widgets import Static
 
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.files_model import FileEntry, FilesFrame
-from iotop_plus.sampling.units import compact_bytes
+from iotop_plus.sampling.files.model import FileEntry, FilesFrame
+from iotop_plus.text import compact_bytes, printable
 
 MAX_PROCESS_NAMES = 3
 """Processes named on a file's line."""

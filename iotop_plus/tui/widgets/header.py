@@ -12,10 +12,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widgets import Static
 
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.sampler import HostInfo
-from iotop_plus.sampling.timeparse import clock_text, zone_label
-from iotop_plus.sampling.units import uptime
+from iotop_plus.sampling.disks.sampler import HostInfo
+from iotop_plus.text import clock_text, printable, uptime, zone_label
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.widgets.device_rows import hidden_note
 from iotop_plus.tui.widgets.plain_lines import plain_lines

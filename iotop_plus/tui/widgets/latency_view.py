@@ -11,8 +11,8 @@ from collections import deque
 from rich.text import Text
 from textual.widgets import Static
 
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.latency_hist import FAILED, Histogram, LatencyFrame, bucket_bounds
+from iotop_plus.sampling.latency.hist import FAILED, Histogram, LatencyFrame, bucket_bounds
+from iotop_plus.text import printable
 
 ROW_EDGES_US: tuple[float, ...] = (16, 64, 256, 1024, 4096, 16384, 65536, 262144)
 """Lower edges of the heatmap rows in us (4x apart: 16 us to 262 ms and above)."""

@@ -55,8 +55,8 @@ from iotop_plus.probe.target import (
     device_busy_note,
 )
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.history import History
-from iotop_plus.sampling.rates import DeviceRates
+from iotop_plus.sampling.disks.rates import DeviceRates
+from iotop_plus.sampling.store.history import History
 from iotop_plus.state import StateDir
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.screens.modal import Modal

@@ -32,21 +32,15 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from iotop_plus.devices.delayacct import can_switch
 from iotop_plus.devices.settings import SettingError
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.blockdev import OpenBlockFile
-from iotop_plus.sampling.delayacct import (
-    NOTE,
-    DelayAcct,
-    can_switch,
-    read_delayacct,
-)
-from iotop_plus.sampling.disk_writes import DiskWrites
-from iotop_plus.sampling.diskstats import printable
-from iotop_plus.sampling.frame import ProcessFrame
-from iotop_plus.sampling.issuers import Issuer
-from iotop_plus.sampling.processes import (
+from iotop_plus.sampling.disks.disk_writes import DiskWrites
+from iotop_plus.sampling.frame.model import ProcessFrame
+from iotop_plus.sampling.processes.delayacct import NOTE, DelayAcct, read_delayacct
+from iotop_plus.sampling.processes.issuers import Issuer
+from iotop_plus.sampling.processes.rates import (
     ProcessSample,
     TaskCounters,
     TaskKey,
@@ -55,7 +49,8 @@ from iotop_plus.sampling.processes import (
     started_before_delayacct,
     switch_ticks,
 )
-from iotop_plus.sampling.units import compact_bytes
+from iotop_plus.sampling.topology.blockdev import OpenBlockFile
+from iotop_plus.text import compact_bytes, printable
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.process_rows import (
     COLUMNS,

@@ -46,7 +46,7 @@ from iotop_plus.devices.journal import default_journal_path
 from iotop_plus.devices.settings import SETTINGS, SettingError, SettingValue, valid_range
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.diskstats import printable
+from iotop_plus.text import printable
 from iotop_plus.tui.keys import (
     TUNE_READ_AHEAD,
     TUNE_REVERT_ALL,

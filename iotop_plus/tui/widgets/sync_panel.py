@@ -17,11 +17,11 @@ from textual.widgets import Static
 from iotop_plus.tui.sync_lines import sync_lines
 
 if TYPE_CHECKING:
-    from iotop_plus.sampling.frame import Frame
+    from iotop_plus.sampling.frame.model import Frame
 
 PARTS = ("sync", "jbd2")
-"""The parts the tab shows (:class:`~iotop_plus.sampling.sync_part.SyncPart`,
-:class:`~iotop_plus.sampling.jbd2_part.Jbd2Part`)."""
+"""The parts the tab shows (:class:`~iotop_plus.sampling.sync.part.SyncPart`,
+:class:`~iotop_plus.sampling.sync.jbd2_part.Jbd2Part`)."""
 
 
 class SyncFeed(Protocol):

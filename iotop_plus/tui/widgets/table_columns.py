@@ -1,6 +1,6 @@
 """The device table's columns and colours: which figures it shows, how wide, and when red.
 
-Names, units and meanings come from :mod:`iotop_plus.sampling.figures`; this module adds
+Names, units and meanings come from :mod:`iotop_plus.sampling.disks.figures`; this module adds
 what only the table needs: widths, which columns go first when the terminal is narrow, the
 column sets ``c`` cycles through, and the thresholds that colour a cell.
 """
@@ -14,9 +14,9 @@ from rich.style import Style
 from textual.strip import Strip
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.figures import FIGURES, LATENCY_FIGURES, Figure, figure
-from iotop_plus.sampling.latency_hist import STARTING, LatencyFrame
-from iotop_plus.sampling.units import table_figure as format_value
+from iotop_plus.sampling.disks.figures import FIGURES, LATENCY_FIGURES, Figure, figure
+from iotop_plus.sampling.latency.hist import STARTING, LatencyFrame
+from iotop_plus.text import table_figure as format_value
 
 
 @dataclass(frozen=True)

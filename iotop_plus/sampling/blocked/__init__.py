@@ -1,0 +1,1 @@
+"""Threads stuck in uninterruptible sleep, and on what."""

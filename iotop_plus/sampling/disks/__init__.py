@@ -1,0 +1,1 @@
+"""Per-device I/O counters and iostat -x figures, and the queue settings."""

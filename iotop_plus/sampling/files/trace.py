@@ -1,0 +1,214 @@
+"""The probes the hot-files part adds to the tracer, and the parser of their maps.
+
+Every tracepoint here carries the filesystem's device (``s_dev``, a kernel dev_t) and the
+inode, and none needs kprobes (checked with ``bpftrace -lv`` on Linux 6.18):
+
+* device reads through the page cache: ``filemap:mm_filemap_add_to_page_cache`` fires once
+  per folio the reader's context adds (bytes = page size << ``order``); a folio added while
+  the same thread is between ``ext4:ext4_da_write_begin``/``ext4_write_begin`` and their
+  ``*_write_end`` on that inode is a write extending the file, not a read, and is not
+  counted;
+* buffered writes by file and process (bytes dirtied): the ``len`` at ``ext4_da_write_begin``
+  and ``ext4_write_begin``;
+* bytes reaching the device per inode: ``ext4:ext4_writepages_result`` (``pages_written``),
+  from the flusher and from fsync alike;
+* direct I/O: ``iomap:iomap_dio_rw_begin`` gives the count; its ``ki_flags`` do not say the
+  direction for a synchronous call, so the count waits (by thread) for that call's first
+  ``iomap:iomap_iter``, whose ``IOMAP_WRITE`` flag does;
+* a process's command name when its main thread exits (``sched:sched_process_exit``), so
+  one that exits before the frame ends keeps its name.
+
+Metadata reads go through the block device's own page cache (its inode sits on the ``bdev``
+pseudo filesystem, not on the device), so they are no file's: they stay in the device's
+remainder.
+
+``sample`` (a power of two): single-page reads and writes (a random 4k reader's, each one an
+event) are counted one in ``sample``, chosen at random, and scaled back up in the program;
+larger folios and writes, few per byte, are all counted. The measured cost
+(``benchmarks/bench_files_trace.py``) decides the part's rate (:data:`SAMPLE`), and its
+output says it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TypeVar
+
+from iotop_plus.sampling.frame.part import TraceProgram
+
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+"""Bytes in a page: a folio of ``order`` n holds ``PAGE_SIZE << n``."""
+PAGE_SHIFT = PAGE_SIZE.bit_length() - 1
+CLEAR_WRITING_S = 10
+"""How often ``@fi_in`` (the page each thread last began writing) is emptied, so threads
+that ended do not fill it."""
+IOMAP_DIRECT = 1 << 4
+"""``iomap_iter``'s flag of a direct I/O iteration (``include/linux/iomap.h``)."""
+IOMAP_WRITE = 1 << 0
+"""``iomap_iter``'s flag of a write."""
+
+SAMPLE = 8
+"""The part's rate for single-page events: one in 8, because counting each costs more than the
+0.3 us an event may cost (``bench_files_trace.py`` measures it; docs/performance.md)."""
+MAPS = ("@fi_rd", "@fi_wr", "@fi_wb", "@fi_dio", "@fi_ex")
+"""The maps printed and cleared at each tick (``@fi_in`` and ``@fi_dc`` live per call)."""
+
+FileKey = tuple[int, int]
+"""(kernel dev_t of the filesystem, inode)."""
+
+
+def file_program(sample: int = 1) -> str:
+    """The probe text (see the module's docstring); ``sample`` is a power of two."""
+    if sample < 1 or sample & (sample - 1):
+        raise ValueError(f"sample must be a power of two, not {sample}")
+    one = f"(rand & {sample - 1}) == 0" if sample > 1 else "1"
+    return f"""tracepoint:ext4:ext4_da_write_begin, tracepoint:ext4:ext4_write_begin {{
+  @fi_in[tid] = ((args->pos >> {PAGE_SHIFT}) << 32) | args->ino;
+  if (args->len > {PAGE_SIZE}) {{
+    @fi_wr[args->dev, args->ino, pid] = sum(args->len);
+  }} else if ({one}) {{
+    @fi_wr[args->dev, args->ino, pid] = sum(args->len * {sample});
+  }}
+}}
+tracepoint:filemap:mm_filemap_add_to_page_cache /args->s_dev && (args->order || {one})/ {{
+  $w = @fi_in[tid];
+  if (($w & 0xffffffff) != args->i_ino || ($w >> 32) < args->index
+      || ($w >> 32) >= args->index + (1 << args->order)) {{
+    @fi_rd[args->s_dev, args->i_ino, pid] = sum(args->order ? {PAGE_SIZE} << args->order
+                                                            : {PAGE_SIZE * sample});
+  }}
+}}
+interval:s:{CLEAR_WRITING_S} {{
+  clear(@fi_in);
+}}
+tracepoint:ext4:ext4_writepages_result /args->pages_written > 0/ {{
+  @fi_wb[args->dev, args->ino] = sum(args->pages_written);
+}}
+tracepoint:iomap:iomap_dio_rw_begin {{
+  @fi_dc[tid] = args->count;
+}}
+tracepoint:iomap:iomap_iter /args->flags & {IOMAP_DIRECT}/ {{
+  $c = @fi_dc[tid];
+  if ($c) {{
+    @fi_dio[args->dev, args->ino, pid, args->flags & {IOMAP_WRITE}] = sum($c);
+    delete(@fi_dc[tid]);
+  }}
+}}
+tracepoint:sched:sched_process_exit /pid == tid/ {{
+  @fi_ex[pid] = comm;
+}}
+"""
+
+
+@dataclass(frozen=True)
+class FileCounts:
+    """What the probes counted over one or more ticks (bytes)."""
+
+    read: Mapping[tuple[int, int, int], int] = field(default_factory=lambda: MappingProxyType({}))
+    """Device reads per (dev_t, inode, pid)."""
+    dirtied: Mapping[tuple[int, int, int], int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Buffered writes per (dev_t, inode, pid)."""
+    written: Mapping[FileKey, int] = field(default_factory=lambda: MappingProxyType({}))
+    """Bytes written back to the device per (dev_t, inode)."""
+    direct_read: Mapping[tuple[int, int, int], int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Direct reads per (dev_t, inode, pid)."""
+    direct_write: Mapping[tuple[int, int, int], int] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
+    """Direct writes per (dev_t, inode, pid)."""
+    exited: Mapping[int, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Command names of processes that exited."""
+    filled: bool = False
+    """A map reached the tracer's key limit: some events were not counted."""
+    sample: int = 1
+    """Single-page reads and writes were counted one in ``sample`` (scaled back up)."""
+
+
+def _ints(key: str, n: int) -> tuple[int, ...] | None:
+    parts = key.split(",")
+    if len(parts) != n:
+        return None
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        return None
+
+
+def _sums(data: object, n: int, scale: int = 1) -> dict[tuple[int, ...], int]:
+    out: dict[tuple[int, ...], int] = {}
+    if not isinstance(data, Mapping):
+        return out
+    for key, value in data.items():
+        k = _ints(str(key), n)
+        if k is None or not isinstance(value, int) or value <= 0:
+            continue
+        out[k] = out.get(k, 0) + value * scale
+    return out
+
+
+def parser(sample: int = SAMPLE, map_keys: int | None = None) -> TraceProgram:
+    """The part's :class:`TraceProgram`: probes, maps, parse and merge."""
+    from iotop_plus.sampling.latency.tracer import MAP_KEYS_MAX
+
+    limit = map_keys or MAP_KEYS_MAX
+
+    def parse(maps: Mapping[str, Mapping[str, object]]) -> FileCounts:
+        direct = _sums(maps.get("@fi_dio"), 4)
+        exited: dict[int, str] = {}
+        ex = maps.get("@fi_ex")
+        if isinstance(ex, Mapping):
+            for key, value in ex.items():
+                if str(key).isdigit() and isinstance(value, str):
+                    exited[int(key)] = value
+        full = any(isinstance(maps.get(m), Mapping) and len(maps[m]) >= limit for m in MAPS)
+        return FileCounts(
+            read=_three(_sums(maps.get("@fi_rd"), 3)),
+            dirtied=_three(_sums(maps.get("@fi_wr"), 3)),
+            written={(k[0], k[1]): v * PAGE_SIZE for k, v in _sums(maps.get("@fi_wb"), 2).items()},
+            direct_read={(k[0], k[1], k[2]): v for k, v in direct.items() if not k[3]},
+            direct_write={(k[0], k[1], k[2]): v for k, v in direct.items() if k[3]},
+            exited=exited,
+            filled=full,
+            sample=sample,
+        )
+
+    return TraceProgram(file_program(sample), MAPS, parse, merge_counts)
+
+
+def _three(d: Mapping[tuple[int, ...], int]) -> dict[tuple[int, int, int], int]:
+    return {(k[0], k[1], k[2]): v for k, v in d.items()}
+
+
+K = TypeVar("K")
+
+
+def _add(a: Mapping[K, int], b: Mapping[K, int]) -> dict[K, int]:
+    out = dict(a)
+    for k, v in b.items():
+        out[k] = out.get(k, 0) + v
+    return out
+
+
+def merge_counts(a: object, b: object) -> FileCounts:
+    """Two ticks' counts summed (either may be None or another type: then the other)."""
+    if not isinstance(a, FileCounts):
+        return b if isinstance(b, FileCounts) else FileCounts()
+    if not isinstance(b, FileCounts):
+        return a
+    return FileCounts(
+        read=_add(a.read, b.read),
+        dirtied=_add(a.dirtied, b.dirtied),
+        written=_add(a.written, b.written),
+        direct_read=_add(a.direct_read, b.direct_read),
+        direct_write=_add(a.direct_write, b.direct_write),
+        exited={**a.exited, **b.exited},
+        filled=a.filled or b.filled,
+        sample=max(a.sample, b.sample),
+    )

@@ -1,0 +1,1 @@
+"""Device health (smartctl, sysfs) and the kernel's failed requests."""

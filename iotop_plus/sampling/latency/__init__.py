@@ -1,0 +1,1 @@
+"""Block latency from the bpftrace tracer: the program, its child, the parser, histograms."""

@@ -1,0 +1,1 @@
+"""Dirty and writeback memory."""

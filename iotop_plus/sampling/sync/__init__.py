@@ -1,0 +1,1 @@
+"""fsync and fdatasync times, and the jbd2 journal's commits."""

@@ -1,0 +1,1 @@
+"""Which block devices exist, their names and how they stack (the readers' common ground)."""
