@@ -18,6 +18,8 @@ from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, EXIT_USAGE, positi
 from iotop_plus.commands.part_options import add_part_options, given_flags, wanted_keys
 from iotop_plus.commands.workers import WorkerWatch
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.files.part import FilesPart
+from iotop_plus.sampling.frame import registry
 from iotop_plus.text import printable
 
 if TYPE_CHECKING:  # loaded only when serve runs
@@ -91,8 +93,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="do not read or export per-cgroup I/O (each frame then skips the cgroup tree)",
     )
+    p.add_argument(
+        "--files",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="export the N busiest files of each device "
+        "(iotop_plus_file_{read,written,direct}_bytes_total{device,path}; default 0: none, "
+        "since every path is a label)",
+    )
     add_part_options(p, "export")
     p.set_defaults(run=run)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"want a whole number of files, not {text!r}")
+    return int(text)
 
 
 def _depth(text: str) -> int:
@@ -157,6 +174,10 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
         source.want(LATENCY_QUEUE, True)
     for key in wanted_keys(given_flags(args)):
         source.want(key, True)  # the registered parts of serve's own --FLAG options
+    files = registry.part("files") if args.files else None
+    if isinstance(files, FilesPart):
+        files.export_top = args.files
+        source.want(files.key, True)
     sampler = ExportSampler(
         source,
         args.interval,

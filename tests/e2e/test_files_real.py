@@ -196,3 +196,37 @@ def test_writeback_names_the_buffered_writer_as_top_dirtier(tmp_path: Path) -> N
         top = files.dirtiers[0]
         assert top.pid == pid and top.comm == "dd", files.dirtiers
         assert top.share >= 0.9, files.dirtiers
+
+
+def test_serve_files_exports_the_busiest_files_by_path(tmp_path: Path) -> None:
+    """``serve --files 2`` exports the bytes written back of a file this test holds open, under
+    its path; without ``--files`` no file series is exported (every path is a label)."""
+    import urllib.request
+
+    from tests.support.cli import serve
+    from tests.support.wait import holds_within
+
+    def scrape(port: int) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as reply:
+            return str(reply.read().decode())
+
+    with ext4(tmp_path) as (dev, mnt):
+        target = mnt / "exported.dat"
+        with open(target, "wb") as held:  # held open: the exporter may name it by its path
+            line = f'iotop_plus_file_written_bytes_total{{device="{dev}",path="{target}"}}'
+
+            def written(port: int) -> bool:
+                held.write(os.urandom(MB))
+                held.flush()
+                os.fsync(held.fileno())
+                return any(
+                    row.startswith(line) and float(row.split()[-1]) > 0
+                    for row in scrape(port).splitlines()
+                )
+
+            with serve("--files", "2", state=tmp_path / "state", timeout=30) as port:
+                assert holds_within(lambda: written(port), 60), scrape(port)
+            with serve(state=tmp_path / "state2", timeout=30) as port:
+                held.write(os.urandom(MB))
+                os.fsync(held.fileno())
+                assert "iotop_plus_file_" not in scrape(port)
