@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 #: Where root looks for programs, in order.
 SYSTEM_PATH: tuple[str, ...] = (
@@ -233,16 +233,14 @@ def run_contained(
     cannot be started.
     """
     name = os.path.basename(argv[0])
-    proc = subprocess.Popen(
-        list(argv),
+    proc = popen_held(  # its own group; the terminal's ^C is ours
+        argv,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
         env=dict(env if env is not None else _SAFE_ENV),
         pass_fds=tuple(pass_fds),
-        start_new_session=True,  # its own group; the terminal's ^C is ours
     )
-    hold_group(proc.pid)
     try:
         ended, out, err, left = _collect(proc, timeout, cancel)
     finally:
@@ -360,6 +358,16 @@ def _group_members(pgid: int) -> set[int]:
             if len(fields) > 2 and fields[2] == str(pgid).encode() and fields[0] != b"Z":
                 found.add(int(entry.name))
     return found
+
+
+def popen_held(argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """``subprocess.Popen`` in a session of its own, whose group is held (:func:`hold_group`)
+    before iotop-plus can exit: the exit's kill waits for the start, so no helper starts
+    unheld in the moment between its start and its hold."""
+    with _groups_lock:
+        proc = subprocess.Popen(list(argv), start_new_session=True, **kwargs)
+        _groups.add(proc.pid)
+    return proc
 
 
 def hold_group(pgid: int) -> None:

@@ -11,7 +11,7 @@ import subprocess
 import threading
 from collections.abc import Callable
 
-from iotop_plus.programs import hold_group, release_group
+from iotop_plus.programs import popen_held, release_group
 
 
 class FioProcess:
@@ -46,19 +46,17 @@ class FioProcess:
 
     def _thread(self) -> None:
         try:
-            self.popen = subprocess.Popen(
+            self.popen = popen_held(  # killed with iotop-plus, even if nothing cancels the probe
                 self.argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 pass_fds=self.pass_fds,
-                start_new_session=True,
             )
         except OSError as exc:
             self._post(self._started.set_exception, exc)
             return
         pid = self.popen.pid
-        hold_group(pid)  # killed with iotop-plus, even if nothing cancels the probe
         self._post(self._started.set_result, None)
         with contextlib.suppress(ChildProcessError):
             # Wait without reaping: until we mark it exited, its pid cannot be reused, so

@@ -224,7 +224,11 @@ def test_io_uring_fsyncs_are_counted_once(ext4: Mounted, fio_bin: str) -> None:
     assert run.counted(dev.calls["fsync"].count, n), (dev.calls["fsync"].count, n, run.ticks)
     mine = [(f.path, f.hist.count) for f in dev.files]
     assert mine == [(str(target), dev.calls["fsync"].count)], mine
-    assert not any(call & BY_FD for (_, _, _, call) in run.sync.stats)
+    # fio's io_uring syncs reach ext4's probes only, never the syscall path (other processes
+    # on the host may sync files on filesystems without such probes, by their descriptor)
+    assert not any(
+        call & BY_FD for (_, _, _, call), st in run.sync.stats.items() if st.comm == "fio"
+    )
 
 
 def test_untraced_commits_are_the_kernels_transaction_count(ext4: Mounted, fio_bin: str) -> None:

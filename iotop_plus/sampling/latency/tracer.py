@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from iotop_plus.programs import hold_group, lookup_program, release_group
+from iotop_plus.programs import lookup_program, popen_held, release_group
 from iotop_plus.sampling.latency.parser import TracerBatch, TracerParser
 from iotop_plus.sampling.latency.program import (
     ISSUE_TRACEPOINTS,
@@ -171,7 +171,7 @@ class Tracer:
             "BPFTRACE_MAP_KEYS_MAX": str(self.map_keys),
         }
         try:
-            proc = subprocess.Popen(
+            proc = popen_held(  # killed with iotop-plus, whatever thread is waiting on it
                 self._argv(),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
@@ -179,14 +179,12 @@ class Tracer:
                 text=True,
                 errors="replace",
                 env=env,
-                start_new_session=True,  # the terminal's ^C is ours to handle, not the child's
             )
         except OSError as exc:
             self.error = f"cannot start bpftrace: {exc.strerror or exc}"
             started.set()
             return
         self._proc = proc
-        hold_group(proc.pid)  # killed with iotop-plus, whatever thread is waiting on it
         started.set()
         threading.Thread(
             target=self._read_stderr, args=(proc,), name="iotop-plus-latency-err", daemon=True
