@@ -12,6 +12,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +29,14 @@ from tests.support.mounts import unmount
 from tests.support.part_tracer import PartTracer, part_tracer
 
 MB = 1024 * 1024
+READ_AND_HOLD = """import sys
+f = open(sys.argv[1], "rb")
+while f.read(1 << 20):
+    pass
+print("read", flush=True)
+sys.stdin.read()
+"""
+"""A reader that reads its file to the end, says so, and keeps it open until its stdin ends."""
 SIZE = 32 * MB
 
 pytestmark = pytest.mark.skipif(
@@ -142,11 +151,18 @@ def test_each_tool_in_its_files_bytes_close_and_sums_match_diskstats(tmp_path: P
             capture_output=True,
         )
         del fio
-        with open(cached, "rb") as held:  # held open across the frame's end: named by path
-            subprocess.run(["cat", str(cached)], check=True, stdout=subprocess.DEVNULL)
+        # The reader holds the file open across the frame's end: named by path, found among
+        # the pids that did the file's I/O (not by a full scan, which runs only now and then).
+        reader = subprocess.Popen(
+            [sys.executable, "-c", READ_AND_HOLD, str(cached)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        try:
+            assert reader.stdout is not None and reader.stdout.readline() == "read\n"
             value = frame.read()
             inodes = {p.name: p.stat().st_ino for p in (written, direct, cached)}
-            assert held.fileno() >= 0
+        finally:
+            reader.communicate("", timeout=30)
         files = value.of(dev)
         assert files is not None, value
         by_ino = {f.inode: f for f in files.files}
