@@ -15,6 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from iotop_plus.tui.sync_lines import sync_lines
+from iotop_plus.tui.widgets.while_shown import WhileShown
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame.model import Frame
@@ -32,7 +33,7 @@ class SyncFeed(Protocol):
         ...
 
 
-class SyncPanel(VerticalScroll):
+class SyncPanel(WhileShown, VerticalScroll):
     """The Sync tab's panel."""
 
     DEFAULT_CSS = """
@@ -46,42 +47,17 @@ class SyncPanel(VerticalScroll):
         self.device: str | None = None
         self._frame: Frame | None = None
         self._recorded = False
-        self._wanted = False
 
     def compose(self) -> ComposeResult:
         yield Static(self._text(), id="sync-text", markup=False)
 
-    def on_mount(self) -> None:
-        # As the list panels do: Textual's Show can be lost, every layout refresh checks again.
-        self.screen.screen_layout_refresh_signal.subscribe(self, self._check_shown)
+    def can_want(self) -> bool:
+        """A panel without a feed asks for nothing."""
+        return self.feed is not None
 
-    def _check_shown(self, screen: Any) -> None:
-        node: Any = self
-        while node is not None and node is not screen:
-            if not node.display:
-                self._want(False)
-                return
-            node = node.parent
-        self._want(node is screen)
-
-    def on_show(self) -> None:
-        self._want(True)
-
-    def on_hide(self) -> None:
-        self._want(False)
-
-    def on_unmount(self) -> None:
-        self._want(False)
-
-    @property
-    def sampling(self) -> bool:
-        """True while the panel asks the feed for its parts (it is shown)."""
-        return self._wanted
-
-    def _want(self, on: bool) -> None:
-        if on == self._wanted or self.feed is None:
-            return
-        self._wanted = on
+    def shown_changed(self, on: bool) -> None:
+        """The tab came on screen or left it: the frames carry the sync parts or not."""
+        assert self.feed is not None
         for key in PARTS:
             self.feed.want_part(key, on)
 
