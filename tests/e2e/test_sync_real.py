@@ -132,11 +132,11 @@ class Run:
     """Runs of the tracer's programs the kernel skipped meanwhile."""
 
     def counted(self, seen: int, fios: int) -> bool:
-        """Whether ``seen`` syncs are fio's ``fios``, each once: bpftrace reads a map and
-        clears it later, so a sync that ends in between is lost (at most one a tick here), and
-        the kernel skips a probe that fires while another tracer's program runs on that CPU
-        (counted in ``missed``)."""
-        return fios - self.ticks - self.missed <= seen <= fios
+        """Whether ``seen`` syncs are fio's ``fios``, each once. The probes write one copy of
+        the maps while the tick prints and clears the other, so no sync is lost between a
+        print and its clear; only the kernel skips a probe, when it fires while another
+        tracer's program runs on that CPU (counted in ``missed``)."""
+        return fios - self.missed <= seen <= fios
 
 
 def traced_run(start: Callable[[], subprocess.Popen[str]], sync_reader: Any) -> Run:

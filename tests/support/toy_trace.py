@@ -42,9 +42,7 @@ def merge_counts(a: object, b: object) -> object:
 
 def toy_program(parse: Any = parse_counts) -> TraceProgram:
     """The toy's probes (``parse`` replaceable: a test's parser that refuses)."""
-    return TraceProgram(
-        text=TOY_TEXT, maps=("@ty_n",), parse=parse, merge=merge_counts, end="  clear(@ty_n);"
-    )
+    return TraceProgram(text=TOY_TEXT, maps=("@ty_n",), parse=parse, merge=merge_counts)
 
 
 class ToyReader:

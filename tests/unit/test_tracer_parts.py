@@ -1,8 +1,9 @@
 """Parts add their probes to the one tracer: the program carries each wanted part's probe
-blocks, prints and clears its maps with the others at every tick and mark, and ends it in
-``END``; the parser hands those maps to the part's ``parse``; a frame carries each part's
-value merged over its ticks; a part whose ``parse`` refuses loses that tick's value with one
-status line, never the tracer; a new set of traced parts restarts the tracer (partial)."""
+blocks, keeps two copies of its printed maps and prints and clears the one its probes left
+with the others at every tick and mark; the parser hands those maps to the part's ``parse``;
+a frame carries each part's value merged over its ticks; a part whose ``parse`` refuses
+loses that tick's value with one status line, never the tracer; a new set of traced parts
+restarts the tracer (partial)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ import json
 import time
 from collections.abc import Mapping
 
+import pytest
+
+from iotop_plus.sampling.frame.part import (
+    GENERATION,
+    TraceProgram,
+    buffered_text,
+    flush_lines,
+    printed_names,
+)
 from iotop_plus.sampling.latency.hist import RUNNING
 from iotop_plus.sampling.latency.parser import TracerBatch, TracerParser
 from iotop_plus.sampling.latency.part import LatencyPart
@@ -25,27 +35,65 @@ def _block(program: str, head: str) -> str:
 
 def test_the_program_appends_the_parts_probes_and_prints_their_maps_with_the_others() -> None:
     plain = tracer_program(queue=True, marked=True, errors=True)
-    program = tracer_program(queue=True, marked=True, errors=True, traced={TOY_KEY: toy_program()})
-    assert TOY_TEXT not in plain and TOY_TEXT in program
-    assert (
-        program.replace(TOY_TEXT + "\n", "")
-        .replace("  print(@ty_n); clear(@ty_n);\n", "")
-        .split("END {")[0]
-        == plain.split("END {")[0]
-    )  # nothing else changed
+    toy = toy_program()
+    program = tracer_program(queue=True, marked=True, errors=True, traced={TOY_KEY: toy})
+    assert TOY_TEXT not in plain and buffered_text(toy) in program
+    flushed = "".join(f"{line}\n" for line in flush_lines([toy]))
+    assert program.replace(buffered_text(toy) + "\n", "").replace(flushed, "") == plain
     for head, line in (("interval:ms:", "tick"), ("sys_enter_kill", "mark")):
         block = _block(program, head)
-        # In the one group, after the block maps and before the line that ends the batch.
-        assert block.index("print(@h)") < block.index("print(@ty_n); clear(@ty_n);")
-        assert block.index("clear(@ty_n);") < block.index(f'printf("{line} ')
-    assert _block(program, "END {").endswith("clear(@ty_n);")
-    assert "END {" not in plain
+        # In the one group, after the block maps and before the line that ends the batch:
+        # the flag flips first, then the copy the probes left is printed and cleared.
+        flip = block.index(f"{GENERATION} = 1 - {GENERATION};")
+        assert block.index("print(@h)") < flip < block.index("print(@ty_n__0); clear(@ty_n__0);")
+        assert flip < block.index("print(@ty_n__1); clear(@ty_n__1);")
+        assert block.index("clear(@ty_n__1);") < block.index(f'printf("{line} ')
+    assert "END {" not in plain and "END {" not in program
+
+
+def test_a_parts_writes_go_to_the_open_copy_of_its_maps() -> None:
+    text = (
+        "tracepoint:a:b { @x_n[pid] = count(); }\n"
+        "tracepoint:a:c {\n  $v = 1; @x_t[tid] = nsecs;\n"
+        "  @x_n[pid, 2] = count();\n  @x_s[pid] =\n    sum($v);\n  delete(@x_t[tid]);\n}\n"
+    )
+    program = TraceProgram(text, ("@x_n", "@x_s"), lambda maps: None, lambda a, b: a)
+    assert buffered_text(program) == (
+        "tracepoint:a:b { if (@tg) { @x_n__1[pid] = count(); }"
+        " else { @x_n__0[pid] = count(); } }\n"
+        "tracepoint:a:c {\n  $v = 1; @x_t[tid] = nsecs;\n"
+        "  if (@tg) { @x_n__1[pid, 2] = count(); @x_s__1[pid] = sum($v); }"
+        " else { @x_n__0[pid, 2] = count(); @x_s__0[pid] = sum($v); }\n"
+        "  delete(@x_t[tid]);\n}\n"
+    )
+    assert printed_names(program) == {
+        "@x_n__0": "@x_n",
+        "@x_n__1": "@x_n",
+        "@x_s__0": "@x_s",
+        "@x_s__1": "@x_s",
+    }
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "tracepoint:a:b { delete(@x_n[pid]); }",
+        "tracepoint:a:b /@x_n[pid]/ { @x_n[pid] = count(); }",
+        "tracepoint:a:b { $v = @x_n[pid]; }",
+        "interval:s:1 { clear(@x_n); }",
+    ],
+)
+def test_a_printed_map_used_other_than_written_is_refused(text: str) -> None:
+    program = TraceProgram(text, ("@x_n",), lambda maps: None, lambda a, b: a)
+    with pytest.raises(ValueError, match="@x_n is used other than written"):
+        buffered_text(program)
 
 
 def test_traced_only_the_program_has_no_block_probe() -> None:
-    program = tracer_program(queue=True, marked=True, timed=False, traced={TOY_KEY: toy_program()})
+    toy = toy_program()
+    program = tracer_program(queue=True, marked=True, timed=False, traced={TOY_KEY: toy})
     assert "block:" not in program and "@h" not in program and "@is" not in program
-    assert TOY_TEXT in program and "print(@ty_n); clear(@ty_n);" in program
+    assert buffered_text(toy) in program and "print(@ty_n__0); clear(@ty_n__0);" in program
     assert "sys_enter_kill" in program  # frames still mark their ends
 
 
@@ -67,7 +115,7 @@ def test_the_parser_hands_a_part_its_maps_and_keeps_the_block_maps() -> None:
     batch = _feed(
         parser,
         {"type": "map", "data": {"@ds": {"7340042,R": 5000}}},
-        {"type": "map", "data": {"@ty_n": {"41": 3, "42": 9}}},
+        {"type": "map", "data": {"@ty_n__0": {"41": 3, "42": 9}}},
         {"type": "printf", "data": "tick 1000\n"},
     )
     assert batch is not None
@@ -88,7 +136,7 @@ def test_a_map_without_keys_comes_as_one_empty_key() -> None:
 
     program = toy_program(parse)
     parser = TracerParser({TOY_KEY: program})
-    _feed(parser, {"type": "map", "data": {"@ty_n": 7}}, {"type": "printf", "data": "tick 1\n"})
+    _feed(parser, {"type": "map", "data": {"@ty_n__1": 7}}, {"type": "printf", "data": "tick 1\n"})
     assert got == [{"": 7}]
 
 
@@ -96,7 +144,7 @@ def test_a_part_whose_parse_refuses_loses_that_tick_only() -> None:
     parser = TracerParser({TOY_KEY: toy_program()})
     bad = _feed(
         parser,
-        {"type": "map", "data": {"@ty_n": {"not-a-pid": 3}}},
+        {"type": "map", "data": {"@ty_n__1": {"not-a-pid": 3}}},
         {"type": "map", "data": {"@ds": {"7340042,R": 5000}}},
         {"type": "printf", "data": "tick 1000\n"},
     )
@@ -106,7 +154,7 @@ def test_a_part_whose_parse_refuses_loses_that_tick_only() -> None:
     assert bad.ops[(7340042, "read")].device.sum_ns == 5000  # the block maps are not lost
     good = _feed(
         parser,
-        {"type": "map", "data": {"@ty_n": {"5": 1}}},
+        {"type": "map", "data": {"@ty_n__0": {"5": 1}}},
         {"type": "printf", "data": "tick 2000\n"},
     )
     assert good is not None and good.traced[TOY_KEY] == {5: 1} and not good.traced_problems

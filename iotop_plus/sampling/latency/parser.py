@@ -7,13 +7,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING
 
+from iotop_plus.sampling.frame.part import TraceProgram, printed_names
 from iotop_plus.sampling.latency.hist import Histogram, OpLatency, PidIO, bucket_index
 from iotop_plus.sampling.latency.program import DP_SHIFT, DP_UNIT_BITS, FLUSH_WRITE
-
-if TYPE_CHECKING:
-    from iotop_plus.sampling.frame.part import TraceProgram
 
 _NONE: Mapping[str, object] = MappingProxyType({})
 
@@ -127,8 +124,12 @@ class TracerParser:
 
     def __init__(self, traced: Mapping[str, TraceProgram] | None = None) -> None:
         self._traced = dict(traced or {})
-        self._owner = {m: key for key, program in self._traced.items() for m in program.maps}
-        """Map name -> the key of the part that prints it."""
+        self._owner = {
+            printed: (key, name)
+            for key, program in self._traced.items()
+            for printed, name in printed_names(program).items()
+        }
+        """Printed map name -> the key of the part that prints it, and the part's name for it."""
         self._printed: dict[str, dict[str, Mapping[str, object]]] = {}
         """This tick's maps of each traced part, by key then map name."""
         self.attached = False
@@ -196,7 +197,8 @@ class TracerParser:
     def _part_map(self, name: str, values: object) -> None:
         """A traced part's map, kept as printed until the tick ends."""
         data = values if isinstance(values, dict) else {"": values}
-        self._printed.setdefault(self._owner[name], {})[name] = MappingProxyType(data)
+        key, part_name = self._owner[name]
+        self._printed.setdefault(key, {})[part_name] = MappingProxyType(data)
 
     def _take_traced(self) -> tuple[Mapping[str, object], Mapping[str, str]]:
         """Each traced part's value for the tick that ended, and why a part has none."""

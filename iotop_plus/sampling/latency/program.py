@@ -11,12 +11,9 @@ import contextlib
 import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from iotop_plus.programs import lookup_program, run_contained
-
-if TYPE_CHECKING:
-    from iotop_plus.sampling.frame.part import TraceProgram
+from iotop_plus.sampling.frame.part import TraceProgram, buffered_text, flush_lines
 
 TICK_MS = 250
 """How often the child prints and clears its maps on its own (frames mark their own ends)."""
@@ -83,11 +80,12 @@ def tracer_program(
     """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
 
     ``traced`` (part key -> :class:`~iotop_plus.sampling.frame.part.TraceProgram`): each part's
-    probe blocks are appended, its maps printed and cleared with the program's own at every
-    tick and mark (in one group, before the ``tick``/``mark`` line, so one batch holds one
-    interval of every map), and its ``end`` text goes into ``END``. Without ``timed`` the
-    block probes are left out: the program traces only the parts' probes (a part wanted
-    while no view shows latency costs its own probes and nothing more).
+    probe blocks are appended, their printed maps kept in two generations
+    (:func:`~iotop_plus.sampling.frame.part.buffered_text`), and the closed generation
+    printed and cleared with the program's own maps at every tick and mark (in one group,
+    before the ``tick``/``mark`` line, so one batch holds one interval of every map).
+    Without ``timed`` the block probes are left out: the program traces only the parts'
+    probes (a part wanted while no view shows latency costs its own probes and nothing more).
 
     ``marked``: our ``kill(pid, 0)`` (signal 0 from this process, see :meth:`Tracer.mark`)
     also prints and clears the maps, ending with ``mark <nsecs>`` instead of ``tick``.
@@ -153,7 +151,7 @@ def tracer_program(
         lines.append("tracepoint:block:block_rq_error { @err[args->dev, args->error] = count(); }")
     parts = list((traced or {}).values())
     for program in parts:
-        lines.append(program.text.strip("\n"))
+        lines.append(buffered_text(program).strip("\n"))
     maps = [
         *(["@h", "@dp" if attribution else "@ds", "@dm"] if timed else []),
         *(["@err"] if errors else []),
@@ -161,22 +159,17 @@ def tracer_program(
         *(["@who", "@fh", "@fs", "@fm"] if issuers and timed else []),
         *(["@ic"] if attribution and timed else []),
         *(["@wb"] if attribution and writeback and timed else []),
-        *(m for program in parts for m in program.maps),
     ]
     cleared = ["  clear(@id);"] if attribution and timed else []
+    flushed = [*(f"  print({m}); clear({m});" for m in maps), *flush_lines(parts), *cleared]
     lines.append(f"interval:ms:{int(tick_ms)} {{")
-    lines += [f"  print({m}); clear({m});" for m in maps]
-    lines += [*cleared, '  printf("tick %llu\\n", nsecs);', "}"]
+    lines += [*flushed, '  printf("tick %llu\\n", nsecs);', "}"]
     if marked:
         lines.append(
             f"tracepoint:{MARK_TRACEPOINT.replace('/', ':')}"
             f" /pid == {os.getpid()} && args->sig == 0/ {{"
         )
-        lines += [f"  print({m}); clear({m});" for m in maps]
-        lines += [*cleared, '  printf("mark %llu\\n", nsecs);', "}"]
-    ends = [program.end.strip("\n") for program in parts if program.end.strip()]
-    if ends:
-        lines += ["END {", *ends, "}"]
+        lines += [*flushed, '  printf("mark %llu\\n", nsecs);', "}"]
     # At exit bpftrace prints every map; the parser ignores anything after the last tick.
     return "\n".join(lines) + "\n"
 
