@@ -44,6 +44,17 @@ def syncing(fio_bin: str, target: Path) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
+def stop(fio: subprocess.Popen[str]) -> None:
+    """Stop fio and its job, a process of its own in a session of its own that SIGKILL of the
+    main process leaves running: on SIGTERM fio ends its jobs and then exits."""
+    fio.terminate()
+    try:
+        fio.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        fio.kill()
+        fio.communicate()
+
+
 def disks(doc: dict[str, Any], dev: str) -> list[dict[str, Any]]:
     return [
         d
@@ -65,8 +76,7 @@ def test_snapshot_sync_names_the_file_and_counts_commits(
             state=tmp_path / "state", timeout=120,
         )  # fmt: skip
     finally:
-        fio.kill()
-        fio.wait()
+        stop(fio)
     assert done.returncode == 0, done.stderr
     last = disks(json.loads(done.stdout), ext4.dev)[-1]
     sync = last["sync"]
@@ -107,8 +117,7 @@ def test_record_sync_keeps_syncs_for_replay(ext4: Mounted, fio_bin: str, tmp_pat
         recorder.terminate()
         _, err = recorder.communicate(timeout=30)
     finally:
-        fio.kill()
-        fio.wait()
+        stop(fio)
     assert recorder.returncode == 0, err
     seen = replayed()
     assert sum(seen) > 10, seen
@@ -140,8 +149,7 @@ def test_serve_exports_the_sync_histogram_and_commits(
             assert holds_within(has_syncs, 60), scraped()[-3000:]
             text = scraped()
     finally:
-        fio.kill()
-        fio.wait()
+        stop(fio)
     assert f'iotop_plus_disk_journal_commits_total{{device="{ext4.dev}"}}' in text
     assert re.search(
         rf'iotop_plus_disk_journal_phase_seconds_total\{{device="{ext4.dev}",phase="logging"\}}',

@@ -243,7 +243,7 @@ def test_snapshot_issuers_names_fio_on_its_loop_device(make_loop, fio_bin, tmp_p
     need_tracer()
     dev = make_loop(64)
     with blkio_cgroup("snap") as cgroup:
-        job = fio_in_cgroup(dev, cgroup, 8)
+        job = fio_in_cgroup(dev, cgroup, 600)  # killed below, however long the start takes
         try:
             done = subprocess.run(
                 [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
@@ -302,7 +302,7 @@ def test_record_issuers_then_snapshot_from_the_recording_names_fio(
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     base = [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state")]
     with blkio_cgroup("rec") as cgroup:
-        job = fio_in_cgroup(dev, cgroup, 20)
+        job = fio_in_cgroup(dev, cgroup, 600)  # killed below, however long the start takes
         try:
             done = subprocess.run(
                 [*base, "record", "--issuers", "--dir", str(rec), "-i", "0.5", "--count", "8"],

@@ -52,11 +52,12 @@ def test_the_program_attributes_requests_only_while_issuers_are_wanted() -> None
     assert "@is[args->dev, args->sector] = pid;" in who and "@ow" not in who
     assert "@is[args->dev, args->sector] = ((nsecs & 4398046511103) << 22) | $p;" in who
     assert "$p = $t & 4194303;" in who
-    assert "@ic[pid, cgroup, comm] = count();" in who  # who it is, once per pid and tick
-    assert "@h[args->dev, args->rwbs, $e, $s, $p] = count();" in who
+    assert "@ic__0[pid, cgroup, comm] = count();" in who  # who it is, once per pid and tick
+    assert "@h__0[args->dev, args->rwbs, $e, $s, $p] = count();" in who
     # device time and sectors in one sum (#25: one map operation fewer per request)
     assert (
-        "@dp[args->dev, args->rwbs, $p] = sum((($v + 128) >> 8) | (args->nr_sector << 36));" in who
+        "@dp__0[args->dev, args->rwbs, $p] = sum((($v + 128) >> 8) | (args->nr_sector << 36));"
+        in who
     )
     assert "tracepoint:writeback:writeback_start" in who
     assert "kprobe" not in who
@@ -70,8 +71,8 @@ def test_the_program_attributes_requests_only_while_issuers_are_wanted() -> None
 def test_maps_are_keyed_by_the_number_of_rwbs_where_its_offset_is_known() -> None:
     numeric = tracer_program(queue=True, rwbs_at={"block_rq_complete": 34, "block_rq_issue": 34})
     assert "$o = *(uint16 *)((uint64)args + 34);" in numeric
-    assert "@h[args->dev, $o, $e, $s] = count();" in numeric
-    assert "@qn[args->dev, $o] = count();" in numeric
+    assert "@h__0[args->dev, $o, $e, $s] = count();" in numeric
+    assert "@qn__0[args->dev, $o] = count();" in numeric
     assert "args->rwbs" not in numeric
     # The number is the first two bytes of rwbs: decoded back to the same operations.
     for rwbs in ("R", "RA", "WS", "FW", "FF", "D", "W"):

@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from iotop_plus.sampling.frame.part import TraceProgram, printed_names
+from iotop_plus.sampling.frame.part import TraceProgram
+from iotop_plus.sampling.latency.generations import logical_name
 from iotop_plus.sampling.latency.hist import Histogram, OpLatency, PidIO, bucket_index
 from iotop_plus.sampling.latency.program import DP_SHIFT, DP_UNIT_BITS, FLUSH_WRITE
 
@@ -114,6 +115,8 @@ class TracerParser:
     flusher's work per bdi). ``rwbs`` is the string or the number of its first two bytes
     (:func:`rwbs_of`).
 
+    Every map comes as one of its two copies (``@h__0``, ``@h__1``) and is read under its own
+    name (:func:`~iotop_plus.sampling.latency.generations.logical_name`).
     The maps of ``traced`` parts (by name, from each program's ``maps``) are kept as printed
     (``map`` and ``hist`` lines alike) and handed to that part's ``parse`` when the tick ends;
     a map that held nothing is not printed and comes as ``{}``, and one without keys (a plain
@@ -124,12 +127,8 @@ class TracerParser:
 
     def __init__(self, traced: Mapping[str, TraceProgram] | None = None) -> None:
         self._traced = dict(traced or {})
-        self._owner = {
-            printed: (key, name)
-            for key, program in self._traced.items()
-            for printed, name in printed_names(program).items()
-        }
-        """Printed map name -> the key of the part that prints it, and the part's name for it."""
+        self._owner = {m: key for key, program in self._traced.items() for m in program.maps}
+        """Map name -> the key of the part that prints it."""
         self._printed: dict[str, dict[str, Mapping[str, object]]] = {}
         """This tick's maps of each traced part, by key then map name."""
         self.attached = False
@@ -159,13 +158,15 @@ class TracerParser:
         if kind == "attached_probes":
             self.attached = True
         elif kind == "map" and isinstance(data, dict):
-            for name, values in data.items():
+            for printed, values in data.items():
+                name = logical_name(printed)
                 if isinstance(values, dict):
                     self._map(name, values)
                 elif name in self._owner:
                     self._part_map(name, values)
         elif kind == "hist" and isinstance(data, dict) and self._owner:
-            for name, values in data.items():
+            for printed, values in data.items():
+                name = logical_name(printed)
                 if name in self._owner:
                     self._part_map(name, values)
         elif kind == "printf" and isinstance(data, str) and data.startswith(("tick ", "mark ")):
@@ -197,8 +198,7 @@ class TracerParser:
     def _part_map(self, name: str, values: object) -> None:
         """A traced part's map, kept as printed until the tick ends."""
         data = values if isinstance(values, dict) else {"": values}
-        key, part_name = self._owner[name]
-        self._printed.setdefault(key, {})[part_name] = MappingProxyType(data)
+        self._printed.setdefault(self._owner[name], {})[name] = MappingProxyType(data)
 
     def _take_traced(self) -> tuple[Mapping[str, object], Mapping[str, str]]:
         """Each traced part's value for the tick that ended, and why a part has none."""

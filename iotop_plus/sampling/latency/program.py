@@ -13,7 +13,8 @@ import re
 from collections.abc import Mapping
 
 from iotop_plus.programs import lookup_program, run_contained
-from iotop_plus.sampling.frame.part import TraceProgram, buffered_text, flush_lines
+from iotop_plus.sampling.frame.part import TraceProgram
+from iotop_plus.sampling.latency.generations import buffered_text, flush_lines
 
 TICK_MS = 250
 """How often the child prints and clears its maps on its own (frames mark their own ends)."""
@@ -79,11 +80,13 @@ def tracer_program(
 ) -> str:
     """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
 
+    Every printed map, the program's and the parts', is kept in two copies
+    (:mod:`~iotop_plus.sampling.latency.generations`): each tick and mark flips which one
+    the probes write, then prints and clears the other, all in one group before the
+    ``tick``/``mark`` line, so one batch holds one interval of every map.
+
     ``traced`` (part key -> :class:`~iotop_plus.sampling.frame.part.TraceProgram`): each part's
-    probe blocks are appended, their printed maps kept in two generations
-    (:func:`~iotop_plus.sampling.frame.part.buffered_text`), and the closed generation
-    printed and cleared with the program's own maps at every tick and mark (in one group,
-    before the ``tick``/``mark`` line, so one batch holds one interval of every map).
+    probe blocks are appended and its maps printed with the others.
     Without ``timed`` the block probes are left out: the program traces only the parts'
     probes (a part wanted while no view shows latency costs its own probes and nothing more).
 
@@ -133,8 +136,8 @@ def tracer_program(
     each without once (all of those are kept): the maps are estimates of all requests, and
     the percentiles an unbiased sample.
     """
-    lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip()]
     only = sample_filter(only_dev, sample)
+    lines: list[str] = []
     if timed:
         lines += _timed_probes(
             queue=queue,
@@ -149,9 +152,6 @@ def tracer_program(
         lines.append("tracepoint:writeback:writeback_start { @wb[args->name] = count(); }")
     if errors:
         lines.append("tracepoint:block:block_rq_error { @err[args->dev, args->error] = count(); }")
-    parts = list((traced or {}).values())
-    for program in parts:
-        lines.append(buffered_text(program).strip("\n"))
     maps = [
         *(["@h", "@dp" if attribution else "@ds", "@dm"] if timed else []),
         *(["@err"] if errors else []),
@@ -160,8 +160,12 @@ def tracer_program(
         *(["@ic"] if attribution and timed else []),
         *(["@wb"] if attribution and writeback and timed else []),
     ]
+    lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip(), buffered_text("\n".join(lines), maps)]
+    parts = list((traced or {}).values())
+    for program in parts:
+        lines.append(buffered_text(program.text, program.maps).strip("\n"))
     cleared = ["  clear(@id);"] if attribution and timed else []
-    flushed = [*(f"  print({m}); clear({m});" for m in maps), *flush_lines(parts), *cleared]
+    flushed = [*flush_lines([*maps, *(m for p in parts for m in p.maps)]), *cleared]
     lines.append(f"interval:ms:{int(tick_ms)} {{")
     lines += [*flushed, '  printf("tick %llu\\n", nsecs);', "}"]
     if marked:
