@@ -172,7 +172,12 @@ def fixture_samples() -> list[RecordedSample]:
         events: tuple[dict[str, Any], ...] = ()
         if s == 3:
             events = (
-                {"source": "device", "kind": "device-added", "text": "sdc appeared", "device": "sdc"},
+                {
+                    "source": "device",
+                    "kind": "device-added",
+                    "text": "sdc appeared",
+                    "device": "sdc",
+                },
             )
         elif s == 13:
             events = ({"source": "changes", "record": CHANGE},)
@@ -180,4 +185,3 @@ def fixture_samples() -> list[RecordedSample]:
             events = ({"source": "probes", "record": PROBE},)
         out.append(RecordedSample(sample, (process,), pressure, events))
     return out
-

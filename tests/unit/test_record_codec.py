@@ -1,4 +1,4 @@
-"""Disk codec of format versions 2 and 3: exact round trips, old files read, smaller files."""
+"""The disk codec: exact round trips, files of older versions read, small records."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from types import MappingProxyType
 
 import pytest
 
+from iotop_plus.record import predict
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.format import VERSION, Layout
 from iotop_plus.record.predict import BUSY, CANDIDATES, ORDER, DiskCodecV2, pack, unpack
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.sampling.disks.diskstats import IN_FLIGHT, IO_TICKS, TIME_IN_QUEUE, DiskCounters
 from iotop_plus.sampling.disks.sampler import Sample
+from tests.support.old_recordings import VERSIONS, fixture_samples, path_of
 
 T0 = 1_700_000_000.0
 
@@ -86,34 +88,60 @@ def read_all(path: Path) -> list[Sample]:
     return [rs.sample for i in range(len(rec.chunks)) for rs in rec.samples(i)]
 
 
-@pytest.mark.parametrize("version", [1, 2, 3])
-def test_every_version_reads_back_exactly(tmp_path: Path, version: int) -> None:
+def test_the_current_version_reads_back_exactly(tmp_path: Path) -> None:
     samples = busy_samples(130)
-    write(tmp_path / "r.rec", samples, version)
+    write(tmp_path / "r.rec", samples)
     rec = RecordingFile(tmp_path / "r.rec")
-    assert rec.version == version
+    assert rec.version == VERSION
     got = read_all(tmp_path / "r.rec")
     assert [dict(g.counters) for g in got] == [dict(s.counters) for s in samples]
     assert [g.monotonic for g in got] == [s.monotonic for s in samples]
 
 
-def test_version_2_disk_records_are_much_smaller_than_version_1(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", VERSIONS)
+def test_a_recording_of_an_older_version_reads_as_it_was_written(version: int) -> None:
+    """Every sample of a file of version 1, 2 or 3 (tests/fixtures/recordings), counters
+    exactly (a wrapping ms counter, one near 2^64, a reset), with its processes, pressure and
+    events, in the chunks it was written in, and no frame parts."""
+    rec = RecordingFile(path_of(version))
+    assert rec.version == version
+    assert [c.n for c in rec.chunks] == [8, 12, 12]
+    got = [rs for i in range(len(rec.chunks)) for rs in rec.samples(i)]
+    want = fixture_samples()
+    assert [dict(g.sample.counters) for g in got] == [dict(w.sample.counters) for w in want]
+    assert [(g.sample.monotonic, g.sample.wall_time) for g in got] == [
+        (w.sample.monotonic, w.sample.wall_time) for w in want
+    ]
+    assert [(g.processes, g.pressure, g.events) for g in got] == [
+        (w.processes, w.pressure, w.events) for w in want
+    ]
+    assert all(not g.parts for g in got)
+    rec.close()
+
+
+def test_busy_disks_take_a_third_less_than_the_first_codecs_records(tmp_path: Path) -> None:
+    """Version 1's codec (one predictor per counter, fixed-width columns) wrote 11.2 bytes per
+    device per sample of these samples; the current codec's per-column predictors and zigzag
+    packing keep under three quarters of that."""
     samples = busy_samples(180)
-    v1 = write(tmp_path / "v1.rec", samples, 1).stats.disks
-    v2 = write(tmp_path / "v2.rec", samples, 2).stats.disks
-    assert v2 < 0.75 * v1, (v1, v2)
+    disks = write(tmp_path / "r.rec", samples).stats.disks
+    assert disks / (180 * 40) < 0.75 * 11.2, disks
 
 
-def test_version_3_predicts_io_ticks_of_a_saturating_device_from_its_queue(tmp_path: Path) -> None:
-    """Version 2 could only carry the last delta of io ticks forward or scale it with the
-    time in queue, and a single server's busy time is neither (bench_record: 6 of the 37
-    bits a device cost per sample). Version 3's BUSY predictor follows it."""
+def test_io_ticks_of_a_saturating_device_are_predicted_from_its_queue(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single server's busy time is neither the last delta of io ticks carried forward nor
+    that delta scaled with the time in queue; the BUSY predictor follows it."""
     samples = busy_samples(180, saturating=True)
-    v2 = write(tmp_path / "v2.rec", samples, 2).stats.disks
-    v3 = write(tmp_path / "v3.rec", samples, 3).stats.disks
-    assert v3 < 0.9 * v2, (v2, v3)  # 0.86 when written
-    got = read_all(tmp_path / "v3.rec")
+    with_busy = write(tmp_path / "busy.rec", samples).stats.disks
+    got = read_all(tmp_path / "busy.rec")
     assert [dict(g.counters) for g in got] == [dict(s.counters) for s in samples]
+    without = {**CANDIDATES, IO_TICKS: tuple(h for h in CANDIDATES[IO_TICKS] if h != BUSY)}
+    monkeypatch.setattr(predict, "CANDIDATES", without)
+    without_busy = write(tmp_path / "no-busy.rec", samples).stats.disks
+    assert with_busy < 0.95 * without_busy, (with_busy, without_busy)  # 0.89 on these samples
+    monkeypatch.undo()
     layout = Layout(("a",), (8,), (0,), (17,))
     enc = DiskCodecV2(layout)
     cols = [[10**6] for _ in range(17)]
