@@ -12,8 +12,9 @@ import pytest
 from iotop_plus.record import predict
 from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.format import VERSION, Layout
-from iotop_plus.record.predict import BUSY, CANDIDATES, ORDER, DiskCodecV2, pack, unpack
+from iotop_plus.record.predict import BUSY, CANDIDATES, ORDER, DiskCodec, DiskDecoder, pack, unpack
 from iotop_plus.record.reader import RecordingFile
+from iotop_plus.record.upgrade import Version2Decoder
 from iotop_plus.sampling.disks.diskstats import IN_FLIGHT, IO_TICKS, TIME_IN_QUEUE, DiskCounters
 from iotop_plus.sampling.disks.sampler import Sample
 from tests.support.old_recordings import VERSIONS, fixture_samples, path_of
@@ -71,10 +72,10 @@ def busy_samples(
     return out
 
 
-def write(path: Path, samples: list[Sample], version: int = VERSION) -> ChunkWriter:
+def write(path: Path, samples: list[Sample]) -> ChunkWriter:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        writer = ChunkWriter(fd, {"host": "h", "inventory": []}, sync=False, version=version)
+        writer = ChunkWriter(fd, {"host": "h", "inventory": []}, sync=False)
         for s in samples:
             writer.append(RecordedSample(s))
         writer.close_chunk()
@@ -143,7 +144,7 @@ def test_io_ticks_of_a_saturating_device_are_predicted_from_its_queue(
     assert with_busy < 0.95 * without_busy, (with_busy, without_busy)  # 0.89 on these samples
     monkeypatch.undo()
     layout = Layout(("a",), (8,), (0,), (17,))
-    enc = DiskCodecV2(layout)
+    enc = DiskCodec(layout)
     cols = [[10**6] for _ in range(17)]
     enc.keyframe(cols)
     queue, ticks = 10**6, 10**6
@@ -175,12 +176,11 @@ def test_pack_round_trips_every_width(values: list[int]) -> None:
     assert data[end:] == b"yy"
 
 
-@pytest.mark.parametrize("version", [2, 3])
-def test_counters_that_go_back_and_wrap_round_trip(version: int) -> None:
+def test_counters_that_go_back_and_wrap_round_trip() -> None:
     rng = random.Random(1)
     layout = Layout(("a", "b", "c"), (8, 8, 8), (0, 1, 2), (17, 17, 17))
     cols = [[rng.randint(0, 2**64 - 1) for _ in range(3)] for _ in range(17)]
-    enc, dec = DiskCodecV2(layout, version), DiskCodecV2(layout, version)
+    enc, dec = DiskCodec(layout), DiskDecoder(layout)
     dec.decode_keyframe(enc.keyframe(cols), 0)
     for _ in range(50):
         cols = [[(v + rng.randint(-(10**6), 10**9)) % 2**64 for v in col] for col in cols]
@@ -190,7 +190,7 @@ def test_counters_that_go_back_and_wrap_round_trip(version: int) -> None:
 
 def test_a_predictor_the_column_may_not_use_is_refused() -> None:
     layout = Layout(("a",), (8,), (0,), (17,))
-    enc, dec = DiskCodecV2(layout), DiskCodecV2(layout)
+    enc, dec = DiskCodec(layout), DiskDecoder(layout)
     cols = [[5] for _ in range(17)]
     dec.decode_keyframe(enc.keyframe(cols), 0)
     body = bytearray(enc.encode([[9] for _ in range(17)], 1000))
@@ -200,9 +200,9 @@ def test_a_predictor_the_column_may_not_use_is_refused() -> None:
         dec.decode(bytes(body), 0, 1000)
 
 
-def test_a_version_2_reader_refuses_the_version_3_busy_predictor() -> None:
+def test_a_version_2_reader_refuses_the_busy_predictor_version_2_did_not_have() -> None:
     layout = Layout(("a",), (8,), (0,), (17,))
-    enc, dec = DiskCodecV2(layout, 3), DiskCodecV2(layout, 2)
+    enc, dec = DiskCodec(layout), Version2Decoder(layout)
     cols = [[5] for _ in range(17)]
     dec.decode_keyframe(enc.keyframe(cols), 0)
     body = bytearray(enc.encode([[9] for _ in range(17)], 1000))

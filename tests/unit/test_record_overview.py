@@ -14,6 +14,7 @@ from iotop_plus.cli import build_parser
 from iotop_plus.commands import snapshot
 from iotop_plus.commands.common import UsageError
 from iotop_plus.record import reader as reader_module
+from iotop_plus.record import upgrade
 from iotop_plus.record.chunks import ROLLUP_METRICS
 from iotop_plus.record.reader import RecordingFile
 from iotop_plus.sampling.disks.diskstats import (
@@ -112,18 +113,19 @@ def test_roll_ups_take_under_six_tenths_of_a_byte_per_device_a_sample(tmp_path: 
     assert trailers / (300 * 60) < 0.6, trailers
 
 
-def test_a_roll_up_that_is_not_one_reads_as_empty(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert (
-        reader_module.normalized_rollup({"devices": ["a"], "seconds": 60, "iops": [[1, 2]]}) == {}
-    )
-    assert reader_module.normalized_rollup({"devices": ["a"], "seconds": 60}) == {}
-    assert reader_module.normalized_rollup([1, 2]) == {}
-    ok = {"devices": ["a"], "seconds": 60, **{m: [[1, 2, 3]] for m in ROLLUP_METRICS}}
-    assert reader_module.normalized_rollup(ok)["iops"] == {
-        "min": [1.0],
-        "max": [2.0],
-        "mean": [3.0],
-    }
+def test_a_roll_up_that_is_not_one_reads_as_empty() -> None:
+    def read(version: int, doc: object) -> dict[str, object]:
+        return reader_module.normalized_rollup(upgrade.rollup(version, doc))
+
+    assert read(2, {"devices": ["a"], "seconds": 60, "iops": [[1, 2]]}) == {}
+    assert read(4, {"devices": ["a"], "seconds": 60, "iops": [[1, 2, 3]]}) == {}
+    assert read(4, {"devices": ["a"], "seconds": 60}) == {}
+    assert read(4, [1, 2]) == {}
+    rows = {"devices": ["a"], "seconds": 60, **{m: [[1, 2, 3]] for m in ROLLUP_METRICS}}
+    want = {"min": [1.0], "max": [2.0], "mean": [3.0]}
+    assert read(1, rows)["iops"] == read(2, rows)["iops"] == want
+    columns = {"devices": ["a"], "seconds": 60, **{m: want for m in ROLLUP_METRICS}}
+    assert read(3, columns)["iops"] == read(4, columns)["iops"] == want
 
 
 def args_for(*argv: str) -> argparse.Namespace:
