@@ -2,7 +2,7 @@
 they were written from.
 
 The files were written once by the writers of those versions (see the README beside them);
-iotop-plus now writes only the current version. :func:`fixture_samples` gives the samples
+iotop-plus writes only the current version. :func:`fixture_samples` gives the samples
 the files hold, so a test reads a file and compares what it decodes to with them. Changing
 anything here makes the files disagree with it: these are what the files were made from.
 
