@@ -1,5 +1,5 @@
-"""What does attributing requests to their issuers cost the tracer? (#24, REFERENCE.md "Who
-and why": attribution's extra cost per request, aim <= 0.3 us.)
+"""What does attributing requests to their issuers cost the tracer? (Aim: at most 0.3 us more
+per request than the tracer without it.)
 
 fio randread at QD1 (psync, unthrottled) on a loop device backed by a private tmpfs, traced
 by the real consumer (a LiveSource reading a frame every second in a thread, as the TUI's
@@ -7,7 +7,7 @@ sampler does) in each of these ways, alternating over several rounds:
 
 * ``plain``: LATENCY (device-time histograms), maps keyed by the number of ``rwbs``;
 * ``attributed``: LATENCY + ISSUERS (each request charged to its pid, cgroup and comm);
-* ``plain-string``: LATENCY with the maps keyed by the ``rwbs`` string, as before #25;
+* ``plain-string``: LATENCY with the maps keyed by the ``rwbs`` string instead of its number;
 * ``untraced``: no tracer (for scale).
 
 The cost per request is measured in the kernel: while the benchmark holds a

@@ -1,5 +1,5 @@
-"""What do the hot-files probes cost? (REFERENCE.md "Which file, who dirtied it, who is
-stuck": sample when the measured cost is over 0.3 us per event, and say the rate.)
+"""What do the hot-files probes cost? (The files part samples its events when they cost over
+0.3 us each, and says at what rate.)
 
 On a loop device backed by a private tmpfs, with ext4 on it and read-ahead 0, fio runs
 
