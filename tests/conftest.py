@@ -31,14 +31,6 @@ SERIAL: dict[str, tuple[str, tuple[str, ...]]] = {
         ),
     ),
     "tests/e2e/test_latency_marker_real.py": ("times the tracer's frame marker", ()),
-    "tests/e2e/test_health_io_errors.py": (
-        "every I/O error event on the host is its device's: another test's failing device "
-        "would show among them",
-        (
-            "test_snapshot_health_json_has_the_error_events_and_count",
-            "test_while_the_tracer_runs_block_rq_error_counts_every_failed_request",
-        ),
-    ),
     "tests/e2e/test_tracer_parts_real.py": ("runs latency tracers (the set of tracers)", ()),
     "tests/e2e/test_experiments.py": (
         "IOPS that rise with depth; device I/Os counted while fio runs",
