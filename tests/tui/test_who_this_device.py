@@ -51,7 +51,7 @@ def who(pid: int, estimate: bool = False) -> IssuersFrame:
     none = LatencyFigures()
     entries: tuple[Issuer, ...] = (
         Issuer(pid, "sleep", "sleep 300", "/jobs/a", "blkio", 2500.0, 0.0, 10000.0, 0.0, fig),
-        Issuer(None, KERNEL, None, None, None, 0.0, 300.0, 0.0, 4800.0, none, fig, True),
+        Issuer(None, KERNEL, None, None, None, 0.0, 300.0, 0.0, 4800.0, none, fig, "writeback"),
         Issuer(1, "init", "/sbin/init", "/", "v2", 0.0, 12.0, 0.0, 48.0, none, fig),
         Issuer(2, "kthreadd", None, "/", "v2", 1.0, 0.0, 4.0, 0.0, fig),
     )
