@@ -86,12 +86,12 @@ class LatencyFigures:
 
 @dataclass(frozen=True)
 class Issuer:
-    """One process (or all kernel threads) doing I/O on one device over one interval."""
+    """One process (or one kind of the kernel's own I/O) on one device over one interval."""
 
     pid: int | None
     """Process id; None for the kernel entry."""
     comm: str
-    """Its name (``kernel`` for kernel threads)."""
+    """Its name (``kernel`` for the kernel's entries)."""
     cmdline: str | None
     """Its command line (arguments joined by spaces); None when unknown or a kernel thread."""
     cgroup: str | None
@@ -292,7 +292,8 @@ def issuer_text(issuer: Issuer) -> str:
 
 
 def cgroup_shares(issuers: Iterable[Issuer]) -> tuple[CgroupShare, ...]:
-    """The issuers' figures summed per cgroup, busiest first (kernel threads are left out)."""
+    """The issuers' figures summed per cgroup, busiest first (the kernel's entries are left
+    out)."""
     sums: dict[tuple[str, str | None], list[float | None]] = {}
     for who in issuers:
         if who.cgroup is None or who.is_kernel:

@@ -23,12 +23,9 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from iotop_plus.roots import Roots
-
-if TYPE_CHECKING:
-    from iotop_plus.sampling.latency.hist import KernelJob
 
 WRITEBACK = "writeback"
 LOOP = "loop"
@@ -52,6 +49,25 @@ RESCAN_S = 30.0
 MAX_CGROUP_DIRS = 100_000
 """A walk of the cgroup tree stops after this many directories."""
 _LOOP_QUEUE = re.compile(r"loop\d+")
+
+
+class KernelJob(Protocol):
+    """A worker's job as the tracer names it (the latency reader's ``KernelJob``)."""
+
+    @property
+    def function(self) -> int:
+        """The work function's kernel address."""
+        ...
+
+    @property
+    def cgroup_id(self) -> int:
+        """The id of the blk cgroup the worker acted for (0: none)."""
+        ...
+
+    @property
+    def queue(self) -> str:
+        """Its workqueue's name."""
+        ...
 
 
 @dataclass(frozen=True)
