@@ -8,12 +8,15 @@ import os
 from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
 
+import pytest
+
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.disks.diskstats import DiskCounters
 from iotop_plus.sampling.latency.hist import JOB_FLAG, KernelJob, LatencyFrame, PidIO
 from iotop_plus.sampling.latency.parser import TracerBatch, TracerParser
 from iotop_plus.sampling.latency.part import LatencyPart
 from iotop_plus.sampling.latency.program import tracer_program
+from iotop_plus.sampling.processes import kernel_kinds
 from iotop_plus.sampling.processes.issuers import (
     KERNEL,
     Issuer,
@@ -237,3 +240,44 @@ def test_the_who_line_says_the_kind_and_whom_it_is_for() -> None:
     flusher = Issuer(None, KERNEL, None, None, None, 0.0, 5.0, 0.0, 20.0, kind="writeback",
                      for_device="vda")  # fmt: skip
     assert issuer_text(flusher).startswith("kernel writeback 5 IO/s")
+
+
+def test_a_cgroup_made_after_the_last_walk_is_found_at_once(tmp_path: Path) -> None:
+    roots, _ = host(tmp_path)
+    kinds = KernelKinds(roots)
+    blkio = roots.sys / "fs" / "cgroup" / "blkio"
+    loop = KernelJob(LOOP_WORKFN, os.stat(blkio / "capture").st_ino, "loop0")
+    assert kinds.of_job(loop, "vda", now=0.0).cgroup == "/capture"
+    (blkio / "later").mkdir()
+    later = KernelJob(LOOP_WORKFN, os.stat(blkio / "later").st_ino, "loop0")
+    assert kinds.of_job(later, "vda", now=0.5).cgroup == "/later"  # no wait for a rescan
+    gone = KernelJob(LOOP_WORKFN, 10**12, "loop0")
+    assert kinds.of_job(gone, "vda", now=0.6).cgroup is None
+    assert kinds.of_job(loop, "vda", now=0.7).cgroup == "/capture"
+
+
+def test_kallsyms_is_read_again_only_while_a_kind_is_unnamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    roots, _ = host(tmp_path)
+    reads: list[float] = []
+    real = kernel_kinds.read_functions
+
+    def counted(r: Roots, names: frozenset[str]) -> dict[int, str]:
+        reads.append(0)
+        return real(r, names)
+
+    monkeypatch.setattr(kernel_kinds, "read_functions", counted)
+    kinds = KernelKinds(roots)
+    assert kinds.of_job(KernelJob(WB_WORKFN, 0, "writeback"), "vda", now=0.0).kind == "writeback"
+    for n, now in enumerate((100.0, 200.0, 300.0)):  # other work functions, long after
+        assert kinds.of_job(KernelJob(0x1000 + n, 0, "events"), "vda", now=now).kind == "other"
+    assert len(reads) == 1  # every kind was named at the first read: never again
+    (roots.proc / "kallsyms").write_text("ffffffff817092e0 T wb_workfn\n")  # loop: a module
+    kinds = KernelKinds(roots)
+    kinds.of_job(KernelJob(WB_WORKFN, 0, "writeback"), "vda", now=0.0)
+    kinds.of_job(KernelJob(0x1000, 0, "events"), "vda", now=1.0)  # within RESCAN_S
+    kinds.of_job(KernelJob(0x1000, 0, "events"), "vda", now=100.0)  # seen: no read for it
+    assert len(reads) == 2
+    kinds.of_job(KernelJob(LOOP_WORKFN, 0, "loop0"), "vda", now=100.0)  # new, names missing
+    assert len(reads) == 3

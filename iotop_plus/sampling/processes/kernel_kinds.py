@@ -89,8 +89,10 @@ class KernelKinds:
         self.roots = roots
         self._functions: dict[int, str] = {}
         self._functions_at = float("-inf")
+        self._unknown: set[int] = set()
         self._cgroups: dict[int, str] = {}
         self._cgroups_at = float("-inf")
+        self._missed: set[int] = set()
 
     def of_job(
         self,
@@ -121,21 +123,36 @@ class KernelKinds:
         return KernelWork(OTHER, device, None)
 
     def _function(self, address: int, now: float) -> str | None:
+        """The name of a work function with a kind (None: another one). ``/proc/kallsyms``
+        (0.1 s to read) is read again only while a name is missing (a module not loaded
+        at the last read), for an address not seen before, at most every :data:`RESCAN_S`."""
         found = self._functions.get(address)
-        if found is None and now - self._functions_at >= RESCAN_S:
+        if (
+            found is None
+            and address not in self._unknown
+            and len(set(self._functions.values())) < len(KIND_OF_FUNCTION)
+            and now - self._functions_at >= RESCAN_S
+        ):
             self._functions_at = now
             self._functions = read_functions(self.roots, frozenset(KIND_OF_FUNCTION))
             found = self._functions.get(address)
+        if found is None and len(self._unknown) < MAX_CGROUP_DIRS:
+            self._unknown.add(address)
         return found
 
     def _cgroup(self, cgroup_id: int, now: float) -> str | None:
+        """The path of a blk cgroup id: the tree is walked again for an id not looked for
+        before (a cgroup made since the last walk), else at most every :data:`RESCAN_S`."""
         if cgroup_id == 0:
             return "/"
         found = self._cgroups.get(cgroup_id)
-        if found is None and now - self._cgroups_at >= RESCAN_S:
+        new = cgroup_id not in self._missed
+        if found is None and (new or now - self._cgroups_at >= RESCAN_S):
             self._cgroups_at = now
             self._cgroups = cgroup_paths(blk_cgroup_root(self.roots))
             found = self._cgroups.get(cgroup_id)
+            if found is None and len(self._missed) < MAX_CGROUP_DIRS:
+                self._missed.add(cgroup_id)
         return found
 
 
