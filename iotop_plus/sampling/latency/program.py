@@ -129,13 +129,14 @@ def tracer_program(
     ``@dp[dev, op, pid]``, holds both the device time and the sectors (:data:`DP_SHIFT`:
     one map operation fewer per request than a sum of each); pid 0: no submission seen (a
     flush the kernel made, or a request in flight when the tracer started). With ``jobs``
-    (:func:`jobs_present`), a workqueue
-    worker (:data:`PF_WQ_WORKER`) is charged not by its pid but by its job
-    (:data:`JOB_FLAG`): ``@kw[job, function, cgroup, queue]`` names each job once per tick
-    (``@kd`` says who was seen), with the address of the work function, the id of the cgroup
-    the worker acts for (its kthread's ``blkcg_css``: a loop device's worker serving a
-    cgroup's reader; 0 for none) and the address of its workqueue, whose name is printed once
-    per queue (``queue <address> <name>``). With ``exits`` too,
+    (:func:`jobs_present`), a workqueue worker (:data:`PF_WQ_WORKER`) is charged not by its
+    pid but by its job (:data:`~iotop_plus.sampling.latency.hist.JOB_FLAG`), and every other
+    task pays one flags test for it: ``@kw[job, function, cgroup, queue]`` names each job
+    once per tick (``@kd`` says who was seen), with the address of the work function, the
+    id of the cgroup the worker acts for (its kthread's ``blkcg_css``: a loop device's worker
+    serving a cgroup's reader; 0 for none) and the address of its workqueue, whose name is
+    printed once per queue (``queue <address> <name>``; map keys are numbers only:
+    bpftrace 0.17 mishandles char arrays as keys). With ``exits`` too,
     :data:`EXIT_TRACEPOINT` adds each exiting process's comm to ``@ic``.
 
     ``rwbs_at`` (:func:`rwbs_offsets`): where each tracepoint's ``rwbs`` field sits, so
