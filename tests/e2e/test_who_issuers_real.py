@@ -194,7 +194,8 @@ def test_two_fio_jobs_in_two_cgroups_are_named_on_their_devices(
 @pytest.mark.root
 def test_a_buffered_writers_data_is_written_back_by_the_kernel(make_loop, tmp_path: Path) -> None:
     """Buffered writes, then syncfs: the flusher writes them back, so the device's issuers
-    show the ``kernel`` entry with ``writeback`` true carrying the bytes, not the writer."""
+    show the ``kernel`` entry of kind ``writeback`` (for that device) carrying the bytes, not
+    the writer."""
     need_tracer()
     if shutil.which("mkfs.ext4") is None:
         pytest.skip("mkfs.ext4 is not installed (e2fsprogs)")
@@ -217,7 +218,9 @@ def test_a_buffered_writers_data_is_written_back_by_the_kernel(make_loop, tmp_pa
         assert flush.wait() == 0
         kernel = [i for f in frames if (w := f.get(IssuersPart)) for i in w.of(dev) if i.is_kernel]
         assert kernel and kernel[0].comm == KERNEL
-        assert any(i.writeback for i in kernel), "the flusher's work was not seen"
+        flusher = [i for i in kernel if i.writeback]
+        assert flusher, f"the flusher's work was not seen: {[i.kind for i in kernel]}"
+        assert {(i.kind, i.for_device) for i in flusher} == {("writeback", dev)}
         _, written = traced_requests(frames, dev, None)
         kb = sum(
             i.wkB_s * (f.latency.span_s or 0.0)

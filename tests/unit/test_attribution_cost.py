@@ -71,4 +71,4 @@ def test_who_a_pid_is_looked_up_for_one_request_in_8() -> None:
     guard = "((((args->sector >> 3) * 2654435761) >> 29) & 7) == 0) {"
     assert "if (args->nr_sector == 0 ||" in submit and guard in submit
     assert submit.index(guard) < submit.index("if (@id[pid] == 0)")
-    assert "@is[args->dev, args->sector] = pid;" in submit  # every request still stamped
+    assert "@is[args->dev, args->sector] = $p;" in submit  # every request still stamped
