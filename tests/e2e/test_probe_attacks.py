@@ -31,6 +31,7 @@ from iotop_plus.roots import Roots
 from tests.support.loopdev import attach, detach, require_loop_devices, start_at_loop_defaults
 from tests.support.mounts import unmount
 from tests.support.nobody import nobody_directory, nobody_env, nobody_python
+from tests.support.probe_targets import run_unless_losetup, unless_losetup
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -332,13 +333,15 @@ async def test_a_blank_partition_is_write_probed_and_one_with_ext4_is_refused_pl
         digest = _ext4_with_a_file(used, tmp_path / "mnt")
         wal = PRESETS["wal"]
         with pytest.raises(ConfirmationNeeded):
-            plan_target(f"/dev/{blank}", wal, wal.params, Roots())
-        outcome = await ProbeRunner(Roots(), fio_bin).run(
-            _request("wal", f"/dev/{blank}", confirm=blank)
+            unless_losetup(lambda: plan_target(f"/dev/{blank}", wal, wal.params, Roots()))
+        outcome = await run_unless_losetup(
+            ProbeRunner(Roots(), fio_bin), _request("wal", f"/dev/{blank}", confirm=blank)
         )
         assert outcome.target.device == blank and outcome.result.write is not None
         with pytest.raises(TargetError) as info:
-            plan_target(f"/dev/{used}", wal, wal.params, Roots(), confirm=used)
+            unless_losetup(
+                lambda: plan_target(f"/dev/{used}", wal, wal.params, Roots(), confirm=used)
+            )
         message = str(info.value)
         assert message == (
             f"refusing to write to /dev/{used}: {used} holds an ext4 filesystem (blkid) "
@@ -393,14 +396,14 @@ async def test_part_entry_keys_alone_are_no_signature_and_a_real_one_reads_plain
     wal = PRESETS["wal"]
     with search_path_override([str(_fake_blkid(tmp_path / "bin", _BLANK_PARTITION))]):
         with pytest.raises(ConfirmationNeeded):
-            plan_target(f"/dev/{blank}", wal, wal.params, Roots())
-        outcome = await ProbeRunner(Roots(), fio_bin).run(
-            _request("wal", f"/dev/{blank}", confirm=blank)
+            unless_losetup(lambda: plan_target(f"/dev/{blank}", wal, wal.params, Roots()))
+        outcome = await run_unless_losetup(
+            ProbeRunner(Roots(), fio_bin), _request("wal", f"/dev/{blank}", confirm=blank)
         )
     assert outcome.result.write is not None
     digest = _ext4_with_a_file(used, tmp_path / "mnt")
     with pytest.raises(TargetError) as info:  # the real blkid
-        plan_target(f"/dev/{used}", wal, wal.params, Roots(), confirm=used)
+        unless_losetup(lambda: plan_target(f"/dev/{used}", wal, wal.params, Roots(), confirm=used))
     assert str(info.value) == (
         f"refusing to write to /dev/{used}: {used} holds an ext4 filesystem (blkid) "
         "(pick a directory instead)"

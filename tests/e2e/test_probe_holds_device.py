@@ -21,6 +21,7 @@ from iotop_plus.probe.presets import PRESETS
 from iotop_plus.probe.target import TargetError, plan_target
 from iotop_plus.roots import Roots
 from tests.support.mounts import unmount
+from tests.support.probe_targets import unless_losetup
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -110,7 +111,7 @@ def test_mkfs_and_mount_during_a_confirmed_write_probe_get_ebusy(
         subprocess.run(["umount", str(mnt)], check=True, capture_output=True)
     wal = PRESETS["wal"]
     with pytest.raises(TargetError, match=f"{dev} holds an ext4 filesystem"):
-        plan_target(f"/dev/{dev}", wal, wal.params, Roots(), confirm=dev)
+        unless_losetup(lambda: plan_target(f"/dev/{dev}", wal, wal.params, Roots(), confirm=dev))
     subprocess.run(["mount", "-o", "ro", f"/dev/{dev}", str(mnt)], check=True, capture_output=True)
     try:
         assert (mnt / "precious.txt").read_text() == "precious\n"

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -24,6 +23,7 @@ from iotop_plus.probe.target import ConfirmationNeeded, TargetError, live_probe_
 from iotop_plus.programs import search_path_override
 from iotop_plus.roots import Roots
 from tests.support.mounts import unmount
+from tests.support.probe_targets import run_unless_losetup, unless_losetup
 
 pytestmark = [pytest.mark.slow]
 
@@ -128,20 +128,6 @@ def _mounted_ext4_again(dev: str, mountpoint: Path) -> Iterator[Path]:
         unmount(str(mountpoint))
 
 
-def _unless_losetup(plan: Callable[[], object]) -> object:
-    """``plan()``, again while it is refused because a ``losetup`` has the device open: other
-    jobs' ``losetup`` (listing or setting up loop devices) opens each device for a moment, and
-    the probe rightly refuses a device someone has open."""
-    for _ in range(100):
-        try:
-            return plan()
-        except TargetError as exc:
-            if "(losetup) has" not in str(exc):
-                raise
-            time.sleep(0.1)
-    return plan()
-
-
 @pytest.mark.root
 async def test_a_write_probe_on_an_unused_device_needs_its_name_typed(
     make_loop: Callable[..., str], fio_bin: str
@@ -149,22 +135,12 @@ async def test_a_write_probe_on_an_unused_device_needs_its_name_typed(
     dev = make_loop(size_mb=64)
     wal = PRESETS["wal"]
     with pytest.raises(ConfirmationNeeded) as info:
-        _unless_losetup(lambda: plan_target(f"/dev/{dev}", wal, wal.params, Roots()))
+        unless_losetup(lambda: plan_target(f"/dev/{dev}", wal, wal.params, Roots()))
     assert info.value.device == dev
     with pytest.raises(ConfirmationNeeded):
         plan_target(f"/dev/{dev}", wal, wal.params, Roots(), confirm="loop999")
-    runner = ProbeRunner(Roots(), fio_bin)
     request = _request("wal", f"/dev/{dev}", confirm=dev)
-    for _ in range(100):
-        try:
-            outcome = await runner.run(request)
-            break
-        except TargetError as exc:  # refused: another job's losetup had the device open
-            if "(losetup) has" not in str(exc):
-                raise
-            await asyncio.sleep(0.1)
-    else:
-        outcome = await runner.run(request)
+    outcome = await run_unless_losetup(ProbeRunner(Roots(), fio_bin), request)
     assert "--readonly" not in outcome.argv
     assert outcome.result.write is not None and outcome.result.fsync is not None
 
