@@ -30,15 +30,19 @@ Metadata reads go through the block device's own page cache (its inode sits on t
 pseudo filesystem, not on the device), so they are no file's: they stay in the device's
 remainder, as do XFS's metadata and log (its own buffer cache).
 
-``sample`` (a power of two): single-page reads and writes (a random 4k reader's or writer's,
-each one an event) are counted one in ``sample`` and scaled back up in the program; larger
-folios and writes, few per byte, are all counted. Which pages are counted is a hash of the
-page, the inode and the clock's second (:func:`picked`), the same at a write and at the
-folio add it causes: a single-page write stamps ``@fi_in`` only for the pages whose add would
-be counted, so the exclusion costs a map write one write in ``sample``, and a page written
-or read again and again is counted in one second of ``sample``, not always or never. The
-measured cost (``benchmarks/bench_files_trace.py``) decides the part's rate
-(:data:`SAMPLE`), and its output says it.
+``sample`` (a power of two): single-page reads, writes and write-back ranges (a random 4k
+reader's or writer's, each one an event) are counted one in ``sample`` and scaled back up in
+the program; larger folios, writes and ranges, few per byte, are all counted. Which pages are
+counted is a hash of the page, the inode and the clock's second (:func:`picked`), the same at
+a write and at the folio add it causes: a single-page write stamps ``@fi_in`` only for the
+pages whose add would be counted, so the exclusion costs a map write one write in
+``sample``, and a page written or read again and again is counted in one second of
+``sample``, not always or never (only a write whose page is added just as the second turns
+can have it counted as a read). Write-back ranges, with no stamp to match, are picked at random. On a filesystem whose
+blocks are larger than a page, a single-page write adds a larger folio, always counted: one
+its write did not stamp is counted as a read. The measured cost
+(``benchmarks/bench_files_trace.py``) decides the part's rate (:data:`SAMPLE`), and its output
+says it.
 """
 
 from __future__ import annotations
@@ -135,9 +139,12 @@ interval:s:{CLEAR_WRITING_S} {{
 """
     if "iomap" in have:
         written = " || ".join(f"args->type == {t}" for t in IOMAP_WRITTEN_TYPES)
-        text += f"""tracepoint:iomap:iomap_add_to_ioend /{written}/ {{
+        one = f"(rand & {sample - 1}) == 0" if sample > 1 else "1"
+        text += f"""tracepoint:iomap:iomap_add_to_ioend
+/({written}) && (args->dirty_len > {page} || {one})/ {{
   $m = args->offset + args->length - args->pos;
-  @fi_wb[args->dev, args->ino] = sum($m < args->dirty_len ? $m : args->dirty_len);
+  $n = $m < args->dirty_len ? $m : args->dirty_len;
+  @fi_wb[args->dev, args->ino] = sum(args->dirty_len > {page} ? $n : $n * {sample});
 }}
 tracepoint:iomap:iomap_dio_rw_begin {{
   @fi_dc[tid] = args->count;
