@@ -57,27 +57,27 @@ def test_program_has_the_probes_of_the_groups_there_are() -> None:
     for probe in ("xfs:xfs_file_buffered_write", "iomap:iomap_add_to_ioend", "ext4_writepages"):
         assert probe in both
     assert "iomap_writeback_folio" not in both  # the whole folio's size, not the bytes written
-    assert both.count("@fi_in[tid] = (") == 2  # ext4's and XFS's stamps, the same shape
+    assert "@fi_in[tid] = (args->ino, $f, $l);" in both  # XFS stamps the call's whole range
 
 
 def test_picked_is_the_same_hash_at_the_write_and_at_its_page_add() -> None:
-    """The write's stamp and the page add's count decide on the same (page, inode, second),
-    so a sampled-out write leaves no page that would be counted as a read."""
-    from iotop_plus.sampling.files.trace import EPOCH_SHIFT, GOLDEN, picked
+    """The write's stamp and the page add's count decide on the same (page, inode), so a
+    sampled-out write leaves no page that would be counted as a read; any stride of pages is
+    counted about one in 8."""
+    from iotop_plus.sampling.files.trace import GOLDEN, PAGE_SHIFT, picked
 
     assert picked("$p", "$i", 1) == "1"
-    test = picked("$p", "$i", 8)
-    assert f"{GOLDEN:#x}" in test and f"nsecs >> {EPOCH_SHIFT}" in test
+    text = file_program(8)
+    assert picked(f"args->pos >> {PAGE_SHIFT}", "args->ino", 8) in text  # ext4's write
+    assert picked("$f", "args->ino", 8) in text  # XFS's write (its first page)
+    assert picked("args->index", "args->i_ino", 8) in text  # the page add
 
-    def counted(page: int, ino: int, second: int) -> bool:
-        mixed = page ^ ino ^ (second << 40)
-        return ((mixed * GOLDEN) % (1 << 64)) >> 61 == 0
+    def counted(page: int, ino: int) -> bool:
+        return (((page ^ ino) * GOLDEN) % (1 << 64)) >> 61 == 0
 
-    for stride in (1, 2, 8, 64, 512):  # any stride of pages: about one in 8
-        share = sum(counted(i * stride, 12, 0) for i in range(8000)) / 8000
+    for stride in (1, 2, 8, 64, 512):
+        share = sum(counted(i * stride, 12) for i in range(8000)) / 8000
         assert 0.10 <= share <= 0.15, (stride, share)
-    seconds = sum(counted(5, 12, t) for t in range(8000)) / 8000  # one page, again and again
-    assert 0.10 <= seconds <= 0.15, seconds
 
 
 def test_parse_reads_each_map_and_skips_bad_keys() -> None:

@@ -32,17 +32,15 @@ remainder, as do XFS's metadata and log (its own buffer cache).
 
 ``sample`` (a power of two): single-page reads, writes and write-back ranges (a random 4k
 reader's or writer's, each one an event) are counted one in ``sample`` and scaled back up in
-the program; larger folios, writes and ranges, few per byte, are all counted. Which pages are
-counted is a hash of the page, the inode and the clock's second (:func:`picked`), the same at
-a write and at the folio add it causes: a single-page write stamps ``@fi_in`` only for the
-pages whose add would be counted, so the exclusion costs a map write one write in
-``sample``, and a page written or read again and again is counted in one second of
-``sample``, not always or never (only a write whose page is added just as the second turns
-can have it counted as a read). Write-back ranges, with no stamp to match, are picked at random. On a filesystem whose
-blocks are larger than a page, a single-page write adds a larger folio, always counted: one
-its write did not stamp is counted as a read. The measured cost
-(``benchmarks/bench_files_trace.py``) decides the part's rate (:data:`SAMPLE`), and its output
-says it.
+the program; larger folios, writes and ranges, few per byte, are all counted. Which single
+pages are read is a hash of the page and the inode (:func:`picked`), computed alike at a
+write and at the folio add it causes: a single-page write stamps ``@fi_in`` only for a page
+whose add would be counted, so the exclusion costs a map write one write in ``sample`` and
+stays exact. The bytes dirtied and written back, which need no stamp, are picked at random,
+so a page written again and again counts its share. On a filesystem whose blocks are larger
+than a page, a single-page write adds a larger folio, always counted: one its write did not
+stamp is counted as a read. The measured cost (``benchmarks/bench_files_trace.py``) decides
+the part's rate (:data:`SAMPLE`), and its output says it.
 """
 
 from __future__ import annotations
@@ -70,9 +68,8 @@ IOMAP_WRITTEN_TYPES = (2, 3)
 ``IOMAP_UNWRITTEN`` (a hole's range is dropped)."""
 GOLDEN = 0x9E3779B97F4A7C15
 """2**64 over the golden ratio: the multiplier of :func:`picked`'s hash, which spreads any
-stride of pages evenly."""
-EPOCH_SHIFT = 30
-""":func:`picked` changes its choice every ``2**30`` ns of the clock (about a second)."""
+stride of pages evenly (no clock is mixed in: reading one would about double the cost of an
+event that is not counted)."""
 GROUPS = frozenset({"ext4", "xfs", "iomap", "filemap", "sched"})
 """The tracepoint groups the probes use (a filesystem's appear once its module is loaded)."""
 
@@ -87,12 +84,11 @@ FileKey = tuple[int, int]
 
 
 def picked(page: str, ino: str, sample: int) -> str:
-    """A BPF test: is ``page`` of inode ``ino`` counted now, at one in ``sample``?"""
+    """A BPF test: is ``page`` of inode ``ino`` one of the ``1 / sample`` counted?"""
     if sample == 1:
         return "1"
     bits = sample.bit_length() - 1
-    mixed = f"({page}) ^ ({ino}) ^ ((nsecs >> {EPOCH_SHIFT}) << 40)"
-    return f"((({mixed}) * {GOLDEN:#x}) >> {64 - bits}) == 0"
+    return f"(((({page}) ^ ({ino})) * {GOLDEN:#x}) >> {64 - bits}) == 0"
 
 
 def file_program(sample: int = 1, groups: Iterable[str] = GROUPS) -> str:
@@ -102,12 +98,21 @@ def file_program(sample: int = 1, groups: Iterable[str] = GROUPS) -> str:
         raise ValueError(f"sample must be a power of two, not {sample}")
     have = set(groups)
     page, shift = PAGE_SIZE, PAGE_SHIFT
+    one = f"(rand & {sample - 1}) == 0" if sample > 1 else "1"
     text = ""
     if "ext4" in have:
-        text += f"""tracepoint:ext4:ext4_da_write_begin, tracepoint:ext4:ext4_write_begin
-/args->len > {page} || {picked(f"args->pos >> {shift}", "args->ino", sample)}/ {{
-  @fi_in[tid] = (args->ino, args->pos >> {shift}, (args->pos + args->len - 1) >> {shift});
-  @fi_wr[args->dev, args->ino, pid] = sum(args->len > {page} ? args->len : args->len * {sample});
+        text += f"""tracepoint:ext4:ext4_da_write_begin, tracepoint:ext4:ext4_write_begin {{
+  if (args->len > {page}) {{
+    @fi_in[tid] = (args->ino, args->pos >> {shift}, (args->pos + args->len - 1) >> {shift});
+    @fi_wr[args->dev, args->ino, pid] = sum(args->len);
+  }} else {{
+    if ({picked(f"args->pos >> {shift}", "args->ino", sample)}) {{
+      @fi_in[tid] = (args->ino, args->pos >> {shift}, (args->pos + args->len - 1) >> {shift});
+    }}
+    if ({one}) {{
+      @fi_wr[args->dev, args->ino, pid] = sum(args->len * {sample});
+    }}
+  }}
 }}
 tracepoint:ext4:ext4_writepages_result /args->pages_written > 0/ {{
   @fi_wb[args->dev, args->ino] = sum(args->pages_written * {page});
@@ -117,16 +122,23 @@ tracepoint:ext4:ext4_writepages_result /args->pages_written > 0/ {{
         text += f"""tracepoint:xfs:xfs_file_buffered_write /args->count/ {{
   $f = args->offset >> {shift};
   $l = (args->offset + args->count - 1) >> {shift};
-  if ($f != $l || {picked("$f", "args->ino", sample)}) {{
+  if ($f != $l) {{
     @fi_in[tid] = (args->ino, $f, $l);
-    @fi_wr[args->dev, args->ino, pid] = sum($f != $l ? args->count : args->count * {sample});
+    @fi_wr[args->dev, args->ino, pid] = sum(args->count);
+  }} else {{
+    if ({picked("$f", "args->ino", sample)}) {{
+      @fi_in[tid] = (args->ino, $f, $l);
+    }}
+    if ({one}) {{
+      @fi_wr[args->dev, args->ino, pid] = sum(args->count * {sample});
+    }}
   }}
 }}
 """
     if "filemap" in have:
-        one = picked("args->index", "args->i_ino", sample)
+        counted = picked("args->index", "args->i_ino", sample)
         text += f"""tracepoint:filemap:mm_filemap_add_to_page_cache
-/args->s_dev && (args->order || {one})/ {{
+/args->s_dev && (args->order || {counted})/ {{
   $w = @fi_in[tid];
   if ($w.0 != args->i_ino || $w.2 < args->index || $w.1 >= args->index + (1 << args->order)) {{
     @fi_rd[args->s_dev, args->i_ino, pid] = sum(args->order ? {page} << args->order
@@ -139,7 +151,6 @@ interval:s:{CLEAR_WRITING_S} {{
 """
     if "iomap" in have:
         written = " || ".join(f"args->type == {t}" for t in IOMAP_WRITTEN_TYPES)
-        one = f"(rand & {sample - 1}) == 0" if sample > 1 else "1"
         text += f"""tracepoint:iomap:iomap_add_to_ioend
 /({written}) && (args->dirty_len > {page} || {one})/ {{
   $m = args->offset + args->length - args->pos;
