@@ -54,7 +54,7 @@ def test_program_has_the_probes_of_the_groups_there_are() -> None:
     assert "ext4_da_write_begin" in ext4_only and "xfs:" not in ext4_only
     assert "iomap:" not in ext4_only
     both = file_program(8)
-    for probe in ("xfs:xfs_file_buffered_write", "iomap:iomap_add_to_ioend", "ext4_writepages"):
+    for probe in ("xfs:xfs_file_buffered_write", "iomap:iomap_add_to_ioend", "ext4_da_write_end"):
         assert probe in both
     assert "iomap_writeback_folio" not in both  # the whole folio's size, not the bytes written
     assert "@fi_in[tid] = (args->ino, $f, $l);" in both  # XFS stamps the call's whole range

@@ -12,8 +12,10 @@ inode, and none needs kprobes (checked with ``bpftrace -lv`` on Linux 6.18):
   (inode, first page, last page) before its folios are added, at
   ``ext4:ext4_da_write_begin``/``ext4_write_begin`` (once per page) and at
   ``xfs:xfs_file_buffered_write`` (once per call, before iomap adds its folios);
-* buffered writes by file and process (bytes dirtied): the ``len`` at those ext4 events and
-  the ``count`` at XFS's;
+* buffered writes by file and process (bytes dirtied): ``copied`` at
+  ``ext4:ext4_da_write_end``/``ext4_write_end``/``ext4_journalled_write_end`` (a
+  ``write_begin``'s ``len`` is what was asked, and a write that crosses a folio's end asks
+  again for the rest, so its sum counts such writes up to twice) and the ``count`` at XFS's;
 * bytes reaching the device per inode: ``ext4:ext4_writepages_result`` (``pages_written``)
   and, on XFS and other iomap filesystems, ``iomap:iomap_add_to_ioend`` (each dirty range
   added to a write-back bio: ``dirty_len`` cut at the mapping's end, as the kernel adds it;
@@ -101,18 +103,14 @@ def file_program(sample: int = 1, groups: Iterable[str] = GROUPS) -> str:
     one = f"(rand & {sample - 1}) == 0" if sample > 1 else "1"
     text = ""
     if "ext4" in have:
-        text += f"""tracepoint:ext4:ext4_da_write_begin, tracepoint:ext4:ext4_write_begin {{
-  if (args->len > {page}) {{
-    @fi_in[tid] = (args->ino, args->pos >> {shift}, (args->pos + args->len - 1) >> {shift});
-    @fi_wr[args->dev, args->ino, pid] = sum(args->len);
-  }} else {{
-    if ({picked(f"args->pos >> {shift}", "args->ino", sample)}) {{
-      @fi_in[tid] = (args->ino, args->pos >> {shift}, (args->pos + args->len - 1) >> {shift});
-    }}
-    if ({one}) {{
-      @fi_wr[args->dev, args->ino, pid] = sum(args->len * {sample});
-    }}
-  }}
+        text += f"""tracepoint:ext4:ext4_da_write_begin, tracepoint:ext4:ext4_write_begin
+/args->len > {page} || {picked(f"args->pos >> {shift}", "args->ino", sample)}/ {{
+  @fi_in[tid] = (args->ino, args->pos >> {shift}, (args->pos + args->len - 1) >> {shift});
+}}
+tracepoint:ext4:ext4_da_write_end, tracepoint:ext4:ext4_write_end,
+tracepoint:ext4:ext4_journalled_write_end /args->copied > {page} || {one}/ {{
+  @fi_wr[args->dev, args->ino, pid] = sum(args->copied > {page} ? args->copied
+                                                                : args->copied * {sample});
 }}
 tracepoint:ext4:ext4_writepages_result /args->pages_written > 0/ {{
   @fi_wb[args->dev, args->ino] = sum(args->pages_written * {page});
