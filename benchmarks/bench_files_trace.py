@@ -7,9 +7,9 @@ On a loop device backed by a private tmpfs, with ext4 or XFS on it and read-ahea
 * ``randread``: 4k random buffered reads (psync, QD1) of a file whose cache fio drops at the
   start of each run (``invalidate=1``), so every read adds a page (one
   ``mm_filemap_add_to_page_cache`` event);
-* ``write``: 4k buffered writes (psync) into a new file (ext4: a write_begin and a page add
-  per call; XFS: an ``xfs_file_buffered_write`` and a page add), which the flusher writes
-  back meanwhile;
+* ``write``: 4k buffered writes (psync) into a new file (ext4: a write_begin, a page add and
+  a write_end per call; XFS: an ``xfs_file_buffered_write``, a page add and two
+  ``iomap_iter``), which the flusher writes back meanwhile;
 
 untraced and traced by the part's probes as the tracer runs them
 (:func:`~iotop_plus.sampling.frame.part.buffered_text` of
@@ -64,7 +64,7 @@ PER_IO_MIN = 1 / 50
 """A probe is listed when it ran at least this often per fio I/O."""
 OWN = {
     ("ext4", "randread"): ("mm_filemap_add_",),
-    ("ext4", "write"): ("ext4_da_write_b", "mm_filemap_add_", "ext4_writepages"),
+    ("ext4", "write"): ("ext4_da_write_b", "ext4_da_write_e", "mm_filemap_add_", "ext4_writepages"),
     ("xfs", "randread"): ("mm_filemap_add_", "iomap_iter"),
     ("xfs", "write"): ("xfs_file_buffer", "mm_filemap_add_", "iomap_iter", "iomap_add_to_io"),
 }
