@@ -1,4 +1,4 @@
-"""The real TUI's memory as its history ring turns over, in-process and fast (#25).
+"""The real TUI's memory as its history ring turns over, in-process and fast.
 
 The soak (``soak.py``) needs 40 real minutes to see the ring fill and turn over at 0.25 s.
 Here the real app runs in-process (Textual's test driver, 120x36, Processes tab open) on a
@@ -10,7 +10,7 @@ count, as live at 0.25 s.
 Every ``--every`` frames it prints, after a collection: VmRSS, pymalloc's blocks in use,
 glibc malloc's bytes in use and free (``mallinfo2``, arenas only), the objects the collector
 tracks, and the types whose count grew most since the line before. At the end: the RSS slope
-after the ring filled, per frame and per second at ``--interval`` (#25's target: < 1 KB/s).
+after the ring filled, per frame and per second at ``--interval`` (target: < 1 KB/s).
 
 ``--tree DIR`` runs the app from another checkout (``git archive COMMIT iotop_plus | tar -x -C
 DIR``), for a before/after in the same minutes (run both at once: each is one process).

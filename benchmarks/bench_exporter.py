@@ -1,7 +1,7 @@
 """Exporter figures: scrape time at 200 and 5,000 devices, node_exporter's same scrape, serve's
 CPU at 200 devices with a 15 s scrape interval, and a fleet query round over 1,000 hosts.
 
-Goals (issue #16): a scrape <= 20 ms at 200 devices and <= 200 ms at 5,000; serve <= 0.5 % of a
+Goals: a scrape <= 20 ms at 200 devices and <= 200 ms at 5,000; serve <= 0.5 % of a
 core at 200 devices. Run: .venv/bin/python benchmarks/bench_exporter.py [--quick]
 """
 

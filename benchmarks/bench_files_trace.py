@@ -1,6 +1,6 @@
-"""What do the hot-files probes cost, and how many IOPS do they take? (REFERENCE.md "Which
-file, who dirtied it, who is stuck": sample when the measured cost is over 0.3 us per event,
-and say the rate; IOPS lost against untraced at most 3 % or sampled.)
+"""What do the hot-files probes cost, and how many IOPS do they take? (The files part samples
+its events when they cost over 0.3 us each, and says at what rate; the IOPS lost against
+untraced are at most 3 % or sampled.)
 
 On a loop device backed by a private tmpfs, with ext4 or XFS on it and read-ahead 0, fio runs
 

@@ -1,4 +1,4 @@
-"""CPU time of one frame on the default screen, in-process, and where it goes (#25).
+"""CPU time of one frame on the default screen, in-process, and where it goes.
 
 The real app on the canned ``tui_host`` fixture at 120x36, 1 s interval, its sampler thread on
 a hand-stepped clock: ``--warm`` frames are stepped first (the charts' history fills), then
@@ -13,7 +13,7 @@ most own time in the main thread's steps under cProfile (slower: for where the t
 for the figure). Never asserts.
 
 In-process the frames come back to back, so each costs less than in the live TUI, where the
-caches are cold after a second's sleep (live, the same steps took 1.5-2.5 times as long).
+caches are cold after a second's sleep (the ratio is in docs/performance.md).
 
 The real TUI's CPU beside btop's is ``bench_light.py``; this one moves with the code, not
 with the host's load, so a before/after of one change reads here first.

@@ -1,4 +1,4 @@
-"""The TUI's history ring in memory: bytes per device per frame, and RSS as it fills (#25).
+"""The TUI's history ring in memory: bytes per device per frame, and RSS as it fills.
 
 Fills a :class:`~iotop_plus.sampling.store.ring.RingTimeline` (15 minutes at 0.25 s:
 3,601 frames) in-process with frames of a synthetic host of ``--devices`` (60) disks, each

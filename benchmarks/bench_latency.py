@@ -1,5 +1,5 @@
 """What does the latency tracer cost? fio on a tmpfs-backed loop device, tracing off and on,
-alternating over several rounds (REFERENCE.md rulings, "Tracer overhead"):
+alternating over several rounds:
 
 (a) whole-system CPU from /proc/stat at fixed ``--rate_iops`` (default about 10k and about
     50k), on minus off, in % of one core (goal <= 2 % at 10k). BPF time is charged to the

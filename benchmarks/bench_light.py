@@ -1,4 +1,4 @@
-"""The TUI's CPU and first figures beside btop's, measured the way issue #25's rulings say.
+"""The TUI's CPU and first figures beside btop's, both measured the same way in the same run.
 
 Prints figures; never asserts. One run:
 
@@ -26,7 +26,7 @@ mkfs.ext2, fio and tmux. Usage: ``.venv/bin/python benchmarks/bench_light.py [--
 commit) adds that tree's iotop-plus to the same CPU rounds and first-figure starts, for
 before/after figures on one load; ``--history-minutes 1 --settle 75`` measures our TUIs once
 their history ring is full, as on a host where the TUI was left running (each frame then drops
-the oldest one: that cost 2 ms a frame at 200 devices and no first-minute round saw it).
+the oldest one, which no first-minute round sees).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A probe's observer effect (#25, REFERENCE.md "Light as btop"): ``iotop-plus probe randread``
+"""A probe's observer effect: ``iotop-plus probe randread``
 traced against ``--no-trace``, with plain fio (the same argv) as the peer, in one run.
 
 A loop device on a file in a private tmpfs (no backing I/O to trace), the ``randread`` preset

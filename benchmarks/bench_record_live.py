@@ -1,4 +1,4 @@
-"""The real recorder's CPU on this host with 60 loop devices, against iostat and atop (#25).
+"""The real recorder's CPU on this host with 60 loop devices, against iostat and atop.
 
 Attaches ``--devices`` (60) loop devices on sparse files of its own under a temp dir in /tmp,
 puts a light fio load (``--fio-iops`` each, random 4k reads and writes) on ``--fio-devices``

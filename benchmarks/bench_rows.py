@@ -1,7 +1,7 @@
-"""The TUI's CPU at 200 and 2,000 devices (issue #25's rows), btop in the same run.
+"""The TUI's CPU at 200 and 2,000 devices, btop in the same run.
 
-Prints figures; never asserts. Each row, the ruling's way (``bench_light.py`` does the 8-device
-row): the real console script in tmux at 120x36, ``-i 1``, every device shown (``--all``),
+Prints figures; never asserts. Each row is measured as ``bench_light.py`` measures the 8-device
+row: the real console script in tmux at 120x36, ``-i 1``, every device shown (``--all``),
 default screen (charts shown); CPU ticks of the process (and its children) over ``--seconds``
 (60) after ``--settle`` (10) s; iotop-plus, iotop-plus from each ``--tree`` (an older checkout,
 for the figures before a change) and btop alternate, ``--rounds`` (3) rounds each, median per app,

@@ -1,4 +1,4 @@
-"""Headless start-up of iotop-plus against bare Python, ``import textual.app`` and iostat (#25).
+"""Headless start-up of iotop-plus against bare Python, ``import textual.app`` and iostat.
 
 Prints figures; never asserts. Every row is the median wall time of ``--runs`` fresh processes,
 measured alternately with its reference in the same run (so a load change hits both), and the

@@ -5,7 +5,8 @@ ext4 on a loop device on a file in a private tmpfs (the syncs are as cheap as th
 probes' share of each is the largest it can be), ``--rounds`` rounds of the two runs in
 alternating order (traced, untraced; then untraced, traced...), so a load that drifts favours
 neither. The traced runs run the parts' programs (``SyncPart.trace``, ``Jbd2Part.trace``)
-in one bpftrace with a 250 ms tick that prints and clears their maps, as the tracer does.
+in one bpftrace with a 250 ms tick that prints and clears their maps, two copies of each
+as the tracer keeps them.
 Printed: every run's syncs a second, the median of each side and the ratio traced /
 untraced (and the median of the rounds' own ratios), and the probes' cost per sync measured
 in the kernel: while this script holds a ``BPF_ENABLE_STATS`` descriptor (the sysctl is
@@ -36,6 +37,7 @@ from bench_attribution import enable_bpf_stats, prog_stats  # this directory: ru
 from bench_latency import tmpfs_loop
 
 from iotop_plus.roots import Roots
+from iotop_plus.sampling.latency.generations import buffered_text, flush_lines
 from iotop_plus.sampling.sync.jbd2_part import Jbd2Part
 from iotop_plus.sampling.sync.part import SyncPart
 
@@ -46,9 +48,9 @@ def program() -> str:
     parts = [p.trace(Roots()) for p in (SyncPart(), Jbd2Part())]
     programs = [p for p in parts if p is not None]
     maps = [m for p in programs for m in p.maps]
-    lines = ["// iotop-plus-bench-sync", *(p.text for p in programs)]
+    lines = ["// iotop-plus-bench-sync", *(buffered_text(p.text, p.maps) for p in programs)]
     lines.append(f"interval:ms:{TICK_MS} {{")
-    lines += [f"  print({m}); clear({m});" for m in maps]
+    lines += flush_lines(maps)
     lines += ['  printf("tick %llu\\n", nsecs);', "}"]
     return "\n".join(lines) + "\n"
 

@@ -1,4 +1,4 @@
-"""Cost of the Device tab's throttle check (#24) on real v1 blkio cgroups, against the full
+"""Cost of the Device tab's throttle check on real v1 blkio cgroups, against the full
 cgroup part, same tree, same run.
 
     sudo .venv/bin/python benchmarks/bench_throttle_check.py [--cgroups 330] [--ticks 30]

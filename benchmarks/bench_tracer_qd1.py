@@ -1,10 +1,10 @@
-"""Tracer IOPS lost at QD1, unthrottled, on a tmpfs-backed loop device (#25, REFERENCE.md
-"Tracer overhead": goal <= 3 %), timing every request against timing a sample.
+"""Tracer IOPS lost at QD1, unthrottled, on a tmpfs-backed loop device (goal: at most 3 %),
+timing every request against timing a sample.
 
 fio randread 4k QD1 psync, alternating over ``--rounds`` rounds (order reversed every other
 round): untraced; traced by the real consumer (a LiveSource wanting LATENCY, a frame every
-second in a thread, as the TUI's sampler does) timing every request (``sample=1``, as before
-#25); and timing one request in ``BUSY_SAMPLE`` (what a busy device gets now). Printed: each
+second in a thread, as the TUI's sampler does) timing every request (``sample=1``); and timing
+one request in ``BUSY_SAMPLE`` (what a busy device gets). Printed: each
 run, the median IOPS of each, the IOPS lost (median of the per-round ratios, with their
 range), and the BPF programs' time per request from the tracer's fdinfo while this script
 holds a ``BPF_ENABLE_STATS`` descriptor (see bench_attribution.py), with the load average.

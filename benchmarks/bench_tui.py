@@ -428,7 +428,7 @@ def peers(workdir: Path) -> tuple[list[App], list[str]]:
             'update_ms = 1000\nshown_boxes = "cpu mem net proc"\nshow_disks = True\n'
         )
         # btop lists mounted filesystems, not block devices: its disks box title marks the
-        # first frame (it is measured for CPU, the figure issue #12 compares against).
+        # first frame (it is measured for CPU, the figure the aims below compare against).
         apps.append(App(name="btop", argv=(btop,), env=(("HOME", str(home)),), device_row=r"disks"))
     else:
         notes.append("btop skipped: not installed (apt-get install btop)")
@@ -479,7 +479,7 @@ def report(rows: list[Figures]) -> None:
             f"{ratio(mine.key_ms, r.key_ms)}"
         )
     print()
-    print("aims (issue #12): figures <= 350 ms on the quiet 16-core host; on 2 cores <= 1.5x a")
+    print("aims: figures <= 350 ms on the quiet 16-core host; on 2 cores <= 1.5x a")
     print("      fresh `import textual.app`; CPU <= btop's at 8 devices, <= 1.0% at 200, <= 5% at")
     print("      2,000; RSS <= 50 MB at 200; key <= 50 ms at 2,000 devices")
 

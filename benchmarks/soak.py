@@ -10,13 +10,13 @@ For ``--minutes`` (default 10) it runs, at the same time:
 - ``--loop-cycles`` (50) attach/detach cycles of loop devices on backing files of its own;
 - fio on a loop device of its own, rate-limited (``--fio-rate-iops``);
 - ``--devices`` (0) more loop devices of its own, attached for the whole run (sparse 16 MiB
-  files), so the TUI's history ring holds that many devices (#25: "about 60 devices").
+  files), so the TUI's history ring holds that many devices (the memory goal is for about 60).
 
 Every 30 s it prints the RSS (VmRSS of /proc/PID/status) of the TUI and of ``top``. At the end
 it prints the table, the slope over the last half of the run (least squares, KiB/min) and a
 verdict per program: ``flat`` when the slope is below ``--flat-kib-per-min``, else
 ``growing``. It also prints the slope once the TUI's 15-minute history ring is full
-(``--history-minutes``, default 15, after the TUI started), in KB/s (#25's target: < 1 KB/s).
+(``--history-minutes``, default 15, after the TUI started), in KB/s (target: < 1 KB/s).
 
 Everything it made is removed on exit, also on Ctrl-C or SIGTERM: the tmux session, ``top``,
 fio, the churner's processes, every loop device it attached (only those: each is checked to be
@@ -26,7 +26,7 @@ Usage (root, tmux, losetup, fio and dd needed)::
 
     .venv/bin/python benchmarks/soak.py [--minutes 10] [--iotop-plus PATH]
 
-#25's TUI memory row (20 minutes at 0.25 s, about 60 devices, Processes tab open)::
+The TUI's memory goal (20 minutes at 0.25 s, about 60 devices, Processes tab open)::
 
     .venv/bin/python benchmarks/soak.py --minutes 20 --devices 56 --every 10 --no-top
 

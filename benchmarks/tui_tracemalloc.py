@@ -1,4 +1,4 @@
-"""Where the TUI's memory goes: the real app under tracemalloc, snapshots on SIGUSR1 (#25).
+"""Where the TUI's memory goes: the real app under tracemalloc, snapshots on SIGUSR1.
 
 Run the app through this script (``soak.py --tracemalloc DIR`` does, in its tmux)::
 

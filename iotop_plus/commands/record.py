@@ -108,6 +108,10 @@ def run(args: argparse.Namespace, roots: Roots) -> int:
     return workers.exit_code(code, EXIT_FAILURE)
 
 
+ISSUERS_WAIT_S = 20.0
+"""With ``--issuers``, the first sample waits up to this long for the tracer to attach."""
+
+
 def _record(
     args: argparse.Namespace, roots: Roots, retain: float, max_size: int, stop: threading.Event
 ) -> int:
@@ -132,6 +136,8 @@ def _record(
     def warn(line: str) -> None:
         print(f"iotop-plus record: {printable(line)}", file=sys.stderr, flush=True)
 
+    if args.issuers:  # the first samples carry issuers (bpftrace takes seconds to attach)
+        source.wait_latency(ISSUERS_WAIT_S)
     first = source.next_frame()
     _say_unrecorded_issuers(args.issuers, first, warn)
     current_inventory = inventory_doc(

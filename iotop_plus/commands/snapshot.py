@@ -144,8 +144,11 @@ def _run(args: argparse.Namespace, source: LiveSource, out: TextIO) -> int:
         from iotop_plus.commands.snapshot_issuers import want_issuers
 
         want_issuers(source, LATENCY_START_TIMEOUT_S, args.format)
-    for key in wanted_keys(given_flags(args)):
+    parts = wanted_keys(given_flags(args))
+    for key in parts:
         source.want(key, True)
+    if parts:  # a part that traces has its probes attached before the baseline, as latency
+        source.wait_latency(LATENCY_START_TIMEOUT_S)
     first_frame = source.next_frame()
     first = first_frame.sample
     inventory = first_frame.inventory

@@ -57,7 +57,7 @@ def add_issuers(disks: Sequence[dict[str, Any]], frame: Frame | None) -> None:
         disk["issuers"] = [i.to_json() for i in who] if who is not None else None
         dirtiers = writeback_dirtiers(files, disk["disk_device"])
         for doc in disk["issuers"] or ():
-            if doc["pid"] is None and dirtiers is not None:
+            if doc.get("kind") == "writeback" and dirtiers is not None:
                 doc["dirtiers"] = dirtiers
     if not traced and disks:
         _say_why_none(frame, "disk[].issuers is null")

@@ -18,8 +18,6 @@ from typing import Any
 
 from iotop_plus.record.format import (
     TIMES,
-    VERSION,
-    DiskCodec,
     Layout,
     counters_columns,
     crc,
@@ -30,7 +28,7 @@ from iotop_plus.record.format import (
     record,
     trailer_payload,
 )
-from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
+from iotop_plus.record.predict import DiskCodec, elapsed_ms_of
 from iotop_plus.sampling.disks.diskstats import (
     COUNT_FIELDS,
     IO_TICKS,
@@ -77,7 +75,7 @@ class RecordedSample:
     events: tuple[Mapping[str, Any], ...] = ()
     """Device and journal events since the previous sample."""
     parts: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
-    """Version 4's JSON frame parts by record type (:data:`~iotop_plus.record.format.PART_KINDS`):
+    """JSON frame parts by record type (:func:`~iotop_plus.record.format.part_kinds`):
     each is written as one record after the sample; absent types were not recorded."""
 
 
@@ -161,10 +159,10 @@ class Rollup:
             self.sums[key] = [a + b for a, b in zip(self.sums[key], counts, strict=False)]
         self.seconds += dt
 
-    def as_json(self, version: int = VERSION) -> dict[str, Any]:
+    def as_json(self) -> dict[str, Any]:
         """``{"devices": [...], "seconds": S, "iops": {"min": [...], "max": [...], "mean":
-        [...]}, ...}`` to 3 significant digits (version 3; versions 1 and 2 wrote ``"iops":
-        [[min, max, mean], ...]`` to 4, which deflate packed a third worse)."""
+        [...]}, ...}`` to 3 significant digits: by column, which deflate packs better than a
+        row per device (``docs/performance.md``)."""
         if self.seconds <= 0:
             return {"devices": list(self.names), "seconds": 0}
         s, sums = self.seconds, self.sums
@@ -177,18 +175,12 @@ class Rollup:
         }
         doc: dict[str, Any] = {"devices": list(self.names), "seconds": round(s, 3)}
         for m in self.METRICS:
-            if version < 3:
-                doc[m] = [
-                    [_short(a, 4), _short(b, 4), _short(c, 4)]
-                    for a, b, c in zip(self.mins[m], self.maxs[m], means[m], strict=False)
-                ]
-            else:
-                doc[m] = {
-                    key: [_short(x, 3) for x in values]
-                    for key, values in zip(
-                        ROLLUP_STATS, (self.mins[m], self.maxs[m], means[m]), strict=True
-                    )
-                }
+            doc[m] = {
+                key: [_short(x, 3) for x in values]
+                for key, values in zip(
+                    ROLLUP_STATS, (self.mins[m], self.maxs[m], means[m]), strict=True
+                )
+            }
         return doc
 
 
@@ -234,9 +226,8 @@ class ChunkEncoder:
     boundary or when the layout changes (:meth:`fits`); :meth:`close` ends it.
     """
 
-    def __init__(self, version: int = VERSION) -> None:
-        self.version = version
-        self.codec: DiskCodec | DiskCodecV2 | None = None
+    def __init__(self) -> None:
+        self.codec: DiskCodec | None = None
         self._comp: Any = None
         self.minute = 0
         """The wall-clock minute (``CHUNK_SECONDS``) the open chunk belongs to."""
@@ -269,12 +260,9 @@ class ChunkEncoder:
         sample = rs.sample
         mono_bits = float_bits(sample.monotonic)
         if self.codec is None:
-            if self.version == 1:
-                self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9)
-                self.codec = DiskCodec(layout)
-            else:  # Z_FILTERED suits the small residual bytes better than string matching
-                self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_FILTERED)
-                self.codec = DiskCodecV2(layout, self.version)
+            # Z_FILTERED suits the small residual bytes better than string matching.
+            self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_FILTERED)
+            self.codec = DiskCodec(layout)
             self.minute = minute
             self.first_ns = ns
             self.n = 0
@@ -293,11 +281,8 @@ class ChunkEncoder:
             disk = record(b"K", body)
         else:
             times = TIMES.pack(ns - self._prev_ns, mono_bits - self._prev_mono_bits)
-            if isinstance(self.codec, DiskCodecV2):
-                ms = elapsed_ms_of(sample.monotonic, self._last_mono)
-                disk = record(b"D", times + self.codec.encode(cols, ms))
-            else:
-                disk = record(b"D", times + self.codec.encode(cols))
+            ms = elapsed_ms_of(sample.monotonic, self._last_mono)
+            disk = record(b"D", times + self.codec.encode(cols, ms))
         comp = self._comp
         piece = comp.compress(disk) + comp.flush(zlib.Z_SYNC_FLUSH)
         self.crc = zlib.crc32(piece, self.crc)
@@ -347,25 +332,21 @@ class ChunkWriter:
         fd: An empty file open for writing; not closed here.
         header: The header document (version, host, zone, inventory ...).
         sync: ``fdatasync`` at each chunk end (the recorder); off for bundles until close.
-        version: The format version to write (1 only for tests of reading old files).
     """
 
-    def __init__(
-        self, fd: int, header: Mapping[str, Any], *, sync: bool = True, version: int = VERSION
-    ) -> None:
+    def __init__(self, fd: int, header: Mapping[str, Any], *, sync: bool = True) -> None:
         self.fd = fd
         self.sync = sync
-        self.version = version
         self.stats = WriteStats()
         self.offset = 0
         self.inv_offset = 0
-        self._encoder = ChunkEncoder(version)
+        self._encoder = ChunkEncoder()
         self._chunk_start = 0
         self._rollup: Rollup | None = None
         self._last_cols: list[list[int]] | None = None
         self._last_layout: Layout | None = None
         self._last_mono = 0.0
-        prefix = file_prefix(version)
+        prefix = file_prefix()
         self._put(prefix, "headers")
         self.inv_offset = self.offset
         self._put(frame(b"H", json_blob(dict(header))), "headers")
@@ -420,7 +401,7 @@ class ChunkWriter:
         encoder = self._encoder
         if not encoder.is_open:
             return
-        rollup = self._rollup.as_json(self.version) if self._rollup is not None else {}
+        rollup = self._rollup.as_json() if self._rollup is not None else {}
         payload = trailer_payload(
             self._chunk_start,
             self.inv_offset,

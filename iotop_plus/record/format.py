@@ -1,4 +1,4 @@
-"""The recording format, versions 1 to 4: frames, chunks, records and the column codec.
+"""The recording format (version 4): frames, chunks and records.
 
 The byte layout is documented in ``docs/recording-format.md``; this module is its one
 implementation. A file is::
@@ -14,8 +14,9 @@ facts, the stream's CRC32, the per-minute roll-ups), which ends with its own len
 
 Inside the stream, records are ``u32 length | type (1 byte) | body``: ``K`` keyframe (absolute
 counters), ``D`` delta (predicted residuals), ``P`` processes, ``R`` pressure, ``E`` events
-(the last three JSON, belonging to the sample before them); version 4 adds JSON frame
-parts under the types of :data:`PART_KINDS`.
+(the last three JSON, belonging to the sample before them), and JSON frame parts under the
+types of :data:`part_kinds`. The disk records' codec is :mod:`iotop_plus.record.predict`; files
+of versions 1 to 3 are read through :mod:`iotop_plus.record.upgrade`.
 """
 
 from __future__ import annotations
@@ -23,32 +24,13 @@ from __future__ import annotations
 import itertools
 import json
 import struct
-import sys
 import zlib
-from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from iotop_plus.sampling.disks.diskstats import (
-    DISCARD_MS,
-    DISCARDS,
-    DISCARDS_MERGED,
-    FLUSH_MS,
-    FLUSHES,
-    IN_FLIGHT,
-    IO_TICKS,
     N_COUNTERS,
-    READ_MS,
-    READS,
-    READS_MERGED,
-    SECTORS_DISCARDED,
-    SECTORS_READ,
-    SECTORS_WRITTEN,
-    TIME_IN_QUEUE,
-    WRITE_MS,
-    WRITES,
-    WRITES_MERGED,
     DiskCounters,
 )
 from iotop_plus.sampling.frame import registry
@@ -56,9 +38,10 @@ from iotop_plus.sampling.frame import registry
 MAGIC = b"IOTPLREC"
 """The first 8 bytes of every recording and bundle."""
 VERSION = 4
-"""The format version this code writes and the newest it reads (it reads 1 to 3 too)."""
+"""The format version this code writes, and the newest it reads (files of versions 1 to 3 are
+read through :mod:`iotop_plus.record.upgrade`)."""
 PART_KINDS = frozenset("CHLMNQW")
-"""Record types of the JSON frame parts added in version 4 (:attr:`RecordedSample.parts`):
+"""Record types of the JSON frame parts (:attr:`RecordedSample.parts`):
 ``C`` cgroups, ``H`` device health, ``L`` cgroup limits, ``M`` memory (dirty, writeback),
 ``N`` command lines of new pids, ``Q`` latency histograms per device, ``W`` issuers per
 device. Readers keep any other unknown
@@ -105,33 +88,6 @@ MAX_DEVICES = 100_000
 MAX_WALL_NS = 7_258_118_400 * 10**9
 """2200-01-01 UTC: a recorded wall time past it (or before 1970) is corruption."""
 
-_LITTLE = sys.byteorder == "little"
-_WIDTHS: tuple[tuple[int, str, int, int], ...] = (
-    (1, "b", -(2**7), 2**7 - 1),
-    (2, "h", -(2**15), 2**15 - 1),
-    (4, "i", -(2**31), 2**31 - 1),
-    (8, "q", -(2**63), 2**63 - 1),
-)
-_TYPECODES = {code: tc for code, tc, _, _ in _WIDTHS}
-
-#: Counters predicted from another counter of the same sample: (counter, base counter).
-#: The prediction is ``delta(base) * previous delta(counter) // previous delta(base)``.
-RATIO_PREDICTED = (
-    (READS_MERGED, READS),
-    (SECTORS_READ, READS),
-    (READ_MS, READS),
-    (WRITES_MERGED, WRITES),
-    (SECTORS_WRITTEN, WRITES),
-    (WRITE_MS, WRITES),
-    (DISCARDS_MERGED, DISCARDS),
-    (SECTORS_DISCARDED, DISCARDS),
-    (DISCARD_MS, DISCARDS),
-    (FLUSH_MS, FLUSHES),
-)
-#: Counters predicted by their previous delta (second-order delta).
-DELTA_PREDICTED = (READS, WRITES, DISCARDS, FLUSHES, IO_TICKS)
-_MS = (READ_MS, WRITE_MS, DISCARD_MS, FLUSH_MS)
-
 
 class FormatError(Exception):
     """A file that is not a recording, or one this version cannot read; one line."""
@@ -147,9 +103,9 @@ def frame(kind: bytes, payload: bytes) -> bytes:
     return FRAME.pack(kind, len(payload), crc(payload)) + payload
 
 
-def file_prefix(version: int = VERSION) -> bytes:
+def file_prefix() -> bytes:
     """The 16 bytes that start a file."""
-    return FILE_PREFIX.pack(MAGIC, version, 0, 0)
+    return FILE_PREFIX.pack(MAGIC, VERSION, 0, 0)
 
 
 def check_prefix(data: bytes, name: str) -> int:
@@ -253,60 +209,6 @@ def trailer_payload(
     return body + TRAILER_END.pack(total, TRAILER_MAGIC)
 
 
-# --- the column codec -------------------------------------------------------------------------
-
-
-def pack_column(values: Sequence[int]) -> bytes:
-    """Signed integers in the narrowest little-endian width that holds them all.
-
-    One code byte (1, 2, 4 or 8: bytes per value; 0: JSON text for values beyond 64 bits)
-    followed by the values. Fixed widths decode in C (``array``); zlib squeezes the high bytes.
-    """
-    if not values:
-        return b"\x01"
-    lo, hi = min(values), max(values)
-    for code, typecode, low, high in _WIDTHS:
-        if low <= lo and hi <= high:
-            arr = array(typecode, values)
-            if not _LITTLE:
-                arr.byteswap()
-            return bytes((code,)) + arr.tobytes()
-    text = json.dumps(list(values)).encode()
-    return b"\x00" + struct.pack("<I", len(text)) + text
-
-
-def unpack_column(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
-    """``n`` values packed by :func:`pack_column` at ``pos``; returns them and the new position.
-
-    Raises:
-        ValueError: the bytes do not hold such a column.
-    """
-    code = data[pos]
-    pos += 1
-    if code == 0:
-        (length,) = struct.unpack_from("<I", data, pos)
-        pos += 4
-        values = load_json(bytes(data[pos : pos + length]))
-        if not isinstance(values, list) or len(values) != n:
-            raise ValueError("bad wide column")
-        if not all(type(v) is int for v in values):
-            raise ValueError("a wide column holds something other than integers")
-        return values, pos + length
-    typecode = _TYPECODES.get(code)
-    if typecode is None:
-        raise ValueError(f"bad column width code {code}")
-    if n == 0:
-        return [], pos
-    end = pos + code * n
-    if end > len(data):
-        raise ValueError("column runs past the record")
-    arr = array(typecode)
-    arr.frombytes(bytes(data[pos:end]))
-    if not _LITTLE:
-        arr.byteswap()
-    return arr.tolist(), end
-
-
 # --- disk records ----------------------------------------------------------------------------
 
 
@@ -354,94 +256,6 @@ class Layout:
             minors.append(minor)
             fields.append(n)
         return cls(tuple(names), tuple(majors), tuple(minors), tuple(fields))
-
-
-@dataclass
-class DiskCodec:
-    """Encoder or decoder state of one run of disk records (a keyframe and its deltas).
-
-    Both sides keep the same state (previous columns and previous deltas), so the prediction
-    the encoder subtracts is the one the decoder adds back.
-    """
-
-    layout: Layout
-    prev: list[list[int]] = field(default_factory=list)
-    """The previous sample's 17 columns of absolute values."""
-    deltas: list[list[int]] = field(default_factory=list)
-    """The previous sample's 17 columns of deltas (zeros after a keyframe)."""
-
-    def keyframe(self, columns: list[list[int]]) -> bytes:
-        """Body of a ``K`` record (after its JSON part) and the new state."""
-        self.prev = columns
-        zero = [0] * len(self.layout.names)
-        self.deltas = [zero] * N_COUNTERS
-        return b"".join(pack_column(col) for col in columns)
-
-    def encode(self, columns: list[list[int]]) -> bytes:
-        """Body of a ``D`` record: the residuals of every column, and the new state."""
-        deltas = [
-            [c - p for c, p in zip(cur, old, strict=False)]
-            for cur, old in zip(columns, self.prev, strict=False)
-        ]
-        residuals = self._residuals(deltas, encode=True)
-        self.prev = columns
-        self.deltas = deltas
-        return b"".join(pack_column(col) for col in residuals)
-
-    def decode(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
-        """The absolute columns of a ``D`` record's body at ``pos``; updates the state."""
-        n = len(self.layout.names)
-        residuals = []
-        for _ in range(N_COUNTERS):
-            col, pos = unpack_column(body, pos, n)
-            residuals.append(col)
-        deltas = self._residuals(residuals, encode=False)
-        columns = [
-            [p + d for p, d in zip(old, dl, strict=False)]
-            for old, dl in zip(self.prev, deltas, strict=False)
-        ]
-        self.prev = columns
-        self.deltas = deltas
-        return columns
-
-    def decode_keyframe(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
-        """The absolute columns of a ``K`` record's body at ``pos``."""
-        n = len(self.layout.names)
-        columns = []
-        for _ in range(N_COUNTERS):
-            col, pos = unpack_column(body, pos, n)
-            columns.append(col)
-        self.keyframe(columns)
-        return columns
-
-    def _residuals(self, given: list[list[int]], *, encode: bool) -> list[list[int]]:
-        """Deltas to residuals (``encode``) or residuals back to deltas.
-
-        Base counters first (second-order deltas), then the ones predicted from them, then
-        ``time_in_queue`` from the sum of the ms counters; ``in_flight`` is a gauge, kept as
-        its first-order delta.
-        """
-        prev = self.deltas
-        out: list[list[int]] = [[]] * N_COUNTERS
-        deltas: list[list[int]] = [[]] * N_COUNTERS  # the true deltas, as both sides know them
-        sign = -1 if encode else 1
-        for k in DELTA_PREDICTED:
-            out[k] = [g + sign * p for g, p in zip(given[k], prev[k], strict=False)]
-            deltas[k] = given[k] if encode else out[k]
-        for k, base in RATIO_PREDICTED:
-            db, pk, pb = deltas[base], prev[k], prev[base]
-            pred = [(b * q) // r if r > 0 else q for b, q, r in zip(db, pk, pb, strict=False)]
-            out[k] = [g + sign * p for g, p in zip(given[k], pred, strict=False)]
-            deltas[k] = given[k] if encode else out[k]
-        ms_now = [a + b + c + d for a, b, c, d in zip(*(deltas[k] for k in _MS), strict=False)]
-        ms_prev = [a + b + c + d for a, b, c, d in zip(*(prev[k] for k in _MS), strict=False)]
-        pk = prev[TIME_IN_QUEUE]
-        pred = [(b * q) // r if r > 0 else q for b, q, r in zip(ms_now, pk, ms_prev, strict=False)]
-        out[TIME_IN_QUEUE] = [
-            g + sign * p for g, p in zip(given[TIME_IN_QUEUE], pred, strict=False)
-        ]
-        out[IN_FLIGHT] = given[IN_FLIGHT]
-        return out
 
 
 def counters_columns(counters: Sequence[DiskCounters]) -> list[list[int]]:

@@ -1,18 +1,16 @@
-"""The disk-record codec of format versions 2 and 3: a predictor chosen per column, zigzag packing.
+"""The disk-record codec: a predictor chosen per column, zigzag packing.
 
-Version 1 (:class:`iotop_plus.record.format.DiskCodec`) predicted every counter the same way
-and stored signed fixed-width columns. Version 2 codes the 17 counters in :data:`ORDER`, and
-for each column of each sample the encoder picks, from that column's :data:`CANDIDATES`, the
-predictor whose residuals are smallest, and writes its id before the column. A predictor uses
-only what the decoder already has: the previous sample's deltas and the deltas of columns
-earlier in :data:`ORDER`. Residuals are zigzag-mapped (``0, -1, 1, -2 ...`` to ``0, 1, 2,
-3 ...``) and packed four to a byte, two to a byte, or as byte planes (every value's low byte,
-then every value's next byte ...), which suits deflate's byte-wise Huffman codes.
+The 17 counters are coded in :data:`ORDER`, and for each column of each sample the encoder
+picks, from that column's :data:`CANDIDATES`, the predictor whose residuals are smallest, and
+writes its id before the column. A predictor uses only what the decoder already has: the
+previous sample's deltas and the deltas of columns earlier in :data:`ORDER`; a ratio
+predictor's division is rounded to the nearest integer (residuals centred on 0 zigzag to
+smaller codes). Residuals are zigzag-mapped (``0, -1, 1, -2 ...`` to ``0, 1, 2, 3 ...``) and
+packed four to a byte, two to a byte, or as byte planes (every value's low byte, then every
+value's next byte ...), which suits deflate's byte-wise Huffman codes.
 
-Version 3 adds one predictor, :data:`BUSY` for io ticks, and rounds a ratio predictor's
-division to the nearest integer instead of flooring it (residuals centred on 0 zigzag to
-smaller codes). On the benchmark's 200 busy devices the disk records went from 6.62 to
-about 5.5 bytes per device per sample.
+:class:`DiskDecoder` reads the records; :class:`DiskCodec` also writes them. The disk records
+of older format versions are read by :mod:`iotop_plus.record.upgrade`.
 """
 
 from __future__ import annotations
@@ -22,6 +20,7 @@ import struct
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from iotop_plus.record.format import Layout, load_json
 from iotop_plus.sampling.disks.diskstats import (
@@ -56,7 +55,7 @@ LITTLE = 3
 GAUGE = 4
 """Predictor (in flight): the previous sample's value."""
 BUSY = 5
-"""Predictor (io ticks, version 3): ``ms * q // (q + ms)`` with ``q`` the time-in-queue delta.
+"""Predictor (io ticks): ``ms * q // (q + ms)`` with ``q`` the time-in-queue delta.
 A single server's utilisation from its mean queue length (M/M/1: ``L = rho / (1 - rho)``, so
 ``rho = L / (1 + L)``): 0 when idle, approaching the whole interval when the queue is long."""
 RATIO = 16
@@ -102,11 +101,7 @@ CANDIDATES: dict[int, tuple[int, ...]] = {
     SECTORS_DISCARDED: (SECOND, RATIO + DISCARDS),
     DISCARD_MS: (SECOND, RATIO + DISCARDS, RATIO + SECTORS_DISCARDED),
 }
-"""The predictors each column may use in version 3 (the encoder tries them all, in this order)."""
-CANDIDATES_V2: dict[int, tuple[int, ...]] = {
-    k: tuple(how for how in hows if how != BUSY) for k, hows in CANDIDATES.items()
-}
-"""The predictors of version 2 (no :data:`BUSY`)."""
+"""The predictors each column may use (the encoder tries them all, in this order)."""
 _MS = (READ_MS, WRITE_MS, DISCARD_MS, FLUSH_MS)
 
 
@@ -208,15 +203,9 @@ def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
     return [(v >> 1) ^ -(v & 1) for v in z], end
 
 
-def _ratio(now: list[int], prev_k: list[int], prev_base: list[int]) -> list[int]:
-    """``now * prev_k // prev_base`` per device, or ``prev_k`` where ``prev_base <= 0``
-    (version 2)."""
-    return [(b * q) // r if r > 0 else q for b, q, r in zip(now, prev_k, prev_base, strict=False)]
-
-
-def _ratio_rounded(now: list[int], prev_k: list[int], prev_base: list[int]) -> list[int]:
+def ratio_rounded(now: list[int], prev_k: list[int], prev_base: list[int]) -> list[int]:
     """``now * prev_k / prev_base`` rounded half up per device, or ``prev_k`` where
-    ``prev_base <= 0`` (version 3)."""
+    ``prev_base <= 0``."""
     return [
         (2 * b * q + r) // (2 * r) if r > 0 else q
         for b, q, r in zip(now, prev_k, prev_base, strict=False)
@@ -224,42 +213,29 @@ def _ratio_rounded(now: list[int], prev_k: list[int], prev_base: list[int]) -> l
 
 
 @dataclass
-class DiskCodecV2:
-    """Encoder or decoder state of one run of version-2 disk records (a keyframe, its deltas).
+class DiskDecoder:
+    """Decoder state of one run of disk records (a keyframe, its deltas).
 
-    Both sides keep the same state, so the prediction the encoder subtracts is the one the
-    decoder adds back.
+    The encoder (:class:`DiskCodec`) keeps the same state, so the prediction it subtracts is
+    the one the decoder adds back.
     """
 
     layout: Layout
-    version: int = 3
-    """The format version of the records (2 or 3)."""
     prev: list[list[int]] = field(default_factory=list)
     """The previous sample's 17 columns of absolute values."""
     deltas: list[list[int]] = field(default_factory=list)
     """The previous sample's 17 columns of deltas (zeros after a keyframe)."""
-    _choice: dict[int, int] = field(default_factory=dict)
-    """The encoder's last predictor per column."""
-    _encoded: int = 0
-    """``D`` records encoded since the keyframe."""
 
-    def __post_init__(self) -> None:
-        if self.version not in (2, 3, 4):
-            raise ValueError(f"no version-{self.version} disk codec")
-
-    @property
-    def _candidates(self) -> dict[int, tuple[int, ...]]:
-        return CANDIDATES if self.version >= 3 else CANDIDATES_V2
+    candidates: ClassVar[dict[int, tuple[int, ...]]] = CANDIDATES
+    """The predictors each column may use; a record naming another is malformed."""
 
     def _ratio(self, now: list[int], prev_k: list[int], prev_base: list[int]) -> list[int]:
-        return (_ratio_rounded if self.version >= 3 else _ratio)(now, prev_k, prev_base)
+        return ratio_rounded(now, prev_k, prev_base)
 
-    def keyframe(self, columns: list[list[int]]) -> bytes:
-        """Body of a ``K`` record (after its JSON part), and the new state."""
+    def _start(self, columns: list[list[int]]) -> None:
+        """The state after a keyframe of ``columns``."""
         self.prev = columns
         self.deltas = [[0] * len(self.layout.names)] * N_COUNTERS
-        self._choice, self._encoded = {}, 0
-        return b"".join(pack(col) for col in columns)
 
     def decode_keyframe(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
         """The absolute columns of a ``K`` record's body at ``pos``."""
@@ -268,7 +244,7 @@ class DiskCodecV2:
         for _ in range(N_COUNTERS):
             col, pos = unpack(body, pos, n)
             columns.append(col)
-        self.keyframe(columns)
+        self._start(columns)
         return columns
 
     def _predict(self, k: int, how: int, now: list[list[int]], elapsed_ms: int) -> list[int]:
@@ -291,6 +267,51 @@ class DiskCodecV2:
         base = how - RATIO
         return self._ratio(now[base], prev[k], prev[base])
 
+    def decode(self, body: bytes | memoryview, pos: int, elapsed_ms: int) -> list[list[int]]:
+        """The absolute columns of a ``D`` record's body at ``pos``; updates the state."""
+        elapsed_ms = max(1, elapsed_ms)
+        n = len(self.layout.names)
+        now: list[list[int]] = [[]] * N_COUNTERS
+        columns: list[list[int]] = [[]] * N_COUNTERS
+        for k in ORDER:
+            if pos >= len(body):
+                raise ValueError("record cut short")
+            how = body[pos]
+            if how not in self.candidates[k]:
+                raise ValueError(f"bad predictor {how} for column {k}")
+            res, pos = unpack(body, pos + 1, n)
+            pred = self._predict(k, how, now, elapsed_ms)
+            given = [r + p for r, p in zip(res, pred, strict=False)]
+            if k == IN_FLIGHT:
+                columns[k] = given
+            else:
+                now[k] = given
+                columns[k] = [p + d for p, d in zip(self.prev[k], given, strict=False)]
+        now[IN_FLIGHT] = [
+            c - p for c, p in zip(columns[IN_FLIGHT], self.prev[IN_FLIGHT], strict=False)
+        ]
+        self.prev, self.deltas = columns, now
+        return columns
+
+
+@dataclass
+class DiskCodec(DiskDecoder):
+    """Encoder (and decoder) state of one run of disk records: what the writer uses."""
+
+    _choice: dict[int, int] = field(default_factory=dict)
+    """The encoder's last predictor per column."""
+    _encoded: int = 0
+    """``D`` records encoded since the keyframe."""
+
+    def _start(self, columns: list[list[int]]) -> None:
+        super()._start(columns)
+        self._choice, self._encoded = {}, 0
+
+    def keyframe(self, columns: list[list[int]]) -> bytes:
+        """Body of a ``K`` record (after its JSON part), and the new state."""
+        self._start(columns)
+        return b"".join(pack(col) for col in columns)
+
     def encode(self, columns: list[list[int]], elapsed_ms: int) -> bytes:
         """Body of a ``D`` record (after its times), and the new state."""
         elapsed_ms = max(1, elapsed_ms)
@@ -306,7 +327,7 @@ class DiskCodecV2:
         for k in ORDER:
             given = columns[k] if k == IN_FLIGHT else now[k]
             best: tuple[int, int, list[int]] | None = None
-            tries = self._candidates[k] if retry or k not in self._choice else (self._choice[k],)
+            tries = CANDIDATES[k] if retry or k not in self._choice else (self._choice[k],)
             for how in tries:
                 pred = self._predict(k, how, now, elapsed_ms)
                 res = [g - p for g, p in zip(given, pred, strict=False)]
@@ -324,32 +345,6 @@ class DiskCodecV2:
         self.prev, self.deltas = columns, now
         return b"".join(out)
 
-    def decode(self, body: bytes | memoryview, pos: int, elapsed_ms: int) -> list[list[int]]:
-        """The absolute columns of a ``D`` record's body at ``pos``; updates the state."""
-        elapsed_ms = max(1, elapsed_ms)
-        n = len(self.layout.names)
-        now: list[list[int]] = [[]] * N_COUNTERS
-        columns: list[list[int]] = [[]] * N_COUNTERS
-        for k in ORDER:
-            if pos >= len(body):
-                raise ValueError("record cut short")
-            how = body[pos]
-            if how not in self._candidates[k]:
-                raise ValueError(f"bad predictor {how} for column {k}")
-            res, pos = unpack(body, pos + 1, n)
-            pred = self._predict(k, how, now, elapsed_ms)
-            given = [r + p for r, p in zip(res, pred, strict=False)]
-            if k == IN_FLIGHT:
-                columns[k] = given
-            else:
-                now[k] = given
-                columns[k] = [p + d for p, d in zip(self.prev[k], given, strict=False)]
-        now[IN_FLIGHT] = [
-            c - p for c, p in zip(columns[IN_FLIGHT], self.prev[IN_FLIGHT], strict=False)
-        ]
-        self.prev, self.deltas = columns, now
-        return columns
-
 
 def elapsed_ms_of(mono_now: float, mono_prev: float) -> int:
     """The interval in whole ms as both encoder and decoder compute it (at least 1)."""
@@ -358,9 +353,9 @@ def elapsed_ms_of(mono_now: float, mono_prev: float) -> int:
 
 __all__ = [
     "CANDIDATES",
-    "CANDIDATES_V2",
     "ORDER",
-    "DiskCodecV2",
+    "DiskCodec",
+    "DiskDecoder",
     "elapsed_ms_of",
     "pack",
     "unpack",

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from iotop_plus.record import upgrade
 from iotop_plus.record.chunks import ROLLUP_METRICS, ROLLUP_STATS, RecordedSample
 from iotop_plus.record.format import (
     FILE_PREFIX,
@@ -536,7 +537,8 @@ class RecordingFile:
     def rollup(self, i: int) -> dict[str, Any]:
         """The per-minute roll-up stored with chunk ``i``: ``{"devices": [...], "seconds": S,
         METRIC: {"min": [...], "max": [...], "mean": [...]}}`` for each of
-        :data:`ROLLUP_METRICS`, whatever the file's version; empty for an open chunk, or one
+        :data:`ROLLUP_METRICS`, whatever the file's version (read through
+        :func:`~iotop_plus.record.upgrade.rollup`); empty for an open chunk, or one
         whose trailer cannot be read.
         """
         chunk = self.chunks[i]
@@ -546,14 +548,15 @@ class RecordingFile:
         if got is None:
             return {}
         try:
-            return normalized_rollup(load_blob(got[1][TRAILER.size : -TRAILER_END.size]))
+            doc = load_blob(got[1][TRAILER.size : -TRAILER_END.size])
+            return normalized_rollup(upgrade.rollup(self.version, doc))
         except (ValueError, TypeError, OverflowError):  # CRC-valid but not ours
             return {}
 
 
 def normalized_rollup(doc: object) -> dict[str, Any]:
-    """A stored roll-up in version 3's shape (versions 1 and 2 stored ``[min, max, mean]`` per
-    device); empty when it is not a roll-up of its device list."""
+    """A stored roll-up (of an older version, as :func:`~iotop_plus.record.upgrade.rollup`
+    gives it), its figures as floats; empty when it is not a roll-up of its device list."""
     if not isinstance(doc, dict) or not isinstance(doc.get("devices"), list):
         return {}
     n = len(doc["devices"])
@@ -565,10 +568,6 @@ def normalized_rollup(doc: object) -> dict[str, Any]:
         return {}
     for m in ROLLUP_METRICS:
         got = doc.get(m)
-        if isinstance(got, list):  # versions 1 and 2
-            if len(got) != n or not all(isinstance(t, list) and len(t) == 3 for t in got):
-                return {}
-            got = {key: [t[j] for t in got] for j, key in enumerate(ROLLUP_STATS)}
         if got is None and not out["seconds"]:
             continue  # a chunk of one sample has no intervals to roll up
         if not isinstance(got, dict) or any(

@@ -143,7 +143,7 @@ class Chunk:
 
     def decode(self) -> list[RecordedSample]:
         """The chunk's samples, decoded from its pieces, with the identities they came with."""
-        samples = decode_stream(self.pieces, "frame store", _no_warning, 4)
+        samples = decode_stream(self.pieces, "frame store", _no_warning)
         identities = MappingProxyType(dict(self.identities))
         return [
             dataclasses.replace(rs, sample=dataclasses.replace(rs.sample, identities=identities))

@@ -37,13 +37,14 @@ from iotop_plus.record.format import (
     MAX_WALL_NS,
     RECORD,
     TIMES,
-    DiskCodec,
+    VERSION,
     Layout,
     columns_counters,
     load_json,
     part_kinds,
 )
-from iotop_plus.record.predict import DiskCodecV2, elapsed_ms_of
+from iotop_plus.record.predict import elapsed_ms_of
+from iotop_plus.record.upgrade import DiskRecords, disk_decoder
 from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS
 from iotop_plus.sampling.disks.sampler import Sample
 from iotop_plus.sampling.processes.issuers import TOP
@@ -151,10 +152,12 @@ def stream_records(pieces: list[bytes]) -> Iterator[tuple[bytes, bytes]]:
 
 
 def decode_stream(
-    pieces: list[bytes], name: str, warn: Callable[[str], object], version: int = 2
+    pieces: list[bytes], name: str, warn: Callable[[str], object], version: int = VERSION
 ) -> Decoded:
     """The samples in one chunk's stream pieces (a torn last record is left out), within the
-    bounds of this module: past one, the samples before it, and one line to ``warn``."""
+    bounds of this module: past one, the samples before it, and one line to ``warn``.
+    ``version``: the file's format version (its disk records are read as
+    :func:`~iotop_plus.record.upgrade.disk_decoder` says)."""
     chunk = _ChunkDecoder(version)
     try:
         for kind, body in stream_records(pieces):
@@ -187,7 +190,7 @@ class _ChunkDecoder:
     def __init__(self, version: int) -> None:
         self.version = version
         self.out = Decoded()
-        self.codec: DiskCodec | DiskCodecV2 | None = None
+        self.codec: DiskRecords | None = None
         self.head: dict[str, Any] = {}
         self.ns = self.mono_bits = 0
         self.current: dict[str, Any] | None = None
@@ -203,8 +206,7 @@ class _ChunkDecoder:
                 raise ValueError("a keyframe's head is not an object")
             self.head = head
             layout = Layout.from_json(head["layout"])
-            version = self.version
-            codec = self.codec = DiskCodec(layout) if version == 1 else DiskCodecV2(layout, version)
+            codec = self.codec = disk_decoder(self.version, layout)
             cols = codec.decode_keyframe(body, 4 + length)
             self.ns, self.mono_bits = head["wall_ns"], head["mono_bits"]
             if type(self.ns) is not int or type(self.mono_bits) is not int:
@@ -216,11 +218,8 @@ class _ChunkDecoder:
             dns, dmono = TIMES.unpack_from(body)
             before = bits_float(self.mono_bits)
             self.ns, self.mono_bits = self.ns + dns, self.mono_bits + dmono
-            if isinstance(codec, DiskCodecV2):
-                ms = elapsed_ms_of(bits_float(self.mono_bits), before)
-                cols = codec.decode(body, TIMES.size, ms)
-            else:
-                cols = codec.decode(body, TIMES.size)
+            ms = elapsed_ms_of(bits_float(self.mono_bits), before)
+            cols = codec.decode(body, TIMES.size, ms)
         mono = bits_float(self.mono_bits)
         if not (0 <= self.ns <= MAX_WALL_NS and math.isfinite(mono)):
             raise ValueError("a sample's time is out of range")

@@ -45,8 +45,9 @@ frame lacks is named in ``unchecked``, never guessed. When nothing holds, the ve
   busy CPU never clears a device whose own figures say it is saturated. Needs host PSI.
 
 Who issues the I/O describes, it does not explain: the top issuer (by IOPS when traced, by
-bytes from the estimate) is ``top_issuer`` (``pid``, ``comm``, ``share_pct``) in every
-cause's evidence, when the issuers part is there.
+bytes from the estimate) is ``top_issuer`` (``pid``, ``comm``, ``share_pct``, and ``kind``
+when it is one of the kernel's entries) in every cause's evidence, when the issuers part is
+there.
 
 A device doing under :data:`MIN_IOPS` and under 5 % busy is idle: nothing to explain.
 """
@@ -425,7 +426,10 @@ def top_issuer(frame: Frame, device: str) -> dict[str, Any] | None:
     top = max(found, key=amount)
     if total <= 0:
         return None
-    return {"pid": top.pid, "comm": top.comm, "share_pct": _r(amount(top) / total * 100, 1)}
+    out = {"pid": top.pid, "comm": top.comm, "share_pct": _r(amount(top) / total * 100, 1)}
+    if top.is_kernel:
+        out["kind"] = top.kind or "other"
+    return out
 
 
 def unchecked_causes(frame: Frame) -> tuple[str, ...]:

@@ -31,15 +31,28 @@ def ext4(make_loop: Callable[..., str], tmp_path: Path) -> Iterator[Mounted]:
     yield from make_fs(make_loop, tmp_path, "ext4")
 
 
-def syncing(fio_bin: str, target: Path, seconds: int) -> subprocess.Popen[str]:
-    """fio writing 8k and syncing each write. With fsync (not fdatasync) every sync commits
-    the journal, overwrites too: the write changed the inode's mtime, which fdatasync leaves
-    to later (once fio wraps around its 8 MB, fdatasync commits nothing)."""
+def syncing(fio_bin: str, target: Path) -> subprocess.Popen[str]:
+    """fio writing 8k and syncing each write, until the test kills it (a busy host can take
+    many seconds to attach the tracer, so fio never stops on its own first). With fsync (not
+    fdatasync) every sync commits the journal, overwrites too: the write changed the inode's
+    mtime, which fdatasync leaves to later (once fio wraps around its 8 MB, fdatasync commits
+    nothing)."""
     return subprocess.Popen(
         [fio_bin, "--name=wal", f"--filename={target}", "--rw=write", "--bs=8k", "--size=8m",
-         "--fsync=1", "--time_based", f"--runtime={seconds}", "--output-format=json"],
+         "--fsync=1", "--time_based", "--runtime=600", "--output-format=json"],
         stdout=subprocess.PIPE, text=True,
     )  # fmt: skip
+
+
+def stop(fio: subprocess.Popen[str]) -> None:
+    """Stop fio and its job, a process of its own in a session of its own that SIGKILL of the
+    main process leaves running: on SIGTERM fio ends its jobs and then exits."""
+    fio.terminate()
+    try:
+        fio.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        fio.kill()
+        fio.communicate()
 
 
 def disks(doc: dict[str, Any], dev: str) -> list[dict[str, Any]]:
@@ -56,15 +69,14 @@ def test_snapshot_sync_names_the_file_and_counts_commits(
 ) -> None:
     require_part_probes()
     target = ext4.mnt / "wal.dat"
-    fio = syncing(fio_bin, target, 8)
+    fio = syncing(fio_bin, target)
     try:
         done = run_cli(
             "snapshot", "--sync", "-f", "json", "--interval", "2", "--count", "2", ext4.dev,
             state=tmp_path / "state", timeout=120,
         )  # fmt: skip
     finally:
-        fio.kill()
-        fio.wait()
+        stop(fio)
     assert done.returncode == 0, done.stderr
     last = disks(json.loads(done.stdout), ext4.dev)[-1]
     sync = last["sync"]
@@ -82,7 +94,17 @@ def test_record_sync_keeps_syncs_for_replay(ext4: Mounted, fio_bin: str, tmp_pat
     require_part_probes()
     target = ext4.mnt / "wal.dat"
     rec = tmp_path / "rec"
-    fio = syncing(fio_bin, target, 8)
+
+    def replayed() -> list[int]:
+        done = run_cli(
+            "snapshot", "--from", str(rec), "--sync", "-f", "json", ext4.dev,
+            state=tmp_path / "state", timeout=120,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        got = disks(json.loads(done.stdout), ext4.dev)
+        return [d["sync"]["count"] for d in got if d.get("sync")]
+
+    fio = syncing(fio_bin, target)
     try:
         argv = cli_argv(
             "record", "--sync", "--interval", "1", "--dir", str(rec), state=tmp_path / "state"
@@ -90,19 +112,14 @@ def test_record_sync_keeps_syncs_for_replay(ext4: Mounted, fio_bin: str, tmp_pat
         recorder = subprocess.Popen(
             argv, env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
         )
-        assert holds_within(lambda: fio.poll() is not None, 60)
+        # Until the recording holds frames with fio's syncs.
+        assert holds_within(lambda: rec.exists() and sum(replayed()) > 10, 120)
         recorder.terminate()
         _, err = recorder.communicate(timeout=30)
     finally:
-        fio.kill()
-        fio.wait()
+        stop(fio)
     assert recorder.returncode == 0, err
-    done = run_cli(
-        "snapshot", "--from", str(rec), "--sync", "-f", "json", ext4.dev,
-        state=tmp_path / "state", timeout=120,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    seen = [d["sync"]["count"] for d in disks(json.loads(done.stdout), ext4.dev) if d.get("sync")]
+    seen = replayed()
     assert sum(seen) > 10, seen
 
 
@@ -111,7 +128,7 @@ def test_serve_exports_the_sync_histogram_and_commits(
 ) -> None:
     require_part_probes()
     target = ext4.mnt / "wal.dat"
-    fio = syncing(fio_bin, target, 10)
+    fio = syncing(fio_bin, target)
     try:
         with serve("--sync", state=tmp_path / "state") as port:
 
@@ -132,8 +149,7 @@ def test_serve_exports_the_sync_histogram_and_commits(
             assert holds_within(has_syncs, 60), scraped()[-3000:]
             text = scraped()
     finally:
-        fio.kill()
-        fio.wait()
+        stop(fio)
     assert f'iotop_plus_disk_journal_commits_total{{device="{ext4.dev}"}}' in text
     assert re.search(
         rf'iotop_plus_disk_journal_phase_seconds_total\{{device="{ext4.dev}",phase="logging"\}}',

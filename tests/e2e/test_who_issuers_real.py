@@ -194,7 +194,8 @@ def test_two_fio_jobs_in_two_cgroups_are_named_on_their_devices(
 @pytest.mark.root
 def test_a_buffered_writers_data_is_written_back_by_the_kernel(make_loop, tmp_path: Path) -> None:
     """Buffered writes, then syncfs: the flusher writes them back, so the device's issuers
-    show the ``kernel`` entry with ``writeback`` true carrying the bytes, not the writer."""
+    show the ``kernel`` entry of kind ``writeback`` (for that device) carrying the bytes, not
+    the writer."""
     need_tracer()
     if shutil.which("mkfs.ext4") is None:
         pytest.skip("mkfs.ext4 is not installed (e2fsprogs)")
@@ -217,7 +218,9 @@ def test_a_buffered_writers_data_is_written_back_by_the_kernel(make_loop, tmp_pa
         assert flush.wait() == 0
         kernel = [i for f in frames if (w := f.get(IssuersPart)) for i in w.of(dev) if i.is_kernel]
         assert kernel and kernel[0].comm == KERNEL
-        assert any(i.writeback for i in kernel), "the flusher's work was not seen"
+        flusher = [i for i in kernel if i.writeback]
+        assert flusher, f"the flusher's work was not seen: {[i.kind for i in kernel]}"
+        assert {(i.kind, i.for_device) for i in flusher} == {("writeback", dev)}
         _, written = traced_requests(frames, dev, None)
         kb = sum(
             i.wkB_s * (f.latency.span_s or 0.0)
@@ -243,7 +246,7 @@ def test_snapshot_issuers_names_fio_on_its_loop_device(make_loop, fio_bin, tmp_p
     need_tracer()
     dev = make_loop(64)
     with blkio_cgroup("snap") as cgroup:
-        job = fio_in_cgroup(dev, cgroup, 8)
+        job = fio_in_cgroup(dev, cgroup, 600)  # killed below, however long the start takes
         try:
             done = subprocess.run(
                 [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state"),
@@ -302,7 +305,7 @@ def test_record_issuers_then_snapshot_from_the_recording_names_fio(
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     base = [sys.executable, "-m", "iotop_plus", "--state-dir", str(tmp_path / "state")]
     with blkio_cgroup("rec") as cgroup:
-        job = fio_in_cgroup(dev, cgroup, 20)
+        job = fio_in_cgroup(dev, cgroup, 600)  # killed below, however long the start takes
         try:
             done = subprocess.run(
                 [*base, "record", "--issuers", "--dir", str(rec), "-i", "0.5", "--count", "8"],

@@ -20,7 +20,8 @@ def _children(pid: int, comm: str) -> list[int]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
+            # Any byte can be in another process's comm (a hostile-name test's): not UTF-8.
+            stat = (entry / "stat").read_bytes().decode("utf-8", "surrogateescape")
         except OSError:
             continue
         name = stat[stat.index("(") + 1 : stat.rindex(")")]

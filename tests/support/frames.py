@@ -106,14 +106,15 @@ def stepped(thread: SamplerThread | None) -> StepClock | None:
 
 
 async def next_frames(
-    pilot: Pilot[Any], thread: SamplerThread, delivered: Any, n: int = 1, timeout: float = 10.0
+    pilot: Pilot[Any], thread: SamplerThread, delivered: Any, n: int = 1, timeout: float = 60.0
 ) -> None:
     """Step ``thread``'s clock to each time it waits for, until it has taken ``n`` more frames
     and ``delivered()`` (the app's count of frames received) has grown by ``n``. The clock
     moves only while the thread waits, so it never takes one frame more than asked."""
     clock = stepped(thread)
     assert clock is not None, "the sampler thread does not run on a StepClock"
-    await wait_for(pilot, lambda: at_rest(thread, clock, delivered), "the sampler thread at rest")
+    rest = "the sampler thread at rest"  # a frame of 2,000 devices on a loaded host: seconds
+    await wait_for(pilot, lambda: at_rest(thread, clock, delivered), rest, timeout)
     taken = thread.frames + n
     received = delivered() + n
 

@@ -26,6 +26,7 @@ from iotop_plus.record.format import (
     TRAILER,
     TRAILER_END,
     TRAILER_MAGIC,
+    VERSION,
     crc,
 )
 from iotop_plus.sampling.disks.diskstats import DiskCounters
@@ -60,7 +61,7 @@ def write_small_recording(path: Path, n: int = 100) -> None:
     inv = [{"name": "sda", "major": 8, "minor": 0, "kind": "disk"}]
     header = {
         "format": "iotop-plus recording",
-        "version": 3,
+        "version": VERSION,
         "host": "fuzzhost",
         "kernel": "6.18",
         "zone": "Europe/Paris",

@@ -16,7 +16,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from iotop_plus.sampling.frame.part import TraceProgram, buffered_text, flush_lines, printed_names
+from iotop_plus.sampling.frame.part import TraceProgram
+from iotop_plus.sampling.latency.generations import buffered_text, flush_lines, logical_name
 from tests.support.wait import holds_within
 
 TICK_MS = 250
@@ -28,11 +29,10 @@ class PartTracer:
     def __init__(self, program: TraceProgram) -> None:
         self.program = program
         me = os.getpid()
-        flush = "".join(f"{line}\n" for line in flush_lines([program]))
-        self.names = printed_names(program)
+        flush = "".join(f"{line}\n" for line in flush_lines(program.maps))
         text = (
             f"// iotop-plus-test-part-tracer pid={me}\n"
-            f"{buffered_text(program)}\n"
+            f"{buffered_text(program.text, program.maps)}\n"
             f'interval:ms:{TICK_MS} {{\n{flush}  printf("tick\\n");\n}}\n'
             f"tracepoint:syscalls:sys_enter_kill /pid == {me} && args->sig == 0/ {{\n"
             f'{flush}  printf("mark\\n");\n}}\n'
@@ -65,9 +65,7 @@ class PartTracer:
             if kind == "attached_probes":
                 self.attached.set()
             elif kind == "map":
-                self.maps.update(
-                    {self.names.get(k, k): v for k, v in (doc.get("data") or {}).items()}
-                )
+                self.maps.update({logical_name(k): v for k, v in (doc.get("data") or {}).items()})
             elif kind == "printf":
                 text = str(doc.get("data", "")).strip()
                 parsed = self.program.parse(

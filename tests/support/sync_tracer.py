@@ -16,12 +16,8 @@ from typing import Any
 
 import pytest
 
-from iotop_plus.sampling.frame.part import (
-    TraceProgram,
-    buffered_text,
-    flush_lines,
-    printed_names,
-)
+from iotop_plus.sampling.frame.part import TraceProgram
+from iotop_plus.sampling.latency.generations import buffered_text, flush_lines, logical_name
 from tests.support.wait import holds_within
 
 MARKER = "// iotop-plus-part-test"
@@ -40,8 +36,13 @@ def require_bpftrace() -> None:
 def program_text(programs: Sequence[TraceProgram], tick_ms: int) -> str:
     """The whole program: the parts' probes and a tick that prints and clears their maps,
     both as the tracer has them (:func:`buffered_text`, :func:`flush_lines`)."""
-    lines = [MARKER, *(buffered_text(p) for p in programs), f"interval:ms:{tick_ms} {{"]
-    lines += [*flush_lines(programs), '  printf("tick %llu\\n", nsecs);', "}"]
+    maps = [m for p in programs for m in p.maps]
+    lines = [
+        MARKER,
+        *(buffered_text(p.text, p.maps) for p in programs),
+        f"interval:ms:{tick_ms} {{",
+    ]
+    lines += [*flush_lines(maps), '  printf("tick %llu\\n", nsecs);', "}"]
     return "\n".join(lines) + "\n"
 
 
@@ -52,7 +53,6 @@ class PartTracer:
     def __init__(self, programs: Sequence[TraceProgram], tick_ms: int = 250) -> None:
         self.programs = tuple(programs)
         self.text = program_text(self.programs, tick_ms)
-        self._names = {k: v for p in self.programs for k, v in printed_names(p).items()}
         self._lock = threading.Lock()
         self._values: list[object | None] = [None] * len(self.programs)
         self._tick: dict[str, dict[str, object]] = {}
@@ -88,7 +88,7 @@ class PartTracer:
             if kind == "attached_probes":
                 self.attached = True
             elif kind == "map" and isinstance(data, dict):
-                self._tick.update({self._names.get(str(k), str(k)): v for k, v in data.items()})
+                self._tick.update({logical_name(str(k)): v for k, v in data.items()})
             elif kind == "printf" and isinstance(data, str) and data.startswith("tick "):
                 maps, self._tick = self._tick, {}
                 with self._lock:

@@ -1,4 +1,4 @@
-"""History and replay show the frame's processes and cgroups (#24 item 6), never the live ones.
+"""History and replay show the frame's processes and cgroups never the live ones.
 
 Before: the Cgroups and Processes tabs ignored a frame without their part, so scrubbing back
 left the live figures under a HISTORY header, and a replay of a recording without cgroups
@@ -9,7 +9,6 @@ what it carries, or says it was not recorded.
 from __future__ import annotations
 
 import dataclasses
-import os
 import subprocess
 from collections.abc import Iterator
 from functools import partial
@@ -19,7 +18,6 @@ from types import MappingProxyType
 import pytest
 
 from iotop_plus.config import Config
-from iotop_plus.record.chunks import ChunkWriter, RecordedSample
 from iotop_plus.record.collect import recorded_sample
 from iotop_plus.record.recorded_who import CommandLines, WhoParts
 from iotop_plus.record.recorder import Recorder
@@ -37,6 +35,8 @@ from iotop_plus.tui.widgets.process_panel import NOT_RECORDED as NO_PROCESSES
 from iotop_plus.tui.widgets.process_panel import ProcessPanel
 from tests.support.frames import StepClock
 from tests.support.idle import idle_processes
+from tests.support.old_recordings import STEP, copy_as_directory
+from tests.support.old_recordings import T0 as OLD_T0
 from tests.support.synthetic import SyntheticTree
 from tests.tui.canned import HOST_ROOTS, canned_app
 from tests.tui.helpers import started, step, wait_for
@@ -183,9 +183,8 @@ async def test_scrubbed_back_the_processes_tab_shows_the_recorded_frame(
         assert panel.process_list.rows == []
 
 
-def _record(tmp_path: Path, version: int, pids: list[int] | None = None) -> Path:
-    """A recording of a synthetic host: the recorder's own samples (with the N and C parts in
-    version 4), or a version 3 file written as that version wrote them."""
+def _record(tmp_path: Path, pids: list[int]) -> Path:
+    """A recording of a synthetic host: the recorder's own samples, with the N and C parts."""
     tree = SyntheticTree(tmp_path / "disks", 2)
     source = LiveSource(tree.roots)
     procs = LiveSource(Roots(), devices=False)
@@ -203,7 +202,7 @@ def _record(tmp_path: Path, version: int, pids: list[int] | None = None) -> Path
                 sample=dataclasses.replace(frame.sample, wall_time=T0 + k),
                 processes=procs.next_frame().processes,
             )
-            if pids is not None and frame.processes is not None:  # these are the top ones
+            if frame.processes is not None:  # these are the top ones
                 rates = {
                     key: dataclasses.replace(r, read_bps=1.0)
                     for key, r in frame.processes.rates.items()
@@ -213,31 +212,21 @@ def _record(tmp_path: Path, version: int, pids: list[int] | None = None) -> Path
                     frame, processes=dataclasses.replace(frame.processes, rates=rates)
                 )
             rs = recorded_sample(frame, Roots(), 20)
-            samples.append(who.add(rs, frame, k, k > 0) if version >= 4 else rs)
+            samples.append(who.add(rs, frame, k, k > 0))
     finally:
         source.close()
         procs.close()
-    if version >= 4:
-        recorder = Recorder(rec, lambda: {"host": "synthetic", "zone": "UTC", "inventory": []})
-        for rs in samples:
-            recorder.write(rs)
-        recorder.close()
-        return rec
-    fd = os.open(rec / "iotop-plus-20231114-221320.rec", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
-    try:
-        writer = ChunkWriter(fd, {"host": "h", "zone": "UTC", "inventory": []}, version=version)
-        for rs in samples:
-            writer.append(RecordedSample(rs.sample, rs.processes, rs.pressure, rs.events))
-        writer.close_chunk()
-    finally:
-        os.close(fd)
+    recorder = Recorder(rec, lambda: {"host": "synthetic", "zone": "UTC", "inventory": []})
+    for rs in samples:
+        recorder.write(rs)
+    recorder.close()
     return rec
 
 
 async def test_a_version_3_replay_says_not_recorded_on_the_cgroups_tab(tmp_path: Path) -> None:
-    rec = _record(tmp_path, 3)
-    timeline = open_timeline(rec)
-    app = make_replay_app(Roots(), timeline, T0 + 3)
+    """A file of version 3 or older (tests/fixtures/recordings) has no cgroups."""
+    timeline = open_timeline(copy_as_directory(3, tmp_path / "rec"))
+    app = make_replay_app(Roots(), timeline, OLD_T0 + 3 * STEP)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame is not None)
         await pilot.press("C")
@@ -252,7 +241,7 @@ async def test_a_version_3_replay_says_not_recorded_on_the_cgroups_tab(tmp_path:
 async def test_a_replay_shows_each_recorded_processs_command_line(
     sleepers: list[subprocess.Popen[bytes]], tmp_path: Path
 ) -> None:
-    rec = _record(tmp_path, 4, [p.pid for p in sleepers])
+    rec = _record(tmp_path, [p.pid for p in sleepers])
     timeline = open_timeline(rec)
     app = make_replay_app(Roots(), timeline, T0 + 3)
     async with app.run_test(size=(200, 50)) as pilot:

@@ -46,15 +46,18 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
 
 
 def who(pid: int, estimate: bool = False) -> IssuersFrame:
-    """The sleeper the busiest issuer of every device, then two others and the kernel."""
+    """The sleeper the busiest issuer of every device, then the flusher, two others and a
+    loop device's worker."""
     fig = LatencyFigures(0.04, 0.12, 0.9)
     none = LatencyFigures()
     entries: tuple[Issuer, ...] = (
         Issuer(pid, "sleep", "sleep 300", "/jobs/a", "blkio", 2500.0, 0.0, 10000.0, 0.0, fig),
-        Issuer(None, KERNEL, None, None, None, 0.0, 300.0, 0.0, 4800.0, none, fig, True),
+        Issuer(None, KERNEL, None, None, None, 0.0, 300.0, 0.0, 4800.0, none, fig, "writeback"),
         Issuer(1, "init", "/sbin/init", "/", "v2", 0.0, 12.0, 0.0, 48.0, none, fig),
         Issuer(2, "kthreadd", None, "/", "v2", 1.0, 0.0, 4.0, 0.0, fig),
-    )
+        Issuer(None, KERNEL, None, None, None, 1.0, 0.0, 64.0, 0.0, fig, none, "loop", "loop3",
+               "/jobs/a"),
+    )  # fmt: skip
     if estimate:
         entries = tuple(dataclasses.replace(e, r_s=None, w_s=None) for e in entries)
     devices = MappingProxyType({name: entries for name in ("sda", "sdb", "nvme0n1", "dm-0")})
@@ -113,6 +116,7 @@ async def test_v_keeps_the_selected_devices_issuers_with_their_latency(
         status = panel.status_text()
         assert f"v: issuers of {device}" in status
         assert "kernel writeback 300 IO/s" in status
+        assert "kernel loop (loop3 /jobs/a) 1 IO/s" in status  # each kind, for whom
         await pilot.press("v")
         assert not source.wants(ISSUERS)
         await step(pilot, app)

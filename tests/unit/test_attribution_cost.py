@@ -25,11 +25,11 @@ def _packed(times_ns: list[int], sectors: list[int]) -> int:
 def test_an_attributing_program_sums_time_and_sectors_in_one_map() -> None:
     text = tracer_program(queue=False, attribution=True)
     complete = text.split("tracepoint:block:block_rq_complete", 1)[1].split("\n}\n", 1)[0]
-    assert "@b[" not in text and "@ds[" not in complete
-    assert complete.count("@dp[") == 1
-    assert "print(@dp); clear(@dp);" in text and "print(@b)" not in text
+    assert "@b_" not in text and "@ds_" not in complete
+    assert complete.count("@dp__0[") == complete.count("@dp__1[") == 1
+    assert "print(@dp__0); clear(@dp__0);" in text and "print(@b" not in text
     plain = tracer_program(queue=False)  # without attribution: unchanged
-    assert "@ds[args->dev, args->rwbs] = sum($v);" in plain and "@dp" not in plain
+    assert "@ds__0[args->dev, args->rwbs] = sum($v);" in plain and "@dp" not in plain
 
 
 def test_the_one_sum_reads_back_as_device_time_and_sectors_per_pid() -> None:
@@ -71,4 +71,4 @@ def test_who_a_pid_is_looked_up_for_one_request_in_8() -> None:
     guard = "((((args->sector >> 3) * 2654435761) >> 29) & 7) == 0) {"
     assert "if (args->nr_sector == 0 ||" in submit and guard in submit
     assert submit.index(guard) < submit.index("if (@id[pid] == 0)")
-    assert "@is[args->dev, args->sector] = pid;" in submit  # every request still stamped
+    assert "@is[args->dev, args->sector] = $p;" in submit  # every request still stamped

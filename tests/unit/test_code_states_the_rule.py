@@ -1,4 +1,5 @@
-"""Comments and docstrings state the rule as it is now, in words the repository explains.
+"""Comments and docstrings state the rule as it is now, in words the repository explains: in
+the package, the benchmarks, the scripts and the tests' support code.
 
 No issue numbers of our own (``#25``; another project's ``node_exporter#1601`` is fine), no
 pointer to design files that are not in the repository (``docs/`` is), and no measurement
@@ -16,6 +17,10 @@ from pathlib import Path
 import iotop_plus
 
 PACKAGE = Path(iotop_plus.__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
+CHECKED = (PACKAGE, REPO / "benchmarks", REPO / "scripts", REPO / "tests" / "support")
+"""The code whose comments and docstrings are checked (the tests' own files may name the
+issue a test was written for)."""
 
 ISSUE = re.compile(r"(?<![\w/.-])#\d+\b")
 OUTSIDE = re.compile(
@@ -40,11 +45,15 @@ def _prose(path: Path) -> list[tuple[int, str]]:
 
 def _hits(pattern: re.Pattern[str]) -> list[str]:
     hits = []
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(p for top in CHECKED for p in top.rglob("*.py")):
         for line, text in _prose(path):
             for m in pattern.finditer(text):
-                hits.append(f"{path.relative_to(PACKAGE)}:{line}: {m.group(0)!r}")
+                hits.append(f"{path.relative_to(REPO)}:{line}: {m.group(0)!r}")
     return hits
+
+
+def test_every_checked_directory_holds_code() -> None:
+    assert all(any(top.rglob("*.py")) for top in CHECKED), CHECKED
 
 
 def test_no_issue_numbers_in_the_code() -> None:

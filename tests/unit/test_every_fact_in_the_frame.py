@@ -176,8 +176,8 @@ def test_snapshot_json_gives_each_statistic_the_frames_events(
 def test_snapshot_from_a_recording_derives_kind_and_text_of_recorded_events(
     tree: SyntheticTree, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A version-3 recording stores journal lines as ``{"source", "record"}`` and device
-    events with their kind and text; ``--from`` prints them as live ``snapshot`` does."""
+    """A recording stores journal lines as ``{"source", "record"}`` and device events with
+    their kind and text; ``--from`` prints them as live ``snapshot`` does."""
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()
     sampler = Sampler(tree.roots)

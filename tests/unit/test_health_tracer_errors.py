@@ -13,10 +13,10 @@ from iotop_plus.sampling.latency.program import dev_t, tracer_program
 
 def test_the_program_counts_failed_requests_only_when_asked() -> None:
     with_errors = tracer_program(queue=False, errors=True, marked=True)
-    assert "tracepoint:block:block_rq_error { @err[args->dev, args->error] = count(); }" in (
+    assert "tracepoint:block:block_rq_error { if (@tg) { @err__1[args->dev, args->error]" in (
         with_errors
     )
-    assert with_errors.count("print(@err); clear(@err);") == 2  # at ticks and at marks
+    assert with_errors.count("print(@err__0); clear(@err__0);") == 2  # at ticks and at marks
     assert "block_rq_error" not in tracer_program(queue=False)
 
 

@@ -1,6 +1,6 @@
-"""History keeps the who (#24 item 6): command lines once per pid, the cgroups with I/O and
-their split per device, in recordings (format 4, types N and C) and in the TUI's ring; older
-recordings read with neither ("not recorded")."""
+"""History keeps the who: command lines once per pid, the cgroups with I/O and their split
+per device, in recordings (format 4, types N and C) and in the TUI's ring; older recordings
+read with neither ("not recorded")."""
 
 from __future__ import annotations
 
@@ -33,6 +33,8 @@ from iotop_plus.sampling.frame.model import PROCESSES, CgroupFrame, Frame
 from iotop_plus.sampling.store.ring import RingTimeline, strip_processes
 from tests.support.cgroup_trees import synthetic_tree, systemd_tree
 from tests.support.idle import idle_processes
+from tests.support.old_recordings import STEP, VERSIONS, copy_as_directory
+from tests.support.old_recordings import T0 as OLD_T0
 from tests.support.synthetic import SyntheticTree
 
 POSTGRES = "/system.slice/postgresql.service"
@@ -99,12 +101,10 @@ def _cgroup_frames(tmp_path: Path) -> tuple[Roots, CgroupFrame]:
     return roots, CgroupFrame(after, MappingProxyType(cgroup_rates_between(before, after)))
 
 
-def _write(path: Path, samples: list[RecordedSample], version: int = 4) -> None:
+def _write(path: Path, samples: list[RecordedSample]) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
-        writer = ChunkWriter(
-            fd, {"host": "h", "kernel": "k", "zone": "UTC", "inventory": []}, version=version
-        )
+        writer = ChunkWriter(fd, {"host": "h", "kernel": "k", "zone": "UTC", "inventory": []})
         for rs in samples:
             writer.append(rs)
         writer.close_chunk()
@@ -183,20 +183,12 @@ def test_a_corrupt_cgroups_part_is_read_without_a_crash(doc: object) -> None:
             assert all(r.read_bps >= 0 for r in rates.devices.values())
 
 
-def test_a_version_3_recording_reads_with_no_cgroups_and_the_comm(tmp_path: Path) -> None:
-    tree = SyntheticTree(tmp_path / "disks", 2)
-    source = LiveSource(tree.roots)
-    samples = []
-    for k in range(3):
-        tree.advance(1.0)
-        sample = dataclasses.replace(source.next_frame().sample, wall_time=T0 + k)
-        procs = ({"pid": 42, "comm": "fio", "read_bytes": k, "write_bytes": 0},)
-        samples.append(RecordedSample(sample, procs))
-    source.close()
-    (tmp_path / "rec").mkdir()
-    _write(tmp_path / "rec" / "iotop-plus-20231114-221320.rec", samples, version=3)
-    timeline = open_timeline(tmp_path / "rec")
-    frame = timeline.frame_at(T0 + 2)
+@pytest.mark.parametrize("version", VERSIONS)
+def test_an_older_recording_reads_with_no_cgroups_and_the_comm(
+    tmp_path: Path, version: int
+) -> None:
+    timeline = open_timeline(copy_as_directory(version, tmp_path / "rec"))
+    frame = timeline.frame_at(OLD_T0 + 2 * STEP)
     assert frame is not None and frame.cgroups is None
     assert frame.processes is not None
     assert [t.cmdline for t in frame.processes.sample.tasks.values()] == ["fio"]

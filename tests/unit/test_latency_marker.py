@@ -33,7 +33,7 @@ def test_the_program_catches_only_our_signal_0_kill_when_marked() -> None:
     assert f"pid == {os.getpid()}" in probe and "args->sig == 0" in probe
     mark_block = marked[marked.index("sys_enter_kill") :]
     for name in ("@h", "@ds", "@dm", "@qs", "@qn"):
-        assert f"print({name}); clear({name});" in mark_block
+        assert f"print({name}__0); clear({name}__0);" in mark_block
     assert 'printf("mark %llu\\n", nsecs);' in mark_block
     # A probe's tracer keeps its own ticks: no extra probe on its runs.
     assert "sys_enter_kill" not in tracer_program(queue=False, issuers=True)

@@ -23,10 +23,10 @@ def test_the_probe_program_counts_issuers_at_submission_and_times_flush_writes_a
     probe = tracer_program(queue=False, issuers=True, submit="block_bio_queue")
     assert "@who" not in plain and "@fw" not in plain
     assert "tracepoint:block:block_bio_queue {" in probe
-    assert "@who[args->dev, pid, comm] = count();" in probe
+    assert "@who__0[args->dev, pid, comm] = count();" in probe
     assert 'strncmp(args->rwbs, "FW", 2) == 0' in probe  # a preflush
     for name in ("@who", "@fh", "@fs", "@fm"):
-        assert f"print({name}); clear({name});" in probe
+        assert f"print({name}__1); clear({name}__1);" in probe
 
 
 def test_issuer_and_flush_write_maps_become_one_batch() -> None:

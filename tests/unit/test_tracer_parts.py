@@ -13,12 +13,10 @@ from collections.abc import Mapping
 
 import pytest
 
-from iotop_plus.sampling.frame.part import (
+from iotop_plus.sampling.latency.generations import (
     GENERATION,
-    TraceProgram,
     buffered_text,
-    flush_lines,
-    printed_names,
+    logical_name,
 )
 from iotop_plus.sampling.latency.hist import RUNNING
 from iotop_plus.sampling.latency.parser import TracerBatch, TracerParser
@@ -37,18 +35,27 @@ def test_the_program_appends_the_parts_probes_and_prints_their_maps_with_the_oth
     plain = tracer_program(queue=True, marked=True, errors=True)
     toy = toy_program()
     program = tracer_program(queue=True, marked=True, errors=True, traced={TOY_KEY: toy})
-    assert TOY_TEXT not in plain and buffered_text(toy) in program
-    flushed = "".join(f"{line}\n" for line in flush_lines([toy]))
-    assert program.replace(buffered_text(toy) + "\n", "").replace(flushed, "") == plain
+    assert TOY_TEXT not in plain and buffered_text(toy.text, toy.maps) in program
+    assert "@ty_n" not in plain
     for head, line in (("interval:ms:", "tick"), ("sys_enter_kill", "mark")):
         block = _block(program, head)
         # In the one group, after the block maps and before the line that ends the batch:
         # the flag flips first, then the copy the probes left is printed and cleared.
         flip = block.index(f"{GENERATION} = 1 - {GENERATION};")
-        assert block.index("print(@h)") < flip < block.index("print(@ty_n__0); clear(@ty_n__0);")
-        assert flip < block.index("print(@ty_n__1); clear(@ty_n__1);")
+        for suffix in ("__0", "__1"):
+            assert flip < block.index(f"print(@h{suffix})")
+            assert block.index(f"clear(@h{suffix})") < block.index(f"print(@ty_n{suffix});")
         assert block.index("clear(@ty_n__1);") < block.index(f'printf("{line} ')
     assert "END {" not in plain and "END {" not in program
+
+
+def test_every_printed_map_is_written_in_two_copies_and_read_under_its_name() -> None:
+    program = tracer_program(queue=True, marked=True, errors=True, attribution=True)
+    for name in ("@h", "@dp", "@dm", "@err", "@qs", "@qn", "@ic"):
+        assert f"{name}__0[" in program and f"{name}__1[" in program
+        assert f"{name}[" not in program
+        assert logical_name(f"{name}__1") == name
+    assert logical_name("@h") == "@h" and logical_name("@x__2") == "@x__2"
 
 
 def test_a_parts_writes_go_to_the_open_copy_of_its_maps() -> None:
@@ -57,8 +64,7 @@ def test_a_parts_writes_go_to_the_open_copy_of_its_maps() -> None:
         "tracepoint:a:c {\n  $v = 1; @x_t[tid] = nsecs;\n"
         "  @x_n[pid, 2] = count();\n  @x_s[pid] =\n    sum($v);\n  delete(@x_t[tid]);\n}\n"
     )
-    program = TraceProgram(text, ("@x_n", "@x_s"), lambda maps: None, lambda a, b: a)
-    assert buffered_text(program) == (
+    assert buffered_text(text, ("@x_n", "@x_s")) == (
         "tracepoint:a:b { if (@tg) { @x_n__1[pid] = count(); }"
         " else { @x_n__0[pid] = count(); } }\n"
         "tracepoint:a:c {\n  $v = 1; @x_t[tid] = nsecs;\n"
@@ -66,12 +72,6 @@ def test_a_parts_writes_go_to_the_open_copy_of_its_maps() -> None:
         " else { @x_n__0[pid, 2] = count(); @x_s__0[pid] = sum($v); }\n"
         "  delete(@x_t[tid]);\n}\n"
     )
-    assert printed_names(program) == {
-        "@x_n__0": "@x_n",
-        "@x_n__1": "@x_n",
-        "@x_s__0": "@x_s",
-        "@x_s__1": "@x_s",
-    }
 
 
 @pytest.mark.parametrize(
@@ -84,16 +84,16 @@ def test_a_parts_writes_go_to_the_open_copy_of_its_maps() -> None:
     ],
 )
 def test_a_printed_map_used_other_than_written_is_refused(text: str) -> None:
-    program = TraceProgram(text, ("@x_n",), lambda maps: None, lambda a, b: a)
     with pytest.raises(ValueError, match="@x_n is used other than written"):
-        buffered_text(program)
+        buffered_text(text, ("@x_n",))
 
 
 def test_traced_only_the_program_has_no_block_probe() -> None:
     toy = toy_program()
     program = tracer_program(queue=True, marked=True, timed=False, traced={TOY_KEY: toy})
     assert "block:" not in program and "@h" not in program and "@is" not in program
-    assert buffered_text(toy) in program and "print(@ty_n__0); clear(@ty_n__0);" in program
+    assert buffered_text(toy.text, toy.maps) in program
+    assert "print(@ty_n__0); clear(@ty_n__0);" in program
     assert "sys_enter_kill" in program  # frames still mark their ends
 
 
@@ -114,7 +114,7 @@ def test_the_parser_hands_a_part_its_maps_and_keeps_the_block_maps() -> None:
     parser = TracerParser({TOY_KEY: toy_program(parse)})
     batch = _feed(
         parser,
-        {"type": "map", "data": {"@ds": {"7340042,R": 5000}}},
+        {"type": "map", "data": {"@ds__1": {"7340042,R": 5000}}},
         {"type": "map", "data": {"@ty_n__0": {"41": 3, "42": 9}}},
         {"type": "printf", "data": "tick 1000\n"},
     )
@@ -145,7 +145,7 @@ def test_a_part_whose_parse_refuses_loses_that_tick_only() -> None:
     bad = _feed(
         parser,
         {"type": "map", "data": {"@ty_n__1": {"not-a-pid": 3}}},
-        {"type": "map", "data": {"@ds": {"7340042,R": 5000}}},
+        {"type": "map", "data": {"@ds__1": {"7340042,R": 5000}}},
         {"type": "printf", "data": "tick 1000\n"},
     )
     assert bad is not None and TOY_KEY not in bad.traced

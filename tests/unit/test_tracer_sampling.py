@@ -74,10 +74,10 @@ def test_every_block_probe_of_a_sampled_program_carries_the_filter() -> None:
         assert "args->dev == 7340035 && (args->nr_sector == 0 ||" in head, head
         assert ">> 28) & 15) == 0)" in head, head
     # counts are estimates of all requests: each kept one with sectors stands for 16
-    assert "@who[args->dev, pid, comm] = sum(args->nr_sector ? 16 : 1);" in text
-    for counted in ("@h[args->dev, args->rwbs, $e, $s]", "@fh[args->dev, $e, $s]", "@qn["):
+    assert "@who__0[args->dev, pid, comm] = sum(args->nr_sector ? 16 : 1);" in text
+    for counted in ("@h__0[args->dev, args->rwbs, $e, $s]", "@fh__0[args->dev, $e, $s]", "@qn__0["):
         assert re.search(re.escape(counted) + r".* = sum\(\$n\);", text), counted
-    assert "@ds[args->dev, args->rwbs] = sum(($v) * $n);" in text
+    assert "@ds__0[args->dev, args->rwbs] = sum(($v) * $n);" in text
     assert "$n = (args->nr_sector) ? 16 : 1;" in text
     assert "$n = ($w & 2) ? 16 : 1;" in text  # a flush+write: its submission had sectors
 

@@ -349,7 +349,7 @@ def test_snapshot_writeback_issuer_entry_lists_the_dirtiers() -> None:
     from iotop_plus.sampling.files.model import DeviceFiles, Dirtier, FilesFrame
     from iotop_plus.sampling.processes.issuers import TRACER, Issuer, IssuersFrame
 
-    kernel = Issuer(None, "kernel", None, None, None, 0.0, 10.0, 0.0, 4096.0, writeback=True)
+    kernel = Issuer(None, "kernel", None, None, None, 0.0, 10.0, 0.0, 4096.0, kind="writeback")
     dd = Issuer(7, "dd", "dd of=x", None, None, 0.0, 1.0, 0.0, 4.0)
     issuers = IssuersFrame(TRACER, {"sda": (kernel, dd)})
     files = FilesFrame({"sda": DeviceFiles(dirtiers=(Dirtier(7, "dd", "dd of=x", "/a", 9, 1.0),))})

@@ -26,15 +26,13 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.frame.model import CGROUPS, CgroupFrame
+from iotop_plus.sampling.frame.model import CGROUPS, THROTTLES, CgroupFrame
 from iotop_plus.sampling.frame.part import FramePart, ReadContext
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.cgroups.files import IoCounters, IoLimits
     from iotop_plus.sampling.cgroups.reader import CgroupLayout, CgroupSample, CgroupStat
 
-THROTTLES = "throttles"
-"""The throttle part's key."""
 SCAN_S = 30.0
 """The limits are looked for again at most this often (new cgroups, changed limits)."""
 SCAN_BUDGET_S = 0.25

@@ -44,6 +44,9 @@ LATENCY_QUEUE = "latency-queue"
 """Latency plus the queue split (insert to issue): the tracer attaches ``block_rq_insert`` too."""
 CGROUPS = "cgroups"
 """What :meth:`LiveSource.want` takes for per-cgroup I/O (the cgroups view, ``top --by cgroup``)."""
+THROTTLES = "throttles"
+"""The throttle watch's part key (its limited cgroups also name whom a throttle's delayed
+dispatch is for, in the issuers)."""
 BUILT_IN = (PROCESSES, LATENCY, LATENCY_QUEUE, CGROUPS)
 """What :meth:`FrameSource.want` takes besides the registered parts' keys: the facts the frame
 holds in fields of its own."""

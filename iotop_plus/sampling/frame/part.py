@@ -22,7 +22,6 @@ frame's model imports no part.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -90,80 +89,15 @@ class TraceProgram:
     frame gets the sum of the ticks since the previous frame).
 
     The printed maps are only ever written, each write a statement of its own
-    (``@sy_h[…] = count();``): the tracer runs the text through :func:`buffered_text`, which
-    keeps two generations of them (see there). A printed map that the text reads, deletes or
-    clears is refused there.
+    (``@sy_h[…] = count();``): the tracer keeps two copies of them
+    (:mod:`iotop_plus.sampling.latency.generations`), and refuses a text that reads, deletes
+    or clears one.
     """
 
     text: str
     maps: tuple[str, ...]
     parse: Callable[[Mapping[str, Mapping[str, object]]], object]
     merge: Callable[[object, object], object]
-
-
-GENERATION = "@tg"
-"""The tracer's generation flag (0 or 1): which copy of the parts' printed maps is open."""
-_GENERATIONS = ("__0", "__1")
-"""Suffixes of a printed map's two copies."""
-
-
-def buffered_text(program: TraceProgram) -> str:
-    """``program.text`` with every run of writes to its printed maps split by generation:
-    ``if (@tg) { …__1 } else { …__0 }``.
-
-    bpftrace's ``print`` and ``clear`` run in its own process, one after the other, a while
-    after the probe that asked for them (longer on a busy host): a write to a printed map
-    between the two is cleared unseen. So the probes write one copy while the tick prints
-    and clears the other (:func:`flush_lines` flips the flag first): a write is lost only if
-    bpftrace has not cleared a copy by the time the flag flips back to it, a whole tick
-    later (or at a frame's mark just after a tick). Raises ``ValueError`` when the text uses
-    a printed map other than by writing it."""
-    if not program.maps:
-        return program.text
-    names = "|".join(re.escape(m) for m in program.maps)
-    write = rf"(?:{names})(?:\[|\s*=)[^;{{}}]*;"
-    writes = re.compile(rf"(?:(?<=[{{;])|^)(\s*)({write}(?:\s*{write})*)", re.MULTILINE)
-
-    def split(match: re.Match[str]) -> str:
-        run = " ".join(line.strip() for line in match.group(2).splitlines())
-        copies = [_renamed(run, program.maps, suffix) for suffix in _GENERATIONS]
-        return f"{match.group(1)}if ({GENERATION}) {{ {copies[1]} }} else {{ {copies[0]} }}"
-
-    text = writes.sub(split, program.text)
-    left = re.search(rf"(?:{names})(?![\w])", text)
-    if left is not None:
-        line = text[: left.start()].count("\n") + 1
-        raise ValueError(f"{left.group(0)} is used other than written (line {line} of its text)")
-    return text
-
-
-def _renamed(text: str, maps: Iterable[str], suffix: str) -> str:
-    for name in maps:
-        text = re.sub(rf"{re.escape(name)}(?![\w])", name + suffix, text)
-    return text
-
-
-def flush_lines(programs: Iterable[TraceProgram]) -> list[str]:
-    """The statements a tick or mark runs for the parts' printed maps: flip the generation
-    flag, then print and clear the copy the probes stopped writing (empty when no part
-    prints a map)."""
-    maps = [m for program in programs for m in program.maps]
-    if not maps:
-        return []
-
-    def flush(suffix: str) -> str:
-        return " ".join(f"print({m}{suffix}); clear({m}{suffix});" for m in maps)
-
-    return [
-        f"  {GENERATION} = 1 - {GENERATION};",
-        f"  if ({GENERATION}) {{ {flush(_GENERATIONS[0])} }}",
-        f"  else {{ {flush(_GENERATIONS[1])} }}",
-    ]
-
-
-def printed_names(program: TraceProgram) -> dict[str, str]:
-    """The names the tracer prints a part's maps under, to the part's names."""
-    return {m + suffix: m for m in program.maps for suffix in _GENERATIONS}
 
 
 class PartReader(Protocol[V_co]):

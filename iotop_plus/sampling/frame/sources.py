@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from iotop_plus.sampling.cgroups.throttle_watch import THROTTLES
 from iotop_plus.sampling.disks.queue_settings import QUEUE_REFRESH_S, QUEUES, QueueReader
 from iotop_plus.sampling.disks.sampler import Sampler
 from iotop_plus.sampling.frame.live import LiveSource
+from iotop_plus.sampling.frame.model import THROTTLES
 from iotop_plus.sampling.journal_events import JournalPart, journal_reader
 
 if TYPE_CHECKING:

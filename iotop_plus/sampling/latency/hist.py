@@ -162,6 +162,25 @@ class OpLatency:
         )
 
 
+JOB_FLAG = 1 << 22
+"""An issuer with this bit is a workqueue worker's job, not a pid (pids are below 2**22):
+the low 22 bits are a hash of the work function and the work item, so each job (a bdi's
+flusher, a loop device's worker for one cgroup, a queue's throttle dispatch) is an issuer of
+its own, whichever kworker ran it. The tracer names each job it saw (:class:`KernelJob`)."""
+
+
+@dataclass(frozen=True)
+class KernelJob:
+    """What a workqueue worker ran when it submitted (the tracer's ``@kw``)."""
+
+    function: int
+    """The work function's kernel address (``/proc/kallsyms`` names it)."""
+    cgroup_id: int
+    """The id of the blk cgroup the worker acted for (its kthread's ``blkcg_css``; 0: none)."""
+    queue: str
+    """Its workqueue's name (``loop3``, ``writeback``, ``kthrotld``; empty when unknown)."""
+
+
 @dataclass(frozen=True)
 class PidIO:
     """One issuer's requests on one device over one interval (the tracer's attribution)."""
@@ -174,6 +193,8 @@ class PidIO:
     """Device time of its requests that completed, per operation (counts are its IOPS)."""
     sectors: Mapping[str, int] = field(default_factory=lambda: MappingProxyType({}))
     """512-byte sectors it submitted, per operation."""
+    job: KernelJob | None = None
+    """A worker's job (the issuer is a job, not a pid: see the tracer's ``JOB_FLAG``)."""
 
     def op(self, name: str) -> Histogram:
         """The device-time histogram of ``name`` (empty when not seen)."""
@@ -193,6 +214,7 @@ class PidIO:
             other.cgroup_id or self.cgroup_id,
             MappingProxyType(ops),
             MappingProxyType(sectors),
+            other.job or self.job,
         )
 
 
@@ -328,9 +350,8 @@ class LatencyFrame:
     attributed: bool = False
     """The tracer charged each request to its issuer (:attr:`issuers` is meaningful)."""
     issuers: Mapping[str, Mapping[int, PidIO]] = field(default_factory=lambda: MappingProxyType({}))
-    """Per device name, per submitting pid (0: no submission seen, e.g. kernel flushes)."""
-    writeback: frozenset[str] = frozenset()
-    """bdi names (``MAJ:MIN``) the flusher threads worked on over the interval."""
+    """Per device name, per issuer: a submitting pid (0: no submission seen, e.g. kernel
+    flushes) or a worker's job (its :attr:`PidIO.job`)."""
     errors: Mapping[tuple[str, str], int] | None = None
     """Failed requests per (device, kind) since the previous frame, while the tracer counts
     them (``block_rq_error``); None when it does not."""

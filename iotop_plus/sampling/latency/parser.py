@@ -8,8 +8,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from iotop_plus.sampling.frame.part import TraceProgram, printed_names
-from iotop_plus.sampling.latency.hist import Histogram, OpLatency, PidIO, bucket_index
+from iotop_plus.sampling.frame.part import TraceProgram
+from iotop_plus.sampling.latency.generations import logical_name
+from iotop_plus.sampling.latency.hist import (
+    JOB_FLAG,
+    Histogram,
+    KernelJob,
+    OpLatency,
+    PidIO,
+    bucket_index,
+)
 from iotop_plus.sampling.latency.program import DP_SHIFT, DP_UNIT_BITS, FLUSH_WRITE
 
 _NONE: Mapping[str, object] = MappingProxyType({})
@@ -75,8 +83,6 @@ class TracerBatch:
     )
     """Per (kernel dev_t, submitting pid): an attributing tracer's requests (pid 0: no
     submission seen)."""
-    writeback: frozenset[str] = frozenset()
-    """bdi names (``MAJ:MIN``) ``writeback_start`` saw the flusher work on."""
     traced: Mapping[str, object] = field(default_factory=lambda: _NONE)
     """Each traced part's value for the tick (what its ``parse`` made of its maps), by key."""
     traced_problems: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
@@ -91,9 +97,13 @@ class _PidAcc:
     ops: dict[str, _OpAcc] = field(default_factory=dict)
     sectors: dict[str, int] = field(default_factory=dict)
 
-    def frozen(self, cgroup_id: int, comm: str) -> PidIO:
+    def frozen(self, cgroup_id: int, comm: str, job: KernelJob | None = None) -> PidIO:
         ops = MappingProxyType({k: a.frozen() for k, a in self.ops.items()})
-        return PidIO(comm, cgroup_id, ops, MappingProxyType(dict(self.sectors)))
+        return PidIO(comm, cgroup_id, ops, MappingProxyType(dict(self.sectors)), job)
+
+
+_U64 = (1 << 64) - 1
+"""bpftrace prints addresses in map keys as signed numbers: masked back to unsigned."""
 
 
 class TracerParser:
@@ -110,10 +120,14 @@ class TracerParser:
     ``@h`` and ``@dm``, and prints ``@dp`` (``dev,rwbs,pid``: device time and sectors in one
     sum, see :data:`~iotop_plus.sampling.latency.program.DP_SHIFT`) where older ones printed
     ``@ds`` with the pid and ``@b`` (``dev,rwbs,pid``: sectors completed),
-    ``@ic`` (``pid,cgroup,comm``: who submitted in the tick) and ``@wb`` (``MAJ:MIN``: the
-    flusher's work per bdi). ``rwbs`` is the string or the number of its first two bytes
+    ``@ic`` (``pid,cgroup,comm``: who submitted in the tick, or exited) and ``@kw``
+    (``job,function,cgroup,queue``: each workqueue job that submitted, see
+    :data:`~iotop_plus.sampling.latency.program.JOB_FLAG`), and ``queue ADDRESS NAME``
+    printf lines name the queues. ``rwbs`` is the string or the number of its first two bytes
     (:func:`rwbs_of`).
 
+    Every map comes as one of its two copies (``@h__0``, ``@h__1``) and is read under its own
+    name (:func:`~iotop_plus.sampling.latency.generations.logical_name`).
     The maps of ``traced`` parts (by name, from each program's ``maps``) are kept as printed
     (``map`` and ``hist`` lines alike) and handed to that part's ``parse`` when the tick ends;
     a map that held nothing is not printed and comes as ``{}``, and one without keys (a plain
@@ -124,12 +138,8 @@ class TracerParser:
 
     def __init__(self, traced: Mapping[str, TraceProgram] | None = None) -> None:
         self._traced = dict(traced or {})
-        self._owner = {
-            printed: (key, name)
-            for key, program in self._traced.items()
-            for printed, name in printed_names(program).items()
-        }
-        """Printed map name -> the key of the part that prints it, and the part's name for it."""
+        self._owner = {m: key for key, program in self._traced.items() for m in program.maps}
+        """Map name -> the key of the part that prints it."""
         self._printed: dict[str, dict[str, Mapping[str, object]]] = {}
         """This tick's maps of each traced part, by key then map name."""
         self.attached = False
@@ -141,7 +151,10 @@ class TracerParser:
         self._ids: dict[int, tuple[int, str]] = {}
         """pid -> (v2 cgroup id, comm) as last submitted (kept across ticks: a request
         submitted in one tick may complete in the next; forgotten past _IDS_KEPT pids)."""
-        self._wb: set[str] = set()
+        self._jobs: dict[int, tuple[int, int, int]] = {}
+        """Job issuer -> (function, cgroup id, queue address), kept across ticks as ``_ids``."""
+        self._queues: dict[int, str] = {}
+        """Workqueue address -> its name (printed once per queue)."""
 
     def feed(self, line: str) -> TracerBatch | None:
         """Take one line; returns a batch when the line ended a tick."""
@@ -159,46 +172,66 @@ class TracerParser:
         if kind == "attached_probes":
             self.attached = True
         elif kind == "map" and isinstance(data, dict):
-            for name, values in data.items():
+            for printed, values in data.items():
+                name = logical_name(printed)
                 if isinstance(values, dict):
                     self._map(name, values)
                 elif name in self._owner:
                     self._part_map(name, values)
         elif kind == "hist" and isinstance(data, dict) and self._owner:
-            for name, values in data.items():
+            for printed, values in data.items():
+                name = logical_name(printed)
                 if name in self._owner:
                     self._part_map(name, values)
-        elif kind == "printf" and isinstance(data, str) and data.startswith(("tick ", "mark ")):
-            try:
-                end_ns = int(data.split()[1])
-            except (IndexError, ValueError):
-                raise ValueError(f"bad tick line from the tracer: {data[:80]!r}") from None
-            acc, self._acc = self._acc, {}
-            who, self._who = self._who, {}
-            pids, self._pids = self._pids, {}
-            ids = self._ids
-            wb, self._wb = self._wb, set()
-            traced, problems = self._take_traced()
-            return TracerBatch(
-                end_ns,
-                MappingProxyType({k: a.frozen() for k, a in acc.items()}),
-                MappingProxyType(who),
-                marked=data.startswith("mark "),
-                errors=self._take_errors(),
-                attributed=MappingProxyType(
-                    {k: a.frozen(*ids.get(k[1], (0, ""))) for k, a in pids.items()}
-                ),
-                writeback=frozenset(wb),
-                traced=traced,
-                traced_problems=problems,
-            )
+        elif kind == "printf" and isinstance(data, str):
+            return self._printf(data)
         return None
+
+    def _printf(self, data: str) -> TracerBatch | None:
+        """A ``queue ADDRESS NAME`` line, or the ``tick``/``mark`` line that ends a batch."""
+        if data.startswith("queue "):
+            address, _, name = data[6:].rstrip("\n").partition(" ")
+            if address.isdigit() and len(self._queues) < _IDS_KEPT:
+                self._queues[int(address)] = name
+            return None
+        if not data.startswith(("tick ", "mark ")):
+            return None
+        try:
+            end_ns = int(data.split()[1])
+        except (IndexError, ValueError):
+            raise ValueError(f"bad tick line from the tracer: {data[:80]!r}") from None
+        acc, self._acc = self._acc, {}
+        who, self._who = self._who, {}
+        pids, self._pids = self._pids, {}
+        ids = self._ids
+        traced, problems = self._take_traced()
+        return TracerBatch(
+            end_ns,
+            MappingProxyType({k: a.frozen() for k, a in acc.items()}),
+            MappingProxyType(who),
+            marked=data.startswith("mark "),
+            errors=self._take_errors(),
+            attributed=MappingProxyType(
+                {k: a.frozen(*ids.get(k[1], (0, "")), self._job(k[1])) for k, a in pids.items()}
+            ),
+            traced=traced,
+            traced_problems=problems,
+        )
+
+    def _job(self, issuer: int) -> KernelJob | None:
+        """The job of a job issuer (None for a pid, or a job not named yet)."""
+        if not issuer & JOB_FLAG:
+            return None
+        known = self._jobs.get(issuer)
+        if known is None:
+            return None
+        function, cgroup_id, queue = known
+        return KernelJob(function, cgroup_id, self._queues.get(queue, ""))
 
     def _part_map(self, name: str, values: object) -> None:
         """A traced part's map, kept as printed until the tick ends."""
         data = values if isinstance(values, dict) else {"": values}
-        key, part_name = self._owner[name]
-        self._printed.setdefault(key, {})[part_name] = MappingProxyType(data)
+        self._printed.setdefault(self._owner[name], {})[name] = MappingProxyType(data)
 
     def _take_traced(self) -> tuple[Mapping[str, object], Mapping[str, str]]:
         """Each traced part's value for the tick that ended, and why a part has none."""
@@ -225,7 +258,7 @@ class TracerParser:
         if name in ("@who", "@fh", "@fs", "@fm"):
             self._probe_map(name, values)
             return
-        if name in ("@ic", "@b", "@wb"):
+        if name in ("@ic", "@b", "@kw"):
             self._attribution_map(name, values)
             return
         if name == "@dp":
@@ -254,12 +287,12 @@ class TracerParser:
 
     def _attribution_map(self, name: str, values: Mapping[str, object]) -> None:
         """``@b`` (sectors by device, operation and pid), ``@ic`` (each submitting pid's
-        cgroup and comm) and ``@wb`` (the flusher's work per bdi)."""
+        cgroup and comm) and ``@kw`` (:meth:`_job_map`)."""
+        if name == "@kw":
+            self._job_map(values)
+            return
         for key, value in values.items():
             if not isinstance(value, int):
-                continue
-            if name == "@wb":
-                self._wb.add(key)
                 continue
             try:
                 if name == "@ic":
@@ -275,6 +308,17 @@ class TracerParser:
                 raise ValueError(f"bad {name} key from the tracer: {key[:80]!r}") from None
             if op is not None:
                 mine.sectors[op] = mine.sectors.get(op, 0) + value
+
+    def _job_map(self, values: Mapping[str, object]) -> None:
+        """``@kw`` (``job,function,cgroup,queue``): each worker's job seen in the tick."""
+        for key in values:
+            try:
+                job, function, cgroup, queue = (int(k) & _U64 for k in key.split(","))
+            except ValueError:
+                raise ValueError(f"bad @kw key from the tracer: {key[:80]!r}") from None
+            if len(self._jobs) >= _IDS_KEPT:
+                self._jobs.clear()
+            self._jobs[job] = (function, cgroup, queue)
 
     def _packed_map(self, values: Mapping[str, object]) -> None:
         """``@dp`` (``dev,rwbs,pid``): device time (in units of ``2**DP_UNIT_BITS`` ns) in the

@@ -131,12 +131,10 @@ def _traced(
 
 def _attributed(
     batches: list[TracerBatch], names: Mapping[int, str]
-) -> tuple[Mapping[str, Mapping[int, PidIO]], frozenset[str]]:
-    """The batches' requests per device name and issuing pid, and the bdis written back."""
+) -> Mapping[str, Mapping[int, PidIO]]:
+    """The batches' requests per device name and issuer (a pid or a worker's job)."""
     out: dict[str, dict[int, PidIO]] = {}
-    wb: set[str] = set()
     for batch in batches:
-        wb |= batch.writeback
         for (dev, pid), io in batch.attributed.items():
             name = names.get(dev)
             if name is None:
@@ -144,7 +142,7 @@ def _attributed(
             mine = out.setdefault(name, {})
             mine[pid] = mine[pid].merged(io) if pid in mine else io
     frozen = {n: MappingProxyType(p) for n, p in out.items()}
-    return MappingProxyType(frozen), frozenset(wb)
+    return MappingProxyType(frozen)
 
 
 class LatencyPart:
@@ -300,7 +298,7 @@ class LatencyPart:
         names = _names_by_dev(counters)
         merged: dict[str, dict[str, OpLatency]] = {}
         who: dict[str, dict[tuple[int, str], int]] = {}
-        pids, wb = _attributed(batches, names)
+        pids = _attributed(batches, names)
         for batch in batches:
             for (dev, op), lat in batch.ops.items():
                 name = names.get(dev)
@@ -348,7 +346,6 @@ class LatencyPart:
             partial=partial,
             attributed=self.attribution,
             issuers=pids,
-            writeback=wb,
             errors=tracer_errors(batches, names) if tracer.errors else None,
             traced=traced,
             traced_status=MappingProxyType(traced_status),

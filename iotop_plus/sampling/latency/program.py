@@ -8,12 +8,15 @@ frames use it); :func:`tracer_problem`, :func:`marker_present` and
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from collections.abc import Mapping
 
 from iotop_plus.programs import lookup_program, run_contained
-from iotop_plus.sampling.frame.part import TraceProgram, buffered_text, flush_lines
+from iotop_plus.sampling.frame.part import TraceProgram
+from iotop_plus.sampling.latency.generations import buffered_text, flush_lines
+from iotop_plus.sampling.latency.hist import JOB_FLAG
 
 TICK_MS = 250
 """How often the child prints and clears its maps on its own (frames mark their own ends)."""
@@ -37,12 +40,17 @@ _BUCKET = """    $e = 0; $x = $v;
 """
 
 
-_PID_BITS = 22
-"""Bits of a pid (``pid_max`` is at most 2**22)."""
+_PID_BITS = 23
+"""Bits of an issuer: a pid (``pid_max`` is at most 2**22) or a kernel job (:data:`JOB_FLAG`)."""
 _PID_MASK = (1 << _PID_BITS) - 1
 _NS_MASK = (1 << (64 - _PID_BITS)) - 1
-"""An attributing tracer's stamp is ``(nsecs mod 2**42) << 22 | pid``: device times are
-taken modulo 2**42 ns (73 minutes), so any shorter one comes out right across the wrap."""
+"""An attributing tracer's stamp is ``(nsecs mod 2**41) << 23 | issuer``: device times are
+taken modulo 2**41 ns (36 minutes), so any shorter one comes out right across the wrap."""
+PF_WQ_WORKER = 0x20
+"""``task_struct.flags`` bit of a workqueue worker (``include/linux/sched.h``)."""
+EXIT_TRACEPOINT = "sched/sched_process_exit"
+"""Where an attributing tracer keeps each exiting process's comm (a short-lived issuer is
+gone before ``/proc/PID`` is read)."""
 
 DP_UNIT_BITS = 8
 """An attributing tracer sums device time in units of 256 ns (rounded to the nearest)..."""
@@ -72,18 +80,21 @@ def tracer_program(
     errors: bool = False,
     attribution: bool = False,
     rwbs_at: Mapping[str, int] | None = None,
-    writeback: bool = False,
+    exits: bool = False,
+    jobs: bool = False,
     sample: int = 1,
     timed: bool = True,
     traced: Mapping[str, TraceProgram] | None = None,
 ) -> str:
     """The bpftrace program (its first line carries :data:`MARKER`, our pid and ``tag``).
 
+    Every printed map, the program's and the parts', is kept in two copies
+    (:mod:`~iotop_plus.sampling.latency.generations`): each tick and mark flips which one
+    the probes write, then prints and clears the other, all in one group before the
+    ``tick``/``mark`` line, so one batch holds one interval of every map.
+
     ``traced`` (part key -> :class:`~iotop_plus.sampling.frame.part.TraceProgram`): each part's
-    probe blocks are appended, their printed maps kept in two generations
-    (:func:`~iotop_plus.sampling.frame.part.buffered_text`), and the closed generation
-    printed and cleared with the program's own maps at every tick and mark (in one group,
-    before the ``tick``/``mark`` line, so one batch holds one interval of every map).
+    probe blocks are appended and its maps printed with the others.
     Without ``timed`` the block probes are left out: the program traces only the parts'
     probes (a part wanted while no view shows latency costs its own probes and nothing more).
 
@@ -120,8 +131,16 @@ def tracer_program(
     (``@h[dev, op, exp, sub, pid]``, ``@dm[dev, op, pid]``), and one sum,
     ``@dp[dev, op, pid]``, holds both the device time and the sectors (:data:`DP_SHIFT`:
     one map operation fewer per request than a sum of each); pid 0: no submission seen (a
-    flush the kernel made, or a request in flight when the tracer started). With ``writeback`` too,
-    ``writeback:writeback_start`` counts the flusher's work per bdi (``@wb["MAJ:MIN"]``).
+    flush the kernel made, or a request in flight when the tracer started). With ``jobs``
+    (:func:`jobs_present`), a workqueue worker (:data:`PF_WQ_WORKER`) is charged not by its
+    pid but by its job (:data:`~iotop_plus.sampling.latency.hist.JOB_FLAG`), and every other
+    task pays one flags test for it: ``@kw[job, function, cgroup, queue]`` names each job
+    once per tick (``@kd`` says who was seen), with the address of the work function, the
+    id of the cgroup the worker acts for (its kthread's ``blkcg_css``: a loop device's worker
+    serving a cgroup's reader; 0 for none) and the address of its workqueue, whose name is
+    printed once per queue (``queue <address> <name>``; map keys are numbers only:
+    bpftrace 0.17 mishandles char arrays as keys). With ``exits`` too,
+    :data:`EXIT_TRACEPOINT` adds each exiting process's comm to ``@ic``.
 
     ``rwbs_at`` (:func:`rwbs_offsets`): where each tracepoint's ``rwbs`` field sits, so
     the maps are keyed by its first two bytes as one number (``*(uint16 *)``) instead of
@@ -133,8 +152,8 @@ def tracer_program(
     each without once (all of those are kept): the maps are estimates of all requests, and
     the percentiles an unbiased sample.
     """
-    lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip()]
     only = sample_filter(only_dev, sample)
+    lines: list[str] = []
     if timed:
         lines += _timed_probes(
             queue=queue,
@@ -144,24 +163,30 @@ def tracer_program(
             attribution=attribution,
             rwbs_at=rwbs_at,
             sample=sample,
+            jobs=jobs,
         )
-    if attribution and writeback and timed:
-        lines.append("tracepoint:writeback:writeback_start { @wb[args->name] = count(); }")
+    if attribution and exits and timed:
+        lines.append(
+            f"tracepoint:{EXIT_TRACEPOINT.replace('/', ':')} /pid == tid/"
+            " { @ic[pid, cgroup, comm] = count(); }"
+        )
     if errors:
         lines.append("tracepoint:block:block_rq_error { @err[args->dev, args->error] = count(); }")
-    parts = list((traced or {}).values())
-    for program in parts:
-        lines.append(buffered_text(program).strip("\n"))
     maps = [
         *(["@h", "@dp" if attribution else "@ds", "@dm"] if timed else []),
         *(["@err"] if errors else []),
         *(["@qs", "@qn"] if queue and timed else []),
         *(["@who", "@fh", "@fs", "@fm"] if issuers and timed else []),
         *(["@ic"] if attribution and timed else []),
-        *(["@wb"] if attribution and writeback and timed else []),
+        *(["@kw"] if attribution and jobs and timed else []),
     ]
+    lines = [f"// {MARKER} pid={os.getpid()} {tag}".rstrip(), buffered_text("\n".join(lines), maps)]
+    parts = list((traced or {}).values())
+    for program in parts:
+        lines.append(buffered_text(program.text, program.maps).strip("\n"))
     cleared = ["  clear(@id);"] if attribution and timed else []
-    flushed = [*(f"  print({m}); clear({m});" for m in maps), *flush_lines(parts), *cleared]
+    cleared += ["  clear(@kd);"] if attribution and jobs and timed else []
+    flushed = [*flush_lines([*maps, *(m for p in parts for m in p.maps)]), *cleared]
     lines.append(f"interval:ms:{int(tick_ms)} {{")
     lines += [*flushed, '  printf("tick %llu\\n", nsecs);', "}"]
     if marked:
@@ -183,6 +208,7 @@ def _timed_probes(
     attribution: bool,
     rwbs_at: Mapping[str, int] | None,
     sample: int,
+    jobs: bool = False,
 ) -> list[str]:
     """The block probes that time requests (see :func:`tracer_program`)."""
     lines: list[str] = []
@@ -191,7 +217,9 @@ def _timed_probes(
             f"tracepoint:block:block_rq_insert{only} {{ @iq[args->dev, args->sector] = nsecs; }}"
         )
     packed = attribution and not issuers  # the issuer rides in the request's stamp
-    lines += _submit_probe(f"tracepoint:block:{submit}{only}", issuers, attribution, packed, sample)
+    lines += _submit_probe(
+        f"tracepoint:block:{submit}{only}", issuers, attribution, packed, sample, jobs
+    )
     lines.append(f"tracepoint:block:block_rq_issue{only} {{")
     if issuers:
         lines.append("  if (args->nr_sector) { @is[args->dev, args->sector] = nsecs; }")
@@ -323,7 +351,12 @@ def _times(value: str, sample: int) -> str:
 
 
 def _submit_probe(
-    probe: str, issuers: bool, attribution: bool, packed: bool, sample: int = 1
+    probe: str,
+    issuers: bool,
+    attribution: bool,
+    packed: bool,
+    sample: int = 1,
+    jobs: bool = False,
 ) -> list[str]:
     """The probe at submission (none unless ``issuers`` or ``attribution``): see
     :func:`tracer_program`. Sampled (``sample`` above 1), ``@who`` adds ``sample`` for each
@@ -335,11 +368,13 @@ def _submit_probe(
     if attribution:
         owner = "@is" if packed else "@ow"
         lines += [
-            f"  {owner}[args->dev, args->sector] = pid;",
-            "  if (args->nr_sector == 0 ||",
+            "  $p = (uint64)pid;",
+            *([f"  if (curtask->flags & {PF_WQ_WORKER}) {{", *_job_lines("    ")] if jobs else []),
+            ("  } else if" if jobs else "  if") + " (args->nr_sector == 0 ||",
             f"      ((((args->sector >> 3) * {SAMPLE_HASH}) >> 29) & 7) == 0) {{",
             "    if (@id[pid] == 0) { @id[pid] = 1; @ic[pid, cgroup, comm] = count(); }",
             "  }",
+            f"  {owner}[args->dev, args->sector] = $p;",
         ]
     if issuers:
         lines += [
@@ -353,6 +388,33 @@ def _submit_probe(
             "  }",
         ]
     return [*lines, "}"]
+
+
+def _job_lines(indent: str) -> list[str]:
+    """A worker's job as its issuer ``$p`` (:data:`JOB_FLAG`), named in ``@kw`` at its
+    first request in the tick: the BTF chain ``kthread -> worker -> current_func``."""
+    job_mask = JOB_FLAG - 1
+    return [
+        f"{indent}{line}"
+        for line in (
+            "$k = (struct kthread *)curtask->worker_private;",
+            "$w = (struct worker *)$k->data;",
+            "$f = (uint64)$w->current_func;",
+            f"$p = {JOB_FLAG} | (((($f ^ (uint64)$w->current_work) * {SAMPLE_HASH}) >> 20)"
+            f" & {job_mask});",
+            "if (@kd[$p] == 0) {",
+            "  @kd[$p] = 1;",
+            "  $g = (uint64)0;",
+            "  if ((uint64)$k->blkcg_css != 0) { $g = $k->blkcg_css->cgroup->kn->id; }",
+            "  $q = (uint64)$w->current_pwq->wq;",
+            "  @kw[$p, $f, $g, $q] = count();",
+            "  if (@kq[$q] == 0) {",
+            "    @kq[$q] = 1;",
+            '    printf("queue %llu %s\\n", $q, $w->current_pwq->wq->name);',
+            "  }",
+            "}",
+        )
+    ]
 
 
 def _op(event: str, rwbs_at: Mapping[str, int] | None) -> str:
@@ -383,11 +445,30 @@ def rwbs_offsets(events: tuple[str, ...]) -> dict[str, int]:
     return out
 
 
-def writeback_present() -> bool:
-    """Whether the kernel has ``writeback:writeback_start`` (the flusher's work per bdi)."""
-    return any(
-        os.path.isdir(os.path.join(d, "..", "writeback", "writeback_start")) for d in _EVENT_DIRS
-    )
+def exits_present() -> bool:
+    """Whether the kernel has :data:`EXIT_TRACEPOINT` (every process's exit)."""
+    return any(os.path.isdir(os.path.join(d, "..", EXIT_TRACEPOINT)) for d in _EVENT_DIRS)
+
+
+JOBS_SINCE = (5, 17)
+"""The first kernel whose ``task_struct`` has ``worker_private`` (a kthread's own struct)."""
+
+
+@functools.cache
+def jobs_present() -> bool:
+    """Whether the BTF chain to a worker's job is there: kernel BTF, ``worker_private``
+    (:data:`JOBS_SINCE`) and the blk cgroups (``kthread.blkcg_css``, with ``blkio`` in
+    ``/proc/cgroups``). Without it workers are charged by pid (their I/O is ``other``)."""
+    if not os.path.exists("/sys/kernel/btf/vmlinux"):
+        return False
+    found = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    if found is None or (int(found.group(1)), int(found.group(2))) < JOBS_SINCE:
+        return False
+    try:
+        with open("/proc/cgroups", encoding="ascii", errors="replace") as f:
+            return any(line.split()[:1] == ["blkio"] for line in f.read(65536).splitlines())
+    except OSError:
+        return False
 
 
 def dev_t(major: int, minor: int) -> int:

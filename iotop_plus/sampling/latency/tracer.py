@@ -24,10 +24,11 @@ from iotop_plus.sampling.latency.program import (
     ISSUE_TRACEPOINTS,
     TICK_MS,
     TRACEFS,
+    exits_present,
+    jobs_present,
     rwbs_offsets,
     submit_tracepoint,
     tracer_program,
-    writeback_present,
 )
 
 if TYPE_CHECKING:
@@ -157,7 +158,8 @@ class Tracer:
             rwbs_at=rwbs_offsets((submit, "block_rq_issue", "block_rq_complete"))
             if self.timed
             else None,
-            writeback=self.attribution and writeback_present(),
+            exits=self.attribution and exits_present(),
+            jobs=self.attribution and jobs_present(),
             sample=self.sample,
             timed=self.timed,
             traced=self.traced,

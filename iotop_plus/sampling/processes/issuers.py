@@ -3,11 +3,11 @@
 With the tracer (root and bpftrace) every request is charged to the task that submitted it
 (:func:`~iotop_plus.sampling.latency.program.tracer_program` with ``attribution``): per
 (device, pid) the read and write IOPS and bytes and the device latency, and per (device,
-cgroup) their sums. Kernel threads (flushers, the loop driver's workers, requests the kernel
-made itself) are one ``kernel`` entry, marked ``writeback`` when the flusher worked on that
-device's bdi in the interval. A pid's command line and cgroup are read from ``/proc/PID``
-when it is first seen (and every :data:`WHO_REFRESH_S`): the cgroup is the v2 path when the
-task sits below the v2 root, else its v1 ``blkio`` path.
+cgroup) their sums. The kernel's own I/O is one ``kernel`` entry per kind and whom it is
+for (:mod:`.kernel_kinds`: the flusher's ``writeback``, a loop device's worker, a throttle's
+delayed dispatch, a journal thread, ``other``). A pid's command line and cgroup are read
+from ``/proc/PID`` when it is first seen (and every :data:`WHO_REFRESH_S`): the cgroup is
+the v2 path when the task sits below the v2 root, else its v1 ``blkio`` path.
 
 Without the tracer, an estimate: each process's ``/proc/PID/io`` rates, charged to the block
 devices it holds files open on (marked ``estimate``; no IOPS, no latency).
@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups.names import task_cgroup
-from iotop_plus.sampling.latency.hist import Histogram, PidIO
+from iotop_plus.sampling.latency.hist import JOB_FLAG, Histogram, PidIO
+from iotop_plus.sampling.processes.kernel_kinds import (
+    KINDS,
+    OTHER,
+    WRITEBACK,
+    KernelKinds,
+    KernelWork,
+    limited_cgroups,
+)
 from iotop_plus.sysfs import MAX_ATTRIBUTE_BYTES, read_bounded
 
 if TYPE_CHECKING:
@@ -36,7 +44,7 @@ TOP = 10
 WHO_REFRESH_S = 30.0
 """A pid's command line and cgroup are read again after this long (it may exec or move)."""
 KERNEL = "kernel"
-"""The comm of the one entry for all kernel-thread I/O."""
+"""The comm of the kernel's entries (one per kind of its own I/O)."""
 TRACER = "tracer"
 """Issuers from the tracer: exact."""
 ESTIMATE = "estimate"
@@ -78,12 +86,12 @@ class LatencyFigures:
 
 @dataclass(frozen=True)
 class Issuer:
-    """One process (or all kernel threads) doing I/O on one device over one interval."""
+    """One process (or one kind of the kernel's own I/O) on one device over one interval."""
 
     pid: int | None
     """Process id; None for the kernel entry."""
     comm: str
-    """Its name (``kernel`` for kernel threads)."""
+    """Its name (``kernel`` for the kernel's entries)."""
     cmdline: str | None
     """Its command line (arguments joined by spaces); None when unknown or a kernel thread."""
     cgroup: str | None
@@ -102,13 +110,22 @@ class Issuer:
     """Device time of its reads (unknown for an estimate)."""
     write: LatencyFigures = field(default_factory=LatencyFigures)
     """Device time of its writes (unknown for an estimate)."""
-    writeback: bool = False
-    """Kernel entry only: the flusher wrote this device back in the interval."""
+    kind: str | None = None
+    """Kernel entries: what the I/O is (:data:`~.kernel_kinds.KINDS`); None for a process."""
+    for_device: str | None = None
+    """Kernel entries: the device the I/O is for (a loop device's backing I/O: the loop)."""
+    for_cgroup: str | None = None
+    """Kernel entries: the cgroup it acts for (a loop's reader, a throttled cgroup)."""
 
     @property
     def is_kernel(self) -> bool:
-        """Whether this is the one entry of kernel-thread I/O."""
+        """Whether this is one of the kernel's entries."""
         return self.pid is None
+
+    @property
+    def writeback(self) -> bool:
+        """Whether this is the flusher's writeback."""
+        return self.kind == WRITEBACK
 
     @property
     def iops(self) -> float:
@@ -130,6 +147,8 @@ class Issuer:
             "latency": {"read": self.read.to_json(), "write": self.write.to_json()},
         }
         if self.is_kernel:
+            out["kind"] = self.kind or OTHER
+            out["for"] = {"device": self.for_device, "cgroup": self.for_cgroup}
             out["writeback"] = self.writeback
         return out
 
@@ -137,8 +156,16 @@ class Issuer:
     def from_json(cls, doc: Mapping[str, Any]) -> Issuer:
         """An entry of :meth:`to_json` back (recordings); histograms keep only the figures."""
         lat = doc.get("latency") or {}
+        pid = _int_or_none(doc.get("pid"))
+        kind = doc.get("kind")
+        if pid is not None:
+            kind = None
+        elif kind not in KINDS:  # written before kinds: only the writeback flag
+            kind = WRITEBACK if doc.get("writeback") is True else OTHER
+        target = doc.get("for")
+        target = target if isinstance(target, Mapping) else {}
         return cls(
-            _int_or_none(doc.get("pid")),
+            pid,
             str(doc.get("comm") or ""),
             _str_or_none(doc.get("cmdline")),
             _str_or_none(doc.get("cgroup")),
@@ -149,7 +176,9 @@ class Issuer:
             _float_or_none(doc.get("wkB/s")) or 0.0,
             LatencyFigures.from_json(lat.get("read") if isinstance(lat, Mapping) else None),
             LatencyFigures.from_json(lat.get("write") if isinstance(lat, Mapping) else None),
-            bool(doc.get("writeback", False)),
+            kind,
+            _str_or_none(target.get("device")),
+            _str_or_none(target.get("cgroup")),
         )
 
 
@@ -246,10 +275,13 @@ def _float_or_none(v: object) -> float | None:
 
 
 def issuer_text(issuer: Issuer) -> str:
-    """``fio[4242] 2,500 IO/s p99 0.05 ms`` (kernel threads: ``kernel writeback ...``)."""
+    """``fio[4242] 2,500 IO/s p99 0.05 ms`` (the kernel: ``kernel loop (loop3 /jobs) ...``)."""
     name = f"{issuer.comm}[{issuer.pid}]" if issuer.pid is not None else issuer.comm
-    if issuer.is_kernel and issuer.writeback:
-        name += " writeback"
+    if issuer.is_kernel:
+        name += f" {issuer.kind or OTHER}"
+        target = " ".join(t for t in (issuer.for_device, issuer.for_cgroup) if t)
+        if target and issuer.kind not in (None, OTHER, WRITEBACK):
+            name += f" ({target})"
     if issuer.r_s is None and issuer.w_s is None:  # an estimate: bytes only
         return f"{name} {issuer.rkB_s + issuer.wkB_s:,.0f} kB/s"
     text = f"{name} {issuer.iops:,.0f} IO/s"
@@ -260,7 +292,8 @@ def issuer_text(issuer: Issuer) -> str:
 
 
 def cgroup_shares(issuers: Iterable[Issuer]) -> tuple[CgroupShare, ...]:
-    """The issuers' figures summed per cgroup, busiest first (kernel threads are left out)."""
+    """The issuers' figures summed per cgroup, busiest first (the kernel's entries are left
+    out)."""
     sums: dict[tuple[str, str | None], list[float | None]] = {}
     for who in issuers:
         if who.cgroup is None or who.is_kernel:
@@ -301,24 +334,26 @@ class IssuerReader:
         self.roots = roots
         self._who: dict[int, _Who] = {}
         self._files: dict[int, tuple[float, frozenset[str]]] = {}
+        self._kinds = KernelKinds(roots)
 
     def frame(
         self,
         latency: LatencyFrame | None,
         processes: ProcessFrame | None,
         now: float | None = None,
+        limits: object | None = None,
     ) -> IssuersFrame | None:
         """The issuers for this frame: exact from an attributing tracer that delivered an
         interval; else an estimate from the processes (when read); else None with no
-        processes and a tracer still starting."""
+        processes and a tracer still starting. ``limits``: the frame's cgroups or throttle
+        watch (a cgroup part's value), whose limited cgroups a throttle's dispatch is for."""
         now = time.monotonic() if now is None else now
         if latency is not None and latency.attributed and latency.has_figures:
             span = latency.span_s or 0.0
             devices: dict[str, tuple[Issuer, ...]] = {}
             cgroups: dict[str, tuple[CgroupShare, ...]] = {}
             for name, pids in latency.issuers.items():
-                wb = _bdi_of(name, latency.writeback, self.roots)
-                every, by_cgroup = self._device_issuers(pids, span, wb, now)
+                every, by_cgroup = self._device_issuers(name, pids, span, now, limits)
                 devices[name] = every[:TOP]
                 cgroups[name] = tuple(
                     replace(
@@ -339,17 +374,35 @@ class IssuerReader:
         return self._estimate(processes, why or "issuers estimated from /proc/PID/io", now)
 
     def _device_issuers(
-        self, pids: Mapping[int, PidIO], span: float, writeback: bool, now: float
+        self,
+        device: str,
+        pids: Mapping[int, PidIO],
+        span: float,
+        now: float,
+        limits: object | None = None,
     ) -> tuple[tuple[Issuer, ...], dict[str, PidIO]]:
-        """Every issuer of one device, busiest first, and each cgroup's requests merged
-        (their device-time histograms give the cgroup's latency)."""
+        """Every issuer of one device, busiest first (the kernel's I/O one entry per kind
+        and whom it is for), and each cgroup's requests merged (their device-time
+        histograms give the cgroup's latency)."""
         out: list[Issuer] = []
         by_cgroup: dict[str, PidIO] = {}
-        kernel: PidIO | None = None
+        kernel: dict[KernelWork, PidIO] = {}
+        limited: tuple[str, ...] | None = None
         for pid, io in pids.items():
-            who = self._whois(pid, now) if pid else None
-            if not pid or (who is not None and who.kernel):  # 0: no submission seen
-                kernel = io if kernel is None else kernel.merged(io)
+            work: KernelWork | None = None
+            who = None
+            if pid & JOB_FLAG or io.job is not None:  # a worker's job
+                if limited is None:
+                    limited = self._limited(device, limits)
+                work = self._kinds.of_job(io.job, device, limited, now)
+            elif not pid:  # no submission seen
+                work = KernelWork(OTHER, device, None)
+            else:
+                who = self._whois(pid, now)
+                if who is not None and who.kernel:
+                    work = self._kinds.of_thread(who.comm, device)
+            if work is not None:
+                kernel[work] = kernel[work].merged(io) if work in kernel else io
                 continue
             # who is None: gone before we looked (a short-lived dd): the tracer's comm
             found = _issuer(pid, io, who, span)
@@ -358,14 +411,36 @@ class IssuerReader:
             if found.cgroup is not None:
                 seen = by_cgroup.get(found.cgroup)
                 by_cgroup[found.cgroup] = io if seen is None else seen.merged(io)
-        if kernel is not None:
-            k = _issuer(None, kernel, None, span)
+        for work, io in kernel.items():
+            k = _issuer(None, io, None, span)
             out.append(
                 Issuer(None, KERNEL, None, None, None, k.r_s, k.w_s, k.rkB_s, k.wkB_s,
-                       k.read, k.write, writeback)
+                       k.read, k.write, work.kind, work.device, work.cgroup)
             )  # fmt: skip
-        out.sort(key=lambda i: (-i.iops, -(i.rkB_s + i.wkB_s), i.comm, i.pid or 0))
+        out.sort(
+            key=lambda i: (
+                -i.iops,
+                -(i.rkB_s + i.wkB_s),
+                i.comm,
+                i.pid or 0,
+                KINDS.index(i.kind) if i.kind in KINDS else len(KINDS),
+                i.for_device or "",
+                i.for_cgroup or "",
+            )
+        )
         return tuple(out), by_cgroup
+
+    def _limited(self, device: str, limits: object | None) -> tuple[str, ...]:
+        """The cgroups with a limit on ``device`` (its whole disk's ``MAJ:MIN``)."""
+        if limits is None:
+            return ()
+        from iotop_plus.sampling.topology.blockdev import partition_parent, read_dev_numbers
+
+        whole = partition_parent(self.roots.sys_class_block / device) or device
+        numbers = read_dev_numbers(self.roots, whole)
+        if numbers is None:
+            return ()
+        return limited_cgroups(limits, f"{numbers[0]}:{numbers[1]}")
 
     def _whois(self, pid: int, now: float) -> _Who | None:
         """The cached facts of ``pid``; None when it is gone and was never read."""
@@ -439,17 +514,6 @@ def _issuer(pid: int | None, io: PidIO, who: _Who | None, span: float) -> Issuer
         LatencyFigures.of(read),
         LatencyFigures.of(write),
     )
-
-
-def _bdi_of(device: str, bdis: frozenset[str], roots: Roots) -> bool:
-    """Whether the flusher worked on ``device``'s bdi (its whole disk's ``MAJ:MIN``)."""
-    if not bdis:
-        return False
-    from iotop_plus.sampling.topology.blockdev import partition_parent, read_dev_numbers
-
-    whole = partition_parent(roots.sys_class_block / device) or device
-    numbers = read_dev_numbers(roots, whole)
-    return numbers is not None and f"{numbers[0]}:{numbers[1]}" in bdis
 
 
 def _read_who(roots: Roots, pid: int, now: float) -> _Who | None:

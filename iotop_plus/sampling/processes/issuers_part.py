@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from iotop_plus.sampling.frame.model import LATENCY, PROCESSES
+from iotop_plus.sampling.frame.model import CGROUPS, LATENCY, PROCESSES, THROTTLES
 from iotop_plus.sampling.frame.part import FramePart, ReadContext
 
 if TYPE_CHECKING:
@@ -35,7 +35,8 @@ class IssuersReader:
             self._reader = IssuerReader(self.roots)
         latency: Any = ctx.values.get(LATENCY)
         processes: Any = ctx.values.get(PROCESSES)
-        return self._reader.frame(latency, processes), ()
+        limits = ctx.values.get(CGROUPS) or getattr(ctx.values.get(THROTTLES), "part", None)
+        return self._reader.frame(latency, processes, limits=limits), ()
 
     def close(self) -> None:
         """Nothing held open."""
@@ -47,6 +48,7 @@ class IssuersPart(FramePart["IssuersFrame"]):
 
     key = ISSUERS
     letter = "W"
+    after = (THROTTLES,)
 
     def reader(self, roots: Roots) -> IssuersReader:
         """Reads ``/proc/PID`` of the issuers the tracer names."""

@@ -6,8 +6,8 @@ process: ``LiveSource.want(ISSUERS)``), keeps the rows of the processes that iss
 to the selected device, sorted by their requests per second there, and shows their device
 latency (:data:`~iotop_plus.tui.process_rows.DEVICE_COLUMNS`). Without the tracer (no root,
 no bpftrace) the issuers are an estimate from ``/proc/PID/io`` and open files, and the
-status line says so. Kernel threads (the flusher's writeback, the loop driver) are no
-process row: the status line gives their share.
+status line says so. The kernel's own I/O (the flusher's writeback, a loop device's worker,
+a throttle's dispatch, a journal) is no process row: the status line gives each kind's share.
 """
 
 from __future__ import annotations
@@ -107,9 +107,11 @@ class DeviceOnly:
         head = f"v: issuers of {self.device}"
         if issuers.estimate:
             head += f" (estimated from /proc/PID/io: {issuers.status or 'no tracer'})"
-        kernel = next((i for i in issuers.of(self.device) if i.is_kernel), None)
-        if kernel is not None:
-            what = "kernel writeback" if kernel.writeback else "kernel threads"
+        for kernel in (i for i in issuers.of(self.device) if i.is_kernel):
+            target = " ".join(t for t in (kernel.for_device, kernel.for_cgroup) if t)
+            what = f"kernel {kernel.kind or 'other'}"
+            if target and kernel.kind in ("loop", "throttle", "journal"):
+                what += f" ({target})"
             head += (
                 f" · {what} {kernel.iops:.0f} IO/s "
                 f"{compact_bytes((kernel.rkB_s + kernel.wkB_s) * 1024)}/s"
