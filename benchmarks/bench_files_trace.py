@@ -12,7 +12,7 @@ On a loop device backed by a private tmpfs, with ext4 or XFS on it and read-ahea
   ``iomap_iter``), which the flusher writes back meanwhile;
 
 untraced and traced by the part's probes as the tracer runs them
-(:func:`~iotop_plus.sampling.frame.part.buffered_text` of
+(:func:`~iotop_plus.sampling.latency.generations.buffered_text` of
 :func:`~iotop_plus.sampling.files.trace.parser`, a 250 ms tick flipping the generation and
 printing and clearing the maps) at each sampling rate asked for, alternating over several
 rounds (the order reversed every other round). The cost is measured in the kernel while this
@@ -51,7 +51,7 @@ from bench_attribution import BPF_SYSCALL, enable_bpf_stats  # this directory: r
 from bench_latency import tmpfs_loop
 
 from iotop_plus.sampling.files.trace import parser
-from iotop_plus.sampling.frame.part import buffered_text, flush_lines
+from iotop_plus.sampling.latency.generations import buffered_text, flush_lines
 
 WORKLOADS = ("randread", "write")
 MKFS = {"ext4": ["mkfs.ext4", "-q", "-F"], "xfs": ["mkfs.xfs", "-q", "-f"]}
@@ -92,8 +92,8 @@ def filesystem_on(dev: str, fs: str) -> Iterator[Path]:
 def program_text(sample: int) -> str:
     """The part's probes as the tracer runs them, with a 250 ms tick."""
     program = parser(sample)
-    flush = "\n".join(flush_lines([program]))
-    return f"{buffered_text(program)}\ninterval:ms:250 {{\n{flush}\n}}\n"
+    flush = "\n".join(flush_lines(program.maps))
+    return f"{buffered_text(program.text, program.maps)}\ninterval:ms:250 {{\n{flush}\n}}\n"
 
 
 @contextlib.contextmanager
