@@ -15,7 +15,10 @@ untraced and traced by the part's probes as the tracer runs them
 (:func:`~iotop_plus.sampling.latency.generations.buffered_text` of
 :func:`~iotop_plus.sampling.files.trace.parser`, a 250 ms tick flipping the generation and
 printing and clearing the maps) at each sampling rate asked for, alternating over several
-rounds (the order reversed every other round). The cost is measured in the kernel while this
+rounds (the order reversed every other round). The IOPS are taken with BPF's run-time
+statistics off (they read the clock twice per probe run, as dear as a cheap probe; unless another
+process holds them on);
+each traced run is followed by a second one that measures the cost in the kernel while this
 process holds a ``BPF_ENABLE_STATS`` descriptor (the sysctl is never touched): each probe's
 mean time per run, named by its program (the bpftrace child's descriptors are read with
 ``pidfd_getfd``); "per I/O" sums each of the workload's own probes' (:data:`OWN`) mean time
@@ -190,15 +193,23 @@ def fio(workload: str, mnt: Path, runtime: float, n: int) -> dict[str, float]:
 
 
 def run(
-    workload: str, mnt: Path, runtime: float, sample: int | None, n: int
+    workload: str, mnt: Path, runtime: float, sample: int | None, n: int, cost: bool = False
 ) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
-    """One run's fio figures and each probe's (ns per run, runs per fio I/O); none untraced."""
+    """One run's fio figures and, when it measures the ``cost`` (BPF run-time statistics on
+    for the run), each probe's (ns per run, runs per fio I/O)."""
     if sample is None:
         return fio(workload, mnt, runtime, n), {}
-    with traced(sample) as pid:
-        before = prog_stats(pid)
-        got = fio(workload, mnt, runtime, n)
-        after = prog_stats(pid)
+    if not cost:
+        with traced(sample):
+            return fio(workload, mnt, runtime, n), {}
+    stats_fd = enable_bpf_stats()
+    try:
+        with traced(sample) as pid:
+            before = prog_stats(pid)
+            got = fio(workload, mnt, runtime, n)
+            after = prog_stats(pid)
+    finally:
+        os.close(stats_fd)
     probes: dict[str, tuple[float, float]] = {}
     for prog, (time_ns, count) in after.items():
         t0, c0 = before.get(prog, (0, 0))
@@ -232,8 +243,12 @@ def measure(
                 order = variants if r % 2 == 0 else list(reversed(variants))
                 for sample in order:
                     n += 1
-                    got, seen = run(workload, mnt, args.runtime, sample, n)
+                    got, _none = run(workload, mnt, args.runtime, sample, n)
                     figures.setdefault((fs, workload, sample), []).append(got)
+                    if sample is None:
+                        continue
+                    n += 1
+                    _got, seen = run(workload, mnt, args.runtime, sample, n, cost=True)
                     for name, pair in seen.items():
                         probes.setdefault((fs, workload, sample), {}).setdefault(name, []).append(
                             pair
@@ -262,14 +277,10 @@ def main() -> int:
     print(f"load average at start: {load()}", flush=True)
     figures: dict[Key, list[dict[str, float]]] = {}
     probes: dict[Key, dict[str, list[tuple[float, float]]]] = {}
-    stats_fd = enable_bpf_stats()
-    try:
-        for fs in args.fs:
-            got, seen = measure(fs, args)
-            figures.update(got)
-            probes.update(seen)
-    finally:
-        os.close(stats_fd)
+    for fs in args.fs:
+        got, seen = measure(fs, args)
+        figures.update(got)
+        probes.update(seen)
     print(f"load average at end: {load()}")
     for fs in args.fs:
         for workload in WORKLOADS:
