@@ -16,19 +16,19 @@ untraced and traced by the part's probes as the tracer runs them
 :func:`~iotop_plus.sampling.files.trace.parser`, a 250 ms tick flipping the generation and
 printing and clearing the maps) at each sampling rate asked for, alternating over several
 rounds (the order reversed every other round). The IOPS are taken with BPF's run-time
-statistics off (they read the clock twice per probe run, as dear as a cheap probe; unless another
-process holds them on);
-each traced run is followed by a second one that measures the cost in the kernel while this
-process holds a ``BPF_ENABLE_STATS`` descriptor (the sysctl is never touched): each probe's
-mean time per run, named by its program (the bpftrace child's descriptors are read with
-``pidfd_getfd``); "per I/O" sums each of the workload's own probes' (:data:`OWN`) mean time
-times its runs per fio I/O (other processes' events on a busy host change a mean little, a
-count a lot, and other probes that ran are listed apart), and says what share of an untraced
-I/O's time that is: the IOPS the probes' own time takes. IOPS lost as measured are the traced
-runs' median against the untraced runs' median (noisy on a shared 2-core host: printed with
-the range), and fio's own CPU time per I/O (user + system) beside them. The load average is
-printed at the start and the end. Printed, not asserted. Needs root, fio and bpftrace (and
-mkfs.xfs for XFS); the mount, the loop device and the tmpfs are removed in ``finally``.
+statistics off (unless another process holds them on: they read the clock twice per probe
+run, as dear as a cheap probe); each traced run is followed by a second one that measures the
+cost in the kernel while this process holds a ``BPF_ENABLE_STATS`` descriptor (the sysctl is
+never touched): each probe's mean time per run, named by its program (the bpftrace child's
+descriptors are read with ``pidfd_getfd``); "per I/O" sums each of the workload's own probes'
+(:data:`OWN`) mean time times its runs per fio I/O (other processes' events on a busy host
+change a mean little, a count a lot, and other probes that ran are listed apart), and says
+what share of an untraced I/O's time that is: the IOPS the probes' own time takes. IOPS lost
+as measured are the traced runs' median against the untraced runs' median (noisy on a shared
+2-core host: printed with the range), and fio's own CPU time per I/O (user + system) beside
+them. The load average is printed at the start and the end. Printed, not asserted. Needs
+root, fio and bpftrace (and mkfs.xfs for XFS); the mount, the loop device and the tmpfs are
+removed in ``finally``.
 
     .venv/bin/python benchmarks/bench_files_trace.py [--rounds 9] [--runtime 2] [--sample 1 8]
         [--fs ext4 xfs]
