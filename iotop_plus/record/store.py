@@ -1,8 +1,10 @@
 """The frame store: every frame the TUI shows, live or earlier, kept one way and found by time.
 
-Frames are encoded as a recording encodes them (:class:`~iotop_plus.record.chunks.ChunkEncoder`:
-raw counters with predicted deltas, the parts as JSON, in one deflate stream per chunk) and
-kept in memory by chunk (:mod:`~iotop_plus.record.store_chunk`); a recording directory, read
+Frames are kept in memory by chunk (:mod:`~iotop_plus.record.store_chunk`): the open chunk's
+as they were appended, a closed one's encoded as a recording encodes them
+(:class:`~iotop_plus.record.chunks.ChunkEncoder`: raw counters with predicted deltas, the
+parts as JSON, in one deflate stream per chunk) on a thread of its own
+(:mod:`~iotop_plus.record.store_encode`); a recording directory, read
 by :class:`~iotop_plus.record.timeline.RecordingTimeline`, holds the same chunks in files and
 is chained before the memory ring for history (``JoinedTimeline``).
 
@@ -13,7 +15,8 @@ and leaves a :class:`ClockMark`. Each device's chart figures are kept beside the
 read by :meth:`FrameStore.columns`, keyed by the device's identity (name and ``diskseq``): a
 name that is another device now has a series of its own.
 
-Not thread-safe: the UI thread appends and reads.
+Not thread-safe: one thread (the UI's) appends and reads; only the encoding of closed chunks
+runs beside it.
 """
 
 from __future__ import annotations
@@ -25,11 +28,10 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 
-from iotop_plus.record.chunks import ChunkEncoder, RecordedSample, sample_layout
+from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.collect import recorded_sample
-from iotop_plus.record.recorded_health import HealthParts
-from iotop_plus.record.recorded_who import CommandLines, WhoParts
 from iotop_plus.record.store_chunk import METRICS, Chunk, Decoded
+from iotop_plus.record.store_encode import ChunkCoder
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
@@ -45,6 +47,10 @@ TOP_PROCESSES = 20
 RECENT_KEPT = 8
 """The last frames appended are kept as they came: the Device tab's verdict looks back on the
 five before the one shown at every frame."""
+
+OPEN_CELLS = 20_000
+"""A chunk is closed once it holds this many device-frames (its frames are kept as they came
+until it is encoded): a wall-clock minute at 0.25 s up to 83 devices, 10 frames at 2,000."""
 
 DECODED_KEPT = 2
 """Chunks kept decoded: the one a scrub is in and the one before (its first frame's rates
@@ -82,6 +88,7 @@ class FrameStore:
         *,
         roots: Roots | None = None,
         top_processes: int = TOP_PROCESSES,
+        background: bool = True,
     ) -> None:
         if not (math.isfinite(minutes) and minutes > 0):
             raise ValueError(f"history minutes must be a positive number, not {minutes!r}")
@@ -94,11 +101,8 @@ class FrameStore:
         self.roots = roots or Roots()
         self.marks: deque[ClockMark] = deque(maxlen=100)
         """The wall clock's steps back, oldest first."""
-        self._encoder = ChunkEncoder()
-        self._who = WhoParts(CommandLines(), cgroups=True)
-        self._health = HealthParts()
-        self._opened = 0
-        """Chunks opened so far."""
+        self.coder = ChunkCoder(self.roots, top_processes, background=background)
+        """Encodes the closed chunks."""
         self._chunks: deque[Chunk] = deque()
         self._starts: list[int] = []
         self._next = 0
@@ -149,19 +153,11 @@ class FrameStore:
             )
         wall = kept.sample.wall_time
         self._step_back(wall)
-        layout, cols, ns, minute = sample_layout(kept.sample)
-        names = layout.names
+        names = tuple(kept.sample.counters)
         chunk = self._chunks[-1] if self._chunks else None
-        same = chunk is not None and chunk.fits(kept, names) and self._encoder.fits(layout, minute)
-        # As the recorder writes it: a chunk is read alone, so it names its processes again.
-        rs = recorded_sample(kept, self.roots, self.top_processes)
-        rs = self._who.add(rs, kept, self._opened, same)
-        rs = self._health.add(rs, kept, self._opened, same)
-        if chunk is None or not same:
+        if chunk is None or not chunk.fits(kept, names) or len(chunk) * len(names) >= OPEN_CELLS:
             if chunk is not None:
-                chunk.close()
-            self._encoder.close()
-            self._opened += 1
+                self._close(chunk)
             chunk = Chunk(
                 self._next,
                 names,
@@ -172,8 +168,7 @@ class FrameStore:
             )
             self._chunks.append(chunk)
             self._starts.append(chunk.start)
-        _disk, piece, _extras, extras_piece = self._encoder.encode(rs, layout, cols, ns, minute)
-        chunk.add(kept, (piece, extras_piece))
+        chunk.add(kept)
         self._walls.append(wall)
         self._ords.append(self._next)
         self._recent[self._next] = kept
@@ -181,6 +176,16 @@ class FrameStore:
             self._recent.popitem(last=False)
         self._next += 1
         self._trim()
+
+    def _close(self, chunk: Chunk) -> None:
+        """No more frames join ``chunk``: encode it."""
+        if chunk.open:
+            chunk.close()
+            self.coder.submit(chunk)
+
+    def wait_encoded(self) -> None:
+        """Return once every closed chunk is encoded (tests, benchmarks)."""
+        self.coder.wait()
 
     def _step_back(self, wall: float) -> None:
         """Hide the frames at or after ``wall`` (the clock stepped back), with a mark."""
@@ -193,8 +198,7 @@ class FrameStore:
         del walls[cut:]
         del self._ords[cut:]
         if self._chunks:
-            self._chunks[-1].close()
-        self._encoder.close()
+            self._close(self._chunks[-1])
 
     def _trim(self) -> None:
         walls = self._walls
@@ -208,6 +212,7 @@ class FrameStore:
         chunks = self._chunks
         while len(chunks) > 1 and chunks[1].start < first:
             gone = chunks.popleft()
+            gone.dropped = True
             self._starts.pop(0)
             self._decoded.pop(gone.start, None)
         if self._lo > 1024 and self._lo * 2 > len(walls):
@@ -236,7 +241,11 @@ class FrameStore:
         k = bisect_right(self._starts, chunk.start) - 2
         if k < 0 or self._chunks[k].end != chunk.start:
             return None
-        samples = self._decode(self._chunks[k]).samples
+        before = self._chunks[k]
+        frames = before.frames
+        if frames is not None:  # not encoded (yet): its last frame as the recorder has it
+            return recorded_sample(frames[-1], self.roots, self.top_processes) if frames else None
+        samples = self._decode(before).samples
         return samples[-1] if samples else None
 
     def _frame(self, pos: int) -> Frame | None:
@@ -245,6 +254,9 @@ class FrameStore:
         if recent is not None:
             return recent
         chunk = self._chunk_of(ordinal)
+        frames = chunk.frames  # (once: the encoding thread may drop them meanwhile)
+        if frames is not None:
+            return frames[ordinal - chunk.start]
         return self._decode(chunk).frame(ordinal - chunk.start)
 
     def frames(self) -> list[Frame]:

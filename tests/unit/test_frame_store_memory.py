@@ -23,6 +23,7 @@ def test_the_store_keeps_a_frame_in_a_dozen_bytes_a_device_beside_the_figures(
     store = FrameStore(15, 0.25)
     for frame in _frames(mem_path, 481, processes=True):  # two chunks' worth: one closed
         store.append(frame)
+    store.wait_encoded()
     per = store.nbytes() / len(store) / DEVICES
     # The chunks' stream (the counters as predicted deltas, deflated, and each frame's top
     # processes, pressure and parts shared out over its devices) and the index: ~10.6 bytes.
@@ -37,6 +38,7 @@ def test_a_full_store_holds_no_more_as_frames_keep_coming(mem_path: Path) -> Non
     for n, frame in enumerate(frames, 1):
         store.append(frame)
         if n % 240 == 1 and n > 2 * 240:  # full, at the same phase of a chunk each time
+            store.wait_encoded()
             held.append((store.nbytes(), len(store._chunks), len(store._walls)))
     assert len(held) == 3
     sizes = [h[0] for h in held]
