@@ -37,6 +37,7 @@ from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.store.ring import strip_processes
+from iotop_plus.sampling.store.timeline import MARKED_EVENTS, Columns, Mark
 
 DEFAULT_MINUTES = 15
 """Minutes of frames kept by default (``history_minutes`` in the config)."""
@@ -52,6 +53,9 @@ OPEN_CELLS = 20_000
 """A chunk is closed once it holds this many device-frames (its frames are kept as they came
 until it is encoded): a wall-clock minute at 0.25 s up to 83 devices, 10 frames at 2,000."""
 
+MARKS_KEPT = 100
+"""Chart marks (and clock steps) kept, the latest."""
+
 DECODED_KEPT = 2
 """Chunks kept decoded: the one a scrub is in and the one before (its first frame's rates
 need that chunk's last sample). A decoded chunk holds its samples' counters as objects, a few
@@ -66,16 +70,6 @@ class ClockMark:
     """Wall time of the first frame after the step."""
     back_s: float
     """How far it stepped back, in seconds."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Columns:
-    """One device's chart figures over a stretch of time, oldest first."""
-
-    walls: array[float]
-    """Wall time of each point."""
-    figures: dict[str, array[float]]
-    """Each of :data:`~iotop_plus.record.store_chunk.METRICS` (NaN: no rates then)."""
 
 
 class FrameStore:
@@ -99,8 +93,11 @@ class FrameStore:
         self.capacity = self._capacity_for(interval)
         """Frames kept at most: ``minutes`` at the current interval."""
         self.roots = roots or Roots()
-        self.marks: deque[ClockMark] = deque(maxlen=100)
+        self.marks: deque[ClockMark] = deque(maxlen=MARKS_KEPT)
         """The wall clock's steps back, oldest first."""
+        self.chart_marks: deque[Mark] = deque(maxlen=MARKS_KEPT)
+        """What the charts mark (the frames' setting and probe events, probe starts, the
+        clock's steps back), oldest first."""
         self.coder = ChunkCoder(self.roots, top_processes, background=background)
         """Encodes the closed chunks."""
         self._chunks: deque[Chunk] = deque()
@@ -169,6 +166,12 @@ class FrameStore:
             self._chunks.append(chunk)
             self._starts.append(chunk.start)
         chunk.add(kept)
+        for event in kept.events:
+            # An applied setting change or a probe result the frame's journal part read (from
+            # this TUI or any other run), at its own time.
+            if event.kind in MARKED_EVENTS and event.marked:
+                at = wall if event.monotonic is None else wall + event.monotonic - kept.monotonic
+                self.chart_marks.append(Mark(at, event.text, event.device))
         self._walls.append(wall)
         self._ords.append(self._next)
         self._recent[self._next] = kept
@@ -194,6 +197,7 @@ class FrameStore:
             return
         if wall < walls[-1]:
             self.marks.append(ClockMark(wall, walls[-1] - wall))
+            self.chart_marks.append(Mark(wall, f"clock back {walls[-1] - wall:.0f} s"))
         cut = max(self._lo, bisect_left(walls, wall, self._lo))
         del walls[cut:]
         del self._ords[cut:]
@@ -339,6 +343,15 @@ class FrameStore:
                     figures[metric].extend(chunk.series(device, k)[a:b])
             pos = end
         return Columns(walls, figures)
+
+    def mark(self, mark: Mark) -> None:
+        """Mark a moment on the charts (a probe's start)."""
+        self.chart_marks.append(mark)
+
+    def chart(self, device: str, t0: float, t1: float) -> tuple[Columns, list[Mark]]:
+        """``device``'s :meth:`columns` and the marks within ``(t0, t1]``."""
+        marks = [m for m in self.chart_marks if t0 < m.timestamp <= t1]
+        return self.columns(device, t0, t1), marks
 
     def devices(self) -> Iterable[str]:
         """The devices of the newest frame."""

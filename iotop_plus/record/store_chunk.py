@@ -28,20 +28,8 @@ from iotop_plus.record.stream import decode_stream
 from iotop_plus.sampling.disks.rates import DeviceRates, figure_columns
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.gcpause import gc_paused
+from iotop_plus.sampling.store.timeline import METRICS
 from iotop_plus.sampling.topology.inventory import Inventory
-
-METRICS: tuple[str, ...] = (
-    "r_s",
-    "w_s",
-    "rkb_s",
-    "wkb_s",
-    "r_await",
-    "w_await",
-    "aqu_sz",
-    "in_flight",
-    "util",
-)
-"""The figures a chart can draw, by :class:`DeviceRates` attribute name."""
 
 WIDTH = len(METRICS)
 

@@ -159,7 +159,7 @@ def test_a_closed_chunk_answers_from_its_frames_until_its_stream_is_ready() -> N
     frames = canned_frames(130)  # three wall-clock minutes: two chunks closed
     store = FrameStore(minutes=15, interval=1.0)
     waiting: list[Chunk] = []
-    store.coder.submit = waiting.append  # type: ignore[method-assign]  # held, not encoded
+    store.coder.submit = waiting.append  # type: ignore[assignment]  # held, not encoded
     _fill(store, frames)
     assert len(waiting) == 2 and all(c.frames is not None and not c.open for c in waiting)
     assert all(got is want for got, want in zip(store.frames(), frames, strict=True))

@@ -1,8 +1,9 @@
 """The TUI's history reaching back into this host's recordings ("started at 03:10,
 it can scrub to 02:55").
 
-:class:`JoinedTimeline` is the in-memory ring, preceded by an older :class:`Timeline` (the
-recording directory, opened only when a scrub first goes past the ring's start). Frames at or
+:class:`JoinedTimeline` is the frame store's memory ring, preceded by an older
+:class:`Timeline` (the recording directory, opened only when a scrub first goes past the
+ring's start). Frames at or
 after the ring's first frame always come from the ring.
 
 In the TUI the recordings are opened on a thread of their own (``background=True``): until
@@ -13,13 +14,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from iotop_plus.sampling.store.ring import RingTimeline
-
-if TYPE_CHECKING:
-    from iotop_plus.sampling.frame.model import Frame
-    from iotop_plus.sampling.store.timeline import Timeline
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.timeline import (
+    Columns,
+    Mark,
+    Timeline,
+    event_marks,
+    frame_columns,
+)
 
 Warn = Callable[[str], object]
 OpenOlder = Callable[[Warn], "Timeline | None"]
@@ -29,12 +33,26 @@ _BEFORE = 1e-6
 """A hair before a time, to ask for the last frame strictly before it."""
 
 
+class Ring(Timeline, Protocol):
+    """The TUI's frame store, as the join uses it."""
+
+    def append(self, frame: Frame) -> None: ...
+
+    def set_interval(self, seconds: float) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def identity(self, device: str, wall: float | None = None) -> str | None: ...
+
+    def chart(self, device: str, t0: float, t1: float) -> tuple[Columns, list[Mark]]: ...
+
+
 class JoinedTimeline:
     """Recorded frames (older), then the ring (newer), as one :class:`Timeline`."""
 
     def __init__(
         self,
-        ring: RingTimeline,
+        ring: Ring,
         open_older: OpenOlder,
         warn: Warn | None = None,
         *,
@@ -163,3 +181,20 @@ class JoinedTimeline:
         upto = end if start is None else min(end, start - _BEFORE)
         recorded = older.window(upto, seconds - (end - upto))
         return [f for f in recorded if start is None or f.wall_time < start] + frames
+
+    def chart(self, device: str, t0: float, t1: float) -> tuple[Columns, list[Mark]]:
+        """``device``'s figures and the marks within ``(t0, t1]``: from the recorded frames
+        before the ring's start (while the device was the one it is at ``t1``), then the
+        ring's."""
+        start = self._ring_start()
+        older = self.older if start is None or t0 < start else None
+        if older is None or start is None:
+            return self.ring.chart(device, t0, t1)
+        frames = older.window(min(t1, start - _BEFORE), min(t1, start - _BEFORE) - t0)
+        frames = [f for f in frames if f.wall_time < start]
+        wanted = self.ring.identity(device, t1)
+        frames = [f for f in frames if f.sample.identities.get(device, device) == wanted]
+        columns, marks = frame_columns(frames, device), list(event_marks(frames))
+        ring_columns, ring_marks = self.ring.chart(device, t0, t1)
+        columns.extend(ring_columns)
+        return columns, marks + ring_marks
