@@ -95,7 +95,7 @@ async def soak(args: argparse.Namespace) -> None:
 
     print(
         f"code {Path(iotop_plus.__file__).parent}, interval {args.interval:g} s, ring of "
-        f"{app.timeline.capacity} frames"
+        f"{app.store.capacity} frames"
     )
     print(
         f"{'frames':>7} {'RSS KiB':>8} {'blocks':>8} {'malloc KiB':>10} {'free KiB':>8} "
@@ -133,7 +133,7 @@ async def soak(args: argparse.Namespace) -> None:
     finally:
         if tree is not None:
             shutil.rmtree(tree.base.parent, ignore_errors=True)
-    full = [(i, r) for i, r in rss if i > app.timeline.capacity]
+    full = [(i, r) for i, r in rss if i > app.store.capacity]
     print(f"{args.frames} frames in {time.monotonic() - t0:.0f} s")
     if len(full) >= 2:
         slope = statistics.linear_regression([i for i, _ in full], [r for _, r in full]).slope

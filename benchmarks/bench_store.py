@@ -9,10 +9,11 @@ store's encoding thread, where it has one), and the median lookup of a frame a m
 (``bench_history_memory.py``, the tests' bytes-a-device-a-frame bounds): tracing allocations
 would slow the timed calls unevenly.
 
-``--store ring`` times what trees before the one store did each frame instead: the chart
-history's ``record`` and the packed ring's ``append``. Run it from either tree to compare::
+``--store ring`` times what trees before the one store did each frame instead (in such a
+tree: the modules are gone from later ones): the chart history's ``record`` and the packed
+ring's ``append``. Copy this file into the older tree to compare, in one run::
 
-    .venv/bin/python /tmp/base/benchmarks/bench_store.py --devices 200 --store ring
+    (cd /tmp/base && .venv/bin/python benchmarks/bench_store.py --devices 200 --store ring)
 
 Usage: ``.venv/bin/python benchmarks/bench_store.py [--devices 60] [--frames 600]
 [--store store|ring]``.

@@ -27,6 +27,7 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Iterable
+from types import MappingProxyType
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.collect import recorded_sample
@@ -35,8 +36,8 @@ from iotop_plus.record.store_encode import ChunkCoder
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
-from iotop_plus.sampling.frame.model import Frame
-from iotop_plus.sampling.store.ring import strip_processes
+from iotop_plus.sampling.frame.model import Frame, ProcessFrame
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
 from iotop_plus.sampling.store.timeline import MARKED_EVENTS, Columns, Mark
 
 DEFAULT_MINUTES = 15
@@ -356,3 +357,44 @@ class FrameStore:
     def devices(self) -> Iterable[str]:
         """The devices of the newest frame."""
         return self._chunks[-1].names if self._chunks else ()
+
+
+def strip_processes(frame: Frame, keep: int) -> Frame:
+    """``frame`` with only its ``keep`` busiest processes (by I/O over the interval).
+
+    On the first process frame there are no rates yet: the biggest totals are kept instead.
+    The processes among the frame's issuers are kept too (the Processes tab's "this device
+    only" lists them in history). The detailed process's threads and open files stay as they
+    are (one process).
+    """
+    procs = frame.processes
+    if procs is None or len(procs.sample.tasks) <= keep:
+        return frame
+    if procs.rates:
+        ranked = sorted(
+            procs.rates,
+            key=lambda k: r.disk_bps if (r := procs.rates[k]) is not None else -1.0,
+            reverse=True,
+        )
+    else:
+        ranked = sorted(
+            procs.totals,
+            key=lambda k: (procs.totals[k].read_bytes or 0) + (procs.totals[k].write_bytes or 0),
+            reverse=True,
+        )
+    who_part = frame.get(IssuersPart)
+    issuers = who_part.devices.values() if who_part is not None else ()
+    wanted = {i.pid for who in issuers for i in who if i.pid is not None}
+    top = ranked[:keep] + [k for k in ranked[keep:] if k[0] in wanted]
+    tasks = procs.sample.tasks
+    kept = ProcessFrame(
+        sample=dataclasses.replace(
+            procs.sample, tasks=MappingProxyType({k: tasks[k] for k in top if k in tasks})
+        ),
+        rates=MappingProxyType({k: procs.rates[k] for k in top if k in procs.rates}),
+        totals=MappingProxyType({k: procs.totals[k] for k in top if k in procs.totals}),
+        detail_rates=procs.detail_rates,
+        open_files=procs.open_files,
+        cgroups=MappingProxyType({k: procs.cgroups[k] for k in top if k in procs.cgroups}),
+    )
+    return dataclasses.replace(frame, processes=kept)

@@ -197,6 +197,10 @@ class Decoded:
             chunk=self.samples,
             index=i,
         )
+        if got.sample.wall_time != chunk.walls[i]:  # (a recording keeps whole nanoseconds)
+            got = dataclasses.replace(
+                got, sample=dataclasses.replace(got.sample, wall_time=chunk.walls[i])
+            )
         rest = chunk.unrecorded[i]
         if rest:
             got = dataclasses.replace(got, **rest)  # type: ignore[arg-type]

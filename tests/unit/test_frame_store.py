@@ -12,7 +12,7 @@ from iotop_plus.record import store as store_module
 from iotop_plus.record.store import RECENT_KEPT, ClockMark, FrameStore
 from iotop_plus.record.store_chunk import METRICS, Chunk
 from iotop_plus.sampling.frame.model import Frame
-from tests.unit.test_ring_timeline import canned_frames
+from tests.unit.store_frames import canned_frames
 
 
 def _fill(store: FrameStore, frames: list[Frame]) -> FrameStore:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
+
 from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.store.joined import JoinedTimeline
@@ -117,3 +119,22 @@ def test_recordings_opened_in_the_background_never_hold_a_scrub() -> None:
     assert joined.opened.wait(30)
     assert _wall(joined.frame_at(T0 + 10)) == T0 + 10
     assert warned == ["bad.rec: the recording's header is missing or corrupt; skipped it"]
+
+
+def test_the_charts_columns_reach_into_the_recordings_once_they_are_open() -> None:
+    opened: list[int] = []
+    joined, recorded, live = _joined(opened)
+    end = live[4].wall_time
+    device = "sdb"
+    alone, _ = joined.chart(device, end - 20.0, end)
+    assert list(alone.walls) == [f.wall_time for f in live[:5]] and opened == []
+    joined.frame_at(recorded[0].wall_time)  # a scrub past the ring's start opens them
+    assert opened == [1]
+    both, _ = joined.chart(device, end - 20.0, end)
+    want = [f.wall_time for f in recorded if end - 20.0 < f.wall_time < live[0].wall_time]
+    assert list(both.walls) == want + [f.wall_time for f in live[:5]]
+    rates = recorded[10].rates[device]
+    assert rates is not None
+    assert both.figures["r_s"][want.index(recorded[10].wall_time)] == pytest.approx(rates.r_s)
+    again, _ = joined.chart(device, end - 10.0, end)  # cut from the recorded part read
+    assert list(again.walls) == [w for w in both.walls if w > end - 10.0]

@@ -71,6 +71,9 @@ class JoinedTimeline:
         self._warn = warn
         self._background = background
         self._older: Timeline | None = None
+        self._older_chart: tuple[str, str | None, float, float, Columns, list[Mark]] | None = None
+        """The recorded part of the charts last drawn: device, identity, the ring's start,
+        from when, its columns and its marks."""
         self._tried = False
         self.opened = threading.Event()
         """Set once the recordings are open, or known to be unreadable or absent."""
@@ -183,18 +186,31 @@ class JoinedTimeline:
         return [f for f in recorded if start is None or f.wall_time < start] + frames
 
     def chart(self, device: str, t0: float, t1: float) -> tuple[Columns, list[Mark]]:
-        """``device``'s figures and the marks within ``(t0, t1]``: from the recorded frames
-        before the ring's start (while the device was the one it is at ``t1``), then the
-        ring's."""
+        """``device``'s figures and the marks within ``(t0, t1]``: the ring's, after the
+        recorded frames before its start (while the device was the one it is at ``t1``) once
+        the recordings are open (a scrub past the ring's start opens them). The recorded part
+        is read once and kept while the ring's start stays: the live charts ask every frame."""
         start = self._ring_start()
-        older = self.older if start is None or t0 < start else None
-        if older is None or start is None:
-            return self.ring.chart(device, t0, t1)
-        frames = older.window(min(t1, start - _BEFORE), min(t1, start - _BEFORE) - t0)
-        frames = [f for f in frames if f.wall_time < start]
-        wanted = self.ring.identity(device, t1)
-        frames = [f for f in frames if f.sample.identities.get(device, device) == wanted]
-        columns, marks = frame_columns(frames, device), list(event_marks(frames))
+        older = self._older
         ring_columns, ring_marks = self.ring.chart(device, t0, t1)
+        if older is None or start is None or t0 >= start:
+            return ring_columns, ring_marks
+        wanted = self.ring.identity(device, t1)
+        kept = self._older_chart
+        if kept is None or kept[:3] != (device, wanted, start) or t0 < kept[3]:
+            upto = start - _BEFORE
+            frames = [f for f in older.window(upto, upto - t0) if f.wall_time < start]
+            frames = [f for f in frames if f.sample.identities.get(device, device) == wanted]
+            kept = (
+                device,
+                wanted,
+                start,
+                t0,
+                frame_columns(frames, device),
+                list(event_marks(frames)),
+            )
+            self._older_chart = kept
+        columns = kept[4].between(t0, t1)
         columns.extend(ring_columns)
+        marks = [m for m in kept[5] if t0 < m.timestamp <= t1]
         return columns, marks + ring_marks

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from array import array
+from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -95,6 +96,11 @@ class Columns:
             array("d", [self.walls[i] for i in keep]),
             {m: array("f", [vs[i] for i in keep]) for m, vs in self.figures.items()},
         )
+
+    def between(self, t0: float, t1: float) -> Columns:
+        """The points with ``t0 < wall <= t1`` (a copy)."""
+        lo, hi = bisect_right(self.walls, t0), bisect_right(self.walls, t1)
+        return Columns(self.walls[lo:hi], {m: vs[lo:hi] for m, vs in self.figures.items()})
 
     def extend(self, later: Columns) -> None:
         """Add ``later``'s points after these."""
