@@ -156,13 +156,15 @@ class FrameStore:
         if chunk is None or not chunk.fits(kept, names) or len(chunk) * len(names) >= OPEN_CELLS:
             if chunk is not None:
                 self._close(chunk)
+            same_devices = chunk is not None and chunk.names == names
             chunk = Chunk(
                 self._next,
-                names,
+                chunk.names if chunk is not None and same_devices else names,
                 kept.sample.identities,
                 kept.inventory,
                 kept.nr_requests,
                 kept.inventory_changed,
+                chunk.positions if chunk is not None and same_devices else {},
             )
             self._chunks.append(chunk)
             self._starts.append(chunk.start)
@@ -312,7 +314,7 @@ class FrameStore:
             return None
         pos = len(self._walls) - 1 if wall is None else self._index_at(wall)
         chunk = self._chunk_of(self._ords[pos])
-        if device not in chunk.names:
+        if device not in chunk.positions:
             return None
         return chunk.identities.get(device, device)
 
@@ -335,7 +337,7 @@ class FrameStore:
             end = bisect_left(self._ords, chunk.end, pos, hi)
             if (
                 wanted is not None
-                and device in chunk.names
+                and device in chunk.positions
                 and chunk.identities.get(device, device) == wanted
             ):
                 a, b = ordinal - chunk.start, ordinal - chunk.start + (end - pos)

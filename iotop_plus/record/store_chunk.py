@@ -74,6 +74,8 @@ class Chunk:
     nr_requests: Mapping[str, int]
     changed: bool
     """Whether the chunk's first frame came with a changed inventory."""
+    positions: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """Each device's place in :attr:`names` (shared by the chunks of the same devices)."""
     frames: list[Frame] | None = dataclasses.field(default_factory=list)
     """The frames as appended, until the chunk is encoded (then None)."""
     pieces: list[bytes] | None = None
@@ -150,9 +152,13 @@ class Chunk:
             for rs in samples
         ]
 
+    def __post_init__(self) -> None:
+        if not self.positions:
+            self.positions = {name: i for i, name in enumerate(self.names)}
+
     def series(self, device: str, metric: int) -> array[float]:
         """One figure of one device over the chunk's frames."""
-        k = self.names.index(device) * WIDTH + metric
+        k = self.positions[device] * WIDTH + metric
         return self.figures[k :: len(self.names) * WIDTH]
 
 
