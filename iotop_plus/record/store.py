@@ -31,14 +31,14 @@ from types import MappingProxyType
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.collect import recorded_sample
-from iotop_plus.record.store_chunk import METRICS, Chunk, Decoded
+from iotop_plus.record.store_chunk import Chunk, Decoded
 from iotop_plus.record.store_encode import ChunkCoder
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
 from iotop_plus.sampling.frame.model import Frame, ProcessFrame
 from iotop_plus.sampling.processes.issuers_part import IssuersPart
-from iotop_plus.sampling.store.timeline import MARKED_EVENTS, Columns, Mark
+from iotop_plus.sampling.store.timeline import MARKED_EVENTS, METRICS, Columns, Mark
 
 DEFAULT_MINUTES = 15
 """Minutes of frames kept by default (``history_minutes`` in the config)."""
@@ -50,9 +50,10 @@ RECENT_KEPT = 8
 """The last frames appended are kept as they came: the Device tab's verdict looks back on the
 five before the one shown at every frame."""
 
-OPEN_CELLS = 20_000
+OPEN_CELLS = 5_000
 """A chunk is closed once it holds this many device-frames (its frames are kept as they came
-until it is encoded): a wall-clock minute at 0.25 s up to 83 devices, 10 frames at 2,000."""
+until it is encoded, as objects of a few hundred bytes a device): 83 frames (21 s at 0.25 s)
+at 60 devices, 25 at 200, 2 at 2,000."""
 
 MARKS_KEPT = 100
 """Chart marks (and clock steps) kept, the latest."""

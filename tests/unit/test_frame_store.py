@@ -10,8 +10,9 @@ import pytest
 
 from iotop_plus.record import store as store_module
 from iotop_plus.record.store import RECENT_KEPT, ClockMark, FrameStore
-from iotop_plus.record.store_chunk import METRICS, Chunk
+from iotop_plus.record.store_chunk import Chunk
 from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.timeline import METRICS
 from tests.unit.store_frames import canned_frames
 
 
