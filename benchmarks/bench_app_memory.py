@@ -37,6 +37,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from soak import vm_rss_kib  # this directory: run as a script (imports no iotop_plus)
 
@@ -95,7 +96,7 @@ async def soak(args: argparse.Namespace) -> None:
 
     print(
         f"code {Path(iotop_plus.__file__).parent}, interval {args.interval:g} s, ring of "
-        f"{app.timeline.capacity} frames"
+        f"{_kept(app).capacity} frames"
     )
     print(
         f"{'frames':>7} {'RSS KiB':>8} {'blocks':>8} {'malloc KiB':>10} {'free KiB':>8} "
@@ -133,7 +134,7 @@ async def soak(args: argparse.Namespace) -> None:
     finally:
         if tree is not None:
             shutil.rmtree(tree.base.parent, ignore_errors=True)
-    full = [(i, r) for i, r in rss if i > app.timeline.capacity]
+    full = [(i, r) for i, r in rss if i > _kept(app).capacity]
     print(f"{args.frames} frames in {time.monotonic() - t0:.0f} s")
     if len(full) >= 2:
         slope = statistics.linear_regression([i for i, _ in full], [r for _, r in full]).slope
@@ -158,6 +159,12 @@ def main() -> None:
     if args.tree is not None:
         sys.path.insert(0, str(args.tree.resolve()))
     asyncio.run(soak(args))
+
+
+def _kept(app: Any) -> Any:
+    """The app's frame store (``timeline`` in trees before the one store, for ``--tree``)."""
+    store = getattr(app, "store", None)
+    return store if store is not None else app.timeline
 
 
 if __name__ == "__main__":

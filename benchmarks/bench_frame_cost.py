@@ -4,8 +4,9 @@ The real app on the canned ``tui_host`` fixture at 120x36, 1 s interval, its sam
 a hand-stepped clock: ``--warm`` frames are stepped first (the charts' history fills), then
 ``--frames`` frames are stepped one at a time. Each frame's cost is the thread CPU time of the
 steps the real TUI pays for (Pilot's own waiting is left out): the sampler thread's
-``LiveSource.next_frame``, the feed's ``take`` (the history, the ring and the screen's
-``show_frame``, also printed alone) and Textual's paint (``Screen._compositor_refresh``).
+``LiveSource.next_frame``, the feed's ``take`` (the frame store's append and the screen's
+``show_frame``, also printed alone; the store encodes closed chunks on a thread of its own,
+timed by ``bench_store.py``) and Textual's paint (``Screen._compositor_refresh``).
 Prints the median of each and of their sum, and of the Textual messages dispatched a frame
 (each costs a dispatch and often a task's wake-up, outside the steps timed: the live TUI
 pays for them); with ``--profile N``, the N functions with the
@@ -67,7 +68,7 @@ STEPS = (
     ("show_frame", MainScreen, "show_frame"),
     ("paint", Screen, "_compositor_refresh"),
 )
-"""The steps timed: ``take`` (the history, the ring, then ``show_frame``) holds ``show_frame``,
+"""The steps timed: ``take`` (the frame store, then ``show_frame``) holds ``show_frame``,
 which is printed apart and not added again in the sum."""
 
 

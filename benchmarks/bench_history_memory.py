@@ -1,13 +1,12 @@
-"""The TUI's history ring in memory: bytes per device per frame, and RSS as it fills.
+"""The TUI's frame store in memory: bytes per device per frame, and RSS as it fills.
 
-Fills a :class:`~iotop_plus.sampling.store.ring.RingTimeline` (15 minutes at 0.25 s:
-3,601 frames) in-process with frames of a synthetic host of ``--devices`` (60) disks, each
-frame also carrying this host's real processes (read once per frame from /proc, the ring
-keeps the top 20) and memory figures, as the TUI's would (``--tui-parts``: also each device's
-health and the host's cgroups). The chart history
-(:class:`~iotop_plus.sampling.store.history.History`, ``history_points`` per device) is filled
-alongside, as the app does. Prints, every ``--every`` frames, the traced Python memory
-(tracemalloc) and VmRSS, then the bytes per device per frame held by the ring once full.
+Fills a :class:`~iotop_plus.record.store.FrameStore` (15 minutes at 0.25 s: 3,601 frames)
+in-process with frames of a synthetic host of ``--devices`` (60) disks, each frame also
+carrying this host's real processes (read once per frame from /proc, the store keeps the top
+20) and memory figures, as the TUI's would (``--tui-parts``: also each device's health and
+the host's cgroups). The store keeps the charts' figures too. Prints, every ``--every``
+frames, the traced Python memory (tracemalloc) and VmRSS (once the closed chunks are
+encoded), then the bytes per device per frame held by the store once full.
 
 Usage::
 
@@ -30,10 +29,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from iotop_plus.record.store import FrameStore  # noqa: E402
 from iotop_plus.roots import Roots  # noqa: E402
 from iotop_plus.sampling.frame.live import LiveSource  # noqa: E402
-from iotop_plus.sampling.store.history import History  # noqa: E402
-from iotop_plus.sampling.store.ring import RingTimeline  # noqa: E402
 from tests.support.synthetic import SyntheticTree  # noqa: E402
 
 
@@ -69,7 +67,7 @@ def main() -> None:
 
 
 def run(args: argparse.Namespace, base: Path) -> None:
-    """Fill the ring from a synthetic tree under ``base``."""
+    """Fill the store from a synthetic tree under ``base``."""
     tree = SyntheticTree(base, args.devices)
     disks = LiveSource(tree.roots)
     host = LiveSource(Roots(), devices=False)
@@ -78,10 +76,9 @@ def run(args: argparse.Namespace, base: Path) -> None:
     if args.tui_parts:
         disks.want("health", True)
         host.want("cgroups", True)
-    ring = RingTimeline(15, args.interval)
-    charts = History(600)
-    print(f"devices {args.devices}, ring capacity {ring.capacity} frames, load {os.getloadavg()}")
-    # The frames are made before measuring, a chunk at a time, so tracemalloc sees the ring only.
+    ring = FrameStore(15, args.interval)
+    print(f"devices {args.devices}, store capacity {ring.capacity} frames, load {os.getloadavg()}")
+    # The frames are made before measuring, a chunk at a time, so tracemalloc sees the store only.
     wall = time.time()
     tracemalloc.start()
     base_traced = tracemalloc.get_traced_memory()[0]
@@ -97,13 +94,13 @@ def run(args: argparse.Namespace, base: Path) -> None:
             frame,
             sample=dataclasses.replace(frame.sample, wall_time=wall),
             processes=procs.processes,
-            memory=procs.memory,
             cgroups=procs.cgroups,
+            parts={**procs.parts, **frame.parts},
         )
         ring.append(frame)
-        charts.record(frame.monotonic, frame.rates)
         del frame, procs
         if i % args.every == 0 or i == args.frames:
+            ring.wait_encoded()
             gc.collect()
             traced = tracemalloc.get_traced_memory()[0] - base_traced
             per = traced / max(1, len(ring)) / args.devices

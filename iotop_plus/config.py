@@ -3,8 +3,8 @@
 The file is ``$XDG_CONFIG_HOME/iotop-plus/config.toml`` (``~/.config/...`` by default). It is
 optional; unknown keys and bad values are reported in one line each and otherwise ignored, so a
 typo never stops the tool during an incident. Every number has a type and bounds
-(:data:`BOUNDS`): ``history_points = 1e300`` would let the chart rings grow without end, and
-``inf`` would crash the conversion to int.
+(:data:`BOUNDS`): ``history_points = 1e300`` would make the charts' window read every frame
+kept, and ``inf`` would crash the conversion to int.
 """
 
 from __future__ import annotations

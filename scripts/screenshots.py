@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import html
 import re
 import shutil
@@ -34,9 +35,8 @@ from rich.cells import cell_len  # noqa: E402
 from textual.pilot import Pilot  # noqa: E402
 
 from iotop_plus.config import Config  # noqa: E402
-from iotop_plus.sampling.disks.rates import DeviceRates, compute_rates  # noqa: E402
-from iotop_plus.sampling.disks.sampler import Sampler  # noqa: E402
-from iotop_plus.sampling.store.history import History  # noqa: E402
+from iotop_plus.record.store import FrameStore  # noqa: E402
+from iotop_plus.sampling.frame.live import LiveSource  # noqa: E402
 from iotop_plus.tui.app import IotopPlusApp, make_app  # noqa: E402
 from tests.support.synthetic import SyntheticTree  # noqa: E402
 
@@ -50,24 +50,23 @@ TICKS_PER_S = 5
 Scene = Callable[[Pilot[int]], Awaitable[None]]
 
 
-def prefill_history(tree: SyntheticTree, seconds: int) -> History:
-    """History of ``seconds`` one-second intervals, ending now, measured on ``tree``."""
-    sampler = Sampler(tree.roots)
-    history = History()
-    prev = sampler.sample()
-    start = time.monotonic() - seconds
-    for i in range(seconds):
-        for _ in range(TICKS_PER_S):  # the same steps the live thread takes each second
-            tree.advance(1.0 / TICKS_PER_S)
-        cur = sampler.sample()
-        rates: dict[str, DeviceRates | None] = {
-            name: compute_rates(prev.counters[name], counters, 1.0)
-            for name, counters in cur.counters.items()
-            if name in prev.counters
-        }
-        history.record(start + i + 1, rates)
-        prev = cur
-    return history
+def prefill_history(tree: SyntheticTree, seconds: int) -> FrameStore:
+    """Frames of ``seconds`` one-second intervals, ending now, measured on ``tree``."""
+    source = LiveSource(tree.roots)
+    store = FrameStore(roots=tree.roots)
+    start = time.time() - seconds
+    try:
+        for i in range(seconds + 1):
+            for _ in range(TICKS_PER_S):  # the same steps the live thread takes each second
+                tree.advance(1.0 / TICKS_PER_S)
+            frame = source.next_frame()
+            wall = start + i
+            store.append(
+                dataclasses.replace(frame, sample=dataclasses.replace(frame.sample, wall_time=wall))
+            )
+    finally:
+        source.close()
+    return store
 
 
 def live(tree: SyntheticTree, stop: threading.Event) -> threading.Thread:
@@ -95,7 +94,7 @@ async def shoot(
 ) -> Path:
     """Run the app at ``size``, play ``scene``, and save ``out/name.svg``."""
     history = prefill_history(tree, HISTORY_S)
-    app = make_app(tree.roots, Config(), history=history, interval=1.0)
+    app = make_app(tree.roots, Config(), store=history, interval=1.0)
     stop = threading.Event()
     thread = live(tree, stop)  # only once the prefill is done: one writer at a time
     try:

@@ -91,7 +91,8 @@ def pressure_of(doc: Any) -> Pressure | None:
 
 
 def frame_events(events: Any) -> Iterator[FrameEvent]:
-    """Recorded events as :class:`FrameEvent` (kinds ``device-*``, ``setting``, ``probe``)."""
+    """Recorded events as :class:`FrameEvent` (kinds ``device-*``, ``setting``, ``probe``); a
+    journal event keeps its line and the journal it came from, as live."""
     for event in events or ():
         if not isinstance(event, dict):
             continue
@@ -110,4 +111,4 @@ def frame_events(events: Any) -> Iterator[FrameEvent]:
                 text = f"{doc.get('kind') or doc.get('type')}: {text}"
         else:
             text = json.dumps(doc, separators=(",", ":"))[:200]
-        yield FrameEvent(kind, text, device)
+        yield FrameEvent(kind, text, device, doc, str(source))

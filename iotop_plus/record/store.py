@@ -1,8 +1,10 @@
 """The frame store: every frame the TUI shows, live or earlier, kept one way and found by time.
 
-Frames are encoded as a recording encodes them (:class:`~iotop_plus.record.chunks.ChunkEncoder`:
-raw counters with predicted deltas, the parts as JSON, in one deflate stream per chunk) and
-kept in memory by chunk (:mod:`~iotop_plus.record.store_chunk`); a recording directory, read
+Frames are kept in memory by chunk (:mod:`~iotop_plus.record.store_chunk`): the open chunk's
+as they were appended, a closed one's encoded as a recording encodes them
+(:class:`~iotop_plus.record.chunks.ChunkEncoder`: raw counters with predicted deltas, the
+parts as JSON, in one deflate stream per chunk) on a thread of its own
+(:mod:`~iotop_plus.record.store_encode`); a recording directory, read
 by :class:`~iotop_plus.record.timeline.RecordingTimeline`, holds the same chunks in files and
 is chained before the memory ring for history (``JoinedTimeline``).
 
@@ -13,7 +15,8 @@ and leaves a :class:`ClockMark`. Each device's chart figures are kept beside the
 read by :meth:`FrameStore.columns`, keyed by the device's identity (name and ``diskseq``): a
 name that is another device now has a series of its own.
 
-Not thread-safe: the UI thread appends and reads.
+Not thread-safe: one thread (the UI's) appends and reads; only the encoding of closed chunks
+runs beside it.
 """
 
 from __future__ import annotations
@@ -24,17 +27,18 @@ from array import array
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Iterable
+from types import MappingProxyType
 
-from iotop_plus.record.chunks import ChunkEncoder, RecordedSample, sample_layout
+from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.collect import recorded_sample
-from iotop_plus.record.recorded_health import HealthParts
-from iotop_plus.record.recorded_who import CommandLines, WhoParts
-from iotop_plus.record.store_chunk import METRICS, Chunk, Decoded
+from iotop_plus.record.store_chunk import Chunk, Decoded
+from iotop_plus.record.store_encode import ChunkCoder
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
-from iotop_plus.sampling.frame.model import Frame
-from iotop_plus.sampling.store.ring import strip_processes
+from iotop_plus.sampling.frame.model import Frame, ProcessFrame
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
+from iotop_plus.sampling.store.timeline import MARKED_EVENTS, METRICS, Columns, Mark
 
 DEFAULT_MINUTES = 15
 """Minutes of frames kept by default (``history_minutes`` in the config)."""
@@ -45,6 +49,14 @@ TOP_PROCESSES = 20
 RECENT_KEPT = 8
 """The last frames appended are kept as they came: the Device tab's verdict looks back on the
 five before the one shown at every frame."""
+
+OPEN_CELLS = 5_000
+"""A chunk is closed once it holds this many device-frames (its frames are kept as they came
+until it is encoded, as objects of a few hundred bytes a device): 83 frames (21 s at 0.25 s)
+at 60 devices, 25 at 200, 2 at 2,000."""
+
+MARKS_KEPT = 100
+"""Chart marks (and clock steps) kept, the latest."""
 
 DECODED_KEPT = 2
 """Chunks kept decoded: the one a scrub is in and the one before (its first frame's rates
@@ -62,16 +74,6 @@ class ClockMark:
     """How far it stepped back, in seconds."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Columns:
-    """One device's chart figures over a stretch of time, oldest first."""
-
-    walls: array[float]
-    """Wall time of each point."""
-    figures: dict[str, array[float]]
-    """Each of :data:`~iotop_plus.record.store_chunk.METRICS` (NaN: no rates then)."""
-
-
 class FrameStore:
     """The last ``minutes`` of frames, looked up by wall time (a ``Timeline``)."""
 
@@ -82,6 +84,7 @@ class FrameStore:
         *,
         roots: Roots | None = None,
         top_processes: int = TOP_PROCESSES,
+        background: bool = True,
     ) -> None:
         if not (math.isfinite(minutes) and minutes > 0):
             raise ValueError(f"history minutes must be a positive number, not {minutes!r}")
@@ -92,13 +95,13 @@ class FrameStore:
         self.capacity = self._capacity_for(interval)
         """Frames kept at most: ``minutes`` at the current interval."""
         self.roots = roots or Roots()
-        self.marks: deque[ClockMark] = deque(maxlen=100)
+        self.marks: deque[ClockMark] = deque(maxlen=MARKS_KEPT)
         """The wall clock's steps back, oldest first."""
-        self._encoder = ChunkEncoder()
-        self._who = WhoParts(CommandLines(), cgroups=True)
-        self._health = HealthParts()
-        self._opened = 0
-        """Chunks opened so far."""
+        self.chart_marks: deque[Mark] = deque(maxlen=MARKS_KEPT)
+        """What the charts mark (the frames' setting and probe events, probe starts, the
+        clock's steps back), oldest first."""
+        self.coder = ChunkCoder(self.roots, top_processes, background=background)
+        """Encodes the closed chunks."""
         self._chunks: deque[Chunk] = deque()
         self._starts: list[int] = []
         self._next = 0
@@ -149,31 +152,30 @@ class FrameStore:
             )
         wall = kept.sample.wall_time
         self._step_back(wall)
-        layout, cols, ns, minute = sample_layout(kept.sample)
-        names = layout.names
+        names = tuple(kept.sample.counters)
         chunk = self._chunks[-1] if self._chunks else None
-        same = chunk is not None and chunk.fits(kept, names) and self._encoder.fits(layout, minute)
-        # As the recorder writes it: a chunk is read alone, so it names its processes again.
-        rs = recorded_sample(kept, self.roots, self.top_processes)
-        rs = self._who.add(rs, kept, self._opened, same)
-        rs = self._health.add(rs, kept, self._opened, same)
-        if chunk is None or not same:
+        if chunk is None or not chunk.fits(kept, names) or len(chunk) * len(names) >= OPEN_CELLS:
             if chunk is not None:
-                chunk.close()
-            self._encoder.close()
-            self._opened += 1
+                self._close(chunk)
+            same_devices = chunk is not None and chunk.names == names
             chunk = Chunk(
                 self._next,
-                names,
+                chunk.names if chunk is not None and same_devices else names,
                 kept.sample.identities,
                 kept.inventory,
                 kept.nr_requests,
                 kept.inventory_changed,
+                chunk.positions if chunk is not None and same_devices else {},
             )
             self._chunks.append(chunk)
             self._starts.append(chunk.start)
-        _disk, piece, _extras, extras_piece = self._encoder.encode(rs, layout, cols, ns, minute)
-        chunk.add(kept, (piece, extras_piece))
+        chunk.add(kept)
+        for event in kept.events:
+            # An applied setting change or a probe result the frame's journal part read (from
+            # this TUI or any other run), at its own time.
+            if event.kind in MARKED_EVENTS and event.marked:
+                at = wall if event.monotonic is None else wall + event.monotonic - kept.monotonic
+                self.chart_marks.append(Mark(at, event.text, event.device))
         self._walls.append(wall)
         self._ords.append(self._next)
         self._recent[self._next] = kept
@@ -182,6 +184,16 @@ class FrameStore:
         self._next += 1
         self._trim()
 
+    def _close(self, chunk: Chunk) -> None:
+        """No more frames join ``chunk``: encode it."""
+        if chunk.open:
+            chunk.close()
+            self.coder.submit(chunk)
+
+    def wait_encoded(self) -> None:
+        """Return once every closed chunk is encoded (tests, benchmarks)."""
+        self.coder.wait()
+
     def _step_back(self, wall: float) -> None:
         """Hide the frames at or after ``wall`` (the clock stepped back), with a mark."""
         walls = self._walls
@@ -189,12 +201,12 @@ class FrameStore:
             return
         if wall < walls[-1]:
             self.marks.append(ClockMark(wall, walls[-1] - wall))
+            self.chart_marks.append(Mark(wall, f"clock back {walls[-1] - wall:.0f} s"))
         cut = max(self._lo, bisect_left(walls, wall, self._lo))
         del walls[cut:]
         del self._ords[cut:]
         if self._chunks:
-            self._chunks[-1].close()
-        self._encoder.close()
+            self._close(self._chunks[-1])
 
     def _trim(self) -> None:
         walls = self._walls
@@ -208,6 +220,7 @@ class FrameStore:
         chunks = self._chunks
         while len(chunks) > 1 and chunks[1].start < first:
             gone = chunks.popleft()
+            gone.dropped = True
             self._starts.pop(0)
             self._decoded.pop(gone.start, None)
         if self._lo > 1024 and self._lo * 2 > len(walls):
@@ -236,7 +249,11 @@ class FrameStore:
         k = bisect_right(self._starts, chunk.start) - 2
         if k < 0 or self._chunks[k].end != chunk.start:
             return None
-        samples = self._decode(self._chunks[k]).samples
+        before = self._chunks[k]
+        frames = before.frames
+        if frames is not None:  # not encoded (yet): its last frame as the recorder has it
+            return recorded_sample(frames[-1], self.roots, self.top_processes) if frames else None
+        samples = self._decode(before).samples
         return samples[-1] if samples else None
 
     def _frame(self, pos: int) -> Frame | None:
@@ -245,6 +262,9 @@ class FrameStore:
         if recent is not None:
             return recent
         chunk = self._chunk_of(ordinal)
+        frames = chunk.frames  # (once: the encoding thread may drop them meanwhile)
+        if frames is not None:
+            return frames[ordinal - chunk.start]
         return self._decode(chunk).frame(ordinal - chunk.start)
 
     def frames(self) -> list[Frame]:
@@ -295,7 +315,7 @@ class FrameStore:
             return None
         pos = len(self._walls) - 1 if wall is None else self._index_at(wall)
         chunk = self._chunk_of(self._ords[pos])
-        if device not in chunk.names:
+        if device not in chunk.positions:
             return None
         return chunk.identities.get(device, device)
 
@@ -318,7 +338,7 @@ class FrameStore:
             end = bisect_left(self._ords, chunk.end, pos, hi)
             if (
                 wanted is not None
-                and device in chunk.names
+                and device in chunk.positions
                 and chunk.identities.get(device, device) == wanted
             ):
                 a, b = ordinal - chunk.start, ordinal - chunk.start + (end - pos)
@@ -328,6 +348,56 @@ class FrameStore:
             pos = end
         return Columns(walls, figures)
 
+    def mark(self, mark: Mark) -> None:
+        """Mark a moment on the charts (a probe's start)."""
+        self.chart_marks.append(mark)
+
+    def chart(self, device: str, t0: float, t1: float) -> tuple[Columns, list[Mark]]:
+        """``device``'s :meth:`columns` and the marks within ``(t0, t1]``."""
+        marks = [m for m in self.chart_marks if t0 < m.timestamp <= t1]
+        return self.columns(device, t0, t1), marks
+
     def devices(self) -> Iterable[str]:
         """The devices of the newest frame."""
         return self._chunks[-1].names if self._chunks else ()
+
+
+def strip_processes(frame: Frame, keep: int) -> Frame:
+    """``frame`` with only its ``keep`` busiest processes (by I/O over the interval).
+
+    On the first process frame there are no rates yet: the biggest totals are kept instead.
+    The processes among the frame's issuers are kept too (the Processes tab's "this device
+    only" lists them in history). The detailed process's threads and open files stay as they
+    are (one process).
+    """
+    procs = frame.processes
+    if procs is None or len(procs.sample.tasks) <= keep:
+        return frame
+    if procs.rates:
+        ranked = sorted(
+            procs.rates,
+            key=lambda k: r.disk_bps if (r := procs.rates[k]) is not None else -1.0,
+            reverse=True,
+        )
+    else:
+        ranked = sorted(
+            procs.totals,
+            key=lambda k: (procs.totals[k].read_bytes or 0) + (procs.totals[k].write_bytes or 0),
+            reverse=True,
+        )
+    who_part = frame.get(IssuersPart)
+    issuers = who_part.devices.values() if who_part is not None else ()
+    wanted = {i.pid for who in issuers for i in who if i.pid is not None}
+    top = ranked[:keep] + [k for k in ranked[keep:] if k[0] in wanted]
+    tasks = procs.sample.tasks
+    kept = ProcessFrame(
+        sample=dataclasses.replace(
+            procs.sample, tasks=MappingProxyType({k: tasks[k] for k in top if k in tasks})
+        ),
+        rates=MappingProxyType({k: procs.rates[k] for k in top if k in procs.rates}),
+        totals=MappingProxyType({k: procs.totals[k] for k in top if k in procs.totals}),
+        detail_rates=procs.detail_rates,
+        open_files=procs.open_files,
+        cgroups=MappingProxyType({k: procs.cgroups[k] for k in top if k in procs.cgroups}),
+    )
+    return dataclasses.replace(frame, processes=kept)

@@ -1,9 +1,10 @@
 """One chunk of the frame store's memory ring: a recording's chunk kept in memory.
 
-A chunk holds what a recording file's chunk holds (its stream pieces, encoded by
-:class:`~iotop_plus.record.chunks.ChunkEncoder`), the times and sequence numbers of its
-frames for looking them up, and the charts' figures of every device (float32, one frame's
-figures after another). A frame is rebuilt from the pieces when it is looked up
+A chunk holds the times and sequence numbers of its frames for looking them up, the charts'
+figures of every device (float32, one frame's figures after another), and its frames: as
+they were appended while it is open and until it is encoded, then what a recording file's
+chunk holds (its stream pieces, encoded by :mod:`~iotop_plus.record.store_encode`). A frame
+is then rebuilt from the pieces when it is looked up
 (:func:`~iotop_plus.record.recorded_frame.recorded_frame`); the store keeps its last few
 frames as they were appended.
 
@@ -27,20 +28,8 @@ from iotop_plus.record.stream import decode_stream
 from iotop_plus.sampling.disks.rates import DeviceRates, figure_columns
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.gcpause import gc_paused
+from iotop_plus.sampling.store.timeline import METRICS
 from iotop_plus.sampling.topology.inventory import Inventory
-
-METRICS: tuple[str, ...] = (
-    "r_s",
-    "w_s",
-    "rkb_s",
-    "wkb_s",
-    "r_await",
-    "w_await",
-    "aqu_sz",
-    "in_flight",
-    "util",
-)
-"""The figures a chart can draw, by :class:`DeviceRates` attribute name."""
 
 WIDTH = len(METRICS)
 
@@ -85,17 +74,22 @@ class Chunk:
     nr_requests: Mapping[str, int]
     changed: bool
     """Whether the chunk's first frame came with a changed inventory."""
-    pieces: list[bytes] = dataclasses.field(default_factory=list)
-    """The chunk's stream, a frame's ``S`` and ``X`` pieces (as a recording file holds them)
-    joined in one."""
+    positions: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    """Each device's place in :attr:`names` (shared by the chunks of the same devices)."""
+    frames: list[Frame] | None = dataclasses.field(default_factory=list)
+    """The frames as appended, until the chunk is encoded (then None)."""
+    pieces: list[bytes] | None = None
+    """The chunk's stream once encoded, a frame's ``S`` and ``X`` pieces (as a recording file
+    holds them) joined in one; None before."""
     walls: array[float] = dataclasses.field(default_factory=lambda: array("d"))
     seqs: array[int] = dataclasses.field(default_factory=lambda: array("q"))
     figures: array[float] = dataclasses.field(default_factory=lambda: array("f"))
     unrecorded: list[dict[str, object] | None] = dataclasses.field(default_factory=list)
     """Each frame's :data:`UNRECORDED` fields that are not empty (None: none)."""
     open: bool = True
-    """Whether frames may still join it (its stream is flushed after each one: an open
-    chunk decodes as far as it goes)."""
+    """Whether frames may still join it."""
+    dropped: bool = False
+    """Out of the store's window: not worth encoding any more."""
 
     def __len__(self) -> int:
         return len(self.walls)
@@ -122,9 +116,10 @@ class Chunk:
             and math.floor(sample.wall_time / 60) == math.floor(self.walls[0] / 60)
         )
 
-    def add(self, frame: Frame, pieces: Sequence[bytes]) -> None:
+    def add(self, frame: Frame) -> None:
         """Keep one frame (the open chunk's)."""
-        self.pieces.append(b"".join(pieces))  # a frame's records: one piece, as the bounds count
+        assert self.frames is not None and self.open
+        self.frames.append(frame)
         self.walls.append(frame.sample.wall_time)
         self.seqs.append(frame.seq)
         rest = {k: v for k in UNRECORDED if (v := getattr(frame, k))}
@@ -136,13 +131,20 @@ class Chunk:
         """No more frames join it."""
         self.open = False
 
+    def encoded(self, pieces: list[bytes]) -> None:
+        """Its stream is ready (a frame's records in each piece): the frames go."""
+        self.pieces = pieces
+        self.frames = None
+
     def nbytes(self) -> int:
-        """The bytes of the chunk's arrays and pieces."""
+        """The bytes of the chunk's arrays and pieces (not its frames while not encoded)."""
         arrays = (self.walls, self.seqs, self.figures)
-        return sum(len(p) for p in self.pieces) + sum(a.itemsize * len(a) for a in arrays)
+        pieces = self.pieces or ()
+        return sum(len(p) for p in pieces) + sum(a.itemsize * len(a) for a in arrays)
 
     def decode(self) -> list[RecordedSample]:
         """The chunk's samples, decoded from its pieces, with the identities they came with."""
+        assert self.pieces is not None
         samples = decode_stream(self.pieces, "frame store", _no_warning)
         identities = MappingProxyType(dict(self.identities))
         return [
@@ -150,9 +152,13 @@ class Chunk:
             for rs in samples
         ]
 
+    def __post_init__(self) -> None:
+        if not self.positions:
+            self.positions = {name: i for i, name in enumerate(self.names)}
+
     def series(self, device: str, metric: int) -> array[float]:
         """One figure of one device over the chunk's frames."""
-        k = self.names.index(device) * WIDTH + metric
+        k = self.positions[device] * WIDTH + metric
         return self.figures[k :: len(self.names) * WIDTH]
 
 
@@ -197,6 +203,10 @@ class Decoded:
             chunk=self.samples,
             index=i,
         )
+        if got.sample.wall_time != chunk.walls[i]:  # (a recording keeps whole nanoseconds)
+            got = dataclasses.replace(
+                got, sample=dataclasses.replace(got.sample, wall_time=chunk.walls[i])
+            )
         rest = chunk.unrecorded[i]
         if rest:
             got = dataclasses.replace(got, **rest)  # type: ignore[arg-type]

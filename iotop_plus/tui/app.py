@@ -1,4 +1,5 @@
-"""The thin Textual app: wires the injected frame source, History and Config to the main screen.
+"""The thin Textual app: wires the injected frame source, the frame store and Config to the
+main screen.
 
 One :class:`~iotop_plus.sampling.clock.SamplerThread` (owned by :class:`FrameFeed`) takes a
 frame each interval and posts it as a frozen :class:`FrameReady`; every view (table, charts,
@@ -18,14 +19,13 @@ from textual.screen import Screen
 
 from iotop_plus.config import Config
 from iotop_plus.devices.tuner import Tuner
+from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
 from iotop_plus.sampling.disks.sampler import HostInfo, Sampler
 from iotop_plus.sampling.frame.model import Frame, FrameSource
 from iotop_plus.sampling.frame.sources import live_source
-from iotop_plus.sampling.store.history import History
 from iotop_plus.sampling.store.joined import JoinedTimeline, OpenOlder
-from iotop_plus.sampling.store.ring import RingTimeline
 from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.tui.engine import strip_cycles
 from iotop_plus.tui.engine.input_driver import quiet_driver
@@ -57,7 +57,7 @@ class IotopPlusApp(TypeAheadApp[int]):
         self,
         source: FrameSource,
         config: Config,
-        history: History | None = None,
+        store: FrameStore | None = None,
         host: HostInfo | None = None,
         interval: float | None = None,
         tuner: Tuner | None = None,
@@ -79,8 +79,6 @@ class IotopPlusApp(TypeAheadApp[int]):
         """Where frames come from; injected so tests can pass fixture roots or canned samples."""
         self.config = config
         """Preferences."""
-        self.history = history if history is not None else History(config.history_points)
-        """Recent rates per device, for the charts (recorded even while paused)."""
         self.host = host if host is not None else source.host_info()
         """Header facts."""
         chosen = interval if interval is not None else config.interval
@@ -94,14 +92,19 @@ class IotopPlusApp(TypeAheadApp[int]):
         """The restore offer at start, the keep-or-revert quit, the signal exits."""
         self.notes = tuple(notes)
         """Lines to show once the screen is up (config problems), as notifications."""
-        self.timeline = RingTimeline(config.history_minutes, clamp_interval(chosen))
-        """The last minutes of frames, to scrub back through (``[`` ``]`` ``{`` ``}`` ``g``)."""
-        timeline: Timeline = self.timeline
+        self.store = (
+            store
+            if store is not None
+            else FrameStore(config.history_minutes, clamp_interval(chosen), roots=source.roots)
+        )
+        """The last minutes of frames: the charts' figures, and the frames to scrub back
+        through (``[`` ``]`` ``{`` ``}`` ``g``)."""
+        timeline: Timeline = self.store
         if replay is not None:
             timeline = replay
         elif older_history is not None:  # the ring, preceded by this host's recordings
             timeline = JoinedTimeline(
-                self.timeline,
+                self.store,
                 older_history,
                 warn=lambda line: self.notify(line, severity="warning", markup=False),
                 background=True,
@@ -109,14 +112,13 @@ class IotopPlusApp(TypeAheadApp[int]):
         self.main_screen = MainScreen(
             source.roots,
             config,
-            self.history,
             self.host,
             chosen,
             self.tuner,
             runner_factory,
             devices=devices,
             source=source,
-            ring=self.timeline,
+            ring=self.store,
             timeline=timeline,
             replay=replay is not None,
             zone=zone,
@@ -209,7 +211,7 @@ def make_app(
     *,
     sampler: Sampler | None = None,
     source: FrameSource | None = None,
-    history: History | None = None,
+    store: FrameStore | None = None,
     host: HostInfo | None = None,
     interval: float | None = None,
     tuner: Tuner | None = None,
@@ -226,7 +228,7 @@ def make_app(
     return IotopPlusApp(
         source if source is not None else live_source(roots, sampler, throttles=True),
         config or Config(),
-        history=history,
+        store=store,
         host=host,
         interval=interval,
         tuner=tuner,

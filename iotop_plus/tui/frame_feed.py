@@ -1,7 +1,7 @@
 """The UI side of the one clock: the sampler thread's frames come in here.
 
 :class:`FrameFeed` owns the :class:`~iotop_plus.sampling.clock.SamplerThread`, counts each
-frame, records it in the history (paused or not), hands it to the main screen unless paused,
+frame, keeps it in the frame store (paused or not), hands it to the main screen unless paused,
 and says once what the source or the sampler reports wrong. It also tells the source what the
 next frames should carry (processes, one process's details) for the Processes tab.
 
@@ -20,18 +20,16 @@ from typing import Protocol
 
 from textual.message import Message
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.clock import SamplerThread
 from iotop_plus.sampling.frame.model import CGROUPS, LATENCY_QUEUE, PROCESSES, Frame, FrameSource
 from iotop_plus.sampling.health.gate import HEALTH
 from iotop_plus.sampling.processes.issuers_part import ISSUERS
-from iotop_plus.sampling.store.history import History, Mark
-from iotop_plus.sampling.store.ring import RingTimeline
 from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import one_update
 from iotop_plus.tui.messages import FrameReady, Notifies, SamplerProblem
 from iotop_plus.tui.replay_reads import ReplayReads
-from iotop_plus.tui.scrub import MARKED_EVENTS
 from iotop_plus.why.lookback import LookbackFeed
 from iotop_plus.why.verdicts import Judge, judge, timeline_lookback, with_verdicts
 
@@ -58,14 +56,13 @@ class FrameView(Notifies, Protocol):
 
 
 class FrameFeed:
-    """Frames from one sampler thread to the history and the main screen."""
+    """Frames from one sampler thread to the frame store and the main screen."""
 
     def __init__(
         self,
         source: FrameSource,
-        history: History,
         screen: FrameView,
-        timeline: RingTimeline | None = None,
+        store: FrameStore | None = None,
     ) -> None:
         self.source = source
         """Where frames come from."""
@@ -75,12 +72,11 @@ class FrameFeed:
         self._detail: tuple[int | None, str | None] = (None, None)
         """The process and cgroup the frames detail."""
         """The views that show issuers (the tracer attributes requests while any does)."""
-        self.history = history
-        """Recent rates per device, for the charts (recorded even while paused)."""
         self.screen = screen
         """Where frames are shown, and problems told."""
-        self.timeline = timeline if timeline is not None else RingTimeline()
-        """Every frame of the last minutes, to scrub back through."""
+        self.store = store if store is not None else FrameStore()
+        """Every frame of the last minutes (kept while paused too): the charts' figures and
+        marks, and the frames to scrub back through."""
         self.thread: SamplerThread | None = None
         """The one clock; made by :meth:`start`."""
         self.latest_frame: Frame | None = None
@@ -143,7 +139,7 @@ class FrameFeed:
         """The next frames come every ``seconds``."""
         if self.thread is not None:
             self.thread.interval = seconds
-        self.timeline.set_interval(seconds)
+        self.store.set_interval(seconds)
 
     def take(self, frame: Frame, paused: bool) -> None:
         """A frame arrived: count and record it; show it unless paused (or scrubbed back)."""
@@ -158,18 +154,7 @@ class FrameFeed:
 
     def _take(self, frame: Frame, paused: bool) -> None:
         """:meth:`take`'s work; the repaints it asks for reach the screen at once."""
-        if frame.inventory.devices or not frame.inventory_changed:
-            # (an early frame lists names only: the history waits for the full one)
-            self.history.record(frame.sample.monotonic, frame.rates, None, frame.sample.identities)
-            if frame.inventory_changed:
-                self.history.forget(frame.sample.counters)
-            self.timeline.append(frame)
-        for event in frame.events:
-            # An applied setting change or a probe result the frame's journal part read (from
-            # this TUI or any other run), at its own time; a replay draws recorded ones.
-            if event.kind in MARKED_EVENTS and event.marked:
-                at = event.monotonic if event.monotonic is not None else frame.monotonic
-                self.history.mark(Mark(at, event.text, event.device))
+        self.store.append(frame)  # (an early frame that lists names only is not kept)
         self.screen.count_frame(frame)
         if not paused:
             self.screen.show_frame(frame)

@@ -4,34 +4,38 @@ The app is in one of four modes, shown in the header:
 
 * LIVE: every frame is shown as it arrives;
 * PAUSED at T (``space``): the display is frozen on the frame shown;
-* HISTORY at T (``[`` ``]`` ``{`` ``}`` ``g``): a frame of the in-memory ring is shown;
-  sampling goes on and the ring keeps filling; ``l`` (or ``space``) returns to live;
+* HISTORY at T (``[`` ``]`` ``{`` ``}`` ``g``): a frame of the frame store is shown;
+  sampling goes on and the store keeps filling; ``l`` (or ``space``) returns to live;
 * REPLAY at T: the frames come from a recording (:mod:`iotop_plus.tui.replay`).
 
 :class:`Scrubber` holds the position and moves it; the main screen shows the frame (every
-view reads it) and draws the charts from the window of frames ending there.
+view reads it) and draws the charts from the window ending there: one path, on wall time,
+live, paused, scrubbed or replayed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from datetime import tzinfo
 from typing import Protocol
 
 from textual.message import Message
 
 from iotop_plus.sampling.frame.model import Frame
-from iotop_plus.sampling.store.history import DeviceHistory, History, Mark
-from iotop_plus.sampling.store.timeline import Timeline
+from iotop_plus.sampling.store.timeline import (
+    Charted,
+    Columns,
+    Mark,
+    Timeline,
+    event_marks,
+    frame_columns,
+)
 from iotop_plus.text import TimeParseError, clock_text, parse_time, zone_label
 from iotop_plus.tui.messages import Notifies
 from iotop_plus.tui.replay_reads import ReplayReads
 
 LIVE, PAUSED, HISTORY, REPLAY = "live", "paused", "history", "replay"
 """The modes the header shows."""
-
-MARKED_EVENTS = ("setting", "probe", "writeback", "io-error")
-"""Frame event kinds drawn as marks on the charts."""
 
 
 class ScrubView(Notifies, Protocol):
@@ -274,43 +278,20 @@ class Scrubber:
 
     # ---- what the charts draw -------------------------------------------------------------
 
-    def chart_window(
-        self, device: str | None, history: History, seconds: float
-    ) -> tuple[DeviceHistory | None, list[Mark], float]:
-        """The selected device's series over the ``seconds`` ending at the frame shown.
-
-        Times are wall times. Live, the marks are the history's: the setting and probe events
-        the frames' journal part carried (from this TUI or any other run) and this TUI's probe
-        starts, kept on the monotonic clock and moved to the wall clock here; in a replay,
-        the recorded frames' setting and probe events.
-        """
-        assert self.at is not None
-        end = self.at
+    def chart_window(self, device: str | None, seconds: float) -> tuple[Columns | None, list[Mark]]:
+        """The selected device's figures and the marks over the ``seconds`` ending at the frame
+        shown (wall times, live or not): from the store's columns, or, for a timeline that keeps
+        none (a replay, read on a worker with the frame), from the window of frames."""
+        end = self.origin()
+        if end is None or device is None:
+            return None, []
         self.window_s = seconds
+        timeline = self.timeline
+        if isinstance(timeline, Charted) and self.reads is None:
+            return timeline.chart(device, end - seconds, end)
         kept = self._window
         if kept is not None and kept[0] == end and kept[1] == seconds:
             frames = kept[2]  # read on the worker with the frame
         else:
-            frames = self.timeline.window(end, seconds)
-        series: DeviceHistory | None = None
-        if device is not None and frames:
-            series = DeviceHistory(len(frames))
-            for frame in frames:
-                rates = frame.rates.get(device)
-                if rates is not None:
-                    series.append(frame.wall_time, rates)
-        marks: list[Mark] = []
-        if self.replay:
-            marks = list(event_marks(frames))
-        elif frames:
-            offset = frames[-1].wall_time - frames[-1].monotonic
-            marks = [Mark(m.timestamp + offset, m.label, m.device) for m in history.marks]
-        return series, marks, end
-
-
-def event_marks(frames: Iterable[Frame]) -> Iterable[Mark]:
-    """A mark per setting or probe event of ``frames``, at the frame's wall time."""
-    for frame in frames:
-        for event in frame.events:
-            if event.kind in MARKED_EVENTS:
-                yield Mark(frame.wall_time, event.text, event.device)
+            frames = timeline.window(end, seconds)
+        return frame_columns(frames, device), list(event_marks(frames))

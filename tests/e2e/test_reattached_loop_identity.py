@@ -4,13 +4,14 @@ and its chart history starts afresh."""
 
 from __future__ import annotations
 
+import math
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.frame.live import LiveSource
-from iotop_plus.sampling.store.history import History
 from tests.support.loopdev import (
     attach,
     bound_to,
@@ -81,30 +82,30 @@ def _shows_the_new_facts(name: str, first: Path, second: Path) -> bool:
     """The scenario on ``name`` (attached to ``first``); False when the number was taken by
     someone else between the detach and the attach again (nothing was checked)."""
     source = LiveSource()
-    history = History(100)
+    store = FrameStore()
     try:
         frames = [source.next_frame() for _ in range(3)]
         for f in frames:
-            history.record(f.sample.monotonic, f.rates, None, f.sample.identities)
+            store.append(f)
         before = frames[-1].inventory.get(name)
         assert before is not None and before.loop_backing_file == str(first)
         assert before.size_bytes == 16 << 20
-        assert len(history.devices[name]) >= 2
+        assert len(store.columns(name, 0.0, math.inf).with_rates()) >= 2
         old_identity = frames[-1].sample.identities[name]
         if not _reattach(name, second):
             return False
         seen = []
         for _ in range(2):
             frame = source.next_frame()
-            history.record(frame.sample.monotonic, frame.rates, None, frame.sample.identities)
+            store.append(frame)
             seen.append(frame)
         after = seen[-1].inventory.get(name)
         assert after is not None
         assert after.loop_backing_file == str(second), after
         assert after.size_bytes == 48 << 20
         assert seen[-1].sample.identities[name] != old_identity
-        kept = history.devices[name].timestamps.first()
-        assert kept is not None and kept >= seen[0].sample.monotonic, "the old device's is gone"
+        kept = store.columns(name, 0.0, math.inf).walls
+        assert len(kept) and kept[0] >= seen[0].wall_time, "the old device's is not in its series"
         return True
     finally:
         source.close()

@@ -6,17 +6,18 @@ figures on every run (a real sampler's measured interval differs per run).
 
 from __future__ import annotations
 
-import copy
 import math
+from collections.abc import Iterable
 from pathlib import Path
 from types import MappingProxyType
 
 from iotop_plus.config import Config
+from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.disks.diskstats import IN_FLIGHT, DiskCounters, parse_diskstats
-from iotop_plus.sampling.disks.rates import compute_rates
 from iotop_plus.sampling.disks.sampler import HostInfo, Sample, Sampler
-from iotop_plus.sampling.store.history import History
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.frame.sources import live_source
 from iotop_plus.tui.app import IotopPlusApp, make_app
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -58,31 +59,57 @@ class CannedSampler(Sampler):
         return HostInfo("db-primary-07", "6.1.0-18-amd64", 356521.37, True)
 
 
-_HISTORIES: dict[tuple[type[CannedSampler], Roots, int], History] = {}
-"""Each canned history built once per process; every app gets its own copy."""
+class _Before(CannedSampler):
+    """The canned host over the ``seconds`` before the first sample, one sample a second, the
+    load moving with a sine (the charts' history)."""
+
+    def __init__(self, roots: Roots, seconds: int, steady: bool = False) -> None:
+        super().__init__(roots)
+        self.seconds = seconds
+        self.steady = steady
+        self.done = 0.0
+
+    def sample(self) -> Sample:
+        k = self.calls - 1  # the first sample is the base of the first rates
+        self.calls += 1
+        if k >= 0:
+            self.done += 1.0 if self.steady else 1.0 + 0.6 * math.sin(k / 9.0)
+        t = float(k - self.seconds)
+        return Sample(START + t, 1_700_000_000.0 + t, MappingProxyType(self.counters_at(self.done)))
 
 
-def canned_history(sampler: CannedSampler, seconds: int = 120) -> History:
-    """A minute or two of varied, deterministic history ending just before the first sample.
+_HISTORIES: dict[tuple[type[CannedSampler], Roots, int], tuple[Frame, ...]] = {}
+"""Each canned history's frames made once per process; every app gets its own store."""
 
-    The same for every app on the same roots: built once (about 10 ms) and copied (under 1 ms),
-    since most Pilot tests start an app with it."""
+
+def canned_history(sampler: CannedSampler, seconds: int = 120) -> FrameStore:
+    """A frame store holding a minute or two of varied, deterministic frames ending just
+    before the first sample.
+
+    The same frames for every app on the same roots: made once (from the fixture, through the
+    live source, so they carry the devices' identities) and appended to a new store."""
     key = (type(sampler), sampler.roots, seconds)
     if key not in _HISTORIES:
-        _HISTORIES[key] = _build_history(sampler, seconds)
-    return copy.deepcopy(_HISTORIES[key])
+        _HISTORIES[key] = frames_before(sampler.roots, seconds)
+    return filled(sampler.roots, _HISTORIES[key])
 
 
-def _build_history(sampler: CannedSampler, seconds: int) -> History:
-    history = History(600)
-    for k in range(seconds):
-        t = START - seconds + k
-        load = 1.0 + 0.6 * math.sin(k / 9.0)
-        a = sampler.counters_at(0)
-        b = sampler.counters_at(load)
-        rates = {name: compute_rates(a[name], b[name], 1.0) for name in a}
-        history.record(t, rates)
-    return history
+def frames_before(roots: Roots, seconds: int, steady: bool = False) -> tuple[Frame, ...]:
+    """The canned host's frames over the ``seconds`` before the first sample, a second apart
+    (and the one before them, without rates); ``steady``: the same rates in each."""
+    source = live_source(roots, _Before(roots, seconds, steady))
+    try:
+        return tuple(source.next_frame() for _ in range(seconds + 1))
+    finally:
+        source.close()
+
+
+def filled(roots: Roots, frames: Iterable[Frame]) -> FrameStore:
+    """A frame store holding ``frames`` (a frame a second)."""
+    store = FrameStore(15, 1.0, roots=roots)
+    for frame in frames:
+        store.append(frame)
+    return store
 
 
 def canned_app(
@@ -90,13 +117,13 @@ def canned_app(
 ) -> IotopPlusApp:
     """The real app on the tui_host fixture with canned samples (10 s interval)."""
     sampler = CannedSampler()
-    history = canned_history(sampler) if with_history else None
     config = config or Config(interval=10.0)
+    history = canned_history(sampler) if with_history else None
     return make_app(
         HOST_ROOTS,
         config,
         sampler=sampler,
-        history=history,
+        store=history,
         host=sampler.host_info(),
         devices=devices,
     )

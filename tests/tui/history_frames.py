@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import MappingProxyType
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.disks.sampler import Sample
 from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import Frame
@@ -45,3 +47,10 @@ def varying_frames(count: int, first_wall: float, first_monotonic: float = START
 def before_live(count: int) -> list[Frame]:
     """``count`` frames ending one second before the canned app's first live frame."""
     return varying_frames(count, LIVE_WALL - count, START - count)
+
+
+def fill(store: FrameStore, frames: Iterable[Frame]) -> FrameStore:
+    """Append ``frames`` in order; returns ``store``."""
+    for frame in frames:
+        store.append(frame)
+    return store

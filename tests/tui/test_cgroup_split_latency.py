@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 from types import MappingProxyType
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import CGROUPS, Frame
@@ -18,11 +19,11 @@ from iotop_plus.sampling.processes.issuers import (
     LatencyFigures,
 )
 from iotop_plus.sampling.processes.issuers_part import IssuersPart
-from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.cgroup_rows import device_split_text
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
 from tests.tui.helpers import wait_for
+from tests.tui.history_frames import fill
 from tests.tui.test_cgroup_panel import host_with_cgroups
 
 POSTGRES = "/system.slice/postgresql.service"
@@ -82,7 +83,7 @@ async def test_the_cgroups_tab_shows_the_latency_of_the_selected_cgroup_per_devi
 ) -> None:
     roots, frames = cgroup_frames(tmp_path)
     frames[1] = with_issuers(frames[1], TRACER, TRACED)
-    timeline = fill(RingTimeline(5, 1.0), frames)
+    timeline = fill(FrameStore(5, 1.0), frames)
     app = make_replay_app(roots, timeline, frames[1].wall_time)
     async with app.run_test(size=(120, 36)) as pilot:
         await wait_for(

@@ -7,19 +7,21 @@ The charts are read as the screen shows them: the text of each chart widget's li
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import re
 from itertools import pairwise
+from types import MappingProxyType
 
 import pytest
 from textual.geometry import Region
 from textual.widget import Widget
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.disks.rates import compute_rates
-from iotop_plus.sampling.store.history import History, Mark
+from iotop_plus.sampling.store.timeline import Columns, Mark
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.widgets.charts import DeviceCharts
-from tests.tui.canned import HOST_ROOTS, START, CannedSampler, canned_app
+from tests.tui.canned import HOST_ROOTS, START, CannedSampler, canned_app, filled, frames_before
 from tests.tui.helpers import started, step, step_to, wait_for
 
 CHART_IDS = ("chart-iops", "chart-throughput", "chart-await", "chart-queue", "chart-util")
@@ -51,20 +53,28 @@ def plot_dots(lines: list[str]) -> list[tuple[int, float]]:
     return out
 
 
+WALL = 1_700_000_000.0
+"""The canned sampler's wall time at ``START``."""
+
+
+def _points(app: IotopPlusApp, device: str) -> Columns:
+    """``device``'s chart points in the app's frame store."""
+    return app.store.columns(device, 0.0, math.inf).with_rates()
+
+
 def app_with_late_device() -> IotopPlusApp:
     """sdb has 60 s of history; dm-0 appeared 10 s ago. Rates are constant."""
     sampler = CannedSampler()
-    a, b = sampler.counters_at(0), sampler.counters_at(1)
-    rates = {name: compute_rates(a[name], b[name], 1.0) for name in a}
-    history = History(600)
-    for k in range(60):
-        t = START - 60 + k
-        history.record(t, rates, only=[n for n in rates if n != "dm-0" or k >= 50])
+    frames = list(frames_before(sampler.roots, 60, steady=True))
+    for k in range(51):  # dm-0 has rates from the 51st frame on
+        frames[k] = dataclasses.replace(
+            frames[k], rates=MappingProxyType({**frames[k].rates, "dm-0": None})
+        )
     return make_app(
         HOST_ROOTS,
         Config(interval=10.0),
         sampler=sampler,
-        history=history,
+        store=filled(sampler.roots, frames),
         host=sampler.host_info(),
     )
 
@@ -90,7 +100,7 @@ async def test_a_fresh_start_draws_its_few_points_at_the_right_not_stretched() -
     app = canned_app(Config(interval=0.25), with_history=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
-        await step_to(pilot, app, lambda: len(app.history.get("dm-0") or ()) >= 3, "3 points")
+        await step_to(pilot, app, lambda: len(_points(app, "dm-0")) >= 3, "3 points")
         await pilot.pause()
         dots = plot_dots(chart_lines(app, "chart-util"))
         assert dots
@@ -149,7 +159,7 @@ async def test_mark_labels_and_lines_stay_inside_their_charts_and_legends_stay_r
         charts = app.main_screen.query_one(DeviceCharts)
         # Marks at the left edge, in the middle and at the newest point.
         for t in (START - 119, START - 60, START):
-            app.history.mark(Mark(t, "read_ahead_kb 128→16", None))
+            app.store.mark(Mark(WALL + t - START, "read_ahead_kb 128→16", None))
         draws = charts.draws
         await step_to(pilot, app, lambda: charts.draws >= draws + 2, "two draws")
         legends = {

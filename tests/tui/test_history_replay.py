@@ -11,9 +11,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from textual.widgets import Input, Static
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.disks.sampler import HostInfo
 from iotop_plus.sampling.frame.model import FrameEvent
-from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.text import clock_text
 from iotop_plus.tui.replay import make_replay_app, run_replay
 from iotop_plus.tui.screens.jump import JumpScreen
@@ -22,14 +22,14 @@ from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import HOST_ROOTS
 from tests.tui.helpers import parts_up, row_line, wait_for
-from tests.tui.history_frames import varying_frames
+from tests.tui.history_frames import fill, varying_frames
 from tests.tui.test_history_scrub import shows_frame
 
 KOLKATA = ZoneInfo("Asia/Kolkata")
 FIRST = datetime(2026, 11, 23, 2, 40, tzinfo=KOLKATA).timestamp()
 
 
-class Recording(RingTimeline):
+class Recording(FrameStore):
     """A timeline that also says which host it recorded, in which zone."""
 
     zone = KOLKATA
@@ -174,7 +174,7 @@ async def test_replay_refuses_tuning_probes_and_experiments_with_the_reason() ->
 
 
 def test_an_empty_recording_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
-    code = run_replay(argparse.Namespace(), HOST_ROOTS, RingTimeline(), None)
+    code = run_replay(argparse.Namespace(), HOST_ROOTS, FrameStore(), None)
     assert code == 1
     err = capsys.readouterr().err
     assert err == "iotop-plus: replay: the recording holds no frames\n"

@@ -7,8 +7,7 @@ from datetime import datetime, timezone
 from textual.widgets import Input
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.store.history import Mark
-from iotop_plus.sampling.store.ring import fill
+from iotop_plus.sampling.store.timeline import Mark
 from iotop_plus.text import clock_text
 from iotop_plus.text import table_figure as format_value
 from iotop_plus.tui.app import IotopPlusApp
@@ -21,7 +20,7 @@ from iotop_plus.tui.widgets.key_hints import KeyHints
 from iotop_plus.tui.widgets.table_columns import column_scale
 from tests.tui.canned import canned_app
 from tests.tui.helpers import row_line, started, table, wait_for
-from tests.tui.history_frames import before_live
+from tests.tui.history_frames import before_live, fill
 
 EARLIER = 300
 """Frames in the ring before the app's first live frame."""
@@ -29,9 +28,9 @@ EARLIER = 300
 
 def app_with_history() -> tuple[IotopPlusApp, list]:
     # 10 s frames (few live ones during a test); an hour of them covers the canned 300 s.
-    app = canned_app(Config(interval=10.0, history_minutes=60.0))
+    app = canned_app(Config(interval=10.0, history_minutes=60.0), with_history=False)
     frames = before_live(EARLIER)
-    fill(app.timeline, frames)
+    fill(app.store, frames)
     return app, frames
 
 
@@ -69,9 +68,9 @@ async def test_stepping_back_and_forward_shows_each_frames_figures() -> None:
         assert app.main_screen.shown_frame == frames[EARLIER - 3]
         assert shows_frame(app, frames[EARLIER - 3])
         # Sampling goes on: new frames fill the ring, the screen stays on the scrubbed one.
-        before = app.timeline.span()
+        before = app.store.span()
         app.feed.thread.sample_now()  # type: ignore[union-attr]
-        await wait_for(pilot, lambda: app.timeline.span() != before)
+        await wait_for(pilot, lambda: app.store.span() != before)
         assert app.main_screen.shown_frame == frames[EARLIER - 3]
         assert "HISTORY at" in header(app)
 
@@ -116,7 +115,7 @@ async def test_g_goes_to_a_time_in_each_form() -> None:
             utc.strftime("%H:%M:%S+00:00"),
             utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
         ]
-        newest = app.timeline.span()[1]  # type: ignore[index]
+        newest = app.store.span()[1]  # type: ignore[index]
         forms.append(f"{newest - target.wall_time:.0f}s ago")  # counted from the newest frame
         for text in forms:
             await jump(pilot, app, text)
@@ -157,7 +156,7 @@ async def test_l_returns_to_live_and_space_pauses_then_scrubs_from_there() -> No
         await pilot.pause()
         assert " l Live " in str(hints.render())
         await pilot.press("left_square_bracket")  # from the paused frame, not the newest
-        assert app.main_screen.shown_frame == app.timeline.step(paused_on.wall_time, -1)
+        assert app.main_screen.shown_frame == app.store.step(paused_on.wall_time, -1)
         assert "HISTORY at" in header(app)
         await pilot.press("l")
         scrub = app.main_screen.scrubber
@@ -174,7 +173,7 @@ async def test_charts_show_the_window_ending_at_the_frame_and_its_marks() -> Non
     # A setting change made during the run, 30 s before the frame we scrub to (and within
     # the live charts' canned history).
     marked = frames[250]
-    app.history.mark(Mark(marked.monotonic, "read_ahead_kb 128→16", "sdb"))
+    app.store.mark(Mark(marked.wall_time, "read_ahead_kb 128→16", "sdb"))
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
         app.main_screen.select_device("sdb")
@@ -185,7 +184,7 @@ async def test_charts_show_the_window_ending_at_the_frame_and_its_marks() -> Non
         await wait_for(pilot, lambda: app.main_screen.shown_frame == frames[280])
         await pilot.pause()
         assert [m.label for m in charts.marks_drawn] == ["read_ahead_kb 128→16"]
-        assert charts.marks_drawn[0].timestamp == marked.wall_time  # moved to the wall clock
+        assert charts.marks_drawn[0].timestamp == marked.wall_time  # on the wall clock
         caption = str(charts.query_one("#chart-caption").render())
         assert f"seconds before {clock_text(frames[280].wall_time, None)}" in caption
         assert "280 samples" in caption  # frames 0..280; the first has no rates
@@ -197,16 +196,16 @@ async def test_charts_show_the_window_ending_at_the_frame_and_its_marks() -> Non
 
 
 async def test_the_ring_follows_history_minutes_and_the_interval() -> None:
-    app = canned_app(Config(interval=10.0, history_minutes=2.0))
+    app = canned_app(Config(interval=10.0, history_minutes=2.0), with_history=False)
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
-        assert app.timeline.capacity == 13  # 2 minutes at 10 s, both ends
+        assert app.store.capacity == 13  # 2 minutes at 10 s, both ends
         await pilot.press("minus")  # still 10 s (the slowest)
         await pilot.press("plus")
         await pilot.pause()
-        assert app.timeline.capacity == 2 * 60 // 5 + 1
-        fill(app.timeline, before_live(0))
-        assert app.timeline.max_capacity == 481
+        assert app.store.capacity == 2 * 60 // 5 + 1
+        fill(app.store, before_live(0))
+        assert app.store.max_capacity == 481
 
 
 async def test_history_keys_are_in_help_palette_hints_and_clash_free() -> None:

@@ -27,7 +27,6 @@ from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import PROCESSES, Frame, ProcessFrame
 from iotop_plus.sampling.processes.issuers import IssuersFrame
 from iotop_plus.sampling.processes.issuers_part import IssuersPart
-from iotop_plus.sampling.store.ring import fill
 from iotop_plus.tui.app import IotopPlusApp, make_app
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.cgroup_panel import NOT_RECORDED, CgroupPanel
@@ -40,7 +39,7 @@ from tests.support.old_recordings import T0 as OLD_T0
 from tests.support.synthetic import SyntheticTree
 from tests.tui.canned import HOST_ROOTS, canned_app
 from tests.tui.helpers import started, step, wait_for
-from tests.tui.history_frames import before_live
+from tests.tui.history_frames import before_live, fill
 from tests.tui.test_cgroup_panel import app_on, host_with_cgroups
 
 POSTGRES = "/system.slice/postgresql.service"
@@ -152,7 +151,7 @@ async def test_scrubbed_back_the_processes_tab_shows_the_recorded_frame(
 ) -> None:
     app = canned_app(Config(interval=10.0, history_minutes=60.0))
     frames = _with_processes(before_live(6), [p.pid for p in sleepers])
-    fill(app.timeline, frames)
+    fill(app.store, frames)
     async with app.run_test(size=(200, 50)) as pilot:
         await started(pilot, app)
         await pilot.press("p")

@@ -13,6 +13,7 @@ import re
 from textual.geometry import Region
 from textual.widget import Widget
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.latency.hist import (
     RUNNING,
     DeviceLatency,
@@ -20,7 +21,6 @@ from iotop_plus.sampling.latency.hist import (
     LatencyFrame,
     OpLatency,
 )
-from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.screens.help import NAME_WIDTH, HelpScreen, key_lines
 from iotop_plus.tui.screens.main_keys import MAIN_KEYS
@@ -29,7 +29,7 @@ from iotop_plus.tui.widgets.latency_view import ROW_EDGES_US, LatencyView
 from iotop_plus.tui.widgets.table_columns import COLUMN_SETS
 from tests.tui.canned import HOST_ROOTS, canned_app
 from tests.tui.helpers import started, wait_for
-from tests.tui.history_frames import varying_frames
+from tests.tui.history_frames import fill, varying_frames
 
 
 def shown_lines(widget: Widget) -> list[str]:
@@ -88,7 +88,7 @@ async def test_wrapped_help_lines_continue_under_their_text_at_80_columns() -> N
 
 async def test_the_replay_header_says_settings_are_not_changed_not_not_root() -> None:
     frames = varying_frames(30, 1_790_000_000.0)
-    timeline = fill(RingTimeline(minutes=5, interval=1.0), frames)  # no host facts: "recording"
+    timeline = fill(FrameStore(minutes=5, interval=1.0), frames)  # no host facts: "recording"
     app = make_replay_app(HOST_ROOTS, timeline, None)
     async with app.run_test(size=(160, 40)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame is not None)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 from textual.widgets import Input
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.store.history import Mark
+from iotop_plus.sampling.store.timeline import Mark
 from iotop_plus.tui.engine.testing import after_close_all
 from iotop_plus.tui.messages import FrameReady
 from iotop_plus.tui.screens.help import HelpScreen
@@ -189,9 +191,7 @@ async def test_space_freezes_the_display_while_sampling_continues(step_clock: St
         frozen = app.main_screen.shown_frame
 
         def sda_points() -> int:
-            series = app.history.get("sda")
-            assert series is not None
-            return len(series)
+            return len(app.store.columns("sda", 0.0, math.inf).with_rates())
 
         history_before = sda_points()
         await step(pilot, app, 3)
@@ -266,7 +266,7 @@ async def test_charts_draw_the_selected_device_and_setting_marks() -> None:
         await started(pilot, app)
         charts = app.main_screen.query_one(DeviceCharts)
         await wait_for(pilot, lambda: charts.device == "nvme0n1")  # the busiest starts
-        app.history.mark(Mark(940.0, "ra→16", "sdb"))
+        app.store.mark(Mark(1_700_000_000.0 - 60.0, "ra→16", "sdb"))  # a minute before
         await pilot.press("end")
         await wait_for(pilot, lambda: charts.device == "sdb")
         plot = charts.query_one("#chart-iops")

@@ -11,14 +11,15 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from collections.abc import Callable
 
 import pytest
 from textual.widgets import Input, OptionList, Static
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.disks.sampler import Sampler, rates_between
-from iotop_plus.sampling.store.history import History
+from iotop_plus.sampling.frame.sources import live_source
 from iotop_plus.tui.widgets.probe_panel import BusyDeviceScreen, ProbePanel, recent_iops
 from tests.support.wait import holds_within
 from tests.tui.test_probe_panel import ProbeHost, _fill, _text, _wait_for
@@ -27,28 +28,31 @@ pytestmark = [pytest.mark.slow, pytest.mark.root]
 
 
 class FramesHost(ProbeHost):
-    """The panel in an app that keeps a history of frames, as the real app does."""
+    """The panel in an app that keeps a store of frames, as the real app does."""
 
-    def __init__(self, fio: str, history: History) -> None:
+    def __init__(self, fio: str, store: FrameStore) -> None:
         super().__init__(fio)
-        self.history = history
+        self.store = store
 
 
-def _frames_while(history: History, work: subprocess.Popen[bytes], seconds: float) -> None:
-    """Real samples of every device, one each 0.5 s or more, into ``history`` until it covers
+def _frames_while(store: FrameStore, work: subprocess.Popen[bytes], seconds: float) -> None:
+    """Real frames of every device, one each 0.5 s or more, into ``store`` until they cover
     ``seconds``, as the app's feed does; then ``work`` is stopped."""
-    sampler = Sampler(Roots())
-    first = prev = sampler.sample()
+    source = live_source(Roots())
+    first = prev = source.next_frame()
+    store.append(first)
 
     def covered() -> bool:
         nonlocal prev
-        cur = sampler.sample()
-        if cur.monotonic - prev.monotonic >= 0.5:
-            history.record(cur.monotonic, rates_between(prev, cur))
-            prev = cur
+        if time.monotonic() - prev.monotonic >= 0.5:
+            prev = source.next_frame()
+            store.append(prev)
         return prev.monotonic - first.monotonic >= seconds
 
-    assert holds_within(covered, seconds + 10), f"no {seconds} s of frames"
+    try:
+        assert holds_within(covered, seconds + 10), f"no {seconds} s of frames"
+    finally:
+        source.close()
     os.killpg(work.pid, signal.SIGKILL)
     work.wait()
 
@@ -62,11 +66,11 @@ async def test_a_device_busy_in_the_last_5_s_of_frames_is_asked_about_and_an_idl
          "iflag=direct status=none; done"],
         start_new_session=True,
     )  # fmt: skip
-    history = History()
-    _frames_while(history, reader, 2.5)  # the reader has stopped: the device is idle now
-    known = recent_iops(history, dev)
+    store = FrameStore()
+    _frames_while(store, reader, 2.5)  # the reader has stopped: the device is idle now
+    known = recent_iops(store, dev)
     assert known is not None and known[0] >= 50
-    app = FramesHost(fio_bin, history)
+    app = FramesHost(fio_bin, store)
     async with app.run_test(size=(80, 60)) as pilot:
         panel = app.query_one(ProbePanel)
         await _fill(pilot, app, "#probe-param-runtime", "1")
@@ -83,10 +87,10 @@ async def test_a_device_busy_in_the_last_5_s_of_frames_is_asked_about_and_an_idl
         await _wait_for(pilot, lambda: "not started" in _text(app, "#probe-error"))
         assert len(panel.history) == 0
         # Frames of the device idle: the probe starts without a question.
-        idle = History()
+        idle = FrameStore()
         _frames_while(idle, subprocess.Popen(["sleep", "30"], start_new_session=True), 1.5)
         assert recent_iops(idle, dev) is not None
-        app.history = idle
+        app.store = idle
         app.query_one("#probe-target", Input).focus()
         await pilot.press("enter")
         await _wait_for(pilot, lambda: len(panel.history) == 1)

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import threading
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.frame.model import Frame
-from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.replay import make_replay_app
 from tests.support.wait import holds_within
 from tests.tui.canned import HOST_ROOTS
 from tests.tui.helpers import parts_up, wait_for
-from tests.tui.history_frames import varying_frames
+from tests.tui.history_frames import fill, varying_frames
 
 FIRST = 1_795_000_000.0
 
 
-class SlowRecording(RingTimeline):
+class SlowRecording(FrameStore):
     """Frames in memory whose forward steps (the scrub's) read slowly once :attr:`slow` is
     set, until released. The verdict's look back (``n = -1``) stays fast: its frames are
     within the window read with the frame shown, which a recording keeps decoded."""

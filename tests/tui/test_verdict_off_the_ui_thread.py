@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from iotop_plus.config import Config
-from iotop_plus.sampling.store.ring import RingTimeline, fill
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.replay import make_replay_app
@@ -21,6 +21,7 @@ from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.why import diagnosis
 from tests.tui.canned import HOST_ROOTS, CannedSampler
 from tests.tui.helpers import parts_up, started, step, wait_for
+from tests.tui.history_frames import fill
 from tests.tui.test_verdict_sees_recent_frames import DEVICE, saturating_frames, why_line
 
 
@@ -80,7 +81,7 @@ async def test_live_frames_are_judged_on_the_sampler_thread(engine_threads: list
 
 async def test_a_replay_is_judged_off_the_ui_thread(engine_threads: list[str]) -> None:
     frames = saturating_frames()
-    timeline: Timeline = fill(RingTimeline(minutes=5, interval=1.0), frames)
+    timeline: Timeline = fill(FrameStore(minutes=5, interval=1.0), frames)
     app = make_replay_app(HOST_ROOTS, timeline, frames[-1].wall_time)
     ui = threading.current_thread().name
     async with app.run_test(size=(100, 36)) as pilot:

@@ -7,16 +7,16 @@ from __future__ import annotations
 import dataclasses
 from types import MappingProxyType
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.memory.dirty import Memory
-from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.widgets.device_panel import DevicePanel, fact_lines
 from iotop_plus.why.verdicts import recent_frames
 from tests.tui.canned import HOST_ROOTS
 from tests.tui.helpers import parts_up, wait_for
-from tests.tui.history_frames import varying_frames
+from tests.tui.history_frames import fill, varying_frames
 from tests.unit.test_verdict_line import psi, rates
 
 FIRST = 1_790_000_000.0
@@ -56,7 +56,7 @@ def why_line(panel: DevicePanel) -> str:
 
 async def test_the_device_tab_says_saturated_in_4_of_5_frames_and_lists_every_cause() -> None:
     frames = saturating_frames()
-    timeline: Timeline = fill(RingTimeline(minutes=5, interval=1.0), frames)
+    timeline: Timeline = fill(FrameStore(minutes=5, interval=1.0), frames)
     app = make_replay_app(HOST_ROOTS, timeline, frames[-1].wall_time)
     async with app.run_test(size=(100, 36)) as pilot:
         screen = app.main_screen
@@ -85,7 +85,7 @@ async def test_the_device_tab_says_saturated_in_4_of_5_frames_and_lists_every_ca
 
 def test_recent_frames_are_the_frames_before_the_one_shown_oldest_first() -> None:
     frames = saturating_frames()
-    timeline = fill(RingTimeline(minutes=5, interval=1.0), frames)
+    timeline = fill(FrameStore(minutes=5, interval=1.0), frames)
     got = recent_frames(frames[-1], timeline)
     assert [f.rates[DEVICE] for f in got] == [f.rates[DEVICE] for f in frames[-6:-1]]
     assert recent_frames(frames[0], timeline) == []

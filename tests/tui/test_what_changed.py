@@ -8,13 +8,13 @@ import dataclasses
 from textual.widgets import Static
 
 from iotop_plus.config import Config
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.frame.model import FrameEvent
-from iotop_plus.sampling.store.ring import RingTimeline, fill
 from iotop_plus.tui.diff_view import DiffScreen
 from iotop_plus.tui.replay import make_replay_app
 from tests.tui.canned import HOST_ROOTS
 from tests.tui.helpers import parts_up, wait_for
-from tests.tui.history_frames import varying_frames
+from tests.tui.history_frames import fill, varying_frames
 
 FIRST = 1_800_000_000.0
 CHANGE = {
@@ -34,7 +34,7 @@ def recording():
     frames = varying_frames(900, FIRST)
     event = FrameEvent("setting", "sdb read_ahead_kb 128→16", "sdb", CHANGE, "changes")
     frames[700] = dataclasses.replace(frames[700], events=(event,))
-    return fill(RingTimeline(minutes=60, interval=1.0), frames), frames
+    return fill(FrameStore(minutes=60, interval=1.0), frames), frames
 
 
 def modal_text(app) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from iotop_plus.commands import snapshot_output
 from iotop_plus.sampling.disks import figures
 from iotop_plus.sampling.disks.rates import COLUMNS, DeviceRates
-from iotop_plus.sampling.store.history import METRICS
+from iotop_plus.sampling.store.timeline import METRICS
 
 # As sysstat 12.6.1 prints them (`iostat -x` header, `iostat -x -o JSON` keys); written out
 # here rather than read from the registry, so a slip in the registry cannot pass unseen.
@@ -85,7 +85,7 @@ def test_snapshot_headers_come_from_the_registry() -> None:
     assert table == IOSTAT_HEADER
 
 
-def test_every_charted_figure_is_kept_in_the_history() -> None:
+def test_every_charted_figure_is_kept_in_the_frame_store() -> None:
     from iotop_plus.tui.widgets.charts import CHARTS
 
     for spec in CHARTS:

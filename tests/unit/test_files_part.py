@@ -43,8 +43,41 @@ def test_registered_with_its_key_letter_and_record_flag() -> None:
 def test_program_refuses_a_rate_that_is_not_a_power_of_two() -> None:
     with pytest.raises(ValueError):
         file_program(6)
-    assert "rand" not in file_program(1)
-    assert "(rand & 7) == 0" in file_program(8)
+    assert "nsecs" not in file_program(1)
+    assert ">> 61) == 0" in file_program(8) and ">> 62) == 0" in file_program(4)
+
+
+def test_program_has_the_probes_of_the_groups_there_are() -> None:
+    """A filesystem's probes only once its tracepoints exist (bpftrace refuses a program that
+    names a missing one); XFS stamps its writes and counts its write-back like ext4."""
+    ext4_only = file_program(8, {"ext4", "filemap", "sched"})
+    assert "ext4_da_write_begin" in ext4_only and "xfs:" not in ext4_only
+    assert "iomap:" not in ext4_only
+    both = file_program(8)
+    for probe in ("xfs:xfs_file_buffered_write", "iomap:iomap_add_to_ioend", "ext4_da_write_end"):
+        assert probe in both
+    assert "iomap_writeback_folio" not in both  # the whole folio's size, not the bytes written
+    assert "@fi_in[tid] = (args->ino, $f, $l);" in both  # XFS stamps the call's whole range
+
+
+def test_picked_is_the_same_hash_at_the_write_and_at_its_page_add() -> None:
+    """The write's stamp and the page add's count decide on the same (page, inode), so a
+    sampled-out write leaves no page that would be counted as a read; any stride of pages is
+    counted about one in 8."""
+    from iotop_plus.sampling.files.trace import GOLDEN, PAGE_SHIFT, picked
+
+    assert picked("$p", "$i", 1) == "1"
+    text = file_program(8)
+    assert picked(f"args->pos >> {PAGE_SHIFT}", "args->ino", 8) in text  # ext4's write
+    assert picked("$f", "args->ino", 8) in text  # XFS's write (its first page)
+    assert picked("args->index", "args->i_ino", 8) in text  # the page add
+
+    def counted(page: int, ino: int) -> bool:
+        return (((page ^ ino) * GOLDEN) % (1 << 64)) >> 61 == 0
+
+    for stride in (1, 2, 8, 64, 512):
+        share = sum(counted(i * stride, 12) for i in range(8000)) / 8000
+        assert 0.10 <= share <= 0.15, (stride, share)
 
 
 def test_parse_reads_each_map_and_skips_bad_keys() -> None:
@@ -53,7 +86,7 @@ def test_parse_reads_each_map_and_skips_bad_keys() -> None:
         {
             "@fi_rd": {f"{SDA1},12,100": 4096, "junk": 5, "1,2": 7, f"{SDA1},12,x": 1},
             "@fi_wr": {f"{SDA1},13,101": 8192},
-            "@fi_wb": {f"{SDA1},13": 2},
+            "@fi_wb": {f"{SDA1},13": 2 * PAGE_SIZE},
             "@fi_dio": {f"{SDA1},14,102,0": 65536, f"{SDA1},14,102,1": 4096},
             "@fi_ex": {"100": "cat", "x": "no"},
         }

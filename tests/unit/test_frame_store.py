@@ -8,15 +8,18 @@ from types import MappingProxyType
 
 import pytest
 
+from iotop_plus.record import store as store_module
 from iotop_plus.record.store import RECENT_KEPT, ClockMark, FrameStore
-from iotop_plus.record.store_chunk import METRICS
+from iotop_plus.record.store_chunk import Chunk
 from iotop_plus.sampling.frame.model import Frame
-from tests.unit.test_ring_timeline import canned_frames
+from iotop_plus.sampling.store.timeline import METRICS
+from tests.unit.store_frames import canned_frames
 
 
 def _fill(store: FrameStore, frames: list[Frame]) -> FrameStore:
     for frame in frames:
         store.append(frame)
+    store.wait_encoded()  # the closed chunks are encoded on a thread of their own
     return store
 
 
@@ -132,12 +135,12 @@ def test_a_device_without_rates_is_a_gap_in_its_columns() -> None:
     assert len(first.walls) == 1 and math.isnan(first.figures["util"][0])  # no rates yet
 
 
-def test_frames_beyond_the_last_few_are_rebuilt_from_the_open_chunk() -> None:
+def test_the_open_chunk_keeps_its_frames_as_they_came_until_it_is_encoded() -> None:
     frames = canned_frames(RECENT_KEPT + 5)
     store = _fill(FrameStore(), frames)
     assert len(store._chunks) == 1 and store._chunks[0].open
-    for got, want in zip(store.frames(), frames, strict=True):
-        _same(got, want)
+    assert all(got is want for got, want in zip(store.frames(), frames, strict=True))
+    assert store._chunks[0].pieces is None  # nothing encoded while it is open
     last = frames[-1]
     again = dataclasses.replace(  # one more frame, at the same wall time: it replaces the last
         last, seq=99, sample=dataclasses.replace(last.sample, monotonic=last.sample.monotonic + 1)
@@ -151,3 +154,31 @@ def test_bad_minutes_are_refused() -> None:
     for bad in (0, -1, math.nan, math.inf):
         with pytest.raises(ValueError, match="history minutes"):
             FrameStore(minutes=bad)
+
+
+def test_a_closed_chunk_answers_from_its_frames_until_its_stream_is_ready() -> None:
+    frames = canned_frames(130)  # three wall-clock minutes: two chunks closed
+    store = FrameStore(minutes=15, interval=1.0)
+    waiting: list[Chunk] = []
+    store.coder.submit = waiting.append  # type: ignore[assignment]  # held, not encoded
+    _fill(store, frames)
+    assert len(waiting) == 2 and all(c.frames is not None and not c.open for c in waiting)
+    assert all(got is want for got, want in zip(store.frames(), frames, strict=True))
+    store.coder.encode(waiting[0])  # the first is encoded; the second is not yet
+    assert waiting[0].frames is None and waiting[0].pieces
+    for got, want in zip(store.frames(), frames, strict=True):
+        _same(got, want)
+    assert store.at(frames[3].wall_time) is not frames[3]  # rebuilt from the stream
+    store.coder.encode(waiting[1])  # its first frame's rates need the first chunk's last
+    _same(store.at(frames[60].wall_time), frames[60])
+    assert store.coder.frames == sum(len(c) for c in waiting) and store.coder.seconds > 0
+
+
+def test_a_chunk_closes_at_a_bound_of_device_frames(monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = canned_frames(30)  # within one wall-clock minute
+    devices = len(frames[0].sample.counters)
+    monkeypatch.setattr(store_module, "OPEN_CELLS", 7 * devices)
+    store = _fill(FrameStore(minutes=15, interval=1.0), frames)
+    assert [len(c) for c in store._chunks] == [7, 7, 7, 7, 2]
+    for got, want in zip(store.frames(), frames, strict=True):
+        _same(got, want)  # rates across each chunk's start

@@ -10,7 +10,7 @@ import pytest
 
 from iotop_plus.record.store import DECODED_KEPT, RECENT_KEPT, FrameStore
 from iotop_plus.record.store_chunk import WIDTH
-from tests.unit.test_ring_memory_compact import DEVICES, _frames
+from tests.unit.store_frames import DEVICES, synthetic_frames
 
 FIGURES = WIDTH * 4
 """The charts' float32 figures: nine a device a frame."""
@@ -21,8 +21,9 @@ def test_the_store_keeps_a_frame_in_a_dozen_bytes_a_device_beside_the_figures(
     mem_path: Path,
 ) -> None:
     store = FrameStore(15, 0.25)
-    for frame in _frames(mem_path, 481, processes=True):  # two chunks' worth: one closed
+    for frame in synthetic_frames(mem_path, 481, processes=True):  # two chunks' worth: one closed
         store.append(frame)
+    store.wait_encoded()
     per = store.nbytes() / len(store) / DEVICES
     # The chunks' stream (the counters as predicted deltas, deflated, and each frame's top
     # processes, pressure and parts shared out over its devices) and the index: ~10.6 bytes.
@@ -32,11 +33,12 @@ def test_the_store_keeps_a_frame_in_a_dozen_bytes_a_device_beside_the_figures(
 @pytest.mark.slow
 def test_a_full_store_holds_no_more_as_frames_keep_coming(mem_path: Path) -> None:
     store = FrameStore(1, 0.25)  # 241 frames; a chunk is a wall-clock minute, 240 frames
-    frames = _frames(mem_path, 4 * 240 + 1)
+    frames = synthetic_frames(mem_path, 4 * 240 + 1)
     held = []
     for n, frame in enumerate(frames, 1):
         store.append(frame)
         if n % 240 == 1 and n > 2 * 240:  # full, at the same phase of a chunk each time
+            store.wait_encoded()
             held.append((store.nbytes(), len(store._chunks), len(store._walls)))
     assert len(held) == 3
     sizes = [h[0] for h in held]

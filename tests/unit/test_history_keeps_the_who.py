@@ -24,13 +24,13 @@ from iotop_plus.record.recorded_who import (
     cgroups_part,
 )
 from iotop_plus.record.recorder import Recorder
+from iotop_plus.record.store import FrameStore, strip_processes
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.cgroups.reader import CgroupReader, cgroup_rates_between
 from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import PROCESSES, CgroupFrame, Frame
-from iotop_plus.sampling.store.ring import RingTimeline, strip_processes
 from tests.support.cgroup_trees import synthetic_tree, systemd_tree
 from tests.support.idle import idle_processes
 from tests.support.old_recordings import STEP, VERSIONS, copy_as_directory
@@ -231,7 +231,7 @@ def test_the_recorder_stores_the_cgroup_the_frame_shows(
     }
 
 
-def test_the_ring_keeps_each_kept_process_cgroup_and_only_busy_cgroups(tmp_path: Path) -> None:
+def test_the_store_keeps_each_kept_process_cgroup_and_only_busy_cgroups(tmp_path: Path) -> None:
     _, part = _cgroup_frames(tmp_path)
     source = LiveSource(Roots(), devices=False)
     source.want(PROCESSES, True)
@@ -244,7 +244,7 @@ def test_the_ring_keeps_each_kept_process_cgroup_and_only_busy_cgroups(tmp_path:
     kept = strip_processes(frame, 5).processes
     assert kept is not None and len(kept.sample.tasks) == 5
     assert set(kept.cgroups) == set(kept.sample.tasks)  # each kept task keeps its cgroup
-    ring = RingTimeline()
+    ring = FrameStore()
     ring.append(dataclasses.replace(frame, cgroups=part))
     shown = ring.frames()[-1].cgroups
     assert shown is not None

@@ -6,9 +6,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
+
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.store.joined import JoinedTimeline
-from iotop_plus.sampling.store.ring import RingTimeline
 from tests.tui.history_frames import varying_frames
 
 T0 = 1_700_000_000.0
@@ -24,14 +26,14 @@ def _joined(
 ) -> tuple[JoinedTimeline, list[Frame], list[Frame]]:
     frames = varying_frames(40, T0)
     recorded, live = frames[:30], frames[25:]  # the recorder overlaps the ring's start
-    older = RingTimeline(60.0, 1.0)
-    ring = RingTimeline(60.0, 1.0)
+    older = FrameStore(60.0, 1.0)
+    ring = FrameStore(60.0, 1.0)
     for f in recorded:
         older.append(f)
     for f in live:
         ring.append(f)
 
-    def open_older(_warn: object) -> RingTimeline | None:
+    def open_older(_warn: object) -> FrameStore | None:
         opened.append(1)
         return older if with_older else None
 
@@ -80,7 +82,7 @@ def test_no_recordings_is_the_ring_alone() -> None:
 
 def test_a_recording_that_cannot_be_read_is_one_warning_and_the_ring_keeps_working() -> None:
     warned: list[str] = []
-    ring = RingTimeline(60.0, 1.0)
+    ring = FrameStore(60.0, 1.0)
     frames = varying_frames(3, T0)
     for f in frames:
         ring.append(f)
@@ -98,14 +100,14 @@ def test_recordings_opened_in_the_background_never_hold_a_scrub() -> None:
     past the ring's start answers at once from the ring, and uses the recordings once open."""
     warned: list[str] = []
     frames = varying_frames(40, T0)
-    older, ring = RingTimeline(60.0, 1.0), RingTimeline(60.0, 1.0)
+    older, ring = FrameStore(60.0, 1.0), FrameStore(60.0, 1.0)
     for f in frames[:30]:
         older.append(f)
     for f in frames[25:]:
         ring.append(f)
     release = threading.Event()
 
-    def slow(warn: Callable[[str], object]) -> RingTimeline:
+    def slow(warn: Callable[[str], object]) -> FrameStore:
         warn("bad.rec: the recording's header is missing or corrupt; skipped it")
         assert release.wait(30)
         return older
@@ -117,3 +119,22 @@ def test_recordings_opened_in_the_background_never_hold_a_scrub() -> None:
     assert joined.opened.wait(30)
     assert _wall(joined.frame_at(T0 + 10)) == T0 + 10
     assert warned == ["bad.rec: the recording's header is missing or corrupt; skipped it"]
+
+
+def test_the_charts_columns_reach_into_the_recordings_once_they_are_open() -> None:
+    opened: list[int] = []
+    joined, recorded, live = _joined(opened)
+    end = live[4].wall_time
+    device = "sdb"
+    alone, _ = joined.chart(device, end - 20.0, end)
+    assert list(alone.walls) == [f.wall_time for f in live[:5]] and opened == []
+    joined.frame_at(recorded[0].wall_time)  # a scrub past the ring's start opens them
+    assert opened == [1]
+    both, _ = joined.chart(device, end - 20.0, end)
+    want = [f.wall_time for f in recorded if end - 20.0 < f.wall_time < live[0].wall_time]
+    assert list(both.walls) == want + [f.wall_time for f in live[:5]]
+    rates = recorded[10].rates[device]
+    assert rates is not None
+    assert both.figures["r_s"][want.index(recorded[10].wall_time)] == pytest.approx(rates.r_s)
+    again, _ = joined.chart(device, end - 10.0, end)  # cut from the recorded part read
+    assert list(again.walls) == [w for w in both.walls if w > end - 10.0]

@@ -1,24 +1,26 @@
 """The Device tab's verdict looks back on the frames just before the one shown, at every frame.
 
-Rebuilding those from the packed ring (their pickled parts: health for every device) was half
-the TUI's busy time at 2,000 devices (#25); the ring keeps its last frames as they came.
+Rebuilding those from the frame store's chunks (their parts: health for every device) was half
+the TUI's busy time at 2,000 devices (#25); the store keeps its last frames as they came.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import pytest
 
+from iotop_plus.record import store_chunk
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.disks.rates import DeviceRates
 from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import Frame
-from iotop_plus.sampling.store.packed import Packer
-from iotop_plus.sampling.store.ring import RingTimeline
 from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.why.lookback import RECENT
 from iotop_plus.why.verdicts import recent_frames
 from tests.tui.canned import HOST_ROOTS, CannedSampler
+from tests.unit.test_frame_store import _same
 
 
 def recent_rates(device: str, frame: Frame, timeline: Timeline) -> list[DeviceRates]:
@@ -33,21 +35,21 @@ def canned_frames(count: int) -> list[Frame]:
 
 
 def counted_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[object]:
-    """A list that gets one entry per frame the ring rebuilds from now on."""
+    """A list that gets one entry per frame the store rebuilds from now on."""
     rebuilt: list[object] = []
-    real = Packer.frame
+    real = store_chunk.recorded_frame
 
-    def counting(*args: object) -> Frame:
+    def counting(*args: Any, **kwargs: Any) -> Frame:
         rebuilt.append(args)
-        return real(*args)  # type: ignore[arg-type]
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(Packer, "frame", staticmethod(counting))
+    monkeypatch.setattr(store_chunk, "recorded_frame", counting)
     return rebuilt
 
 
 def test_the_verdicts_lookback_rebuilds_no_frame(monkeypatch: pytest.MonkeyPatch) -> None:
     frames = canned_frames(40)
-    ring = RingTimeline(minutes=15, interval=1.0)
+    ring = FrameStore(minutes=15, interval=1.0, background=False)
     rebuilt = counted_rebuilds(monkeypatch)
     device = next(name for name, r in frames[-1].rates.items() if r is not None)
     for frame in frames:
@@ -59,14 +61,17 @@ def test_the_verdicts_lookback_rebuilds_no_frame(monkeypatch: pytest.MonkeyPatch
         assert looked_back == [r for f in earlier if (r := f.rates.get(device)) is not None]
 
 
-def test_older_frames_are_still_rebuilt_equal() -> None:
-    frames = canned_frames(40)
-    ring = RingTimeline(minutes=15, interval=1.0)
+def test_older_frames_are_still_rebuilt_equal(monkeypatch: pytest.MonkeyPatch) -> None:
+    frames = canned_frames(50)  # 40 in one wall-clock minute, 10 in the next
+    ring = FrameStore(minutes=15, interval=1.0, background=False)
+    rebuilt = counted_rebuilds(monkeypatch)
     for frame in frames:
         ring.append(frame)
-    assert ring.frames() == frames
+    for got, want in zip(ring.frames(), frames, strict=True):
+        _same(got, want)
+    assert rebuilt  # (the first chunk's, encoded)
     assert ring.window(frames[-1].wall_time, 3.5) == frames[-4:]
-    assert ring.frame_at(frames[5].wall_time) == frames[5]
+    _same(ring.frame_at(frames[5].wall_time), frames[5])
 
 
 def test_a_late_frame_looks_back_on_five_frames_not_its_long_interval(
@@ -76,7 +81,7 @@ def test_a_late_frame_looks_back_on_five_frames_not_its_long_interval(
     look-back a window of 65 s: every frame in it rebuilt, with its processes, at every frame
     shown, and kept as the ring's last window (the TUI's memory grew in a soak)."""
     frames = canned_frames(40)
-    ring = RingTimeline(minutes=15, interval=1.0)
+    ring = FrameStore(minutes=15, interval=1.0, background=False)
     for frame in frames:
         ring.append(frame)
     shown = dataclasses.replace(frames[25], elapsed_s=10.0)  # older than the frames kept whole

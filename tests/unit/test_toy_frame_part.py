@@ -19,13 +19,14 @@ from iotop_plus.cli import build_parser
 from iotop_plus.commands import record, snapshot
 from iotop_plus.export.collector import FrameCollector
 from iotop_plus.export.view import ExportSampler
+from iotop_plus.record import store as store_module
+from iotop_plus.record.store import FrameStore
 from iotop_plus.record.timeline import open_timeline
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame import registry
 from iotop_plus.sampling.frame.model import Frame, FrameEvent
 from iotop_plus.sampling.frame.part import FramePart, Metric, ReadContext
 from iotop_plus.sampling.frame.sources import live_source
-from iotop_plus.sampling.store.ring import RingTimeline
 from tests.support.synthetic import SyntheticTree
 
 
@@ -186,9 +187,12 @@ def test_serve_exports_the_toys_metrics(toy: ToyPart, tree: SyntheticTree) -> No
     sampler.stop()
 
 
-def test_the_tuis_frame_store_keeps_the_toy(toy: ToyPart, tree: SyntheticTree) -> None:
+def test_the_tuis_frame_store_keeps_the_toy(
+    toy: ToyPart, tree: SyntheticTree, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(store_module, "OPEN_CELLS", 1)  # each frame a chunk, encoded
     source = live_source(tree.roots)
-    ring = RingTimeline(15, 1.0)
+    ring = FrameStore(15, 1.0)
     kept: list[Frame] = []
     for _ in range(12):
         tree.advance(1.0)
@@ -196,9 +200,11 @@ def test_the_tuis_frame_store_keeps_the_toy(toy: ToyPart, tree: SyntheticTree) -
         ring.append(frame)
         kept.append(frame)
     source.close()
+    ring.wait_encoded()
     for frame in kept:
         found = ring.frame_at(frame.wall_time)
         assert found is not None and found.get(ToyPart) == frame.get(ToyPart)
+    assert ring.frame_at(kept[0].wall_time) is not kept[0]  # rebuilt from its chunk
 
 
 class FlaggedToyPart(ToyPart):

@@ -15,10 +15,9 @@ from typing import Any
 import pytest
 from textual.message import Message
 
+from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import Frame
-from iotop_plus.sampling.store.history import History
-from iotop_plus.sampling.store.ring import RingTimeline
 from iotop_plus.tui.frame_feed import MAX_PENDING, FrameFeed
 from iotop_plus.tui.messages import FrameReady
 from tests.support.synthetic import SyntheticTree
@@ -47,7 +46,7 @@ class _Screen:
 @pytest.fixture
 def feed(mem_path: Path) -> Iterator[FrameFeed]:
     tree = SyntheticTree(mem_path, 4)
-    feed = FrameFeed(LiveSource(tree.roots), History(60), _Screen(), RingTimeline(1, 0.25))
+    feed = FrameFeed(LiveSource(tree.roots), _Screen(), FrameStore(1, 0.25))
     try:
         yield feed
     finally:

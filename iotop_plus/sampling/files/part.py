@@ -337,13 +337,15 @@ class FilesPart(FramePart[FilesFrame]):
         """A new reader for one source."""
         return FilesReader(roots)
 
-    def trace(self, roots: Roots) -> TraceProgram | None:  # noqa: ARG002
-        """The probes of :mod:`.file_trace` (root only: without it the reader estimates)."""
+    def trace(self, roots: Roots) -> TraceProgram | None:
+        """The probes of :mod:`.trace` for the tracepoint groups this kernel has (root only:
+        without it the reader estimates)."""
         if os.geteuid() != 0:
             return None
-        from iotop_plus.sampling.files.trace import parser
+        from iotop_plus.sampling.files.trace import GROUPS, parser
+        from iotop_plus.sampling.sync.program import tracepoint_groups
 
-        return parser()
+        return parser(groups=tracepoint_groups(roots.sys) or GROUPS)
 
     def to_json(self, value: FilesFrame) -> Any:
         """The value as recorded."""

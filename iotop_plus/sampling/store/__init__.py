@@ -1,1 +1,2 @@
-"""Frames kept over time: the in-memory ring, packed frames, timelines, chart history."""
+"""Frames kept over time: the timelines (their protocol, the chart columns and marks) and
+the join of a recording before the frame store."""

@@ -1,8 +1,9 @@
 """The TUI's history reaching back into this host's recordings ("started at 03:10,
 it can scrub to 02:55").
 
-:class:`JoinedTimeline` is the in-memory ring, preceded by an older :class:`Timeline` (the
-recording directory, opened only when a scrub first goes past the ring's start). Frames at or
+:class:`JoinedTimeline` is the frame store's memory ring, preceded by an older
+:class:`Timeline` (the recording directory, opened only when a scrub first goes past the
+ring's start). Frames at or
 after the ring's first frame always come from the ring.
 
 In the TUI the recordings are opened on a thread of their own (``background=True``): until
@@ -13,13 +14,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from iotop_plus.sampling.store.ring import RingTimeline
-
-if TYPE_CHECKING:
-    from iotop_plus.sampling.frame.model import Frame
-    from iotop_plus.sampling.store.timeline import Timeline
+from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.store.timeline import (
+    Columns,
+    Mark,
+    Timeline,
+    event_marks,
+    frame_columns,
+)
 
 Warn = Callable[[str], object]
 OpenOlder = Callable[[Warn], "Timeline | None"]
@@ -29,12 +33,26 @@ _BEFORE = 1e-6
 """A hair before a time, to ask for the last frame strictly before it."""
 
 
+class Ring(Timeline, Protocol):
+    """The TUI's frame store, as the join uses it."""
+
+    def append(self, frame: Frame) -> None: ...
+
+    def set_interval(self, seconds: float) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def identity(self, device: str, wall: float | None = None) -> str | None: ...
+
+    def chart(self, device: str, t0: float, t1: float) -> tuple[Columns, list[Mark]]: ...
+
+
 class JoinedTimeline:
     """Recorded frames (older), then the ring (newer), as one :class:`Timeline`."""
 
     def __init__(
         self,
-        ring: RingTimeline,
+        ring: Ring,
         open_older: OpenOlder,
         warn: Warn | None = None,
         *,
@@ -53,6 +71,9 @@ class JoinedTimeline:
         self._warn = warn
         self._background = background
         self._older: Timeline | None = None
+        self._older_chart: tuple[str, str | None, float, float, Columns, list[Mark]] | None = None
+        """The recorded part of the charts last drawn: device, identity, the ring's start,
+        from when, its columns and its marks."""
         self._tried = False
         self.opened = threading.Event()
         """Set once the recordings are open, or known to be unreadable or absent."""
@@ -163,3 +184,33 @@ class JoinedTimeline:
         upto = end if start is None else min(end, start - _BEFORE)
         recorded = older.window(upto, seconds - (end - upto))
         return [f for f in recorded if start is None or f.wall_time < start] + frames
+
+    def chart(self, device: str, t0: float, t1: float) -> tuple[Columns, list[Mark]]:
+        """``device``'s figures and the marks within ``(t0, t1]``: the ring's, after the
+        recorded frames before its start (while the device was the one it is at ``t1``) once
+        the recordings are open (a scrub past the ring's start opens them). The recorded part
+        is read once and kept while the ring's start stays: the live charts ask every frame."""
+        start = self._ring_start()
+        older = self._older
+        ring_columns, ring_marks = self.ring.chart(device, t0, t1)
+        if older is None or start is None or t0 >= start:
+            return ring_columns, ring_marks
+        wanted = self.ring.identity(device, t1)
+        kept = self._older_chart
+        if kept is None or kept[:3] != (device, wanted, start) or t0 < kept[3]:
+            upto = start - _BEFORE
+            frames = [f for f in older.window(upto, upto - t0) if f.wall_time < start]
+            frames = [f for f in frames if f.sample.identities.get(device, device) == wanted]
+            kept = (
+                device,
+                wanted,
+                start,
+                t0,
+                frame_columns(frames, device),
+                list(event_marks(frames)),
+            )
+            self._older_chart = kept
+        columns = kept[4].between(t0, t1)
+        columns.extend(ring_columns)
+        marks = [m for m in kept[5] if t0 < m.timestamp <= t1]
+        return columns, marks + ring_marks

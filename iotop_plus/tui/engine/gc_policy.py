@@ -9,8 +9,8 @@
   0.2 ms each, at Python's 700. They run at :data:`GEN0_THRESHOLD`. On stock Textual every
   painted line is a cycle, and the threshold stays Python's.
 - Heap pages go back to the kernel once a minute, with glibc's ``malloc_trim``. Once the
-  history ring is full, every frame frees the packed frame that left the window and allocates
-  the new one, of another size. The objects Python holds stay level, but the C heap's free
+  frame store is full, every minute frees the chunk that left the window and allocates the
+  new one, of another size. The objects Python holds stay level, but the C heap's free
   space is left in pieces between live blocks, and glibc gives back only what lies at the top
   of a heap: the resident size crept up by ~1.5 KB a second over a 40-minute soak while
   tracemalloc saw the traced memory fall. ``malloc_trim(0)`` releases the free pages anywhere

@@ -41,13 +41,12 @@ from textual.widgets import Input, Tab, TabbedContent, TabPane, Tabs
 from iotop_plus.config import Config
 from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.devices.tuner import Tuner
+from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import clamp_interval
 from iotop_plus.sampling.disks.sampler import HostInfo
 from iotop_plus.sampling.frame.model import Frame, FrameSource
-from iotop_plus.sampling.store.history import History, Mark
-from iotop_plus.sampling.store.ring import RingTimeline
-from iotop_plus.sampling.store.timeline import Timeline
+from iotop_plus.sampling.store.timeline import Mark, Timeline
 from iotop_plus.tui.engine import compositor
 from iotop_plus.tui.engine.first_resume import StyledAsMounted
 from iotop_plus.tui.frame_feed import FrameFeed
@@ -117,7 +116,6 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         self,
         roots: Roots,
         config: Config,
-        history: History,
         host: HostInfo,
         interval: float,
         tuner: Tuner | None = None,
@@ -125,14 +123,14 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         *,
         devices: Sequence[str] = (),
         source: FrameSource,
-        ring: RingTimeline,
+        ring: FrameStore,
         timeline: Timeline | None = None,
         replay: bool = False,
         zone: tzinfo | None = None,
     ) -> None:
-        """``ring`` keeps the live frames; ``timeline`` is where the history keys look (the
-        ring, the ring after this host's recordings, or a recording when ``replay``), in the
-        recorded host's ``zone``."""
+        """``ring`` keeps the live frames (the frame store); ``timeline`` is where the history
+        keys and the charts look (the store, the store after this host's recordings, or a
+        recording when ``replay``), in the recorded host's ``zone``."""
         super().__init__()
         compositor.install(self)
         self.set_reactive(MainScreen.interval, clamp_interval(interval))
@@ -144,15 +142,16 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         self.runner_factory = runner_factory or default_runner_factory(roots)
         """Makes the fio runner for a probe or an experiment."""
         self.config = config
-        self.history = history
         self.host = host
-        self.feed = FrameFeed(source, history, self, ring)
+        self.store = ring
+        """The live frames, with each device's chart figures and the charts' marks."""
+        self.feed = FrameFeed(source, self, ring)
         """The sampler thread's frames: counted, recorded, shown here unless paused."""
         self.scrubber = Scrubber(
             self, ring if timeline is None else timeline, replay=replay, zone=zone
         )
         """The frame on screen when it is not the live one: ``[ ] { } g l``."""
-        self.charts = ChartWindow(history, self.scrubber)
+        self.charts = ChartWindow(config.history_points, self.scrubber)
         """What window the charts draw, and when."""
         self.shown_frame: Frame | None = None
         """The last frame shown (frozen while paused)."""
@@ -290,7 +289,7 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
 
     def on_probe_panel_started(self, message: ProbePanel.Started) -> None:
         """Mark a probe's start on the charts of the device it measures."""
-        self.history.mark(Mark(time.monotonic(), "probe start", message.target.device))
+        self.store.mark(Mark(time.time(), "probe start", message.target.device))
         self.draw_charts(force=True)
 
     def show_paused(self, paused: bool) -> None:
@@ -332,7 +331,7 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         self._show_device_panel()  # its memory and verdict lines move with every frame
         if changed and self.selected_device is not None and self._chart_timer is None:
             self.read_settings()  # a device came or went: the selected one may be new
-        self.draw_charts(force=False, now=frame.sample.monotonic)
+        self.draw_charts(force=False)
         if self.panels.mounted("tab-probe") is not None:
             probe = self.probe_panel
             if probe.probe_device is not None:
@@ -353,17 +352,11 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         self._problem_at = time.monotonic()
         self.query_one(HostHeader).show(note=text)
 
-    def draw_charts(self, force: bool, now: float | None = None) -> None:
-        """Draw the selected device's charts up to ``now`` (default: the frame shown)."""
+    def draw_charts(self, force: bool) -> None:
+        """Draw the selected device's charts up to the frame shown."""
         if not self.later.mounted:
             return  # drawn with the frame shown once they are
-        at = self._now() if now is None else now
-        self.charts.draw(
-            self.query_one(DeviceCharts), self.selected_device, at, self.interval, force
-        )
-
-    def _now(self) -> float:
-        return self.shown_frame.sample.monotonic if self.shown_frame else time.monotonic()
+        self.charts.draw(self.query_one(DeviceCharts), self.selected_device, self.interval, force)
 
     # ---- selection -----------------------------------------------------------------------
 
@@ -544,7 +537,7 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
     def action_view(self, view: str) -> None:
         """In narrow mode, show one of: the table, the charts, the side panel."""
         self.views.show(view)
-        self.call_after_refresh(self.draw_charts, True, self._now())
+        self.call_after_refresh(self.draw_charts, True)
 
     @on(Tabs.TabActivated, "#view-tabs")
     def on_view_tab(self, event: Tabs.TabActivated) -> None:

@@ -1,53 +1,54 @@
-"""The main screen's charts: what window of which history they draw, and when.
+"""The main screen's charts: what window of the frame store they draw, and when.
 
-The charts are drawn only when on screen and only when a point arrived (a newer frame live,
-another frame when scrubbed), or when forced (a new mark, a view switch).
+One path, on wall time: the window of ``points`` intervals ending at the frame shown (the
+newest one live, the frozen one paused, the one scrubbed to, or a replayed one). The charts
+are drawn only when on screen and only when a point arrived (another frame shown), or when
+forced (a new mark, a view switch).
 """
 
 from __future__ import annotations
 
-from iotop_plus.sampling.store.history import History
 from iotop_plus.tui.scrub import Scrubber
 from iotop_plus.tui.widgets.charts import MIN_SPAN_INTERVALS, DeviceCharts
 
 
 class ChartWindow:
-    """Draws the selected device's window of the history (or of the frames scrubbed to).
+    """Draws the selected device's window of the frames, ending at the frame shown.
 
     Args:
-        history: Recent rates per device, and the marks, for the live charts.
-        scrubber: The frame shown when scrubbed, and the timeline its window comes from.
+        points: Intervals the charts span (``history_points``).
+        scrubber: The frame shown, and the timeline its window comes from.
     """
 
-    def __init__(self, history: History, scrubber: Scrubber) -> None:
-        self.history = history
+    def __init__(self, points: int, scrubber: Scrubber) -> None:
+        self.points = points
         self.scrubber = scrubber
 
     def draw(
         self,
         charts: DeviceCharts,
         device: str | None,
-        now: float,
         interval: float,
         force: bool,
     ) -> None:
-        """Draw ``device``'s charts ending at ``now`` (live) or at the frame scrubbed to."""
+        """Draw ``device``'s charts ending at the frame shown."""
         if not charts.is_on_screen and not force:
             return
-        min_span = MIN_SPAN_INTERVALS * interval
         scrub = self.scrubber
-        if scrub.scrubbed:  # the window of frames ending at the one shown
-            span = self.history.capacity * interval
-            hist, marks, end = scrub.chart_window(device, self.history, span)
-            if force or charts.due(device, end):
-                kept = scrub.timeline.span()
-                start = max(end - span, kept[0]) if kept else None
-                charts.draw(
-                    device, hist, marks, end, at=scrub.clock(end), start=start, min_span=min_span
-                )
+        end = scrub.origin()
+        if end is None or not (force or charts.due(device, end)):
             return
-        if not force and not charts.due(device, now):
-            return
-        hist = self.history.get(device) if device else None
-        history = self.history
-        charts.draw(device, hist, history.marks, now, start=history.oldest(), min_span=min_span)
+        span = self.points * interval
+        columns, marks = scrub.chart_window(device, span)
+        kept = scrub.timeline.span()
+        start = max(end - span, kept[0]) if kept else None
+        at = scrub.clock(end) if scrub.scrubbed else None
+        charts.draw(
+            device,
+            columns.with_rates() if columns is not None else None,
+            marks,
+            end,
+            at=at,
+            start=start,
+            min_span=MIN_SPAN_INTERVALS * interval,
+        )

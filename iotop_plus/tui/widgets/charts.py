@@ -24,7 +24,7 @@ from textual.strip import Strip
 from textual.widgets import Static
 
 from iotop_plus.sampling.disks.figures import figure
-from iotop_plus.sampling.store.history import DeviceHistory, Mark
+from iotop_plus.sampling.store.timeline import Columns, Mark
 from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
@@ -218,7 +218,7 @@ class DeviceCharts(Grid):
     def draw(
         self,
         device: str | None,
-        history: DeviceHistory | None,
+        history: Columns | None,
         marks: Iterable[Mark],
         now: float,
         *,
@@ -230,10 +230,9 @@ class DeviceCharts(Grid):
 
         Args:
             device: The device drawn.
-            history: Its series (timestamps on the same clock as ``now`` and the marks).
-            marks: Setting changes, probes, writeback crossings and I/O errors.
-            now: The end of the window: live, the monotonic now; scrubbed, the wall time of
-                the frame shown.
+            history: Its figures (wall times, as ``now`` and the marks).
+            marks: Setting changes, probes, writeback crossings, I/O errors, clock steps.
+            now: The end of the window: the wall time of the frame shown (live or not).
             at: That frame's time for the caption, when scrubbed (None: live).
             start: Where the window starts (the oldest sample of any device), so a device
                 that appeared later starts mid-chart; None: at this device's first sample.
@@ -250,7 +249,7 @@ class DeviceCharts(Grid):
                 f"{printable(device)}: {len(history)} samples\n"
                 f"x axis: {before}\nmarks: settings, probes, writeback, errors"
             )
-        stamps = history.timestamps.values() if history is not None else []
+        stamps = history.walls if history is not None else []
         first = stamps[0] if stamps else now
         begin = min(first, start) if start is not None else first
         span = max(now - begin, min_span, 1e-9)
@@ -272,7 +271,7 @@ class DeviceCharts(Grid):
                     Line(
                         LEGEND.get(metric, label),
                         styles[i],
-                        history.series[metric].values(),
+                        history.figures[metric],
                         SHORT.get(metric, ""),
                     )
                     for i, (metric, label) in enumerate(spec.series)

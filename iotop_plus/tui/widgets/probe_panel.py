@@ -54,9 +54,9 @@ from iotop_plus.probe.target import (
     ProbeTarget,
     device_busy_note,
 )
+from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.disks.rates import DeviceRates
-from iotop_plus.sampling.store.history import History
 from iotop_plus.state import StateDir
 from iotop_plus.tui.keys import panel_id
 from iotop_plus.tui.screens.modal import Modal
@@ -534,17 +534,16 @@ class BusyDeviceScreen(Modal[bool]):
 
 
 def recent_iops(
-    history: History, name: str, window_s: float = BUSY_RECENT_S, now: float | None = None
+    store: FrameStore, name: str, window_s: float = BUSY_RECENT_S, now: float | None = None
 ) -> tuple[float, float] | None:
     """``(r/s + w/s, seconds covered)`` of ``name`` over the frames of the last ``window_s``
-    (each frame's rates weighted by its interval), or None when no frame of it is that recent.
+    (wall time; each frame's rates weighted by its interval), or None when no frame of it is
+    that recent.
     """
-    device = history.get(name)
-    if device is None:
-        return None
-    now = time.monotonic() if now is None else now
-    stamps = list(device.timestamps)
-    iops = [r + w for r, w in zip(device.series["r_s"], device.series["w_s"], strict=True)]
+    now = time.time() if now is None else now
+    columns = store.columns(name, now - 2 * window_s, now).with_rates()
+    stamps = columns.walls
+    iops = [r + w for r, w in zip(columns.figures["r_s"], columns.figures["w_s"], strict=True)]
     picked = [i for i, t in enumerate(stamps) if t >= now - window_s]
     if not picked:
         return None
@@ -566,10 +565,15 @@ async def ask_if_busy(app: App[Any], target: str, roots: Roots) -> bool:
     """Whether to go on with a read probe or sweep on ``target``: True at once for a
     directory or an idle device; for a device in use (mounted, or at least 50 IOPS) the user
     is asked once, naming the mount and the IOPS. The IOPS are the app's last 5 s of frames
-    (its ``history``), so the question comes without a wait; an app without frames of the
+    (its frame ``store``), so the question comes without a wait; an app without frames of the
     device measures 1 s. Call it from a worker."""
-    history = getattr(app, "history", None)
-    recent = (lambda name: recent_iops(history, name)) if isinstance(history, History) else None
+    store = getattr(app, "store", None)
+    recent = None
+    if isinstance(store, FrameStore):  # read on the UI thread, which appends to it
+
+        def recent(name: str) -> tuple[float, float] | None:
+            return app.call_from_thread(recent_iops, store, name)
+
     note = await asyncio.to_thread(device_busy_note, target, roots, recent=recent)
     if note is None:
         return True
