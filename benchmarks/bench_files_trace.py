@@ -11,7 +11,8 @@ On a loop device backed by a private tmpfs, with ext4 or XFS on it and read-ahea
   a write_end per call; XFS: an ``xfs_file_buffered_write``, a page add and two
   ``iomap_iter``), which the flusher writes back meanwhile;
 
-untraced and traced by the part's probes as the tracer runs them
+untraced and traced (once bpftrace's own work after attaching has settled) by the part's
+probes as the tracer runs them
 (:func:`~iotop_plus.sampling.latency.generations.buffered_text` of
 :func:`~iotop_plus.sampling.files.trace.parser`, a 250 ms tick flipping the generation and
 printing and clearing the maps) at each sampling rate asked for, alternating over several
@@ -118,6 +119,7 @@ def traced(sample: int) -> Iterator[int]:
             raise SystemExit("bpftrace did not start")
         drain = subprocess.Popen(["cat"], stdin=proc.stdout, stdout=subprocess.DEVNULL)
         try:
+            settle(proc.pid)
             yield proc.pid
         finally:
             proc.terminate()
@@ -127,6 +129,27 @@ def traced(sample: int) -> Iterator[int]:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def cpu_ticks(pid: int) -> int:
+    """User and system clock ticks ``pid`` has used."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def settle(pid: int, limit_s: float = 15.0) -> None:
+    """Wait (up to ``limit_s``) until bpftrace has done its work after attaching: under 5 % of
+    a CPU over half a second, so a run measures its probes, not its start."""
+    hz = os.sysconf("SC_CLK_TCK")
+    end = time.monotonic() + limit_s
+    was = cpu_ticks(pid)
+    while time.monotonic() < end:
+        time.sleep(0.5)
+        now = cpu_ticks(pid)
+        if (now - was) / hz < 0.025:
+            return
+        was = now
 
 
 def prog_stats(pid: int) -> dict[str, tuple[int, int]]:
