@@ -92,7 +92,7 @@ def test_past_the_limit_files_are_opened_and_closed_as_before(tmp_path: Path) ->
 
 
 def _v2_mount() -> Path | None:
-    with open("/proc/self/mounts") as fh:
+    with open("/proc/self/mounts", encoding="utf-8", errors="surrogateescape") as fh:
         for line in fh:
             fields = line.split()
             if len(fields) > 2 and fields[2] == "cgroup2":
