@@ -431,9 +431,9 @@ def test_a_buffered_writers_storm_reads_writeback_with_the_tracer_off(
                 # The flusher drains dirty in bursts (to nothing and back over the threshold):
                 # the verdict stays writeback through them while the writer writes.
                 steady = [storm_seen() for _ in range(5)]
-            finally:
-                writer.kill()
-                writer.wait()
+            finally:  # SIGTERM: fio ends its job process (SIGKILL would leave it writing)
+                writer.terminate()
+                writer.wait(60)
     finally:
         source.close()
     assert all(steady), [(f.get(MemoryPart), f.rates.get(dev)) for f in frames[-5:]]
