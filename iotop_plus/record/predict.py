@@ -158,24 +158,42 @@ def pack(values: Sequence[int]) -> bytes:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+def column_code(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """The packing code byte of the column at ``pos`` and the position of its values.
+
+    Raises:
+        ValueError: the record ends before ``pos``.
+    """
+    if pos >= len(data):
+        raise ValueError("column runs past the record")
+    return data[pos], pos + 1
+
+
+def unpack_wide(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
+    """The ``n`` values of a :data:`WIDE` column whose ``u32 n | JSON list`` is at ``pos``
+    (after the code byte); returns them and the new position.
+
+    Raises:
+        ValueError: the JSON is not a list of ``n`` integers.
+    """
+    (length,) = struct.unpack_from("<I", data, pos)
+    values = load_json(bytes(data[pos + 4 : pos + 4 + length]))
+    if not isinstance(values, list) or len(values) != n:
+        raise ValueError("bad wide column")
+    if not all(type(v) is int for v in values):
+        raise ValueError("a wide column holds something other than integers")
+    return values, pos + 4 + length
+
+
 def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
     """``n`` values packed by :func:`pack` at ``pos``; returns them and the new position.
 
     Raises:
         ValueError: the bytes do not hold such a column.
     """
-    if pos >= len(data):
-        raise ValueError("column runs past the record")
-    code = data[pos]
-    pos += 1
+    code, pos = column_code(data, pos)
     if code == WIDE:
-        (length,) = struct.unpack_from("<I", data, pos)
-        values = load_json(bytes(data[pos + 4 : pos + 4 + length]))
-        if not isinstance(values, list) or len(values) != n:
-            raise ValueError("bad wide column")
-        if not all(type(v) is int for v in values):
-            raise ValueError("a wide column holds something other than integers")
-        return values, pos + 4 + length
+        return unpack_wide(data, pos, n)
     if code == CRUMBS:
         end = pos + (n + 3) // 4
         z = [b >> s & 3 for b in bytes(data[pos:end]) for s in (0, 2, 4, 6)][:n]
@@ -232,6 +250,19 @@ class DiskDecoder:
     def _ratio(self, now: list[int], prev_k: list[int], prev_base: list[int]) -> list[int]:
         return ratio_rounded(now, prev_k, prev_base)
 
+    def _unpack(self, body: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
+        """The ``n`` values of the column at ``pos`` and the position after it."""
+        return unpack(body, pos, n)
+
+    def _columns(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
+        """The 17 columns stored one after another at ``pos``, in counter order."""
+        n = len(self.layout.names)
+        columns = []
+        for _ in range(N_COUNTERS):
+            col, pos = self._unpack(body, pos, n)
+            columns.append(col)
+        return columns
+
     def _start(self, columns: list[list[int]]) -> None:
         """The state after a keyframe of ``columns``."""
         self.prev = columns
@@ -239,11 +270,7 @@ class DiskDecoder:
 
     def decode_keyframe(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
         """The absolute columns of a ``K`` record's body at ``pos``."""
-        n = len(self.layout.names)
-        columns = []
-        for _ in range(N_COUNTERS):
-            col, pos = unpack(body, pos, n)
-            columns.append(col)
+        columns = self._columns(body, pos)
         self._start(columns)
         return columns
 
@@ -279,19 +306,38 @@ class DiskDecoder:
             how = body[pos]
             if how not in self.candidates[k]:
                 raise ValueError(f"bad predictor {how} for column {k}")
-            res, pos = unpack(body, pos + 1, n)
-            pred = self._predict(k, how, now, elapsed_ms)
-            given = [r + p for r, p in zip(res, pred, strict=False)]
-            if k == IN_FLIGHT:
-                columns[k] = given
-            else:
-                now[k] = given
-                columns[k] = [p + d for p, d in zip(self.prev[k], given, strict=False)]
+            res, pos = self._unpack(body, pos + 1, n)
+            self._add(k, how, res, now, columns, elapsed_ms)
+        self._advance(columns, now)
+        return columns
+
+    def _add(
+        self,
+        k: int,
+        how: int,
+        res: list[int],
+        now: list[list[int]],
+        columns: list[list[int]],
+        elapsed_ms: int,
+    ) -> None:
+        """Column ``k`` of a ``D`` record from its residuals ``res`` and predictor ``how``:
+        its absolute values go to ``columns``, its delta to ``now`` (in flight's value is
+        what is coded, so it has no delta yet)."""
+        pred = self._predict(k, how, now, elapsed_ms)
+        given = [r + p for r, p in zip(res, pred, strict=False)]
+        if k == IN_FLIGHT:
+            columns[k] = given
+        else:
+            now[k] = given
+            columns[k] = [p + d for p, d in zip(self.prev[k], given, strict=False)]
+
+    def _advance(self, columns: list[list[int]], now: list[list[int]]) -> None:
+        """The state after a ``D`` record of ``columns``, whose deltas but in flight's are
+        ``now``."""
         now[IN_FLIGHT] = [
             c - p for c, p in zip(columns[IN_FLIGHT], self.prev[IN_FLIGHT], strict=False)
         ]
         self.prev, self.deltas = columns, now
-        return columns
 
 
 @dataclass
@@ -339,10 +385,7 @@ class DiskCodec(DiskDecoder):
             assert best is not None
             self._choice[k] = best[1]
             out.append(bytes((best[1],)) + pack(best[2]))
-        now[IN_FLIGHT] = [
-            c - p for c, p in zip(columns[IN_FLIGHT], self.prev[IN_FLIGHT], strict=False)
-        ]
-        self.prev, self.deltas = columns, now
+        self._advance(columns, now)
         return b"".join(out)
 
 
@@ -356,7 +399,9 @@ __all__ = [
     "ORDER",
     "DiskCodec",
     "DiskDecoder",
+    "column_code",
     "elapsed_ms_of",
     "pack",
     "unpack",
+    "unpack_wide",
 ]
