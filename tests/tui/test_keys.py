@@ -29,7 +29,7 @@ async def test_the_main_screen_and_every_panel_have_no_key_clash() -> None:
         await started(pilot, app)
         screen = app.main_screen
         for tab in DEFERRED_TABS:
-            await screen.panel_ready(tab)
+            await screen.panels.ready(tab)
         await pilot.pause()
         names = {type(n).__name__ for n in screen.walk_children()}
         # The panels the check must cover are really mounted.

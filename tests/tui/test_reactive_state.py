@@ -43,7 +43,7 @@ async def test_holding_down_reads_the_settings_once_the_cursor_rests(
         await pilot.press("a")  # every device: partitions, loop0, never-used sdc
         # The Tune tab shows the settings too: open it, then go back to the table.
         await screen.run_action("panel_tab('tab-tune')")
-        await wait_for(pilot, lambda: screen.settings_panel.is_mounted)
+        await wait_for(pilot, lambda: screen.panels.settings_panel.is_mounted)
         table(app).focus()
         await pilot.press("home")
         names = table(app).visible_names()
@@ -67,7 +67,7 @@ async def test_holding_down_reads_the_settings_once_the_cursor_rests(
         assert reads == Counter({last: 1}), reads
         panel_text = screen.query_one(DevicePanel).text
         assert f"device: /dev/{last}" in panel_text
-        assert f"Queue settings of {last}" in screen.settings_panel.text
+        assert f"Queue settings of {last}" in screen.panels.settings_panel.text
 
 
 def settled(app: IotopPlusApp, name: str) -> bool:
@@ -78,7 +78,7 @@ def settled(app: IotopPlusApp, name: str) -> bool:
 
 
 def _tune_lines(screen) -> tuple[str, ...]:
-    return screen.settings_panel.shown_lines
+    return screen.panels.settings_panel.shown_lines
 
 
 async def test_setting_the_selected_device_updates_the_panel_and_the_cursor(

@@ -9,6 +9,7 @@ text or colour changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
@@ -26,6 +27,7 @@ from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.device_rows import (
     TableRow,
@@ -78,8 +80,13 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
     HEADER_LINES = HEADER_LINES
     BINDINGS = cursor_bindings(SELECT_HELP)
 
+    @dataclass
     class HiddenChanged(Message):
-        """The filter, ``a`` or the column set re-laid the table out: what it hides may differ."""
+        """What the table hides may differ: the filter, ``a`` or the column set re-laid it
+        out, or a frame changed it (the header names a busy device it hides)."""
+
+        hidden: tuple[int, str | None, str]
+        """How many it hides, the one among them named, and why (``throttled``, ``busy``)."""
 
     COMPONENT_CLASSES = {"device-table--header", "device-table--cursor", "device-table--sorted"}
 
@@ -107,6 +114,10 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self.config = config or Config()
         self.set_reactive(DeviceTable.column_set, self.config.column_set)
         self.set_reactive(DeviceTable.show_all, self.config.show_all)
+        self._inventory: Inventory | None = None
+        """The devices of the frame shown last."""
+        self._hidden_told: tuple[object, ...] = ()
+        """The hidden devices last told (:class:`HiddenChanged`)."""
         self.only = frozenset(only)
         """Devices named on the command line: shown even if hidden by default, and no others
         (until ``a`` shows all)."""
@@ -221,6 +232,24 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self._checked.clear()
         self._latency = latency
 
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its figures, latency and health marks; a scrub (or
+        the way back to live) can skip the frame where the devices changed. Says when the
+        devices it hides changed (:class:`HiddenChanged`)."""
+        frame = shown.frame
+        if frame is None:
+            return
+        before, self._inventory = self._inventory, frame.inventory
+        changed = frame.inventory_changed or (before is not None and frame.inventory is not before)
+        self.update_parts(frame)  # latency figures, health marks
+        self.update_devices(
+            frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, changed
+        )
+        hidden = (self.hidden, self.busy_hidden, self.hidden_why)
+        if hidden != self._hidden_told:
+            self._hidden_told = hidden
+            self.post_message(self.HiddenChanged(hidden))
+
     def update_parts(self, frame: Frame) -> None:
         """The frame's latency and health (the severity marks) for :meth:`update_devices`."""
         self.update_latency(frame.latency)  # (which forgets the rows' checks)
@@ -306,7 +335,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self._rebuild_rows()
         self._find_busy_hidden()
         self.refresh()
-        self.post_message(self.HiddenChanged())
+        self.post_message(self.HiddenChanged((self.hidden, self.busy_hidden, self.hidden_why)))
 
     # ---- building rows -------------------------------------------------------------------
 
