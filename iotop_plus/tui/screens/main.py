@@ -123,7 +123,9 @@ class MainScreen(StyledAsMounted, Screen[None]):
         warn = partial(self.notify, severity="warning", timeout=5, markup=False)
         self.refusals = Refusals(replay=replay, read_only=config.read_only, say=warn)
         """What a replay and read-only refuse."""
-        self.selection = Selection(self, roots, host.is_root, self.feed, timeline, self.refusals)
+        self.selection = Selection(
+            self, self, roots, host.is_root, self.feed, timeline, self.refusals
+        )
         """What follows the selected device: the panels, its settings, its verdict."""
         feed = PanelFeed(self.feed, self.scrubber, lambda: self.call_later(self.views.again))
         factory = runner_factory or runners(roots)
@@ -163,8 +165,6 @@ class MainScreen(StyledAsMounted, Screen[None]):
         if (before.mode, before.at) != (shown.mode, shown.at):
             self.refresh_bindings()  # "l Live" shows only away from live
         self.views.publish(shown)
-
-    # ---- layout --------------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         # The screen's classes before its children mount: set after, each restyles them all.
@@ -266,8 +266,6 @@ class MainScreen(StyledAsMounted, Screen[None]):
 
     def on_settings_panel_failed(self, message: SettingsPanel.Failed) -> None:
         self.notify(message.text, severity="error", timeout=6, markup=False)
-
-    # ---- the screen's own keys -------------------------------------------------------------
 
     def action_view(self, view: str) -> None:
         """In narrow mode, show one of: the table, the charts, the side panel."""

@@ -32,10 +32,7 @@ from iotop_plus.tui.why_lines import has_verdict
 from iotop_plus.tui.widgets.device_table import DeviceTable
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
-
-    from textual.app import App
-    from textual.dom import DOMNode
+    from textual.screen import Screen
     from textual.timer import Timer
     from textual.widget import Widget
 
@@ -46,21 +43,10 @@ CHART_SETTLE_S = 0.15
 
 
 class SelectionView(Protocol):
-    """What the selection needs of the main screen."""
+    """What the selection needs of the main screen's own state."""
 
     selected_device: str | None
     shown: Shown
-
-    @property
-    def app(self) -> App[Any]: ...
-
-    def query_one(self, selector: type[DeviceTable]) -> DeviceTable: ...
-
-    def walk_children(self, with_self: bool = False) -> Iterable[DOMNode]: ...
-
-    def set_timer(self, delay: float, callback: Callable[[], Any]) -> Timer: ...
-
-    def run_worker(self, work: Callable[[], Any], **kwargs: Any) -> Any: ...
 
     @property
     def charts(self) -> ChartWindow: ...
@@ -70,7 +56,8 @@ class Selection:
     """The selected device's settings read, the widgets that show it, and its verdict.
 
     Args:
-        view: The main screen.
+        view: The main screen's selection, shown frame and charts.
+        screen: The main screen as Textual's: its widgets, timers and workers.
         roots: Where the settings are read.
         is_root: Whether the settings can be read as root.
         feed: Judges the verdicts off the UI thread.
@@ -81,6 +68,7 @@ class Selection:
     def __init__(
         self,
         view: SelectionView,
+        screen: Screen[Any],
         roots: Roots,
         is_root: bool,
         feed: FrameFeed,
@@ -88,6 +76,7 @@ class Selection:
         refusals: Refusals,
     ) -> None:
         self.view = view
+        self.screen = screen
         self.roots = roots
         self.is_root = is_root
         self.feed = feed
@@ -103,7 +92,7 @@ class Selection:
     def changed(self, name: str | None) -> None:
         """``name`` is selected now: the cursor follows, the widgets that show it are told,
         the charts and the settings follow once the cursor rests."""
-        table = self.view.query_one(DeviceTable)
+        table = self.screen.query_one(DeviceTable)
         if name is not None and table.selected != name:
             table.select_name(name)  # set from elsewhere (a test, a command): the cursor follows
         self.feed.judge_devices = frozenset(() if name is None else (name,))
@@ -113,7 +102,7 @@ class Selection:
         # while a key is held down, do both once it stops.
         if self._timer is not None:
             self._timer.stop()
-        self._timer = self.view.set_timer(CHART_SETTLE_S, self._settled)
+        self._timer = self.screen.set_timer(CHART_SETTLE_S, self._settled)
 
     def _settled(self) -> None:
         self._timer = None
@@ -124,7 +113,7 @@ class Selection:
         """Tell every mounted widget that shows the selected device about ``name`` (with the
         one read of its settings, None until it is done)."""
         settings = self.settings_of(name)
-        for node in self.view.walk_children():
+        for node in self.screen.walk_children():
             if node.is_mounted:
                 tell_panel(node, name, settings, mounting=False)
 
@@ -175,7 +164,7 @@ class Selection:
         name = self.view.selected_device
         if name is not None and self.refusals.replay_reason is None:
             self.reads += 1
-            self.view.run_worker(
+            self.screen.run_worker(
                 lambda: self._read(name),
                 thread=True,
                 exclusive=True,
@@ -186,12 +175,12 @@ class Selection:
     def _read(self, name: str) -> None:
         # Several small sysfs reads: off the UI thread, then shown from the UI thread.
         settings = read_settings(self.roots, name, is_root=self.is_root)
-        self.view.app.call_from_thread(self._read_done, name, settings)
+        self.screen.app.call_from_thread(self._read_done, name, settings)
 
     def _read_done(self, name: str, settings: tuple[SettingValue, ...]) -> None:
-        if not self.view.app.is_running or name != self.view.selected_device:
+        if not self.screen.app.is_running or name != self.view.selected_device:
             return  # read just before shutdown, or the cursor has moved on since
         self.settings = (name, settings)
-        for node in self.view.walk_children():
+        for node in self.screen.walk_children():
             if node.is_mounted and callable(getattr(node, "show_settings", None)):
                 tell_panel(node, name, settings, mounting=False)

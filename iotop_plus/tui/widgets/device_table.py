@@ -114,7 +114,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self.config = config or Config()
         self.set_reactive(DeviceTable.column_set, self.config.column_set)
         self.set_reactive(DeviceTable.show_all, self.config.show_all)
-        self._inventory: Inventory | None = None
+        self._shown_inventory: Inventory | None = None
         """The devices of the frame shown last."""
         self._hidden_told: tuple[object, ...] = ()
         """The hidden devices last told (:class:`HiddenChanged`)."""
@@ -239,7 +239,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         frame = shown.frame
         if frame is None:
             return
-        before, self._inventory = self._inventory, frame.inventory
+        before, self._shown_inventory = self._shown_inventory, frame.inventory
         changed = frame.inventory_changed or (before is not None and frame.inventory is not before)
         self.update_parts(frame)  # latency figures, health marks
         self.update_devices(
