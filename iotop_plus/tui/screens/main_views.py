@@ -7,7 +7,8 @@ The screen's CSS classes say which: ``narrow``, ``wide`` and the view shown (``a
 
 :class:`ScreenViews` is a collaborator the main screen owns; it is given the screen as a
 Textual :class:`~textual.screen.Screen` (its classes, its widgets, its focus) and nothing of
-the main screen's own.
+the main screen's own. :func:`first_widgets` is what the screen composes: the views of the
+first paint.
 """
 
 from __future__ import annotations
