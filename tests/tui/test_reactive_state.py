@@ -11,9 +11,7 @@ import pytest
 from iotop_plus.devices import settings as settings_module
 from iotop_plus.sampling.topology.inventory import hidden_by_default
 from iotop_plus.tui.app import IotopPlusApp
-from iotop_plus.tui.messages import SamplerProblem
 from iotop_plus.tui.widgets.device_panel import DevicePanel
-from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
 from tests.tui.helpers import burst, started, step, table, wait_for
 
@@ -121,11 +119,13 @@ async def test_the_tables_sort_and_filter_are_reactives_that_relayout() -> None:
 
 
 async def test_dataclass_messages_are_initialised_and_reach_their_handlers() -> None:
-    message = SamplerProblem("diskstats: bad line")
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
+
+    message = ProcessPanel.ShownChanged(True)
     assert is_dataclass(message) and message.time > 0 and not message.is_forwarded
-    assert message == SamplerProblem("diskstats: bad line")
+    assert message == ProcessPanel.ShownChanged(True)
     app = canned_app()
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
-        app.post_message(SamplerProblem("diskstats: 3 bad lines"))
-        await wait_for(pilot, lambda: "3 bad lines" in app.main_screen.query_one(HostHeader).text)
+        app.main_screen.post_message(ProcessPanel.ShownChanged(True))
+        await wait_for(pilot, lambda: app.main_screen.has_class("processes-shown"))
