@@ -66,17 +66,30 @@ class FrameView(Notifies, Protocol):
     def post_message(self, message: Message) -> bool:
         """Queue ``message`` for the screen (from any thread)."""
 
+    def call_later(self, callback: Callable[..., object], *args: Any) -> bool:
+        """Run ``callback`` as the screen's next message (an error in it ends the app)."""
 
-def loop_call_soon() -> CallSoon:
+
+def loop_call_soon(failed: Callable[[Exception], object]) -> CallSoon:
     """The running event loop's ``call_soon_threadsafe``, dropping calls once it is closed
-    (a frame read as the app quits)."""
+    (a frame read as the app quits); an error in a call goes to ``failed``."""
     loop = asyncio.get_running_loop()
+
+    def guarded(callback: Callable[..., object], args: tuple[Any, ...]) -> None:
+        try:
+            callback(*args)
+        except Exception as error:
+            failed(error)
 
     def call(callback: Callable[..., object], *args: Any) -> None:
         with contextlib.suppress(RuntimeError):  # the loop is closed: the app has quit
-            loop.call_soon_threadsafe(callback, *args)
+            loop.call_soon_threadsafe(guarded, callback, args)
 
     return call
+
+
+def _raise(error: Exception) -> None:
+    raise error
 
 
 class FrameFeed:
@@ -115,6 +128,7 @@ class FrameFeed:
         """Frames received."""
         self._held: list[Frame] | None = []
         """Frames taken before :meth:`release` (the screen is not mounted yet)."""
+        self._held_problems: list[str] = []
         self._source_notice: str | None = None
         self._last_problem = ""
         self._pending = 0
@@ -123,8 +137,9 @@ class FrameFeed:
 
     def start(self, interval: float, call: CallSoon | None = None) -> None:
         """Start the sampler thread; each frame is taken by :meth:`take` on the UI thread,
-        through ``call`` (default: the running event loop's, so call this on it)."""
-        soon = call if call is not None else loop_call_soon()
+        through ``call`` (default: the running event loop's, so call this on it; an error
+        there ends the app with its traceback, as one in a message handler does)."""
+        soon = call if call is not None else loop_call_soon(self._failed_on_ui)
         self.source.want(HEALTH, True)  # a worker thread reads it, never this one or the UI
         self._stopping = False
         self.thread = SamplerThread(
@@ -134,6 +149,9 @@ class FrameFeed:
             interval=interval,
         )
         self.thread.start()
+
+    def _failed_on_ui(self, error: Exception) -> None:
+        self.screen.call_later(_raise, error)  # raised in a handler: Textual shows it, exits
 
     @property
     def lookback(self) -> LookbackFeed:
@@ -175,24 +193,28 @@ class FrameFeed:
         return len(self._held or ())
 
     def release(self) -> None:
-        """The screen is mounted: take the frames held, oldest first, and each one after."""
+        """The screen is mounted: take the frames and problems held, oldest first, and each
+        one after."""
         held, self._held = self._held or [], None
         for frame in held:
-            self._take(frame)
+            self.take(frame)
+        problems, self._held_problems = self._held_problems, []
+        for text in problems:
+            self.problem(text)
 
     def take(self, frame: Frame) -> None:
         """A frame arrived (on the UI thread): count and record it; the screen shows it when
-        it follows live. Held until :meth:`release`; dropped once stopped."""
+        it follows live. Held until :meth:`release` (still waiting: the sampler waits once
+        :data:`MAX_PENDING` do); dropped once stopped."""
+        if self._held is not None and not self._stopping:
+            self._held.append(frame)
+            return
         with self._pending_changed:
             if self._pending:
                 self._pending -= 1
                 self._pending_changed.notify()
-        if self._stopping:
-            return
-        if self._held is not None:
-            self._held.append(frame)
-            return
-        self._take(frame)
+        if not self._stopping:
+            self._take(frame)
 
     def _take(self, frame: Frame) -> None:
         self.frames_received += 1
@@ -236,7 +258,11 @@ class FrameFeed:
         self._judging.submit(judging, judged)
 
     def problem(self, text: str) -> None:
-        """A frame failed: notify once per new problem (not every tick); the header shows it."""
+        """A frame failed: notify once per new problem (not every tick); the header shows it
+        (held until the screen is mounted)."""
+        if self._held is not None:
+            self._held_problems.append(text)
+            return
         if text != self._last_problem:
             self._last_problem = text
             self.screen.notify(printable(text), severity="error", timeout=10, markup=False)

@@ -40,6 +40,9 @@ class _Screen:
     def post_message(self, message: object) -> bool:
         return True
 
+    def call_later(self, callback: Callable[..., object], *args: Any) -> bool:
+        return True
+
 
 @pytest.fixture
 def feed(mem_path: Path) -> Iterator[FrameFeed]:
