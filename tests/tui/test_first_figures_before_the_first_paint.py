@@ -45,9 +45,10 @@ async def test_frames_read_while_composing_are_on_the_first_paint(
     compose = MainScreen.compose
 
     def slow_compose(self: MainScreen) -> Iterator[object]:
-        # Compose once the sampler has read its first frame (it may already be held), as on
-        # a host where Textual takes longer to load than a frame to read.
-        holds_within(lambda: handed and self.feed.held, 3.0)
+        # Compose once the sampler has read its first frame (handed to the event loop, which
+        # runs it once this returns), as on a host where Textual takes longer to load than a
+        # frame to read.
+        holds_within(lambda: bool(handed), 3.0)
         yield from compose(self)
 
     monkeypatch.setattr(MainScreen, "compose", slow_compose)
