@@ -71,7 +71,8 @@ async def test_holding_down_reads_the_settings_once_the_cursor_rests(
 def settled(app: IotopPlusApp, name: str) -> bool:
     """The settings of ``name`` are read and shown, and no read runs in a worker."""
     screen = app.main_screen
-    shown = screen.settings is not None and screen.settings[0] == name
+    read = screen.selection.settings
+    shown = read is not None and read[0] == name
     return shown and screen.selected_device == name and len(app.workers) == 0
 
 

@@ -42,7 +42,10 @@ async def test_read_only_refuses_tuning_probes_and_experiments_with_the_reason()
         assert "read-only" in screen.query_one(HostHeader).text
         screen.select_device("sda")
         # The selection has settled once the settings of sda are read (watching goes on).
-        await wait_for(pilot, lambda: screen.settings is not None and screen.settings[0] == "sda")
+        await wait_for(
+            pilot,
+            lambda: screen.selection.settings is not None and screen.selection.settings[0] == "sda",
+        )
         for key in ("R", "S", "u", "U", "X"):
             await pilot.press(key)
             await pilot.pause()

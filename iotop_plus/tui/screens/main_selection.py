@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from textual.widget import Widget
+
 from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame.model import Frame
@@ -34,7 +36,6 @@ from iotop_plus.tui.widgets.device_table import DeviceTable
 if TYPE_CHECKING:
     from textual.screen import Screen
     from textual.timer import Timer
-    from textual.widget import Widget
 
     from iotop_plus.sampling.store.timeline import Timeline
 
@@ -113,7 +114,7 @@ class Selection:
         """Tell every mounted widget that shows the selected device about ``name`` (with the
         one read of its settings, None until it is done)."""
         settings = self.settings_of(name)
-        for node in self.screen.walk_children():
+        for node in self.screen.walk_children(Widget):
             if node.is_mounted:
                 tell_panel(node, name, settings, mounting=False)
 
@@ -181,6 +182,6 @@ class Selection:
         if not self.screen.app.is_running or name != self.view.selected_device:
             return  # read just before shutdown, or the cursor has moved on since
         self.settings = (name, settings)
-        for node in self.screen.walk_children():
+        for node in self.screen.walk_children(Widget):
             if node.is_mounted and callable(getattr(node, "show_settings", None)):
                 tell_panel(node, name, settings, mounting=False)

@@ -57,7 +57,9 @@ class PanelFeed:
         show_again: Shows the frame on screen again (with what it now carries).
     """
 
-    def __init__(self, feed: FrameFeed, scrubber: Scrubber, show_again: Callable[[], None]) -> None:
+    def __init__(
+        self, feed: FrameFeed, scrubber: Scrubber, show_again: Callable[[], object]
+    ) -> None:
         self.feed = feed
         self.scrubber = scrubber
         self.show_again = show_again
