@@ -124,6 +124,8 @@ class FrameFeed:
         """The devices whose verdict the sampler thread judges (the one the Device tab shows)."""
         self._judging: ReplayReads | None = None
         self._verdict_asked: tuple[int, float, str] | None = None
+        self._verdict_judged: Frame | None = None
+        """The frame of :attr:`_verdict_asked` with its verdict, once judged."""
         self.frames_received = 0
         """Frames received."""
         self._held: list[Frame] | None = []
@@ -241,11 +243,14 @@ class FrameFeed:
         """Judge ``device`` in ``frame`` (shown without its verdict) on a worker thread, with
         the frames before it in ``timeline`` (read there too) and the live quiet awaits;
         ``judged`` gets the frame with it, on the UI thread. Asked again for the same frame
-        and device, nothing more happens; a newer ask supersedes one in flight."""
+        and device, the frame judged then comes again (once judged); a newer ask supersedes
+        one in flight."""
         asked = (frame.seq, frame.wall_time, device)
         if asked == self._verdict_asked:
+            if self._verdict_judged is not None:  # shown again without it (back to live)
+                self.screen.call_later(judged, self._verdict_judged)
             return
-        self._verdict_asked = asked
+        self._verdict_asked, self._verdict_judged = asked, None
         live = self.lookback if self.lookback.taken else None
         quiet = live.quiet_before if live else None
         if self._judging is None:
@@ -255,7 +260,12 @@ class FrameFeed:
             lookback = timeline_lookback(frame, timeline, quiet)
             return with_verdicts(frame, judge(frame, lookback, (device,)))
 
-        self._judging.submit(judging, judged)
+        def done(result: Frame) -> None:
+            if self._verdict_asked == asked:
+                self._verdict_judged = result
+            judged(result)
+
+        self._judging.submit(judging, done)
 
     def problem(self, text: str) -> None:
         """A frame failed: notify once per new problem (not every tick); the header shows it

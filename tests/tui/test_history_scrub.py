@@ -161,7 +161,7 @@ async def test_l_returns_to_live_and_space_pauses_then_scrubs_from_there() -> No
         await pilot.press("l")
         scrub = app.main_screen.scrubber
         assert not app.main_screen.shown.paused and scrub.mode == "live" and scrub.at is None
-        assert app.main_screen.shown_frame is app.latest_frame
+        assert app.main_screen.shown_frame == app.latest_frame  # (with its verdict judged)
         assert "LIVE" in header(app) and "HISTORY" not in header(app)
         # space in history also goes back to live
         await pilot.press("left_curly_bracket", "space")
