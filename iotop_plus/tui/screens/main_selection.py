@@ -32,6 +32,7 @@ from iotop_plus.tui.screens.side_panels import tell_panel
 from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.why_lines import has_verdict
 from iotop_plus.tui.widgets.device_table import DeviceTable
+from iotop_plus.why.verdicts import with_verdicts
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -148,14 +149,16 @@ class Selection:
             self.feed.ask_verdict(frame, name, self.timeline, self._judged)
 
     def _judged(self, frame: Frame) -> None:
-        """A frame's verdict came from the worker: it takes its place while on screen."""
+        """A frame's verdict came from the worker: the frame on screen carries it, if it is
+        still that frame."""
         shown = self.view.shown
         on_screen = shown.frame
-        if on_screen is not None and (on_screen.seq, on_screen.wall_time) == (
+        same = on_screen is not None and (on_screen.seq, on_screen.wall_time) == (
             frame.seq,
             frame.wall_time,
-        ):
-            self.view.shown = Shown(frame, shown.mode, shown.at)
+        )
+        if on_screen is not None and same and frame.verdicts:
+            self.view.shown = Shown(with_verdicts(on_screen, frame.verdicts), shown.mode, shown.at)
 
     def read_settings(self) -> None:
         """Read the selected device's queue settings (in a worker) for the Device and Tune tabs.
