@@ -15,7 +15,7 @@ devices shown (:attr:`FrameFeed.judge_devices`) with the frames before it
 (:class:`~iotop_plus.why.verdicts.Judge`) and the frame carries it; a frame shown
 without it (scrubbed back, replayed, another device selected) is judged on a worker thread,
 with the frames before it read there too (:meth:`FrameFeed.ask_verdict`), and the screen
-shows the judged frame in its place.
+attaches the verdict to the frame on screen.
 """
 
 from __future__ import annotations

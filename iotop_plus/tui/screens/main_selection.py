@@ -12,8 +12,8 @@ it) is handed to :class:`Selection`, a collaborator the screen owns:
   replay: this host's settings now are not the recorded device's;
 * the sampler thread judges the selected device's verdict in the next frames; the frame on
   screen, when it lacks it (scrubbed back, replayed, just selected), is judged on a worker
-  thread (:meth:`~iotop_plus.tui.frame_feed.FrameFeed.ask_verdict`) and, once judged, takes
-  the shown frame's place, so the Device tab reads it from there.
+  thread (:meth:`~iotop_plus.tui.frame_feed.FrameFeed.ask_verdict`) and, once judged, the
+  frame on screen carries it, so the Device tab reads it from there.
 """
 
 from __future__ import annotations
