@@ -123,6 +123,7 @@ def test_the_main_screens_parts_do_not_import_it_back() -> None:
         "iotop_plus.tui.screens.main_charts",
         "iotop_plus.tui.screens.main_history",
         "iotop_plus.tui.screens.main_selection",
+        "iotop_plus.tui.screens.main_actions",
         "iotop_plus.tui.shown",
         "iotop_plus.tui.screens.side_panels",
         "iotop_plus.tui.screens.refusals",

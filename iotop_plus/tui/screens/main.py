@@ -39,9 +39,10 @@ from iotop_plus.tui.keys import PANEL_KEYS, PANEL_PALETTE, bindings, palette_ent
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.replay_reads import ReplayRead
 from iotop_plus.tui.screens.later_parts import LaterParts
+from iotop_plus.tui.screens.main_actions import ScreenKeys, take_actions
 from iotop_plus.tui.screens.main_charts import ChartWindow
 from iotop_plus.tui.screens.main_history import HistoryKeys
-from iotop_plus.tui.screens.main_keys import MAIN_KEYS, ScreenKeys, take_actions
+from iotop_plus.tui.screens.main_keys import MAIN_KEYS
 from iotop_plus.tui.screens.main_panels import PanelKeys
 from iotop_plus.tui.screens.main_selection import Selection
 from iotop_plus.tui.screens.main_table import TableKeys
@@ -227,8 +228,9 @@ class MainScreen(StyledAsMounted, Screen[None]):
         if message.name == self.query_one(DeviceTable).selected:  # else a newer one is queued
             self.select_device(message.name)
 
-    def on_device_table_hidden_changed(self, message: DeviceTable.HiddenChanged) -> None:
-        self.query_one(HostHeader).show(hidden=message.hidden)  # a busy device it hides
+    def on_device_table_hidden_changed(self, _message: DeviceTable.HiddenChanged) -> None:
+        t = self.query_one(DeviceTable)  # the header names a busy device it hides
+        self.query_one(HostHeader).show(hidden=(t.hidden, t.busy_hidden, t.hidden_why))
 
     def select_device(self, name: str | None) -> None:
         """Make ``name`` the device the charts and panels are about."""
