@@ -62,7 +62,7 @@ async def test_a_widget_whose_text_did_not_change_is_not_refreshed(
         caption = screen.query_one("#chart-caption", Static)
         header = screen.query_one(HostHeader)
         with refreshes(monkeypatch) as calls:
-            screen.draw_charts(force=True)  # the same window again: the same caption
+            screen.charts.draw(force=True)  # the same window again: the same caption
             header.show(note=header.note)  # the same header text
             await pilot.pause()
         caption_calls = [("ChartCaption", caption.id, layout) for layout in (False, True)]

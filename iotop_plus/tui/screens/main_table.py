@@ -2,9 +2,9 @@
 
 :class:`TableKeys` is a collaborator the main screen owns. It is given what it needs: the
 screen as a :class:`TableView` (its widgets by id, its views, its selection, the frame shown)
-and the feed's switch for the tracer's latency. Textual looks actions up on the screen, so
-the screen keeps a one-line ``action_*`` for each key; the filter box's ``Changed`` handler
-stays there too (Textual collects ``@on`` handlers from the screen class itself).
+and the feed's switch for the tracer's latency. Its ``action_*`` methods are the screen's
+actions (the screen takes them as its own); the filter box's ``Changed`` handler stays on
+the screen (Textual collects ``@on`` handlers from the screen class itself).
 
 It also says which device a key acts on: the one under the table's cursor
 (:meth:`TableKeys.device_to_act_on`), which the side-panel keys ask for too.
@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from iotop_plus.tui.messages import Notifies
+from iotop_plus.tui.screens.main_views import ScreenViews
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.filter_input import FilterInput
 from iotop_plus.tui.widgets.latency_view import LatencyView
@@ -24,7 +25,7 @@ from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 if TYPE_CHECKING:
     from textual.widget import Widget
 
-    from iotop_plus.sampling.frame.model import Frame
+    from iotop_plus.tui.shown import Shown
 
 W = TypeVar("W", bound="Widget")
 
@@ -34,12 +35,11 @@ class TableView(Notifies, Protocol):
 
     selected_device: str | None
     """The device the charts and panels are about."""
-    shown_frame: Frame | None
+    shown: Shown
     """The frame on screen."""
 
-    @property
-    def narrow(self) -> bool:
-        """Whether one view at a time is shown."""
+    layout_views: ScreenViews
+    """Which views are shown (narrow: one at a time)."""
 
     def action_view(self, view: str) -> None:
         """In narrow mode, show one of the views."""
@@ -76,9 +76,9 @@ class TableKeys:
         """The name filter's text box."""
         return self.view.query_one("#filter", FilterInput)
 
-    def open_filter(self) -> None:
+    def action_filter(self) -> None:
         """Show the name filter and focus it."""
-        if self.view.narrow:
+        if self.view.layout_views.narrow:
             self.view.action_view("view-table")
         box = self.box
         box.add_class("shown")
@@ -86,7 +86,7 @@ class TableKeys:
         # right after "/" may already be queued, and would go to the table's keys.
         self.view.set_focus(box)
 
-    def clear_filter(self) -> None:
+    def action_clear_filter(self) -> None:
         """Drop the filter."""
         box = self.box
         box.value = ""
@@ -109,7 +109,7 @@ class TableKeys:
         self.view.select_device(table.selected)
         self.view.set_focus(table)  # at once: the key typed next is the table's
 
-    def toggle_all(self) -> None:
+    def action_toggle_all(self) -> None:
         """Switch between the default device selection and all devices."""
         table = self.table
         table.toggle_all()
@@ -118,7 +118,7 @@ class TableKeys:
             timeout=2,
         )
 
-    def cycle_columns(self) -> None:
+    def action_cycle_columns(self) -> None:
         """Next column set."""
         name = self.table.cycle_columns()
         self.view.notify(f"columns: {name}", timeout=2)
@@ -132,17 +132,17 @@ class TableKeys:
         latency.display = on
         self.want_latency(on)
         if on:
-            shown = self.view.shown_frame
+            shown = self.view.shown.frame
             latency.show_latency(
                 None if shown is None else shown.latency, self.view.selected_device
             )
 
-    def sort(self, step: int) -> None:
+    def action_sort(self, step: int) -> None:
         """Sort by the previous or next column."""
         title = self.table.move_sort(step)
         self.view.notify(f"sorted by {title}", timeout=2)
 
-    def reverse_sort(self) -> None:
+    def action_reverse_sort(self) -> None:
         """Reverse the sort order."""
         self.table.reverse_sort()
 
