@@ -15,7 +15,7 @@ import io
 import json
 import os
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -150,7 +150,7 @@ def _write_saturating(path: Path) -> list[float]:
 
 
 def _iso(wall: float) -> str:
-    return datetime.fromtimestamp(wall, UTC).isoformat()
+    return datetime.fromtimestamp(wall, timezone.utc).isoformat()
 
 
 def _reports(path: Path, *argv: str) -> list[Any]:
