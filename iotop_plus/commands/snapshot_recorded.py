@@ -22,6 +22,7 @@ from iotop_plus.sampling.disks.sampler import Platform
 from iotop_plus.sampling.frame.model import FrameEvent
 from iotop_plus.sampling.journal_events import recorded_events
 from iotop_plus.text import parse_time, printable
+from iotop_plus.why.verdicts import recent_frames
 
 
 def recorded_platform(header: Mapping[str, Any]) -> Platform:
@@ -82,6 +83,11 @@ def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
         interval = args.interval or float(timeline.header.get("interval_s") or 1.0)
         platform = recorded_platform(timeline.header)
         host = timeline.host_info()
-        return emit(args, out, host, inventory, explicit, reports, interval, tz, platform)
+        # The first report's verdict looks back on the recorded frames up to its start, as a
+        # replay's does (the device saturated for a while, its quiet await before that).
+        earlier = [*recent_frames(base, timeline), base]
+        return emit(
+            args, out, host, inventory, explicit, reports, interval, tz, platform, earlier=earlier
+        )
     finally:
         timeline.close()
