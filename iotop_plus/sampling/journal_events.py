@@ -201,6 +201,10 @@ class JournalState:
     """Why a journal could not be read for this frame (one line each)."""
 
 
+QUIET = JournalState()
+"""The state of a frame whose journals were read whole (the one value most frames share)."""
+
+
 class JournalEvents:
     """The journal part's reader: each new line an event at its own wall time and the
     monotonic time that matches it (never after the frame)."""
@@ -213,7 +217,7 @@ class JournalEvents:
         lines, restarted, problems = self.journal.read()
         wall, mono = ctx.sample.wall_time, ctx.sample.monotonic
         events = tuple(journal_event(line.source, line.record, wall, mono) for line in lines)
-        return JournalState(restarted, problems), events
+        return (JournalState(restarted, problems) if restarted or problems else QUIET), events
 
     def close(self) -> None:
         """As :meth:`JournalReader.close`."""

@@ -14,7 +14,7 @@ import dataclasses
 import itertools
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -79,6 +79,34 @@ GROWTH_FIGURES = (
 )
 """The device's own error figures whose growth since this process started is a new fault
 (:func:`health_growth`); ``failing`` joins them when SMART turns from passed to failed."""
+
+
+EMPTY: Mapping[str, Any] = MappingProxyType({})
+"""The empty map a frame's health shares with every other frame's (no errors, nothing grew)."""
+
+
+class ReadingAges(Mapping[str, float]):
+    """How old each of ``readings`` was at ``monotonic``, seconds, worked out when asked:
+    a frame keeps its time, not a float per device (the frame store keeps every frame's
+    health for its whole window)."""
+
+    __slots__ = ("_monotonic", "_readings")
+
+    def __init__(self, readings: Mapping[str, DeviceHealth], monotonic: float) -> None:
+        self._readings = readings
+        self._monotonic = monotonic
+
+    def __getitem__(self, name: str) -> float:
+        return max(0.0, self._monotonic - self._readings[name].read_monotonic)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._readings)
+
+    def __len__(self) -> int:
+        return len(self._readings)
+
+    def __repr__(self) -> str:
+        return f"ReadingAges({dict(self)!r})"
 
 
 @dataclass(frozen=True)
@@ -273,12 +301,17 @@ def health_growth(
     what grew in it: a reading is the same object from frame to frame until the worker reads
     the device again, and its figures only were compared then; what grew is taken from there
     (comparing every figure of every reading each frame would be a large share of the frame
-    thread's work). Devices no longer in ``readings`` are dropped from it.
+    thread's work). Devices no longer in ``readings`` are dropped from it, and from ``first``
+    when they had no error figures (loop, dm, zram: a baseline of nothing, made again if the
+    name comes back), so devices that come and go leave nothing behind; a disk's baseline
+    stays, for a disk that drops off and comes back with more errors.
     """
     grown: dict[str, Mapping[str, tuple[int, int]]] = {}
     if kept is not None and kept.keys() != readings.keys():  # (a set comparison, in C)
         for gone in kept.keys() - readings.keys():
             del kept[gone]
+        for gone in [name for name, base in first.items() if not base and name not in readings]:
+            del first[gone]
     for name, reading in readings.items():
         if kept is not None:
             last = kept.get(name)
@@ -332,6 +365,8 @@ class HealthWorker:
         self._kinds: dict[str, str] = {}
         self._due: dict[str, float] = {}
         self._readings: dict[str, DeviceHealth] = {}
+        self._shared: Mapping[str, DeviceHealth] | None = None
+        """:meth:`readings` as last handed out, until a reading changes (then None)."""
         self._closed = False
         self._cancel = threading.Event()
         self._thread: threading.Thread | None = None
@@ -351,16 +386,21 @@ class HealthWorker:
             for name in self._kinds.keys() - kinds.keys():
                 self._due.pop(name, None)
                 self._readings.pop(name, None)
+            self._shared = None
             self._kinds = dict(kinds)
             self._cond.notify_all()
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="iotop-plus-health", daemon=True)
             self._thread.start()
 
-    def readings(self) -> dict[str, DeviceHealth]:
-        """The latest reading of each watched device read so far."""
+    def readings(self) -> Mapping[str, DeviceHealth]:
+        """The latest reading of each watched device read so far: one read-only map, the
+        same object until a device is read again or the set of devices changes (the frames
+        between share it)."""
         with self._cond:
-            return dict(self._readings)
+            if self._shared is None:
+                self._shared = MappingProxyType(dict(self._readings))
+            return self._shared
 
     def wait_all(self, timeout: float) -> bool:
         """Wait until every watched device has a reading (a headless snapshot)."""
@@ -433,6 +473,7 @@ class HealthWorker:
                     assert previous is not None
                     found = dataclasses.replace(previous, reason=found.reason)
                 self._readings[name] = found
+                self._shared = None
                 self._due[name] = float("inf") if once else time.monotonic() + self.refresh_s
                 self._cond.notify_all()
 
@@ -451,6 +492,8 @@ class HealthState:
         """Each device's error figures at their first reading (the growth baseline)."""
         self._grown: dict[str, tuple[DeviceHealth, Mapping[str, tuple[int, int]] | None]] = {}
         """Each device's last reading and what grew in it (:func:`health_growth`)."""
+        self._totals: Mapping[str, int] = EMPTY
+        self._growth: Mapping[str, Mapping[str, tuple[int, int]]] = EMPTY
         if roots.is_live:
             self.kmsg = KmsgErrors()
             self.problem = self.kmsg.problem
@@ -494,15 +537,20 @@ class HealthState:
         for (dev, _kind), n in new.items():
             per_device[dev] = per_device.get(dev, 0) + n
         readings = self.worker.readings()
-        ages = {n: max(0.0, monotonic - r.read_monotonic) for n, r in readings.items()}
+        # The maps that stay the same from frame to frame are shared by the frames (the
+        # frame store keeps every frame's part): a frame of its own holds its time only.
+        self._totals = _same_or(self._totals, self.counts.totals)
+        self._growth = _same_or(
+            self._growth, health_growth(self.first_figures, readings, self._grown)
+        )
         part = HealthFrame(
-            MappingProxyType(readings),
-            MappingProxyType(ages),
-            MappingProxyType(dict(self.counts.totals)) if source is not None else None,
+            readings,
+            ReadingAges(readings, monotonic),
+            self._totals if source is not None else None,
             source,
             None if source is not None else problem,
-            MappingProxyType(per_device),
-            MappingProxyType(health_growth(self.first_figures, readings, self._grown)),
+            MappingProxyType(per_device) if per_device else EMPTY,
+            self._growth,
             self.worker.failure,
         )
         return part, events
@@ -517,6 +565,13 @@ class HealthState:
         """:meth:`close`, then None (for the owner's ``part = part.stopped()``)."""
         self.close()
         return None
+
+
+def _same_or(shared: Mapping[str, Any], now: Mapping[str, Any]) -> Mapping[str, Any]:
+    """``shared`` when it holds what ``now`` does, else a read-only copy of ``now``."""
+    if shared == now:
+        return shared
+    return MappingProxyType(dict(now)) if now else EMPTY
 
 
 def health_step(
