@@ -14,6 +14,7 @@ import os
 import resource
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -76,26 +77,36 @@ def test_a_smartctl_printing_without_end_is_stopped_with_one_line(tmp_path: Path
     assert health.reason == "smartctl printed more than 4 MiB; it was stopped and killed"
 
 
+PEAK_LAUNCHER = """
+import os, subprocess, sys
+proc = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(proc.pid, 0)
+with open(sys.argv[1], "w") as fh:
+    fh.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+"""Starts the command and writes its peak RSS (KiB). A child's ``ru_maxrss`` starts at its
+parent's resident size when it forks, and a test worker may have grown past the bound in an
+earlier test, so the command is started from this small launcher."""
+
+
 def _snapshot_as_nobody(home: Path, disk: str) -> tuple[int, str, str, int]:
     """``snapshot --health`` of ``disk`` as uid 65534 with ``home/bin`` first on PATH: exit
     status, stdout, stderr and peak memory (KiB)."""
     argv = [*nobody_python(), "-m", "iotop_plus", "--state-dir", str(home / "state")]
     argv += ["snapshot", "--health", "-f", "json", "-i", "0.2", disk]
     env = nobody_env(f"{home / 'bin'}:/usr/sbin:/usr/bin:/sbin:/bin")
-    out, err = home / "out", home / "err"
+    out, err, peak = home / "out", home / "err", home / "peak-kib"
 
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT, MEMORY_LIMIT))
 
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        proc = subprocess.Popen(
-            argv, stdout=stdout, stderr=stderr, env=env, cwd="/", preexec_fn=limit
-        )
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            proc.returncode = 0  # reaped by wait4
-    return os.waitstatus_to_exitcode(status), out.read_text(), err.read_text(), usage.ru_maxrss
+        code = subprocess.call(
+            [sys.executable, "-c", PEAK_LAUNCHER, str(peak), *argv],
+            stdout=stdout, stderr=stderr, env=env, cwd="/", preexec_fn=limit,
+        )  # fmt: skip
+    return code, out.read_text(), err.read_text(), int(peak.read_text())
 
 
 def _health(stdout: str) -> dict[str, object]:
