@@ -36,7 +36,7 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Input, Tab, TabbedContent, TabPane, Tabs
+from textual.widgets import Input
 
 from iotop_plus.config import Config
 from iotop_plus.devices.settings import SettingValue, read_settings
@@ -69,14 +69,12 @@ from iotop_plus.tui.screens.side_panels import (
     tell_panel,
 )
 from iotop_plus.tui.scrub import Scrubber
-from iotop_plus.tui.widgets.charts import DeviceCharts
-from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.device_table import DeviceTable
-from iotop_plus.tui.widgets.filter_input import FilterInput
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
-from iotop_plus.tui.widgets.latency_view import LatencyView
 from iotop_plus.tui.widgets.pressure import PressureGauge
+from iotop_plus.tui.widgets.side_panel import SidePanel
+from iotop_plus.tui.widgets.tab_bar import TabBar
 from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
@@ -212,22 +210,13 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         with Horizontal(id="header-row"):
             yield HostHeader(self.host, self.interval, id="header", read_only=self.config.read_only)
             yield PressureGauge(id="pressure")
-        yield Tabs(
-            Tab("1 Devices", id="view-table"),
-            Tab("2 Charts", id="view-charts"),
-            Tab("3 Panel", id="view-panel"),
-            id="view-tabs",
-        )
+        if self.narrow:
+            yield self.views.new_bar()  # the view tabs, mounted only while narrow
         with Horizontal(id="body"), Vertical(id="left"):
-            yield FilterInput(
-                placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
-            )
             yield DeviceTable(self.config, only=self.devices, id="table")
-            latency_view = LatencyView(id="latency-view")
-            latency_view.display = False  # until the latency columns are shown
-            yield latency_view
-            # The charts under the table and the side panel beside it come just after the
-            # first paint (later_parts).
+            # The filter box and the latency view come when first shown (main_table); the
+            # charts under the table and the side panel beside it just after the first paint
+            # (later_parts).
         yield KeyHints()
 
     def on_mount(self) -> None:
@@ -242,6 +231,7 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
     def on_resize(self, event: object) -> None:
         size = getattr(event, "size", self.size)
         self.views.fit(size.width, size.height)
+        self.views.place_bar()
 
     @property
     def narrow(self) -> bool:
@@ -325,8 +315,8 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
             frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, changed
         )
         self.on_device_table_hidden_changed()
-        latency_view = self.query_one(LatencyView)
-        if latency_view.display:
+        latency_view = self.table_keys.latency_view
+        if latency_view is not None and latency_view.display:
             latency_view.show_latency(frame.latency, self.selected_device)
         self._show_device_panel()  # its memory and verdict lines move with every frame
         if changed and self.selected_device is not None and self._chart_timer is None:
@@ -354,9 +344,10 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
 
     def draw_charts(self, force: bool) -> None:
         """Draw the selected device's charts up to the frame shown."""
-        if not self.later.mounted:
-            return  # drawn with the frame shown once they are
-        self.charts.draw(self.query_one(DeviceCharts), self.selected_device, self.interval, force)
+        charts = self.later.charts()
+        if charts is None:
+            return  # drawn with the frame shown once they are up
+        self.charts.draw(charts, self.selected_device, self.interval, force)
 
     # ---- selection -----------------------------------------------------------------------
 
@@ -401,10 +392,10 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         A panel that shows queue settings (``show_settings(name, values)``) gets the values
         of the one read per selection instead (None until that read is done).
         """
-        for pane in self.query(TabPane):
-            for child in pane.children:
-                if child.is_mounted:
-                    tell_panel(child, name, self._settings_of(name), mounting=False)
+        side = self.later.side()
+        for panel in side.panels() if side is not None else ():
+            if panel.is_mounted:
+                tell_panel(panel, name, self._settings_of(name), mounting=False)
 
     def _settings_of(self, name: str | None) -> tuple[SettingValue, ...] | None:
         if self.settings is not None and self.settings[0] == name:
@@ -436,24 +427,25 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         """Mount ``tab_id``'s deferred panel if need be; False if it is not (app quitting)."""
         if tab_id not in DEFERRED_TABS:
             return True
-        if await self.panels.mount(tab_id, self.query_one(f"#{tab_id}", TabPane)):
+        side = self.later.side()
+        if side is not None and await self.panels.mount(tab_id, side):
             name = self.selected_device
             tell_panel(self.panel(tab_id), name, self._settings_of(name), mounting=True)
         return self.panels.mounted(tab_id) is not None
 
-    @on(TabbedContent.TabActivated, "#side-panel")
-    async def on_side_tab(self, event: TabbedContent.TabActivated) -> None:
+    @on(SidePanel.TabShown)
+    async def on_side_tab(self, event: SidePanel.TabShown) -> None:
         self.refresh_bindings()  # the footer lists the shown tab's keys
-        if event.pane.id is not None:
-            await self.panel_ready(event.pane.id)
+        await self.panel_ready(event.tab_id)
 
     def _show_device_panel(self) -> None:
-        if not self.later.mounted:
+        device_panel = self.later.device_panel()
+        if device_panel is None:
             return
         inventory = self.shown_frame.inventory if self.shown_frame else None
         name = self.selected_device
         dev = inventory.get(name) if inventory and name else None
-        self.query_one(DevicePanel).show(dev, self._settings_of(name), self.shown_frame)
+        device_panel.show(dev, self._settings_of(name), self.shown_frame)
 
     def read_settings(self) -> None:
         """Read the selected device's queue settings (in a worker) for the Device and Tune tabs.
@@ -539,10 +531,10 @@ class MainScreen(HistoryActions, StyledAsMounted, Screen[None]):
         self.views.show(view)
         self.call_after_refresh(self.draw_charts, True)
 
-    @on(Tabs.TabActivated, "#view-tabs")
-    def on_view_tab(self, event: Tabs.TabActivated) -> None:
-        if event.tab.id and not self.has_class(event.tab.id):
-            self.action_view(event.tab.id)
+    @on(TabBar.Picked, "#view-tabs")
+    def on_view_tab(self, event: TabBar.Picked) -> None:
+        if not self.has_class(event.tab_id):
+            self.action_view(event.tab_id)
 
     # ---- keys run by the collaborators (Textual looks an action up on the screen) ---------
 

@@ -8,8 +8,12 @@ forced (a new mark, a view switch).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from iotop_plus.tui.scrub import Scrubber
-from iotop_plus.tui.widgets.charts import MIN_SPAN_INTERVALS, DeviceCharts
+
+if TYPE_CHECKING:
+    from iotop_plus.tui.widgets.charts import DeviceCharts
 
 
 class ChartWindow:
@@ -32,6 +36,8 @@ class ChartWindow:
         force: bool,
     ) -> None:
         """Draw ``device``'s charts ending at the frame shown."""
+        from iotop_plus.tui.widgets.charts import MIN_SPAN_INTERVALS  # loaded with the charts
+
         if not charts.is_on_screen and not force:
             return
         scrub = self.scrubber

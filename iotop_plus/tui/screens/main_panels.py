@@ -21,11 +21,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
-from textual.widgets import TabbedContent
-
 from iotop_plus.tui.keys import Command, panel_key
 from iotop_plus.tui.screens.main_table import TableKeys
 from iotop_plus.tui.screens.side_panels import SidePanels
+from iotop_plus.tui.widgets.side_panel import SidePanel
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -279,9 +278,9 @@ class PanelKeys:
         self.devices = devices
 
     @property
-    def side(self) -> TabbedContent:
-        """The side panel's tabs."""
-        return self.view.query_one("#side-panel", TabbedContent)
+    def side(self) -> SidePanel:
+        """The side panel (its tabs are up once a panel key can run)."""
+        return self.view.query_one("#side-panel", SidePanel)
 
     def tab_shown(self, tab: str) -> bool:
         """Whether side-panel tab ``tab`` is on screen (on narrow screens: the panel view)."""

@@ -4,6 +4,7 @@ Wide terminals show the table over the charts, with the side panel on the right 
 :data:`WIDE_WIDTH` columns it takes a share of the width, not its 42 columns). Narrow ones
 (80x24 over SSH) show one of them at a time, chosen with the view tabs or the keys 1, 2, 3.
 The screen's CSS classes say which: ``narrow``, ``wide`` and the view shown (``app.tcss``).
+The view tabs are mounted only while the screen is narrow (:meth:`ScreenViews.place_bar`).
 
 :class:`ScreenViews` is a collaborator the main screen owns; it is given the screen as a
 Textual :class:`~textual.screen.Screen` (its classes, its widgets, its focus) and nothing of
@@ -14,10 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.css.query import NoMatches
 from textual.screen import Screen
-from textual.widgets import TabbedContent, Tabs
 
 from iotop_plus.tui.widgets.device_table import DeviceTable
+from iotop_plus.tui.widgets.tab_bar import BarTab, TabBar
 
 NARROW_WIDTH = 110
 """Below this many columns the table, charts and panel become tabs of their own."""
@@ -28,6 +30,13 @@ WIDE_WIDTH = 150
 
 VIEWS = ("view-table", "view-charts", "view-panel")
 """The views narrow mode shows one of (the view tabs' ids, and the screen's class)."""
+
+VIEW_TABS = (
+    BarTab("view-table", "Devices", "1"),
+    BarTab("view-charts", "Charts", "2"),
+    BarTab("view-panel", "Panel", "3"),
+)
+"""The view tabs, with their keys."""
 
 
 class ScreenViews:
@@ -45,6 +54,25 @@ class ScreenViews:
         self.screen.set_class(width < NARROW_WIDTH or height < NARROW_HEIGHT, "narrow")
         self.screen.set_class(width >= WIDE_WIDTH, "wide")  # the side panel takes a share
 
+    def bar(self) -> TabBar | None:
+        """The view tabs, when they are mounted (narrow)."""
+        try:
+            return self.screen.query_one("#view-tabs", TabBar)
+        except NoMatches:
+            return None
+
+    def new_bar(self) -> TabBar:
+        """The view tabs, the view shown active."""
+        return TabBar(VIEW_TABS, self.view, id="view-tabs")
+
+    def place_bar(self) -> None:
+        """Mount the view tabs over the body when the screen is narrow, remove them when not."""
+        bar = self.bar()
+        if self.narrow and bar is None:
+            self.screen.mount(self.new_bar(), before="#body")
+        elif not self.narrow and bar is not None:
+            bar.remove()
+
     @property
     def narrow(self) -> bool:
         """Whether one view at a time is shown."""
@@ -60,15 +88,15 @@ class ScreenViews:
         screen = self.screen
         for v in VIEWS:
             screen.set_class(v == view, v)
-        tabs = screen.query_one("#view-tabs", Tabs)
-        if tabs.active != view:
-            tabs.active = view
+        bar = self.bar()
+        if bar is not None:
+            bar.active = view
         # At once (focus() waits a turn; "/" focuses the filter box next). Charts: no focus,
         # else a shown filter box took it and the keys typed next, q included, as filter text.
         if view == "view-table":
             screen.set_focus(screen.query_one(DeviceTable))
         elif view == "view-panel":
-            for side in screen.query("#side-panel").results(TabbedContent):  # once mounted
-                screen.set_focus(side.query_one(Tabs))
+            for side_tabs in screen.query("#side-tabs").results(TabBar):  # once mounted
+                screen.set_focus(side_tabs)
         else:
             screen.set_focus(None)

@@ -1,12 +1,13 @@
 """The side panel's deferred tabs, and what their panels ask of the frames.
 
-The Device tab's panel is made in :meth:`MainScreen.compose`. The Tune, Processes, Cgroups,
-Probe and Sync tabs start empty (:data:`DEFERRED_TABS`): :meth:`SidePanels.panel` builds a tab's
-panel, and imports its module, the first time something needs it, and
-:meth:`SidePanels.mount` mounts it when its tab is first shown or a key needs it. The Probe
-panel alone is ~44 widgets, and styling every hidden widget held back the first frame. A new
-tab is an empty ``TabPane`` in ``compose``, its id in ``DEFERRED_TABS`` and a case in
-:meth:`SidePanels._build`.
+The Device tab's panel comes with the side panel
+(:class:`~iotop_plus.tui.widgets.side_panel.SidePanel`). The Tune, Processes, Cgroups, Blocked,
+Files, Probe and Sync tabs have no widget at first (:data:`DEFERRED_TABS`):
+:meth:`SidePanels.panel` builds a tab's panel, and imports its module, the first time something
+needs it, and :meth:`SidePanels.mount` mounts it when its tab is first shown or a key needs
+it. The Probe panel alone is ~44 widgets, and styling every hidden widget held back the first
+frame. A new tab is a :class:`~iotop_plus.tui.widgets.tab_bar.BarTab` in ``SIDE_TABS``, its id
+in ``DEFERRED_TABS`` and a case in :meth:`SidePanels._build`.
 
 Everything a panel needs is passed in here: the tuner, the probe runner factory, the refusals
 (a replay, ``--read-only``) and a :class:`PanelFeed`, through which the Processes and Cgroups
@@ -19,7 +20,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from textual.widget import AwaitMount, Widget
-from textual.widgets import TabPane
 
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
@@ -30,6 +30,7 @@ from iotop_plus.tui.scrub import Scrubber
 if TYPE_CHECKING:
     from iotop_plus.devices.settings import SettingValue
     from iotop_plus.probe.runner import ProbeRunner
+    from iotop_plus.tui.widgets.side_panel import SidePanel
 
 DEFERRED_TABS = (
     "tab-tune",
@@ -147,19 +148,20 @@ class SidePanels:
         built = self.built.get(tab_id)
         return built if built is not None and built.is_mounted else None
 
-    async def mount(self, tab_id: str, pane: TabPane) -> bool:
-        """Mount the panel of ``tab_id`` in ``pane`` and wait for it; True for the one call that
-        mounted it (which tells it the selection), False when it already was or cannot be.
+    async def mount(self, tab_id: str, side: SidePanel) -> bool:
+        """Mount the panel of ``tab_id`` in the side panel and wait for it; True for the one
+        call that mounted it (which tells it the selection), False when it already was or
+        cannot be.
 
-        A tab's activation travels through Textual's queues (the tabs, the side panel, the
-        screen) and can arrive after a quit began; then the pane is no longer attached to the
-        app, there is nothing to mount into, and the panel stays unmounted.
+        A tab's activation travels through Textual's queues (the side panel, the screen) and
+        can arrive after a quit began; then the side panel is no longer attached to the app,
+        there is nothing to mount into, and the panel stays unmounted.
         """
         panel = self.panel(tab_id)
-        if panel.is_mounted or not pane.is_attached:
+        if panel.is_mounted or not side.is_attached:
             return False
         if tab_id not in self._mounting:
-            self._mounting[tab_id] = pane.mount(panel)
+            self._mounting[tab_id] = side.add_panel(tab_id, panel)
         await self._mounting[tab_id]
         return self._mounting.pop(tab_id, None) is not None
 
