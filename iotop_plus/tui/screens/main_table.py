@@ -16,7 +16,7 @@ It also says which device a key acts on: the one under the table's cursor
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
 from textual.css.query import NoMatches
 from textual.widget import Widget
@@ -93,17 +93,13 @@ class TableKeys:
 
     @property
     def box(self) -> FilterInput | None:
-        """The name filter's text box, once it was shown."""
-        from iotop_plus.tui.widgets.filter_input import FilterInput
-
-        return self._find("#filter", FilterInput)
+        """The name filter's text box, once it was shown (its module is not loaded before)."""
+        return cast("FilterInput | None", self._find("#filter", Widget))
 
     @property
     def latency_view(self) -> LatencyView | None:
-        """The latency view, once it was shown."""
-        from iotop_plus.tui.widgets.latency_view import LatencyView
-
-        return self._find("#latency-view", LatencyView)
+        """The latency view, once it was shown (its module is not loaded before)."""
+        return cast("LatencyView | None", self._find("#latency-view", Widget))
 
     def open_filter(self) -> None:
         """Show the name filter (mounted over the table the first time) and focus it."""

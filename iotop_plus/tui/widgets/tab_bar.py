@@ -116,11 +116,12 @@ class TabBar(Widget, can_focus=True):
         for at, tab in lines[y]:
             if at > x:
                 segments.append(Segment(" " * (at - x), base))
-            style = base + active if tab.id == self.active else base
-            if tab.key:
+            shown = tab.id == self.active
+            style = base + active if shown else base
+            if tab.key:  # the key in its colour, but on the active tab in the tab's own
                 segments += [
                     Segment(" ", style),
-                    Segment(tab.key, style + key_style),
+                    Segment(tab.key, style if shown else style + key_style),
                     Segment(f" {tab.label} ", style),
                 ]
             else:
