@@ -27,11 +27,14 @@ change a mean little, a count a lot, and other probes that ran are listed apart)
 what share of an untraced I/O's time that is: the IOPS the probes' own time takes. IOPS lost
 as measured are the traced runs' median against the untraced runs' median (noisy on a shared
 2-core host: printed with the range), and fio's own CPU time per I/O (user + system) beside
-them. The load average is printed at the start and the end. Printed, not asserted. Needs
+them. ``--sample 0`` adds a control: the same tracepoints attached with empty programs, whose
+IOPS lost are what attaching costs before any probe runs (the tracepoint's dispatch into BPF,
+which BPF's run-time statistics do not count). The load average is printed at the start and
+the end. Printed, not asserted. Needs
 root, fio and bpftrace (and mkfs.xfs for XFS); the mount, the loop device and the tmpfs are
 removed in ``finally``.
 
-    .venv/bin/python benchmarks/bench_files_trace.py [--rounds 9] [--runtime 2] [--sample 1 8]
+    .venv/bin/python benchmarks/bench_files_trace.py [--rounds 9] [--runtime 2] [--sample 0 1 8]
         [--fs ext4 xfs]
 """
 
@@ -42,6 +45,7 @@ import contextlib
 import ctypes
 import json
 import os
+import re
 import statistics
 import struct
 import subprocess
@@ -94,7 +98,11 @@ def filesystem_on(dev: str, fs: str) -> Iterator[Path]:
 
 
 def program_text(sample: int) -> str:
-    """The part's probes as the tracer runs them, with a 250 ms tick."""
+    """The part's probes as the tracer runs them, with a 250 ms tick; for ``sample`` 0, its
+    tracepoints with empty programs."""
+    if sample == 0:
+        points = sorted(set(re.findall(r"tracepoint:\w+:\w+", parser(1).text)))
+        return f"{', '.join(points)} {{ }}\n"
     program = parser(sample)
     flush = "\n".join(flush_lines(program.maps))
     return f"{buffered_text(program.text, program.maps)}\ninterval:ms:250 {{\n{flush}\n}}\n"
@@ -327,6 +335,14 @@ def main() -> int:
                         own.append(f"{name} {ns:.0f} ns x {rate:.2f}")
                     elif rate >= PER_IO_MIN:
                         others.append(f"{name} {ns:.0f} ns x {rate:.2f}")
+                if sample == 0:
+                    print(
+                        f"  empty programs on the same tracepoints: measured median {med:.0f} "
+                        f"IOPS ({(iops0 - med) / iops0 * 100:+.1f} % lost; runs "
+                        f"{min(iops):.0f}..{max(iops):.0f}), fio CPU {cpu:.0f} ns/I/O "
+                        f"({(cpu - cpu0) / cpu0 * 100:+.1f} %)"
+                    )
+                    continue
                 print(
                     f"  sampled 1 in {sample}: {per_io:.0f} ns of probes per I/O "
                     f"({'; '.join(own)}), {per_io * iops0 / 1e7:.1f} % of an untraced I/O's "

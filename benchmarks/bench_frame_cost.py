@@ -4,9 +4,10 @@ The real app on the canned ``tui_host`` fixture at 120x36, 1 s interval, its sam
 a hand-stepped clock: ``--warm`` frames are stepped first (the charts' history fills), then
 ``--frames`` frames are stepped one at a time. Each frame's cost is the thread CPU time of the
 steps the real TUI pays for (Pilot's own waiting is left out): the sampler thread's
-``LiveSource.next_frame``, the feed's ``take`` (the frame store's append and the screen's
-``show_frame``, also printed alone; the store encodes closed chunks on a thread of its own,
-timed by ``bench_store.py``) and Textual's paint (``Screen._compositor_refresh``).
+``LiveSource.next_frame``, the feed's ``take`` (the frame store's append and the shown
+frame's ``publish`` to every view, also printed alone; the store encodes closed chunks on a
+thread of its own, timed by ``bench_store.py``) and Textual's paint
+(``Screen._compositor_refresh``).
 Prints the median of each and of their sum, and of the Textual messages dispatched a frame
 (each costs a dispatch and often a task's wake-up, outside the steps timed: the live TUI
 pays for them); with ``--profile N``, the N functions with the
@@ -56,7 +57,7 @@ from iotop_plus.sampling.clock import SamplerThread  # noqa: E402
 from iotop_plus.sampling.frame.live import LiveSource  # noqa: E402
 from iotop_plus.tui.app import make_app  # noqa: E402
 from iotop_plus.tui.frame_feed import FrameFeed  # noqa: E402
-from iotop_plus.tui.screens.main import MainScreen  # noqa: E402
+from iotop_plus.tui.shown import ShownViews  # noqa: E402
 from tests.support.frames import StepClock, on_clock  # noqa: E402
 from tests.support.synthetic import SyntheticTree  # noqa: E402
 from tests.tui.canned import canned_app  # noqa: E402
@@ -65,11 +66,11 @@ from tests.tui.helpers import started, step  # noqa: E402
 STEPS = (
     ("read", LiveSource, "next_frame"),
     ("take", FrameFeed, "take"),
-    ("show_frame", MainScreen, "show_frame"),
+    ("show", ShownViews, "publish"),
     ("paint", Screen, "_compositor_refresh"),
 )
-"""The steps timed: ``take`` (the frame store, then ``show_frame``) holds ``show_frame``,
-which is printed apart and not added again in the sum."""
+"""The steps timed: ``take`` (the frame store, then the shown frame told to every view)
+holds ``show``, which is printed apart and not added again in the sum."""
 
 
 PILOTS = (events.Callback, messages.InvokeLater)
@@ -148,7 +149,7 @@ async def measure(
             timed.on = False
             for name, _, _ in STEPS:
                 per[name].append(timed.spent[name])
-            per["sum"].append(sum(timed.spent.values()) - timed.spent["show_frame"])
+            per["sum"].append(sum(timed.spent.values()) - timed.spent["show"])
             messages.append(timed.messages)
     if tree is not None:
         shutil.rmtree(tree.base.parent, ignore_errors=True)

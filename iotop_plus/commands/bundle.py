@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError
+from iotop_plus.commands.recording_input import warn
 from iotop_plus.record.bundle import BundleError, write_bundle
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.recorder import RecorderError, recording_dir
@@ -41,9 +42,6 @@ def run(args: argparse.Namespace, _roots: Roots) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
-
-    def warn(line: str) -> None:
-        print(f"iotop-plus: warning: {printable(line)}", file=sys.stderr)
 
     try:
         directory = recording_dir(state_dir, args.dir)

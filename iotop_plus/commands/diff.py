@@ -9,9 +9,9 @@ from typing import Any
 
 from iotop_plus import __version__
 from iotop_plus.commands.common import EXIT_FAILURE, EXIT_OK, UsageError
+from iotop_plus.commands.recording_input import open_recording
 from iotop_plus.record.diff_report import MAX_EVENTS, Report, compare, report_json, report_text
-from iotop_plus.record.format import FormatError
-from iotop_plus.record.timeline import RecordingTimeline, open_timeline
+from iotop_plus.record.timeline import RecordingTimeline
 from iotop_plus.record.window_stats import WindowStats, window_stats
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.journal_events import record_wall_time
@@ -144,20 +144,11 @@ def run(args: argparse.Namespace, _roots: Roots) -> int:
     if args.window_a is not None and args.window_b is None:
         raise UsageError("--a needs --b (or give --b alone: A is then as long, right before B)")
 
-    def warn(line: str) -> None:
-        print(f"iotop-plus: warning: {printable(line)}", file=sys.stderr)
-
-    try:
-        timeline = open_timeline(args.from_path, warn=warn)
-    except (FormatError, OSError) as exc:
-        text = str(exc) if isinstance(exc, FormatError) else f"{args.from_path}: {exc.strerror}"
-        print(f"iotop-plus: error: {printable(text)}", file=sys.stderr)
+    opened = open_recording(args.from_path)
+    if opened is None:
         return EXIT_FAILURE
+    timeline, span = opened
     try:
-        span = timeline.span()
-        if span is None:
-            print(f"iotop-plus: error: {printable(args.from_path)}: no samples", file=sys.stderr)
-            return EXIT_FAILURE
         tz = timeline.zone
         a, b = windows(args, span[1], tz)
         report = diff_timeline(timeline, a, b)

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError, positive_float
+from iotop_plus.commands.recording_input import warn
 from iotop_plus.record.format import FormatError
 from iotop_plus.record.recorder import RecorderError, recording_dir
 from iotop_plus.record.timeline import open_timeline
@@ -51,10 +52,6 @@ def add_parser(sub: Any) -> None:
 
 def run(args: argparse.Namespace, roots: Roots) -> int:
     """Open the recording and run the TUI on it; returns the exit code."""
-
-    def warn(line: str) -> None:
-        print(f"iotop-plus: warning: {printable(line)}", file=sys.stderr)
-
     try:
         path = args.path or recording_dir(chosen_state_dir(getattr(args, "state_dir", None)), None)
         timeline = open_timeline(path, interval=args.replay_interval, warn=warn)

@@ -18,13 +18,21 @@ from iotop_plus.why.verdicts import Judge, judge
 class Reports:
     """The reports judged so far: each device's verdict looks back on them (the one
     :class:`~iotop_plus.why.verdicts.Judge` the TUI's and ``serve``'s frames go
-    through)."""
+    through).
 
-    def __init__(self) -> None:
+    Args:
+        earlier: The frames just before the first report, oldest first (from a recording:
+            its frames before the window, what a replay's verdict looks back on there).
+    """
+
+    def __init__(self, earlier: Sequence[Frame] = ()) -> None:
         self._judge = Judge()
         self._count = 0
         self._frame: Frame | None = None
         self._judged: Frame | None = None
+        for frame in earlier:
+            self._count += 1
+            self._judge.lookback.add(frame, self._count)
 
     def verdict(self, frame: Frame, device: str) -> Diagnosis:
         """``device``'s verdict in ``frame``, a report after those already judged."""

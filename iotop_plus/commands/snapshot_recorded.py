@@ -14,15 +14,15 @@ from itertools import chain
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
+from iotop_plus.commands.recording_input import open_recording
 from iotop_plus.commands.snapshot_output import emit, resolve_devices
 from iotop_plus.commands.snapshot_overview import run_overview
 from iotop_plus.record.chunks import RecordedSample
-from iotop_plus.record.format import FormatError
-from iotop_plus.record.timeline import open_timeline
 from iotop_plus.sampling.disks.sampler import Platform
 from iotop_plus.sampling.frame.model import FrameEvent
 from iotop_plus.sampling.journal_events import recorded_events
 from iotop_plus.text import parse_time, printable
+from iotop_plus.why.verdicts import recent_frames
 
 
 def recorded_platform(header: Mapping[str, Any]) -> Platform:
@@ -38,21 +38,11 @@ def recorded_platform(header: Mapping[str, Any]) -> Platform:
 
 def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
     """Print the reports of a recording's window; returns the exit code."""
-
-    def warn(line: str) -> None:
-        print(f"iotop-plus: warning: {printable(line)}", file=sys.stderr)
-
-    try:
-        timeline = open_timeline(args.from_path, interval=None, warn=warn)
-    except (FormatError, OSError) as exc:
-        text = str(exc) if isinstance(exc, FormatError) else f"{args.from_path}: {exc.strerror}"
-        print(f"iotop-plus: error: {printable(text)}", file=sys.stderr)
+    opened = open_recording(args.from_path)
+    if opened is None:
         return EXIT_FAILURE
+    timeline, span = opened
     try:
-        span = timeline.span()
-        if span is None:
-            print(f"iotop-plus: error: {printable(args.from_path)}: no samples", file=sys.stderr)
-            return EXIT_FAILURE
         tz = timeline.zone
         try:
             start = parse_time(args.start, span[1], tz) if args.start else span[0]
@@ -93,6 +83,11 @@ def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
         interval = args.interval or float(timeline.header.get("interval_s") or 1.0)
         platform = recorded_platform(timeline.header)
         host = timeline.host_info()
-        return emit(args, out, host, inventory, explicit, reports, interval, tz, platform)
+        # The first report's verdict looks back on the recorded frames up to its start, as a
+        # replay's does (the device saturated for a while, its quiet await before that).
+        earlier = [*recent_frames(base, timeline), base]
+        return emit(
+            args, out, host, inventory, explicit, reports, interval, tz, platform, earlier=earlier
+        )
     finally:
         timeline.close()

@@ -226,8 +226,16 @@ class ChunkEncoder:
     boundary or when the layout changes (:meth:`fits`); :meth:`close` ends it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, carry: bool = False) -> None:
+        """Args:
+        carry: Each chunk's disk records keep the predictor choices of the chunk before
+            (:attr:`~iotop_plus.record.predict.DiskCodec.carry`: the frame store's chunks of
+            a few frames); a recording's chunk starts afresh.
+        """
+        self.carry = carry
         self.codec: DiskCodec | None = None
+        self._choices: tuple[dict[int, int], int] | None = None
+        """The last chunk's predictor choices and records (with :attr:`carry`)."""
         self._comp: Any = None
         self.minute = 0
         """The wall-clock minute (``CHUNK_SECONDS``) the open chunk belongs to."""
@@ -262,7 +270,9 @@ class ChunkEncoder:
         if self.codec is None:
             # Z_FILTERED suits the small residual bytes better than string matching.
             self._comp = zlib.compressobj(6, zlib.DEFLATED, -15, 9, zlib.Z_FILTERED)
-            self.codec = DiskCodec(layout)
+            self.codec = DiskCodec(layout, carry=self.carry)
+            if self._choices is not None:
+                self.codec.choices = self._choices
             self.minute = minute
             self.first_ns = ns
             self.n = 0
@@ -314,6 +324,8 @@ class ChunkEncoder:
 
     def close(self) -> None:
         """Forget the open chunk (the next sample starts one with a keyframe)."""
+        if self.carry and self.codec is not None:
+            self._choices = self.codec.choices
         self.codec = None
         self._comp = None
 

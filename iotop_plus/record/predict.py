@@ -20,6 +20,7 @@ import struct
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import sub
 from typing import ClassVar
 
 from iotop_plus.record.format import Layout, load_json
@@ -128,34 +129,101 @@ _PLANES = ((1, "B"), (2, "H"), (4, "I"), (8, "Q"))
 _LIMIT = 2**63
 RETRY = 8
 """The encoder tries every predictor of a column once in this many samples."""
+_BIG_ENDIAN = struct.pack("=H", 1) != b"\x01\x00"
+_MASKS: dict[int, tuple[int, int]] = {}
+
+
+def _lane_masks(n: int) -> tuple[int, int]:
+    """For ``n`` 64-bit lanes in one integer: every bit but each lane's lowest, and each
+    lane's lowest bit alone."""
+    got = _MASKS.get(n)
+    if got is None:
+        got = (
+            int.from_bytes(b"\xfe\xff\xff\xff\xff\xff\xff\xff" * n, "little"),
+            int.from_bytes(b"\x01\x00\x00\x00\x00\x00\x00\x00" * n, "little"),
+        )
+        if len(_MASKS) < 64:
+            _MASKS[n] = got
+    return got
+
+
+def _zigzag(values: Sequence[int], negative: bool) -> bytes:
+    """The zigzag codes of ``values`` (all within 64 bits, signed), eight little-endian bytes
+    each: worked out on one integer of 64-bit lanes, not value by value."""
+    raw = array("q", values)
+    if raw.itemsize != 8:  # pragma: no cover - C types differ from the usual
+        raise ValueError("unexpected array item size")
+    if _BIG_ENDIAN:  # pragma: no cover - big-endian host
+        raw.byteswap()
+    n = len(raw)
+    lanes = int.from_bytes(raw.tobytes(), "little")  # each lane the value's two's complement
+    if not negative:
+        return (lanes << 1).to_bytes(8 * n, "little")
+    # (v << 1) ^ (v >> 63) in each lane: the shift's carry into the next lane is masked off,
+    # and a negative value's sign bit becomes a lane of ones.
+    low_bits, ones = _lane_masks(n)
+    signs = (lanes >> 63) & ones
+    return (((lanes << 1) & low_bits) ^ ((signs << 64) - signs)).to_bytes(8 * n, "little")
 
 
 def pack(values: Sequence[int]) -> bytes:
     """Signed integers, zigzag-mapped and packed as tightly as their largest allows."""
     if not values:
         return bytes((CRUMBS,))
-    if min(values) < -_LIMIT or max(values) >= _LIMIT:
+    lo, hi = min(values), max(values)
+    if lo < -_LIMIT or hi >= _LIMIT:
         text = json.dumps(list(values)).encode()
         return bytes((WIDE,)) + struct.pack("<I", len(text)) + text
-    z = [(v << 1) ^ (v >> 63) for v in values]
-    top = max(z)
-    if top < 4:
-        z += [0] * (-len(z) % 4)
-        quads = zip(z[0::4], z[1::4], z[2::4], z[3::4], strict=True)
-        return bytes((CRUMBS,)) + bytes(a | b << 2 | c << 4 | d << 6 for a, b, c, d in quads)
-    if top < 16:
-        z += [0] * (-len(z) % 2)
-        return bytes((NIBBLES,)) + bytes(a | b << 4 for a, b in zip(z[0::2], z[1::2], strict=True))
-    for width, typecode in _PLANES:
+    if not lo and not hi:  # an idle column: every code 0
+        return bytes((CRUMBS,)) + bytes((len(values) + 3) // 4)
+    # The zigzag code of v is 2v, or -2v - 1 when negative: the largest is known already.
+    top = max(2 * hi, -2 * lo - 1)
+    data = _zigzag(values, lo < 0)
+    if top < 16:  # one code a byte here, then two or four to a byte (low bits first)
+        codes = data[0::8]
+        if top < 4:
+            codes += bytes(-len(codes) % 4)
+            packed = (
+                int.from_bytes(codes[0::4], "little")
+                | int.from_bytes(codes[1::4], "little") << 2
+                | int.from_bytes(codes[2::4], "little") << 4
+                | int.from_bytes(codes[3::4], "little") << 6
+            )
+            return bytes((CRUMBS,)) + packed.to_bytes(len(codes) // 4, "little")
+        codes += bytes(len(codes) % 2)
+        packed = int.from_bytes(codes[0::2], "little") | int.from_bytes(codes[1::2], "little") << 4
+        return bytes((NIBBLES,)) + packed.to_bytes(len(codes) // 2, "little")
+    for width, _typecode in _PLANES:
         if top < 1 << (8 * width):
-            raw = array(typecode, z)
-            if raw.itemsize != width:  # pragma: no cover - C types differ from the usual
-                raise ValueError("unexpected array item size")
-            if struct.pack("=H", 1) != b"\x01\x00":  # pragma: no cover - big-endian host
-                raw.byteswap()
-            data = raw.tobytes()
-            return bytes((width,)) + b"".join(data[i::width] for i in range(width))
+            return bytes((width,)) + b"".join(data[i::8] for i in range(width))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def column_code(data: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """The packing code byte of the column at ``pos`` and the position of its values.
+
+    Raises:
+        ValueError: the record ends before ``pos``.
+    """
+    if pos >= len(data):
+        raise ValueError("column runs past the record")
+    return data[pos], pos + 1
+
+
+def unpack_wide(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
+    """The ``n`` values of a :data:`WIDE` column whose ``u32 n | JSON list`` is at ``pos``
+    (after the code byte); returns them and the new position.
+
+    Raises:
+        ValueError: the JSON is not a list of ``n`` integers.
+    """
+    (length,) = struct.unpack_from("<I", data, pos)
+    values = load_json(bytes(data[pos + 4 : pos + 4 + length]))
+    if not isinstance(values, list) or len(values) != n:
+        raise ValueError("bad wide column")
+    if not all(type(v) is int for v in values):
+        raise ValueError("a wide column holds something other than integers")
+    return values, pos + 4 + length
 
 
 def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
@@ -164,18 +232,9 @@ def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
     Raises:
         ValueError: the bytes do not hold such a column.
     """
-    if pos >= len(data):
-        raise ValueError("column runs past the record")
-    code = data[pos]
-    pos += 1
+    code, pos = column_code(data, pos)
     if code == WIDE:
-        (length,) = struct.unpack_from("<I", data, pos)
-        values = load_json(bytes(data[pos + 4 : pos + 4 + length]))
-        if not isinstance(values, list) or len(values) != n:
-            raise ValueError("bad wide column")
-        if not all(type(v) is int for v in values):
-            raise ValueError("a wide column holds something other than integers")
-        return values, pos + 4 + length
+        return unpack_wide(data, pos, n)
     if code == CRUMBS:
         end = pos + (n + 3) // 4
         z = [b >> s & 3 for b in bytes(data[pos:end]) for s in (0, 2, 4, 6)][:n]
@@ -195,7 +254,7 @@ def unpack(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
             inter[i::code] = planes[i * n : (i + 1) * n]
         arr = array(typecode)
         arr.frombytes(bytes(inter))
-        if struct.pack("=H", 1) != b"\x01\x00":  # pragma: no cover - big-endian host
+        if _BIG_ENDIAN:  # pragma: no cover - big-endian host
             arr.byteswap()
         z = arr.tolist()
     if end > len(data) or len(z) != n:
@@ -232,6 +291,19 @@ class DiskDecoder:
     def _ratio(self, now: list[int], prev_k: list[int], prev_base: list[int]) -> list[int]:
         return ratio_rounded(now, prev_k, prev_base)
 
+    def _unpack(self, body: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
+        """The ``n`` values of the column at ``pos`` and the position after it."""
+        return unpack(body, pos, n)
+
+    def _columns(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
+        """The 17 columns stored one after another at ``pos``, in counter order."""
+        n = len(self.layout.names)
+        columns = []
+        for _ in range(N_COUNTERS):
+            col, pos = self._unpack(body, pos, n)
+            columns.append(col)
+        return columns
+
     def _start(self, columns: list[list[int]]) -> None:
         """The state after a keyframe of ``columns``."""
         self.prev = columns
@@ -239,11 +311,7 @@ class DiskDecoder:
 
     def decode_keyframe(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
         """The absolute columns of a ``K`` record's body at ``pos``."""
-        n = len(self.layout.names)
-        columns = []
-        for _ in range(N_COUNTERS):
-            col, pos = unpack(body, pos, n)
-            columns.append(col)
+        columns = self._columns(body, pos)
         self._start(columns)
         return columns
 
@@ -279,69 +347,149 @@ class DiskDecoder:
             how = body[pos]
             if how not in self.candidates[k]:
                 raise ValueError(f"bad predictor {how} for column {k}")
-            res, pos = unpack(body, pos + 1, n)
-            pred = self._predict(k, how, now, elapsed_ms)
-            given = [r + p for r, p in zip(res, pred, strict=False)]
-            if k == IN_FLIGHT:
-                columns[k] = given
-            else:
-                now[k] = given
-                columns[k] = [p + d for p, d in zip(self.prev[k], given, strict=False)]
+            res, pos = self._unpack(body, pos + 1, n)
+            self._add(k, how, res, now, columns, elapsed_ms)
+        self._advance(columns, now)
+        return columns
+
+    def _add(
+        self,
+        k: int,
+        how: int,
+        res: list[int],
+        now: list[list[int]],
+        columns: list[list[int]],
+        elapsed_ms: int,
+    ) -> None:
+        """Column ``k`` of a ``D`` record from its residuals ``res`` and predictor ``how``:
+        its absolute values go to ``columns``, its delta to ``now`` (in flight's value is
+        what is coded, so it has no delta yet)."""
+        pred = self._predict(k, how, now, elapsed_ms)
+        given = [r + p for r, p in zip(res, pred, strict=False)]
+        if k == IN_FLIGHT:
+            columns[k] = given
+        else:
+            now[k] = given
+            columns[k] = [p + d for p, d in zip(self.prev[k], given, strict=False)]
+
+    def _advance(self, columns: list[list[int]], now: list[list[int]]) -> None:
+        """The state after a ``D`` record of ``columns``, whose deltas but in flight's are
+        ``now``."""
         now[IN_FLIGHT] = [
             c - p for c, p in zip(columns[IN_FLIGHT], self.prev[IN_FLIGHT], strict=False)
         ]
         self.prev, self.deltas = columns, now
-        return columns
 
 
 @dataclass
 class DiskCodec(DiskDecoder):
     """Encoder (and decoder) state of one run of disk records: what the writer uses."""
 
+    carry: bool = False
+    """Keep the predictor choices across a keyframe (a chunk of the frame store follows the
+    one before it); False: every run starts by trying every predictor, as a recording's
+    chunk does."""
     _choice: dict[int, int] = field(default_factory=dict)
     """The encoder's last predictor per column."""
     _encoded: int = 0
-    """``D`` records encoded since the keyframe."""
+    """``D`` records encoded since the keyframe (since the first, with :attr:`carry`)."""
 
     def _start(self, columns: list[list[int]]) -> None:
         super()._start(columns)
-        self._choice, self._encoded = {}, 0
+        if not self.carry:
+            self._choice, self._encoded = {}, 0
+
+    @property
+    def choices(self) -> tuple[dict[int, int], int]:
+        """The predictor chosen per column and the ``D`` records encoded: what a run with
+        :attr:`carry` starts from (a copy)."""
+        return dict(self._choice), self._encoded
+
+    @choices.setter
+    def choices(self, value: tuple[dict[int, int], int]) -> None:
+        self._choice, self._encoded = dict(value[0]), value[1]
 
     def keyframe(self, columns: list[list[int]]) -> bytes:
         """Body of a ``K`` record (after its JSON part), and the new state."""
         self._start(columns)
         return b"".join(pack(col) for col in columns)
 
+    def _residuals(
+        self, k: int, how: int, given: list[int], now: list[list[int]], elapsed_ms: int
+    ) -> list[int] | None:
+        """``given`` less column ``k``'s prediction by predictor ``how`` (what
+        :meth:`~DiskDecoder._predict` gives, worked out with the subtraction in one pass);
+        None when the prediction is all zeros (the residuals are ``given``)."""
+        prev = self.deltas
+        if how == ZERO:
+            return None
+        if how == GAUGE:
+            return list(map(sub, given, self.prev[k]))
+        if how == LITTLE:
+            return [g - t // elapsed_ms for g, t in zip(given, now[TIME_IN_QUEUE], strict=False)]
+        if how == BUSY:
+            e = elapsed_ms
+            return [
+                g - e * q // (q + e) if q > 0 else g
+                for g, q in zip(given, now[TIME_IN_QUEUE], strict=False)
+            ]
+        last = prev[k]
+        if not any(last):  # after a keyframe: every ratio of a zero delta predicts 0
+            return None
+        if how == SECOND:
+            return [0] * len(given) if given == last else list(map(sub, given, last))
+        if how == MS_SUM:
+            base_now = [sum(t) for t in zip(*(now[m] for m in _MS), strict=False)]
+            base_prev = [sum(t) for t in zip(*(prev[m] for m in _MS), strict=False)]
+        else:
+            base_now, base_prev = now[how - RATIO], prev[how - RATIO]
+        # ratio_rounded, less from given.
+        return [
+            g - (2 * b * q + r) // (2 * r) if r > 0 else g - q
+            for g, b, q, r in zip(given, base_now, last, base_prev, strict=False)
+        ]
+
     def encode(self, columns: list[list[int]], elapsed_ms: int) -> bytes:
         """Body of a ``D`` record (after its times), and the new state."""
         elapsed_ms = max(1, elapsed_ms)
+        before = self.prev
         now: list[list[int]] = [[]] * N_COUNTERS
         for k in range(N_COUNTERS):
             if k != IN_FLIGHT:
-                now[k] = [c - p for c, p in zip(columns[k], self.prev[k], strict=False)]
+                now[k] = list(map(sub, columns[k], before[k]))
         out = []
         # Every predictor is tried on the first samples and every RETRY-th one after; in
         # between, each column keeps its last choice (trying them all doubles the CPU).
         retry = self._encoded < 2 or self._encoded % RETRY == 0
         self._encoded += 1
+        candidates = CANDIDATES
         for k in ORDER:
             given = columns[k] if k == IN_FLIGHT else now[k]
-            best: tuple[int, int, list[int]] | None = None
-            tries = CANDIDATES[k] if retry or k not in self._choice else (self._choice[k],)
-            for how in tries:
-                pred = self._predict(k, how, now, elapsed_ms)
-                res = [g - p for g, p in zip(given, pred, strict=False)]
-                cost = sum(map(abs, res))
-                if best is None or cost < best[0]:
-                    best = (cost, how, res)
+            best_res: list[int] | None = None
+            best_cost, best_how = 0, -1
+            given_cost: int | None = None  # the cost of a prediction of all zeros
+            if not retry and k in self._choice:  # the last choice: no costs to compare
+                how = self._choice[k]
+                res = self._residuals(k, how, given, now, elapsed_ms)
+                out.append(bytes((how,)) + pack(given if res is None else res))
+                continue
+            for how in candidates[k]:
+                res = self._residuals(k, how, given, now, elapsed_ms)
+                if res is None:
+                    if given_cost is not None:
+                        continue  # the same residuals as a predictor tried before: no better
+                    res = given
+                    cost = given_cost = sum(map(abs, given))
+                else:
+                    cost = sum(map(abs, res))
+                if best_res is None or cost < best_cost:
+                    best_res, best_cost, best_how = res, cost, how
                     if cost == 0:
                         break
-            assert best is not None
-            self._choice[k] = best[1]
-            out.append(bytes((best[1],)) + pack(best[2]))
-        now[IN_FLIGHT] = [
-            c - p for c, p in zip(columns[IN_FLIGHT], self.prev[IN_FLIGHT], strict=False)
-        ]
+            assert best_res is not None
+            self._choice[k] = best_how
+            out.append(bytes((best_how,)) + pack(best_res))
+        now[IN_FLIGHT] = list(map(sub, columns[IN_FLIGHT], before[IN_FLIGHT]))
         self.prev, self.deltas = columns, now
         return b"".join(out)
 
@@ -356,7 +504,9 @@ __all__ = [
     "ORDER",
     "DiskCodec",
     "DiskDecoder",
+    "column_code",
     "elapsed_ms_of",
     "pack",
     "unpack",
+    "unpack_wide",
 ]

@@ -4,9 +4,12 @@ A chunk of the memory ring holds its frames as they were appended while it is op
 is closed, :class:`ChunkCoder` encodes them as the recorder writes a chunk
 (:class:`~iotop_plus.record.chunks.ChunkEncoder`, with the processes named again and the
 health part written, as a file's first chunk does) and the chunk drops the frames. Each chunk
-is encoded on its own (a fresh encoder, a keyframe first), in the order the chunks closed,
-on a thread of its own: appending a frame costs only its chart figures, and the codec's
-work (most of a frame's cost at scale) never holds the thread that draws.
+is a stream of its own (a keyframe first), encoded in the order the chunks closed, on a
+thread of its own: appending a frame costs only its chart figures, and the codec's work
+(most of a frame's cost at scale) never holds the thread that draws. A chunk's disk records
+start with the predictors the chunk before chose (a recording's chunk tries them all again
+on its first records): on a large host a chunk is a few frames, and trying every predictor
+on most of them cost twice the encoding.
 
 Until its stream is ready a closed chunk answers lookups from its frames; the stream is set
 before the frames are dropped, so a reader always finds one of the two.
@@ -45,6 +48,9 @@ class ChunkCoder:
         """Frames encoded."""
         self.failed: list[str] = []
         """One line per chunk that could not be encoded (it keeps its frames)."""
+        self._encoder = ChunkEncoder(carry=True)
+        """One encoder for every chunk: a chunk of a few frames (a large host's) starts with
+        the predictors the one before chose, not by trying them all again."""
         self._queue: queue.Queue[Chunk] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -81,7 +87,7 @@ class ChunkCoder:
         if frames is None or not frames:
             return
         t0 = time.thread_time()
-        encoder = ChunkEncoder()
+        encoder = self._encoder
         who = WhoParts(CommandLines(), cgroups=True)
         health = HealthParts()
         pieces: list[bytes] = []
@@ -101,6 +107,8 @@ class ChunkCoder:
         except Exception as exc:  # a chunk left decoded costs memory, never the frames
             self.failed.append(f"frame store: a chunk kept unencoded: {exc}"[:200])
             return
+        finally:
+            encoder.close()  # each chunk is a stream of its own, a keyframe first
         chunk.encoded(pieces)
         self.seconds += time.thread_time() - t0
         self.frames += len(pieces)

@@ -17,34 +17,25 @@ of each older version.
 
 from __future__ import annotations
 
-import struct
 import sys
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from iotop_plus.record.format import VERSION, Layout, load_json
-from iotop_plus.record.predict import BUSY, CANDIDATES, DiskDecoder
-from iotop_plus.sampling.disks.diskstats import (
-    DISCARD_MS,
-    DISCARDS,
-    DISCARDS_MERGED,
-    FLUSH_MS,
-    FLUSHES,
-    IN_FLIGHT,
-    IO_TICKS,
-    N_COUNTERS,
-    READ_MS,
-    READS,
-    READS_MERGED,
-    SECTORS_DISCARDED,
-    SECTORS_READ,
-    SECTORS_WRITTEN,
-    TIME_IN_QUEUE,
-    WRITE_MS,
-    WRITES,
-    WRITES_MERGED,
+from iotop_plus.record.format import VERSION, Layout
+from iotop_plus.record.predict import (
+    BUSY,
+    CANDIDATES,
+    GAUGE,
+    MS_SUM,
+    RATIO,
+    SECOND,
+    WIDE,
+    DiskDecoder,
+    column_code,
+    unpack_wide,
 )
+from iotop_plus.sampling.disks import diskstats as ds
 
 ROLLUP_STATS = ("min", "max", "mean")
 """A version 1 or 2 roll-up row's figures, in order (version 4's column names)."""
@@ -113,23 +104,29 @@ class Version2Decoder(DiskDecoder):
 
 # --- version 1: one predictor per counter, fixed-width columns ----------------------------------
 
-#: Counters predicted from another counter of the same sample: (counter, base counter).
-#: The prediction is ``delta(base) * previous delta(counter) // previous delta(base)``.
-RATIO_PREDICTED = (
-    (READS_MERGED, READS),
-    (SECTORS_READ, READS),
-    (READ_MS, READS),
-    (WRITES_MERGED, WRITES),
-    (SECTORS_WRITTEN, WRITES),
-    (WRITE_MS, WRITES),
-    (DISCARDS_MERGED, DISCARDS),
-    (SECTORS_DISCARDED, DISCARDS),
-    (DISCARD_MS, DISCARDS),
-    (FLUSH_MS, FLUSHES),
-)
-#: Counters predicted by their previous delta (second-order delta).
-DELTA_PREDICTED = (READS, WRITES, DISCARDS, FLUSHES, IO_TICKS)
-_MS = (READ_MS, WRITE_MS, DISCARD_MS, FLUSH_MS)
+VERSION1_PREDICTORS: dict[int, int] = {
+    ds.READS: SECOND,
+    ds.WRITES: SECOND,
+    ds.DISCARDS: SECOND,
+    ds.FLUSHES: SECOND,
+    ds.IO_TICKS: SECOND,
+    ds.READS_MERGED: RATIO + ds.READS,
+    ds.SECTORS_READ: RATIO + ds.READS,
+    ds.READ_MS: RATIO + ds.READS,
+    ds.WRITES_MERGED: RATIO + ds.WRITES,
+    ds.SECTORS_WRITTEN: RATIO + ds.WRITES,
+    ds.WRITE_MS: RATIO + ds.WRITES,
+    ds.DISCARDS_MERGED: RATIO + ds.DISCARDS,
+    ds.SECTORS_DISCARDED: RATIO + ds.DISCARDS,
+    ds.DISCARD_MS: RATIO + ds.DISCARDS,
+    ds.FLUSH_MS: RATIO + ds.FLUSHES,
+    ds.TIME_IN_QUEUE: MS_SUM,
+    ds.IN_FLIGHT: GAUGE,
+}
+"""Version 1's one predictor of each counter, by version 4's ids, in the order they are
+applied (a ratio's base before it): second-order deltas for the base counters, the previous
+ratio to a base counter (floored), the previous ratio to the sum of the four ms counters for
+time in queue, and in flight's previous value."""
 _LITTLE = sys.byteorder == "little"
 _TYPECODES = {1: "b", 2: "h", 4: "i", 8: "q"}
 
@@ -137,25 +134,16 @@ _TYPECODES = {1: "b", 2: "h", 4: "i", 8: "q"}
 def unpack_column(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
     """``n`` values of a version 1 column at ``pos``; returns them and the new position.
 
-    A column is one code byte (1, 2, 4 or 8: bytes per value, signed little-endian; 0:
-    ``u32 n | JSON list`` for values beyond 64 bits) followed by the values.
+    A column is one code byte (1, 2, 4 or 8: bytes per value, signed little-endian;
+    :data:`~iotop_plus.record.predict.WIDE`: ``u32 n | JSON list`` for values beyond 64 bits)
+    followed by the values.
 
     Raises:
         ValueError: the bytes do not hold such a column.
     """
-    if pos >= len(data):
-        raise ValueError("column runs past the record")
-    code = data[pos]
-    pos += 1
-    if code == 0:
-        (length,) = struct.unpack_from("<I", data, pos)
-        pos += 4
-        values = load_json(bytes(data[pos : pos + length]))
-        if not isinstance(values, list) or len(values) != n:
-            raise ValueError("bad wide column")
-        if not all(type(v) is int for v in values):
-            raise ValueError("a wide column holds something other than integers")
-        return values, pos + length
+    code, pos = column_code(data, pos)
+    if code == WIDE:
+        return unpack_wide(data, pos, n)
     typecode = _TYPECODES.get(code)
     if typecode is None:
         raise ValueError(f"bad column width code {code}")
@@ -171,55 +159,23 @@ def unpack_column(data: bytes | memoryview, pos: int, n: int) -> tuple[list[int]
     return arr.tolist(), end
 
 
-def _columns(body: bytes | memoryview, pos: int, n: int) -> list[list[int]]:
-    columns = []
-    for _ in range(N_COUNTERS):
-        col, pos = unpack_column(body, pos, n)
-        columns.append(col)
-    return columns
-
-
 @dataclass
-class Version1Decoder:
-    """Version 1's disk records: every counter predicted one fixed way, fixed-width columns."""
+class Version1Decoder(Version2Decoder):
+    """Version 1's disk records: version 2's floored ratios, but every counter predicted one
+    fixed way (:data:`VERSION1_PREDICTORS`, no predictor ids) and fixed-width columns
+    (:func:`unpack_column`) in counter order."""
 
-    layout: Layout
-    prev: list[list[int]] = field(default_factory=list)
-    """The previous sample's 17 columns of absolute values."""
-    deltas: list[list[int]] = field(default_factory=list)
-    """The previous sample's 17 columns of deltas (zeros after a keyframe)."""
-
-    def decode_keyframe(self, body: bytes | memoryview, pos: int) -> list[list[int]]:
-        """The absolute columns of a ``K`` record's body at ``pos``."""
-        columns = _columns(body, pos, len(self.layout.names))
-        self.prev = columns
-        self.deltas = [[0] * len(self.layout.names)] * N_COUNTERS
-        return columns
+    def _unpack(self, body: bytes | memoryview, pos: int, n: int) -> tuple[list[int], int]:
+        return unpack_column(body, pos, n)
 
     def decode(self, body: bytes | memoryview, pos: int, elapsed_ms: int) -> list[list[int]]:
-        """The absolute columns of a ``D`` record's body at ``pos`` (version 1 predicts
-        nothing from the interval: ``elapsed_ms`` is not used); updates the state."""
-        del elapsed_ms
-        residuals = _columns(body, pos, len(self.layout.names))
-        prev = self.deltas
-        deltas: list[list[int]] = [[]] * N_COUNTERS
-        for k in DELTA_PREDICTED:  # base counters first: second-order deltas
-            deltas[k] = [g + p for g, p in zip(residuals[k], prev[k], strict=False)]
-        for k, base in RATIO_PREDICTED:
-            pred = ratio_floored(deltas[base], prev[k], prev[base])
-            deltas[k] = [g + p for g, p in zip(residuals[k], pred, strict=False)]
-        ms_now = [a + b + c + d for a, b, c, d in zip(*(deltas[k] for k in _MS), strict=False)]
-        ms_prev = [a + b + c + d for a, b, c, d in zip(*(prev[k] for k in _MS), strict=False)]
-        pred = ratio_floored(ms_now, prev[TIME_IN_QUEUE], ms_prev)
-        deltas[TIME_IN_QUEUE] = [
-            g + p for g, p in zip(residuals[TIME_IN_QUEUE], pred, strict=False)
-        ]
-        deltas[IN_FLIGHT] = residuals[IN_FLIGHT]  # a gauge: its first-order delta
-        columns = [
-            [p + d for p, d in zip(old, dl, strict=False)]
-            for old, dl in zip(self.prev, deltas, strict=False)
-        ]
-        self.prev, self.deltas = columns, deltas
+        """The absolute columns of a ``D`` record's body at ``pos``; updates the state."""
+        residuals = self._columns(body, pos)
+        now: list[list[int]] = [[]] * ds.N_COUNTERS
+        columns: list[list[int]] = [[]] * ds.N_COUNTERS
+        for k, how in VERSION1_PREDICTORS.items():
+            self._add(k, how, residuals[k], now, columns, elapsed_ms)
+        self._advance(columns, now)
         return columns
 
 

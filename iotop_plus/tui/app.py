@@ -1,9 +1,10 @@
 """The thin Textual app: wires the injected frame source, the frame store and Config to the
 main screen.
 
-One :class:`~iotop_plus.sampling.clock.SamplerThread` (owned by :class:`FrameFeed`) takes a
-frame each interval and posts it as a frozen :class:`FrameReady`; every view (table, charts,
-header, Processes) is fed from that one frame, so ``space`` and ``+``/``-`` reach all of them.
+One :class:`~iotop_plus.sampling.clock.SamplerThread` (owned by the main screen's
+:class:`FrameFeed`) takes a frame each interval and hands it to the feed on the UI thread;
+every view (table, charts, header, Processes) reads the one frame on screen, so ``space``
+and ``+``/``-`` reach all of them.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from iotop_plus.tui.engine.input_driver import quiet_driver
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import APP_KEYS, bindings
 from iotop_plus.tui.lifecycle import SettingsLifecycle
-from iotop_plus.tui.messages import FrameReady, SamplerProblem
 from iotop_plus.tui.screens.main import MainScreen
 from iotop_plus.tui.type_ahead import TypeAheadApp
 
@@ -44,7 +44,7 @@ class IotopPlusApp(TypeAheadApp[int]):
     """iotop-plus: live iostat -x figures per device, with charts and a side panel.
 
     Thin: it builds the main screen from its collaborators, starts and stops the sampler
-    thread, hands its frames down and runs the quit and signal lifecycle. The interval, the
+    thread and runs the quit and signal lifecycle. The interval, the
     pause and the scrub position are the main screen's state.
     """
 
@@ -150,17 +150,15 @@ class IotopPlusApp(TypeAheadApp[int]):
     async def on_mount(self) -> None:
         live = not self.main_screen.scrubber.replay
         if live:
-            # Frames are read while the screen composes: those that come before it is mounted
-            # are shown from its on_mount, before its first paint.
-            self.feed.start(
-                self.main_screen.early.hold(self.post_message), self.main_screen.interval
-            )
+            # Frames are read while the screen composes: the feed holds those that come before
+            # it is mounted, and it shows them from its on_mount, before its first paint.
+            self.feed.start(self.main_screen.interval)
         await self.push_screen(self.main_screen)
         for note in self.notes:  # printed before the alternate screen too, but gone from view
             self.notify(note, severity="warning", timeout=15, markup=False)
         self.lifecycle.install_signal_handlers()
         if not live:
-            self.main_screen.start_replay(self.replay_at)
+            self.main_screen.scrubber.start(self.replay_at)  # times in the recorded zone
             return
         self.lifecycle.offer_restore()
 
@@ -175,15 +173,6 @@ class IotopPlusApp(TypeAheadApp[int]):
     def stop_sampling(self) -> None:
         """Stop the sampler thread and wait briefly for it."""
         self.feed.stop()
-
-    # Shutting down, the screens are gone but a message posted just before may still be queued.
-    def on_frame_ready(self, message: FrameReady) -> None:
-        if self.is_running:
-            self.main_screen.take_frame(message.frame)
-
-    def on_sampler_problem(self, message: SamplerProblem) -> None:
-        if self.is_running:
-            self.feed.problem(message.text)
 
     async def on_event(self, event: events.Event) -> None:
         """Keys typed before the main screen's charts and side panel are up wait for them."""

@@ -7,9 +7,11 @@ keys, by the project's rule: a key clashes when, on one screen, it can run two d
 commands depending on which visible widget has focus, or when a widget's key is shadowed by
 a priority key of the screen or app. Navigation keys inside a focused list are exempt.
 
-A side-panel tab's letter keys are bound twice: by its panel (when it has focus) and by the
+A side-panel tab's keys are declared once, here (:data:`PANEL_COMMANDS`), and bound twice
+from that one record: by its panel (:func:`panel_bindings`, run when it has focus) and by the
 screen, limited to while that tab is shown (:func:`panel_key`), so they work from anywhere.
-Both bindings carry one id (:func:`panel_id`): one command, no clash.
+Both bindings carry one id (:func:`panel_id`): one command, no clash. The queue-setting keys
+(``R`` ``S`` ``u`` ``U``) are the screen's own, and the Tune panel binds them too.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ NAVIGATION_KEYS = frozenset(
     {"up", "down", "left", "right", "home", "end", "pageup", "pagedown", "enter", "escape"}
 )
 """Keys a focused list may use for itself: never a clash."""
+
+TUNE = "tab-tune"
+PROCESSES = "tab-processes"
+CGROUPS = "tab-cgroups"
+PROBE = "tab-probe"
+"""The side-panel tabs whose panels have keys."""
 
 TUNE_READ_AHEAD = "tune.read_ahead_kb"
 TUNE_SCHEDULER = "tune.scheduler"
@@ -71,6 +79,10 @@ class Command:
     tab: str | None = None
     """The side-panel tab whose panel the command acts on (None: the screen's own). The key
     works only while that tab is shown; the palette shows the tab first."""
+    panel_action: str | None = None
+    """The action the panel itself binds the key to (None: no panel binds it)."""
+    panel_show: bool | None = None
+    """Shown in the footer while the panel has focus (None: as :attr:`show`)."""
 
     @property
     def palette_action(self) -> str:
@@ -87,6 +99,18 @@ class Command:
             self.label,
             show=self.show,
             priority=self.priority,
+            tooltip=self.explain,
+            id=self.id,
+        )
+
+    def panel_binding(self) -> Binding:
+        """The binding the panel declares (its own action, the same id)."""
+        assert self.panel_action is not None
+        return Binding(
+            self.keys,
+            self.panel_action,
+            self.label,
+            show=self.show if self.panel_show is None else self.panel_show,
             tooltip=self.explain,
             id=self.id,
         )
@@ -124,7 +148,8 @@ def panel_key(
     show: bool = True,
 ) -> Command:
     """A key of a side-panel tab's panel that the screen binds too, so that it works from
-    anywhere while the tab is shown (not only once the panel has focus)."""
+    anywhere while the tab is shown (not only once the panel has focus); on Enter, Esc and
+    the arrows, the focused list's own key, which the palette lists."""
     return Command(
         keys,
         f"panel_key({tab!r}, {action!r})",
@@ -134,7 +159,277 @@ def panel_key(
         show=show,
         id=panel_id(tab, action),
         tab=tab,
+        panel_action=action,
     )
+
+
+TUNE_HELP = "change the selected device's read-ahead / I/O scheduler (Tune tab)"
+UNDO_HELP = "undo the last setting change / revert every change of this run"
+
+READ_AHEAD_KEY = Command(
+    "R",
+    "tune('read_ahead_kb')",
+    "Read-ahead",
+    "Set read-ahead",
+    TUNE_HELP,
+    id=TUNE_READ_AHEAD,
+    panel_action="edit('read_ahead_kb')",
+)
+SCHEDULER_KEY = Command(
+    "S",
+    "tune('scheduler')",
+    "Scheduler",
+    "Set I/O scheduler",
+    TUNE_HELP,
+    id=TUNE_SCHEDULER,
+    panel_action="edit('scheduler')",
+)
+UNDO_KEY = Command(
+    "u",
+    "undo_setting",
+    "Undo",
+    "Undo setting change",
+    UNDO_HELP,
+    show=False,
+    id=TUNE_UNDO,
+    panel_action="undo",
+    panel_show=True,
+)
+REVERT_ALL_KEY = Command(
+    "U",
+    "revert_settings",
+    "Revert all",
+    "Revert all settings",
+    UNDO_HELP,
+    show=False,
+    id=TUNE_REVERT_ALL,
+    panel_action="revert_all",
+    panel_show=True,
+)
+"""The queue-setting keys: the screen's own (from anywhere), bound by the Tune panel too."""
+
+
+PANEL_COMMANDS: dict[str, tuple[Command, ...]] = {
+    TUNE: (
+        READ_AHEAD_KEY,
+        SCHEDULER_KEY,
+        panel_key(
+            "A",
+            TUNE,
+            "toggle_advanced",
+            "Advanced",
+            "Tune: advanced settings",
+            "Tune: show / hide nr_requests, max_sectors_kb, nomerges, rq_affinity, wbt_lat_usec",
+        ),
+        UNDO_KEY,
+        REVERT_ALL_KEY,
+        panel_key(
+            "E",
+            TUNE,
+            "export",
+            "Export",
+            "Tune: export changes",
+            "Tune: write the changes in effect as udev rules and a shell script",
+        ),
+    ),
+    PROCESSES: (
+        panel_key(
+            "o",
+            PROCESSES,
+            "toggle_only_active",
+            "Only I/O",
+            "Processes: only those doing I/O",
+            "Processes: only those doing I/O now, or all",
+        ),
+        panel_key(
+            "t",
+            PROCESSES,
+            "toggle_totals",
+            "Totals",
+            "Processes: totals / rates",
+            "Processes: bytes since the tab opened, or rates",
+        ),
+        panel_key(
+            "left",
+            PROCESSES,
+            "sort(-1)",
+            "Sort <",
+            "Processes: sort by previous column",
+            "Processes: sort by the previous column",
+            show=False,
+        ),
+        panel_key(
+            "right",
+            PROCESSES,
+            "sort(1)",
+            "Sort >",
+            "Processes: sort by next column",
+            "Processes: sort by the next column",
+            show=False,
+        ),
+        panel_key(
+            "i",
+            PROCESSES,
+            "invert_sort",
+            "Invert",
+            "Processes: invert sort",
+            "Processes: reverse the sort order",
+            show=False,
+        ),
+        panel_key(
+            "f",
+            PROCESSES,
+            "filter",
+            "Find process",
+            "Processes: find",
+            "Processes: filter by command, user, pid or cgroup",
+        ),
+        panel_key(
+            "v",
+            PROCESSES,
+            "toggle_device_only",
+            "This device",
+            "Processes: this device only",
+            "Processes: only the selected device's issuers, with their device latency (traced "
+            "as root), or every process",
+        ),
+        panel_key(
+            "enter",
+            PROCESSES,
+            "details",
+            "Threads/files",
+            "Processes: threads and open files",
+            "Processes: threads and open block-device files of the selected process",
+        ),
+        panel_key(
+            "D",
+            PROCESSES,
+            "toggle_delayacct",
+            "Delay acct",
+            "Processes: delay accounting",
+            "Processes: switch kernel delay accounting (IO%) on or off (root; a host setting, "
+            "journaled: u undoes it, quit and restore offer it)",
+        ),
+        panel_key(
+            "escape",
+            PROCESSES,
+            "close",
+            "Close",
+            "Processes: close details / filter",
+            "Processes: close the details, else clear the filter",
+            show=False,
+        ),
+    ),
+    CGROUPS: (
+        panel_key(
+            "o",
+            CGROUPS,
+            "toggle_only_active",
+            "Only I/O",
+            "Cgroups: only those doing I/O",
+            "Cgroups: only those doing I/O now, or all",
+        ),
+        panel_key(
+            "left",
+            CGROUPS,
+            "sort(-1)",
+            "Sort <",
+            "Cgroups: sort by previous column",
+            "Cgroups: sort by the previous column",
+            show=False,
+        ),
+        panel_key(
+            "right",
+            CGROUPS,
+            "sort(1)",
+            "Sort >",
+            "Cgroups: sort by next column",
+            "Cgroups: sort by the next column",
+            show=False,
+        ),
+        panel_key(
+            "i",
+            CGROUPS,
+            "invert_sort",
+            "Invert",
+            "Cgroups: invert sort",
+            "Cgroups: reverse the sort order",
+            show=False,
+        ),
+        panel_key(
+            "f",
+            CGROUPS,
+            "filter",
+            "Find cgroup",
+            "Cgroups: find",
+            "Cgroups: filter by path or name",
+        ),
+        panel_key(
+            "enter",
+            CGROUPS,
+            "members",
+            "Processes",
+            "Cgroups: list its processes",
+            "Cgroups: the processes of the selected cgroup",
+        ),
+        panel_key(
+            "escape",
+            CGROUPS,
+            "close",
+            "Close",
+            "Cgroups: close processes / filter",
+            "Cgroups: close the process list, else clear the filter",
+            show=False,
+        ),
+    ),
+    PROBE: (
+        panel_key(
+            "enter",
+            PROBE,
+            "start",
+            "Start probe",
+            "Probe: start",
+            "Probe: start the highlighted preset (Enter on the Probe tab)",
+        ),
+        panel_key(
+            "x",
+            PROBE,
+            "cancel",
+            "Cancel probe",
+            "Probe: cancel",
+            "Probe: cancel the running probe (its file is removed)",
+        ),
+        panel_key(
+            "d",
+            PROBE,
+            "use_device",
+            "Probe device",
+            "Probe: target the selected device",
+            "Probe: target the device selected in the table (read presets run read-only)",
+        ),
+    ),
+}
+"""Every side-panel key, by tab, in the order its panel binds them: the panel's bindings
+(:func:`panel_bindings`) and the screen's (:data:`PANEL_KEYS`) are made from these."""
+
+PANEL_KEYS: tuple[Command, ...] = tuple(
+    c
+    for commands in PANEL_COMMANDS.values()
+    for c in commands
+    if c.tab is not None and c.keys not in NAVIGATION_KEYS
+)
+"""The panels' letter keys, bound on the screen too (while their tab is shown)."""
+
+PANEL_PALETTE: tuple[Command, ...] = tuple(
+    c for commands in PANEL_COMMANDS.values() for c in commands if c.keys in NAVIGATION_KEYS
+)
+"""Panel actions on Enter, Esc and the arrows: the focused list's own keys, so they are not
+bound on the screen; the palette lists them."""
+
+
+def panel_bindings(tab: str) -> list[BindingType]:
+    """The bindings of ``tab``'s panel, from :data:`PANEL_COMMANDS`."""
+    return [c.panel_binding() for c in PANEL_COMMANDS[tab]]
 
 
 def bindings(commands: Iterable[Command]) -> list[BindingType]:

@@ -1,16 +1,9 @@
 """Scrubbing: which frame is on screen when it is not the live one.
 
-The app is in one of four modes, shown in the header:
-
-* LIVE: every frame is shown as it arrives;
-* PAUSED at T (``space``): the display is frozen on the frame shown;
-* HISTORY at T (``[`` ``]`` ``{`` ``}`` ``g``): a frame of the frame store is shown;
-  sampling goes on and the store keeps filling; ``l`` (or ``space``) returns to live;
-* REPLAY at T: the frames come from a recording (:mod:`iotop_plus.tui.replay`).
-
-:class:`Scrubber` holds the position and moves it; the main screen shows the frame (every
-view reads it) and draws the charts from the window ending there: one path, on wall time,
-live, paused, scrubbed or replayed.
+:class:`Scrubber` moves the position of the shown frame (:class:`~iotop_plus.tui.shown.Shown`,
+the main screen's one reactive) through a timeline: it sets the shown frame to the frame
+found, in mode HISTORY (or REPLAY), and every view reads it from there. The charts' window
+ends at the same position: one path, on wall time, live, paused, scrubbed or replayed.
 """
 
 from __future__ import annotations
@@ -33,26 +26,17 @@ from iotop_plus.sampling.store.timeline import (
 from iotop_plus.text import TimeParseError, clock_text, parse_time, zone_label
 from iotop_plus.tui.messages import Notifies
 from iotop_plus.tui.replay_reads import ReplayReads
-
-LIVE, PAUSED, HISTORY, REPLAY = "live", "paused", "history", "replay"
-"""The modes the header shows."""
+from iotop_plus.tui.shown import HISTORY, LIVE, REPLAY, Shown
 
 
 class ScrubView(Notifies, Protocol):
-    """Where the scrubbed frame is shown, and the state it is kept in (the main screen)."""
+    """Where the shown frame is kept (the main screen)."""
 
-    paused: bool
-    """Display frozen: live frames are not shown."""
-    scrub_at: float | None
-    """Wall time of the frame shown when scrubbed; None when live or paused."""
-    shown_frame: Frame | None
-    """The frame on screen."""
+    shown: Shown
+    """The frame on screen, its mode and position."""
 
-    def show_mode(self, mode: str, wall_time: float | None) -> None:
-        """The header says LIVE, PAUSED at T, HISTORY at T or REPLAY at T."""
-
-    def show_frame(self, frame: Frame) -> None:
-        """Show ``frame`` in every view."""
+    def go_live(self) -> None:
+        """Show the newest live frame, and each one after it."""
 
     def post_message(self, message: Message) -> bool:
         """Queue ``message`` for the screen (from any thread)."""
@@ -62,7 +46,7 @@ class Scrubber:
     """The position in a timeline, and the moves ``[ ] { } g l`` make.
 
     Args:
-        view: The screen that shows the frames and keeps the position (``scrub_at``).
+        view: The screen that keeps the shown frame.
         timeline: Where frames are looked up: the app's ring, or a recording.
         replay: Frames come only from ``timeline`` (no live sampling).
         zone: The recorded host's zone (None: the viewer's own).
@@ -103,22 +87,13 @@ class Scrubber:
 
     @property
     def at(self) -> float | None:
-        """Wall time of the frame shown when scrubbed; None when live or paused (the view's
-        ``scrub_at``)."""
-        return self.view.scrub_at
-
-    @at.setter
-    def at(self, wall: float | None) -> None:
-        self.view.scrub_at = wall
+        """Wall time of the frame shown when scrubbed; None when live or paused."""
+        return self.view.shown.at
 
     @property
     def mode(self) -> str:
         """``live``, ``paused``, ``history`` or ``replay``."""
-        if self.replay:
-            return REPLAY
-        if self.at is not None:
-            return HISTORY
-        return PAUSED if self.view.paused else LIVE
+        return self.view.shown.mode
 
     @property
     def scrubbed(self) -> bool:
@@ -130,11 +105,11 @@ class Scrubber:
         return self._origin()
 
     def _origin(self) -> float | None:
-        if self.at is not None:
-            return self.at
-        shown = self.view.shown_frame
-        if shown is not None:
-            return shown.wall_time
+        shown = self.view.shown
+        if shown.at is not None:
+            return shown.at
+        if shown.frame is not None:
+            return shown.frame.wall_time
         span = self.timeline.span()
         return span[1] if span else None
 
@@ -144,7 +119,6 @@ class Scrubber:
         """A replay opens: show the frame at ``at`` (wall time), or the first one."""
         span = self.timeline.span()
         if span is None:
-            self.view.show_mode(self.mode, None)
             return self._nothing()
         wall = span[0] if at is None else at
         return self._look(lambda: self.timeline.frame_at(wall))
@@ -232,23 +206,15 @@ class Scrubber:
                 newest = span[1]
                 self._look(lambda: self.timeline.frame_at(newest))
             return
-        self.at = None
-        view = self.view
-        if view.paused:
-            view.paused = False  # the view's watcher shows the newest frame
-        else:
-            view.show_mode(LIVE, None)
+        self.view.go_live()
 
     def show(self, frame: Frame | None) -> Frame | None:
         """Put ``frame`` on screen as the scrubbed position (None: nothing to show)."""
         if frame is None:
             return self._nothing()
         self.moves += 1
-        self.at = frame.wall_time
-        if not self.replay and not self.view.paused:
-            self.view.paused = True  # live frames keep filling the ring, not the screen
-        self.view.show_mode(self.mode, frame.wall_time)
-        self.view.show_frame(frame)
+        # Live frames keep filling the ring, not the screen.
+        self.view.shown = Shown(frame, REPLAY if self.replay else HISTORY, frame.wall_time)
         return frame
 
     def _nothing(self) -> Frame | None:
@@ -269,7 +235,7 @@ class Scrubber:
     @property
     def away_from_live(self) -> bool:
         """Whether ``l`` has somewhere to go back from (history, a replay, a pause)."""
-        return self.mode != LIVE or self.view.paused
+        return self.mode != LIVE
 
     def clock(self, wall: float) -> str:
         """``14:05:03`` in the zone shown (with the date when not today's)."""

@@ -106,7 +106,7 @@ class Frame:
 
     def read(self) -> FilesFrame:
         self.tracer.mark()
-        traced = self.tracer.take()
+        (traced,) = self.tracer.take()
         sample = self.sampler.sample()
         ctx = ReadContext(
             self.roots,

@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e.test_sync_real import Mounted, make_fs
 from tests.support.cli import cli_argv, cli_env, run_cli, serve
-from tests.support.sync_tracer import require_bpftrace
+from tests.support.part_tracer import require_bpftrace
 from tests.support.wait import holds_within
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]

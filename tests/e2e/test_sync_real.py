@@ -1,6 +1,6 @@
 """The sync and journal parts against fio and the kernel's own counts, on a loop device of the
 test's own with ext4 (and XFS): their probes run through real bpftrace with a tick printer of
-the test's (tests.support.sync_tracer.py), their readers with a ReadContext built here."""
+the test's (tests/support/part_tracer.py), their readers with a ReadContext built here."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ from iotop_plus.sampling.sync.part import SyncFrame, SyncPart, sync_summary
 from iotop_plus.sampling.sync.program import BY_FD, SyncTraced
 from tests.support.bpf_misses import recursion_misses
 from tests.support.mounts import unmount
-from tests.support.sync_tracer import PartTracer, now_ns, require_bpftrace
+from tests.support.part_tracer import part_tracer, require_bpftrace
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 
@@ -127,7 +127,7 @@ class Run:
     """The kernel's transaction counts before and after."""
     after: dict[str, int]
     ticks: int
-    """Ticks that printed and cleared the maps while fio ran."""
+    """Ticks (and the closing mark) that printed and cleared the maps while fio ran."""
     missed: int = 0
     """Runs of the tracer's programs the kernel skipped meanwhile."""
 
@@ -143,10 +143,9 @@ def traced_run(start: Callable[[], subprocess.Popen[str]], sync_reader: Any) -> 
     """fio under the tracer, and what it saw. While fio runs, each tick's syncs go through
     ``sync_reader`` as a frame would (it names files through the pids that synced them)."""
     sync_program, journal_program = programs()
-    with PartTracer([sync_program, journal_program]) as tracer:
-        tracer.wait_attached()
+    with part_tracer(sync_program, journal_program) as tracer:
         subprocess.run(["sync"], check=True, timeout=120)
-        tracer.wait_tick_after(now_ns())
+        tracer.mark()
         tracer.take()
         before = read_transactions(ROOTS.proc)
         ticks = tracer.ticks
@@ -155,7 +154,7 @@ def traced_run(start: Callable[[], subprocess.Popen[str]], sync_reader: Any) -> 
         sync: object = None
         journal: object = None
         while proc.poll() is None:
-            tracer.wait_tick_after(now_ns())
+            tracer.wait_tick()
             got, more = tracer.take()
             if got is not None:
                 sync_reader.read(context(got)[0])
@@ -164,7 +163,7 @@ def traced_run(start: Callable[[], subprocess.Popen[str]], sync_reader: Any) -> 
         out, _ = proc.communicate(timeout=60)
         assert proc.returncode == 0
         after = read_transactions(ROOTS.proc)
-        tracer.wait_tick_after(now_ns())
+        tracer.mark()
         ticks = tracer.ticks - ticks
         missed = recursion_misses(tracer.pid) - missed
         got, more = tracer.take()

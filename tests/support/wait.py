@@ -1,7 +1,9 @@
 """Waiting on a condition, never on the clock: the one home of the suite's waits.
 
 ``wait_for`` lets a Pilot app run until a condition holds; ``holds_within`` polls one from
-plain (non-async) code, such as a test that watches a child process or a file.
+plain (non-async) code, such as a test that watches a child process or a file;
+``comes_within`` awaits one from a coroutine with no app, letting the event loop run between
+looks.
 
 Both look again soon at first and then less often (``FIRST_LOOK_S`` doubling up to
 ``STEP_S``): most conditions hold within a few milliseconds (a frame delivered, a key
@@ -11,8 +13,9 @@ longer is looked at no more often than before, so the checks cost no more CPU.
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from textual.pilot import Pilot
@@ -53,13 +56,29 @@ async def wait_for(
     await pilot.pause()
 
 
-def holds_within(condition: Callable[[], object], timeout: float) -> bool:
-    """Whether ``condition()`` becomes true within ``timeout`` seconds (polled, no app)."""
+def gaps_within(timeout: float) -> Iterator[float]:
+    """``gaps()`` until ``timeout`` seconds have passed since the first look."""
     deadline = time.monotonic() + timeout
     for gap in gaps():
+        if time.monotonic() >= deadline:
+            return
+        yield gap
+
+
+def holds_within(condition: Callable[[], object], timeout: float) -> bool:
+    """Whether ``condition()`` becomes true within ``timeout`` seconds (polled, no app)."""
+    for gap in gaps_within(timeout):
         if condition():
             return True
-        if time.monotonic() >= deadline:
-            return bool(condition())
         time.sleep(gap)
-    raise AssertionError("unreachable")  # gaps() never ends
+    return bool(condition())
+
+
+async def comes_within(condition: Callable[[], Awaitable[object]], timeout: float) -> bool:
+    """Whether ``await condition()`` becomes true within ``timeout`` seconds (polled, no app;
+    the event loop runs between looks)."""
+    for gap in gaps_within(timeout):
+        if await condition():
+            return True
+        await asyncio.sleep(gap)
+    return bool(await condition())

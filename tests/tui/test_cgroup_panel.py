@@ -115,7 +115,7 @@ async def test_c_at_80x24_shows_the_panel_and_a_host_without_cgroups_says_why() 
         await started(pilot, app)
         await pilot.press("C")
         await wait_for(pilot, lambda: bool(app.main_screen.query(CgroupPanel)))
-        assert app.main_screen.view == "view-panel"
+        assert app.main_screen.layout_views.view == "view-panel"
         p = panel(app)
         await wait_for(pilot, lambda: p.last is not None)
         assert p.cgroup_list.rows == []

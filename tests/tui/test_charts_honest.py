@@ -130,7 +130,7 @@ async def test_y_ticks_are_round_1_2_5_steps_with_units(size: tuple[int, int]) -
     app = canned_app(Config(interval=10.0))
     async with app.run_test(size=size) as pilot:
         await started(pilot, app)
-        if app.main_screen.narrow:
+        if app.main_screen.layout_views.narrow:
             await pilot.press("2")
         charts = app.main_screen.query_one(DeviceCharts)
         await wait_for(pilot, lambda: charts.draws > 0)

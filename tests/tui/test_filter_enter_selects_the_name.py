@@ -67,7 +67,7 @@ async def test_a_key_right_after_enter_acts_on_the_device_enter_picked() -> None
         await burst(pilot, "slash", "s", "d", "b", "enter", "R")
         screen = app.main_screen
         await wait_for(pilot, lambda: "tab-tune" in screen.panels.built)
-        panel = screen.settings_panel
+        panel = screen.panels.settings_panel
         await wait_for(pilot, lambda: panel.is_mounted and panel.device is not None)
         assert panel.device == "sdb"
         assert screen.selected_device == "sdb"
@@ -85,7 +85,7 @@ async def test_a_filter_that_matches_nothing_selects_nothing_and_the_device_keys
         assert table(app).selected is None and screen.selected_device is None
         await pilot.press("R")
         await wait_for(pilot, lambda: "no device selected" in said(app))
-        assert "tab-tune" not in screen.panels.built or screen.settings_panel.device is None
+        assert "tab-tune" not in screen.panels.built or screen.panels.settings_panel.device is None
         app._notifications.clear()
         await pilot.press("S")
         await wait_for(pilot, lambda: "no device selected" in said(app))
@@ -93,11 +93,11 @@ async def test_a_filter_that_matches_nothing_selects_nothing_and_the_device_keys
         await pilot.press("X")
         await wait_for(pilot, lambda: "no device selected" in said(app))
         await pilot.press("P")  # the Probe tab: d targets the selected device
-        await wait_for(pilot, lambda: screen.probe_panel.is_mounted)
+        await wait_for(pilot, lambda: screen.panels.probe_panel.is_mounted)
         await pilot.press("d")
-        error = screen.probe_panel.query_one("#probe-error", Static)
+        error = screen.panels.probe_panel.query_one("#probe-error", Static)
         await wait_for(pilot, lambda: "no device selected" in str(error.render()))
-        assert screen.probe_panel.query_one("#probe-target", Input).value == ""
+        assert screen.panels.probe_panel.query_one("#probe-target", Input).value == ""
         # Clearing the filter brings back the device the filter hid.
         await pilot.press("slash", "escape")
         await wait_for(pilot, lambda: table(app).selected == "sdb")
@@ -136,7 +136,7 @@ async def test_a_key_right_after_a_cursor_move_acts_on_the_device_under_the_curs
         await burst(pilot, "down", "R")
         screen = app.main_screen
         await wait_for(pilot, lambda: "tab-tune" in screen.panels.built)
-        panel = screen.settings_panel
+        panel = screen.panels.settings_panel
         await wait_for(pilot, lambda: panel.is_mounted and panel.device is not None)
         assert table(app).selected == "sdb"
         assert panel.device == "sdb"

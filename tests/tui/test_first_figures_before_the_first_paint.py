@@ -3,7 +3,7 @@
 The sampler thread starts before the main screen is pushed. Frames it reads while Textual
 composes and mounts the screen used to wait behind the screen's first paint (an empty table
 and charts, a whole compositor pass on the 2-core host) and be painted after it; they are now
-shown from the screen's on_mount, so the first paint has them.
+held by the feed and shown from the screen's on_mount, so the first paint has them.
 """
 
 from __future__ import annotations
@@ -45,9 +45,10 @@ async def test_frames_read_while_composing_are_on_the_first_paint(
     compose = MainScreen.compose
 
     def slow_compose(self: MainScreen) -> Iterator[object]:
-        # Compose once the sampler has read its first frame (it may already be held), as on
-        # a host where Textual takes longer to load than a frame to read.
-        holds_within(lambda: handed and getattr(getattr(self, "early", None), "held", 0), 3.0)
+        # Compose once the sampler has read its first frame (handed to the event loop, which
+        # runs it once this returns), as on a host where Textual takes longer to load than a
+        # frame to read.
+        holds_within(lambda: bool(handed), 3.0)
         yield from compose(self)
 
     monkeypatch.setattr(MainScreen, "compose", slow_compose)
@@ -55,7 +56,7 @@ async def test_frames_read_while_composing_are_on_the_first_paint(
 
     def counting_paint(screen: Screen[object]) -> None:
         if isinstance(screen, MainScreen):
-            painted.append(screen.frames_seen)
+            painted.append(screen.feed.frames_received)
 
     on_paint(monkeypatch, counting_paint)
     app = canned_app(Config(interval=1))
@@ -73,16 +74,16 @@ from iotop_plus.tui.screens.main import MainScreen
 from tests.tui.canned import canned_app
 
 app = canned_app(Config(interval=1))
-shown = MainScreen.show_frame
+watch = MainScreen.watch_shown
 seen = {}
 
-def show_frame(self, frame):
-    shown(self, frame)
-    if not seen:
+def watch_shown(self, before, shown):
+    watch(self, before, shown)
+    if not seen and shown.frame is not None:
         seen["modules"] = sorted(sys.modules)
         self.app.exit()
 
-MainScreen.show_frame = show_frame
+MainScreen.watch_shown = watch_shown
 app.run(headless=True, size=(120, 36))
 print(json.dumps(seen.get("modules", [])))
 """

@@ -17,6 +17,7 @@ from iotop_plus.sampling.cgroups.reader import (
 )
 from iotop_plus.sampling.cgroups.throttle_watch import ThrottleFrame
 from iotop_plus.sampling.frame.model import CgroupFrame
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.device_rows import named_hidden
 from tests.tui.helpers import started, table, wait_for
 from tests.tui.test_starting_device_and_busy_hidden import app_on, header, host_copy
@@ -54,9 +55,7 @@ async def test_the_header_names_an_idle_hidden_device_a_cgroup_is_throttled_on(
         assert "loop0" not in t.visible_names() and t.busy_hidden is None
         frame = app.main_screen.shown_frame
         assert frame is not None
-        t.update_parts(dataclasses.replace(frame, parts={"throttles": throttled_on("7:0")}))
-        t.update_devices(frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, False)
-        app.main_screen.on_device_table_hidden_changed()  # what each frame ends with
+        t.show_shown(Shown(dataclasses.replace(frame, parts={"throttles": throttled_on("7:0")})))
         await pilot.pause()
         assert (t.busy_hidden, t.hidden_why) == ("loop0", "throttled")
         await wait_for(pilot, lambda: "loop0 throttled (a: show all)" in header(app), "the note")

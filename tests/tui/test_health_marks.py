@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from iotop_plus.sampling.health.part import HealthFrame
+from iotop_plus.tui.shown import Shown
 from tests.support.frames import StepClock
 from tests.tui.canned import canned_app
 from tests.tui.helpers import row_line, started, step, table
@@ -22,10 +23,9 @@ async def test_a_device_with_io_errors_is_marked_and_its_name_stays_whole(
         frame = app.main_screen.shown_frame
         assert frame is not None
         health = HealthFrame({}, {}, {widest.name: 2}, "kmsg")
-        t.update_parts(dataclasses.replace(frame, parts={"health": health}))
+        t.show_shown(Shown(dataclasses.replace(frame, parts={"health": health})))
         await step(pilot, app)  # the next frame's rows carry the mark
-        t.update_parts(dataclasses.replace(frame, parts={"health": health}))
-        t.update_devices(frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, False)
+        t.show_shown(Shown(dataclasses.replace(frame, parts={"health": health})))
         await pilot.pause()
         assert t.marks == {widest.name: "≥ 2 I/O errors since start"}  # kmsg: a lower bound
         assert row_line(app, widest.name).startswith(f"!{widest.label} ")

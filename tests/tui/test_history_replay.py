@@ -161,10 +161,10 @@ async def test_replay_refuses_tuning_probes_and_experiments_with_the_reason() ->
         said = [n.message for n in app._notifications]
         assert said.count(REPLAY_REFUSAL) == 5, said
         assert not any(isinstance(s, JumpScreen) for s in app.screen_stack)
-        assert screen.settings_reads == 0  # this host's sysfs is not the recorded device
+        assert screen.selection.reads == 0  # this host's sysfs is not the recorded device
         for tab in ("tab-tune", "tab-probe"):
             await screen.run_action(f"panel_tab('{tab}')")
-            await screen.panel_ready(tab)
+            await screen.panels.ready(tab)
             await pilot.pause()
             shown = screen.query_one(f"#{tab}-refused", Static)
             assert str(shown.render()) == REPLAY_REFUSAL

@@ -57,7 +57,7 @@ async def test_stepping_back_and_forward_shows_each_frames_figures() -> None:
         await pilot.press("left_square_bracket")
         shown = app.main_screen.shown_frame
         assert shown is not None and shown.wall_time == live.wall_time - 1
-        assert app.main_screen.paused and app.main_screen.scrubber.mode == "history"
+        assert app.main_screen.shown.paused and app.main_screen.scrubber.mode == "history"
         assert f"HISTORY at {clock_text(shown.wall_time, None)}" in header(app)
         for _ in range(5):
             await pilot.press("left_square_bracket")
@@ -160,8 +160,8 @@ async def test_l_returns_to_live_and_space_pauses_then_scrubs_from_there() -> No
         assert "HISTORY at" in header(app)
         await pilot.press("l")
         scrub = app.main_screen.scrubber
-        assert not app.main_screen.paused and scrub.mode == "live" and scrub.at is None
-        assert app.main_screen.shown_frame is app.latest_frame
+        assert not app.main_screen.shown.paused and scrub.mode == "live" and scrub.at is None
+        assert app.main_screen.shown_frame == app.latest_frame  # (with its verdict judged)
         assert "LIVE" in header(app) and "HISTORY" not in header(app)
         # space in history also goes back to live
         await pilot.press("left_curly_bracket", "space")
@@ -214,7 +214,7 @@ async def test_history_keys_are_in_help_palette_hints_and_clash_free() -> None:
         await started(pilot, app)
         screen = app.main_screen
         for tab in ("tab-tune", "tab-processes", "tab-probe"):
-            await screen.panel_ready(tab)
+            await screen.panels.ready(tab)
         assert screen_clashes(screen) == []
         text = help_text()
         assert "[ / ]" in text and "{ / }" in text and "go to a time" in text

@@ -190,7 +190,7 @@ async def test_a_process_named_with_markup_shows_in_the_processes_tab(
     async with app.run_test(size=(200, 60)) as pilot:
         await started(pilot, app)
         await app.main_screen.run_action("panel_tab('tab-processes')")
-        panel = app.main_screen.process_panel
+        panel = app.main_screen.panels.process_panel
         await wait_for(pilot, lambda: panel.is_mounted and bool(panel.query("ProcessList")))
         await step_to(
             pilot, app, lambda: renamed.pid in [r.pid for r in panel.process_list.rows], "its row"

@@ -29,7 +29,7 @@ async def test_the_main_screen_and_every_panel_have_no_key_clash() -> None:
         await started(pilot, app)
         screen = app.main_screen
         for tab in DEFERRED_TABS:
-            await screen.panel_ready(tab)
+            await screen.panels.ready(tab)
         await pilot.pause()
         names = {type(n).__name__ for n in screen.walk_children()}
         # The panels the check must cover are really mounted.
@@ -134,3 +134,30 @@ def test_the_help_explains_why_a_process_can_read_above_100_percent_io() -> None
     text = help_text()
     line = next(line for line in text.splitlines() if line.strip().startswith("[b]IO%"))
     assert "capped at 100 %" in line and "400 %" in line and "thread" in line
+
+
+def test_a_panels_keys_are_declared_once_in_the_registry() -> None:
+    """A panel's bindings and the screen's bindings of the same keys come from one record of
+    :data:`~iotop_plus.tui.keys.PANEL_COMMANDS`: one id, one action, one label each."""
+    from iotop_plus.tui import keys
+    from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
+    from iotop_plus.tui.widgets.probe_panel import ProbePanel
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
+    from iotop_plus.tui.widgets.settings_panel import SettingsPanel
+
+    panels = {
+        keys.TUNE: SettingsPanel,
+        keys.PROCESSES: ProcessPanel,
+        keys.CGROUPS: CgroupPanel,
+        keys.PROBE: ProbePanel,
+    }
+    screen = {b.id: b for b in MainScreen.BINDINGS if isinstance(b, Binding) and b.id}
+    for tab, panel in panels.items():
+        declared = panel.__dict__["BINDINGS"]
+        assert declared == keys.panel_bindings(tab), panel.__name__
+        for binding in declared:
+            if binding.key in keys.NAVIGATION_KEYS:
+                assert binding.id not in screen  # the focused list's own key
+                continue
+            twin = screen[binding.id]  # the screen's binding of the same command
+            assert (twin.key, twin.description) == (binding.key, binding.description)

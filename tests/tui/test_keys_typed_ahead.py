@@ -27,7 +27,7 @@ async def test_read_ahead_typed_with_its_key_in_one_burst_is_what_is_written(
         await burst(pilot, "slash", "s", "d", "a", "enter")
         await wait_for(pilot, lambda: table(app).selected == "sda")
         screen = app.main_screen
-        await wait_for(pilot, lambda: screen._settings_of("sda") is not None)
+        await wait_for(pilot, lambda: screen.selection.settings_of("sda") is not None)
         assert read_ahead(tree) == "128"
         await burst(pilot, "R", "6", "4", "enter")
         await wait_for(pilot, lambda: read_ahead(tree) == "64", what="read-ahead 64 written")

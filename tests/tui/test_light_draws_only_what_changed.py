@@ -61,7 +61,7 @@ async def test_a_widget_whose_text_did_not_change_is_not_refreshed(
         charts = screen.query_one(DeviceCharts)
         header = screen.query_one(HostHeader)
         with refreshes(monkeypatch) as calls:
-            screen.draw_charts(force=True)  # the same window again: the same charts and caption
+            screen.charts.draw(force=True)  # the same window again: the same charts and caption
             header.show(note=header.note)  # the same header text
             await pilot.pause()
         chart_calls = [("DeviceCharts", charts.id, layout) for layout in (False, True)]

@@ -103,7 +103,7 @@ async def test_two_thousand_synthetic_disks_stay_usable(mem_path: Path) -> None:
             return False
 
         await step_to(pilot, app, a_tick_with_rates, "a tick with rates", timeout=30)
-        assert not app.main_screen.paused
+        assert not app.main_screen.shown.paused
         assert len(seen[0]) == 50 and seen[0] == sorted(seen[0], reverse=True)
         # Only the visible rows were rendered into strips, not all 2,000.
         assert len(table(app)._cache) < 200

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 from textual.widgets import Input
@@ -9,7 +10,6 @@ from textual.widgets import Input
 from iotop_plus.config import Config
 from iotop_plus.sampling.store.timeline import Mark
 from iotop_plus.tui.engine.testing import after_close_all
-from iotop_plus.tui.messages import FrameReady
 from iotop_plus.tui.screens.help import HelpScreen
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
@@ -279,7 +279,7 @@ async def test_narrow_terminal_shows_table_charts_and_panel_as_tabs() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await started(pilot, app)
         screen = app.main_screen
-        assert screen.narrow
+        assert screen.layout_views.narrow
         assert screen.query_one("#view-tabs").display
         assert not screen.query_one("#side-panel").display
         # Every basic column fits in 80 columns.
@@ -322,7 +322,7 @@ async def test_every_action_is_in_the_command_palette() -> None:
         ):
             assert title in commands
         await commands["Pause / resume"].callback()
-        assert app.main_screen.paused
+        assert app.main_screen.shown.paused
         await pilot.press("ctrl+p")
         await pilot.press(*"column set")
         await pilot.press("enter")
@@ -341,13 +341,15 @@ async def test_q_and_ctrl_c_quit() -> None:
 
 
 async def test_a_tick_still_queued_when_the_app_exits_is_dropped() -> None:
-    # The sampler thread can post a tick just as the app shuts down; CI once saw it handled
-    # after the screens were gone (NoMatches for the header). It must be dropped quietly.
+    # The sampler thread can hand a tick over just as the app shuts down; CI once saw it
+    # handled after the screens were gone (NoMatches for the header). It must be dropped
+    # quietly.
     app = canned_app()
     async with app.run_test(size=(120, 36)) as pilot:
         await started(pilot, app)
         tick = app.latest_frame
         assert tick is not None
         # Textual removes the screens, then handles what is left in the app's queue.
-        after_close_all(app, lambda: app.post_message(FrameReady(tick)))
+        # Queued on the event loop, as the sampler thread hands frames over.
+        after_close_all(app, lambda: asyncio.get_running_loop().call_soon(app.feed.take, tick))
     assert app.return_code in (0, None)

@@ -23,7 +23,7 @@ async def test_space_freezes_the_processes_view_too() -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
         await pilot.press("p")
-        panel = app.main_screen.process_panel
+        panel = app.main_screen.panels.process_panel
         thread = app.sampler_thread
         assert thread is not None
         await step_until(
@@ -31,7 +31,9 @@ async def test_space_freezes_the_processes_view_too() -> None:
         )
         assert isinstance(app.source, LiveSource) and app.source.wants(PROCESSES)
         await pilot.press("space")
-        assert app.main_screen.paused and "PAUSED" in app.main_screen.query_one(HostHeader).text
+        assert (
+            app.main_screen.shown.paused and "PAUSED" in app.main_screen.query_one(HostHeader).text
+        )
         frozen_rows, frozen_table = panel.last, app.main_screen.shown_frame
         ticks = app.frames_received
         await step(pilot, app, 3)  # sampling goes on
@@ -40,7 +42,7 @@ async def test_space_freezes_the_processes_view_too() -> None:
         assert app.main_screen.shown_frame is frozen_table
         assert app.latest_frame is not None and app.latest_frame.processes is not None
         await pilot.press("space")
-        assert not app.main_screen.paused
+        assert not app.main_screen.shown.paused
         await step_until(pilot, thread, lambda: panel.last is not frozen_rows, "a new view")
 
 
@@ -51,7 +53,7 @@ async def test_plus_and_minus_set_the_pace_of_every_view() -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
         await pilot.press("p")
-        panel = app.main_screen.process_panel
+        panel = app.main_screen.panels.process_panel
         await wait_for(pilot, lambda: panel.last is not None)
         await pilot.press("plus", "plus")  # 1 s -> 0.5 -> 0.25
         assert app.main_screen.interval == 0.25

@@ -28,7 +28,7 @@ async def test_keys_depend_on_focus_panel_keys_work_from_the_device_table() -> N
         await pilot.press("p")  # the Processes tab; the focus stays in the table
         await pilot.pause()
         assert table(app).has_focus
-        panel = screen.process_panel
+        panel = screen.panels.process_panel
         assert not panel.only_active and not panel.totals_mode
         hints = footer(app)
         assert "Only I/O" in hints and "Totals" in hints and "Delay acct" in hints, hints
@@ -46,7 +46,7 @@ async def test_keys_depend_on_focus_panel_keys_work_from_the_device_table() -> N
         await pilot.press("escape")
         table(app).focus()
         await pilot.pause()
-        tune = screen.settings_panel
+        tune = screen.panels.settings_panel
         advanced = tune.advanced
         assert "Advanced" in footer(app) and "Export" in footer(app)
         await pilot.press("A")
@@ -57,7 +57,7 @@ async def test_keys_depend_on_focus_panel_keys_work_from_the_device_table() -> N
         await pilot.pause()
         assert "Probe device" in footer(app) and "Processes" not in footer(app)
         await pilot.press("d")
-        target = screen.probe_panel.query_one("#probe-target", Input).value
+        target = screen.panels.probe_panel.query_one("#probe-target", Input).value
         assert target == f"/dev/{screen.selected_device}"
         # The Processes panel's keys do nothing while its tab is hidden.
         await pilot.press("o")
@@ -66,7 +66,7 @@ async def test_keys_depend_on_focus_panel_keys_work_from_the_device_table() -> N
         await pilot.press("C")
         table(app).focus()
         await pilot.pause()
-        cgroups = screen.panel("tab-cgroups")
+        cgroups = screen.panels.panel("tab-cgroups")
         before = cgroups.only_active
         await pilot.press("o")
         assert cgroups.only_active is not before
@@ -79,7 +79,7 @@ async def test_panel_keys_from_anywhere_make_no_key_clash() -> None:
         await started(pilot, app)
         screen = app.main_screen
         for tab in DEFERRED_TABS:
-            await screen.panel_ready(tab)
+            await screen.panels.ready(tab)
         await pilot.pause()
         assert screen_clashes(screen) == []
 
@@ -113,13 +113,12 @@ async def test_the_palette_lacks_export_advanced_delay_acct_probe_and_process_ke
         assert len(actions) == len(commands)
         titles = " | ".join(commands)
         for tab in DEFERRED_TABS:
-            await screen.panel_ready(tab)
-        from iotop_plus.tui.keys import own_bindings
-        from iotop_plus.tui.screens.main_panels import PANEL_KEYS, PANEL_PALETTE
+            await screen.panels.ready(tab)
+        from iotop_plus.tui.keys import PANEL_KEYS, PANEL_PALETTE, own_bindings
 
         listed = {(c.tab, c.action.split("'")[3]) for c in (*PANEL_KEYS, *PANEL_PALETTE)}
         for tab in DEFERRED_TABS:
-            for binding in own_bindings(screen.panel(tab)):
+            for binding in own_bindings(screen.panels.panel(tab)):
                 if binding.action.startswith(("cursor", "page", "edge", "edit", "undo", "revert")):
                     continue  # list moves; R S u U are the screen's own commands
                 assert (tab, binding.action) in listed, (tab, binding.action, titles)
@@ -128,9 +127,9 @@ async def test_the_palette_lacks_export_advanced_delay_acct_probe_and_process_ke
         await pilot.pause()
         side = screen.query_one("#side-panel")
         assert side.active == "tab-processes"  # type: ignore[attr-defined]
-        assert screen.process_panel.totals_mode
+        assert screen.panels.process_panel.totals_mode
         await commands["Tune: advanced settings"].callback()
-        await wait_for(pilot, lambda: screen.settings_panel.advanced)
+        await wait_for(pilot, lambda: screen.panels.settings_panel.advanced)
         assert side.active == "tab-tune"  # type: ignore[attr-defined]
 
 
@@ -177,7 +176,7 @@ async def test_enter_on_the_probe_tab_starts_the_highlighted_preset_at_once() ->
         await started(pilot, app)
         assert table(app).has_focus
         await pilot.press("P")
-        panel = app.main_screen.probe_panel
+        panel = app.main_screen.panels.probe_panel
         presets = panel.query_one("#probe-presets", OptionList)
         await wait_for(pilot, lambda: presets.has_focus, "the preset list focused")
         started_with: list[bool] = []

@@ -6,6 +6,7 @@ import dataclasses
 
 from iotop_plus.sampling.pressure import Pressure, parse_pressure
 from iotop_plus.tui.screens.help import help_text
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.pressure import PressureGauge, gauge_text, level, trend
 from tests.tui.canned import canned_app
@@ -47,11 +48,11 @@ async def test_a_host_without_psi_says_so_and_a_frame_without_pressure_hides_it(
         frame = app.latest_frame
         assert frame is not None
         missing = Pressure({}, "no pressure (PSI) figures: /proc/pressure/io is missing")
-        app.main_screen.show_frame(dataclasses.replace(frame, pressure=missing))
+        app.main_screen.shown = Shown(dataclasses.replace(frame, pressure=missing))
         gauge = app.main_screen.query_one(PressureGauge)
         assert gauge.text == "no PSI" and gauge.has_class("psi-missing")
         assert gauge.tooltip == missing.problem
-        app.main_screen.show_frame(dataclasses.replace(frame, pressure=None))
+        app.main_screen.shown = Shown(dataclasses.replace(frame, pressure=None))
         await pilot.pause()
         assert not gauge.display or not gauge.has_class("shown")
 

@@ -327,7 +327,7 @@ async def test_the_command_column_gets_the_room_at_120_columns() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await started(pilot, app)
         await pilot.press("p")
-        panel = app.main_screen.process_panel
+        panel = app.main_screen.panels.process_panel
         await wait_for(pilot, lambda: panel.is_mounted and bool(panel.query("ProcessList")))
         plist = panel.process_list
         await wait_for(pilot, lambda: plist.size.width >= 55, "the wider panel")

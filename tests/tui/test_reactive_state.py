@@ -11,9 +11,7 @@ import pytest
 from iotop_plus.devices import settings as settings_module
 from iotop_plus.sampling.topology.inventory import hidden_by_default
 from iotop_plus.tui.app import IotopPlusApp
-from iotop_plus.tui.messages import SamplerProblem
 from iotop_plus.tui.widgets.device_panel import DevicePanel
-from iotop_plus.tui.widgets.header import HostHeader
 from tests.tui.canned import canned_app
 from tests.tui.helpers import burst, started, step, table, wait_for
 
@@ -43,7 +41,7 @@ async def test_holding_down_reads_the_settings_once_the_cursor_rests(
         await pilot.press("a")  # every device: partitions, loop0, never-used sdc
         # The Tune tab shows the settings too: open it, then go back to the table.
         await screen.run_action("panel_tab('tab-tune')")
-        await wait_for(pilot, lambda: screen.settings_panel.is_mounted)
+        await wait_for(pilot, lambda: screen.panels.settings_panel.is_mounted)
         table(app).focus()
         await pilot.press("home")
         names = table(app).visible_names()
@@ -67,18 +65,19 @@ async def test_holding_down_reads_the_settings_once_the_cursor_rests(
         assert reads == Counter({last: 1}), reads
         panel_text = screen.query_one(DevicePanel).text
         assert f"device: /dev/{last}" in panel_text
-        assert f"Queue settings of {last}" in screen.settings_panel.text
+        assert f"Queue settings of {last}" in screen.panels.settings_panel.text
 
 
 def settled(app: IotopPlusApp, name: str) -> bool:
     """The settings of ``name`` are read and shown, and no read runs in a worker."""
     screen = app.main_screen
-    shown = screen.settings is not None and screen.settings[0] == name
+    read = screen.selection.settings
+    shown = read is not None and read[0] == name
     return shown and screen.selected_device == name and len(app.workers) == 0
 
 
 def _tune_lines(screen) -> tuple[str, ...]:
-    return screen.settings_panel.shown_lines
+    return screen.panels.settings_panel.shown_lines
 
 
 async def test_setting_the_selected_device_updates_the_panel_and_the_cursor(
@@ -121,11 +120,13 @@ async def test_the_tables_sort_and_filter_are_reactives_that_relayout() -> None:
 
 
 async def test_dataclass_messages_are_initialised_and_reach_their_handlers() -> None:
-    message = SamplerProblem("diskstats: bad line")
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
+
+    message = ProcessPanel.ShownChanged(True)
     assert is_dataclass(message) and message.time > 0 and not message.is_forwarded
-    assert message == SamplerProblem("diskstats: bad line")
+    assert message == ProcessPanel.ShownChanged(True)
     app = canned_app()
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
-        app.post_message(SamplerProblem("diskstats: 3 bad lines"))
-        await wait_for(pilot, lambda: "3 bad lines" in app.main_screen.query_one(HostHeader).text)
+        app.main_screen.post_message(ProcessPanel.ShownChanged(True))
+        await wait_for(pilot, lambda: app.main_screen.has_class("processes-shown"))

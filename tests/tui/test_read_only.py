@@ -42,14 +42,17 @@ async def test_read_only_refuses_tuning_probes_and_experiments_with_the_reason()
         assert "read-only" in screen.query_one(HostHeader).text
         screen.select_device("sda")
         # The selection has settled once the settings of sda are read (watching goes on).
-        await wait_for(pilot, lambda: screen.settings is not None and screen.settings[0] == "sda")
+        await wait_for(
+            pilot,
+            lambda: screen.selection.settings is not None and screen.selection.settings[0] == "sda",
+        )
         for key in ("R", "S", "u", "U", "X"):
             await pilot.press(key)
             await pilot.pause()
         assert app.screen is screen  # no picker, no experiment dialog
         await pilot.press("p", "D")  # delay accounting is a sysctl: a change to the system
         await pilot.pause()
-        screen.process_panel.process_list.focus()  # the panel's own D refuses too
+        screen.panels.process_panel.process_list.focus()  # the panel's own D refuses too
         await pilot.pause()
         await pilot.press("D")
         await pilot.pause()
@@ -60,14 +63,14 @@ async def test_read_only_refuses_tuning_probes_and_experiments_with_the_reason()
         assert said.count(READ_ONLY_REFUSAL) == 9, said
         for tab in ("tab-tune", "tab-probe"):
             await screen.run_action(f"panel_tab('{tab}')")
-            await screen.panel_ready(tab)
+            await screen.panels.ready(tab)
             await pilot.pause()
             shown = screen.query_one(f"#{tab}-refused", Static)
             assert str(shown.render()) == READ_ONLY_REFUSAL
         names = {type(n).__name__ for n in screen.walk_children()}
         assert "SettingsPanel" not in names and "ProbePanel" not in names
         # Watching goes on: the processes and the device's settings are shown.
-        assert "ProcessPanel" in names and screen.settings_reads >= 1
+        assert "ProcessPanel" in names and screen.selection.reads >= 1
 
 
 async def test_without_read_only_the_header_does_not_say_it() -> None:

@@ -99,7 +99,7 @@ async def test_the_replay_processes_tab_lists_the_recorded_processes(tmp_path: P
     async with app.run_test(size=(200, 50)) as pilot:
         await wait_for(pilot, lambda: app.main_screen.shown_frame is not None)
         await app.main_screen.run_action("panel_tab('tab-processes')")
-        panel = app.main_screen.process_panel
+        panel = app.main_screen.panels.process_panel
         await wait_for(pilot, lambda: panel.is_mounted and bool(panel.query("ProcessList")))
         await wait_for(pilot, lambda: {r.pid for r in panel.process_list.rows} == {4242, 777})
         names = {r.pid: r for r in panel.process_list.rows}

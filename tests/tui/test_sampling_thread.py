@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 import pytest
 
-import iotop_plus.tui.screens.main as main_screen
+import iotop_plus.tui.widgets.header as header_module
 from iotop_plus.config import Config
 from iotop_plus.sampling.disks.sampler import Sample
 from iotop_plus.sampling.topology.inventory import Inventory
@@ -71,8 +71,8 @@ async def test_slow_ticks_never_stack_and_inventory_is_read_once() -> None:
 async def test_a_failing_tick_is_reported_and_sampling_goes_on(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    shown_s = 1.0  # the screen's PROBLEM_SHOWN_S (5 s), shortened: the rule, not the length
-    monkeypatch.setattr(main_screen, "PROBLEM_SHOWN_S", shown_s)
+    shown_s = 1.0  # the header's PROBLEM_SHOWN_S (5 s), shortened: the rule, not the length
+    monkeypatch.setattr(header_module, "PROBLEM_SHOWN_S", shown_s)
     sampler = FailingSampler()
     app = make_app(HOST_ROOTS, Config(interval=0.25), sampler=sampler, host=sampler.host_info())
     async with app.run_test(size=(120, 36)) as pilot:

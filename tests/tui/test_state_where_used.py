@@ -70,10 +70,13 @@ def test_the_apps_own_keys_come_from_the_key_registry() -> None:
     assert APP_KEYS[0].explain in text  # the help's quit line is the registry's
 
 
-def test_interval_pause_and_scrub_position_are_reactives_of_the_main_screen() -> None:
-    for name in ("interval", "paused", "scrub_at"):
+def test_interval_and_the_shown_frame_are_reactives_of_the_main_screen() -> None:
+    for name in ("interval", "shown"):
         assert isinstance(MainScreen.__dict__.get(name), Reactive), name
         assert name not in IotopPlusApp.__dict__, f"the app still holds {name}"
+    # One reactive for what is on screen: the frame, its mode and position together.
+    reactives = {n for n, v in MainScreen.__dict__.items() if isinstance(v, Reactive)}
+    assert reactives == {"interval", "shown", "selected_device"}
     assert "scrubber" not in vars(canned_app(Config()))
 
 
@@ -87,16 +90,16 @@ async def test_space_plus_and_scrubbing_change_the_main_screens_state() -> None:
         assert screen.interval == 0.5 and "every 0.5s" in header.text
         assert app.sampler_thread is not None and app.sampler_thread.interval == 0.5
         await pilot.press("space")
-        assert screen.paused and "PAUSED" in header.text
+        assert screen.shown.paused and "PAUSED" in header.text
         await pilot.press("space")
-        assert not screen.paused and screen.scrub_at is None
+        assert not screen.shown.paused and screen.shown.at is None
         await step_to(pilot, app, lambda: app.frames_received >= 3, "a third frame")
         await pilot.press("left_square_bracket")
         shown = screen.shown_frame
-        assert shown is not None and screen.scrub_at == shown.wall_time
-        assert screen.paused and screen.scrubber.mode == "history"
+        assert shown is not None and screen.shown.at == shown.wall_time
+        assert screen.shown.paused and screen.scrubber.mode == "history"
         await pilot.press("l")
-        assert screen.scrub_at is None and not screen.paused and "LIVE" in header.text
+        assert screen.shown.at is None and not screen.shown.paused and "LIVE" in header.text
 
 
 def test_refusals_are_one_collaborator_that_says_why_in_one_line() -> None:
@@ -119,6 +122,9 @@ def test_the_main_screens_parts_do_not_import_it_back() -> None:
         "iotop_plus.tui.scrub",
         "iotop_plus.tui.screens.main_charts",
         "iotop_plus.tui.screens.main_history",
+        "iotop_plus.tui.screens.main_selection",
+        "iotop_plus.tui.screens.main_actions",
+        "iotop_plus.tui.shown",
         "iotop_plus.tui.screens.side_panels",
         "iotop_plus.tui.screens.refusals",
         "iotop_plus.tui.screens.help",

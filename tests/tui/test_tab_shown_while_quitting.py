@@ -48,7 +48,7 @@ async def test_a_panel_key_as_the_replay_quits_acts_on_nothing() -> None:
         await parts_up(pilot, app)
         screen = app.main_screen
         app.exit()
-        await screen.panel_keys.run("tab-cgroups", "toggle_only_active")
+        await screen.panel_keys.action_panel_key("tab-cgroups", "toggle_only_active")
         await pilot.pause()
     assert app.return_code == 0
     assert screen.panels.mounted("tab-cgroups") is None

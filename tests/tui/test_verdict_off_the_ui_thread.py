@@ -18,7 +18,7 @@ from iotop_plus.tui.app import make_app
 from iotop_plus.tui.replay import make_replay_app
 from iotop_plus.tui.why_lines import JUDGING
 from iotop_plus.tui.widgets.device_panel import DevicePanel
-from iotop_plus.why import diagnosis
+from iotop_plus.why import diagnosis, verdicts
 from tests.tui.canned import HOST_ROOTS, CannedSampler
 from tests.tui.helpers import parts_up, started, step, wait_for
 from tests.tui.history_frames import fill
@@ -37,6 +37,20 @@ def engine_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         return real(frame)
 
     monkeypatch.setattr(diagnosis, "unchecked_causes", recorded)
+    return threads
+
+
+@pytest.fixture
+def lookback_threads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The name of the thread of every read of a verdict's lookback from a timeline."""
+    threads: list[str] = []
+    real = verdicts.recent_frames
+
+    def recorded(*args: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(verdicts, "recent_frames", recorded)
     return threads
 
 
@@ -79,7 +93,9 @@ async def test_live_frames_are_judged_on_the_sampler_thread(engine_threads: list
     assert any(t != "iotop-plus-replay-read" for t in engine_threads)  # the sampler
 
 
-async def test_a_replay_is_judged_off_the_ui_thread(engine_threads: list[str]) -> None:
+async def test_a_replay_is_judged_off_the_ui_thread(
+    engine_threads: list[str], lookback_threads: list[str]
+) -> None:
     frames = saturating_frames()
     timeline: Timeline = fill(FrameStore(minutes=5, interval=1.0), frames)
     app = make_replay_app(HOST_ROOTS, timeline, frames[-1].wall_time)
@@ -94,6 +110,8 @@ async def test_a_replay_is_judged_off_the_ui_thread(engine_threads: list[str]) -
         await pilot.press("left_square_bracket")
         await wait_for(pilot, lambda: "in 4 of the last 5 frames" in why_line(panel))
     assert engine_threads and ui not in engine_threads, engine_threads
+    # The frames before the one shown are read from the recording off the UI thread too.
+    assert lookback_threads and ui not in lookback_threads, lookback_threads
 
 
 def test_one_judge_gives_serve_snapshot_and_the_tui_the_same_verdicts() -> None:

@@ -26,8 +26,7 @@ from iotop_plus.sampling.processes.issuers import (
 )
 from iotop_plus.sampling.processes.issuers_part import ISSUERS
 from iotop_plus.tui.app import make_app
-from iotop_plus.tui.keys import screen_clashes
-from iotop_plus.tui.screens.main_panels import PANEL_KEYS
+from iotop_plus.tui.keys import PANEL_KEYS, screen_clashes
 from iotop_plus.tui.widgets.device_panel import DevicePanel
 from iotop_plus.tui.widgets.process_panel import ProcessPanel
 from tests.support.frames import StepClock

@@ -88,9 +88,9 @@ def test_the_cycle_finder_sees_imports_inside_functions_and_for_type_checking() 
 def test_grimp_counts_lazy_and_type_checking_imports() -> None:
     """The real graph holds edges that exist only inside a function or for the type checker."""
     graph = _graph()
-    # later_parts imports the frame only for the type checker
-    assert "iotop_plus.sampling.frame.model" in graph.find_modules_directly_imported_by(
-        "iotop_plus.tui.screens.later_parts"
+    # main_history imports the settings only for the type checker
+    assert "iotop_plus.config" in graph.find_modules_directly_imported_by(
+        "iotop_plus.tui.screens.main_history"
     )
     # snapshot imports snapshot_health only inside a function
     assert "iotop_plus.commands.snapshot_health" in graph.find_modules_directly_imported_by(

@@ -1,6 +1,6 @@
 """#25, TUI memory: frames do not pile up while the UI cannot keep up.
 
-The sampler thread posted a frame to the app every interval whatever the UI had taken: under
+The sampler thread handed a frame to the UI every interval whatever the UI had taken: under
 tracemalloc at 0.25 s (the UI slower than the pace) the queued frames grew by ~450 KB/s, and a
 host loaded enough to slow the drawing does the same. At most ``MAX_PENDING`` frames now wait;
 then the sampler waits, and its next frame covers the longer interval.
@@ -8,18 +8,16 @@ then the sampler waits, and its next frame covers the longer interval.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from textual.message import Message
 
 from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.tui.frame_feed import MAX_PENDING, FrameFeed
-from iotop_plus.tui.messages import FrameReady
 from tests.support.synthetic import SyntheticTree
 from tests.support.wait import holds_within
 
@@ -30,10 +28,7 @@ class _Screen:
     def __init__(self) -> None:
         self.shown: list[Frame] = []
 
-    def count_frame(self, frame: Frame) -> None:
-        pass
-
-    def show_frame(self, frame: Frame) -> None:
+    def frame_arrived(self, frame: Frame) -> None:
         self.shown.append(frame)
 
     def show_problem(self, text: str) -> None:
@@ -41,6 +36,12 @@ class _Screen:
 
     def notify(self, message: str, **kwargs: Any) -> None:
         pass
+
+    def post_message(self, message: object) -> bool:
+        return True
+
+    def call_later(self, callback: Callable[..., object], *args: Any) -> bool:
+        return True
 
 
 @pytest.fixture
@@ -57,15 +58,17 @@ def feed(mem_path: Path) -> Iterator[FrameFeed]:
 def test_the_sampler_waits_while_the_ui_has_frames_to_take(feed: FrameFeed) -> None:
     posted: list[Frame] = []
 
-    def post(message: Message) -> None:  # the app's queue; the UI is stuck: nothing taken
-        if isinstance(message, FrameReady):
-            posted.append(message.frame)
+    def soon(callback: Callable[..., object], *args: Any) -> None:
+        # The event loop's queue; the UI is stuck: nothing taken.
+        if callback == feed.take:
+            posted.append(args[0])
 
-    feed.start(post, 0.25)
+    feed.start(0.25, soon)
     assert holds_within(lambda: len(posted) >= MAX_PENDING, 10)
     # Before: one more frame every 0.25 s, for as long as the UI stayed behind.
     assert not holds_within(lambda: len(posted) > MAX_PENDING, 2.0)
-    feed.take(posted[0], paused=False)  # the UI takes one: the sampler goes on
+    feed.release()  # (the screen is up)
+    feed.take(posted[0])  # the UI takes one: the sampler goes on
     assert holds_within(lambda: len(posted) == MAX_PENDING + 1, 10)
     assert feed.thread is not None
     feed.stop()

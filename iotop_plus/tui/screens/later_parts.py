@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from textual.app import App
     from textual.widget import Widget
 
-    from iotop_plus.sampling.frame.model import Frame
     from iotop_plus.tui.widgets.charts import DeviceCharts
     from iotop_plus.tui.widgets.device_panel import DevicePanel
     from iotop_plus.tui.widgets.side_panel import SidePanel
@@ -42,9 +41,6 @@ W = TypeVar("W", bound="Widget")
 class PartsScreen(Protocol):
     """What the parts need of the screen they are mounted into (the main screen): where to
     mount them, and how to show its device and frame in them once they are up."""
-
-    selected_device: str | None
-    shown_frame: Frame | None
 
     @property
     def app(self) -> App[Any]: ...
@@ -63,9 +59,7 @@ class PartsScreen(Protocol):
 
     def refresh_bindings(self) -> None: ...
 
-    def notify_panels(self, name: str | None) -> None: ...
-
-    def show_frame(self, frame: Frame) -> None: ...
+    def parts_mounted(self) -> None: ...
 
 
 WRITTEN_S = 0.05
@@ -161,10 +155,8 @@ class LaterParts:
             return  # up already, or the app is closing (see _mount_both)
         self.mounted = True
         screen = self.screen
-        screen.notify_panels(screen.selected_device)
+        screen.parts_mounted()  # they show the selection and the frame on screen
         screen.refresh_bindings()  # the footer lists the shown tab's keys
-        if screen.shown_frame is not None:
-            screen.show_frame(screen.shown_frame)
         if self.freeze_gc:
             self.trim_timer = gc_policy.settle(screen)
         held, self._held = self._held, []

@@ -1,33 +1,22 @@
-"""The main screen's history keys (``[ ] { } g l``), and what the "who" tabs show in history.
+"""The main screen's history keys (``[ ] { } g l m M w``): each is a move of the scrubber.
 
-A mixin of :class:`~iotop_plus.tui.screens.main.MainScreen` that hands each key to the
-screen's :class:`~iotop_plus.tui.scrub.Scrubber`, the collaborator that moves the position
-and says what it cannot do, and gives each frame's processes and cgroups to the Processes and
-Cgroups tabs: in history or a replay a part the frame does not carry is "not recorded", never
-the live one kept from before.
+:class:`HistoryKeys` is a collaborator the main screen holds: it is given the scrubber (the
+collaborator that moves the shown frame's position and says what it cannot do), the screen
+(the jump and diff dialogs open over it) and the settings, and runs each key. What the
+Processes and Cgroups tabs show in history is theirs: each reads the shown frame's mode.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from iotop_plus.sampling.disks.disk_writes import disk_writes
-from iotop_plus.sampling.processes.issuers_part import IssuersPart
 from iotop_plus.tui.diff_view import Window, mark, show_diff, windows_before
-from iotop_plus.tui.scrub import HISTORY, REPLAY, Scrubber
+from iotop_plus.tui.scrub import Scrubber
 
 if TYPE_CHECKING:
-    from iotop_plus.config import Config
-    from iotop_plus.sampling.blocked.model import BlockedTasks
-    from iotop_plus.sampling.frame.model import Frame
-    from iotop_plus.tui.replay_reads import ReplayRead
-    from iotop_plus.tui.screens.side_panels import SidePanels
-    from iotop_plus.tui.widgets.blocked_panel import BlockedPanel
-    from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
-    from iotop_plus.tui.widgets.files_panel import FilesPanel
-    from iotop_plus.tui.widgets.process_panel import ProcessPanel
-    from iotop_plus.tui.widgets.sync_panel import SyncPanel
+    from textual.screen import Screen
 
+    from iotop_plus.config import Config
 
 WHO_HISTORY_HELP = (
     "History and replay: the Processes and Cgroups tabs show what the frame on screen carries. "
@@ -40,17 +29,21 @@ WHO_HISTORY_HELP = (
 """The help's paragraph on what the history and replay show of the processes and cgroups."""
 
 
-class HistoryActions:
-    """The history keys' actions: each is a move of :attr:`scrubber`."""
+class HistoryKeys:
+    """The history keys' actions: each is a move of :attr:`scrubber`.
 
-    scrubber: Scrubber
-    """The frame on screen when it is not the live one (the main screen's)."""
-    panels: SidePanels
-    """The side panel's tabs (the main screen's)."""
-    config: Config
-    """The settings (``diff_minutes``)."""
-    diff_marks: dict[str, Window]
-    """Windows marked with ``m`` (``a``) and ``M`` (``b``), not yet compared."""
+    Args:
+        scrubber: The shown frame's position in the timeline, and its moves.
+        screen: Where the jump and diff dialogs open (the main screen).
+        config: The settings (``diff_minutes``).
+    """
+
+    def __init__(self, scrubber: Scrubber, screen: Screen[Any], config: Config) -> None:
+        self.scrubber = scrubber
+        self.screen = screen
+        self.config = config
+        self.diff_marks: dict[str, Window] = {}
+        """Windows marked with ``m`` (``a``) and ``M`` (``b``), not yet compared."""
 
     def action_mark_window(self, which: str) -> None:
         """``m``/``M``: mark window A/B as the ``diff_minutes`` ending at the frame shown;
@@ -58,18 +51,16 @@ class HistoryActions:
         end = self.scrubber.origin()
         if end is None:
             return
-        screen: Any = self
-        marks = self.__dict__.setdefault("diff_marks", {})
-        pair = mark(marks, which, end, self.config.diff_minutes, screen.notify)
+        pair = mark(self.diff_marks, which, end, self.config.diff_minutes, self.screen.notify)
         if pair is not None:
-            show_diff(screen, self.scrubber.timeline, *pair, self.scrubber.zone)
+            show_diff(self.screen, self.scrubber.timeline, *pair, self.scrubber.zone)
 
     def action_compare_recent(self) -> None:
         """``w``: the ``diff_minutes`` ending at the frame shown against the ones before."""
         end = self.scrubber.origin()
         if end is not None:
             a, b = windows_before(end, self.config.diff_minutes)
-            show_diff(self, self.scrubber.timeline, a, b, self.scrubber.zone)
+            show_diff(self.screen, self.scrubber.timeline, a, b, self.scrubber.zone)
 
     def action_step(self, n: int) -> None:
         """One sample back or forward in the history."""
@@ -83,36 +74,14 @@ class HistoryActions:
         """Back to live (from history, or from a pause)."""
         self.scrubber.live()
 
-    def on_replay_read(self, message: ReplayRead) -> None:
-        """A replay's lookup came back from its worker: show it."""
-        message.apply()
+    def action_jump(self) -> None:
+        """Ask for a time and go there."""
+        hint = self.scrubber.jump_hint()
+        if hint is not None:
+            from iotop_plus.tui.screens.jump import JumpScreen
 
-    def check_history_action(self, action: str) -> bool | None:
+            self.screen.app.push_screen(JumpScreen(self.scrubber.jump, hint))
+
+    def check(self, action: str) -> bool | None:
         """``l`` is offered (and shown) only away from live."""
         return action != "live" or self.scrubber.away_from_live
-
-    def show_who(self, frame: Frame) -> None:
-        """The Processes and Cgroups tabs (while shown) show ``frame``'s processes and
-        cgroups; in history or a replay, "not recorded" where the frame has none."""
-        recorded = self.scrubber.mode in (HISTORY, REPLAY)
-        processes = cast("ProcessPanel | None", self.panels.mounted("tab-processes"))
-        if processes is not None and processes.sampling:
-            if recorded and frame.processes is None:
-                processes.show_not_recorded()
-            else:
-                processes.show_processes(frame.processes, frame.process_error, disk_writes(frame))
-        cgroups = cast("CgroupPanel | None", self.panels.mounted("tab-cgroups"))
-        if cgroups is not None and cgroups.sampling:
-            cgroups.show_cgroups(frame.cgroups, recorded=recorded, issuers=frame.get(IssuersPart))
-        blocked = cast("BlockedPanel | None", self.panels.mounted("tab-blocked"))
-        if blocked is not None and blocked.sampling:
-            tasks = cast("BlockedTasks | None", frame.parts.get(blocked.KEY))
-            blocked.show_blocked(tasks, recorded=recorded)
-        files = cast("FilesPanel | None", self.panels.mounted("tab-files"))
-        if files is not None and files.sampling:
-            from iotop_plus.sampling.files.part import FilesPart
-
-            files.show_files(frame.get(FilesPart), recorded)
-        syncs = cast("SyncPanel | None", self.panels.mounted("tab-sync"))
-        if syncs is not None and syncs.sampling:
-            syncs.show_frame(frame, recorded=recorded)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
 from iotop_plus.sampling.disks.figures import figure
 from iotop_plus.tui.keys import (
-    TUNE_READ_AHEAD,
-    TUNE_REVERT_ALL,
-    TUNE_SCHEDULER,
-    TUNE_UNDO,
+    READ_AHEAD_KEY,
+    REVERT_ALL_KEY,
+    SCHEDULER_KEY,
+    UNDO_KEY,
     Command,
 )
 from iotop_plus.tui.widgets.table_columns import COLUMN_SETS, EXTENDED_PRIORITY, LATENCY_SET
@@ -174,40 +174,10 @@ MAIN_KEYS: tuple[Command, ...] = (
         "narrow terminals: table / charts / side panel",
         show=False,
     ),
-    Command(
-        "R",
-        "tune('read_ahead_kb')",
-        "Read-ahead",
-        "Set read-ahead",
-        "change the selected device's read-ahead / I/O scheduler (Tune tab)",
-        id=TUNE_READ_AHEAD,
-    ),
-    Command(
-        "S",
-        "tune('scheduler')",
-        "Scheduler",
-        "Set I/O scheduler",
-        "change the selected device's read-ahead / I/O scheduler (Tune tab)",
-        id=TUNE_SCHEDULER,
-    ),
-    Command(
-        "u",
-        "undo_setting",
-        "Undo",
-        "Undo setting change",
-        "undo the last setting change / revert every change of this run",
-        show=False,
-        id=TUNE_UNDO,
-    ),
-    Command(
-        "U",
-        "revert_settings",
-        "Revert all",
-        "Revert all settings",
-        "undo the last setting change / revert every change of this run",
-        show=False,
-        id=TUNE_REVERT_ALL,
-    ),
+    READ_AHEAD_KEY,
+    SCHEDULER_KEY,
+    UNDO_KEY,
+    REVERT_ALL_KEY,
     Command(
         "I",
         "panel_tab('tab-device')",

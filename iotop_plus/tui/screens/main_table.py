@@ -2,9 +2,9 @@
 
 :class:`TableKeys` is a collaborator the main screen owns. It is given what it needs: the
 screen as a :class:`TableView` (its widgets by id, its views, its selection, the frame shown)
-and the feed's switch for the tracer's latency. Textual looks actions up on the screen, so
-the screen keeps a one-line ``action_*`` for each key; the filter box's ``Changed`` handler
-stays there too (Textual collects ``@on`` handlers from the screen class itself).
+and the feed's switch for the tracer's latency. Its ``action_*`` methods are the screen's
+actions (the screen takes them as its own); the filter box's ``Changed`` handler stays on
+the screen (Textual collects ``@on`` handlers from the screen class itself).
 
 The filter box and the latency view are mounted the first time they are shown (under
 ``#left``, around the table): until then they are not on the screen at all.
@@ -22,11 +22,12 @@ from textual.css.query import NoMatches
 from textual.widget import Widget
 
 from iotop_plus.tui.messages import Notifies
+from iotop_plus.tui.screens.main_views import ScreenViews
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
-    from iotop_plus.sampling.frame.model import Frame
+    from iotop_plus.tui.shown import Shown, ShownViews
     from iotop_plus.tui.widgets.filter_input import FilterInput
     from iotop_plus.tui.widgets.latency_view import LatencyView
 
@@ -38,12 +39,13 @@ class TableView(Notifies, Protocol):
 
     selected_device: str | None
     """The device the charts and panels are about."""
-    shown_frame: Frame | None
+    shown: Shown
     """The frame on screen."""
 
-    @property
-    def narrow(self) -> bool:
-        """Whether one view at a time is shown."""
+    layout_views: ScreenViews
+    """Which views are shown (narrow: one at a time)."""
+    views: ShownViews
+    """The widgets that show the frame on screen (the latency view joins them)."""
 
     def action_view(self, view: str) -> None:
         """In narrow mode, show one of the views."""
@@ -101,16 +103,19 @@ class TableKeys:
         """The latency view, once it was shown (its module is not loaded before)."""
         return cast("LatencyView | None", self._find("#latency-view", Widget))
 
-    def open_filter(self) -> None:
+    def action_filter(self) -> None:
         """Show the name filter (mounted over the table the first time) and focus it."""
         from iotop_plus.tui.widgets.filter_input import FilterInput
 
-        if self.view.narrow:
+        if self.view.layout_views.narrow:
             self.view.action_view("view-table")
         box = self.box
         if box is None:
             box = FilterInput(
-                placeholder="filter devices by name (Enter keeps, Esc clears)", id="filter"
+                done=self.finish_filter,  # Enter in the filter box
+                clear=self.action_clear_filter,
+                placeholder="filter devices by name (Enter keeps, Esc clears)",
+                id="filter",
             )
             self._mount_by_table(box, before=True)
         box.add_class("shown")
@@ -118,7 +123,7 @@ class TableKeys:
         # right after "/" may already be queued, and would go to the table's keys.
         self.view.set_focus(box)
 
-    def clear_filter(self) -> None:
+    def action_clear_filter(self) -> None:
         """Drop the filter."""
         box = self.box
         if box is not None:
@@ -143,7 +148,7 @@ class TableKeys:
         self.view.select_device(table.selected)
         self.view.set_focus(table)  # at once: the key typed next is the table's
 
-    def toggle_all(self) -> None:
+    def action_toggle_all(self) -> None:
         """Switch between the default device selection and all devices."""
         table = self.table
         table.toggle_all()
@@ -152,7 +157,7 @@ class TableKeys:
             timeout=2,
         )
 
-    def cycle_columns(self) -> None:
+    def action_cycle_columns(self) -> None:
         """Next column set."""
         name = self.table.cycle_columns()
         self.view.notify(f"columns: {name}", timeout=2)
@@ -168,22 +173,23 @@ class TableKeys:
             latency = LatencyView(id="latency-view")
             latency.display = False
             self._mount_by_table(latency, before=False)
+            self.view.views.follow_tree(latency)  # it shows each frame from now on
         if latency is None or latency.display == on:
             return
         latency.display = on
         self.want_latency(on)
         if on:
-            shown = self.view.shown_frame
+            shown = self.view.shown.frame
             latency.show_latency(
                 None if shown is None else shown.latency, self.view.selected_device
             )
 
-    def sort(self, step: int) -> None:
+    def action_sort(self, step: int) -> None:
         """Sort by the previous or next column."""
         title = self.table.move_sort(step)
         self.view.notify(f"sorted by {title}", timeout=2)
 
-    def reverse_sort(self) -> None:
+    def action_reverse_sort(self) -> None:
         """Reverse the sort order."""
         self.table.reverse_sort()
 

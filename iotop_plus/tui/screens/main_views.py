@@ -4,21 +4,30 @@ Wide terminals show the table over the charts, with the side panel on the right 
 :data:`WIDE_WIDTH` columns it takes a share of the width, not its 42 columns). Narrow ones
 (80x24 over SSH) show one of them at a time, chosen with the view tabs or the keys 1, 2, 3.
 The screen's CSS classes say which: ``narrow``, ``wide`` and the view shown (``app.tcss``).
-The view tabs are mounted only while the screen is narrow (:meth:`ScreenViews.place_bar`).
 
 :class:`ScreenViews` is a collaborator the main screen owns; it is given the screen as a
 Textual :class:`~textual.screen.Screen` (its classes, its widgets, its focus) and nothing of
-the main screen's own.
+the main screen's own. :func:`first_widgets` is what the screen composes: the views of the
+first paint.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import tzinfo
 from typing import Any
 
+from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.widget import Widget
 
+from iotop_plus.config import Config
+from iotop_plus.sampling.disks.sampler import HostInfo
 from iotop_plus.tui.widgets.device_table import DeviceTable
+from iotop_plus.tui.widgets.header import HostHeader
+from iotop_plus.tui.widgets.key_hints import KeyHints
+from iotop_plus.tui.widgets.pressure import PressureGauge
 from iotop_plus.tui.widgets.tab_bar import BarTab, TabBar
 
 NARROW_WIDTH = 110
@@ -39,6 +48,28 @@ VIEW_TABS = (
 """The view tabs, with their keys."""
 
 
+def first_widgets(
+    host: HostInfo,
+    config: Config,
+    interval: float,
+    zone: tzinfo | None,
+    devices: Sequence[str],
+    view_tabs: TabBar | None,
+) -> list[Widget]:
+    """What the main screen composes: the header, the view tabs (``view_tabs``: only while
+    narrow), the device table, and the key hints. The filter box and the latency view come
+    when first shown (:mod:`~iotop_plus.tui.screens.main_table`); the charts under the table
+    and the side panel beside it just after the first paint
+    (:mod:`~iotop_plus.tui.screens.later_parts`)."""
+    header = HostHeader(host, interval, zone=zone, id="header", read_only=config.read_only)
+    return [
+        Horizontal(header, PressureGauge(id="pressure"), id="header-row"),
+        *(() if view_tabs is None else (view_tabs,)),
+        Horizontal(Vertical(DeviceTable(config, only=devices, id="table"), id="left"), id="body"),
+        KeyHints(),
+    ]
+
+
 class ScreenViews:
     """Which views the screen shows, for its size; in narrow mode, which one.
 
@@ -48,6 +79,11 @@ class ScreenViews:
 
     def __init__(self, screen: Screen[Any]) -> None:
         self.screen = screen
+
+    @property
+    def narrow(self) -> bool:
+        """Whether one view at a time is shown."""
+        return self.screen.has_class("narrow")
 
     def fit(self, width: int, height: int) -> None:
         """The screen is ``width`` x ``height``: narrow, wide, or neither."""
@@ -72,11 +108,6 @@ class ScreenViews:
             self.screen.mount(self.new_bar(), before="#body")
         elif not self.narrow and bar is not None:
             bar.remove()
-
-    @property
-    def narrow(self) -> bool:
-        """Whether one view at a time is shown."""
-        return self.screen.has_class("narrow")
 
     @property
     def view(self) -> str:

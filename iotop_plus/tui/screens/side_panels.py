@@ -1,23 +1,24 @@
 """The side panel's deferred tabs, and what their panels ask of the frames.
 
 The Device tab's panel comes with the side panel
-(:class:`~iotop_plus.tui.widgets.side_panel.SidePanel`). The Tune, Processes, Cgroups, Blocked,
-Files, Probe and Sync tabs have no widget at first (:data:`DEFERRED_TABS`):
-:meth:`SidePanels.panel` builds a tab's panel, and imports its module, the first time something
-needs it, and :meth:`SidePanels.mount` mounts it when its tab is first shown or a key needs
-it. The Probe panel alone is ~44 widgets, and styling every hidden widget held back the first
-frame. A new tab is a :class:`~iotop_plus.tui.widgets.tab_bar.BarTab` in ``SIDE_TABS``, its id
-in ``DEFERRED_TABS`` and a case in :meth:`SidePanels._build`.
+(:class:`~iotop_plus.tui.widgets.side_panel.SidePanel`, mounted by :mod:`.later_parts`). The
+Tune, Processes, Cgroups, Blocked, Files, Probe and Sync tabs have no widget at first
+(:data:`DEFERRED_TABS`): :meth:`SidePanels.panel` builds a tab's panel, and imports its module,
+the first time something needs it, and :meth:`SidePanels.ready` mounts it when its tab is
+first shown or a key needs it; it then learns the selection and reads the shown frame like
+every other view. The Probe panel alone is ~44 widgets, and styling every hidden widget held
+back the first frame. A new tab is a :class:`~iotop_plus.tui.widgets.tab_bar.BarTab` in
+``SIDE_TABS``, its id in ``DEFERRED_TABS`` and a case in :meth:`SidePanels._build`.
 
 Everything a panel needs is passed in here: the tuner, the probe runner factory, the refusals
-(a replay, ``--read-only``) and a :class:`PanelFeed`, through which the Processes and Cgroups
-panels ask what the next frames carry.
+(a replay, ``--read-only``) and a :class:`PanelFeed`, through which the panels ask what the
+next frames carry.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from textual.widget import AwaitMount, Widget
 
@@ -30,6 +31,9 @@ from iotop_plus.tui.scrub import Scrubber
 if TYPE_CHECKING:
     from iotop_plus.devices.settings import SettingValue
     from iotop_plus.probe.runner import ProbeRunner
+    from iotop_plus.tui.widgets.probe_panel import ProbePanel
+    from iotop_plus.tui.widgets.process_panel import ProcessPanel
+    from iotop_plus.tui.widgets.settings_panel import SettingsPanel
     from iotop_plus.tui.widgets.side_panel import SidePanel
 
 DEFERRED_TABS = (
@@ -53,7 +57,9 @@ class PanelFeed:
         show_again: Shows the frame on screen again (with what it now carries).
     """
 
-    def __init__(self, feed: FrameFeed, scrubber: Scrubber, show_again: Callable[[], None]) -> None:
+    def __init__(
+        self, feed: FrameFeed, scrubber: Scrubber, show_again: Callable[[], object]
+    ) -> None:
         self.feed = feed
         self.scrubber = scrubber
         self.show_again = show_again
@@ -117,6 +123,8 @@ class SidePanels:
         runner_factory: Makes the fio runner for a probe.
         feed: What the Processes and Cgroups panels ask of the frames.
         refusals: What a replay and read-only refuse.
+        side: The side panel to mount the panels into (None until it is up).
+        mounted: Called with a panel just mounted (it learns the selection and the frame).
     """
 
     def __init__(
@@ -126,12 +134,16 @@ class SidePanels:
         runner_factory: Callable[[], ProbeRunner],
         feed: PanelFeed,
         refusals: Refusals,
+        side: Callable[[], SidePanel | None],
+        mounted: Callable[[Widget], object],
     ) -> None:
         self.roots = roots
         self.tuner = tuner
         self.runner_factory = runner_factory
         self.feed = feed
         self.refusals = refusals
+        self._side = side
+        self._mounted = mounted
         self.built: dict[str, Widget] = {}
         """The panels built so far, by tab id."""
         self._mounting: dict[str, AwaitMount] = {}
@@ -142,6 +154,30 @@ class SidePanels:
         if built is None:
             built = self.built[tab_id] = self._build(tab_id)
         return built
+
+    @property
+    def settings_panel(self) -> SettingsPanel:
+        """The Tune tab's panel (built, not necessarily mounted)."""
+        return cast("SettingsPanel", self.panel("tab-tune"))
+
+    @property
+    def process_panel(self) -> ProcessPanel:
+        """The Processes tab's panel (built, not necessarily mounted)."""
+        return cast("ProcessPanel", self.panel("tab-processes"))
+
+    @property
+    def probe_panel(self) -> ProbePanel:
+        """The Probe tab's panel (built, not necessarily mounted)."""
+        return cast("ProbePanel", self.panel("tab-probe"))
+
+    async def ready(self, tab_id: str) -> bool:
+        """Mount ``tab_id``'s deferred panel if need be; False if it is not (app quitting)."""
+        if tab_id not in DEFERRED_TABS:
+            return True
+        side = self._side()
+        if side is not None and await self.mount(tab_id, side):
+            self._mounted(self.panel(tab_id))
+        return self.mounted(tab_id) is not None
 
     def mounted(self, tab_id: str) -> Widget | None:
         """The panel of ``tab_id`` if it is built and mounted (never builds it)."""

@@ -10,7 +10,7 @@ shows the frame's groups, or says they were not recorded: never the live ones.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, cast
 
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
@@ -18,6 +18,7 @@ from textual.widgets import Static
 
 from iotop_plus.sampling.blocked.model import REASON_TEXT, BlockedGroup, BlockedTasks
 from iotop_plus.text import printable
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.while_shown import WhileShown
 
 KEY = "blocked"
@@ -94,6 +95,12 @@ class BlockedPanel(WhileShown, Vertical, can_focus=False):
     def shown_changed(self, on: bool) -> None:
         assert self.feed is not None
         self.feed.want_part(KEY, on)
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its blocked threads (while the tab is shown)."""
+        if self.sampling and shown.frame is not None:
+            tasks = cast("BlockedTasks | None", shown.frame.parts.get(KEY))
+            self.show_blocked(tasks, shown.recorded)
 
     def show_blocked(self, tasks: BlockedTasks | None, recorded: bool) -> None:
         """Show a frame's blocked threads; ``recorded``: the frame is from the history or a

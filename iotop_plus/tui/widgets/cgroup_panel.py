@@ -20,13 +20,13 @@ from __future__ import annotations
 from typing import Protocol
 
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.widgets import Input, Static
 
 from iotop_plus.sampling.cgroups.files import not_counted_line
 from iotop_plus.sampling.cgroups.limits import V1_WRITEBACK_NOTE, device_limits
 from iotop_plus.sampling.frame.model import CgroupFrame
 from iotop_plus.sampling.processes.issuers import IssuersFrame
+from iotop_plus.sampling.processes.issuers_part import IssuersPart
 from iotop_plus.text import compact_bytes, printable
 from iotop_plus.tui.cgroup_rows import (
     CGROUP_COLUMNS,
@@ -38,8 +38,9 @@ from iotop_plus.tui.cgroup_rows import (
     device_split_text,
     members_text,
 )
-from iotop_plus.tui.keys import panel_id
+from iotop_plus.tui.keys import CGROUPS, panel_bindings
 from iotop_plus.tui.process_rows import printable_lines
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.cursor_list import SortedList
 from iotop_plus.tui.widgets.list_panel import ListPanel
 
@@ -129,12 +130,6 @@ class CgroupList(SortedList[CgroupRow]):
         """Column titles with an arrow on the sorted one(s)."""
         return self.line({c.key: self.sort_title(c.key, c.title) for c in CGROUP_COLUMNS}, width)
 
-    def cursor_moved(self, old: int) -> None:
-        super().cursor_moved(old)
-        panel = next((a for a in self.ancestors if isinstance(a, CgroupPanel)), None)
-        if panel is not None:
-            panel.selection_moved()
-
 
 class CgroupPanel(ListPanel):
     """Per-cgroup I/O and pressure as a tree, with sort, filter and the selected one's processes."""
@@ -147,19 +142,7 @@ class CgroupPanel(ListPanel):
     CgroupPanel > #cgroup-members { display: none; height: auto; }
     CgroupPanel > #cgroup-members.shown { display: block; }
     """
-    BINDINGS = [
-        Binding(
-            "o", "toggle_only_active", "Only I/O", id=panel_id("tab-cgroups", "toggle_only_active")
-        ),
-        Binding("left", "sort(-1)", "Sort <", show=False),
-        Binding("right", "sort(1)", "Sort >", show=False),
-        Binding(
-            "i", "invert_sort", "Invert", show=False, id=panel_id("tab-cgroups", "invert_sort")
-        ),
-        Binding("f", "filter", "Find cgroup", id=panel_id("tab-cgroups", "filter")),
-        Binding("enter", "members", "Processes"),
-        Binding("escape", "close", "Close", show=False),
-    ]
+    BINDINGS = panel_bindings(CGROUPS)
     FILTER_ID = "cgroup-filter"
     DETAIL_ID = "cgroup-members"
     SORT_KEYS = CGROUP_SORT_KEYS
@@ -183,7 +166,7 @@ class CgroupPanel(ListPanel):
     def compose(self) -> ComposeResult:
         yield Static("Cgroups: waiting for the first sample...", id="cgroup-status", markup=False)
         yield Input(placeholder="filter by cgroup path or name (Esc clears)", id="cgroup-filter")
-        yield CgroupList(id="cgroup-list")
+        yield CgroupList(sort=self.action_sort, moved=self.selection_moved, id="cgroup-list")
         yield Static("", id="cgroup-devices", markup=False)
         yield Static("", id="cgroup-members", markup=False)
 
@@ -220,6 +203,14 @@ class CgroupPanel(ListPanel):
         self._rerender()
 
     # -- frames from the feed ----------------------------------------------------------------
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its cgroups (while the tab is shown); in history or a
+        replay, "not recorded" where the frame has none."""
+        frame = shown.frame
+        if self.sampling and frame is not None:
+            issuers = frame.get(IssuersPart)
+            self.show_cgroups(frame.cgroups, recorded=shown.recorded, issuers=issuers)
 
     def show_cgroups(
         self,

@@ -8,7 +8,7 @@ cursor position means (:meth:`CursorList.cursor_moved`).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import ClassVar, Generic, TypeVar
 
 from rich.segment import Segment
@@ -136,8 +136,18 @@ class SortedList(CursorList[RowT]):
         Binding("right", "sort(1)", "Sort >", show=False),
     ]
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        sort: Callable[[int], object] | None = None,
+        moved: Callable[[], object] | None = None,
+        id: str | None = None,
+    ) -> None:
+        """``sort(step)``: the panel around the list re-sorts its rows (left, right);
+        ``moved()``: the panel follows the cursor (both owned by the panel)."""
         super().__init__(id=id)
+        self._resort = sort
+        self._follow_cursor = moved
         self.selected: Hashable | None = None
         """Key of the row under the cursor."""
         self.following = False
@@ -204,12 +214,13 @@ class SortedList(CursorList[RowT]):
         self.selected = self.row_key(self.rows[self.cursor])
         self.following = self.cursor != 0  # back on the top row: stay on top again
         self.refresh()
+        if self._follow_cursor is not None:
+            self._follow_cursor()
 
     def action_sort(self, step: int) -> None:
         """The panel around the list owns the sort (it re-arranges the rows)."""
-        owner = next((a for a in self.ancestors if hasattr(a, "action_sort")), None)
-        if owner is not None:
-            owner.action_sort(step)
+        if self._resort is not None:
+            self._resort(step)
 
     def on_resize(self) -> None:
         self.fit_virtual_size()

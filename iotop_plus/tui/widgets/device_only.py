@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Protocol
 
-from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.processes.issuers import Issuer, IssuersFrame
 from iotop_plus.sampling.processes.issuers_part import IssuersPart
 
@@ -24,7 +23,7 @@ __all__ = [
 ]
 from iotop_plus.text import compact_bytes
 from iotop_plus.tui.process_rows import DEVICE_SORT_KEYS, SORT_KEYS
-from iotop_plus.tui.scrub import HISTORY, REPLAY
+from iotop_plus.tui.shown import Shown
 
 
 class IssuerFeed(Protocol):
@@ -39,7 +38,8 @@ class DeviceOnly:
     """The "this device only" state and key of the Processes panel."""
 
     feed: Any
-    screen: Any
+    shown: Shown = Shown()
+    """The frame on screen, its mode and position (the panel is told each)."""
     ASCENDING_KEYS: ClassVar[frozenset[str]]
     device_only: bool = False
     """Only the selected device's issuers are listed."""
@@ -81,9 +81,9 @@ class DeviceOnly:
         self.rerender()
 
     def shown_issuers(self) -> IssuersFrame | None:
-        """The issuers of the frame on screen (the main screen's ``shown_frame``)."""
-        frame = getattr(self.screen, "shown_frame", None)
-        return frame.get(IssuersPart) if isinstance(frame, Frame) else None
+        """The issuers of the frame on screen."""
+        frame = self.shown.frame
+        return frame.get(IssuersPart) if frame is not None else None
 
     def device_issuers(self) -> tuple[Issuer, ...]:
         """The selected device's issuers in the frame on screen (empty when none)."""
@@ -99,8 +99,7 @@ class DeviceOnly:
         if self.device is None:
             return "v: this device only (no device selected)"
         issuers = self.shown_issuers()
-        scrubber = getattr(self.screen, "scrubber", None)
-        if issuers is None and getattr(scrubber, "mode", None) in (HISTORY, REPLAY):
+        if issuers is None and self.shown.recorded:
             return f"v: issuers of {self.device} not recorded at this time"
         if issuers is None:
             return f"v: issuers of {self.device} (waiting for the tracer…)"

@@ -23,8 +23,8 @@ from iotop_plus.text import lsblk_size, printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.health_lines import health_facts
 from iotop_plus.tui.issuer_lines import issuer_facts
-from iotop_plus.tui.why_lines import has_verdict, verdict_facts, why_facts
-from iotop_plus.why.verdicts import with_verdicts
+from iotop_plus.tui.shown import Shown
+from iotop_plus.tui.why_lines import verdict_facts, why_facts
 
 
 def device_facts(
@@ -190,7 +190,8 @@ class _Facts(BatchedRepaint, Static):
 
 
 class DevicePanel(VerticalScroll):
-    """The facts and queue settings of the selected device."""
+    """The facts and queue settings of the selected device, with the "why" lines of the
+    frame on screen (its verdict is judged off the UI thread and comes with the frame)."""
 
     DEFAULT_CSS = """
     DevicePanel { height: 1fr; }
@@ -198,18 +199,42 @@ class DevicePanel(VerticalScroll):
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.selected: str | None = None
+        """The selected device's name."""
         self.device: BlockDevice | None = None
         """The device shown."""
         self.settings: tuple[SettingValue, ...] | None = None
         """Its settings as last read."""
+        self.frame: Frame | None = None
+        """The frame on screen."""
         self._shown: object = None
-        self._judged_frame: Frame | None = None
-        """The last frame judged off the UI thread for this panel (:meth:`_judged`)."""
         self._painted_name: str | None = None
         """The device whose facts were painted last (its height is kept, see show_lines)."""
 
     def compose(self) -> ComposeResult:
         yield _Facts("No device selected.", id="device-facts")
+
+    def set_device(self, name: str | None) -> None:
+        """The table's selection moved to ``name`` (its settings are not read yet)."""
+        if name != self.selected:
+            self.selected, self.settings = name, None
+        self._show_selected()
+
+    def show_settings(self, name: str | None, settings: Sequence[SettingValue] | None) -> None:
+        """``name`` is selected, with its queue settings as read now (None: not yet)."""
+        self.selected = name
+        self.settings = tuple(settings) if settings is not None else None
+        self._show_selected()
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its memory and verdict lines move with it."""
+        self.frame = shown.frame
+        self._show_selected()
+
+    def _show_selected(self) -> None:
+        frame, name = self.frame, self.selected
+        dev = frame.inventory.get(name) if frame is not None and name is not None else None
+        self.show(dev, self.settings, frame)
 
     def show(
         self,
@@ -224,9 +249,7 @@ class DevicePanel(VerticalScroll):
         facts = device_facts(dev, settings) if dev is not None else None
         if facts is not None and dev is not None:
             who = issuer_facts(dev.name, frame)  # then who: the second question
-            frame = self._with_judged(frame)
             why = verdict_facts(dev.name, frame)
-            self._ask_verdict(dev.name, frame)
             # Health right after who, so it is on screen at 80x24 without scrolling.
             health = health_facts(dev.name, frame)
             facts = why + who + health + facts  # why first: the question asked
@@ -235,33 +258,6 @@ class DevicePanel(VerticalScroll):
             return
         self._shown = facts
         self._paint()
-
-    def _ask_verdict(self, device: str, frame: Frame | None) -> None:
-        """The screen's feed judges ``device`` in the next frames (on the sampler thread) and,
-        when ``frame`` is shown without its verdict, in ``frame`` (on a worker thread, with the
-        frames before it in the screen's timeline: its ring, or the recording)."""
-        feed = getattr(self.screen, "feed", None)
-        if feed is None or not hasattr(feed, "ask_verdict"):
-            return
-        feed.judge_devices = frozenset((device,))
-        if frame is not None and not has_verdict(device, frame):
-            scrubber = getattr(self.screen, "scrubber", None)
-            feed.ask_verdict(frame, device, getattr(scrubber, "timeline", None), self._judged)
-
-    def _judged(self, frame: Frame) -> None:
-        """A frame's verdict came from the worker: shown while that frame is."""
-        self._judged_frame = frame
-        if self.device is not None:
-            self.show(self.device, self.settings, getattr(self.screen, "shown_frame", None))
-
-    def _with_judged(self, frame: Frame | None) -> Frame | None:
-        """``frame`` with the verdicts judged for it off the UI thread, if any."""
-        judged = self._judged_frame
-        if frame is None or judged is None or judged.verdicts is None:
-            return frame
-        if (judged.seq, judged.wall_time) != (frame.seq, frame.wall_time):
-            return frame
-        return with_verdicts(frame, judged.verdicts)
 
     def _paint(self) -> None:
         static = self.query_one("#device-facts", _Facts)

@@ -19,13 +19,13 @@ from textual.strip import Strip
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.disks.rates import DeviceRates, FigureColumns
-from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.latency.hist import LatencyFrame
 from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory, shown_by_default
 from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.device_rows import (
     TableRow,
@@ -79,7 +79,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
     BINDINGS = cursor_bindings(SELECT_HELP)
 
     class HiddenChanged(Message):
-        """The filter, ``a`` or the column set re-laid the table out: what it hides may differ."""
+        """What it hides may differ (a re-layout, a frame): the header names a busy one."""
 
     COMPONENT_CLASSES = {"device-table--header", "device-table--cursor", "device-table--sorted"}
 
@@ -107,6 +107,8 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self.config = config or Config()
         self.set_reactive(DeviceTable.column_set, self.config.column_set)
         self.set_reactive(DeviceTable.show_all, self.config.show_all)
+        self._shown_inventory: Inventory | None = None  # the devices of the frame shown last
+        self._hidden_told: tuple[object, ...] = ()  # the hidden devices last told
         self.only = frozenset(only)
         """Devices named on the command line: shown even if hidden by default, and no others
         (until ``a`` shows all)."""
@@ -185,11 +187,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self._refresh_changed_lines()
 
     def _iops(self, name: str) -> float:
-        rates = self._rates.get(name)
-        return rates.r_s + rates.w_s if rates is not None else -1.0
-
-    def _is_partition(self, name: str) -> bool:
-        return bool(getattr(self._inventory.get(name), "is_partition", False))
+        return r.r_s + r.w_s if (r := self._rates.get(name)) is not None else -1.0
 
     def _choose_busiest(self) -> None:
         """The starting device, unless one was named or the user moved the cursor: the shown
@@ -202,33 +200,36 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
     def _find_busy_hidden(self) -> None:
         """Name the hidden device :func:`named_hidden` picks, and why."""
         # A partition's I/O is its disk's too: hidden, it hides nothing.
-        candidates = [n for n in self._hidden_names if not self._is_partition(n)]
+        hidden = [(n, self._inventory.get(n)) for n in self._hidden_names]
+        candidates = [n for n, dev in hidden if not getattr(dev, "is_partition", False)]
         shown = max((self._iops(r.name) for r in self.rows), default=-1.0)
         busy, why = named_hidden(candidates, self._throttled, self._iops, shown)
         if (busy, why) != (self.busy_hidden, self.hidden_why):
             self.busy_hidden, self.hidden_why = busy, why
-            self._refresh_note_line()
+            # Repaint the line under the rows that names them, not the whole table.
+            line = HEADER_LINES + len(self.rows) - self.scroll_offset.y
+            if HEADER_LINES <= line < self.size.height:
+                self.refresh(Region(0, line, self.size.width, 1))
 
-    def _refresh_note_line(self) -> None:
-        """Repaint the line under the rows that names the hidden devices (the busy one's name
-        came or went), not the whole table."""
-        line = HEADER_LINES + len(self.rows) - self.scroll_offset.y
-        if HEADER_LINES <= line < self.size.height:
-            self.refresh(Region(0, line, self.size.width, 1))
-
-    def update_latency(self, latency: LatencyFrame | None) -> None:
-        """The latency columns' figures for the next :meth:`update_devices`."""
-        self._checked.clear()
-        self._latency = latency
-
-    def update_parts(self, frame: Frame) -> None:
-        """The frame's latency and health (the severity marks) for :meth:`update_devices`."""
-        self.update_latency(frame.latency)  # (which forgets the rows' checks)
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its figures, latency and health marks (a scrub can
+        skip the frame where the devices changed); says when what it hides changed."""
+        frame = shown.frame
+        if frame is None:
+            return
+        before, self._shown_inventory = self._shown_inventory, frame.inventory
+        changed = frame.inventory_changed or (before is not None and frame.inventory is not before)
+        self._latency = frame.latency  # (update_devices forgets the rows' checks)
         marks = severity_marks(frame)
-        if marks.keys() != self.marks.keys():
-            self._row_order_dirty = True  # the Device column widens for the mark
+        self._row_order_dirty |= marks.keys() != self.marks.keys()  # the Device column widens
         self.marks = marks
         self._throttled = throttled_devices(frame)
+        self.update_devices(
+            frame.rates, frame.inventory, frame.ever_used, frame.nr_requests, changed
+        )
+        if (hidden := (self.hidden, self.busy_hidden, self.hidden_why)) != self._hidden_told:
+            self._hidden_told = hidden
+            self.post_message(self.HiddenChanged())
 
     def visible_names(self) -> list[str]:
         """Kernel names of all rows (in order), scrolled out of view or not."""

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from iotop_plus.sampling.files.model import FileEntry, FilesFrame
 from iotop_plus.text import compact_bytes, printable
+from iotop_plus.tui.shown import Shown
 
 MAX_PROCESS_NAMES = 3
 """Processes named on a file's line."""
@@ -105,6 +106,13 @@ class FilesPanel(Static):
         if name != self.device:
             self.device = name
             self.update(files_text(self.value, self.device, self.recorded))
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its files (while the tab is shown)."""
+        if self.sampling and shown.frame is not None:
+            from iotop_plus.sampling.files.part import FilesPart
+
+            self.show_files(shown.frame.get(FilesPart), shown.recorded)
 
     def show_files(self, value: FilesFrame | None, recorded: bool) -> None:
         """The frame shown's files (``recorded``: a frame of the history or a replay)."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from textual import events
 from textual.widgets import Input
 
@@ -15,12 +18,27 @@ class FilterInput(Input):
     queued ``loop2`` was typed, and a plain Enter after the key typed next. Here both are
     handled as the box takes them from its queue; keys queued behind Enter were meant for
     the table, so they are sent back to the app, which hands them to whatever has focus now.
+
+    Args:
+        done: Called with the text on Enter (keep the filter, give the keyboard back).
+        clear: Called on Esc (drop the filter). Without them the box is a plain Input.
     """
+
+    def __init__(
+        self,
+        *,
+        done: Callable[[str], object] | None = None,
+        clear: Callable[[], object] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._when_done = done
+        self._when_cleared = clear
 
     async def on_key(self, event: events.Key) -> None:
         """Runs before Input's own key handler, which types the key unless this one prevents
         it (Textual calls a class's handler before its base class's)."""
-        if self.screen.focused is not self:
+        if self.app.focused is not self:
             # Forwarded while the box had focus, queued behind Enter or Esc: not filter text.
             event.stop()
             event.prevent_default()
@@ -36,14 +54,12 @@ class FilterInput(Input):
             return
 
     def _done(self) -> None:
-        """Keep the filter and give the keyboard back to the table (see the screen)."""
-        finish = getattr(self.screen, "finish_filter", None)
-        if finish is not None:
-            finish(self.value)
-        else:  # not on the main screen: behave as a plain Input
+        """Keep the filter and give the keyboard back (``done``)."""
+        if self._when_done is not None:
+            self._when_done(self.value)
+        else:  # a plain Input
             self.post_message(self.Submitted(self, self.value))
 
     def _clear(self) -> None:
-        clear = getattr(self.screen, "action_clear_filter", None)
-        if clear is not None:
-            clear()
+        if self._when_cleared is not None:
+            self._when_cleared()

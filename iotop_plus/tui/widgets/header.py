@@ -15,6 +15,7 @@ from textual.widgets import Static
 from iotop_plus.sampling.disks.sampler import HostInfo
 from iotop_plus.text import clock_text, printable, uptime, zone_label
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
+from iotop_plus.tui.shown import LIVE, Shown
 from iotop_plus.tui.widgets.device_rows import hidden_note
 from iotop_plus.tui.widgets.plain_lines import plain_lines
 
@@ -33,6 +34,8 @@ MODE_STYLES = {
     "history": "bold black on cyan",
     "replay": "bold black on magenta",
 }
+PROBLEM_SHOWN_S = 5.0
+"""A sampling problem stays in the header at least this long, so it can be read."""
 
 
 class HostHeader(BatchedRepaint, Static):
@@ -75,9 +78,45 @@ class HostHeader(BatchedRepaint, Static):
         self._strip: Strip | None = None
         """The line as last rendered (at its width)."""
         self._painted: tuple[object, ...] = ()
+        self._started: float | None = None
+        """Monotonic time of the first live frame shown (the uptime counts on from it)."""
+        self._problem_at = float("-inf")
 
     def on_mount(self) -> None:
         self._paint()
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its time, the mode, the uptime then, and the first
+        bad line it read (a problem told stays :data:`PROBLEM_SHOWN_S` at least)."""
+        frame = shown.frame
+        if frame is None:
+            self.show(mode=shown.mode)
+            return
+        if self._started is None and shown.mode == LIVE:
+            self._started = frame.sample.monotonic
+        start = self._started if self._started is not None else frame.monotonic
+        up = self.host.uptime_s
+        note: str | None = None
+        problems = frame.sample.problems
+        if problems:
+            first = problems[0]
+            # The file's name, not its path: a captured tree's path would push the reason off
+            # the line (the full path is in snapshot's warnings).
+            where = first.source.rsplit("/", 1)[-1]
+            note = f"{len(problems)} bad line(s) in {where}: {first.reason}"
+        elif self.note and time.monotonic() - self._problem_at >= PROBLEM_SHOWN_S:
+            note = ""
+        self.show(
+            mode=shown.mode,
+            wall_time=frame.wall_time,
+            uptime_s=None if up is None else up + frame.sample.monotonic - start,
+            note=note,
+        )
+
+    def show_problem(self, text: str) -> None:
+        """Show a one-line problem (a failed tick) for a few seconds."""
+        self._problem_at = time.monotonic()
+        self.show(note=text)
 
     def show(
         self,

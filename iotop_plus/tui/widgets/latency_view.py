@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from iotop_plus.sampling.latency.hist import FAILED, Histogram, LatencyFrame, bucket_bounds
 from iotop_plus.text import printable
+from iotop_plus.tui.shown import Shown
 
 ROW_EDGES_US: tuple[float, ...] = (16, 64, 256, 1024, 4096, 16384, 65536, 262144)
 """Lower edges of the heatmap rows in us (4x apart: 16 us to 262 ms and above)."""
@@ -78,6 +79,19 @@ class LatencyView(Static):
         super().__init__("", id=id, markup=False)
         self._heat: dict[str, deque[list[int]]] = {}
         self._shown: tuple[LatencyFrame | None, str | None] = (None, None)
+
+    def set_device(self, name: str | None) -> None:
+        """The table's selection moved to ``name``: draw its latency (while shown)."""
+        if name != self._shown[1]:
+            self._shown = (self._shown[0], name)
+            if self.display:
+                self.redraw()
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: draw its latency (while shown)."""
+        frame = shown.frame
+        if self.display and frame is not None and frame.latency is not self._shown[0]:
+            self.show_latency(frame.latency, self._shown[1])
 
     def show_latency(self, latency: LatencyFrame | None, device: str | None) -> None:
         """Take a frame's latency part (every device's history) and draw ``device``."""

@@ -13,6 +13,7 @@ from textual.widgets import Static
 
 from iotop_plus.sampling.pressure import Pressure, PressureLine
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
+from iotop_plus.tui.shown import Shown
 
 WARN_SOME = 10.0
 """io some avg10 (%) from which the gauge is ``psi-warn``."""
@@ -99,6 +100,11 @@ class PressureGauge(BatchedRepaint, Static):
         self.pressure: Pressure | None = None
         """The pressure shown."""
         self._shown = ""
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: show its pressure (fitted to the app's width)."""
+        if shown.frame is not None:
+            self.show(shown.frame.pressure, self.app.size.width)
 
     def show(self, pressure: Pressure | None, screen_width: int) -> None:
         """Show ``pressure`` (None: the frame did not read it, so the gauge stays hidden)."""

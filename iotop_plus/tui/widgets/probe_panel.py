@@ -58,8 +58,9 @@ from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.disks.rates import DeviceRates
 from iotop_plus.state import StateDir
-from iotop_plus.tui.keys import panel_id
+from iotop_plus.tui.keys import PROBE, panel_bindings
 from iotop_plus.tui.screens.modal import Modal
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.probe_cards import comparison_table, result_card
 
 #: Parameter inputs in display order: (key in EDITABLE, label).
@@ -119,14 +120,10 @@ class ProbePanel(VerticalScroll):
     ProbePanel #probe-confirm.shown { display: block; }
     """
 
-    BINDINGS = [
-        # Enter on the preset list (or in any field) starts a probe; no letter key does:
-        # `s` was one Shift away from the screen's `S` (scheduler). The list and the inputs
-        # handle Enter themselves; this binding names it in the help.
-        Binding("enter", "start", "Start probe"),
-        Binding("x", "cancel", "Cancel probe", id=panel_id("tab-probe", "cancel")),
-        Binding("d", "use_device", "Probe device", id=panel_id("tab-probe", "use_device")),
-    ]
+    BINDINGS = panel_bindings(PROBE)
+    """Enter on the preset list (or in any field) starts a probe; no letter key does: `s` was
+    one Shift away from the screen's `S` (scheduler). The list and the inputs handle Enter
+    themselves; its binding names it in the help."""
 
     @dataclass
     class Started(Message):
@@ -239,7 +236,7 @@ class ProbePanel(VerticalScroll):
         """The tab is shown (its key or a click): the preset list takes the focus, so Enter
         starts the highlighted preset at once; Enter in the device table never starts fio."""
         presets = self.query_one("#probe-presets", OptionList)
-        if not isinstance(self.screen.focused, Input):  # never steal the focus from a text box
+        if not isinstance(self.app.focused, Input):  # never steal the focus from a text box
             presets.focus()
 
     # -- the interface for the screen ----------------------------------------------------
@@ -263,6 +260,11 @@ class ProbePanel(VerticalScroll):
             self.query_one("#probe-device", Static).update(
                 f"device: {name}" if name else "device: none selected"
             )
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: the live iostat line of :attr:`probe_device`."""
+        if shown.frame is not None and self.probe_device is not None:
+            self.update_device_rates(shown.frame.rates.get(self.probe_device))
 
     def update_device_rates(self, rates: DeviceRates | None) -> None:
         """Show the live iostat line of :attr:`probe_device`."""

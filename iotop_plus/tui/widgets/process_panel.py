@@ -28,7 +28,6 @@ from typing import Protocol
 
 from textual import work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import Input, Static
 
@@ -36,7 +35,7 @@ from iotop_plus.devices.delayacct import can_switch
 from iotop_plus.devices.settings import SettingError
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.disks.disk_writes import DiskWrites
+from iotop_plus.sampling.disks.disk_writes import DiskWrites, disk_writes
 from iotop_plus.sampling.frame.model import ProcessFrame
 from iotop_plus.sampling.processes.delayacct import NOTE, DelayAcct, read_delayacct
 from iotop_plus.sampling.processes.issuers import Issuer
@@ -51,7 +50,7 @@ from iotop_plus.sampling.processes.rates import (
 )
 from iotop_plus.sampling.topology.blockdev import OpenBlockFile
 from iotop_plus.text import compact_bytes, printable
-from iotop_plus.tui.keys import panel_id
+from iotop_plus.tui.keys import PROCESSES, panel_bindings
 from iotop_plus.tui.process_rows import (
     COLUMNS,
     DEVICE_COLUMNS,
@@ -64,6 +63,7 @@ from iotop_plus.tui.process_rows import (
     pct,
     printable_lines,
 )
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.cursor_list import SortedList
 from iotop_plus.tui.widgets.device_only import DeviceOnly
 from iotop_plus.tui.widgets.list_panel import ListPanel
@@ -92,8 +92,10 @@ class ProcessList(SortedList[ProcessRow]):
     ProcessList > .process-list--cursor { background: $accent 40%; }
     """
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    def __init__(
+        self, *, sort: Callable[[int], object] | None = None, id: str | None = None
+    ) -> None:
+        super().__init__(sort=sort, id=id)
         self.totals_mode = False
         self.io_off = False
         self.device_mode = False
@@ -181,32 +183,7 @@ class ProcessPanel(DeviceOnly, ListPanel):
     ProcessPanel > #process-detail { display: none; height: auto; }
     ProcessPanel > #process-detail.shown { display: block; }
     """
-    BINDINGS = [
-        Binding(
-            "o",
-            "toggle_only_active",
-            "Only I/O",
-            id=panel_id("tab-processes", "toggle_only_active"),
-        ),
-        Binding("t", "toggle_totals", "Totals", id=panel_id("tab-processes", "toggle_totals")),
-        Binding("left", "sort(-1)", "Sort <", show=False),
-        Binding("right", "sort(1)", "Sort >", show=False),
-        Binding(
-            "i", "invert_sort", "Invert", show=False, id=panel_id("tab-processes", "invert_sort")
-        ),
-        Binding("f", "filter", "Find process", id=panel_id("tab-processes", "filter")),
-        Binding(
-            "v",
-            "toggle_device_only",
-            "This device",
-            id=panel_id("tab-processes", "toggle_device_only"),
-        ),
-        Binding("enter", "details", "Threads/files"),
-        Binding(
-            "D", "toggle_delayacct", "Delay acct", id=panel_id("tab-processes", "toggle_delayacct")
-        ),
-        Binding("escape", "close", "Close", show=False),
-    ]
+    BINDINGS = panel_bindings(PROCESSES)
     FILTER_ID = "process-filter"
     DETAIL_ID = "process-detail"
     SORT_KEYS = SORT_KEYS
@@ -298,7 +275,7 @@ class ProcessPanel(DeviceOnly, ListPanel):
         yield Input(
             placeholder="filter by command, user or cgroup (Esc clears)", id="process-filter"
         )
-        yield ProcessList(id="process-list")
+        yield ProcessList(sort=self.action_sort, id="process-list")
         yield Static("", id="process-detail", markup=False)
 
     @property
@@ -343,6 +320,18 @@ class ProcessPanel(DeviceOnly, ListPanel):
 
     # -- frames from the feed ----------------------------------------------------------------
 
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its processes (while the tab is shown); in history or
+        a replay, "not recorded" where the frame has none."""
+        frame = shown.frame
+        self.shown = shown
+        if not self.sampling or frame is None:
+            return
+        if shown.recorded and frame.processes is None:
+            self.show_not_recorded()
+        else:
+            self.show_processes(frame.processes, frame.process_error, disk_writes(frame))
+
     def show_processes(
         self,
         processes: ProcessFrame | None,
@@ -377,13 +366,20 @@ class ProcessPanel(DeviceOnly, ListPanel):
         rows = build_rows(processes.rates, processes.totals, view, processes.cgroups, since, who)
         self.post_message(self.SampleReady(processes, rows, view, since))
 
+    @dataclass
+    class ShownChanged(Message):
+        """The tab came on screen or left it: the side panel takes half the screen below 150
+        columns while it shows, so the command line has room (``processes-shown`` in
+        app.tcss)."""
+
+        shown: bool
+        """Whether the tab is on screen now."""
+
     def on_show(self) -> None:
-        """The tab is shown: the side panel takes half the screen below 150 columns, so the
-        command line has room (``processes-shown`` in app.tcss)."""
-        self.screen.set_class(True, "processes-shown")
+        self.post_message(self.ShownChanged(True))
 
     def on_hide(self) -> None:
-        self.screen.set_class(False, "processes-shown")
+        self.post_message(self.ShownChanged(False))
 
     def on_process_panel_sample_ready(self, message: SampleReady) -> None:
         message.stop()

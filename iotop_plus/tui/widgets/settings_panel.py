@@ -34,7 +34,6 @@ from dataclasses import dataclass
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Label, OptionList, Static
@@ -47,13 +46,7 @@ from iotop_plus.devices.settings import SETTINGS, SettingError, SettingValue, va
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.text import printable
-from iotop_plus.tui.keys import (
-    TUNE_READ_AHEAD,
-    TUNE_REVERT_ALL,
-    TUNE_SCHEDULER,
-    TUNE_UNDO,
-    panel_id,
-)
+from iotop_plus.tui.keys import TUNE, panel_bindings
 from iotop_plus.tui.screens.settings_modals import ConflictScreen, setting_picker
 
 #: Shown without asking for the advanced section.
@@ -71,15 +64,8 @@ class SettingsPanel(VerticalScroll, can_focus=False):
     SettingsPanel #settings-log { height: auto; }
     """
 
-    BINDINGS = [
-        # The same commands as the screen's R, S, u, U (same ids): not a key clash.
-        Binding("R", "edit('read_ahead_kb')", "Read-ahead", id=TUNE_READ_AHEAD),
-        Binding("S", "edit('scheduler')", "Scheduler", id=TUNE_SCHEDULER),
-        Binding("A", "toggle_advanced", "Advanced", id=panel_id("tab-tune", "toggle_advanced")),
-        Binding("u", "undo", "Undo", id=TUNE_UNDO),
-        Binding("U", "revert_all", "Revert all", id=TUNE_REVERT_ALL),
-        Binding("E", "export", "Export", id=panel_id("tab-tune", "export")),
-    ]
+    BINDINGS = panel_bindings(TUNE)
+    """From the key registry: ``R`` ``S`` ``u`` ``U`` are the screen's commands too (one id)."""
 
     @dataclass
     class Changed(Message):

@@ -14,6 +14,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.sync_lines import sync_lines
 from iotop_plus.tui.widgets.while_shown import WhileShown
 
@@ -65,6 +66,11 @@ class SyncPanel(WhileShown, VerticalScroll):
         """The selected device changed."""
         self.device = name
         self._redraw()
+
+    def show_shown(self, shown: Shown) -> None:
+        """The frame on screen changed: its syncs and commits (while the tab is shown)."""
+        if self.sampling:
+            self.show_frame(shown.frame, recorded=shown.recorded)
 
     def show_frame(self, frame: Frame | None, recorded: bool = False) -> None:
         """Show ``frame``'s syncs and commits (``recorded``: from the history or a replay)."""
