@@ -21,7 +21,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line  # noqa: E402
+from iotop_plus.tui.widgets.braille_chart import BrailleChart  # noqa: E402
+from iotop_plus.tui.widgets.chart_scale import Line  # noqa: E402
 from iotop_plus.tui.widgets.charts import CHARTS, READ_STYLE, WRITE_STYLE, joins  # noqa: E402
 
 POINTS = 600

@@ -24,7 +24,6 @@ from textual.binding import Binding, BindingType
 from textual.dom import DOMNode
 from textual.keys import format_key
 from textual.screen import Screen
-from textual.widgets import TabPane
 
 NAVIGATION_KEYS = frozenset(
     {"up", "down", "left", "right", "home", "end", "pageup", "pagedown", "enter", "escape"}
@@ -578,7 +577,24 @@ def screen_clashes(screen: Screen[Any]) -> list[str]:
             continue
         name = f"{type(node).__name__}#{node.id}" if node.id else type(node).__name__
         widgets[name] = binds
-        pane = next((a for a in node.ancestors if isinstance(a, TabPane)), None)
-        if pane is not None:
-            tabs[name] = (str(id(pane.parent)), str(pane.id))
+        tab = tab_holding(node)
+        if tab is not None:
+            tabs[name] = tab
     return find_clashes(upper, widgets, tabs)
+
+
+def tab_holding(node: DOMNode) -> tuple[str, str] | None:
+    """(tabbed container, tab) of the tab ``node`` is in, if any: a Textual ``TabPane``, or
+    a panel of a container that says which tab each child is (``tab_of(child)``, as the main
+    screen's side panel does)."""
+    from textual.widgets import TabPane  # only the clash check needs it
+
+    for inner in (node, *node.ancestors):
+        if isinstance(inner, TabPane):
+            return str(id(inner.parent)), str(inner.id)
+        tab_of_child = getattr(inner.parent, "tab_of", None)
+        if callable(tab_of_child):
+            tab = tab_of_child(inner)
+            if isinstance(tab, str):
+                return str(id(inner.parent)), tab
+    return None

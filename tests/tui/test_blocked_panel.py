@@ -6,13 +6,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from textual.widgets import Static, TabbedContent
+from textual.widgets import Static
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.blocked.model import BlockedGroup, BlockedTasks
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.blocked_panel import NOT_RECORDED, BlockedPanel
+from iotop_plus.tui.widgets.side_panel import SidePanel
 from tests.tui.canned import FIXTURES, CannedSampler
 from tests.tui.helpers import started, wait_for
 
@@ -60,7 +61,7 @@ async def test_capital_b_opens_the_groups_and_asks_for_them_only_while_shown(
         assert not app.source.wants("blocked")  # nobody pays for the scan until the tab shows
         await pilot.press("B")
         await wait_for(pilot, lambda: bool(app.main_screen.query(BlockedPanel)))
-        tabs = app.main_screen.query_one("#side-panel", TabbedContent)
+        tabs = app.main_screen.query_one("#side-panel", SidePanel)
         assert tabs.active == "tab-blocked"
         panel = app.main_screen.query_one(BlockedPanel)
         await wait_for(pilot, lambda: app.source.wants("blocked"), "the part wanted")

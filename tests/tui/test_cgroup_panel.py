@@ -6,13 +6,13 @@ import shutil
 from pathlib import Path
 
 import pytest
-from textual.widgets import TabbedContent
 
 from iotop_plus.config import Config
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame.model import CGROUPS
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.widgets.cgroup_panel import CgroupPanel
+from iotop_plus.tui.widgets.side_panel import SidePanel
 from tests.support.cgroup_trees import DOCKER_ID, remove_live_cgroup, systemd_tree
 from tests.tui.canned import FIXTURES, CannedSampler
 from tests.tui.helpers import started, wait_for
@@ -51,7 +51,7 @@ async def test_capital_c_opens_the_tree_with_names_and_rates(tmp_path: Path) -> 
         await pilot.press("C")
         await wait_for(pilot, lambda: bool(app.main_screen.query(CgroupPanel)))
         p = panel(app)
-        assert app.main_screen.query_one("#side-panel", TabbedContent).active == "tab-cgroups"
+        assert app.main_screen.query_one("#side-panel", SidePanel).active == "tab-cgroups"
         await wait_for(pilot, lambda: p.last is not None)
         assert app.source.wants(CGROUPS)
         rows = p.cgroup_list.rows
@@ -140,7 +140,7 @@ async def test_c_works_from_the_processes_tab_with_its_filter_open() -> None:
         await pilot.press("f", "x", "enter")
         await pilot.press("C")
         await pilot.pause()
-        assert app.main_screen.query_one("#side-panel", TabbedContent).active == "tab-cgroups"
+        assert app.main_screen.query_one("#side-panel", SidePanel).active == "tab-cgroups"
 
 
 @pytest.mark.root  # makes a real blkio cgroup

@@ -31,5 +31,5 @@ async def test_an_io_error_mark_is_drawn_and_named_in_the_caption() -> None:
         charts = app.main_screen.query_one(DeviceCharts)
         await wait_for(pilot, lambda: bool(charts.marks_drawn), "the error mark drawn")
         assert [m.label for m in charts.marks_drawn] == [text]
-        caption = str(charts.query_one("#chart-caption").render())
+        caption = charts.caption
         assert caption.endswith("marks: settings, probes, writeback, errors")

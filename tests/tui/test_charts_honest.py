@@ -14,8 +14,6 @@ from itertools import pairwise
 from types import MappingProxyType
 
 import pytest
-from textual.geometry import Region
-from textual.widget import Widget
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.store.timeline import Columns, Mark
@@ -28,15 +26,9 @@ CHART_IDS = ("chart-iops", "chart-throughput", "chart-await", "chart-queue", "ch
 DOT = re.compile("[\u2801-\u28ff]")  # a braille cell with at least one dot
 
 
-def chart(app: IotopPlusApp, chart_id: str) -> Widget:
-    return app.main_screen.query_one(DeviceCharts).query_one(f"#{chart_id}")
-
-
 def chart_lines(app: IotopPlusApp, chart_id: str) -> list[str]:
     """What one chart shows, line by line."""
-    widget = chart(app, chart_id)
-    w, h = widget.size
-    return [s.text for s in widget.render_lines(Region(0, 0, w, h))]
+    return app.main_screen.query_one(DeviceCharts).chart_text(chart_id)
 
 
 def plot_dots(lines: list[str]) -> list[tuple[int, float]]:
@@ -170,10 +162,10 @@ async def test_mark_labels_and_lines_stay_inside_their_charts_and_legends_stay_r
         }
         problems = []
         for chart_id in CHART_IDS:
-            widget = chart(app, chart_id)
-            w, h = widget.size
-            strips = widget.render_lines(Region(0, 0, w, h))
-            text = [s.text for s in strips]
+            cell = charts.cells(charts.size.width, charts.size.height)[CHART_IDS.index(chart_id)]
+            w = cell.width
+            strips = charts.picture(chart_id).strips(w, cell.height)
+            text = chart_lines(app, chart_id)
             # Nothing is drawn past the chart's own width (into the next chart or the panel).
             if any(s.cell_length > w for s in strips):
                 problems.append((chart_id, "wider than the chart", text))

@@ -54,12 +54,11 @@ def test_says_why_when_there_is_nothing_to_show() -> None:
 
 
 async def test_capital_f_opens_the_files_tab_from_anywhere() -> None:
-    from textual.widgets import TabbedContent
-
     from iotop_plus.config import Config
     from iotop_plus.roots import Roots
     from iotop_plus.tui.app import make_app
     from iotop_plus.tui.widgets.files_panel import FilesPanel
+    from iotop_plus.tui.widgets.side_panel import SidePanel
     from tests.tui.canned import FIXTURES, CannedSampler
     from tests.tui.helpers import started, wait_for
 
@@ -70,7 +69,7 @@ async def test_capital_f_opens_the_files_tab_from_anywhere() -> None:
         await started(pilot, app)
         await pilot.press("F")
         await wait_for(pilot, lambda: bool(app.main_screen.query(FilesPanel)))
-        side = app.main_screen.query_one("#side-panel", TabbedContent)
+        side = app.main_screen.query_one("#side-panel", SidePanel)
         assert side.active == "tab-files"
         panel = app.main_screen.query_one(FilesPanel)
         await wait_for(pilot, lambda: str(panel.render()).startswith("files:"))

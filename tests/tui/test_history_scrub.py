@@ -185,7 +185,7 @@ async def test_charts_show_the_window_ending_at_the_frame_and_its_marks() -> Non
         await pilot.pause()
         assert [m.label for m in charts.marks_drawn] == ["read_ahead_kb 128→16"]
         assert charts.marks_drawn[0].timestamp == marked.wall_time  # on the wall clock
-        caption = str(charts.query_one("#chart-caption").render())
+        caption = charts.caption
         assert f"seconds before {clock_text(frames[280].wall_time, None)}" in caption
         assert "280 samples" in caption  # frames 0..280; the first has no rates
         # Before the change: no mark in that window.

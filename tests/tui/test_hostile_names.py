@@ -109,7 +109,7 @@ async def test_hostile_device_names_show_literally(tmp_path: Path) -> None:
                 return e in flat(shown(p))
 
             await wait_for(pilot, facts_say, "the facts")
-            caption = app.main_screen.query_one(DeviceCharts).query_one("#chart-caption", Static)
+            caption = app.main_screen.query_one(DeviceCharts)  # the caption is drawn in it
 
             def caption_says(n: str = name, c: Widget = caption) -> bool:
                 return literal(n) in shown(c)

@@ -131,9 +131,9 @@ async def test_at_80_columns_the_histogram_shows_count_and_label_on_one_line() -
     app = canned_app()
     async with app.run_test(size=(80, 40)) as pilot:  # 80 columns, room for the view
         await started(pilot, app)
-        view = app.main_screen.query_one(LatencyView)
         # Shown without asking for the tracer: the canned frames (every 10 s) carry none.
-        view.display = True
+        view = LatencyView(id="latency-view")
+        await app.main_screen.query_one("#left").mount(view)
         lat = busy_latency(123_456)
         for _ in range(60):
             view.show_latency(lat, "sda")

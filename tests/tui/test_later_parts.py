@@ -7,15 +7,14 @@ from __future__ import annotations
 import pytest
 from textual import events
 from textual.screen import Screen
-from textual.widgets import TabbedContent
 
 from iotop_plus.config import Config
 from iotop_plus.tui.engine.testing import on_paint
 from iotop_plus.tui.screens.later_parts import LaterParts
 from iotop_plus.tui.screens.main import MainScreen
-from iotop_plus.tui.widgets.braille_chart import BrailleChart
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_panel import DevicePanel
+from iotop_plus.tui.widgets.side_panel import SidePanel
 from tests.support.frames import StepClock
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started, wait_for
@@ -40,9 +39,9 @@ async def test_the_first_paint_waits_for_no_chart_and_the_rest_follows_unasked(
         assert paints and paints[0] == (0, 0), paints
         # Mounted without another frame, and drawn with the frame on screen.
         assert app.frames_received == frames
-        charts = screen.query(BrailleChart)
-        assert len(charts) == 5
         device_charts = screen.query_one(DeviceCharts)
+        charts = list(device_charts.pictures.values())
+        assert len(charts) == 5
         await wait_for(pilot, lambda: device_charts.device == screen.selected_device, "charts")
         assert device_charts.device is not None
         assert any(line.values for chart in charts for line in chart.lines)
@@ -71,7 +70,7 @@ async def test_keys_typed_before_the_side_panel_is_up_act_once_it_is(
         await screen.later.mount()
         await wait_for(
             pilot,
-            lambda: screen.query_one("#side-panel", TabbedContent).active == "tab-processes",
+            lambda: screen.query_one("#side-panel", SidePanel).active == "tab-processes",
             "the Processes tab",
         )
 

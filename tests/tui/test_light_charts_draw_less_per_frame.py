@@ -18,7 +18,8 @@ from textual.geometry import Region, Size
 from textual.pilot import Pilot
 from textual.widget import Widget
 
-from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+from iotop_plus.tui.widgets.braille_chart import BrailleChart
+from iotop_plus.tui.widgets.chart_scale import Line
 from iotop_plus.tui.widgets.charts import DeviceCharts, joins
 from tests.tui.helpers import step
 from tests.tui.light_support import started_app
@@ -132,10 +133,7 @@ async def test_the_device_charts_draw_without_querying_for_their_charts(
         await pilot.pause()
         assert charts.draws > draws  # the charts were drawn, with new points
         assert queries == []
-        iops = charts.query_one("#chart-iops", BrailleChart)
-        assert any(
-            "⠀" < ch <= "⣿" for s in iops.render_lines(Region(0, 0, *iops.size)) for ch in s.text
-        )
+        assert any("⠀" < ch <= "⣿" for line in charts.chart_text("chart-iops") for ch in line)
 
 
 async def test_a_new_point_draws_only_the_plot_rows_it_changes_and_the_picture_is_whole(

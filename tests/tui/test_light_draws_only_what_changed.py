@@ -14,7 +14,6 @@ from contextlib import contextmanager
 
 import pytest
 from textual.widget import Widget
-from textual.widgets import Static
 
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.header import HostHeader
@@ -59,14 +58,14 @@ async def test_a_widget_whose_text_did_not_change_is_not_refreshed(
 ) -> None:
     async with started_app(2) as (pilot, app):
         screen = app.main_screen
-        caption = screen.query_one("#chart-caption", Static)
+        charts = screen.query_one(DeviceCharts)
         header = screen.query_one(HostHeader)
         with refreshes(monkeypatch) as calls:
-            screen.charts.draw(force=True)  # the same window again: the same caption
+            screen.charts.draw(force=True)  # the same window again: the same charts and caption
             header.show(note=header.note)  # the same header text
             await pilot.pause()
-        caption_calls = [("ChartCaption", caption.id, layout) for layout in (False, True)]
-        assert sum(calls[call] for call in caption_calls) == 0
+        chart_calls = [("DeviceCharts", charts.id, layout) for layout in (False, True)]
+        assert sum(calls[call] for call in chart_calls) == 0
         assert calls[("HostHeader", "header", False)] + calls[("HostHeader", "header", True)] == 0
 
 
@@ -136,26 +135,29 @@ async def test_new_figures_in_the_device_facts_ask_for_no_layout_pass(
 async def test_a_chart_repaints_only_the_lines_that_changed(
     step_clock: StepClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+    from iotop_plus.tui.widgets.chart_scale import Line
+    from iotop_plus.tui.widgets.charts import DeviceCharts
 
     async with started_app(2) as (_, app):
-        chart = app.main_screen.query_one("#chart-iops", BrailleChart)
-        height = chart.size.height
+        charts = app.main_screen.query_one(DeviceCharts)
+        chart = charts.picture("chart-iops")
+        height = charts.cells(charts.size.width, charts.size.height)[0].height
         painted: list[tuple[object, ...]] = []
         original = Widget.refresh
 
         def spy(self: Widget, *regions: object, **kwargs: bool) -> Widget:
-            if self is chart:
+            if self is charts:
                 painted.append(regions)
             return original(self, *regions, **kwargs)  # type: ignore[arg-type]
 
         monkeypatch.setattr(Widget, "refresh", spy)
         again = (chart.times, chart.connect, chart.lines, chart.span, chart.marks, chart.end_label)
-        chart.plot(*again, anchor=chart.end_time)  # the same picture: nothing to paint
+        chart.set_data(*again, anchor=chart.end_time)
+        charts.repaint()  # the same picture: nothing to paint
         assert painted == []
         first = chart.lines[0]
         spike = [*first.values[:-1], max(first.values) * 0.5]  # the newest point moves
-        chart.plot(
+        chart.set_data(
             chart.times,
             chart.connect,
             [Line(first.label, first.style, spike, first.short), *chart.lines[1:]],
@@ -164,9 +166,11 @@ async def test_a_chart_repaints_only_the_lines_that_changed(
             chart.end_label,
             anchor=chart.end_time,
         )
+        charts.repaint()
         assert painted, "the moved point was not painted"
         lines = [region for call in painted for region in call]
         assert lines and all(getattr(r, "height", 0) == 1 for r in lines)  # line by line
+        assert all(getattr(r, "y", height) < height for r in lines)  # in its chart's grid row
         assert len(lines) < height - 2  # not the legend and the x axis
 
 

@@ -15,7 +15,7 @@ from textual.widget import Widget
 from iotop_plus.config import Config
 from iotop_plus.tui.app import make_app
 from iotop_plus.tui.engine.testing import on_styled_render, render_through_styles
-from iotop_plus.tui.widgets.braille_chart import BrailleChart
+from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.plain_lines import plain_lines
@@ -37,11 +37,10 @@ async def test_the_charts_and_header_paint_their_own_strips_the_same_as_textual(
     async with started_app(3) as (pilot, app):
         screen = app.main_screen
         widgets: list[Widget] = [
-            *screen.query(BrailleChart),
+            screen.query_one(DeviceCharts),  # the five charts and their caption
             screen.query_one(HostHeader),
             screen.query_one(DeviceTable),
         ]
-        assert len(widgets) == 7
         through_cache: list[Widget] = []
         on_styled_render(monkeypatch, through_cache.append)
         await step(pilot, app, 2)
@@ -60,9 +59,8 @@ async def test_the_charts_and_header_paint_their_own_strips_the_same_as_textual(
         crop = processes.region.reset_offset
         assert crop.height > 2 and processes.render_lines(crop) == textuals(processes, crop)
         # Any braille drawn at all (the comparison is not of empty charts).
-        iops = screen.query_one("#chart-iops", BrailleChart)
-        lines = iops.render_lines(iops.region.reset_offset)
-        assert any("⠀" < ch <= "⣿" for s in lines for ch in s.text)
+        charts = screen.query_one(DeviceCharts)
+        assert any("⠀" < ch <= "⣿" for line in charts.chart_text("chart-iops") for ch in line)
 
 
 async def test_a_table_with_a_scrollbar_paints_the_same_as_textual(
@@ -85,7 +83,7 @@ async def test_a_table_with_a_scrollbar_paints_the_same_as_textual(
 
 async def test_a_style_that_changes_the_lines_paints_them_through_textual() -> None:
     async with started_app(3) as (pilot, app):
-        chart = app.main_screen.query_one("#chart-iops", BrailleChart)
+        chart = app.main_screen.query_one(DeviceCharts)
         chart.styles.padding = (0, 2)
         chart.styles.tint = "red 40%"
         await step(pilot, app)
@@ -136,8 +134,8 @@ async def test_the_charts_lines_are_all_in_truecolor_already() -> None:
         await step(pilot, app, 2)
         await pilot.pause()
         (ansi,) = [f for f in app.get_line_filters() if isinstance(f, ANSIToTruecolor)]
-        charts = list(app.main_screen.query(BrailleChart))
-        assert len(charts) == 5
+        charts = list(app.main_screen.query(DeviceCharts))
+        assert len(charts) == 1
         for chart in charts:
             background = chart.background_colors[1].rich_color
             lines = chart.render_lines(chart.region.reset_offset)

@@ -147,13 +147,20 @@ def test_a_tab_limited_screen_key_clashes_only_with_widgets_outside_that_tab() -
 
 
 async def test_I_returns_to_the_device_tab_from_any_other() -> None:
-    from textual.widgets import TabbedContent
+    from iotop_plus.tui.widgets.side_panel import SidePanel
 
     app = canned_app()
     async with app.run_test(size=(160, 40)) as pilot:
         await started(pilot, app)
-        tabs = app.main_screen.query_one(TabbedContent)
-        for key, pane in (("p", "tab-processes"), ("C", "tab-cgroups"), ("P", "tab-probe")):
+        tabs = app.main_screen.query_one(SidePanel)
+        for key, pane in (
+            ("p", "tab-processes"),
+            ("C", "tab-cgroups"),
+            ("B", "tab-blocked"),
+            ("F", "tab-files"),
+            ("P", "tab-probe"),
+            ("Y", "tab-sync"),
+        ):
             await pilot.press(key)
             await wait_for(pilot, functools.partial(lambda p: tabs.active == p, pane), pane)
             table(app).focus()

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Protocol, cast
 
-from textual.widgets import Static, TabbedContent
+from textual.widgets import Static
 
 from iotop_plus.tui.sync_lines import NOT_YET
+from iotop_plus.tui.widgets.side_panel import SidePanel
 from iotop_plus.tui.widgets.sync_panel import SyncPanel
 from tests.tui.canned import canned_app
 from tests.tui.helpers import started, wait_for
@@ -25,7 +26,7 @@ async def test_capital_y_opens_the_sync_tab_and_asks_for_the_parts() -> None:
         assert not source.wants("sync")  # nobody pays for the probes until the tab shows
         await pilot.press("Y")
         await wait_for(pilot, lambda: bool(app.main_screen.query(SyncPanel)))
-        side = app.main_screen.query_one("#side-panel", TabbedContent)
+        side = app.main_screen.query_one("#side-panel", SidePanel)
         assert side.active == "tab-sync"
         panel = app.main_screen.query_one(SyncPanel)
         await wait_for(pilot, lambda: panel.sampling)

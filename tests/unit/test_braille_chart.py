@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from iotop_plus.text import si_number
-from iotop_plus.tui.widgets.braille_chart import columns, nice_ticks, y_axis_for
 from iotop_plus.tui.widgets.braille_raster import raster
+from iotop_plus.tui.widgets.chart_scale import columns, nice_ticks, y_axis_for
 from iotop_plus.tui.widgets.charts import joins
 
 

@@ -9,13 +9,13 @@ import random
 
 from rich.style import Style
 
-from iotop_plus.tui.widgets.braille_chart import (
-    BrailleChart,
+from iotop_plus.tui.widgets.braille_chart import BrailleChart
+from iotop_plus.tui.widgets.chart_scale import (
     Line,
-    _runs_for,
     anchored_column,
     column_seconds,
     columns,
+    runs_for,
 )
 from iotop_plus.tui.widgets.charts import joins
 
@@ -97,4 +97,4 @@ def test_the_charts_of_one_draw_share_their_runs_and_each_gets_its_own_columns()
         connect = [rnd.random() < 0.8 for _ in range(n)]
         for dots_w in rnd.sample(range(2, 60), 3):  # one draw: three widths, one times
             want = _runs_point_by_point(times, connect, width, dots_w, anchor)
-            assert _runs_for(times, connect, width, dots_w, anchor) == want
+            assert runs_for(times, connect, width, dots_w, anchor) == want

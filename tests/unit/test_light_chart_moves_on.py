@@ -12,8 +12,9 @@ from rich.style import Style
 from textual.strip import Strip
 
 from iotop_plus.tui.widgets import braille_raster
-from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+from iotop_plus.tui.widgets.braille_chart import BrailleChart
 from iotop_plus.tui.widgets.braille_raster import DOTS, clear_columns, shifted
+from iotop_plus.tui.widgets.chart_scale import Line
 from iotop_plus.tui.widgets.charts import joins
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from iotop_plus.tui.widgets.braille_chart import columns
 from iotop_plus.tui.widgets.braille_raster import raster
+from iotop_plus.tui.widgets.chart_scale import columns
 
 
 def counting_row(bottom: int, scale: float) -> tuple[list[float], Callable[[float], int]]:

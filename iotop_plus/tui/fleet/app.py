@@ -32,7 +32,8 @@ from iotop_plus.export.fleet import (
     fleet_round,
 )
 from iotop_plus.text import printable, two_decimals
-from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+from iotop_plus.tui.widgets.braille_chart import BrailleChart
+from iotop_plus.tui.widgets.chart_scale import Line
 from iotop_plus.tui.widgets.charts import READ_STYLE, WRITE_STYLE, joins
 
 HISTORY_SECONDS = 3600.0

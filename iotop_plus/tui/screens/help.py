@@ -28,6 +28,13 @@ from iotop_plus.tui.widgets.pressure import HELP as PRESSURE_HELP
 
 PALETTE_HELP = "command palette: every action by name"
 
+TAB_BAR_HELP = (
+    "each tab shows the key that opens it before its name (I Device, p Processes, C Cgroups, "
+    "B Blocked, F Files, P Probe, Y Sync; R and S open Tune); when the panel is narrow the "
+    "tabs wrap onto a second line. A click picks a tab, and so do the left and right arrows "
+    "while the bar has the focus"
+)
+
 NAME_WIDTH = 24
 """Characters of the key or column names before their explanation."""
 
@@ -101,6 +108,7 @@ def help_entries() -> list[tuple[str, int]]:
     lines = [("[b]Keys[/b]", 0)]
     lines += [_named(k, v) for k, v in key_lines()]
     lines += [("", 0), ("[b]Side panel keys[/b] (while the tab is shown)", 0)]
+    lines += [_named("tab bar", TAB_BAR_HELP)]
     lines += [_named(k, v) for k, v in panel_lines()]
     lines += [("", 0), ("[b]Columns[/b] (iostat -x; rates per second of the measured interval)", 0)]
     for name, means, misleads in column_lines():

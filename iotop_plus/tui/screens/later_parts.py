@@ -1,11 +1,11 @@
 """The main screen's charts and side panel, mounted just after its first paint.
 
-The first screen a user waits for is the header and the device table with figures. The five
-charts and the side panel (its tabs, panes and the Device tab's facts) are most of the
-screen's widgets: composed with the rest, they would make the first paint wait for their
-mounting and styling (docs/performance.md). Here they are mounted just after
-that paint (once it is written, :data:`WRITTEN_S`), and the frame on screen is shown again in
-them.
+The first screen a user waits for is the header and the device table with figures. The
+charts and the side panel (its tab bar and the Device tab's facts), and their modules, would
+make the first paint wait for their import, mounting and styling (docs/performance.md). Here
+they are imported and mounted just after that paint (once it is written, :data:`WRITTEN_S`),
+and the frame on screen is shown again in them. Until then, whatever looks them up finds
+nothing and leaves them be (:attr:`LaterParts.mounted`).
 
 Keys typed before they are there wait for them (:meth:`LaterParts.hold`): a fast ``p`` or
 ``3`` right after Enter goes to the Processes tab or the panel view, as it would once they
@@ -17,21 +17,25 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from textual import events
 from textual.css.query import NoMatches
 from textual.timer import Timer
 from textual.widget import MountError
-from textual.widgets import TabbedContent, TabPane
 
 from iotop_plus.tui.engine import gc_policy
-from iotop_plus.tui.widgets.charts import DeviceCharts
-from iotop_plus.tui.widgets.device_panel import DevicePanel
 
 if TYPE_CHECKING:
     from textual.app import App
     from textual.widget import Widget
+
+    from iotop_plus.tui.widgets.charts import DeviceCharts
+    from iotop_plus.tui.widgets.device_panel import DevicePanel
+    from iotop_plus.tui.widgets.side_panel import SidePanel
+
+
+W = TypeVar("W", bound="Widget")
 
 
 class PartsScreen(Protocol):
@@ -58,24 +62,6 @@ class PartsScreen(Protocol):
     def parts_mounted(self) -> None: ...
 
 
-def side_panel() -> TabbedContent:
-    """The side panel: the Device tab with its facts, and the deferred tabs, empty until
-    first used (:mod:`iotop_plus.tui.screens.side_panels` mounts their panels)."""
-    tabs = TabbedContent(id="side-panel")
-    for pane in (
-        TabPane("Device", DevicePanel(id="device-panel"), id="tab-device"),
-        TabPane("Tune", id="tab-tune"),
-        TabPane("Processes", id="tab-processes"),
-        TabPane("Cgroups", id="tab-cgroups"),
-        TabPane("Blocked", id="tab-blocked"),
-        TabPane("Files", id="tab-files"),
-        TabPane("Probe", id="tab-probe"),
-        TabPane("Sync", id="tab-sync"),
-    ):
-        tabs.compose_add_child(pane)  # as ``with TabbedContent():`` in a compose does
-    return tabs
-
-
 WRITTEN_S = 0.05
 """How long after the first paint the parts are mounted. The paint's bytes are written to the
 terminal by Textual's writer thread, which needs the GIL for it: mounted at once, the parts
@@ -99,6 +85,24 @@ class LaterParts:
         tests do not (a test process would keep every earlier test's apps)."""
         self.trim_timer: Timer | None = None
         """The heap trim's timer, once started."""
+        self._charts: DeviceCharts | None = None
+        self._side: SidePanel | None = None
+        self._device_panel: DevicePanel | None = None
+
+    def _up(self, widget: W | None) -> W | None:
+        return widget if self.mounted and widget is not None and widget.is_attached else None
+
+    def charts(self) -> DeviceCharts | None:
+        """The charts, once they are up."""
+        return self._up(self._charts)
+
+    def side(self) -> SidePanel | None:
+        """The side panel, once it is up."""
+        return self._up(self._side)
+
+    def device_panel(self) -> DevicePanel | None:
+        """The Device tab's panel, once it is up."""
+        return self._up(self._device_panel)
 
     def hold(self, event: events.Event) -> bool:
         """Keep ``event`` for later if it is a key and the parts are not up yet."""
@@ -134,9 +138,17 @@ class LaterParts:
         screen = self.screen
         # A signal or a quit just after the first paint unmounts the screen under us: then
         # there is nothing to mount into (this was a traceback on SIGTERM at start).
+        # Imported here, not on the way to the first paint.
+        from iotop_plus.tui.widgets.charts import DeviceCharts
+        from iotop_plus.tui.widgets.device_panel import DevicePanel
+        from iotop_plus.tui.widgets.side_panel import SidePanel
+
+        self._charts = DeviceCharts(id="charts")
+        self._device_panel = DevicePanel(id="device-panel")
+        self._side = SidePanel(self._device_panel, id="side-panel")
         with suppress(MountError, NoMatches):
-            await screen.query_one("#left").mount(DeviceCharts(id="charts"))
-            await screen.query_one("#body").mount(side_panel())
+            await screen.query_one("#left").mount(self._charts)
+            await screen.query_one("#body").mount(self._side)
 
     def _settle(self) -> None:
         if self.mounted or not self.screen.query("#side-panel"):

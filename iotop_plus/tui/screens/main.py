@@ -22,7 +22,7 @@ from textual.app import ComposeResult
 from textual.reactive import reactive
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Input, TabbedContent, Tabs
+from textual.widgets import Input
 
 from iotop_plus.config import Config
 from iotop_plus.devices.tuner import Tuner
@@ -54,6 +54,8 @@ from iotop_plus.tui.scrub import Scrubber
 from iotop_plus.tui.shown import LIVE, REPLAY, Shown, ShownViews
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from iotop_plus.tui.widgets.header import HostHeader
+from iotop_plus.tui.widgets.side_panel import SidePanel
+from iotop_plus.tui.widgets.tab_bar import TabBar
 from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
@@ -130,14 +132,14 @@ class MainScreen(StyledAsMounted, Screen[None]):
         """What follows the selected device: the panels, its settings, its verdict."""
         feed = PanelFeed(self.feed, self.scrubber, lambda: self.call_later(self.views.again))
         factory = runner_factory or runners(roots)
+        self.later = LaterParts(self)
+        """The charts and the side panel, mounted after the first paint."""
         self.panels = SidePanels(
-            roots, self.tuner, factory, feed, self.refusals, self, self._panel_mounted
+            roots, self.tuner, factory, feed, self.refusals, self.later.side, self._panel_mounted
         )
         """The deferred side-panel tabs' panels."""
         self.layout_views = ScreenViews(self)
         """The views shown for the screen's size (narrow: one at a time)."""
-        self.later = LaterParts(self)
-        """The charts and the side panel, mounted after the first paint."""
         self.history = HistoryKeys(self.scrubber, self, config)
         """The history keys (``[ ] { } g l m M w``)."""
         self.table_keys = TableKeys(self, self.feed.want_latency)
@@ -171,15 +173,10 @@ class MainScreen(StyledAsMounted, Screen[None]):
         # The screen's classes before its children mount: set after, each restyles them all.
         self.add_class("view-table")
         self.layout_views.fit(self.app.size.width, self.app.size.height)
-        keys = self.table_keys
+        views = self.layout_views  # the view tabs only while narrow
+        bar = views.new_bar() if views.narrow else None
         yield from first_widgets(
-            self.host,
-            self.config,
-            self.interval,
-            self.scrubber.zone,
-            self.devices,
-            keys.finish_filter,
-            keys.action_clear_filter,
+            self.host, self.config, self.interval, self.scrubber.zone, self.devices, bar
         )
 
     def on_mount(self) -> None:
@@ -195,6 +192,7 @@ class MainScreen(StyledAsMounted, Screen[None]):
     def on_resize(self, event: object) -> None:
         size = getattr(event, "size", self.size)
         self.layout_views.fit(size.width, size.height)
+        self.layout_views.place_bar()
 
     # ---- the shown frame -----------------------------------------------------------------
 
@@ -246,11 +244,10 @@ class MainScreen(StyledAsMounted, Screen[None]):
         self.selection.tell_mounted(panel)  # a side panel just mounted: the selection, the frame
         self.views.follow_tree(panel)
 
-    @on(TabbedContent.TabActivated, "#side-panel")
-    async def on_side_tab(self, event: TabbedContent.TabActivated) -> None:
+    @on(SidePanel.TabShown)
+    async def on_side_tab(self, event: SidePanel.TabShown) -> None:
         self.refresh_bindings()  # the footer lists the shown tab's keys
-        if event.pane.id is not None:
-            await self.panels.ready(event.pane.id)
+        await self.panels.ready(event.tab_id)
 
     def on_process_panel_shown_changed(self, message: ProcessPanel.ShownChanged) -> None:
         self.set_class(message.shown, "processes-shown")  # the panel takes half the width
@@ -274,10 +271,10 @@ class MainScreen(StyledAsMounted, Screen[None]):
         self.layout_views.show(view)
         self.call_after_refresh(self.charts.draw, True)
 
-    @on(Tabs.TabActivated, "#view-tabs")
-    def on_view_tab(self, event: Tabs.TabActivated) -> None:
-        if event.tab.id and not self.has_class(event.tab.id):
-            self.action_view(event.tab.id)
+    @on(TabBar.Picked, "#view-tabs")
+    def on_view_tab(self, event: TabBar.Picked) -> None:
+        if not self.has_class(event.tab_id):
+            self.action_view(event.tab_id)
 
     @on(Input.Changed, "#filter")
     def on_filter_changed(self, event: Input.Changed) -> None:

@@ -8,20 +8,23 @@ forced (a new mark, a view switch).
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from iotop_plus.tui.scrub import Scrubber
 from iotop_plus.tui.shown import Shown
-from iotop_plus.tui.widgets.charts import MIN_SPAN_INTERVALS, DeviceCharts
+
+if TYPE_CHECKING:
+    from iotop_plus.tui.screens.later_parts import LaterParts
+    from iotop_plus.tui.widgets.charts import DeviceCharts
 
 
 class ChartsView(Protocol):
-    """The screen the charts are on: the device they are about, the interval, the widget."""
+    """The screen the charts are on: the device they are about, the interval, and the
+    charts' widget once it is up (:class:`~.later_parts.LaterParts`)."""
 
     selected_device: str | None
     interval: float
-
-    def query(self, selector: type[DeviceCharts]) -> Any: ...
+    later: LaterParts
 
 
 class ChartWindow:
@@ -45,10 +48,13 @@ class ChartWindow:
     def draw(self, force: bool) -> None:
         """Draw the selected device's charts ending at the frame shown (once they are
         mounted: until then there is nothing to draw)."""
-        for charts in self.view.query(DeviceCharts).results(DeviceCharts):
+        charts = self.view.later.charts()
+        if charts is not None:
             self._draw(charts, self.view.selected_device, self.view.interval, force)
 
     def _draw(self, charts: DeviceCharts, device: str | None, interval: float, force: bool) -> None:
+        from iotop_plus.tui.widgets.charts import MIN_SPAN_INTERVALS  # loaded with the charts
+
         if not charts.is_on_screen and not force:
             return
         scrub = self.scrubber

@@ -23,12 +23,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Protocol, TypeVar, cast
 
-from textual.widgets import TabbedContent
-
 from iotop_plus.tui.keys import PROBE, TUNE
 from iotop_plus.tui.screens.main_table import TableKeys
 from iotop_plus.tui.screens.main_views import ScreenViews
 from iotop_plus.tui.screens.side_panels import SidePanels
+from iotop_plus.tui.widgets.side_panel import SidePanel
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -87,9 +86,9 @@ class PanelKeys:
         self.ready = ready
 
     @property
-    def side(self) -> TabbedContent:
-        """The side panel's tabs."""
-        return self.view.query_one("#side-panel", TabbedContent)
+    def side(self) -> SidePanel:
+        """The side panel (its tabs are up once a panel key can run)."""
+        return self.view.query_one("#side-panel", SidePanel)
 
     def tab_shown(self, tab: str) -> bool:
         """Whether side-panel tab ``tab`` is on screen (on narrow screens: the panel view)."""

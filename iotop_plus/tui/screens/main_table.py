@@ -6,6 +6,9 @@ and the feed's switch for the tracer's latency. Its ``action_*`` methods are the
 actions (the screen takes them as its own); the filter box's ``Changed`` handler stays on
 the screen (Textual collects ``@on`` handlers from the screen class itself).
 
+The filter box and the latency view are mounted the first time they are shown (under
+``#left``, around the table): until then they are not on the screen at all.
+
 It also says which device a key acts on: the one under the table's cursor
 (:meth:`TableKeys.device_to_act_on`), which the side-panel keys ask for too.
 """
@@ -13,19 +16,20 @@ It also says which device a key acts on: the one under the table's cursor
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+
+from textual.css.query import NoMatches
+from textual.widget import Widget
 
 from iotop_plus.tui.messages import Notifies
 from iotop_plus.tui.screens.main_views import ScreenViews
 from iotop_plus.tui.widgets.device_table import DeviceTable
-from iotop_plus.tui.widgets.filter_input import FilterInput
-from iotop_plus.tui.widgets.latency_view import LatencyView
 from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 
 if TYPE_CHECKING:
-    from textual.widget import Widget
-
-    from iotop_plus.tui.shown import Shown
+    from iotop_plus.tui.shown import Shown, ShownViews
+    from iotop_plus.tui.widgets.filter_input import FilterInput
+    from iotop_plus.tui.widgets.latency_view import LatencyView
 
 W = TypeVar("W", bound="Widget")
 
@@ -40,6 +44,8 @@ class TableView(Notifies, Protocol):
 
     layout_views: ScreenViews
     """Which views are shown (narrow: one at a time)."""
+    views: ShownViews
+    """The widgets that show the frame on screen (the latency view joins them)."""
 
     def action_view(self, view: str) -> None:
         """In narrow mode, show one of the views."""
@@ -71,16 +77,47 @@ class TableKeys:
         """The device table."""
         return self.view.query_one("#table", DeviceTable)
 
+    def _find(self, selector: str, kind: type[W]) -> W | None:
+        try:
+            return self.view.query_one(selector, kind)
+        except NoMatches:
+            return None
+
+    def _mount_by_table(self, widget: Widget, before: bool) -> None:
+        """Mount ``widget`` next to the table: before it or after it."""
+        table = self.table
+        parent = table.parent
+        if isinstance(parent, Widget):
+            if before:
+                parent.mount(widget, before=table)
+            else:
+                parent.mount(widget, after=table)
+
     @property
-    def box(self) -> FilterInput:
-        """The name filter's text box."""
-        return self.view.query_one("#filter", FilterInput)
+    def box(self) -> FilterInput | None:
+        """The name filter's text box, once it was shown (its module is not loaded before)."""
+        return cast("FilterInput | None", self._find("#filter", Widget))
+
+    @property
+    def latency_view(self) -> LatencyView | None:
+        """The latency view, once it was shown (its module is not loaded before)."""
+        return cast("LatencyView | None", self._find("#latency-view", Widget))
 
     def action_filter(self) -> None:
-        """Show the name filter and focus it."""
+        """Show the name filter (mounted over the table the first time) and focus it."""
+        from iotop_plus.tui.widgets.filter_input import FilterInput
+
         if self.view.layout_views.narrow:
             self.view.action_view("view-table")
         box = self.box
+        if box is None:
+            box = FilterInput(
+                done=self.finish_filter,  # Enter in the filter box
+                clear=self.action_clear_filter,
+                placeholder="filter devices by name (Enter keeps, Esc clears)",
+                id="filter",
+            )
+            self._mount_by_table(box, before=True)
         box.add_class("shown")
         # At once, not box.focus() (which waits a turn of the message queue): the name typed
         # right after "/" may already be queued, and would go to the table's keys.
@@ -89,8 +126,9 @@ class TableKeys:
     def action_clear_filter(self) -> None:
         """Drop the filter."""
         box = self.box
-        box.value = ""
-        box.remove_class("shown")
+        if box is not None:
+            box.value = ""
+            box.remove_class("shown")
         table = self.table
         table.set_filter("")
         table.focus()
@@ -100,8 +138,9 @@ class TableKeys:
         :class:`FilterInput`): apply the box's text, then select the device named exactly,
         else the first match in the current sort order, else nothing."""
         text = value.strip()
-        if not text:
-            self.box.remove_class("shown")
+        box = self.box
+        if not text and box is not None:
+            box.remove_class("shown")
         table = self.table
         table.pick(text)
         # At once, not when the table's DeviceSelected arrives: a key typed right after
@@ -125,9 +164,17 @@ class TableKeys:
         self.show_latency_view(name == LATENCY_SET)
 
     def show_latency_view(self, on: bool) -> None:
-        """Show (or hide) the latency view; the tracer runs only while it is shown."""
-        latency = self.view.query_one("#latency-view", LatencyView)
-        if latency.display == on:
+        """Show (or hide) the latency view (mounted under the table the first time); the
+        tracer runs only while it is shown."""
+        from iotop_plus.tui.widgets.latency_view import LatencyView
+
+        latency = self.latency_view
+        if latency is None and on:
+            latency = LatencyView(id="latency-view")
+            latency.display = False
+            self._mount_by_table(latency, before=False)
+            self.view.views.follow_tree(latency)  # it shows each frame from now on
+        if latency is None or latency.display == on:
             return
         latency.display = on
         self.want_latency(on)

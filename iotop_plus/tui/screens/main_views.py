@@ -13,23 +13,22 @@ first paint.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import tzinfo
 from typing import Any
 
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Tab, TabbedContent, Tabs
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.disks.sampler import HostInfo
 from iotop_plus.tui.widgets.device_table import DeviceTable
-from iotop_plus.tui.widgets.filter_input import FilterInput
 from iotop_plus.tui.widgets.header import HostHeader
 from iotop_plus.tui.widgets.key_hints import KeyHints
-from iotop_plus.tui.widgets.latency_view import LatencyView
 from iotop_plus.tui.widgets.pressure import PressureGauge
+from iotop_plus.tui.widgets.tab_bar import BarTab, TabBar
 
 NARROW_WIDTH = 110
 """Below this many columns the table, charts and panel become tabs of their own."""
@@ -41,6 +40,13 @@ WIDE_WIDTH = 150
 VIEWS = ("view-table", "view-charts", "view-panel")
 """The views narrow mode shows one of (the view tabs' ids, and the screen's class)."""
 
+VIEW_TABS = (
+    BarTab("view-table", "Devices", "1"),
+    BarTab("view-charts", "Charts", "2"),
+    BarTab("view-panel", "Panel", "3"),
+)
+"""The view tabs, with their keys."""
+
 
 def first_widgets(
     host: HostInfo,
@@ -48,38 +54,18 @@ def first_widgets(
     interval: float,
     zone: tzinfo | None,
     devices: Sequence[str],
-    filter_done: Callable[[str], object],
-    filter_clear: Callable[[], object],
+    view_tabs: TabBar | None,
 ) -> list[Widget]:
-    """What the main screen composes: the header, the view tabs, the filter box, the device
-    table and the latency view, and the key hints. The charts under the table and the side
-    panel beside it come just after the first paint
+    """What the main screen composes: the header, the view tabs (``view_tabs``: only while
+    narrow), the device table, and the key hints. The filter box and the latency view come
+    when first shown (:mod:`~iotop_plus.tui.screens.main_table`); the charts under the table
+    and the side panel beside it just after the first paint
     (:mod:`~iotop_plus.tui.screens.later_parts`)."""
-    latency_view = LatencyView(id="latency-view")
-    latency_view.display = False  # until the latency columns are shown
     header = HostHeader(host, interval, zone=zone, id="header", read_only=config.read_only)
     return [
         Horizontal(header, PressureGauge(id="pressure"), id="header-row"),
-        Tabs(
-            Tab("1 Devices", id="view-table"),
-            Tab("2 Charts", id="view-charts"),
-            Tab("3 Panel", id="view-panel"),
-            id="view-tabs",
-        ),
-        Horizontal(
-            Vertical(
-                FilterInput(
-                    done=filter_done,  # Enter in the filter box
-                    clear=filter_clear,
-                    placeholder="filter devices by name (Enter keeps, Esc clears)",
-                    id="filter",
-                ),
-                DeviceTable(config, only=devices, id="table"),
-                latency_view,
-                id="left",
-            ),
-            id="body",
-        ),
+        *(() if view_tabs is None else (view_tabs,)),
+        Horizontal(Vertical(DeviceTable(config, only=devices, id="table"), id="left"), id="body"),
         KeyHints(),
     ]
 
@@ -104,6 +90,25 @@ class ScreenViews:
         self.screen.set_class(width < NARROW_WIDTH or height < NARROW_HEIGHT, "narrow")
         self.screen.set_class(width >= WIDE_WIDTH, "wide")  # the side panel takes a share
 
+    def bar(self) -> TabBar | None:
+        """The view tabs, when they are mounted (narrow)."""
+        try:
+            return self.screen.query_one("#view-tabs", TabBar)
+        except NoMatches:
+            return None
+
+    def new_bar(self) -> TabBar:
+        """The view tabs, the view shown active."""
+        return TabBar(VIEW_TABS, self.view, id="view-tabs")
+
+    def place_bar(self) -> None:
+        """Mount the view tabs over the body when the screen is narrow, remove them when not."""
+        bar = self.bar()
+        if self.narrow and bar is None:
+            self.screen.mount(self.new_bar(), before="#body")
+        elif not self.narrow and bar is not None:
+            bar.remove()
+
     @property
     def view(self) -> str:
         """The view shown in narrow mode."""
@@ -114,15 +119,15 @@ class ScreenViews:
         screen = self.screen
         for v in VIEWS:
             screen.set_class(v == view, v)
-        tabs = screen.query_one("#view-tabs", Tabs)
-        if tabs.active != view:
-            tabs.active = view
+        bar = self.bar()
+        if bar is not None:
+            bar.active = view
         # At once (focus() waits a turn; "/" focuses the filter box next). Charts: no focus,
         # else a shown filter box took it and the keys typed next, q included, as filter text.
         if view == "view-table":
             screen.set_focus(screen.query_one(DeviceTable))
         elif view == "view-panel":
-            for side in screen.query("#side-panel").results(TabbedContent):  # once mounted
-                screen.set_focus(side.query_one(Tabs))
+            for side_tabs in screen.query("#side-tabs").results(TabBar):  # once mounted
+                screen.set_focus(side_tabs)
         else:
             screen.set_focus(None)

@@ -1,13 +1,14 @@
 """The side panel's deferred tabs, and what their panels ask of the frames.
 
-The Device tab's panel is made with the side panel (:mod:`.later_parts`). The Tune,
-Processes, Cgroups, Blocked, Files, Probe and Sync tabs start empty (:data:`DEFERRED_TABS`):
-:meth:`SidePanels.panel` builds a tab's panel, and imports its module, the first time
-something needs it, and :meth:`SidePanels.ready` mounts it when its tab is first shown or a
-key needs it; it then learns the selection and reads the shown frame like every other view.
-The Probe panel alone is ~44 widgets, and styling every hidden widget held back the first
-frame. A new tab is an empty ``TabPane`` in the side panel, its id in ``DEFERRED_TABS`` and a
-case in :meth:`SidePanels._build`.
+The Device tab's panel comes with the side panel
+(:class:`~iotop_plus.tui.widgets.side_panel.SidePanel`, mounted by :mod:`.later_parts`). The
+Tune, Processes, Cgroups, Blocked, Files, Probe and Sync tabs have no widget at first
+(:data:`DEFERRED_TABS`): :meth:`SidePanels.panel` builds a tab's panel, and imports its module,
+the first time something needs it, and :meth:`SidePanels.ready` mounts it when its tab is
+first shown or a key needs it; it then learns the selection and reads the shown frame like
+every other view. The Probe panel alone is ~44 widgets, and styling every hidden widget held
+back the first frame. A new tab is a :class:`~iotop_plus.tui.widgets.tab_bar.BarTab` in
+``SIDE_TABS``, its id in ``DEFERRED_TABS`` and a case in :meth:`SidePanels._build`.
 
 Everything a panel needs is passed in here: the tuner, the probe runner factory, the refusals
 (a replay, ``--read-only``) and a :class:`PanelFeed`, through which the panels ask what the
@@ -19,9 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
-from textual.dom import DOMNode
 from textual.widget import AwaitMount, Widget
-from textual.widgets import TabPane
 
 from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
     from iotop_plus.tui.widgets.settings_panel import SettingsPanel
+    from iotop_plus.tui.widgets.side_panel import SidePanel
 
 DEFERRED_TABS = (
     "tab-tune",
@@ -123,7 +123,7 @@ class SidePanels:
         runner_factory: Makes the fio runner for a probe.
         feed: What the Processes and Cgroups panels ask of the frames.
         refusals: What a replay and read-only refuse.
-        screen: Where the tabs' (empty) panes are, to mount the panels into.
+        side: The side panel to mount the panels into (None until it is up).
         mounted: Called with a panel just mounted (it learns the selection and the frame).
     """
 
@@ -134,7 +134,7 @@ class SidePanels:
         runner_factory: Callable[[], ProbeRunner],
         feed: PanelFeed,
         refusals: Refusals,
-        screen: DOMNode,
+        side: Callable[[], SidePanel | None],
         mounted: Callable[[Widget], object],
     ) -> None:
         self.roots = roots
@@ -142,7 +142,7 @@ class SidePanels:
         self.runner_factory = runner_factory
         self.feed = feed
         self.refusals = refusals
-        self._screen = screen
+        self._side = side
         self._mounted = mounted
         self.built: dict[str, Widget] = {}
         """The panels built so far, by tab id."""
@@ -174,7 +174,8 @@ class SidePanels:
         """Mount ``tab_id``'s deferred panel if need be; False if it is not (app quitting)."""
         if tab_id not in DEFERRED_TABS:
             return True
-        if await self.mount(tab_id, self._screen.query_one(f"#{tab_id}", TabPane)):
+        side = self._side()
+        if side is not None and await self.mount(tab_id, side):
             self._mounted(self.panel(tab_id))
         return self.mounted(tab_id) is not None
 
@@ -183,19 +184,20 @@ class SidePanels:
         built = self.built.get(tab_id)
         return built if built is not None and built.is_mounted else None
 
-    async def mount(self, tab_id: str, pane: TabPane) -> bool:
-        """Mount the panel of ``tab_id`` in ``pane`` and wait for it; True for the one call that
-        mounted it (which tells it the selection), False when it already was or cannot be.
+    async def mount(self, tab_id: str, side: SidePanel) -> bool:
+        """Mount the panel of ``tab_id`` in the side panel and wait for it; True for the one
+        call that mounted it (which tells it the selection), False when it already was or
+        cannot be.
 
-        A tab's activation travels through Textual's queues (the tabs, the side panel, the
-        screen) and can arrive after a quit began; then the pane is no longer attached to the
-        app, there is nothing to mount into, and the panel stays unmounted.
+        A tab's activation travels through Textual's queues (the side panel, the screen) and
+        can arrive after a quit began; then the side panel is no longer attached to the app,
+        there is nothing to mount into, and the panel stays unmounted.
         """
         panel = self.panel(tab_id)
-        if panel.is_mounted or not pane.is_attached:
+        if panel.is_mounted or not side.is_attached:
             return False
         if tab_id not in self._mounting:
-            self._mounting[tab_id] = pane.mount(panel)
+            self._mounting[tab_id] = side.add_panel(tab_id, panel)
         await self._mounting[tab_id]
         return self._mounting.pop(tab_id, None) is not None
 

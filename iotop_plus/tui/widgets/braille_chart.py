@@ -8,6 +8,11 @@ its points' range), so the cost follows the chart's width more than the history'
 An anchored chart moves its last picture on and draws only the runs that changed
 (:mod:`~iotop_plus.tui.widgets.braille_raster`).
 
+:class:`ChartPicture` draws a chart's lines at a given size and is no widget: the main
+screen's five charts are pictures inside one widget (:mod:`~iotop_plus.tui.widgets.charts`),
+as Textual's paint cost follows the number of widgets on screen. :class:`BrailleChart` is one
+picture as a widget of its own (the fleet view's charts).
+
 Layout, top to bottom: the title and legend, a row for the labels of marks (so they never
 cover the legend), the plot with round y ticks on the left, and the x axis (seconds before
 the end of the window). Every line is cut to the widget's width.
@@ -17,7 +22,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from itertools import zip_longest
 
 from rich.cells import cell_len
@@ -27,9 +31,18 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
-from iotop_plus.text import ago, plain_number, si_number
+from iotop_plus.text import ago
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
 from iotop_plus.tui.widgets.braille_raster import LineRaster, raster
+from iotop_plus.tui.widgets.chart_scale import (
+    NICE_SECONDS,
+    Line,
+    anchored_column,
+    column_seconds,
+    nice_ticks,
+    runs_for,
+    y_axis_for,
+)
 from iotop_plus.tui.widgets.line_regions import line_regions
 from iotop_plus.tui.widgets.plain_lines import plain_lines
 
@@ -39,194 +52,12 @@ TITLE_STYLE = Style(bold=True)
 AXIS_STYLE = Style(dim=True)
 MARK_STYLE = Style(color="#e070e0")
 
-NICE_SECONDS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 86400)
 
+class ChartPicture:
+    """One line chart's lines: title and legend, mark labels, the plot with y ticks, the x
+    axis; drawn at the size asked for, keeping what did not change since the last draw."""
 
-def nice_step(raw: float) -> float:
-    """The smallest 1, 2 or 5 x 10^k at or above ``raw`` (> 0)."""
-    exp = math.floor(math.log10(raw))
-    base = 10.0**exp
-    for m in (1, 2, 5, 10):
-        if m * base >= raw * (1 - 1e-9):
-            return m * base
-    return 10 * base  # pragma: no cover (the loop always returns)
-
-
-def nice_ticks(top_value: float, max_ticks: int) -> tuple[float, list[float]]:
-    """Round ticks from 0 covering ``top_value``: (axis top, ticks), at most ``max_ticks``
-    intervals of a 1-2-5 step. An all-zero series gets 0..1."""
-    if not top_value > 0 or math.isinf(top_value):
-        top_value = 1.0
-    step = nice_step(top_value / max(max_ticks, 1))
-    n = max(1, math.ceil(top_value / step - 1e-9))
-    return n * step, [i * step for i in range(n + 1)]
-
-
-@dataclass(frozen=True)
-class YAxis:
-    """How one chart's values are scaled and labelled."""
-
-    unit: str
-    """Unit shown in the title (e.g. ``MiB/s``)."""
-    divisor: float
-    """Values are divided by this before the ticks are chosen (KiB/s shown as MiB/s)."""
-    label: Callable[[float], str]
-    """A tick's text."""
-
-
-def y_axis_for(kind: str, top_value: float) -> YAxis:
-    """The axis of a chart of ``kind`` (iops, kib, ms, req, pct) whose largest value is
-    ``top_value``."""
-    if kind == "kib":
-        for div, unit in ((1024.0**2, "GiB/s"), (1024.0, "MiB/s")):
-            if top_value >= div:
-                return YAxis(unit, div, plain_number)
-        return YAxis("KiB/s", 1.0, plain_number)
-    if kind == "iops":
-        return YAxis("", 1.0, si_number)
-    return YAxis({"ms": "ms", "pct": "%"}.get(kind, ""), 1.0, plain_number)
-
-
-@dataclass(frozen=True)
-class Line:
-    """One series of a chart."""
-
-    label: str
-    """Legend text."""
-    style: Style
-    """Its colour."""
-    values: Sequence[float]
-    """One value per timestamp of the chart."""
-    short: str = ""
-    """A shorter legend text for narrow charts (``r``, ``w``)."""
-    times: Sequence[float] | None = None
-    """This series' own timestamps (seconds relative to the end, all <= 0), for series sampled
-    apart (the fleet's range queries); None: the chart's."""
-    connect: Sequence[bool] = ()
-    """With :attr:`times`: whether each point is joined to the one before it."""
-
-
-def columns(cols: Sequence[int], connect: Sequence[bool]) -> list[tuple[int, int, int, bool]]:
-    """The runs of points that fall in one dot column: (column, first index, end index,
-    joined to the run before). ``cols`` must not decrease (points are in time order)."""
-    runs: list[tuple[int, int, int, bool]] = []
-    start = 0
-    n = len(cols)
-    for i in range(1, n + 1):
-        if i == n or cols[i] != cols[start]:
-            runs.append((cols[start], start, i, bool(connect[start]) and start > 0))
-            start = i
-    return runs
-
-
-RunList = list[tuple[int, int, int, bool]]
-"""Dot-column runs: (column, first index, end index, joined to the run before)."""
-
-_RUNS_CACHE: dict[tuple[int, int, float, int, float | None], tuple[object, RunList]] = {}
-
-COLUMN_RATIO = 1.1
-"""Anchored charts: a dot column's width in seconds is a power of this, at or above what the
-window needs, so it stays the same from frame to frame (see :func:`column_seconds`)."""
-
-
-def column_seconds(span: float, dots_w: int, was: float | None = None) -> float:
-    """The seconds one dot column covers in an anchored chart of ``dots_w`` dot columns over
-    ``span`` seconds: the previous width ``was`` while the window fits in it and fills at least
-    four fifths of it (a window that jitters keeps its columns), else the smallest power of
-    :data:`COLUMN_RATIO` that fits."""
-    need = span / max(dots_w - 1, 1)
-    if was is not None and need <= was <= need * 1.25:
-        return was
-    return float(COLUMN_RATIO ** math.ceil(math.log(max(need, 1e-9), COLUMN_RATIO) - 1e-9))
-
-
-def anchored_column(stamp: float, end: float, width: float, last: int) -> int:
-    """The dot column of time ``stamp`` in an anchored chart ending at ``end`` (column
-    ``last``): columns hold fixed slices of time (multiples of ``width`` seconds), so a
-    column's points stay in it as the window moves and the picture shifts by whole columns."""
-    return last - (math.floor(end / width) - math.floor(stamp / width))
-
-
-def _runs_for(
-    times: Sequence[float],
-    connect: Sequence[bool],
-    span: float,
-    dots_w: int,
-    anchor: float | None = None,
-) -> list[tuple[int, int, int, bool]]:
-    """The dot-column runs of ``times``; the five charts of a draw share one ``times``, and
-    mostly one width, so the last few results are kept. With an ``anchor`` (the absolute time
-    of the window's end), ``span`` is the width of a column (:func:`anchored_column`)."""
-    key = (id(times), len(times), span, dots_w, anchor)
-    hit = _RUNS_CACHE.get(key)
-    if hit is not None and hit[0] is times:
-        return hit[1]
-    xs = (dots_w - 1) / span
-    last = dots_w - 1
-    if anchor is not None:
-        runs = _shifted_runs(_slice_runs(times, connect, span, anchor), last, anchor, span)
-    else:
-        # times lie in [-span, 0]: only float rounding can step outside, and min/max catch it.
-        cols = [int((span + t) * xs + 0.5) for t in times]
-        if cols and (cols[0] < 0 or cols[-1] > last):
-            cols = [min(last, max(0, c)) for c in cols]
-        runs = columns(cols, connect)
-    if len(_RUNS_CACHE) >= 4:
-        _RUNS_CACHE.clear()
-    _RUNS_CACHE[key] = (times, runs)
-    return runs
-
-
-_SLICES_CACHE: dict[tuple[int, int, float, float], tuple[object, RunList]] = {}
-
-
-def _slice_runs(
-    times: Sequence[float], connect: Sequence[bool], width: float, anchor: float
-) -> RunList:
-    """The runs of ``times`` (relative to ``anchor``) by the slice of time each point falls in
-    (``floor(stamp / width)``), for every chart of one draw: the charts' widths differ, and
-    mostly not their column widths, and a run of points in one slice is a run of one column
-    at any width (a chart's columns are its slices shifted)."""
-    key = (id(times), len(times), width, anchor)
-    hit = _SLICES_CACHE.get(key)
-    if hit is not None and hit[0] is times:
-        return hit[1]
-    floor = math.floor
-    runs = columns([floor((anchor + t) / width) for t in times], connect)
-    if len(_SLICES_CACHE) >= 4:
-        _SLICES_CACHE.clear()
-    _SLICES_CACHE[key] = (times, runs)
-    return runs
-
-
-def _shifted_runs(slices: RunList, last: int, anchor: float, width: float) -> RunList:
-    """The runs by slice placed in a chart whose last column (``last``) holds the slice of
-    ``anchor``. Runs left of the first column (or, by rounding, right of the last) are clamped
-    to it and become one run there with the run already in it, as :func:`columns` groups the
-    points' clamped columns."""
-    shift = last - math.floor(anchor / width)
-    runs = [(k + shift, start, end, joined) for k, start, end, joined in slices]
-    if not runs or (runs[0][0] >= 0 and runs[-1][0] <= last):
-        return runs
-    merged: RunList = []
-    for col, start, end, joined in runs:
-        col = min(last, max(0, col))
-        if merged and merged[-1][0] == col:  # only at the edges: slices differ inside
-            merged[-1] = (col, merged[-1][1], end, merged[-1][3])
-        else:
-            merged.append((col, start, end, joined))
-    return merged
-
-
-class BrailleChart(BatchedRepaint, Widget):
-    """One line chart: title and legend, mark labels, the plot with y ticks, the x axis."""
-
-    DEFAULT_CSS = """
-    BrailleChart { height: 1fr; min-height: 5; }
-    """
-
-    def __init__(self, kind: str, title: str, *, id: str | None = None) -> None:
-        super().__init__(id=id)
+    def __init__(self, kind: str, title: str) -> None:
         self.kind = kind
         """Axis kind: iops, kib, ms, req or pct."""
         self.title = title
@@ -245,7 +76,6 @@ class BrailleChart(BatchedRepaint, Widget):
         """The y tick labels of the last render, bottom to top (tests read them)."""
         self._strips: list[Strip] = []
         self._built_for: tuple[int, int] | None = None
-        self._painting: tuple[int, int] | None = None
         self._kept: dict[str, tuple[object, Strip]] = {}
         """The legend, marks row and x axis of the last build, each with what it was drawn
         from: a frame mostly draws them again from the same inputs."""
@@ -257,7 +87,7 @@ class BrailleChart(BatchedRepaint, Widget):
         self._end_column: int | None = None
         """The anchored column of the window's end at the last build."""
 
-    def plot(
+    def set_data(
         self,
         times: Sequence[float],
         connect: Sequence[bool],
@@ -267,54 +97,41 @@ class BrailleChart(BatchedRepaint, Widget):
         end_label: str = "now",
         anchor: float | None = None,
     ) -> None:
-        """Show ``lines`` over ``times`` (seconds relative to the end, all <= 0) on an x axis
-        from ``-span`` to 0, with ``marks`` (relative time, label).
+        """What to draw next: ``lines`` over ``times`` (seconds relative to the end, all <= 0)
+        on an x axis from ``-span`` to 0, with ``marks`` (relative time, label).
 
         With ``anchor``, the absolute time of the end, each dot column holds a fixed
         slice of time: between two column steps only the newest column changes, so only the
-        lines it touches are painted again; the x axis covers up to a tenth more than
-        ``span`` (a quarter while a shorter window keeps the last width, see
-        :func:`column_seconds`). Lines with their own ``times`` need no anchor.
+        lines it touches change; the x axis covers up to a tenth more than ``span`` (a
+        quarter while a shorter window keeps the last width, see
+        :func:`~iotop_plus.tui.widgets.chart_scale.column_seconds`). Lines with their own
+        ``times`` need no anchor.
         """
         self.times, self.connect, self.lines = times, connect, list(lines)
         self.end_time = anchor
         self.span = max(span, 1e-9)
         self.marks = list(marks)
         self.end_label = end_label
-        size = (self.size.width, self.size.height)
-        if self._built_for != size or not self._strips:
-            self._built_for = None  # drawn whole at the next paint
-            self.refresh()
-            return
-        # Drawn now, and only the lines that changed are painted again (the legend, the marks
-        # row and the x axis mostly stay as they were).
-        old, self._strips = self._strips, self.build(*size)
-        changed = [
+
+    def redraw(self, width: int, height: int) -> list[int] | None:
+        """Draw the lines at ``width`` x ``height`` now, after :meth:`set_data`: the rows that
+        changed since the last draw, or None when there was none at this size (all of them)."""
+        if self._built_for != (width, height) or not self._strips:
+            self._built_for = None  # drawn whole when the lines are asked for
+            return None
+        old, self._strips = self._strips, self.build(width, height)
+        return [
             y
             for y, (was, now) in enumerate(zip_longest(old, self._strips))
             if was is not now and was != now
         ]
-        if changed:
-            self.refresh(*line_regions(changed, size[0]))
 
-    def render_lines(self, crop: Region) -> list[Strip]:
-        """The chart's own strips where its styles add nothing (:mod:`.plain_lines`), else
-        Textual's; with the widget's size looked up once for all the lines painted
-        (``Widget.size`` walks up to the screen)."""
-        size = self.size
-        self._painting = (size.width, size.height)
-        try:
-            lines = plain_lines(self, crop, size.width, self.render_line)
-            return super().render_lines(crop) if lines is None else lines
-        finally:
-            self._painting = None
-
-    def render_line(self, y: int) -> Strip:
-        size = self._painting or (self.size.width, self.size.height)
-        if self._built_for != size:
-            self._strips = self.build(*size)
-            self._built_for = size
-        return self._strips[y] if y < len(self._strips) else Strip.blank(size[0])
+    def strips(self, width: int, height: int) -> list[Strip]:
+        """The lines at ``width`` x ``height``, drawn if they were not at this size."""
+        if self._built_for != (width, height):
+            self._strips = self.build(width, height)
+            self._built_for = (width, height)
+        return self._strips
 
     # ---- drawing ------------------------------------------------------------------------
 
@@ -445,9 +262,9 @@ class BrailleChart(BatchedRepaint, Widget):
         if not self.times and all(line.times is None for line in self.lines):
             return []
         shared = (
-            _runs_for(self.times, self.connect, column, dots_w, self.end_time)
+            runs_for(self.times, self.connect, column, dots_w, self.end_time)
             if self.times and column is not None
-            else _runs_for(self.times, self.connect, self.span, dots_w)
+            else runs_for(self.times, self.connect, self.span, dots_w)
             if self.times
             else []
         )
@@ -474,7 +291,7 @@ class BrailleChart(BatchedRepaint, Widget):
             if line.times is None:
                 bits = kept.draw(key, moved, shared, line.values, to_row, plot_w, plot_h)
             else:
-                runs = _runs_for(line.times, line.connect, self.span, dots_w)
+                runs = runs_for(line.times, line.connect, self.span, dots_w)
                 bits = raster(runs, line.values, to_row, plot_w, plot_h)
             layers.append((bits, line.style))
         return layers
@@ -562,3 +379,52 @@ class BrailleChart(BatchedRepaint, Widget):
         return Strip(
             [Segment(" " * label_w + "└", AXIS_STYLE), Segment("".join(row), AXIS_STYLE)]
         ).crop(0, width)
+
+
+class BrailleChart(BatchedRepaint, ChartPicture, Widget):
+    """One chart as a widget of its own."""
+
+    DEFAULT_CSS = """
+    BrailleChart { height: 1fr; min-height: 5; }
+    """
+
+    def __init__(self, kind: str, title: str, *, id: str | None = None) -> None:
+        Widget.__init__(self, id=id)
+        ChartPicture.__init__(self, kind, title)
+        self._painting: tuple[int, int] | None = None
+
+    def plot(
+        self,
+        times: Sequence[float],
+        connect: Sequence[bool],
+        lines: Sequence[Line],
+        span: float,
+        marks: Sequence[tuple[float, str]] = (),
+        end_label: str = "now",
+        anchor: float | None = None,
+    ) -> None:
+        """Show ``lines`` (:meth:`ChartPicture.set_data`): drawn now, and only the lines that
+        changed are painted again (the legend, the marks row and the x axis mostly stay)."""
+        self.set_data(times, connect, lines, span, marks, end_label, anchor)
+        changed = self.redraw(self.size.width, self.size.height)
+        if changed is None:
+            self.refresh()
+        elif changed:
+            self.refresh(*line_regions(changed, self.size.width))
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The chart's own strips where its styles add nothing (:mod:`.plain_lines`), else
+        Textual's; with the widget's size looked up once for all the lines painted
+        (``Widget.size`` walks up to the screen)."""
+        size = self.size
+        self._painting = (size.width, size.height)
+        try:
+            lines = plain_lines(self, crop, size.width, self.render_line)
+            return super().render_lines(crop) if lines is None else lines
+        finally:
+            self._painting = None
+
+    def render_line(self, y: int) -> Strip:
+        width, height = self._painting or (self.size.width, self.size.height)
+        strips = self.strips(width, height)
+        return strips[y] if y < len(strips) else Strip.blank(width)

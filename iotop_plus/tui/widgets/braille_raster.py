@@ -1,6 +1,6 @@
 """Braille bits of a chart's lines, drawn whole or moved on from the last frame's.
 
-A line is drawn by dot-column runs (:func:`~iotop_plus.tui.widgets.braille_chart.columns`):
+A line is drawn by dot-column runs (:func:`~iotop_plus.tui.widgets.chart_scale.columns`):
 each run is one dot column's points, drawn as a vertical stroke over their range, joined to the
 run before by strokes through the columns between. In an anchored chart (each dot column a
 fixed slice of time), a new frame mostly adds a point to the newest column and drops the

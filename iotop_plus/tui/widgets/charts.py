@@ -9,6 +9,11 @@ missing are not bridged by a line.
 Setting changes and probes are marked with a vertical line and a short label above the plot,
 live and in history (where the window ends at the frame shown, and its time is in the
 caption).
+
+The five charts and their caption are one widget, laid out as a 3x2 grid of pictures
+(:class:`~iotop_plus.tui.widgets.braille_chart.ChartPicture`) it draws into its own lines:
+Textual's paint cost follows the number of widgets on screen. Only the lines a draw changed
+are painted again.
 """
 
 from __future__ import annotations
@@ -17,18 +22,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise, zip_longest
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual.containers import Grid
+from textual.app import App
+from textual.geometry import Region
 from textual.strip import Strip
-from textual.widgets import Static
+from textual.widget import Widget
 
 from iotop_plus.sampling.disks.figures import figure
 from iotop_plus.sampling.store.timeline import Columns, Mark
 from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
-from iotop_plus.tui.widgets.braille_chart import BrailleChart, Line
+from iotop_plus.tui.widgets.braille_chart import ChartPicture
+from iotop_plus.tui.widgets.chart_scale import Line
 from iotop_plus.tui.widgets.line_regions import line_regions
+from iotop_plus.tui.widgets.plain_lines import plain_lines
 
 SHORT = {"r_s": "r", "w_s": "w", "rkb_s": "read", "wkb_s": "write", "r_await": "r", "w_await": "w"}
 """Legend text for narrow charts."""
@@ -52,7 +61,7 @@ class ChartSpec:
     """One plot: which history series it draws, and how they are labelled."""
 
     id: str
-    """Widget id."""
+    """The chart's name (:meth:`DeviceCharts.picture`)."""
     title: str
     """Plot title, with the unit."""
     metrics: tuple[str, ...]
@@ -107,82 +116,61 @@ def joins(times: Sequence[float]) -> list[bool]:
     ]
 
 
-class ChartCaption(BatchedRepaint, Static):
-    """The text under the charts (device, sample count, what the axes mean).
+def split(total: int, parts: int) -> list[tuple[int, int]]:
+    """(offset, length) of ``parts`` equal shares of ``total`` cells, as Textual's grid
+    divides ``1fr`` tracks (the rounding goes to the later shares)."""
+    edges = [k * total // parts for k in range(parts + 1)]
+    return [(a, b - a) for a, b in pairwise(edges)]
 
-    Its sample count moves every frame until the history is full. Its lines are wrapped and
-    rendered here from the text alone, and only the lines that changed are repainted: a
-    Static's own render (Textual's Content, a visual) would be most of the frame
-    (docs/performance.md)."""
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__("", id=id, markup=False)
-        self._text = ""
-        self._strips: list[Strip] | None = None
-        """The lines as last wrapped (None: none yet, Textual renders the text)."""
+class CaptionLines:
+    """The caption's lines (device, sample count, what the axes mean), wrapped at a width
+    with a cell of padding on each side. Its sample count moves every frame until the
+    history is full: a paragraph wrapped at the last call is not wrapped again."""
+
+    def __init__(self) -> None:
+        self.text = ""
         self._paragraphs: dict[str, list[Strip]] = {}
         """The paragraphs of the last text, wrapped, ..."""
         self._wrapped_as: tuple[int, Style] | None = None
         """... at this width and style."""
 
-    def show(self, text: str) -> None:
-        """Show ``text``, repainting only the lines it changed (never a layout pass: the
-        caption's grid cell has a fixed size)."""
-        self._text = text
-        width = self.size.width
-        if not width:
-            self._strips = None
-            self.refresh()  # not laid out yet: Textual draws render() then
-            return
-        old, self._strips = self._strips, self._wrap(text, width)
-        changed = [y for y, (a, b) in enumerate(zip_longest(old or [], self._strips)) if a != b]
-        if old is None:
-            self.refresh()
-        elif changed:
-            self.refresh(*line_regions(changed, width))
-
-    def _wrap(self, text: str, width: int) -> list[Strip]:
-        """The lines of ``text`` at ``width``; a paragraph wrapped at the last call is not
-        wrapped again (only the sample count moves, the axis lines stay)."""
-        console, style = self.app.console, self.visual_style.rich_style
-        kept = self._paragraphs if self._wrapped_as == (width, style) else {}
+    def strips(self, app: App[object], width: int, height: int, style: Style) -> list[Strip]:
+        """The lines at ``width`` x ``height`` cells in ``style``."""
+        inner = width - 2
+        if inner <= 0 or height <= 0:
+            return [Strip.blank(width, style)] * max(height, 0)
+        console = app.console
+        kept = self._paragraphs if self._wrapped_as == (inner, style) else {}
         paragraphs: dict[str, list[Strip]] = {}
         lines: list[Strip] = []
-        for paragraph in text.split("\n"):  # rich wraps each paragraph on its own too
+        pad = Segment(" ", style)
+        for paragraph in self.text.split("\n"):  # rich wraps each paragraph on its own too
             strips = paragraphs.get(paragraph) or kept.get(paragraph)
             if strips is None:
                 strips = [
-                    Strip(list(line.render(console)))
-                    .apply_style(style)
-                    .crop_extend(0, width, style)
-                    for line in Text(paragraph).wrap(console, width)
+                    Strip(
+                        [pad, *Strip(list(line.render(console))).apply_style(style), pad]
+                    ).crop_extend(0, width, style)
+                    for line in Text(paragraph).wrap(console, inner)
                 ]
             paragraphs[paragraph] = strips
             lines.extend(strips)
-        self._paragraphs, self._wrapped_as = paragraphs, (width, style)
-        return lines
-
-    def render(self) -> str:
-        return self._text
-
-    def render_line(self, y: int) -> Strip:
-        width = self.size.width
-        if self._strips is None:
-            return super().render_line(y)
-        if self._wrapped_as is None or width != self._wrapped_as[0]:
-            self._strips = self._wrap(self._text, width)
-        if y < len(self._strips):
-            return self._strips[y]
-        return Strip.blank(width, self.visual_style.rich_style)
+        self._paragraphs, self._wrapped_as = paragraphs, (inner, style)
+        blank = Strip.blank(width, style)
+        return (lines + [blank] * height)[:height]
 
 
-class DeviceCharts(Grid):
-    """Five small charts of the selected device, seconds before now on the x axis."""
+class DeviceCharts(BatchedRepaint, Widget):
+    """Five small charts of the selected device, seconds before now on the x axis, and the
+    caption, in a grid of three columns and two rows, under a rule line (drawn unless its
+    component style hides it: ``display: none`` on ``device-charts--rule``)."""
 
     DEFAULT_CSS = """
-    DeviceCharts { grid-size: 3 2; height: 1fr; }
-    DeviceCharts > #chart-caption { height: 1fr; }
+    DeviceCharts { height: 1fr; }
     """
+
+    COMPONENT_CLASSES = {"device-charts--caption", "device-charts--rule"}
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -193,22 +181,134 @@ class DeviceCharts(Grid):
         self._last_draw = float("-inf")
         self.marks_drawn: list[Mark] = []
         """The marks on the charts at the last draw (tests read it)."""
-        self._caption_text = ""
-        self._charts = [BrailleChart(spec.kind, spec.title, id=spec.id) for spec in CHARTS]
-        """The charts, in :data:`CHARTS` order (kept: a query each per frame cost more than
-        drawing some of them)."""
-        self._caption_widget = ChartCaption(id="chart-caption")
+        self.pictures = {spec.id: ChartPicture(spec.kind, spec.title) for spec in CHARTS}
+        """The charts by name, in :data:`CHARTS` order."""
+        self._caption_lines = CaptionLines()
+        self._caption_drawn: tuple[str, int, int, Style] | None = None
+        self._caption_strips: list[Strip] = []
+        self._lines: list[Strip] = []
+        """The widget's lines at the last draw, ..."""
+        self._parts: list[tuple[Strip, ...]] = []
+        """... each joined from these cells' lines, ..."""
+        self._built_for: tuple[int, int, bool] | None = None
+        """... at this size, with or without the rule (None: not drawn yet)."""
+        self._painting: tuple[int, int, bool] | None = None
 
-    def compose(self) -> Iterable[BrailleChart | Static]:
-        yield from self._charts
-        yield self._caption_widget
+    @property
+    def caption(self) -> str:
+        """The caption's text."""
+        return self._caption_lines.text
+
+    def picture(self, chart_id: str) -> ChartPicture:
+        """The chart ``chart_id`` of :data:`CHARTS` (``chart-iops``, ...)."""
+        return self.pictures[chart_id]
+
+    def _ruled(self) -> bool:
+        return self.get_component_styles("device-charts--rule").display != "none"
+
+    def _shape(self) -> tuple[int, int, bool]:
+        return self.size.width, self.size.height, self._ruled()
+
+    def cells(self, width: int, height: int, ruled: bool | None = None) -> list[Region]:
+        """Where the five charts and the caption are at ``width`` x ``height``, in
+        :data:`CHARTS` order, the caption last (under the rule, if it is drawn)."""
+        top = int(self._ruled() if ruled is None else ruled)
+        rows, cols = split(max(height - top, 0), 2), split(width, 3)
+        return [Region(x, top + y, w, h) for y, h in rows for x, w in cols]
+
+    def chart_text(self, chart_id: str) -> list[str]:
+        """What chart ``chart_id`` shows, line by line (tests read it)."""
+        width, height, ruled = self._shape()
+        cell = self.cells(width, height, ruled)[list(self.pictures).index(chart_id)]
+        return [
+            self._line(y, (width, height, ruled)).crop(cell.x, cell.right).text
+            for y in cell.line_range
+        ]
 
     def _caption(self, text: str) -> None:
-        """Show ``text`` under the charts: repainted only when it changed, and never with a
-        layout pass (its grid cell has a fixed size)."""
-        if text != self._caption_text:
-            self._caption_text = text
-            self._caption_widget.show(text)
+        """Show ``text`` under the charts (drawn with them)."""
+        self._caption_lines.text = text
+
+    def _caption_part(self, width: int, height: int) -> list[Strip]:
+        style = self.get_component_rich_style("device-charts--caption")
+        key = (self._caption_lines.text, width, height, style)
+        if key != self._caption_drawn:
+            self._caption_drawn = key
+            self._caption_strips = self._caption_lines.strips(self.app, width, height, style)
+        return self._caption_strips
+
+    def _join_lines(self, layout: tuple[int, int, bool]) -> list[Strip]:
+        """The widget's lines: the rule, then each line the cells' lines of its grid row side
+        by side; a line whose cells' lines did not change is the one drawn last time."""
+        width, height, ruled = layout
+        cells = self.cells(width, height, ruled)
+        drawn = [
+            picture.strips(cell.width, cell.height)
+            for picture, cell in zip(self.pictures.values(), cells, strict=False)
+        ]
+        drawn.append(self._caption_part(cells[-1].width, cells[-1].height))
+        old_parts = self._parts if self._built_for == layout else []
+        lines: list[Strip] = []
+        parts: list[tuple[Strip, ...]] = []
+        if ruled and height:
+            style = self.get_component_rich_style("device-charts--rule")
+            rule = Strip([Segment("─" * width, style)], width)
+            if old_parts and old_parts[0] == (rule,):
+                rule = self._lines[0]  # drawn as it was: not painted again
+            lines.append(rule)
+            parts.append((rule,))
+        for row in (0, 1):
+            row_cells = range(row * 3, row * 3 + 3)
+            for dy in range(cells[row * 3].height):
+                pieces = tuple(
+                    drawn[i][dy] if dy < len(drawn[i]) else Strip.blank(cells[i].width)
+                    for i in row_cells
+                )
+                y = len(lines)
+                was = old_parts[y] if y < len(old_parts) else None
+                if was is not None and all(
+                    a is b or a == b for a, b in zip(was, pieces, strict=True)
+                ):
+                    lines.append(self._lines[y])
+                    parts.append(was)
+                    continue
+                lines.append(Strip.join(pieces))
+                parts.append(pieces)
+        self._parts = parts
+        return lines
+
+    def repaint(self) -> None:
+        """Draw the lines now and paint again only those that changed."""
+        layout = self._shape()
+        if self._built_for != layout or not self._lines:
+            self._built_for = None
+            self.refresh()  # drawn whole at the next paint
+            return
+        for picture, cell in zip(self.pictures.values(), self.cells(*layout), strict=False):
+            picture.redraw(cell.width, cell.height)
+        old, self._lines = self._lines, self._join_lines(layout)
+        changed = [y for y, (a, b) in enumerate(zip_longest(old, self._lines)) if a is not b]
+        if changed:
+            self.refresh(*line_regions(changed, layout[0]))
+
+    def _line(self, y: int, layout: tuple[int, int, bool]) -> Strip:
+        if self._built_for != layout:
+            self._lines = self._join_lines(layout)
+            self._built_for = layout
+        return self._lines[y] if y < len(self._lines) else Strip.blank(layout[0])
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The charts' own strips where the widget's styles add nothing (:mod:`.plain_lines`),
+        else Textual's; with the widget's size looked up once for all the lines painted."""
+        self._painting = layout = self._shape()
+        try:
+            lines = plain_lines(self, crop, layout[0], self.render_line)
+            return super().render_lines(crop) if lines is None else lines
+        finally:
+            self._painting = None
+
+    def render_line(self, y: int) -> Strip:
+        return self._line(y, self._painting or self._shape())
 
     def due(self, device: str | None, now: float) -> bool:
         """Whether a draw is worth doing: a new device, or another end time than the last draw
@@ -265,7 +365,7 @@ class DeviceCharts(Grid):
         placed = [(m.timestamp - now, printable(m.label)) for m in self.marks_drawn]
         connect = joins(times)
         styles = (READ_STYLE, WRITE_STYLE)
-        for spec, chart in zip(CHARTS, self._charts, strict=True):
+        for spec, picture in zip(CHARTS, self.pictures.values(), strict=True):
             lines = (
                 [
                     Line(
@@ -279,4 +379,5 @@ class DeviceCharts(Grid):
                 if history is not None and times
                 else []
             )
-            chart.plot(times, connect, lines, span, placed, "0" if at else "now", anchor=now)
+            picture.set_data(times, connect, lines, span, placed, "0" if at else "now", now)
+        self.repaint()

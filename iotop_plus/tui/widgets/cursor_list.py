@@ -64,7 +64,10 @@ class CursorList(ScrollView, Generic[RowT], can_focus=True):
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The rows' own strips where the list's styles add nothing (:mod:`.plain_lines`),
-        else through Textual's styles cache: the table repaints rows every frame."""
+        else through Textual's styles cache: the table repaints rows every frame. A list
+        already removed (its styles gone) that a last full update still paints is blank."""
+        if not self.is_attached:
+            return [Strip.blank(crop.width)] * crop.height
         lines = plain_lines(self, crop, self.size.width, self.render_line)
         return super().render_lines(crop) if lines is None else lines
 

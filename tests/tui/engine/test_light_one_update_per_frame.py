@@ -13,7 +13,6 @@ from textual.message import Message
 from textual.widget import Widget
 
 from iotop_plus.tui.engine.refresh_batch import one_update
-from iotop_plus.tui.widgets.braille_chart import BrailleChart
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_table import DeviceTable
 from tests.tui.helpers import parts_up, step
@@ -59,12 +58,12 @@ async def test_a_frames_repaints_reach_the_screen_without_a_message_each(
         painted = set().union(*updated)
         # the clock moved and new points came (the canned host's figures stay): all painted
         names = {type(w).__name__ for w in painted}
-        assert {"BrailleChart", "ChartCaption", "HostHeader"} <= names, names
+        assert {"DeviceCharts", "HostHeader"} <= names, names
         prompted = {type(w).__name__ for w, m in seen if isinstance(m, messages.Prompt)}
-        assert not prompted & {"BrailleChart", "ChartCaption", "HostHeader"}, prompted
+        assert not prompted & {"DeviceCharts", "HostHeader"}, prompted
         # (the Device tab's facts may ask for a layout when a value wraps to more lines)
         updates = {type(m.widget).__name__ for _, m in seen if isinstance(m, messages.Update)}
-        assert not updates & {"BrailleChart", "ChartCaption", "HostHeader"}, updates
+        assert not updates & {"DeviceCharts", "HostHeader"}, updates
 
 
 async def test_a_layout_or_a_widget_not_mixed_in_goes_textuals_way(
@@ -73,7 +72,7 @@ async def test_a_layout_or_a_widget_not_mixed_in_goes_textuals_way(
     async with started_app(2) as (pilot, app):
         await parts_up(pilot, app)
         screen = app.main_screen
-        chart = screen.query_one("#chart-iops", BrailleChart)
+        chart = screen.query_one("#charts", DeviceCharts)
         table = screen.query_one(DeviceTable)
         facts = screen.query_one("#device-facts")
         panel = screen.query_one("#device-panel")
@@ -100,7 +99,7 @@ async def test_a_screen_without_textuals_parts_takes_every_repaint_its_way(
 ) -> None:
     async with started_app(2) as (pilot, app):
         await parts_up(pilot, app)
-        chart = app.main_screen.query_one("#chart-iops", BrailleChart)
+        chart = app.main_screen.query_one("#charts", DeviceCharts)
         await pilot.pause()
         with posted(monkeypatch) as seen, one_update(object()):
             chart.refresh()
