@@ -198,15 +198,20 @@ def test_a_full_file_system_is_reported_once_and_the_recorder_keeps_running(
         assert recorder.wait(timeout=20) == 0
         stderr = recorder.stderr.read() if recorder.stderr else ""
         full = [line for line in stderr.splitlines() if "the disk is full" in line]
-        assert len(full) == 1, stderr
+        # once each time it filled: a slow host may reach the recorder's retry (60 s), where
+        # it records again into a new file until the disk is full again
+        again = [line for line in stderr.splitlines() if "recording again" in line]
+        assert len(full) == len(again) + 1, stderr
         assert "Traceback" not in stderr
-        [path] = recording_files(rec_dir)
-        warnings: list[str] = []
-        rec = RecordingFile(path, warnings.append)
-        kept = sum(c.n for c in rec.chunks)
-        assert kept >= 1
-        assert len(warnings) <= 1
-        rec.close()
+        paths = recording_files(rec_dir)
+        assert len(paths) == len(full), paths
+        for n, path in enumerate(paths):
+            warnings: list[str] = []
+            rec = RecordingFile(path, warnings.append)
+            kept = sum(c.n for c in rec.chunks)
+            assert kept >= 1 or n > 0, path
+            assert len(warnings) <= 1
+            rec.close()
     finally:
         unmount(str(mnt))
 
