@@ -330,7 +330,7 @@ def _run_tui(args: argparse.Namespace, roots: Roots) -> int:
     source = tui_source(roots, chosen_state_dir(getattr(args, "state_dir", None)))
     if args.tui_devices:
         # Named devices are checked before the screen starts: a typo is a usage error.
-        from iotop_plus.commands.snapshot_output import resolve_devices
+        from iotop_plus.commands.named_devices import resolve_devices
 
         first = source.next_frame()
         for word in args.tui_devices:

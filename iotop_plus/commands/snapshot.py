@@ -12,9 +12,10 @@ from collections.abc import Iterator
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import UsageError, add_interval_count
+from iotop_plus.commands.named_devices import resolve_devices
 from iotop_plus.commands.part_options import add_part_options, given_flags, wanted_keys
 from iotop_plus.commands.snapshot_cpu import CpuTimes, read_cpu
-from iotop_plus.commands.snapshot_output import Report, emit, printed_notes, resolve_devices
+from iotop_plus.commands.snapshot_output import Report, emit, printed_notes
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import frames_on_schedule
 from iotop_plus.sampling.disks.sampler import read_platform

@@ -13,7 +13,7 @@ from datetime import datetime, timezone, tzinfo
 from typing import TYPE_CHECKING, Any, TextIO, TypeAlias
 
 from iotop_plus import __version__
-from iotop_plus.commands.common import EXIT_OK, UsageError
+from iotop_plus.commands.common import EXIT_OK
 from iotop_plus.commands.part_options import add_part_json
 from iotop_plus.commands.snapshot_cpu import CpuTimes, avg_cpu
 from iotop_plus.commands.snapshot_diagnosis import Reports, add_diagnosis, render_verdicts
@@ -276,32 +276,6 @@ def render_latency(names: Sequence[str], lat: LatencyFrame | None) -> str:
         for row in [headers, *rows]
     ]
     return "\n".join(lines) + "\n"
-
-
-def resolve_devices(
-    requested: Sequence[str], sample: Sample, inventory: Inventory
-) -> list[str] | None:
-    """Map the user's device arguments to kernel names; None when none were given.
-
-    Raises:
-        UsageError: naming the device that does not exist.
-    """
-    if not requested:
-        return None
-    names = []
-    for arg in requested:
-        base = arg.removeprefix("/dev/")
-        if base in sample.counters:
-            names.append(base)
-            continue
-        dev = inventory.lookup(arg)
-        if dev is None or dev.name not in sample.counters:
-            known = printable(", ".join(sorted(sample.counters)[:12]))
-            more = ", ..." if len(sample.counters) > 12 else ""
-            shown = arg if len(arg) <= 80 else f"{arg[:60]}...({len(arg):,} characters)"
-            raise UsageError(f"unknown device {shown!r} (known: {known}{more})")
-        names.append(dev.name)
-    return names
 
 
 def _names(

@@ -14,8 +14,9 @@ from itertools import chain
 from typing import Any, TextIO
 
 from iotop_plus.commands.common import EXIT_FAILURE, UsageError
+from iotop_plus.commands.named_devices import resolve_devices
 from iotop_plus.commands.recording_input import open_recording
-from iotop_plus.commands.snapshot_output import emit, resolve_devices
+from iotop_plus.commands.snapshot_output import emit
 from iotop_plus.commands.snapshot_overview import run_overview
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.sampling.disks.sampler import Platform

@@ -233,7 +233,7 @@ class LiveSource:
 
     def _traced_programs(self, needed: frozenset[str]) -> dict[str, TraceProgram]:
         """The probes the ``needed`` registered parts add to the tracer, by key."""
-        wanted = [p for p in registry.parts() if p.key in needed]
+        wanted = list(registry.chosen(needed))
         if not wanted:
             return {}
         if self._traced is None:
@@ -329,10 +329,10 @@ class LiveSource:
     ) -> tuple[dict[str, object], tuple[FrameEvent, ...], tuple[str, ...]]:
         """Every part due this frame: (values by key, the frame's events with theirs, problem
         lines). Readers of parts nobody wants any more are closed."""
-        order = registry.parts()
+        wanted = frozenset(self._wanted)
+        order = registry.chosen(wanted, always=self.devices)  # (the others' modules not loaded)
         if self._order is None or self._order_of is not order:
             self._order, self._order_of = read_order(order), order
-        wanted = frozenset(self._wanted)
         values: dict[str, object] = {}
         seen = dict(built_in)  # what the parts read so far see: the built-in facts, then theirs
         so_far = MappingProxyType(seen)
@@ -375,7 +375,7 @@ class LiveSource:
         if len(self._readers) > len(values):
             keys = {p.key for p in order}
             for key in [k for k in self._readers if k not in keys]:
-                self._drop(key)  # unregistered since
+                self._drop(key)  # not wanted any more, or unregistered since
         return values, events, tuple(problems)
 
     def _drop(self, key: str) -> None:
