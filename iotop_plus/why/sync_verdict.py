@@ -22,9 +22,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from iotop_plus.sampling.latency.program import FLUSH_WRITE
-from iotop_plus.sampling.sync.jbd2_part import Jbd2Part
-from iotop_plus.sampling.sync.part import SyncPart
 from iotop_plus.why.saturation import Finding
 
 if TYPE_CHECKING:
@@ -36,6 +33,8 @@ SLOW_P99_MS = 10.0
 SHARE = 0.5
 """A wait explains the syncs when it takes at least this share of their median."""
 WAITS_ON = ("flush", "journal", "writers")
+SYNC_KEY = "sync"
+"""The sync part's key (``SyncPart.key``; a test checks it)."""
 
 
 def _ms(ns: float | None) -> float | None:
@@ -43,6 +42,8 @@ def _ms(ns: float | None) -> float | None:
 
 
 def _flush_ns(frame: Frame, device: str) -> float | None:
+    from iotop_plus.sampling.latency.program import FLUSH_WRITE
+
     latency = frame.latency
     if latency is None or not latency.has_figures:
         return None
@@ -58,6 +59,8 @@ def _flush_ns(frame: Frame, device: str) -> float | None:
 
 
 def _commit_ns(frame: Frame, device: str) -> tuple[float | None, dict[str, float | None]]:
+    from iotop_plus.sampling.sync.jbd2_part import Jbd2Part
+
     journal = frame.get(Jbd2Part)
     if journal is None or not journal.traced:
         return None, {}
@@ -71,6 +74,10 @@ def _commit_ns(frame: Frame, device: str) -> tuple[float | None, dict[str, float
 
 def sync_waits(frame: Frame, device: str) -> Finding | None:
     """The ``sync`` cause for ``device``, when its syncs are slow (see the module's doc)."""
+    if SYNC_KEY not in frame.parts:
+        return None  # (most frames: the sync parts' modules load with the first that has it)
+    from iotop_plus.sampling.sync.part import SyncPart
+
     value = frame.get(SyncPart)
     if value is None or not value.traced:
         return None

@@ -14,8 +14,9 @@ from iotop_plus.sampling.latency.hist import (
 )
 from iotop_plus.sampling.sync.jbd2_part import DeviceJournal, Jbd2Frame
 from iotop_plus.sampling.sync.jbd2_program import PhaseStat
-from iotop_plus.sampling.sync.part import DeviceSync, SyncFrame
+from iotop_plus.sampling.sync.part import DeviceSync, SyncFrame, SyncPart
 from iotop_plus.why.diagnosis import diagnose
+from iotop_plus.why.sync_verdict import SYNC_KEY
 from tests.unit.test_verdict_line import everything, frame, rates
 
 MS = 1_000_000
@@ -87,3 +88,7 @@ def test_without_the_tracer_the_wait_is_unknown_and_said_so() -> None:
 def test_sync_is_never_unchecked() -> None:
     f = frame(rates(writes=200, await_ms=0.5), **everything())
     assert "sync" not in diagnose(f, "sda").unchecked
+
+
+def test_the_verdict_looks_for_the_sync_parts_key() -> None:
+    assert SyncPart.key == SYNC_KEY
