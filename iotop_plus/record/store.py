@@ -4,7 +4,8 @@ Frames are kept in memory by chunk (:mod:`~iotop_plus.record.store_chunk`): the 
 as they were appended, a closed one's encoded as a recording encodes them
 (:class:`~iotop_plus.record.chunks.ChunkEncoder`: raw counters with predicted deltas, the
 parts as JSON, in one deflate stream per chunk) on a thread of its own
-(:mod:`~iotop_plus.record.store_encode`); a recording directory, read
+(:mod:`~iotop_plus.record.store_encode`), and decoded again when looked up
+(:mod:`~iotop_plus.record.store_decode`); a recording directory, read
 by :class:`~iotop_plus.record.timeline.RecordingTimeline`, holds the same chunks in files and
 is chained before the memory ring for history (``JoinedTimeline``).
 
@@ -28,17 +29,20 @@ from bisect import bisect_left, bisect_right
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from iotop_plus.record.chunks import RecordedSample
-from iotop_plus.record.collect import recorded_sample
-from iotop_plus.record.store_chunk import Chunk, Decoded
-from iotop_plus.record.store_encode import ChunkCoder
+from iotop_plus.record.store_chunk import Chunk
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.cgroups.active import KEPT_CGROUPS, active_cgroup_frame
 from iotop_plus.sampling.clock import MIN_INTERVAL, clamp_interval
 from iotop_plus.sampling.frame.model import Frame, ProcessFrame
 from iotop_plus.sampling.processes.issuers_part import IssuersPart
 from iotop_plus.sampling.store.timeline import MARKED_EVENTS, METRICS, Columns, Mark
+
+if TYPE_CHECKING:  # loaded with the first chunk closed or looked up (the class's doc)
+    from iotop_plus.record.chunks import RecordedSample
+    from iotop_plus.record.store_decode import Decoded
+    from iotop_plus.record.store_encode import ChunkCoder
 
 DEFAULT_MINUTES = 15
 """Minutes of frames kept by default (``history_minutes`` in the config)."""
@@ -75,7 +79,12 @@ class ClockMark:
 
 
 class FrameStore:
-    """The last ``minutes`` of frames, looked up by wall time (a ``Timeline``)."""
+    """The last ``minutes`` of frames, looked up by wall time (a ``Timeline``).
+
+    The encoding modules load with the first chunk closed (:attr:`coder`) and the decoding
+    ones with the first look-up of an encoded chunk (:mod:`~iotop_plus.record.store_decode`):
+    the TUI's first figures wait for neither (docs/performance.md).
+    """
 
     def __init__(
         self,
@@ -100,8 +109,9 @@ class FrameStore:
         self.chart_marks: deque[Mark] = deque(maxlen=MARKS_KEPT)
         """What the charts mark (the frames' setting and probe events, probe starts, the
         clock's steps back), oldest first."""
-        self.coder = ChunkCoder(self.roots, top_processes, background=background)
-        """Encodes the closed chunks."""
+        self.background = background
+        """Closed chunks are encoded on a thread of their own (else at once)."""
+        self._coder: ChunkCoder | None = None
         self._chunks: deque[Chunk] = deque()
         self._starts: list[int] = []
         self._next = 0
@@ -184,6 +194,15 @@ class FrameStore:
         self._next += 1
         self._trim()
 
+    @property
+    def coder(self) -> ChunkCoder:
+        """Encodes the closed chunks (made with the first)."""
+        if self._coder is None:
+            from iotop_plus.record.store_encode import ChunkCoder
+
+            self._coder = ChunkCoder(self.roots, self.top_processes, background=self.background)
+        return self._coder
+
     def _close(self, chunk: Chunk) -> None:
         """No more frames join ``chunk``: encode it."""
         if chunk.open:
@@ -192,7 +211,8 @@ class FrameStore:
 
     def wait_encoded(self) -> None:
         """Return once every closed chunk is encoded (tests, benchmarks)."""
-        self.coder.wait()
+        if self._coder is not None:
+            self._coder.wait()
 
     def _step_back(self, wall: float) -> None:
         """Hide the frames at or after ``wall`` (the clock stepped back), with a mark."""
@@ -238,7 +258,11 @@ class FrameStore:
         if got is not None and got.size == len(chunk):
             self._decoded.move_to_end(chunk.start)
             return got
-        got = Decoded(chunk, chunk.decode(), lambda: self._last_before(chunk))
+        from iotop_plus.record import store_decode
+
+        got = store_decode.Decoded(
+            chunk, store_decode.decode(chunk), lambda: self._last_before(chunk)
+        )
         self._decoded[chunk.start] = got
         while len(self._decoded) > DECODED_KEPT:
             self._decoded.popitem(last=False)
@@ -252,7 +276,9 @@ class FrameStore:
         before = self._chunks[k]
         frames = before.frames
         if frames is not None:  # not encoded (yet): its last frame as the recorder has it
-            return recorded_sample(frames[-1], self.roots, self.top_processes) if frames else None
+            from iotop_plus.record.store_decode import last_of
+
+            return last_of(frames, self.roots, self.top_processes)
         samples = self._decode(before).samples
         return samples[-1] if samples else None
 

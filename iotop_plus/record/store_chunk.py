@@ -4,9 +4,8 @@ A chunk holds the times and sequence numbers of its frames for looking them up, 
 figures of every device (float32, one frame's figures after another), and its frames: as
 they were appended while it is open and until it is encoded, then what a recording file's
 chunk holds (its stream pieces, encoded by :mod:`~iotop_plus.record.store_encode`). A frame
-is then rebuilt from the pieces when it is looked up
-(:func:`~iotop_plus.record.recorded_frame.recorded_frame`); the store keeps its last few
-frames as they were appended.
+is then rebuilt from the pieces when it is looked up (:mod:`~iotop_plus.record.store_decode`);
+the store keeps its last few frames as they were appended.
 
 A chunk holds one set of devices and identities: a frame whose devices, identities or
 inventory differ, a new wall-clock minute, or a wall clock stepped back starts a new chunk.
@@ -17,14 +16,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
-from types import MappingProxyType
 
-from iotop_plus.record.chunks import RecordedSample
-from iotop_plus.record.recorded_frame import recorded_frame
-from iotop_plus.record.stream import decode_stream
 from iotop_plus.sampling.disks.rates import DeviceRates, figure_columns
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.gcpause import gc_paused
@@ -142,16 +137,6 @@ class Chunk:
         pieces = self.pieces or ()
         return sum(len(p) for p in pieces) + sum(a.itemsize * len(a) for a in arrays)
 
-    def decode(self) -> list[RecordedSample]:
-        """The chunk's samples, decoded from its pieces, with the identities they came with."""
-        assert self.pieces is not None
-        samples = decode_stream(self.pieces, "frame store", _no_warning)
-        identities = MappingProxyType(dict(self.identities))
-        return [
-            dataclasses.replace(rs, sample=dataclasses.replace(rs.sample, identities=identities))
-            for rs in samples
-        ]
-
     def __post_init__(self) -> None:
         if not self.positions:
             self.positions = {name: i for i, name in enumerate(self.names)}
@@ -160,55 +145,3 @@ class Chunk:
         """One figure of one device over the chunk's frames."""
         k = self.positions[device] * WIDTH + metric
         return self.figures[k :: len(self.names) * WIDTH]
-
-
-def _no_warning(_line: str) -> None:
-    """A chunk the store wrote itself decodes whole; a bound hit would be a bug, not input."""
-
-
-class Decoded:
-    """A chunk's samples (as far as they went when it was decoded) and the frames rebuilt
-    from them so far."""
-
-    def __init__(
-        self,
-        chunk: Chunk,
-        samples: list[RecordedSample],
-        before: Callable[[], RecordedSample | None],
-    ) -> None:
-        self.chunk = chunk
-        self.samples = samples
-        self.before = before
-        """The last sample of the chunk before, when its rates reach into this one."""
-        self.size = len(chunk)
-        """The chunk's frames when it was decoded (an open chunk grows after)."""
-        self._frames: dict[int, Frame] = {}
-
-    def frame(self, i: int) -> Frame | None:
-        """The chunk's frame ``i`` (None when the chunk decoded to fewer samples)."""
-        got = self._frames.get(i)
-        if got is not None:
-            return got
-        if i >= len(self.samples):
-            return None
-        chunk = self.chunk
-        before = self.samples[i - 1] if i > 0 else self.before()
-        got = recorded_frame(
-            self.samples[i],
-            before,
-            chunk.inventory,
-            chunk.nr_requests,
-            changed=chunk.changed and i == 0,
-            seq=chunk.seqs[i],
-            chunk=self.samples,
-            index=i,
-        )
-        if got.sample.wall_time != chunk.walls[i]:  # (a recording keeps whole nanoseconds)
-            got = dataclasses.replace(
-                got, sample=dataclasses.replace(got.sample, wall_time=chunk.walls[i])
-            )
-        rest = chunk.unrecorded[i]
-        if rest:
-            got = dataclasses.replace(got, **rest)  # type: ignore[arg-type]
-        self._frames[i] = got
-        return got

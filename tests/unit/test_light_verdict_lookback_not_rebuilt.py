@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from iotop_plus.record import store_chunk
+from iotop_plus.record import store_decode
 from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.disks.rates import DeviceRates
 from iotop_plus.sampling.frame.live import LiveSource
@@ -37,13 +37,13 @@ def canned_frames(count: int) -> list[Frame]:
 def counted_rebuilds(monkeypatch: pytest.MonkeyPatch) -> list[object]:
     """A list that gets one entry per frame the store rebuilds from now on."""
     rebuilt: list[object] = []
-    real = store_chunk.recorded_frame
+    real = store_decode.recorded_frame
 
     def counting(*args: Any, **kwargs: Any) -> Frame:
         rebuilt.append(args)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(store_chunk, "recorded_frame", counting)
+    monkeypatch.setattr(store_decode, "recorded_frame", counting)
     return rebuilt
 
 
