@@ -1,5 +1,7 @@
-"""What changed, in the TUI: ``m`` and ``M`` mark windows A and B, ``w`` compares the last N
-minutes with the N before; the ranked list of ``iotop-plus diff`` shows in a modal.
+"""What changed, in the TUI: the two windows the history keys chose (``m`` and ``M`` mark
+windows A and B, ``w`` compares the last N minutes with the N before:
+:mod:`~iotop_plus.tui.screens.main_history`) compared, the ranked list of ``iotop-plus diff``
+in a modal. Loaded with the first comparison (it loads the recorder's modules).
 
 A window is the ``diff_minutes`` (the config's, default 10) ending at the frame shown (live:
 the newest). Its frames come from the screen's timeline through :func:`window_frames`, the
@@ -10,7 +12,7 @@ worker thread (a replay's lookups may decode chunks) and the modal opens when it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import tzinfo
 from typing import Any
 
@@ -118,23 +120,3 @@ def show_diff(screen: Any, timeline: Timeline, a: Window, b: Window, zone: tzinf
         screen.app.call_from_thread(screen.app.push_screen, DiffScreen("What changed", lines))
 
     screen.run_worker(work, thread=True, exclusive=True, group="diff")
-
-
-def windows_before(end: float, minutes: float) -> tuple[Window, Window]:
-    """The ``minutes`` ending at ``end`` (B) and the ``minutes`` before them (A)."""
-    n = minutes * 60.0
-    return (end - 2 * n, end - n), (end - n, end)
-
-
-def mark(
-    marks: dict[str, Window], which: str, end: float, minutes: float, say: Callable[[str], None]
-) -> tuple[Window, Window] | None:
-    """Mark window ``which`` (``a`` or ``b``) as the ``minutes`` ending at ``end``; both
-    marked: the pair to compare (and the marks are cleared)."""
-    marks[which] = (end - minutes * 60.0, end)
-    if "a" in marks and "b" in marks:
-        a, b = marks.pop("a"), marks.pop("b")
-        return a, b
-    other = "M (window B)" if which == "a" else "m (window A)"
-    say(f"window {which.upper()} marked ({minutes:g} min ending here); now {other}")
-    return None

@@ -8,15 +8,16 @@ Processes and Cgroups tabs show in history is theirs: each reads the shown frame
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from iotop_plus.tui.diff_view import Window, mark, show_diff, windows_before
 from iotop_plus.tui.scrub import Scrubber
 
 if TYPE_CHECKING:
     from textual.screen import Screen
 
     from iotop_plus.config import Config
+    from iotop_plus.tui.diff_view import Window
 
 WHO_HISTORY_HELP = (
     "History and replay: the Processes and Cgroups tabs show what the frame on screen carries. "
@@ -53,14 +54,19 @@ class HistoryKeys:
             return
         pair = mark(self.diff_marks, which, end, self.config.diff_minutes, self.screen.notify)
         if pair is not None:
-            show_diff(self.screen, self.scrubber.timeline, *pair, self.scrubber.zone)
+            self._show_diff(*pair)
 
     def action_compare_recent(self) -> None:
         """``w``: the ``diff_minutes`` ending at the frame shown against the ones before."""
         end = self.scrubber.origin()
         if end is not None:
             a, b = windows_before(end, self.config.diff_minutes)
-            show_diff(self.screen, self.scrubber.timeline, a, b, self.scrubber.zone)
+            self._show_diff(a, b)
+
+    def _show_diff(self, a: Window, b: Window) -> None:
+        from iotop_plus.tui.diff_view import show_diff  # (and the recorder's modules: late)
+
+        show_diff(self.screen, self.scrubber.timeline, a, b, self.scrubber.zone)
 
     def action_step(self, n: int) -> None:
         """One sample back or forward in the history."""
@@ -85,3 +91,23 @@ class HistoryKeys:
     def check(self, action: str) -> bool | None:
         """``l`` is offered (and shown) only away from live."""
         return action != "live" or self.scrubber.away_from_live
+
+
+def windows_before(end: float, minutes: float) -> tuple[Window, Window]:
+    """The ``minutes`` ending at ``end`` (B) and the ``minutes`` before them (A)."""
+    n = minutes * 60.0
+    return (end - 2 * n, end - n), (end - n, end)
+
+
+def mark(
+    marks: dict[str, Window], which: str, end: float, minutes: float, say: Callable[[str], None]
+) -> tuple[Window, Window] | None:
+    """Mark window ``which`` (``a`` or ``b``) as the ``minutes`` ending at ``end``; both
+    marked: the pair to compare (and the marks are cleared)."""
+    marks[which] = (end - minutes * 60.0, end)
+    if "a" in marks and "b" in marks:
+        a, b = marks.pop("a"), marks.pop("b")
+        return a, b
+    other = "M (window B)" if which == "a" else "m (window A)"
+    say(f"window {which.upper()} marked ({minutes:g} min ending here); now {other}")
+    return None
