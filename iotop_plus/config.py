@@ -14,18 +14,10 @@ import os
 import sys
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from iotop_plus.roots import open_regular_binary
 from iotop_plus.sampling.clock import MAX_INTERVAL, MIN_INTERVAL
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10: the tomli package (a dependency there)
-    try:
-        import tomli as tomllib
-    except ImportError:
-        tomllib = None
 
 
 @dataclass(frozen=True)
@@ -99,22 +91,33 @@ def load_config(path: Path | None = None, problems: list[str] | None = None) -> 
     """
     problems = problems if problems is not None else []
     path = path or config_path()
-    if tomllib is None:
-        if path.exists():
-            problems.append(f"{path}: ignored (reading TOML needs Python 3.11 or tomli)")
-        return Config()
     try:
         # Opened non-blocking and checked on the descriptor: a FIFO put in its place would
         # otherwise hang the start for ever.
         with open_regular_binary(path) as fh:
-            raw = tomllib.load(fh)
+            return _read_toml(fh, path, problems)
     except FileNotFoundError:
-        return Config()
-    except UnicodeDecodeError as exc:
-        problems.append(f"{path}: ignored (not UTF-8: a bad byte at offset {exc.start})")
         return Config()
     except OSError as exc:
         problems.append(f"{path}: ignored ({exc.strerror or exc})")
+        return Config()
+
+
+def _read_toml(fh: BinaryIO, path: Path, problems: list[str]) -> Config:
+    """The config in the open file ``fh``. The TOML reader is imported only when there is a
+    file to read: importing it compiles its regular expressions, 9 ms of every start."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10: the tomli package (a dependency there)
+        try:
+            import tomli as tomllib
+        except ImportError:
+            problems.append(f"{path}: ignored (reading TOML needs Python 3.11 or tomli)")
+            return Config()
+    try:
+        raw = tomllib.load(fh)
+    except UnicodeDecodeError as exc:
+        problems.append(f"{path}: ignored (not UTF-8: a bad byte at offset {exc.start})")
         return Config()
     except tomllib.TOMLDecodeError as exc:
         problems.append(f"{path}: ignored ({exc})")
