@@ -7,7 +7,6 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from iotop_plus.sampling.cgroups.limits import device_limits
 from iotop_plus.sampling.cgroups.throttle_watch import ThrottlePart
 from iotop_plus.sampling.disks.rates import DeviceRates, FigureColumns
 from iotop_plus.sampling.frame.model import Frame
@@ -105,6 +104,9 @@ def throttled_devices(frame: Frame) -> frozenset[str]:
     part = part if part is not None else frame.cgroups
     if part is None:
         return frozenset()
+    # (the limits' modules load with the first frame that carries cgroups: not at the start)
+    from iotop_plus.sampling.cgroups.limits import device_limits
+
     return frozenset(t.device for t in device_limits(part.sample, part.rates) if t.throttled)
 
 

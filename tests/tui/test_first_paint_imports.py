@@ -1,0 +1,98 @@
+"""The console script's way to the first figures imports what the header and the device table
+need, and nothing of what comes later: the recorder's encoding and decoding modules (the
+frame store loads them with its first closed chunk and its first look-up of one), the frame
+parts nobody reads yet, ``snapshot``'s output, the history keys' comparison, the charts and
+the side panel, the TOML reader without a config file. Counted, not timed: each module here
+took a share of the start (docs/performance.md)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.tui.canned import HOST_ROOTS
+
+REPO = Path(__file__).resolve().parents[2]
+
+SCRIPT = """
+import gc, json, sys
+from textual.app import App
+from iotop_plus.tui.app import IotopPlusApp
+from iotop_plus.tui.screens.later_parts import LaterParts
+
+seen = {}
+
+def after_first_paint(self):
+    seen["modules"] = sorted(sys.modules)
+    seen["collector_on"] = gc.isenabled()
+    self.screen.app.exit()
+
+def run(self, *args, **kwargs):
+    return App.run(self, headless=True, size=(120, 36))
+
+LaterParts.after_first_paint = after_first_paint
+IotopPlusApp.run = run
+from iotop_plus.cli import main
+code = main(sys.argv[1:])
+print(json.dumps(seen))
+"""
+
+NOT_ON_THE_WAY = (
+    "iotop_plus.record.chunks",  # the frame store's encoding and decoding
+    "iotop_plus.record.collect",
+    "iotop_plus.record.stream",
+    "iotop_plus.record.recorded_frame",
+    "iotop_plus.record.store_encode",
+    "iotop_plus.record.store_decode",
+    "iotop_plus.tui.diff_view",  # the history keys' comparison
+    "iotop_plus.record.diff_report",
+    "iotop_plus.commands.snapshot_output",  # snapshot's output (the devices named are checked)
+    "iotop_plus.sampling.sync.part",  # frame parts nobody reads yet
+    "iotop_plus.sampling.sync.jbd2_part",
+    "iotop_plus.sampling.latency.program",
+    "iotop_plus.sampling.latency.hist_part",
+    "iotop_plus.sampling.files.part",
+    "iotop_plus.sampling.blocked.part",
+    "iotop_plus.tui.widgets.charts",  # mounted after the first paint
+    "iotop_plus.tui.widgets.braille_chart",
+    "iotop_plus.tui.widgets.device_panel",
+    "tomllib",  # no config file
+)
+
+MOST_OF_OURS = 125
+"""Our modules loaded before the first paint, at most (121 on the fixture host): a new one on
+the way is worth a look at its cost."""
+
+
+def test_the_first_paint_loads_only_what_the_header_and_table_need(tmp_path: Path) -> None:
+    argv = [
+        "--proc-root",
+        str(HOST_ROOTS.proc),
+        "--sys-root",
+        str(HOST_ROOTS.sys),
+        "--state-dir",
+        str(tmp_path / "state"),
+        "-i",
+        "1",
+        "sda",  # a device named: checked before the screen starts
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, *argv],
+        cwd=REPO,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    modules = seen["modules"]
+    assert "iotop_plus.tui.widgets.device_table" in modules  # the spy saw the first paint
+    loaded = [m for m in NOT_ON_THE_WAY if m in modules]
+    assert not loaded, f"imported before the first paint: {loaded}"
+    ours = [m for m in modules if m.startswith("iotop_plus")]
+    assert len(ours) <= MOST_OF_OURS, f"{len(ours)} of our modules before the first paint"
+    assert not seen["collector_on"]  # held off through the start (tui/engine/gc_policy.py)
