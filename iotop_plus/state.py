@@ -59,9 +59,9 @@ def chosen_state_dir(arg: str | os.PathLike[str] | None) -> Path:
 
 def new_run_id() -> str:
     """A run id unique across runs and hosts: ``20260102T030405-<pid>-<random>``."""
-    import secrets  # here: secrets loads random and hashlib, which snapshot never needs
-
-    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{secrets.token_hex(4)}"
+    # (os.urandom, as secrets.token_hex reads it: importing secrets loads random, hashlib
+    # and OpenSSL's library, 2 ms of the TUI's start)
+    return f"{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}-{os.getpid()}-{os.urandom(4).hex()}"
 
 
 def _check_dir(path: Path, st: os.stat_result, what: str) -> None:

@@ -1,5 +1,6 @@
-"""The Device tab's health lines, the table's severity mark and the help's health paragraph,
-from the frame's health part. Pure text: the widgets show it."""
+"""The Device tab's health lines and the help's health paragraph, from the frame's health
+part (the table's severity mark is :func:`~iotop_plus.tui.widgets.device_rows.severity_marks`).
+Pure text: the widgets show it."""
 
 from __future__ import annotations
 
@@ -8,10 +9,6 @@ from iotop_plus.sampling.health.gate import HealthPart
 from iotop_plus.sampling.health.part import NOT_READ_YET
 from iotop_plus.sampling.health.smart import DeviceHealth
 from iotop_plus.why.diagnosis import growth_text
-
-SEVERITY_MARK = "!"
-"""Put before a device's name in the table when it has I/O errors since the start, a failing
-verdict, a critical warning or wear past 90 %."""
 
 HEALTH_HELP = (
     "[b]Health[/b] (Device tab; smartctl --json every 5 minutes at most, read-only, killed "
@@ -100,13 +97,3 @@ def health_facts(name: str, frame: Frame | None) -> list[tuple[str, str]]:
     elif health.problem:
         facts.append(("I/O errors", health.problem.removeprefix("I/O errors: ")))
     return facts
-
-
-def severity_marks(frame: Frame | None) -> dict[str, str]:
-    """Devices the table marks, with why (one phrase each)."""
-    health = frame.get(HealthPart) if frame is not None else None
-    if health is None:
-        return {}
-    names = set(health.readings) | set(health.io_errors or {})
-    marks = {n: health.severity(n) for n in names}
-    return {n: why for n, why in marks.items() if why}

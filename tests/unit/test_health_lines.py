@@ -13,7 +13,8 @@ from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.health.part import NOT_READ_YET, HealthFrame
 from iotop_plus.sampling.health.smart import DeviceHealth, parse_smartctl
-from iotop_plus.tui.health_lines import HEALTH_HELP, health_facts, severity_marks
+from iotop_plus.tui.health_lines import HEALTH_HELP, health_facts
+from iotop_plus.tui.widgets.device_rows import severity_marks
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

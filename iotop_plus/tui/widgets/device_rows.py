@@ -1,5 +1,6 @@
 """The rows of the device table: what a row is, the kernel's name order, the Device
-column's label, and the note about hidden devices (which one it names, and why)."""
+column's label, its marks (a health problem, a throttled cgroup), and the note about hidden
+devices (which one it names, and why)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from iotop_plus.sampling.cgroups.throttle_watch import ThrottlePart
 from iotop_plus.sampling.disks.rates import DeviceRates, FigureColumns
 from iotop_plus.sampling.frame.model import Frame
+from iotop_plus.sampling.health.gate import HealthPart
 from iotop_plus.sampling.latency.hist import LatencyFrame
 from iotop_plus.sampling.topology.inventory import BlockDevice
 from iotop_plus.text import printable
@@ -18,6 +20,10 @@ from iotop_plus.tui.widgets.table_columns import LATENCY_KEYS, latency_cell
 BUSY_IOPS = 50.0
 """A hidden device doing at least this many r/s + w/s (and as many as the busiest shown one)
 is named: "9 hidden, loop2 busy (a: show all)"."""
+
+SEVERITY_MARK = "!"
+"""Put before a device's name in the table when it has I/O errors since the start, a failing
+verdict, a critical warning or wear past 90 %."""
 
 
 @dataclass(frozen=True)
@@ -136,3 +142,13 @@ def figure_sort_keys(
     keys = dict.fromkeys(names, (-1.0,))
     keys.update(zip(have, zip(map(float, FigureColumns(shown).values(key))), strict=True))
     return keys.__getitem__
+
+
+def severity_marks(frame: Frame | None) -> dict[str, str]:
+    """Devices the table marks, with why (one phrase each)."""
+    health = frame.get(HealthPart) if frame is not None else None
+    if health is None:
+        return {}
+    names = set(health.readings) | set(health.io_errors or {})
+    marks = {n: health.severity(n) for n in names}
+    return {n: why for n, why in marks.items() if why}

@@ -23,17 +23,18 @@ from iotop_plus.sampling.latency.hist import LatencyFrame
 from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory, shown_by_default
 from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
-from iotop_plus.tui.health_lines import SEVERITY_MARK, severity_marks
 from iotop_plus.tui.messages import DeviceSelected
 from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.device_rows import (
+    SEVERITY_MARK,
     TableRow,
     device_label,
     figure_sort_keys,
     hidden_note,
     named_hidden,
     natural_key,
+    severity_marks,
     throttled_devices,
 )
 from iotop_plus.tui.widgets.line_regions import line_regions
