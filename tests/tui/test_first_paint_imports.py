@@ -1,8 +1,9 @@
 """The console script's way to the first figures imports what the header and the device table
 need, and nothing of what comes later: the recorder's encoding and decoding modules (the
 frame store loads them with its first closed chunk and its first look-up of one), the frame
-parts nobody reads yet, ``snapshot``'s output, the history keys' comparison, the charts and
-the side panel, the TOML reader without a config file. Counted, not timed: each module here
+parts nobody reads yet, ``snapshot``'s output, the history keys' comparison, the latency
+histograms, the health lines, the charts and the side panel, the TOML reader without a config
+file. Counted, not timed: each module here
 took a share of the start (docs/performance.md)."""
 
 from __future__ import annotations
@@ -53,12 +54,16 @@ NOT_ON_THE_WAY = (
     "iotop_plus.sampling.sync.jbd2_part",
     "iotop_plus.sampling.latency.program",
     "iotop_plus.sampling.latency.hist_part",
+    "iotop_plus.sampling.latency.hist",  # with the first traced frame
+    "iotop_plus.tui.health_lines",  # the Device tab's health lines and the health reader
+    "iotop_plus.sampling.health.part",
     "iotop_plus.sampling.files.part",
     "iotop_plus.sampling.blocked.part",
     "iotop_plus.tui.widgets.charts",  # mounted after the first paint
     "iotop_plus.tui.widgets.braille_chart",
     "iotop_plus.tui.widgets.device_panel",
     "tomllib",  # no config file
+    "secrets",  # (a run id takes os.urandom's bytes)
 )
 
 MOST_OF_OURS = 125

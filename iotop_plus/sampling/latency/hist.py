@@ -367,6 +367,11 @@ class LatencyFrame:
     tracer is not running, or that part's output was not understood in some tick."""
 
     @property
+    def starting(self) -> bool:
+        """Whether the tracer is still starting (nothing traced yet)."""
+        return self.state == STARTING
+
+    @property
     def has_figures(self) -> bool:
         """Whether percentiles can be shown (the tracer delivered at least one interval)."""
         return self.state == RUNNING and self.span_s is not None

@@ -7,15 +7,18 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from iotop_plus.sampling.cgroups.throttle_watch import ThrottlePart
 from iotop_plus.sampling.disks.rates import DeviceRates, FigureColumns
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.health.gate import HealthPart
-from iotop_plus.sampling.latency.hist import LatencyFrame
 from iotop_plus.sampling.topology.inventory import BlockDevice
 from iotop_plus.text import printable
 from iotop_plus.tui.widgets.table_columns import LATENCY_KEYS, latency_cell
+
+if TYPE_CHECKING:  # (the histograms' module loads with the first traced frame)
+    from iotop_plus.sampling.latency.hist import LatencyFrame
 
 BUSY_IOPS = 50.0
 """A hidden device doing at least this many r/s + w/s (and as many as the busiest shown one)

@@ -9,6 +9,7 @@ text or colour changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
@@ -19,7 +20,6 @@ from textual.strip import Strip
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.disks.rates import DeviceRates, FigureColumns
-from iotop_plus.sampling.latency.hist import LatencyFrame
 from iotop_plus.sampling.topology.inventory import BlockDevice, Inventory, shown_by_default
 from iotop_plus.text import printable
 from iotop_plus.tui.engine.refresh_batch import BatchedRepaint
@@ -53,6 +53,9 @@ from iotop_plus.tui.widgets.table_columns import (
     latency_cell,
     row_strip,
 )
+
+if TYPE_CHECKING:  # (the histograms' module loads with the first traced frame)
+    from iotop_plus.sampling.latency.hist import LatencyFrame
 
 HEADER_LINES = 2
 """Column names, then units."""

@@ -8,6 +8,7 @@ column sets ``c`` cycles through, and the thresholds that colour a cell.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
@@ -15,8 +16,10 @@ from textual.strip import Strip
 
 from iotop_plus.config import Config
 from iotop_plus.sampling.disks.figures import FIGURES, LATENCY_FIGURES, Figure, figure
-from iotop_plus.sampling.latency.hist import STARTING, LatencyFrame
 from iotop_plus.text import table_figure as format_value
+
+if TYPE_CHECKING:  # (the histograms' module loads with the first traced frame)
+    from iotop_plus.sampling.latency.hist import LatencyFrame
 
 
 @dataclass(frozen=True)
@@ -214,7 +217,7 @@ def latency_cell(key: str, latency: LatencyFrame | None, name: str) -> tuple[str
     """A latency column's text for device ``name``: ms, ``…`` while the tracer starts, ``-``
     where nothing completed or the tracer cannot run."""
     if latency is None or not latency.has_figures:
-        return ("…" if latency is not None and latency.state == STARTING else "-"), DIM
+        return ("…" if latency is not None and latency.starting else "-"), DIM
     dev = latency.devices.get(name)
     op, _, which = key.partition("_")
     hist = dev.op("read" if op == "r" else "write") if dev is not None else None
