@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from iotop_plus.sampling.cgroups.throttle_watch import ThrottlePart
 from iotop_plus.sampling.disks.rates import DeviceRates, FigureColumns
@@ -19,6 +19,9 @@ from iotop_plus.tui.widgets.table_columns import LATENCY_KEYS, latency_cell
 
 if TYPE_CHECKING:  # (the histograms' module loads with the first traced frame)
     from iotop_plus.sampling.latency.hist import LatencyFrame
+
+Latency: TypeAlias = "LatencyFrame | None"
+"""A frame's latency part as the table reads it (a type only: the module is not loaded)."""
 
 BUSY_IOPS = 50.0
 """A hidden device doing at least this many r/s + w/s (and as many as the busiest shown one)

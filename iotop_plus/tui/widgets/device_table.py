@@ -9,7 +9,6 @@ text or colour changed.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from rich.segment import Segment
 from rich.style import Style
@@ -28,6 +27,7 @@ from iotop_plus.tui.shown import Shown
 from iotop_plus.tui.widgets.cursor_list import CursorList, cursor_bindings
 from iotop_plus.tui.widgets.device_rows import (
     SEVERITY_MARK,
+    Latency,
     TableRow,
     device_label,
     figure_sort_keys,
@@ -53,9 +53,6 @@ from iotop_plus.tui.widgets.table_columns import (
     latency_cell,
     row_strip,
 )
-
-if TYPE_CHECKING:  # (the histograms' module loads with the first traced frame)
-    from iotop_plus.sampling.latency.hist import LatencyFrame
 
 HEADER_LINES = 2
 """Column names, then units."""
@@ -137,7 +134,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self._rates_seen = False
         """A frame with rates has arrived (the starting device is picked from the first)."""
         self._rates: Mapping[str, DeviceRates | None] = {}
-        self._latency: LatencyFrame | None = None
+        self._latency: Latency = None
         self.marks: dict[str, str] = {}
         """Devices marked for their health (I/O errors, failing, worn), with why."""
         self._inventory = Inventory({})
@@ -567,11 +564,10 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
 
     def select_name(self, name: str) -> bool:
         """Move the cursor to the device ``name``; False when it is not shown."""
-        for i, row in enumerate(self.rows):
-            if row.name == name:
-                self.move_cursor(i)
-                return True
-        return False
+        i = next((i for i, row in enumerate(self.rows) if row.name == name), None)
+        if i is not None:
+            self.move_cursor(i)
+        return i is not None
 
     def pick(self, text: str) -> str | None:
         """Enter in the filter: apply ``text`` now, then select the device named exactly,
