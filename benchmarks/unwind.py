@@ -1,8 +1,8 @@
 """SIGTERM and SIGHUP end a benchmark the way Ctrl-C does: by unwinding it.
 
 Their default action ends the process at once, so the ``finally`` blocks and context managers
-that unmount, detach the loop devices, stop fio and remove the temp files never run (a
-benchmark killed by a timeout, or by a closed terminal, left its loop devices and mounts).
+that unmount, detach the loop devices, stop fio and remove the temp files would never run: a
+benchmark killed by a timeout, or by a closed terminal, would leave its loop devices and mounts.
 With :func:`unwind_on_signals` called first in ``main``, either signal raises
 :class:`SystemExit` (status 128 + the signal's number, as a shell reports a killed process)
 where the main thread is, and everything set up so far is taken down on the way out. A second
