@@ -118,8 +118,16 @@ class LookbackFeed:
     """Every frame of one source, in turn: the last :data:`RECENT` whole and each device's
     last :data:`QUIET_KEEP` quiet awaits, by frame sequence. Thread-safe."""
 
-    def __init__(self, keep: int = QUIET_KEEP) -> None:
+    def __init__(
+        self, keep: int = QUIET_KEEP, prior: Callable[[str], Sequence[float]] | None = None
+    ) -> None:
+        """Args:
+        keep: Quiet awaits kept per device.
+        prior: A device's quiet awaits before the first frame (a recording's before a
+            window), oldest first; kept until a new source begins.
+        """
         self._keep = keep
+        self._prior = prior
         self._frames: deque[Frame] = deque(maxlen=RECENT)
         self._seqs: deque[int] = deque(maxlen=RECENT)
         self._quiet: dict[str, deque[tuple[int, float]]] = {}
@@ -148,6 +156,7 @@ class LookbackFeed:
                 self._seqs.clear()
                 self._quiet.clear()
                 self._first_wall = None
+                self._prior = None
             elif seq != self._last + 1:
                 self._frames.clear()  # not the frames just before the next one
                 self._seqs.clear()
@@ -180,7 +189,11 @@ class LookbackFeed:
         def quiet(device: str) -> list[float]:
             with self._lock:
                 kept = tuple(self._quiet.get(device, ()))
-            return [value for at, value in kept if at < seq]
+                prior = self._prior
+            values = [value for at, value in kept if at < seq]
+            if prior is not None and len(values) < self._keep:
+                values = [*prior(device), *values][-self._keep :]
+            return values
 
         return quiet
 

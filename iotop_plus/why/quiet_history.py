@@ -96,6 +96,26 @@ class QuietHistory:
 
         return quiet
 
+    def every_quiet_before(self, frame: Frame) -> Quiet:
+        """:meth:`quiet_before` for many devices (``snapshot --from``'s first report): a
+        recording is read once for all of them, at the first device asked for."""
+        end = frame.wall_time - _BEFORE
+        timeline = self._timeline_of(frame)
+        table: dict[str, list[float]] | None = None
+
+        def quiet(device: str) -> list[float]:
+            nonlocal table
+            with self._lock:
+                if isinstance(timeline, Sampled) and getattr(timeline, "interval", None) is None:
+                    if table is None:
+                        table = _every_quiet(timeline, end - self.seconds, end)
+                    values = table.get(device, [])
+                else:
+                    values = self._read(timeline, device, end)
+            return values[-QUIET_KEEP:]
+
+        return quiet
+
     def _timeline_of(self, frame: Frame) -> Timeline:
         """The part of a layered history (the frame store's ring after the older recordings)
         ``frame`` comes from."""
@@ -139,22 +159,39 @@ class QuietHistory:
         return got
 
 
+def _pairs(timeline: Sampled, start: float, end: float) -> Iterator[tuple[Sample, Sample]]:
+    """(before, now) for each sample in ``(start, end]`` with rates since the one before."""
+    for now, before in timeline.samples(start, end):
+        sample = now.sample
+        prev = before.sample if before is not None else None
+        if sample.wall_time > start and prev is not None and prev.monotonic < sample.monotonic:
+            yield prev, sample
+
+
 def _quiet_samples(
     timeline: Sampled, device: str, start: float, end: float
 ) -> list[tuple[float, float]]:
     """(wall, quiet await) of ``device`` for the samples in ``(start, end]``, from the raw
     counters of each and the one before it (no frame is built)."""
     out = []
-    for now, before in timeline.samples(start, end):
-        sample = now.sample
-        wall = sample.wall_time
-        if wall <= start or before is None:
-            continue
-        prev = before.sample
+    for prev, sample in _pairs(timeline, start, end):
         cur, was = sample.counters.get(device), prev.counters.get(device)
-        if cur is None or was is None or not prev.monotonic < sample.monotonic:
+        if cur is None or was is None:
             continue
         value = quiet_await(compute_rates(was, cur, sample.monotonic - prev.monotonic))
         if value is not None:
-            out.append((wall, value))
+            out.append((sample.wall_time, value))
+    return out
+
+
+def _every_quiet(timeline: Sampled, start: float, end: float) -> dict[str, list[float]]:
+    """Every device's quiet awaits in the samples in ``(start, end]``, oldest first."""
+    out: dict[str, list[float]] = {}
+    for prev, sample in _pairs(timeline, start, end):
+        elapsed = sample.monotonic - prev.monotonic
+        for name, cur in sample.counters.items():
+            was = prev.counters.get(name)
+            value = quiet_await(compute_rates(was, cur, elapsed)) if was is not None else None
+            if value is not None:
+                out.setdefault(name, []).append(value)
     return out

@@ -49,8 +49,9 @@ class Judge:
     Thread-safe as :class:`~.lookback.LookbackFeed` is; one thread judges (the sampler's).
     """
 
-    def __init__(self) -> None:
-        self.lookback = LookbackFeed()
+    def __init__(self, prior: Callable[[str], Sequence[float]] | None = None) -> None:
+        """``prior``: each device's quiet awaits before the first frame (a recording's)."""
+        self.lookback = LookbackFeed(prior=prior)
         """The frames judged so far: the recent ones and each device's quiet awaits."""
 
     def judged(
