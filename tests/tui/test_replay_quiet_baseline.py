@@ -145,3 +145,23 @@ async def test_the_replayed_15th_saturated_frame_says_saturated(tmp_path: Path, 
         await wait_for(pilot, lambda: why_line(panel).startswith("why: saturated"), "saturated")
         line = why_line(panel)
         assert "100x its quiet 1.00 ms" in line and "in 5 of the last 5 frames" in line
+
+
+def test_a_frame_from_before_the_live_feed_is_judged_on_the_timeline_s_quiet(
+    tmp_path: Path,
+) -> None:
+    """History older than the run (the recordings before the ring): the live judge never saw
+    its frames, so their quiet baseline is the recording's, not the live frames' after them."""
+    shown = frames()
+    older = recording(tmp_path, shown[: AT + 1])
+    live = Judge()
+    for frame in shown[AT + 1 :]:  # the run began after the recording's frames
+        live.judged(frame, (DEVICE,))
+    old = older.frame_at(shown[AT].wall_time)
+    assert old is not None and old.seq <= shown[-1].seq  # a place in the live sequence too
+    assert not live.lookback.saw(old)
+    assert live.lookback.saw(shown[-1])
+    lookback = timeline_lookback(old, older, live.lookback, QuietHistory(older))
+    assert lookback.baseline(DEVICE) == pytest.approx(1.0)
+    # Without the timeline's quiet: only the five saturated frames before it, no baseline.
+    assert timeline_lookback(old, older, live.lookback).baseline(DEVICE) is None
