@@ -12,7 +12,9 @@ Prints figures; never asserts. One run:
   round of a program with several threads also prints each thread's CPU in ms a second (from
   ``/proc/PID/task/TID/schedstat``; ``main`` is the main thread, the others by thread id);
 - **first figures**: time from Enter to the first screen whose device row shows numbers,
-  alternated with a fresh ``python -c 'import textual.app'`` and bpytop's first frame
+  alternated with a fresh ``python -c 'import textual.app'`` and bpytop's first frame; the import
+  is timed twice, as a bare subprocess and started in tmux the way the apps are (a line on the
+  alternate screen once it is done), and the ratio is printed against both
   (median of ``--starts``, default 5);
 - ``--charts hidden`` measures at 100x36, where iotop-plus shows only the table; atop (1 s)
   takes its CPU rounds too unless ``--skip atop``.
@@ -232,6 +234,22 @@ def textual_import() -> float:
     return time.perf_counter() - t0
 
 
+#: ``import textual.app`` started the way the apps are (a shell in tmux, Enter, the screen polled
+#: every 5 ms until it shows a line on the alternate screen), so the tmux round trips and the
+#: shell's start weigh on both sides of the first-figures ratio.
+TEXTUAL_IN_TMUX = App(
+    name="import textual.app (tmux)",
+    argv=(
+        str(REPO / ".venv" / "bin" / "python"),
+        "-c",
+        "import sys, textual.app; sys.stdout.write('\\x1b[?1049htextual imported\\n');"
+        " sys.stdout.flush(); import tty; tty.setcbreak(0); sys.stdin.read(1);"
+        " sys.stdout.write('\\x1b[?1049l')",
+    ),
+    device_row=r"textual imported",
+)
+
+
 def median(values: Sequence[float | None]) -> float | None:
     """Median of the values that were measured."""
     got = [v for v in values if v is not None]
@@ -276,9 +294,11 @@ def measure_first_figures(apps: Sequence[App], size: tuple[int, int], starts: in
     """Alternate first-figure starts with ``import textual.app``; print medians and ratios."""
     times: dict[str, list[float | None]] = {a.name: [] for a in apps}
     times["import textual.app"] = []
+    times[TEXTUAL_IN_TMUX.name] = []
     with TmuxSession(*size) as tmux:
         for _ in range(starts):
             times["import textual.app"].append(textual_import())
+            times[TEXTUAL_IN_TMUX.name].append(first_figures(tmux, TEXTUAL_IN_TMUX))
             for app in apps:
                 times[app.name].append(first_figures(tmux, app))
     meds = {name: median(v) for name, v in times.items()}
@@ -291,6 +311,11 @@ def measure_first_figures(apps: Sequence[App], size: tuple[int, int], starts: in
     before = meds.get(BEFORE)
     if before is not None and textual:
         print(f"  {BEFORE} / import textual.app = {before / textual:.2f}x")
+    same_way = meds[TEXTUAL_IN_TMUX.name]
+    if same_way:
+        for name in ("iotop-plus", BEFORE):
+            if meds.get(name) is not None:
+                print(f"  {name} / {TEXTUAL_IN_TMUX.name} = {meds[name] / same_way:.2f}x")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
