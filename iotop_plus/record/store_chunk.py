@@ -24,6 +24,7 @@ from types import MappingProxyType
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.recorded_frame import recorded_frame
+from iotop_plus.record.store_values import Packed, Rest
 from iotop_plus.record.stream import decode_stream
 from iotop_plus.sampling.disks.rates import DeviceRates, figure_columns
 from iotop_plus.sampling.frame.model import Frame
@@ -84,8 +85,12 @@ class Chunk:
     walls: array[float] = dataclasses.field(default_factory=lambda: array("d"))
     seqs: array[int] = dataclasses.field(default_factory=lambda: array("q"))
     figures: array[float] = dataclasses.field(default_factory=lambda: array("f"))
-    unrecorded: list[dict[str, object] | None] = dataclasses.field(default_factory=list)
-    """Each frame's :data:`UNRECORDED` fields that are not empty (None: none)."""
+    unrecorded: list[Rest] | None = dataclasses.field(default_factory=list)
+    """Each frame's :data:`UNRECORDED` fields that are not empty, as appended; None once
+    they are packed (:attr:`packed`)."""
+    packed: Packed | None = None
+    """:attr:`unrecorded` packed (:mod:`~iotop_plus.record.store_values`), once the chunk is
+    encoded."""
     open: bool = True
     """Whether frames may still join it."""
     dropped: bool = False
@@ -119,6 +124,7 @@ class Chunk:
     def add(self, frame: Frame) -> None:
         """Keep one frame (the open chunk's)."""
         assert self.frames is not None and self.open
+        assert self.unrecorded is not None
         self.frames.append(frame)
         self.walls.append(frame.sample.wall_time)
         self.seqs.append(frame.seq)
@@ -131,16 +137,31 @@ class Chunk:
         """No more frames join it."""
         self.open = False
 
-    def encoded(self, pieces: list[bytes]) -> None:
-        """Its stream is ready (a frame's records in each piece): the frames go."""
+    def encoded(self, pieces: list[bytes], packed: Packed | None = None) -> None:
+        """Its stream is ready (a frame's records in each piece) and, unless None, its
+        :attr:`unrecorded` packed: the frames go, and the values packed."""
         self.pieces = pieces
+        if packed is not None:
+            self.packed = packed
         self.frames = None
+        if packed is not None:
+            self.unrecorded = None
+
+    def rests(self) -> list[Rest]:
+        """Each frame's :data:`UNRECORDED` fields that are not empty (unpacked if packed)."""
+        rests = self.unrecorded  # (once: the encoding thread may pack them meanwhile)
+        if rests is not None:
+            return rests
+        assert self.packed is not None
+        return self.packed.unpack()
 
     def nbytes(self) -> int:
-        """The bytes of the chunk's arrays and pieces (not its frames while not encoded)."""
+        """The bytes of the chunk's arrays, pieces and packed values (not its frames or
+        values while not encoded)."""
         arrays = (self.walls, self.seqs, self.figures)
         pieces = self.pieces or ()
-        return sum(len(p) for p in pieces) + sum(a.itemsize * len(a) for a in arrays)
+        packed = self.packed.nbytes() if self.packed is not None else 0
+        return packed + sum(len(p) for p in pieces) + sum(a.itemsize * len(a) for a in arrays)
 
     def decode(self) -> list[RecordedSample]:
         """The chunk's samples, decoded from its pieces, with the identities they came with."""
@@ -182,6 +203,8 @@ class Decoded:
         """The last sample of the chunk before, when its rates reach into this one."""
         self.size = len(chunk)
         """The chunk's frames when it was decoded (an open chunk grows after)."""
+        self.rests = chunk.rests()
+        """Each frame's :data:`UNRECORDED` values."""
         self._frames: dict[int, Frame] = {}
 
     def frame(self, i: int) -> Frame | None:
@@ -207,8 +230,8 @@ class Decoded:
             got = dataclasses.replace(
                 got, sample=dataclasses.replace(got.sample, wall_time=chunk.walls[i])
             )
-        rest = chunk.unrecorded[i]
+        rest = self.rests[i] if i < len(self.rests) else None
         if rest:
-            got = dataclasses.replace(got, **rest)  # type: ignore[arg-type]
+            got = dataclasses.replace(got, **rest)
         self._frames[i] = got
         return got

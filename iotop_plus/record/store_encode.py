@@ -12,7 +12,9 @@ on its first records): on a large host a chunk is a few frames, and trying every
 on most of them cost twice the encoding.
 
 Until its stream is ready a closed chunk answers lookups from its frames; the stream is set
-before the frames are dropped, so a reader always finds one of the two.
+before the frames are dropped, so a reader always finds one of the two. The frames' values a
+recording does not hold are packed with the stream
+(:mod:`~iotop_plus.record.store_values`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from iotop_plus.record.collect import recorded_sample
 from iotop_plus.record.recorded_health import HealthParts
 from iotop_plus.record.recorded_who import CommandLines, WhoParts
 from iotop_plus.record.store_chunk import Chunk
+from iotop_plus.record.store_values import pack
 from iotop_plus.roots import Roots
 
 
@@ -109,6 +112,7 @@ class ChunkCoder:
             return
         finally:
             encoder.close()  # each chunk is a stream of its own, a keyframe first
-        chunk.encoded(pieces)
+        rests = chunk.unrecorded
+        chunk.encoded(pieces, pack(rests) if rests is not None else None)
         self.seconds += time.thread_time() - t0
         self.frames += len(pieces)
