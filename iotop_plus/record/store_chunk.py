@@ -1,7 +1,8 @@
 """One chunk of the frame store's memory ring: a recording's chunk kept in memory.
 
 A chunk holds the times and sequence numbers of its frames for looking them up, the charts'
-figures of every device (float32, one frame's figures after another), and its frames: as
+figures of every device (float32, one frame's figures after another; packed per device once
+encoded, :mod:`~iotop_plus.record.store_figures`), and its frames: as
 they were appended while it is open and until it is encoded, then what a recording file's
 chunk holds (its stream pieces, encoded by :mod:`~iotop_plus.record.store_encode`). A frame
 is then rebuilt from the pieces when it is looked up
@@ -24,6 +25,7 @@ from types import MappingProxyType
 
 from iotop_plus.record.chunks import RecordedSample
 from iotop_plus.record.recorded_frame import recorded_frame
+from iotop_plus.record.store_figures import PackedFigures
 from iotop_plus.record.store_values import Packed, Rest
 from iotop_plus.record.stream import decode_stream
 from iotop_plus.sampling.disks.rates import DeviceRates, figure_columns
@@ -84,7 +86,12 @@ class Chunk:
     holds them) joined in one; None before."""
     walls: array[float] = dataclasses.field(default_factory=lambda: array("d"))
     seqs: array[int] = dataclasses.field(default_factory=lambda: array("q"))
-    figures: array[float] = dataclasses.field(default_factory=lambda: array("f"))
+    figures: array[float] | None = dataclasses.field(default_factory=lambda: array("f"))
+    """The charts' figures, one frame's after another (:func:`frame_figures`); None once
+    packed (:attr:`packed_figures`)."""
+    packed_figures: PackedFigures | None = None
+    """The figures packed per device (:mod:`~iotop_plus.record.store_figures`), once the
+    chunk is encoded."""
     unrecorded: list[Rest] | None = dataclasses.field(default_factory=list)
     """Each frame's :data:`UNRECORDED` fields that are not empty, as appended; None once
     they are packed (:attr:`packed`)."""
@@ -95,6 +102,10 @@ class Chunk:
     """Whether frames may still join it."""
     dropped: bool = False
     """Out of the store's window: not worth encoding any more."""
+    _block: tuple[str, array[float]] | None = dataclasses.field(
+        default=None, repr=False, compare=False
+    )
+    """The last device whose packed figures were read, and its block."""
 
     def __len__(self) -> int:
         return len(self.walls)
@@ -130,6 +141,7 @@ class Chunk:
         self.seqs.append(frame.seq)
         rest = {k: v for k in UNRECORDED if (v := getattr(frame, k))}
         self.unrecorded.append(rest or None)
+        assert self.figures is not None
         with gc_paused():
             self.figures.extend(frame_figures(self.names, frame.rates))
 
@@ -137,15 +149,24 @@ class Chunk:
         """No more frames join it."""
         self.open = False
 
-    def encoded(self, pieces: list[bytes], packed: Packed | None = None) -> None:
-        """Its stream is ready (a frame's records in each piece) and, unless None, its
-        :attr:`unrecorded` packed: the frames go, and the values packed."""
+    def encoded(
+        self,
+        pieces: list[bytes],
+        packed: Packed | None = None,
+        figures: PackedFigures | None = None,
+    ) -> None:
+        """Its stream is ready (a frame's records in each piece) and, unless None or empty,
+        its :attr:`unrecorded` and figures packed: the frames go, and what was packed."""
         self.pieces = pieces
         if packed is not None:
             self.packed = packed
+        if figures is not None:
+            self.packed_figures = figures
         self.frames = None
         if packed is not None:
             self.unrecorded = None
+        if figures is not None:
+            self.figures = None
 
     def rests(self) -> list[Rest]:
         """Each frame's :data:`UNRECORDED` fields that are not empty (unpacked if packed)."""
@@ -158,10 +179,11 @@ class Chunk:
     def nbytes(self) -> int:
         """The bytes of the chunk's arrays, pieces and packed values (not its frames or
         values while not encoded)."""
-        arrays = (self.walls, self.seqs, self.figures)
-        pieces = self.pieces or ()
-        packed = self.packed.nbytes() if self.packed is not None else 0
-        return packed + sum(len(p) for p in pieces) + sum(a.itemsize * len(a) for a in arrays)
+        figures = self.figures
+        arrays = (self.walls, self.seqs) if figures is None else (self.walls, self.seqs, figures)
+        packed = sum(p.nbytes() for p in (self.packed, self.packed_figures) if p is not None)
+        pieces = sum(map(len, self.pieces or ()))
+        return packed + pieces + sum(a.itemsize * len(a) for a in arrays)
 
     def decode(self) -> list[RecordedSample]:
         """The chunk's samples, decoded from its pieces, with the identities they came with."""
@@ -179,8 +201,16 @@ class Chunk:
 
     def series(self, device: str, metric: int) -> array[float]:
         """One figure of one device over the chunk's frames."""
-        k = self.positions[device] * WIDTH + metric
-        return self.figures[k :: len(self.names) * WIDTH]
+        figures = self.figures  # (once: the encoding thread may pack them meanwhile)
+        if figures is not None:
+            k = self.positions[device] * WIDTH + metric
+            return figures[k :: len(self.names) * WIDTH]
+        block = self._block
+        if block is None or block[0] != device:
+            assert self.packed_figures is not None
+            block = self._block = (device, self.packed_figures.device(self.positions[device]))
+        n = len(self.walls)
+        return block[1][metric * n : (metric + 1) * n]
 
 
 def _no_warning(_line: str) -> None:

@@ -14,7 +14,8 @@ on most of them cost twice the encoding.
 Until its stream is ready a closed chunk answers lookups from its frames; the stream is set
 before the frames are dropped, so a reader always finds one of the two. The frames' values a
 recording does not hold are packed with the stream
-(:mod:`~iotop_plus.record.store_values`).
+(:mod:`~iotop_plus.record.store_values`), and the charts' figures per device
+(:mod:`~iotop_plus.record.store_figures`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from iotop_plus.record.chunks import ChunkEncoder, sample_layout
 from iotop_plus.record.collect import recorded_sample
 from iotop_plus.record.recorded_health import HealthParts
 from iotop_plus.record.recorded_who import CommandLines, WhoParts
-from iotop_plus.record.store_chunk import Chunk
+from iotop_plus.record.store_chunk import WIDTH, Chunk
+from iotop_plus.record.store_figures import PackedFigures
 from iotop_plus.record.store_values import pack
 from iotop_plus.roots import Roots
 
@@ -112,7 +114,11 @@ class ChunkCoder:
             return
         finally:
             encoder.close()  # each chunk is a stream of its own, a keyframe first
-        rests = chunk.unrecorded
-        chunk.encoded(pieces, pack(rests) if rests is not None else None)
+        rests, figures = chunk.unrecorded, chunk.figures
+        chunk.encoded(
+            pieces,
+            pack(rests) if rests is not None else None,
+            PackedFigures(figures, len(chunk.names), WIDTH) if figures is not None else None,
+        )
         self.seconds += time.thread_time() - t0
         self.frames += len(pieces)

@@ -86,6 +86,7 @@ def test_an_encoded_chunk_keeps_its_frames_part_values_in_a_few_dozen_bytes_a_fr
     store = FrameStore(15, 0.25, background=False)
     for i in range(2 * CHUNK):
         store.append(_with_parts(frames.pop(), i, readings))
+    store._close(store._chunks[-1])  # every chunk encoded, before and after
     gc.collect()
     tracemalloc.start()
     try:
