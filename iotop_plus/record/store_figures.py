@@ -7,7 +7,7 @@ run). Once it is encoded they are packed per device: the device's figures metric
 their bytes split into four planes (a float's sign and exponent bytes, alike from one frame to
 the next, deflate well apart from its mantissa's), deflated on the store's encoding thread
 (~40 us a frame at 60 devices). A chart reads one device: that device's block is inflated when
-first read (~3 KB at 84 frames, ~6 us) and kept by the chunk until another device is read. An
+first read (~1.5 KB at 42 frames, a few us) and kept by the chunk until another device is read. An
 idle device's figures pack to almost nothing; busy ones to ~40-60 %.
 """
 
@@ -17,7 +17,7 @@ import zlib
 from array import array
 
 WBITS = -12
-"""Raw deflate with a 4 KB window: a device's block is ~3 KB at 84 frames."""
+"""Raw deflate with a 4 KB window: a device's block is 36 bytes a frame."""
 
 
 class PackedFigures:

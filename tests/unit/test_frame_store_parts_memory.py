@@ -154,3 +154,14 @@ def test_values_that_do_not_pickle_are_kept_and_the_rest_packed() -> None:
     assert back == rests
     assert [list(r["parts"]) for r in back if r] == [["memory", "odd"], ["odd"], ["odd", "memory"]]
     assert back[2] is not None and back[2]["parts"]["odd"] is odd
+
+
+def test_the_open_chunk_holds_at_most_42_frames_as_objects_at_60_devices(mem_path: Path) -> None:
+    # A frame as it came is ~45 KB at 60 busy devices (its counters, rates and processes): the
+    # open chunk at its fullest is the high-water mark of the TUI's memory; 84 frames held 3.8 MB.
+    store = FrameStore(15, 0.25, background=False)
+    most = 0
+    for frame in _disk_frames(mem_path / "tree", 100):
+        store.append(frame)
+        most = max(most, len(store._chunks[-1].frames or ()))
+    assert 40 <= most <= 42
