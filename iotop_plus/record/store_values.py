@@ -3,8 +3,8 @@ values a recording does not hold (:data:`~iotop_plus.record.store_chunk.UNRECORD
 values whole, a frame's problems), packed.
 
 Kept as the objects the frames came with, each frame's values were a few small objects of
-their own (~1.3 KB a frame at 60 devices with the TUI's parts), scattered among the blocks the
-frames free when the chunk is encoded. Packed, a chunk's values are one deflated pickle of one
+their own (~1.3 KB a frame at 60 devices with the TUI's parts, 4.7 MB of a 15-minute ring at
+0.25 s). Packed, a chunk's values are one deflated pickle of one
 column per field and part (what the frames share is pickled once), unpacked whole when the
 chunk is decoded. A column whose values do not pickle (a plug-in's part may refuse) is kept as
 its objects.

@@ -1,7 +1,7 @@
 """What the frame store keeps of its frames' part values: fifteen minutes at 0.25 s is 3,601
 frames, each with the TUI's parts (memory, queue settings, the throttle watch, health). Kept as
-objects they were ~1.3 KB a frame at 60 devices, and twice that in the allocator's pages; an
-encoded chunk keeps them packed, a few dozen bytes a frame, and gives them back whole."""
+objects they were ~1.3 KB a frame at 60 devices; an encoded chunk keeps them packed, a few
+dozen bytes a frame, and gives them back whole."""
 
 from __future__ import annotations
 
