@@ -102,10 +102,10 @@ class Chunk:
     """Whether frames may still join it."""
     dropped: bool = False
     """Out of the store's window: not worth encoding any more."""
-    _block: tuple[str, array[float]] | None = dataclasses.field(
-        default=None, repr=False, compare=False
+    _blocks: dict[str, array[float]] = dataclasses.field(
+        default_factory=dict, repr=False, compare=False
     )
-    """The last device whose packed figures were read, and its block."""
+    """The blocks of the last two devices whose packed figures were read."""
 
     def __len__(self) -> int:
         return len(self.walls)
@@ -205,12 +205,16 @@ class Chunk:
         if figures is not None:
             k = self.positions[device] * WIDTH + metric
             return figures[k :: len(self.names) * WIDTH]
-        block = self._block
-        if block is None or block[0] != device:
+        blocks = self._blocks
+        block = blocks.get(device)
+        if block is None:
             assert self.packed_figures is not None
-            block = self._block = (device, self.packed_figures.device(self.positions[device]))
+            block = self.packed_figures.device(self.positions[device])
+            while len(blocks) >= 2:
+                del blocks[next(iter(blocks))]
+            blocks[device] = block
         n = len(self.walls)
-        return block[1][metric * n : (metric + 1) * n]
+        return block[metric * n : (metric + 1) * n]
 
 
 def _no_warning(_line: str) -> None:

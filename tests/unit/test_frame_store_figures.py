@@ -12,7 +12,7 @@ import pytest
 from iotop_plus.record import store as store_module
 from iotop_plus.record.store import FrameStore
 from iotop_plus.record.store_chunk import WIDTH, frame_figures
-from iotop_plus.record.store_figures import PackedFigures
+from iotop_plus.record.store_figures import PACKED_FROM, PackedFigures
 from iotop_plus.sampling.store.timeline import METRICS
 from tests.unit.store_frames import DEVICES, synthetic_frames
 
@@ -76,3 +76,18 @@ def test_idle_devices_figures_pack_to_almost_nothing_and_busy_ones_below_their_s
             ],
         ).tobytes()
     )
+
+
+def test_a_chunk_of_a_few_frames_keeps_its_figures_as_they_came(
+    mem_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A large host's chunks (2 frames at 2,000 devices): a chart would inflate most of its
+    # window's figures at a switch of device.
+    monkeypatch.setattr(store_module, "OPEN_CELLS", (PACKED_FROM - 1) * DEVICES)
+    frames = list(synthetic_frames(mem_path, 3 * PACKED_FROM))
+    store = FrameStore(15, 0.25, background=False)
+    for frame in frames:
+        store.append(frame)
+    closed = [c for c in store._chunks if not c.open]
+    assert closed and all(c.figures is not None and c.packed_figures is None for c in closed)
+    assert all(c.frames is None and c.pieces for c in closed)  # encoded all the same
