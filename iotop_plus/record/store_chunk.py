@@ -102,10 +102,11 @@ class Chunk:
     """Whether frames may still join it."""
     dropped: bool = False
     """Out of the store's window: not worth encoding any more."""
-    _blocks: dict[str, array[float]] = dataclasses.field(
-        default_factory=dict, repr=False, compare=False
+    _blocks: tuple[tuple[str, array[float]], ...] = dataclasses.field(
+        default=(), repr=False, compare=False
     )
-    """The blocks of the last two devices whose packed figures were read."""
+    """The blocks of the last two devices whose packed figures were read, the last first
+    (one tuple, replaced whole: the verdict's worker reads columns too)."""
 
     def __len__(self) -> int:
         return len(self.walls)
@@ -206,13 +207,11 @@ class Chunk:
             k = self.positions[device] * WIDTH + metric
             return figures[k :: len(self.names) * WIDTH]
         blocks = self._blocks
-        block = blocks.get(device)
+        block = next((b for name, b in blocks if name == device), None)
         if block is None:
             assert self.packed_figures is not None
             block = self.packed_figures.device(self.positions[device])
-            while len(blocks) >= 2:
-                del blocks[next(iter(blocks))]
-            blocks[device] = block
+            self._blocks = ((device, block), *blocks[:1])
         n = len(self.walls)
         return block[metric * n : (metric + 1) * n]
 
