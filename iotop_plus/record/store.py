@@ -54,10 +54,12 @@ RECENT_KEPT = 8
 """The last frames appended are kept as they came: the Device tab's verdict looks back on the
 five before the one shown at every frame."""
 
-OPEN_CELLS = 5_000
+OPEN_CELLS = 2_500
 """A chunk is closed once it holds this many device-frames (its frames are kept as they came
-until it is encoded, as objects of a few hundred bytes a device): 83 frames (21 s at 0.25 s)
-at 60 devices, 25 at 200, 2 at 2,000."""
+until it is encoded, ~750 bytes of objects a device): 42 frames (10.5 s at 0.25 s) at 60
+devices, 13 at 200, 2 at 2,000. Chunks twice as long pack a tenth smaller a frame but hold
+twice the frames as objects at their fullest (~1.9 MB more at 60 devices: the TUI's memory
+is its high-water mark)."""
 
 MARKS_KEPT = 100
 """Chart marks (and clock steps) kept, the latest."""

@@ -1,7 +1,8 @@
 """One chunk of the frame store's memory ring: a recording's chunk kept in memory.
 
 A chunk holds the times and sequence numbers of its frames for looking them up, the charts'
-figures of every device (float32, one frame's figures after another), and its frames: as
+figures of every device (float32, one frame's figures after another; packed per device once
+encoded, :mod:`~iotop_plus.record.store_figures`), and its frames: as
 they were appended while it is open and until it is encoded, then what a recording file's
 chunk holds (its stream pieces, encoded by :mod:`~iotop_plus.record.store_encode`). A frame
 is then rebuilt from the pieces when it is looked up (:mod:`~iotop_plus.record.store_decode`);
@@ -20,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from itertools import chain
 from operator import attrgetter
 
+from iotop_plus.record.store_figures import PackedFigures
+from iotop_plus.record.store_values import Packed, Rest
 from iotop_plus.sampling.disks.rates import DeviceRates, figure_columns
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.sampling.gcpause import gc_paused
@@ -78,13 +81,27 @@ class Chunk:
     holds them) joined in one; None before."""
     walls: array[float] = dataclasses.field(default_factory=lambda: array("d"))
     seqs: array[int] = dataclasses.field(default_factory=lambda: array("q"))
-    figures: array[float] = dataclasses.field(default_factory=lambda: array("f"))
-    unrecorded: list[dict[str, object] | None] = dataclasses.field(default_factory=list)
-    """Each frame's :data:`UNRECORDED` fields that are not empty (None: none)."""
+    figures: array[float] | None = dataclasses.field(default_factory=lambda: array("f"))
+    """The charts' figures, one frame's after another (:func:`frame_figures`); None once
+    packed (:attr:`packed_figures`)."""
+    packed_figures: PackedFigures | None = None
+    """The figures packed per device (:mod:`~iotop_plus.record.store_figures`), once the
+    chunk is encoded."""
+    unrecorded: list[Rest] | None = dataclasses.field(default_factory=list)
+    """Each frame's :data:`UNRECORDED` fields that are not empty, as appended; None once
+    they are packed (:attr:`packed`)."""
+    packed: Packed | None = None
+    """:attr:`unrecorded` packed (:mod:`~iotop_plus.record.store_values`), once the chunk is
+    encoded."""
     open: bool = True
     """Whether frames may still join it."""
     dropped: bool = False
     """Out of the store's window: not worth encoding any more."""
+    _blocks: tuple[tuple[str, array[float]], ...] = dataclasses.field(
+        default=(), repr=False, compare=False
+    )
+    """The blocks of the last two devices whose packed figures were read, the last first
+    (one tuple, replaced whole: the verdict's worker reads columns too)."""
 
     def __len__(self) -> int:
         return len(self.walls)
@@ -114,11 +131,13 @@ class Chunk:
     def add(self, frame: Frame) -> None:
         """Keep one frame (the open chunk's)."""
         assert self.frames is not None and self.open
+        assert self.unrecorded is not None
         self.frames.append(frame)
         self.walls.append(frame.sample.wall_time)
         self.seqs.append(frame.seq)
         rest = {k: v for k in UNRECORDED if (v := getattr(frame, k))}
         self.unrecorded.append(rest or None)
+        assert self.figures is not None
         with gc_paused():
             self.figures.extend(frame_figures(self.names, frame.rates))
 
@@ -126,16 +145,41 @@ class Chunk:
         """No more frames join it."""
         self.open = False
 
-    def encoded(self, pieces: list[bytes]) -> None:
-        """Its stream is ready (a frame's records in each piece): the frames go."""
+    def encoded(
+        self,
+        pieces: list[bytes],
+        packed: Packed | None = None,
+        figures: PackedFigures | None = None,
+    ) -> None:
+        """Its stream is ready (a frame's records in each piece) and, unless None or empty,
+        its :attr:`unrecorded` and figures packed: the frames go, and what was packed."""
         self.pieces = pieces
+        if packed is not None:
+            self.packed = packed
+        if figures is not None:
+            self.packed_figures = figures
         self.frames = None
+        if packed is not None:
+            self.unrecorded = None
+        if figures is not None:
+            self.figures = None
+
+    def rests(self) -> list[Rest]:
+        """Each frame's :data:`UNRECORDED` fields that are not empty (unpacked if packed)."""
+        rests = self.unrecorded  # (once: the encoding thread may pack them meanwhile)
+        if rests is not None:
+            return rests
+        assert self.packed is not None
+        return self.packed.unpack()
 
     def nbytes(self) -> int:
-        """The bytes of the chunk's arrays and pieces (not its frames while not encoded)."""
-        arrays = (self.walls, self.seqs, self.figures)
-        pieces = self.pieces or ()
-        return sum(len(p) for p in pieces) + sum(a.itemsize * len(a) for a in arrays)
+        """The bytes of the chunk's arrays, pieces and packed values (not its frames or
+        values while not encoded)."""
+        figures = self.figures
+        arrays = (self.walls, self.seqs) if figures is None else (self.walls, self.seqs, figures)
+        packed = sum(p.nbytes() for p in (self.packed, self.packed_figures) if p is not None)
+        pieces = sum(map(len, self.pieces or ()))
+        return packed + pieces + sum(a.itemsize * len(a) for a in arrays)
 
     def __post_init__(self) -> None:
         if not self.positions:
@@ -143,5 +187,15 @@ class Chunk:
 
     def series(self, device: str, metric: int) -> array[float]:
         """One figure of one device over the chunk's frames."""
-        k = self.positions[device] * WIDTH + metric
-        return self.figures[k :: len(self.names) * WIDTH]
+        figures = self.figures  # (once: the encoding thread may pack them meanwhile)
+        if figures is not None:
+            k = self.positions[device] * WIDTH + metric
+            return figures[k :: len(self.names) * WIDTH]
+        blocks = self._blocks
+        block = next((b for name, b in blocks if name == device), None)
+        if block is None:
+            assert self.packed_figures is not None
+            block = self.packed_figures.device(self.positions[device])
+            self._blocks = ((device, block), *blocks[:1])
+        n = len(self.walls)
+        return block[metric * n : (metric + 1) * n]

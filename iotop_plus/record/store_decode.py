@@ -58,6 +58,8 @@ class Decoded:
         """The last sample of the chunk before, when its rates reach into this one."""
         self.size = len(chunk)
         """The chunk's frames when it was decoded (an open chunk grows after)."""
+        self.rests = chunk.rests()
+        """Each frame's :data:`~iotop_plus.record.store_chunk.UNRECORDED` values."""
         self._frames: dict[int, Frame] = {}
 
     def frame(self, i: int) -> Frame | None:
@@ -83,8 +85,8 @@ class Decoded:
             got = dataclasses.replace(
                 got, sample=dataclasses.replace(got.sample, wall_time=chunk.walls[i])
             )
-        rest = chunk.unrecorded[i]
+        rest = self.rests[i] if i < len(self.rests) else None
         if rest:
-            got = dataclasses.replace(got, **rest)  # type: ignore[arg-type]
+            got = dataclasses.replace(got, **rest)
         self._frames[i] = got
         return got

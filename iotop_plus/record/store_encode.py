@@ -12,7 +12,10 @@ on its first records): on a large host a chunk is a few frames, and trying every
 on most of them cost twice the encoding.
 
 Until its stream is ready a closed chunk answers lookups from its frames; the stream is set
-before the frames are dropped, so a reader always finds one of the two.
+before the frames are dropped, so a reader always finds one of the two. The frames' values a
+recording does not hold are packed with the stream
+(:mod:`~iotop_plus.record.store_values`), and the charts' figures per device
+(:mod:`~iotop_plus.record.store_figures`).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from iotop_plus.record.chunks import ChunkEncoder, sample_layout
 from iotop_plus.record.collect import recorded_sample
 from iotop_plus.record.recorded_health import HealthParts
 from iotop_plus.record.recorded_who import CommandLines, WhoParts
-from iotop_plus.record.store_chunk import Chunk
+from iotop_plus.record.store_chunk import WIDTH, Chunk
+from iotop_plus.record.store_figures import PACKED_FROM, PackedFigures
+from iotop_plus.record.store_values import pack
 from iotop_plus.roots import Roots
 
 
@@ -104,11 +109,18 @@ class ChunkCoder:
                 rs = health.add(rs, frame, 0, i > 0)
                 _disk, piece, _extras, extras_piece = encoder.encode(rs, layout, cols, ns, minute)
                 pieces.append(piece + extras_piece)
+            encoder.close()  # each chunk is a stream of its own, a keyframe first
+            rests, figures = chunk.unrecorded, chunk.figures
+            packed = pack(rests) if rests is not None else None
+            devices = len(chunk.names)
+            if figures is not None and devices and len(chunk) >= PACKED_FROM:
+                packed_figures: PackedFigures | None = PackedFigures(figures, devices, WIDTH)
+            else:
+                packed_figures = None
         except Exception as exc:  # a chunk left decoded costs memory, never the frames
+            encoder.close()
             self.failed.append(f"frame store: a chunk kept unencoded: {exc}"[:200])
             return
-        finally:
-            encoder.close()  # each chunk is a stream of its own, a keyframe first
-        chunk.encoded(pieces)
+        chunk.encoded(pieces, packed, packed_figures)
         self.seconds += time.thread_time() - t0
         self.frames += len(pieces)

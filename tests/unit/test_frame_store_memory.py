@@ -1,6 +1,7 @@
 """The frame store keeps frames compactly (fifteen minutes at 0.25 s with about 60 devices stays
 far under the TUI's 75 MB): its bytes a device a frame are a recording's plus the charts'
-figures, and once full it holds no more as frames keep coming."""
+figures (packed once a chunk is encoded), and once full it holds no more as frames keep
+coming."""
 
 from __future__ import annotations
 
@@ -26,8 +27,10 @@ def test_the_store_keeps_a_frame_in_a_dozen_bytes_a_device_beside_the_figures(
     store.wait_encoded()
     per = store.nbytes() / len(store) / DEVICES
     # The chunks' stream (the counters as predicted deltas, deflated, and each frame's top
-    # processes, pressure and parts shared out over its devices) and the index: ~10.6 bytes.
-    assert per < FIGURES + 14, f"{per:.1f} bytes a device a frame"
+    # processes, pressure and parts shared out over its devices) and the index: ~10.6 bytes;
+    # the closed chunks' figures packed, ~60 % of their 36 bytes on these busy disks (the open
+    # chunk's as they came): ~34 bytes in all, 46.6 with every chunk's figures as they came.
+    assert per < 0.75 * FIGURES + 14, f"{per:.1f} bytes a device a frame"
 
 
 @pytest.mark.slow
