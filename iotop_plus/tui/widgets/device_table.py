@@ -476,7 +476,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         strip = row_strip(cells, self._columns, self._device_width, width)
         if not selected:
             return strip
-        return strip.apply_style(self.get_component_rich_style("device-table--cursor"))
+        return strip.apply_style(self.component_style("device-table--cursor"))
 
     def _header(self, width: int) -> tuple[Strip, ...]:
         if self._header_strips is None:

@@ -21,6 +21,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from iotop_plus.tui.widgets.style_memo import background_of
+
 
 def styles_add_nothing(widget: Widget) -> bool:
     """Whether Textual's styles cache would paint ``widget``'s lines as ``render_line`` gives
@@ -49,7 +51,7 @@ def plain_lines(
         return None  # Textual pads a short line with the widget's background
     filters = widget.get_line_filters()
     if filters:
-        background = widget.background_colors[1]
+        background = background_of(widget)
         for line_filter in filters:
             if isinstance(line_filter, ANSIToTruecolor):
                 rich_background = background.rich_color
