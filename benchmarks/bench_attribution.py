@@ -41,6 +41,7 @@ import threading
 from unittest import mock
 
 from bench_latency import fio, tmpfs_loop  # this directory: run as a script
+from unwind import unwind_on_signals
 
 from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import LATENCY
@@ -175,6 +176,7 @@ def per_request_ns(rounds: list[dict[str, float]], a: str, b: str) -> tuple[floa
 
 def main() -> int:
     """Run the rounds and print the table."""
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--runtime", type=float, default=5)

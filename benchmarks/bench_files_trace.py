@@ -57,6 +57,7 @@ from pathlib import Path
 
 from bench_attribution import BPF_SYSCALL, enable_bpf_stats  # this directory: run as a script
 from bench_latency import tmpfs_loop
+from unwind import unwind_on_signals
 
 from iotop_plus.sampling.files.trace import parser
 from iotop_plus.sampling.latency.generations import buffered_text, flush_lines
@@ -296,6 +297,7 @@ def load() -> str:
 
 def main() -> int:
     """Run the rounds and print the table."""
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--runtime", type=float, default=2)

@@ -30,6 +30,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from unwind import unwind_on_signals
+
 from iotop_plus.sampling.frame.live import LiveSource
 from iotop_plus.sampling.frame.model import LATENCY
 
@@ -134,6 +136,7 @@ class Tracing:
 
 
 def main() -> int:
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--runtime", type=float, default=5)

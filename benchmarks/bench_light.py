@@ -55,6 +55,7 @@ from bench_tui import (
     start,
     stop,
 )
+from unwind import unwind_on_signals
 
 from tests.support.tmux import TmuxError, TmuxSession
 
@@ -294,6 +295,7 @@ def measure_first_figures(apps: Sequence[App], size: tuple[int, int], starts: in
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure and print."""
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seconds", type=float, default=60.0, help="CPU window (default 60)")
     parser.add_argument("--settle", type=float, default=10.0, help="wait before it (default 10)")

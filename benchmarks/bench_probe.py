@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import psutil
+from unwind import unwind_on_signals
 
 from iotop_plus.probe.fio_argv import build_argv
 from iotop_plus.probe.presets import PRESETS
@@ -81,6 +82,7 @@ def run_fio(argv: list[str]) -> float:
 
 
 def main() -> int:
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runtime", type=int, default=5, help="seconds per run")

@@ -35,6 +35,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from unwind import unwind_on_signals  # noqa: E402
+
 from tests.support.loopdev import can_use_loop_devices, loop_device  # noqa: E402
 
 TICK = os.sysconf("SC_CLK_TCK")
@@ -138,6 +140,7 @@ def one_round(args: argparse.Namespace, state: Path) -> dict[str, float | None]:
 
 def main() -> int:
     """Attach the devices, run the rounds, print the figures."""
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--devices", type=int, default=60, help="loop devices to attach")
     ap.add_argument("--fio-devices", type=int, default=3)

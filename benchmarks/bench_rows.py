@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_light import btop, cpu_round, load, median
 from bench_tui import MAX_LOOP_DEVICES, REPO, App, loop_host, synthetic_host
+from unwind import unwind_on_signals
 
 from tests.support.tmux import TmuxSession
 
@@ -71,6 +72,7 @@ def measure_row(apps: Sequence[App], rounds: int, settle: float, seconds: float)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Measure and print."""
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--devices", default="200,2000", help="comma-separated device counts")
     parser.add_argument("--rounds", type=int, default=3, help="CPU rounds per app (default 3)")

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from bench_attribution import enable_bpf_stats, prog_stats  # this directory: run as a script
 from bench_latency import tmpfs_loop
+from unwind import unwind_on_signals
 
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.latency.generations import buffered_text, flush_lines
@@ -116,6 +117,7 @@ class Tracer:
 
 
 def main() -> None:
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--runtime", type=int, default=5)

@@ -22,6 +22,7 @@ import sys
 
 from bench_attribution import Traced, enable_bpf_stats, prog_stats  # this directory
 from bench_latency import fio, tmpfs_loop
+from unwind import unwind_on_signals
 
 from iotop_plus.sampling.frame.model import LATENCY
 from iotop_plus.sampling.latency.part import BUSY_SAMPLE
@@ -51,6 +52,7 @@ def run(name: str, dev: str, runtime: float) -> tuple[float, float | None]:
 
 def main() -> int:
     """Run the rounds and print the figures."""
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--runtime", type=float, default=4)

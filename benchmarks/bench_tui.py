@@ -51,6 +51,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from unwind import unwind_on_signals  # noqa: E402
+
 from tests.support.synthetic import SyntheticTree  # noqa: E402
 from tests.support.tmux import Launched, TmuxError, TmuxSession, descendants  # noqa: E402
 
@@ -540,6 +542,7 @@ SIZE = (WIDTH, HEIGHT)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    unwind_on_signals()  # a kill or a hang-up takes down what was set up
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short smoke run")
     parser.add_argument("--devices", default="8,200,2000", help="comma-separated device counts")

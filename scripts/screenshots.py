@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from types import MappingProxyType
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -54,15 +55,22 @@ def prefill_history(tree: SyntheticTree, seconds: int) -> FrameStore:
     """Frames of ``seconds`` one-second intervals, ending now, measured on ``tree``."""
     source = LiveSource(tree.roots)
     store = FrameStore(roots=tree.roots)
-    start = time.time() - seconds
+    start, clock = time.time() - seconds, time.monotonic() - seconds
     try:
         for i in range(seconds + 1):
             for _ in range(TICKS_PER_S):  # the same steps the live thread takes each second
                 tree.advance(1.0 / TICKS_PER_S)
             frame = source.next_frame()
-            wall = start + i
+            # Measured a few ms apart, the samples stand for a second each: the rates too.
+            sample = dataclasses.replace(frame.sample, wall_time=start + i, monotonic=clock + i)
+            rates = {n: r._replace(elapsed_s=1.0) if r else r for n, r in frame.rates.items()}
             store.append(
-                dataclasses.replace(frame, sample=dataclasses.replace(frame.sample, wall_time=wall))
+                dataclasses.replace(
+                    frame,
+                    sample=sample,
+                    rates=MappingProxyType(rates),
+                    elapsed_s=1.0 if frame.elapsed_s else frame.elapsed_s,
+                )
             )
     finally:
         source.close()

@@ -6,7 +6,7 @@ Each report is judged with the reports before it (:class:`Reports`)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from iotop_plus.sampling.frame.model import CGROUPS, Frame, FrameSource
@@ -23,10 +23,14 @@ class Reports:
     Args:
         earlier: The frames just before the first report, oldest first (from a recording:
             its frames before the window, what a replay's verdict looks back on there).
+        prior: Each device's quiet awaits before ``earlier`` (from a recording: its frames
+            before them, :mod:`~iotop_plus.why.quiet_history`, as a replay has them).
     """
 
-    def __init__(self, earlier: Sequence[Frame] = ()) -> None:
-        self._judge = Judge()
+    def __init__(
+        self, earlier: Sequence[Frame] = (), prior: Callable[[str], Sequence[float]] | None = None
+    ) -> None:
+        self._judge = Judge(prior)
         self._count = 0
         self._frame: Frame | None = None
         self._judged: Frame | None = None

@@ -76,13 +76,15 @@ def emit(
     platform: Platform | None = None,
     cpu: Mapping[float, CpuTimes | None] | None = None,
     earlier: Sequence[Frame] = (),
+    prior: Callable[[str], Sequence[float]] | None = None,
 ) -> int:
     """Print the reports as a table, JSON or CSV (live, or from a recording in its zone).
 
     JSON is iostat's document (``sysstat.hosts[0]``); ``platform`` gives its ``sysname``,
     ``machine`` and ``number-of-cpus`` (null where unknown); ``cpu`` the CPU times read with
     each sample (by its monotonic time), for iostat's ``avg-cpu`` (null without);
-    ``earlier`` the frames before the first report, which its verdicts look back on too.
+    ``earlier`` the frames before the first report, which its verdicts look back on too, and
+    ``prior`` each device's quiet awaits before them (its quiet baseline).
     """
     latency = bool(getattr(args, "latency", False))
 
@@ -93,7 +95,7 @@ def emit(
         stats: list[dict[str, Any]] = []
         started: float | None = None  # the baseline's wall time: iostat's "date"
         pressure_note = PressureNote()
-        recent = Reports(earlier)  # the reports so far, for the verdict
+        recent = Reports(earlier, prior)  # the reports so far, for the verdict
         for prev, cur, rates, lat, pressure, events, frame in reports:
             if started is None:
                 started = prev.wall_time
@@ -167,7 +169,7 @@ def emit(
             f"{printable(host.hostname)}  Linux {printable(host.kernel)}  iotop-plus {__version__}",
             file=out,
         )
-        verdicts = Reports(earlier)
+        verdicts = Reports(earlier, prior)
         for prev, cur, rates, lat, _pressure, _events, frame in reports:
             names = _names(explicit, cur, inventory, args)
             out.write(render_table(cur, prev, names, rates, inventory, tz))

@@ -22,6 +22,7 @@ from iotop_plus.sampling.disks.sampler import Platform
 from iotop_plus.sampling.frame.model import FrameEvent
 from iotop_plus.sampling.journal_events import recorded_events
 from iotop_plus.text import parse_time, printable
+from iotop_plus.why.quiet_history import QuietHistory
 from iotop_plus.why.verdicts import recent_frames
 
 
@@ -84,10 +85,22 @@ def run_recorded(args: argparse.Namespace, out: TextIO) -> int:
         platform = recorded_platform(timeline.header)
         host = timeline.host_info()
         # The first report's verdict looks back on the recorded frames up to its start, as a
-        # replay's does (the device saturated for a while, its quiet await before that).
+        # replay's does: the last few whole, and each device's quiet awaits before them (the
+        # device saturated for a while, its quiet await before that).
         earlier = [*recent_frames(base, timeline), base]
+        prior = QuietHistory(timeline).every_quiet_before(earlier[0])
         return emit(
-            args, out, host, inventory, explicit, reports, interval, tz, platform, earlier=earlier
+            args,
+            out,
+            host,
+            inventory,
+            explicit,
+            reports,
+            interval,
+            tz,
+            platform,
+            earlier=earlier,
+            prior=prior,
         )
     finally:
         timeline.close()

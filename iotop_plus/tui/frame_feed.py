@@ -39,6 +39,7 @@ from iotop_plus.tui.engine.refresh_batch import one_update
 from iotop_plus.tui.messages import Notifies
 from iotop_plus.tui.replay_reads import ReplayReads
 from iotop_plus.why.lookback import LookbackFeed
+from iotop_plus.why.quiet_history import QuietHistory
 from iotop_plus.why.verdicts import Judge, judge, timeline_lookback, with_verdicts
 
 MAX_PENDING = 4
@@ -126,6 +127,8 @@ class FrameFeed:
         self._verdict_asked: tuple[int, float, str] | None = None
         self._verdict_judged: Frame | None = None
         """The frame of :attr:`_verdict_asked` with its verdict, once judged."""
+        self._quiet_history: QuietHistory | None = None
+        """The quiet awaits before a looked-up frame the judge never saw (a replay's)."""
         self.frames_received = 0
         """Frames received."""
         self._held: list[Frame] | None = []
@@ -241,7 +244,8 @@ class FrameFeed:
         judged: Callable[[Frame], object],
     ) -> None:
         """Judge ``device`` in ``frame`` (shown without its verdict) on a worker thread, with
-        the frames before it in ``timeline`` (read there too) and the live quiet awaits;
+        the frames before it in ``timeline`` (read there too) and the quiet awaits before it
+        (the live judge's, or, for a frame it never saw, read from ``timeline`` there too);
         ``judged`` gets the frame with it, on the UI thread. Asked again for the same frame
         and device, the frame judged then comes again (once judged); a newer ask supersedes
         one in flight."""
@@ -251,13 +255,14 @@ class FrameFeed:
                 self.screen.call_later(judged, self._verdict_judged)
             return
         self._verdict_asked, self._verdict_judged = asked, None
-        live = self.lookback if self.lookback.taken else None
-        quiet = live.quiet_before if live else None
+        history = self._quiet_history
+        if timeline is not None and (history is None or history.timeline is not timeline):
+            history = self._quiet_history = QuietHistory(timeline)
         if self._judging is None:
             self._judging = ReplayReads(self.screen.post_message, self.problem)
 
         def judging() -> Frame:
-            lookback = timeline_lookback(frame, timeline, quiet)
+            lookback = timeline_lookback(frame, timeline, self.lookback, history)
             return with_verdicts(frame, judge(frame, lookback, (device,)))
 
         def done(result: Frame) -> None:

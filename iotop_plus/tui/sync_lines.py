@@ -1,5 +1,6 @@
 """The Sync tab's text for one device: its fsync/fdatasync latency by file, its journal's
-commits, and where slow syncs wait (the verdict's ``sync`` cause)."""
+commits, and where slow syncs wait (the verdict's ``sync`` cause, judged off the UI thread
+with the rest of the verdict: read from the frame's verdict, never worked out here)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 from iotop_plus.sampling.sync.jbd2_part import Jbd2Part, journal_summary
 from iotop_plus.sampling.sync.part import DeviceSync, SyncPart, sync_summary
 from iotop_plus.text import printable
-from iotop_plus.why.sync_verdict import sync_waits
+from iotop_plus.why.diagnosis import Diagnosis
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame.model import Frame
@@ -75,7 +76,8 @@ def sync_lines(frame: Frame | None, device: str | None, recorded: bool = False) 
                 lines.append(
                     f"  running  {run['avg']} ms avg, {run['max']} ms max (coarse: jiffies)"
                 )
-    slow = sync_waits(frame, device)
+    verdict = (frame.verdicts or {}).get(device)
+    slow = verdict.syncs if isinstance(verdict, Diagnosis) else None
     if slow is not None:
         lines.append(f"Why: {slow.text}")
     return lines

@@ -133,6 +133,9 @@ class Diagnosis:
     """Ranked, most certain first; one ``none`` entry when no cause holds."""
     unchecked: tuple[str, ...] = field(default=())
     """Causes the frame had no data for."""
+    syncs: Cause | None = None
+    """Where the device's slow syncs wait, as found (the Sync tab's why; whatever else holds,
+    even on an idle device), or None when its syncs are not slow or not traced."""
 
     def as_json(self) -> list[dict[str, Any]]:
         """``disk[].diagnosis``."""
@@ -479,11 +482,13 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
     first)."""
     lookback = as_lookback(recent, device)
     unchecked = unchecked_causes(frame)
+    slow_syncs = sync_waits(frame, device)
+    syncs = _cause(slow_syncs) if slow_syncs is not None else None
     rates = frame.rates.get(device)
     if rates is None:
         evidence: dict[str, Any] = {}
         return Diagnosis(
-            (Cause(NONE, evidence, "low", "no rates yet: nothing to judge"),), unchecked
+            (Cause(NONE, evidence, "low", "no rates yet: nothing to judge"),), unchecked, syncs
         )
     iops = rates.r_s + rates.w_s + rates.d_s
     figures = {
@@ -495,7 +500,8 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
     }
     stuck = _blocked(frame, device) if "blocked" not in unchecked else []
     if iops < MIN_IOPS and rates.util < 5.0 and not stuck:
-        return Diagnosis((Cause(NONE, figures, "high", "idle: no I/O to explain"),), unchecked)
+        idle = Cause(NONE, figures, "high", "idle: no I/O to explain")
+        return Diagnosis((idle,), unchecked, syncs)
     found: list[Cause] = []
     if "throttled" not in unchecked:
         found += _throttled(frame, device)
@@ -507,9 +513,8 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
     found += stuck
     if "queue" not in unchecked:
         found += _queue(frame, device)
-    slow_syncs = sync_waits(frame, device)
-    if slow_syncs is not None:
-        found.append(_cause(slow_syncs))
+    if syncs is not None:
+        found.append(syncs)
     if found:
         found = _with_cpu(found, _cpu_some(frame))
     elif "cpu" not in unchecked:
@@ -521,6 +526,6 @@ def diagnose(frame: Frame, device: str, recent: Lookback | Sequence[DeviceRates]
     if who is not None:
         found = [replace(c, evidence={**c.evidence, "top_issuer": who}) for c in found]
     if found[0].cause == NONE:
-        return Diagnosis(tuple(found), unchecked)
+        return Diagnosis(tuple(found), unchecked, syncs)
     found.sort(key=lambda c: (CONFIDENCE.index(c.confidence), CAUSES.index(c.cause)))
-    return Diagnosis(tuple(found), unchecked)
+    return Diagnosis(tuple(found), unchecked, syncs)

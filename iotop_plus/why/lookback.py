@@ -53,6 +53,17 @@ def quiet_await(rates: DeviceRates | None) -> float | None:
     return value if value > 0 else None
 
 
+def quiet_figures(
+    r_s: float, w_s: float, r_await: float, w_await: float, aqu_sz: float
+) -> float | None:
+    """:func:`quiet_await` of an interval given by its figures (a chart's columns)."""
+    ios = r_s + w_s
+    if aqu_sz > QUIET_DEPTH or ios < MIN_IOPS:
+        return None
+    value = (r_await * r_s + w_await * w_s) / ios
+    return value if value > 0 else None
+
+
 class Lookback:
     """The earlier frames of one judgement, oldest first, and each device's quiet awaits."""
 
@@ -107,12 +118,22 @@ class LookbackFeed:
     """Every frame of one source, in turn: the last :data:`RECENT` whole and each device's
     last :data:`QUIET_KEEP` quiet awaits, by frame sequence. Thread-safe."""
 
-    def __init__(self, keep: int = QUIET_KEEP) -> None:
+    def __init__(
+        self, keep: int = QUIET_KEEP, prior: Callable[[str], Sequence[float]] | None = None
+    ) -> None:
+        """Args:
+        keep: Quiet awaits kept per device.
+        prior: A device's quiet awaits before the first frame (a recording's before a
+            window), oldest first; kept until a new source begins.
+        """
         self._keep = keep
+        self._prior = prior
         self._frames: deque[Frame] = deque(maxlen=RECENT)
         self._seqs: deque[int] = deque(maxlen=RECENT)
         self._quiet: dict[str, deque[tuple[int, float]]] = {}
         self._last = 0
+        self._first_wall: float | None = None
+        """Wall time of the first frame taken from this source."""
         self._lock = threading.Lock()
 
     @property
@@ -134,10 +155,14 @@ class LookbackFeed:
                 self._frames.clear()
                 self._seqs.clear()
                 self._quiet.clear()
+                self._first_wall = None
+                self._prior = None
             elif seq != self._last + 1:
                 self._frames.clear()  # not the frames just before the next one
                 self._seqs.clear()
             self._last = seq
+            if self._first_wall is None:
+                self._first_wall = frame.wall_time
             self._frames.append(frame)
             self._seqs.append(seq)
             if frame.inventory_changed:
@@ -151,13 +176,24 @@ class LookbackFeed:
                         kept = self._quiet[name] = deque(maxlen=self._keep)
                     kept.append((seq, value))
 
+    def saw(self, frame: Frame) -> bool:
+        """Whether ``frame`` is of the frames taken (not one from before this source began,
+        such as an older recording's): its quiet awaits before it are here."""
+        with self._lock:
+            first = self._first_wall
+            return first is not None and frame.wall_time >= first and 0 < frame.seq <= self._last
+
     def quiet_before(self, seq: int) -> Callable[[str], list[float]]:
         """A device's quiet awaits in the frames before sequence ``seq``."""
 
         def quiet(device: str) -> list[float]:
             with self._lock:
                 kept = tuple(self._quiet.get(device, ()))
-            return [value for at, value in kept if at < seq]
+                prior = self._prior
+            values = [value for at, value in kept if at < seq]
+            if prior is not None and len(values) < self._keep:
+                values = [*prior(device), *values][-self._keep :]
+            return values
 
         return quiet
 

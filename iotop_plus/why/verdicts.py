@@ -7,7 +7,9 @@ One path for every consumer of :func:`~iotop_plus.why.diagnosis.diagnose`:
   of the ones it judged before, and attaches the verdicts to the frame
   (:attr:`~iotop_plus.sampling.frame.model.Frame.verdicts`, derived: never recorded);
 - a frame looked up in a timeline (scrubbed back, a replay): :func:`timeline_lookback` is the
-  frames before it there, and :func:`judge` judges it with them, off the UI thread.
+  frames before it there and each device's quiet awaits before it (the live judge's when it
+  judged that frame, else the timeline's: :mod:`~.quiet_history`), and :func:`judge` judges
+  it with them, off the UI thread.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from iotop_plus.why.diagnosis import Diagnosis, diagnose
 from iotop_plus.why.lookback import RECENT, Lookback, LookbackFeed
+from iotop_plus.why.quiet_history import QuietHistory
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame.model import Frame
@@ -46,8 +49,9 @@ class Judge:
     Thread-safe as :class:`~.lookback.LookbackFeed` is; one thread judges (the sampler's).
     """
 
-    def __init__(self) -> None:
-        self.lookback = LookbackFeed()
+    def __init__(self, prior: Callable[[str], Sequence[float]] | None = None) -> None:
+        """``prior``: each device's quiet awaits before the first frame (a recording's)."""
+        self.lookback = LookbackFeed(prior=prior)
         """The frames judged so far: the recent ones and each device's quiet awaits."""
 
     def judged(
@@ -64,14 +68,20 @@ class Judge:
 def timeline_lookback(
     frame: Frame,
     timeline: Timeline | None,
-    quiet: Callable[[int], Callable[[str], Sequence[float]]] | None = None,
+    live: LookbackFeed | None = None,
+    history: QuietHistory | None = None,
 ) -> Lookback:
     """What ``frame``'s verdict looks back on when it was looked up in ``timeline``: the
-    :data:`~.lookback.RECENT` frames before it there, and the quiet awaits before it
-    (``quiet(seq)``: a live feed's; None: the quiet ones of those frames). Reads the
+    :data:`~.lookback.RECENT` frames before it there, and the quiet awaits before it: the
+    ``live`` feed's when it took ``frame``, else ``history``'s (the timeline's frames before
+    it, :mod:`~.quiet_history`), else the quiet ones of those recent frames. Reads the
     timeline only (no verdict): the caller then judges, off the UI thread."""
-    baseline = quiet(frame.seq) if quiet is not None and frame.seq > 0 else None
-    return Lookback(recent_frames(frame, timeline), baseline)
+    quiet: Callable[[str], Sequence[float]] | None = None
+    if live is not None and live.saw(frame):
+        quiet = live.quiet_before(frame.seq)
+    elif history is not None:
+        quiet = history.quiet_before(frame)
+    return Lookback(recent_frames(frame, timeline), quiet)
 
 
 def recent_frames(frame: Frame, timeline: Timeline | None) -> list[Frame]:

@@ -121,8 +121,8 @@ def _counters(values: list[int]) -> MappingProxyType[str, DiskCounters]:
     return MappingProxyType({"sda": DiskCounters(8, 0, "sda", tuple(values), 17)})
 
 
-def _write_saturating(path: Path) -> list[float]:
-    """A recording of one device, quiet for QUIET seconds then saturated for BUSY more;
+def _write_saturating(path: Path, busy_s: int = BUSY) -> list[float]:
+    """A recording of one device, quiet for QUIET seconds then saturated for ``busy_s`` more;
     returns the samples' wall times."""
     values = [10**6] * 17
     values[8] = 0
@@ -131,7 +131,7 @@ def _write_saturating(path: Path) -> list[float]:
     try:
         header = {"host": "synthetic", "zone": "UTC", "interval_s": 1.0, "inventory": []}
         writer = ChunkWriter(fd, header, sync=False)
-        for k in range(QUIET + BUSY + 1):
+        for k in range(QUIET + busy_s + 1):
             if k:
                 busy = k > QUIET
                 ios, wait = (150, 100) if busy else (100, 1)
@@ -179,3 +179,22 @@ def test_a_recorded_report_judges_with_the_recorded_frames_before_the_window(
     assert [r["timestamp"] for r in late] == [r["timestamp"] for r in whole[-2:]]
     assert [_held(r) for r in late] == [_held(r) for r in whole[-2:]]
     assert "saturated" in _held(late[0])
+
+
+def test_a_window_late_in_a_long_saturation_keeps_the_quiet_baseline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fifteen seconds into a saturation the five frames before a window are all saturated:
+    its first report is judged against the quiet await of the recording before them, as
+    live and in a replay."""
+    monkeypatch.setenv("TZ", "UTC")
+    path = tmp_path / "r.rec"
+    walls = _write_saturating(path, busy_s=20)
+    whole = _reports(path)
+    assert all("saturated" in _held(r) for r in whole[QUIET + 3 :])
+    late = _reports(path, "--start", _iso(walls[QUIET + 15]))
+    assert [r["timestamp"] for r in late] == [r["timestamp"] for r in whole[QUIET + 15 :]]
+    assert [_held(r) for r in late] == [_held(r) for r in whole[QUIET + 15 :]]
+    [disk] = late[0]["disk"]
+    [cause] = [c for c in disk["diagnosis"] if c["cause"] == "saturated"]
+    assert cause["evidence"]["quiet_await"] == 1.0

@@ -53,6 +53,9 @@ WRITE_STYLE = Style(color="#ffaf00")
 MIN_SPAN_INTERVALS = 30
 """The x axis covers at least this many sampling intervals: the first points of a start
 appear at the right, with the empty time before them left empty."""
+GUTTER = 1
+"""Blank cells after each chart but the last of a grid row: a plot's last column never touches
+the y labels of the chart beside it."""
 GAP = 2.5
 """Two points further apart than this many times their neighbours' spacing are not joined
 (the device had no rates in between)."""
@@ -123,6 +126,17 @@ def split(total: int, parts: int) -> list[tuple[int, int]]:
     divides ``1fr`` tracks (the rounding goes to the later shares)."""
     edges = [k * total // parts for k in range(parts + 1)]
     return [(a, b - a) for a, b in pairwise(edges)]
+
+
+def _with_gutters(pieces: Sequence[Strip], cells: Sequence[Region]) -> list[Strip]:
+    """A grid row's lines side by side, with the blank cells between their cells."""
+    out: list[Strip] = []
+    for k, (piece, cell) in enumerate(zip(pieces, cells, strict=True)):
+        out.append(piece)
+        gap = cells[k + 1].x - cell.right if k + 1 < len(cells) else 0
+        if gap > 0:
+            out.append(Strip.blank(gap))
+    return out
 
 
 class CaptionLines:
@@ -225,6 +239,7 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
         :data:`CHARTS` order, the caption last (under the rule, if it is drawn)."""
         top = int(self._ruled() if ruled is None else ruled)
         rows, cols = split(max(height - top, 0), 2), split(width, 3)
+        cols = [(x, w - GUTTER if k < 2 and w > GUTTER else w) for k, (x, w) in enumerate(cols)]
         return [Region(x, top + y, w, h) for y, h in rows for x, w in cols]
 
     def chart_text(self, chart_id: str) -> list[str]:
@@ -283,7 +298,7 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
                     lines.append(self._lines[y])
                     parts.append(was)
                     continue
-                lines.append(Strip.join(pieces))
+                lines.append(Strip.join(_with_gutters(pieces, cells[row * 3 : row * 3 + 3])))
                 parts.append(pieces)
         self._parts = parts
         return lines
