@@ -12,6 +12,7 @@ from textual.widget import Widget
 
 from iotop_plus.tui.widgets.charts import DeviceCharts
 from iotop_plus.tui.widgets.device_table import DeviceTable
+from iotop_plus.tui.widgets.style_memo import StyleMemo
 from tests.support.frames import StepClock
 from tests.tui.helpers import step
 from tests.tui.light_support import started_app
@@ -21,6 +22,11 @@ COMPONENTS = (
     (DeviceCharts, "device-charts--rule"),
     (DeviceTable, "device-table--cursor"),
 )
+
+
+def _memo(widget: Widget) -> StyleMemo:
+    assert isinstance(widget, StyleMemo)
+    return widget
 
 
 async def test_steady_frames_look_no_component_style_up_again(
@@ -47,13 +53,15 @@ async def test_steady_frames_look_no_component_style_up_again(
 async def test_a_theme_change_gives_the_new_component_styles(step_clock: StepClock) -> None:
     async with started_app(2) as (pilot, app):
         screen = app.main_screen
-        before = {name: screen.query_one(kind).component_style(name) for kind, name in COMPONENTS}
+        before = {
+            name: _memo(screen.query_one(kind)).component_style(name) for kind, name in COMPONENTS
+        }
         app.theme = "textual-light" if app.theme != "textual-light" else "textual-dark"
         await pilot.pause()
         await step(pilot, app)
         await pilot.pause()
         for kind, name in COMPONENTS:
             widget = screen.query_one(kind)
-            now = widget.component_style(name)
+            now = _memo(widget).component_style(name)
             assert now == widget.get_component_rich_style(name), name  # as Textual has it
             assert now != before[name], name  # and not the old theme's
