@@ -25,7 +25,10 @@ glances and bpytop come from a separate venv (``$IOTOP_PLUS_BENCH_PEERS`` or /wo
 that is missing is skipped with a note.
 
 Usage: ``.venv/bin/python benchmarks/bench_tui.py [--quick] [--devices 8,200,2000]
-[--seconds 30] [--runs 5]``. Needs root, losetup and tmux for the loop-device rows.
+[--seconds 30] [--runs 5] [--before DIR [--rounds 2]]``; ``--before DIR`` (a ``git archive``
+of an older commit) measures that tree's iotop-plus too, as ``before``, and ``--rounds N``
+measures every app N times, alternated, for before/after figures on one load. Needs root,
+losetup and tmux for the loop-device rows.
 """
 
 from __future__ import annotations
@@ -371,12 +374,19 @@ def synthetic_host(n: int, workdir: Path) -> Iterator[SyntheticTree]:
 # -- the apps --------------------------------------------------------------------------------
 
 
-def ours() -> App:
-    """iotop-plus, the installed console script."""
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages, as text."""
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def ours(tree: Path | None = None, name: str = "iotop-plus") -> App:
+    """iotop-plus, the installed console script (its ``iotop_plus`` from ``tree`` if given:
+    ``--before DIR``)."""
     script = REPO / ".venv" / "bin" / "iotop-plus"
     return App(
-        name="iotop-plus",
+        name=name,
         argv=(str(script) if script.exists() else "iotop-plus", "--interval", "1"),
+        env=(("PYTHONPATH", str(tree)),) if tree is not None else (),
         device_row=r"\b(vda|sda|nvme0n1|loop\d+)\b",
         figures_row=r"\b(vda|sda|nvme0n1|loop\d+|sd[a-z]+)\s+\d+\.\d\d\b",
         pause_key="Space",
@@ -465,6 +475,17 @@ def report(rows: list[Figures]) -> None:
             f"{fmt(r.cpu_pct, '7.2f')} {fmt(r.rss_mb, '8.1f')} {fmt(r.key_ms, '7.0f')}"
             f" {fmt(r.paused_key_ms, '7.0f')}" + ("   " + "; ".join(r.notes) if r.notes else "")
         )
+    for n in sorted({r.devices for r in rows}):
+        now, then = (
+            [r.cpu_pct for r in rows if r.app == app and r.devices == n and r.cpu_pct is not None]
+            for app in ("iotop-plus", "before")
+        )
+        if now and then:
+            print(
+                f"  at {n:>5} devices: CPU iotop-plus / before = "
+                f"{statistics.median(now) / statistics.median(then):.2f}x (medians of "
+                f"{len(now)} and {len(then)} rounds)"
+            )
     print()
     print("ratios iotop-plus / peer (lower is better for iotop-plus):")
     for r in rows:
@@ -533,6 +554,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated apps to measure",
     )
     parser.add_argument(
+        "--before",
+        type=Path,
+        help="also measure iotop_plus from this checkout (a `git archive` of an older commit), "
+        "named 'before', alternated with this tree's in each of the --rounds",
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="measure the apps this many times, alternated"
+    )
+    parser.add_argument(
         "--charts",
         choices=("shown", "hidden"),
         default="shown",
@@ -545,6 +575,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Measure the app as installed: with .pyc files (an editable install has none, and
     # PYTHONDONTWRITEBYTECODE may stop Python writing them), as `make run` prepares it.
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "iotop_plus")], check=True)
+    ourselves = [ours()]
+    if args.before is not None:
+        print(f"before: iotop_plus from {args.before}")
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.before)], check=True)
+        ourselves.append(ours(args.before, "before"))
+        wanted_before = {"before"}
+    else:
+        wanted_before = set()
     counts = [int(x) for x in args.devices.split(",") if x.strip()]
     seconds, runs = (5.0, 2) if args.quick else (args.seconds, args.runs)
     if shutil.which("tmux") is None:
@@ -554,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     baselines()
     with tempfile.TemporaryDirectory(prefix="bench-tui-") as tmp:
         workdir = Path(tmp)
-        wanted = {x.strip() for x in args.apps.split(",")}
+        wanted = {x.strip() for x in args.apps.split(",")} | wanted_before
         apps, notes = peers(workdir)
         for note in notes:
             print("note:", note)
@@ -570,16 +608,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                         continue
                     print(f"attaching {n} loop devices ...", flush=True)
                     loop_names = stack.enter_context(loop_host(n, host))
-                    candidates = [a for a in [ours(), *apps] if a.name in wanted]
+                    candidates = [a for a in [*ourselves, *apps] if a.name in wanted]
                 else:
                     tree = stack.enter_context(synthetic_host(n, host))
                     extra = ["--proc-root", str(tree.roots.proc), "--sys-root", str(tree.roots.sys)]
                     candidates = [
-                        a for a in [ours(), *apps] if a.reads_synthetic and a.name in wanted
+                        a for a in [*ourselves, *apps] if a.reads_synthetic and a.name in wanted
                     ]
                     print(f"synthetic tree of {n} devices (glances/bpytop cannot read it)")
-                for app in candidates:
-                    print(f"measuring {app.name} at {n} devices ...", flush=True)
+                for app in [a for _ in range(max(1, args.rounds)) for a in candidates]:
+                    print(f"measuring {app.name} at {n} devices, load {load()} ...", flush=True)
                     figures = measure(app, n, extra, seconds, runs, loop_names)
                     rows.append(figures)
                     print(

@@ -124,6 +124,26 @@ def test_a_line_in_truecolor_skips_the_ansi_filter_and_one_in_ansi_colours_does_
     assert same == Strip(plain)  # and leaves the truecolor line as it was
 
 
+def test_a_style_equal_to_one_the_filter_saw_first_skips_it_too() -> None:
+    """The filter keeps its answer by style, and rich's styles are equal by value: for the
+    table's ``dim`` it gives back the charts' (seen first), which paints the same. The line is
+    painted as it is, not copied at every paint."""
+    from rich.color import Color as RichColor
+    from rich.segment import Segment
+    from rich.style import Style
+    from rich.terminal_theme import DEFAULT_TERMINAL_THEME
+    from textual.filter import ANSIToTruecolor
+
+    from iotop_plus.tui.widgets.plain_lines import truecolor_already
+
+    ansi = ANSIToTruecolor(DEFAULT_TERMINAL_THEME)
+    background = RichColor.from_rgb(30, 30, 30)
+    first, mine = Style(dim=True), Style(dim=True)
+    assert ansi.truecolor_style(first, background) is first  # seen first: kept
+    assert ansi.truecolor_style(mine, background) is first  # equal: the first given back
+    assert truecolor_already(Strip([Segment("   -", mine)]), ansi, background)
+
+
 async def test_the_charts_lines_are_all_in_truecolor_already() -> None:
     """So a changed chart line is painted without a copy made by the ANSI colour filter."""
     from textual.filter import ANSIToTruecolor

@@ -18,6 +18,7 @@ from iotop_plus.sampling.disks.diskstats import (
     read_sys_block_stats,
     was_reset,
 )
+from iotop_plus.sampling.disks.kept_open import KeptOpen
 from iotop_plus.sampling.disks.rates import DeviceRates, compute_all
 from iotop_plus.sampling.gcpause import gc_paused
 from iotop_plus.sampling.topology.inventory import Inventory, read_inventory, shown_by_default
@@ -237,6 +238,8 @@ class Identities:
 
     def __init__(self, roots: Roots) -> None:
         self._block = str(roots.sys_block)
+        self._kept = KeptOpen() if roots.is_live else None
+        """The host's ``diskseq`` files, kept open (:mod:`.kept_open`)."""
         self._seq: dict[str, str] = {}
         self._resets: dict[str, int] = {}
         self._last: Mapping[str, DiskCounters] = {}
@@ -253,6 +256,8 @@ class Identities:
             self._loops = [n for n in counters if n.startswith("loop")]
             self._seq = seq = {n: s for n, s in seq.items() if n in counters}
             self._resets = {n: r for n, r in self._resets.items() if n in counters}
+            if self._kept is not None:
+                self._kept.keep_only({f"{self._block}/{n}/diskseq" for n in self._loops})
         if now - self._all_at >= DISKSEQ_REFRESH_S:
             self._all_at = now
             todo: Iterable[str] = counters
@@ -287,6 +292,8 @@ class Identities:
     def _read_seq(self, name: str) -> str:
         base = f"{self._block}/{name}"
         try:
+            if self._kept is not None and name.startswith("loop"):  # read at every frame
+                return " diskseq " + self._kept.read(f"{base}/diskseq").strip()
             return " diskseq " + read_bounded(f"{base}/diskseq", MAX_ATTRIBUTE_BYTES).strip()
         except OSError:
             pass

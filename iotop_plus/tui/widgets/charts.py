@@ -22,6 +22,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise, zip_longest
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -38,6 +39,7 @@ from iotop_plus.tui.widgets.braille_chart import ChartPicture
 from iotop_plus.tui.widgets.chart_scale import Line
 from iotop_plus.tui.widgets.line_regions import line_regions
 from iotop_plus.tui.widgets.plain_lines import plain_lines
+from iotop_plus.tui.widgets.style_memo import StyleMemo
 
 SHORT = {"r_s": "r", "w_s": "w", "rkb_s": "read", "wkb_s": "write", "r_await": "r", "w_await": "w"}
 """Legend text for narrow charts."""
@@ -161,6 +163,15 @@ class CaptionLines:
         pad = Segment(" ", style)
         for paragraph in self.text.split("\n"):  # rich wraps each paragraph on its own too
             strips = paragraphs.get(paragraph) or kept.get(paragraph)
+            if (
+                strips is None
+                and paragraph
+                and "\t" not in paragraph
+                and cell_len(paragraph) <= inner
+            ):
+                # A paragraph that fits is one line as it is (what rich's wrap gives): the
+                # sample count changes every frame until the history is full.
+                strips = [Strip([pad, Segment(paragraph, style), pad]).crop_extend(0, width, style)]
             if strips is None:
                 strips = [
                     Strip(
@@ -175,7 +186,7 @@ class CaptionLines:
         return (lines + [blank] * height)[:height]
 
 
-class DeviceCharts(BatchedRepaint, Widget):
+class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
     """Five small charts of the selected device, seconds before now on the x axis, and the
     caption, in a grid of three columns and two rows, under a rule line (drawn unless its
     component style hides it: ``display: none`` on ``device-charts--rule``)."""
@@ -245,7 +256,7 @@ class DeviceCharts(BatchedRepaint, Widget):
         self._caption_lines.text = text
 
     def _caption_part(self, width: int, height: int) -> list[Strip]:
-        style = self.get_component_rich_style("device-charts--caption")
+        style = self.component_style("device-charts--caption")
         key = (self._caption_lines.text, width, height, style)
         if key != self._caption_drawn:
             self._caption_drawn = key
@@ -266,7 +277,7 @@ class DeviceCharts(BatchedRepaint, Widget):
         lines: list[Strip] = []
         parts: list[tuple[Strip, ...]] = []
         if ruled and height:
-            style = self.get_component_rich_style("device-charts--rule")
+            style = self.component_style("device-charts--rule")
             rule = Strip([Segment("─" * width, style)], width)
             if old_parts and old_parts[0] == (rule,):
                 rule = self._lines[0]  # drawn as it was: not painted again

@@ -19,6 +19,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from iotop_plus.tui.widgets.plain_lines import plain_lines
+from iotop_plus.tui.widgets.style_memo import StyleMemo
 
 RowT = TypeVar("RowT")
 
@@ -35,7 +36,7 @@ def cursor_bindings(tooltip: str = "") -> list[BindingType]:
     ]
 
 
-class CursorList(ScrollView, Generic[RowT], can_focus=True):
+class CursorList(StyleMemo, ScrollView, Generic[RowT], can_focus=True):
     """Rows under ``HEADER_LINES`` fixed lines, with a cursor the keys move."""
 
     HEADER_LINES: ClassVar[int] = 1
@@ -197,16 +198,12 @@ class SortedList(CursorList[RowT]):
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         if y == 0:
-            style = self.get_component_rich_style(self.HEADER_COMPONENT)
+            style = self.component_style(self.HEADER_COMPONENT)
             return Strip([Segment(self.header_text(width), style)]).crop_extend(0, width, style)
         index = y - 1 + self.scroll_offset.y
         if index >= len(self.rows):
             return Strip.blank(width)
-        style = (
-            self.get_component_rich_style(self.CURSOR_COMPONENT)
-            if index == self.cursor
-            else Style()
-        )
+        style = self.component_style(self.CURSOR_COMPONENT) if index == self.cursor else Style()
         text = self.row_text(self.rows[index], width)
         return Strip([Segment(text, style)]).crop_extend(0, width, style)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, TypeAlias
 
 from iotop_plus.sampling.cgroups.throttle_watch import ThrottlePart
@@ -49,8 +50,10 @@ class TableRow:
 _LETTERED = re.compile(r"^(sd|vd|xvd|hd)([a-z]+)(\d*)$")
 
 
+@lru_cache(maxsize=8192)
 def natural_key(name: str) -> tuple[object, ...]:
-    """Sort key that puts sdb before sdaa and nvme2n1 before nvme10n1, as the kernel does."""
+    """Sort key that puts sdb before sdaa and nvme2n1 before nvme10n1, as the kernel does.
+    Kept by name: the table and the hidden devices' ordering ask again at every frame."""
     lettered = _LETTERED.match(name)
     if lettered:
         prefix, letters, number = lettered.groups()

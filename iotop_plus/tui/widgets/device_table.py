@@ -148,9 +148,8 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         self._cache: dict[str, tuple[tuple[RowContent, int, TableRow], Strip]] = {}
         self._checked: dict[str, bool] = {}
         """Rows whose cached strip :meth:`_refresh_changed_lines` found current this frame,
-        with whether they were under the cursor: painted from the cache without building
-        their content again. Forgotten with any new data or whole repaint (a strip
-        cached at another width is built again)."""
+        with whether they were under the cursor: painted from the cache without building their
+        content again. Forgotten with new data or a whole repaint (or at another width)."""
         self._fitted_width = -1  # the width the columns were last fitted to
         self._header_strips: tuple[Strip, ...] | None = None
         self._row_order_dirty = True
@@ -446,30 +445,31 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
             self._refit()
         return super().render_lines(crop)
 
-    def _scale_of(self, col: Column) -> int | None:
-        """The column's one number format, fitted to its largest figure among the rows."""
-        if col.key not in self._scales and not col.figure.integer and col.key not in LATENCY_KEYS:
-            # Every column at once: the rows' rates and the counters' deltas once.
-            keys = [c.key for c in self._columns if not c.figure.integer]
+    def _fitted_scales(self) -> dict[str, int]:
+        """Each figure column's one number format, fitted to its largest figure among the
+        rows: every column at once, the rows' rates and the counters' deltas once."""
+        keys = () if self._scales else [c.key for c in self._columns if not c.figure.integer]
+        if keys := [k for k in keys if k not in LATENCY_KEYS]:
             figures = FigureColumns([r for row in self.rows if (r := self._rates.get(row.name))])
-            for key in (k for k in keys if k not in LATENCY_KEYS):
+            for key in keys:
                 self._scales[key] = column_scale(figures.top(key, enough=SCALE_2_BELOW))
-        return self._scales.get(col.key)
+        return self._scales
 
     def _row_content(self, row: TableRow, selected: bool) -> RowContent:
         """What a row shows: (text, style) per cell. Also the cache key."""
         rates = self._rates.get(row.name)
         mark = SEVERITY_MARK if row.name in self.marks else ""
         cells: list[tuple[str, Style]] = [(mark + row.label, PLAIN)]
+        scales = self._fitted_scales() if rates is not None else {}
+        rotational, nr_requests, config = row.rotational, row.nr_requests, self.config
         for col in self._columns:
-            if col.key in LATENCY_KEYS:
-                cells.append(latency_cell(col.key, self._latency, row.name))
+            if (key := col.key) in LATENCY_KEYS:
+                cells.append(latency_cell(key, self._latency, row.name))
             elif rates is None:
                 cells.append(("-", DIM))
             else:
-                value = getattr(rates, col.key)
-                scale = self._scale_of(col)
-                cells.append(cell(col, value, row.rotational, row.nr_requests, self.config, scale))
+                value = getattr(rates, key)
+                cells.append(cell(col, value, rotational, nr_requests, config, scales.get(key)))
         return (selected, tuple(cells))
 
     def _render_row(self, content: RowContent, width: int) -> Strip:
@@ -477,7 +477,7 @@ class DeviceTable(BatchedRepaint, CursorList[TableRow]):
         strip = row_strip(cells, self._columns, self._device_width, width)
         if not selected:
             return strip
-        return strip.apply_style(self.get_component_rich_style("device-table--cursor"))
+        return strip.apply_style(self.component_style("device-table--cursor"))
 
     def _header(self, width: int) -> tuple[Strip, ...]:
         if self._header_strips is None:

@@ -21,6 +21,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from iotop_plus.tui.widgets.style_memo import background_of
+
 
 def styles_add_nothing(widget: Widget) -> bool:
     """Whether Textual's styles cache would paint ``widget``'s lines as ``render_line`` gives
@@ -49,7 +51,7 @@ def plain_lines(
         return None  # Textual pads a short line with the widget's background
     filters = widget.get_line_filters()
     if filters:
-        background = widget.background_colors[1]
+        background = background_of(widget)
         for line_filter in filters:
             if isinstance(line_filter, ANSIToTruecolor):
                 rich_background = background.rich_color
@@ -71,11 +73,17 @@ def truecolor_already(strip: Strip, line_filter: ANSIToTruecolor, background: Ri
     """Whether ``line_filter`` would give ``strip``'s segments back as they are: every style in
     truecolor already (the filter's own answer, which it keeps), no dim colour, no control.
     Then the strip is painted as it is: the filter made a new Strip of each changed line (its
-    segments, then six caches): docs/performance.md."""
+    segments, then six caches): docs/performance.md.
+
+    The filter's answer is kept by style, and rich's styles are equal by value: for a style
+    equal to one it saw first (the table's and the charts' plain ``dim``), it gives back that
+    first one, which paints the same."""
     truecolor_style = line_filter.truecolor_style
     for _, style, control in strip:
-        if control is not None or (
-            style is not None and truecolor_style(style, background) is not style
-        ):
+        if control is not None:
+            return False
+        if style is None or (done := truecolor_style(style, background)) is style:
+            continue
+        if done != style:  # (an equal style first seen elsewhere paints the same)
             return False
     return True

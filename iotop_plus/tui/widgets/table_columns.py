@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rich.cells import cell_len
 from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
@@ -240,21 +241,28 @@ def row_strip(
 ) -> Strip:
     """One table row, ``width`` cells wide: the device label (cut with an ellipsis to fit
     ``device_width``), then each cell right-aligned in its column."""
-    segments: list[Segment] = []
     label = cells[0][0]
     room = device_width - 1
     if len(label) > room:
         label = label[: room - 1] + "…"
-    segments.append(Segment(label.ljust(device_width)))
+    label = label.ljust(device_width)
+    segments = [Segment(label)]
+    length = cell_len(label)
     for (text, style), col in zip(cells[1:], columns, strict=False):
         cell = str(text)
         pad = col.width - len(cell)
         if cell.endswith(NOT_SATURATION_MARK):
-            segments.append(Segment(" " * pad + cell, style))
+            cell = " " * pad + cell
         else:
             # Keep the digits aligned with rows that carry the "~" mark.
-            segments.append(Segment(" " * (pad - 1) + cell + " ", style))
-    return Strip(segments).crop_extend(0, width, None)
+            cell = " " * (pad - 1) + cell + " "
+        segments.append(Segment(cell, style))
+        length += len(cell) if cell.isascii() else cell_len(cell)
+    if length > width:
+        return Strip(segments, length).crop_extend(0, width, None)
+    if length < width:
+        segments.append(Segment(" " * (width - length)))
+    return Strip(segments, width)  # the length known: not measured again
 
 
 def header_strips(
