@@ -118,7 +118,9 @@ class QueueReader:
         )
         if due:
             inventory = ctx.inventory
-            whole = [n for n, d in inventory.devices.items() if not d.is_partition]
+            whole = [
+                n for n, d in inventory.devices.items() if not (d.is_partition or d.unattached_loop)
+            ]
             queues = read_queues(self.roots, whole)
             if queues != self._queues:
                 self._queues = MappingProxyType(queues)

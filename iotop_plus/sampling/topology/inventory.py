@@ -166,6 +166,11 @@ class BlockDevice:
         """Mounted, swap or held by another device."""
         return bool(self.mounts or self.swap or self.holders)
 
+    @property
+    def unattached_loop(self) -> bool:
+        """A loop device with no backing file: no I/O, no queue worth reading."""
+        return self.kind == "loop" and self.loop_backing_file is None and not self.size_bytes
+
 
 @dataclass(frozen=True)
 class Inventory:
@@ -445,6 +450,10 @@ def _swap_devices(swap_paths: Iterable[str], dm_names: Mapping[str, str | None])
 def _describe(node: _Node, sources: _Sources) -> BlockDevice:
     """One device as sysfs (and udev) describe it; its class before :func:`_with_classes`."""
     name, sysdir, parent_name, sys_block = node.name, node.sysdir, node.parent, sources.sys_block
+    if node.kind == "loop" and not (sysdir / "loop").is_dir() and not _read_int(sysdir / "size"):
+        # No backing file and no size: nothing more to read (a host may hold hundreds of free
+        # loop nodes). Attaching one gives it a new diskseq, and the inventory is read again.
+        return _unattached_loop(node)
     # Partitions have no queue/ of their own: their settings are the parent disk's.
     qdir = (sys_block / parent_name / "queue") if parent_name else (sysdir / "queue")
     rot = _read_int(qdir / "rotational")
@@ -516,6 +525,11 @@ def _describe(node: _Node, sources: _Sources) -> BlockDevice:
             )
         ),
     )
+
+
+def _unattached_loop(node: _Node) -> BlockDevice:
+    """A free loop node: its numbers and kind, size 0, nothing else known."""
+    return BlockDevice(node.name, node.major, node.minor, "loop", device_class="loop")
 
 
 def _with_classes(devices: dict[str, BlockDevice]) -> dict[str, BlockDevice]:
