@@ -24,6 +24,10 @@ MAX_OPEN = 4096
 
 _FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
 _CHUNK = 65536
+WHOLE_BELOW = 2048
+"""A read of a cgroup or proc file shorter than this is the whole file: procfs and cgroupfs
+serve a read a page at a time (``seq_file``, never splitting a line), so a longer file comes
+in reads of nearly 4 KiB and must be read on to its end."""
 
 
 def _limit() -> int:
@@ -77,7 +81,7 @@ class OpenFiles:
                     data = os.pread(fd, _CHUNK, 0)
                 except OSError:
                     data = None  # its cgroup is gone (ENODEV): opened again below
-                if data is not None and len(data) < _CHUNK:
+                if data is not None and len(data) < WHOLE_BELOW:
                     self._seen.add(path)
                     return data.decode("utf-8", "replace")
             self._drop(path)
@@ -90,9 +94,9 @@ class OpenFiles:
         except OSError:
             os.close(fd)
             raise
-        if len(data) >= _CHUNK or not regular:  # big, or a FIFO...: read whole, not kept
+        if len(data) >= WHOLE_BELOW or not regular:  # longer, or a FIFO...: read, not kept
             os.close(fd)
-            return self._read(path) if len(data) >= _CHUNK else data.decode("utf-8", "replace")
+            return self._read(path) if len(data) >= WHOLE_BELOW else data.decode("utf-8", "replace")
         self._fds[path] = (fd, ino)
         self._seen.add(path)
         return data.decode("utf-8", "replace")

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups.fds import OpenFiles
+from iotop_plus.sampling.cgroups.fds import WHOLE_BELOW, OpenFiles
 from iotop_plus.sampling.cgroups.files import (
     IoCounters,
     IoLimits,
@@ -208,7 +208,7 @@ def _read(path: str) -> str:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         data = os.read(fd, 65536)
-        if len(data) == 65536:  # rare: a big tree's root, or something that is not a file
+        if len(data) >= WHOLE_BELOW:  # a page of a longer file, or something that is no file
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise OSError(errno.EINVAL, "not a regular file", path)
             chunks = [data]
