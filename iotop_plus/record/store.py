@@ -56,7 +56,8 @@ five before the one shown at every frame."""
 
 OPEN_CELLS = 2_500
 """A chunk is closed once it holds this many device-frames (its frames are kept as they came
-until it is encoded, ~750 bytes of objects a device): 42 frames (10.5 s at 0.25 s) at 60
+until it is encoded, ~750 bytes of objects a device; a free loop node counts a quarter,
+:func:`~iotop_plus.record.store_chunk.frame_cells`): 42 frames (10.5 s at 0.25 s) at 60
 devices, 13 at 200, 2 at 2,000. Chunks twice as long pack a tenth smaller a frame but hold
 twice the frames as objects at their fullest (~1.9 MB more at 60 devices: the TUI's memory
 is its high-water mark)."""
@@ -166,7 +167,7 @@ class FrameStore:
         self._step_back(wall)
         names = tuple(kept.sample.counters)
         chunk = self._chunks[-1] if self._chunks else None
-        if chunk is None or not chunk.fits(kept, names) or len(chunk) * len(names) >= OPEN_CELLS:
+        if chunk is None or not chunk.fits(kept, names) or len(chunk) * chunk.cells >= OPEN_CELLS:
             if chunk is not None:
                 self._close(chunk)
             same_devices = chunk is not None and chunk.names == names
