@@ -243,7 +243,8 @@ TEXTUAL_IN_TMUX = App(
         str(REPO / ".venv" / "bin" / "python"),
         "-c",
         "import sys, textual.app; sys.stdout.write('\\x1b[?1049htextual imported\\n');"
-        " sys.stdout.flush(); import tty; tty.setcbreak(0); sys.stdin.read(1);"
+        " sys.stdout.flush(); import termios, tty; mode = termios.tcgetattr(0);"
+        " tty.setcbreak(0); sys.stdin.read(1); termios.tcsetattr(0, termios.TCSADRAIN, mode);"
         " sys.stdout.write('\\x1b[?1049l')",
     ),
     device_row=r"textual imported",
