@@ -179,6 +179,11 @@ class FrameStore:
                 kept.nr_requests,
                 kept.inventory_changed,
                 chunk.positions if chunk is not None and same_devices else {},
+                cells=(
+                    chunk.cells
+                    if chunk is not None and same_devices and chunk.inventory is kept.inventory
+                    else 0
+                ),
             )
             self._chunks.append(chunk)
             self._starts.append(chunk.start)

@@ -111,9 +111,13 @@ class ChunkCoder:
                 pieces.append(piece + extras_piece)
             encoder.close()  # each chunk is a stream of its own, a keyframe first
             rests, figures = chunk.unrecorded, chunk.figures
-            packed = pack(rests) if rests is not None else None
+            # A short chunk (a big host's: 2 frames at 2,000 devices) keeps its values and
+            # figures as they came: its frames share their parts' values with the chunks
+            # beside it, which a packed copy of each would not (nor be worth its pickling).
+            short = len(chunk) < PACKED_FROM
+            packed = pack(rests) if rests is not None and not short else None
             devices = len(chunk.names)
-            if figures is not None and devices and len(chunk) >= PACKED_FROM:
+            if figures is not None and devices and not short:
                 packed_figures: PackedFigures | None = PackedFigures(figures, devices, WIDTH)
             else:
                 packed_figures = None

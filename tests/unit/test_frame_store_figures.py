@@ -91,3 +91,9 @@ def test_a_chunk_of_a_few_frames_keeps_its_figures_as_they_came(
     closed = [c for c in store._chunks if not c.open]
     assert closed and all(c.figures is not None and c.packed_figures is None for c in closed)
     assert all(c.frames is None and c.pieces for c in closed)  # encoded all the same
+    # Its frames' part values stay the objects they came as, shared with the chunks beside
+    # it (a packed copy a chunk would pickle a big host's queue settings every 2 frames).
+    assert all(c.packed is None and c.unrecorded is not None for c in closed)
+    first, second = closed[0].unrecorded, closed[1].unrecorded
+    assert first and second and first[0] and second[0]
+    assert first[0]["parts"]["queues"] is second[0]["parts"]["queues"]
