@@ -429,14 +429,16 @@ def test_a_buffered_writers_storm_reads_writeback_with_the_tracer_off(
             try:
                 assert holds_within(storm_seen, 60), [f.get(MemoryPart) for f in frames[-3:]]
                 # The flusher drains dirty in bursts (to nothing and back over the threshold):
-                # the verdict stays writeback through them while the writer writes.
+                # the verdict stays writeback through them while the writer writes. On a
+                # loaded host the loop device may complete nothing for a whole frame (200 MB
+                # under writeback, no page written back in it): that frame alone may not say so.
                 steady = [storm_seen() for _ in range(5)]
             finally:  # SIGTERM: fio ends its job process (SIGKILL would leave it writing)
                 writer.terminate()
                 writer.wait(60)
     finally:
         source.close()
-    assert all(steady), [(f.get(MemoryPart), f.rates.get(dev)) for f in frames[-5:]]
+    assert sum(steady) >= 4, [(f.get(MemoryPart), f.rates.get(dev)) for f in frames[-5:]]
     storm = frames[-1]
     assert storm.get(IssuersPart) is None and storm.latency is None  # the tracer never ran
     memory = storm.get(MemoryPart)
