@@ -37,8 +37,9 @@ def run(self, *args, **kwargs):
 LaterParts.after_first_paint = after_first_paint
 IotopPlusApp.run = run
 import time
-while time.time() % 60 > 55:
-    time.sleep(0.2)  # the first two frames in one minute (else the store closes its chunk)
+late = time.time() % 60
+if late > 55:  # the first two frames in one minute (else the store closes its chunk)
+    time.sleep(60.05 - late)  # to the next minute's start, not a guess
 from iotop_plus.cli import main
 code = main(sys.argv[1:])
 print(json.dumps(seen))
