@@ -25,6 +25,7 @@ from iotop_plus.sampling.latency.hist import (
     FAILED,
     RUNNING,
     DeviceLatency,
+    Histogram,
     bucket_bounds,
     bucket_of,
 )
@@ -154,11 +155,30 @@ CAPTURE = """
 tracepoint:block:block_rq_issue /args->dev == DEV/ { @s[args->sector] = nsecs; }
 tracepoint:block:block_rq_complete /args->dev == DEV/ {
   $t = @s[args->sector];
-  if ($t) { delete(@s[args->sector]); printf("req %d %d\\n", args->dev, nsecs - $t); }
+  if ($t) { delete(@s[args->sector]); @req[args->dev, nsecs] = nsecs - $t; }
 }
 END { clear(@s); }
 """
-"""One line per request: the exact block time our histograms are checked against."""
+"""Every request's exact block time, kept in a map printed at exit (``@req[dev, done]: ns``).
+
+Not a ``printf`` per request: a perf-buffer write and its wake-up run between this program's
+completion stamp and the tracer's (both programs run at each tracepoint, one after the other),
+and that put about 15 us into every one of our times, most of the 15 % bound at 100 us."""
+
+
+def side_by_side(ours: Histogram, theirs: Histogram) -> str:
+    """Both histograms' counts bucket by bucket, with each one's share of requests at or below
+    it: where two percentiles part, this shows whether the requests or the arithmetic differ."""
+    rows, mine, other = [], 0, 0
+    for index in sorted(set(ours.buckets) | set(theirs.buckets)):
+        a, b = ours.buckets.get(index, 0), theirs.buckets.get(index, 0)
+        mine, other = mine + a, other + b
+        low = bucket_bounds(index)[0]
+        rows.append(
+            f"{low / 1000:9.1f}us {a:5d} {b:5d}"
+            f" {100 * mine / max(ours.count, 1):6.2f}% {100 * other / max(theirs.count, 1):6.2f}%"
+        )
+    return "\n".join(["   bucket  ours  theirs  cum.ours cum.theirs", *rows])
 
 
 def exact_percentile(values: list[int], rank: float) -> float:
@@ -180,13 +200,12 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
     dev_t = (7 << 20) | minor  # the tracepoints' dev_t: MKDEV(major, minor)
     log = tmp_path / "capture.txt"  # a file, not a pipe: a full pipe would stall bpftrace
     with open(log, "w") as sink:
-        # Only the test's device prints, into a larger ring than the default 64 pages: other
-        # devices' I/O on a busy host would otherwise fill it while bpftrace waits for a CPU.
+        # Only the test's device is kept, in a map with room for every request of the run.
         capture = subprocess.Popen(
             ["bpftrace", "-e", CAPTURE.replace("DEV", str(dev_t))],
             stdout=sink,
             stderr=sink,
-            env={**os.environ, "BPFTRACE_PERF_RB_PAGES": "1024"},
+            env={**os.environ, "BPFTRACE_MAP_KEYS_MAX": "65536"},
         )
     source = None
     try:
@@ -203,7 +222,7 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
     finally:
         if source is not None:
             source.close()
-        capture.send_signal(signal.SIGINT)  # flushes its output; SIGKILL would not
+        capture.send_signal(signal.SIGINT)  # prints the map; SIGKILL would not
         try:
             capture.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -211,16 +230,22 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
             capture.wait()
     assert fio.returncode == 0, err
     lines = log.read_text().splitlines()
-    assert not [line for line in lines if "Lost" in line], "the capture lost events"
-    exact = [int(w[2]) for w in (line.split() for line in lines) if w[:2] == ["req", str(dev_t)]]
+    kept = re.compile(rf"^@req\[{dev_t}, \d+\]: (\d+)$")
+    exact = [int(m.group(1)) for m in map(kept.match, lines) if m]
     assert frame.latency is not None
     ours = frame.latency.devices[dev].op("read")
     # each run of either tracer's programs that the kernel skipped loses one request
     assert len(exact) > 1000
     assert abs(ours.count - len(exact)) <= 0.01 * len(exact) + 2 + skipped, skipped
+    theirs = Histogram.of(exact)
     for rank in (50, 90, 99):
         got, want = ours.percentile(rank), exact_percentile(exact, rank)
-        assert got is not None and abs(got - want) <= 0.15 * want, (rank, got, want)
+        assert got is not None and abs(got - want) <= 0.15 * want, (
+            rank,
+            got,
+            want,
+            side_by_side(ours, theirs),
+        )
     # (not the max: it is one request, and either tracer can miss it, see BlindWatch)
 
 
