@@ -51,6 +51,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from loop_nodes import loop_nodes, remove_made  # noqa: E402
 from unwind import unwind_on_signals  # noqa: E402
 
 from tests.support.synthetic import SyntheticTree  # noqa: E402
@@ -295,8 +296,10 @@ def loop_host(n: int, workdir: Path) -> Iterator[list[str]]:
     """Attach ``n`` loop devices on new ext2-formatted sparse files, mounted read-only.
 
     A read-only fio load (about 5 IOPS per device) keeps their figures moving. Everything
-    is unmounted and detached on exit, whatever happened.
+    is unmounted and detached on exit, whatever happened, and the nodes made for them removed
+    (:mod:`loop_nodes`).
     """
+    before = loop_nodes()
     attached: list[str] = []
     mounted: list[Path] = []
     fio: subprocess.Popen[bytes] | None = None
@@ -348,6 +351,7 @@ def loop_host(n: int, workdir: Path) -> Iterator[list[str]]:
             subprocess.run(["umount", str(mnt)], check=False, capture_output=True)
         for dev in reversed(attached):
             subprocess.run(["losetup", "-d", dev], check=False, capture_output=True)
+        remove_made(attached, before)
         for i in range(n):
             (workdir / f"bench{i}.img").unlink(missing_ok=True)
 

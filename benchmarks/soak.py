@@ -58,6 +58,10 @@ from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from loop_nodes import loop_nodes, remove_made
+
 REPO = Path(__file__).resolve().parents[1]
 SESSION = f"iotop-plus-soak-{os.getpid()}"
 
@@ -106,6 +110,9 @@ class Loops:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
         self.attached: dict[str, Path] = {}
+        self.bound: set[str] = set()
+        """Every device attached in this run, for :func:`loop_nodes.remove_made`."""
+        self.before = loop_nodes()
         self._count = 0
         self._lock = threading.Lock()
 
@@ -130,6 +137,7 @@ class Loops:
         ).stdout.strip()
         with self._lock:
             self.attached[dev] = backing
+            self.bound.add(dev)
         return dev
 
     def backing_of(self, dev: str) -> str | None:
@@ -155,9 +163,10 @@ class Loops:
         backing.unlink(missing_ok=True)
 
     def detach_all(self) -> None:
-        """Detach every device still attached (at exit)."""
+        """Detach every device still attached (at exit), and remove the nodes made for them."""
         for dev in list(self.attached):
             self.detach(dev)
+        remove_made(self.bound, self.before)
 
 
 class Churner(threading.Thread):
