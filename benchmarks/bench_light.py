@@ -15,7 +15,10 @@ Prints figures; never asserts. One run:
   alternated with a fresh ``python -c 'import textual.app'`` and bpytop's first frame; the import
   is timed twice, as a bare subprocess and started in tmux the way the apps are (a line on the
   alternate screen once it is done), and the ratio is printed against both
-  (median of ``--starts``, default 5);
+  (median of ``--starts``, default 5); with each, the CPU the program had used by then, and
+  the CPU ratio to the import started in tmux (read the same way, while it runs; the bare
+  import's CPU also counts the interpreter's exit): the seconds follow the host's load (a
+  start that waits for a core waits in them), the CPU much less;
 - ``--charts hidden`` measures at 100x36, where iotop-plus shows only the table; atop (1 s)
   takes its CPU rounds too unless ``--skip atop``.
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -218,20 +222,41 @@ def profile_round(tmux: TmuxSession, app: App, settle: float, seconds: float, ou
 
 def first_figures(tmux: TmuxSession, app: App) -> float | None:
     """Seconds from Enter to ``app``'s first figures (None: none within 30 s)."""
+    return figures_and_cpu(tmux, app)[0]
+
+
+def figures_and_cpu(tmux: TmuxSession, app: App) -> tuple[float | None, float | None]:
+    """Seconds from Enter to ``app``'s first figures, and the CPU seconds the program had
+    used when they were seen (all its threads, ended ones too, and its children; in clock
+    ticks, 10 ms steps). The CPU does not count the time spent waiting for a core, so it moves
+    far less with the host's load than the seconds do. (None, None): no figures in 30 s."""
     try:
         launched, _, figures = start(tmux, app, ())
     except TmuxError:
-        return None
+        return None, None
+    try:
+        cpu: float | None = cpu_ticks(tmux.program_pid(launched, timeout=1)) / CLK_TCK
+    except TmuxError:
+        cpu = None
     stop(tmux, launched)
-    return figures
+    return figures, cpu
 
 
 def textual_import() -> float:
     """Seconds a fresh interpreter takes to ``import textual.app``."""
+    return textual_import_and_cpu()[0]
+
+
+def textual_import_and_cpu() -> tuple[float, float]:
+    """Seconds a fresh interpreter takes to ``import textual.app``, and its CPU seconds."""
     python = REPO / ".venv" / "bin" / "python"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run([str(python), "-c", "import textual.app"], check=True)
-    return time.perf_counter() - t0
+    seconds = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return seconds, cpu
 
 
 #: ``import textual.app`` started the way the apps are (a shell in tmux, Enter, the screen polled
@@ -293,19 +318,29 @@ def measure_cpu(apps: Sequence[App], size: tuple[int, int], args: argparse.Names
 
 def measure_first_figures(apps: Sequence[App], size: tuple[int, int], starts: int) -> None:
     """Alternate first-figure starts with ``import textual.app``; print medians and ratios."""
-    times: dict[str, list[float | None]] = {a.name: [] for a in apps}
-    times["import textual.app"] = []
-    times[TEXTUAL_IN_TMUX.name] = []
+    names = ["import textual.app", TEXTUAL_IN_TMUX.name, *(a.name for a in apps)]
+    times: dict[str, list[float | None]] = {name: [] for name in names}
+    cpus: dict[str, list[float | None]] = {name: [] for name in names}
+
+    def took(name: str, seconds: float | None, cpu: float | None) -> None:
+        times[name].append(seconds)
+        cpus[name].append(cpu)
+
     with TmuxSession(*size) as tmux:
         for _ in range(starts):
-            times["import textual.app"].append(textual_import())
-            times[TEXTUAL_IN_TMUX.name].append(first_figures(tmux, TEXTUAL_IN_TMUX))
+            took("import textual.app", *textual_import_and_cpu())
+            took(TEXTUAL_IN_TMUX.name, *figures_and_cpu(tmux, TEXTUAL_IN_TMUX))
             for app in apps:
-                times[app.name].append(first_figures(tmux, app))
+                took(app.name, *figures_and_cpu(tmux, app))
     meds = {name: median(v) for name, v in times.items()}
-    print(f"first figures, median of {starts} starts (load {load()}):")
+    cpu_meds = {name: median(v) for name, v in cpus.items()}
+    print(f"first figures, median of {starts} starts (load {load()}), and the CPU used by then:")
     for name, value in meds.items():
-        print(f"  {name:<18} {'-' if value is None else f'{value * 1000:.0f} ms'}")
+        cpu = cpu_meds[name]
+        print(
+            f"  {name:<18} {'-' if value is None else f'{value * 1000:.0f} ms'}"
+            f"{'' if cpu is None else f'  (CPU {cpu * 1000:.0f} ms)'}"
+        )
     mine, textual = meds.get("iotop-plus"), meds["import textual.app"]
     if mine is not None and textual:
         print(f"  iotop-plus / import textual.app = {mine / textual:.2f}x (aim <= 1.5x)")
@@ -317,6 +352,14 @@ def measure_first_figures(apps: Sequence[App], size: tuple[int, int], starts: in
         for name in ("iotop-plus", BEFORE):
             if meds.get(name) is not None:
                 print(f"  {name} / {TEXTUAL_IN_TMUX.name} = {meds[name] / same_way:.2f}x")
+    # Against the import started in tmux: read the same way, while it runs. The bare one's
+    # CPU also counts the interpreter's exit.
+    textual_cpu = cpu_meds[TEXTUAL_IN_TMUX.name]
+    if textual_cpu:
+        for name in ("iotop-plus", BEFORE):
+            cpu = cpu_meds.get(name)
+            if cpu is not None:
+                print(f"  CPU: {name} / {TEXTUAL_IN_TMUX.name} = {cpu / textual_cpu:.2f}x")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
