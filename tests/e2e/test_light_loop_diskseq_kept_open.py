@@ -4,7 +4,6 @@ name, and the file of a name that went is closed."""
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from iotop_plus.roots import Roots
 from iotop_plus.sampling.disks.diskstats import DiskCounters, parse_diskstats
 from iotop_plus.sampling.disks.sampler import Identities
 from tests.support.loopdev import attach, detach, require_loop_devices
+from tests.support.opens import counting_opens
 
 pytestmark = [pytest.mark.root]
 
@@ -38,14 +38,7 @@ def test_a_loop_devices_diskseq_is_opened_once_and_follows_a_new_attach(
         ids = Identities(Roots.resolve("/proc", "/sys"))
         first = ids.of(_counters(), time.monotonic())[dev]
         assert "diskseq" in first
-        opened: list[str] = []
-        real = os.open
-
-        def counted(path: str, *args: object, **kwargs: object) -> int:
-            opened.append(str(path))
-            return real(path, *args, **kwargs)  # type: ignore[arg-type]
-
-        monkeypatch.setattr(os, "open", counted)
+        opened = counting_opens(monkeypatch)
         for _ in range(3):
             assert ids.of(_counters(), time.monotonic())[dev] == first
         assert not [p for p in opened if p.endswith(f"/{dev}/diskseq")]

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups.fds import OpenFiles
 from iotop_plus.sampling.cgroups.reader import _read, read_device_numbers
+from iotop_plus.sampling.open_files import OpenFiles
 
 PAGE = 4096
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups.fds import OpenFiles
 from iotop_plus.sampling.cgroups.reader import CgroupReader
+from iotop_plus.sampling.open_files import OpenFiles
 from tests.support.cgroup_trees import bump_io_stat, io_line, synthetic_tree
 
 COUNT = 40

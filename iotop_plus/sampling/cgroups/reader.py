@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from iotop_plus.roots import Roots
-from iotop_plus.sampling.cgroups.fds import WHOLE_BELOW, OpenFiles
 from iotop_plus.sampling.cgroups.files import (
     IoCounters,
     IoLimits,
@@ -39,6 +38,7 @@ from iotop_plus.sampling.cgroups.files import (
     parse_v1_blkio,
     v1_not_counted,
 )
+from iotop_plus.sampling.open_files import WHOLE_BELOW, OpenFiles
 from iotop_plus.sampling.pressure import PressureLine, ResourcePressure, parse_pressure
 
 MAX_FILE_BYTES = 1 << 20

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import time
@@ -18,9 +19,9 @@ from iotop_plus.sampling.disks.diskstats import (
     read_sys_block_stats,
     was_reset,
 )
-from iotop_plus.sampling.disks.kept_open import KeptOpen
 from iotop_plus.sampling.disks.rates import DeviceRates, compute_all
 from iotop_plus.sampling.gcpause import gc_paused
+from iotop_plus.sampling.open_files import OpenFiles, descriptor_budget
 from iotop_plus.sampling.topology.inventory import Inventory, read_inventory, shown_by_default
 from iotop_plus.sysfs import MAX_ATTRIBUTE_BYTES, read_attribute, read_bounded
 
@@ -222,6 +223,9 @@ class Sampler:
         return read_host_info(self.roots)
 
 
+_attribute = functools.partial(read_bounded, limit=MAX_ATTRIBUTE_BYTES)
+"""A sysfs attribute's text; raises ``OSError`` as :func:`~iotop_plus.sysfs.read_bounded`."""
+
 DISKSEQ_REFRESH_S = 30.0
 """How often the ``diskseq`` of a device that is not a loop device is read again."""
 
@@ -238,8 +242,9 @@ class Identities:
 
     def __init__(self, roots: Roots) -> None:
         self._block = str(roots.sys_block)
-        self._kept = KeptOpen() if roots.is_live else None
-        """The host's ``diskseq`` files, kept open (:mod:`.kept_open`)."""
+        self._kept = OpenFiles(_attribute, descriptor_budget(1024, 8)) if roots.is_live else None
+        """The host's loop devices' ``diskseq`` files, kept open
+        (:mod:`~iotop_plus.sampling.open_files`; a captured tree's file may be replaced)."""
         self._seq: dict[str, str] = {}
         self._resets: dict[str, int] = {}
         self._last: Mapping[str, DiskCounters] = {}
@@ -256,8 +261,6 @@ class Identities:
             self._loops = [n for n in counters if n.startswith("loop")]
             self._seq = seq = {n: s for n, s in seq.items() if n in counters}
             self._resets = {n: r for n, r in self._resets.items() if n in counters}
-            if self._kept is not None:
-                self._kept.keep_only({f"{self._block}/{n}/diskseq" for n in self._loops})
         if now - self._all_at >= DISKSEQ_REFRESH_S:
             self._all_at = now
             todo: Iterable[str] = counters
@@ -270,6 +273,8 @@ class Identities:
             if seq.get(name) != found:
                 seq[name] = found
                 changed = True
+        if self._kept is not None:
+            self._kept.sweep()  # the loop devices' files are read every frame: the others go
         get = last.get
         for name, c in counters.items():
             before = get(name)
@@ -294,7 +299,7 @@ class Identities:
         try:
             if self._kept is not None and name.startswith("loop"):  # read at every frame
                 return " diskseq " + self._kept.read(f"{base}/diskseq").strip()
-            return " diskseq " + read_bounded(f"{base}/diskseq", MAX_ATTRIBUTE_BYTES).strip()
+            return " diskseq " + _attribute(f"{base}/diskseq").strip()
         except OSError:
             pass
         if not name.startswith("loop"):

@@ -1,13 +1,18 @@
-"""Cgroup files kept open between ticks and read again with ``pread`` at offset 0.
+"""Small kernfs files kept open between frames and read again with ``pread`` at offset 0.
 
-At 1,000 busy cgroups a tick opened, read and closed 2,000 files (``io.stat`` and
-``io.pressure``): the open and close were two thirds of the system calls and most of the
-time. A kernfs file (and a file of the test trees on tmpfs) gives its current text to a
-``pread`` at offset 0, so one system call per file and tick is enough. Each descriptor is
-kept with the inode of its cgroup directory: a cgroup removed and made again under the same
-path (a new inode) is opened anew, and a descriptor whose cgroup was not walked this tick is
-closed (:meth:`OpenFiles.sweep`). At most :data:`MAX_OPEN` (and a quarter of the
-descriptor limit) are kept; the rest are opened, read and closed each tick.
+A kernfs file (cgroupfs, sysfs; and a file of the test trees on tmpfs) gives its current text
+to a ``pread`` at offset 0, so one system call per file and frame is enough where opening,
+checking, reading and closing it took five and a path walk. Two readers keep files open:
+- the cgroup reader, for ``io.stat`` and ``io.pressure``: at 1,000 busy cgroups a tick opened,
+  read and closed 2,000 files, and the open and close were two thirds of the system calls and
+  most of the time. Each descriptor is kept with the inode of its cgroup directory: a cgroup
+  removed and made again under the same path (a new inode) is opened anew;
+- the sampler, for each loop device's ``diskseq``, read at every frame (a loop device is
+  re-attached in place): 1.1 us a file against 10.4 us (docs/performance.md). A device
+  removed makes its open file fail (``ENODEV``), and it is opened again by its path.
+A descriptor not read since the last :meth:`OpenFiles.sweep` is closed. At most
+:data:`MAX_OPEN` (and a share of the descriptor limit, :func:`descriptor_budget`) are kept;
+the rest are opened, read and closed each time.
 """
 
 from __future__ import annotations
@@ -30,14 +35,15 @@ serve a read a page at a time (``seq_file``, never splitting a line), so a longe
 in reads of nearly 4 KiB and must be read on to its end."""
 
 
-def _limit() -> int:
+def descriptor_budget(most: int = MAX_OPEN, share: int = 4) -> int:
+    """Descriptors a reader may keep open: ``most``, and a ``share``-th of the soft limit."""
     try:
         soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     except (OSError, ValueError):
         return 0
     if soft == resource.RLIM_INFINITY:
-        return MAX_OPEN
-    return max(0, min(MAX_OPEN, soft // 4))
+        return most
+    return max(0, min(most, soft // share))
 
 
 def _close_all(fds: dict[str, tuple[int, int]]) -> None:
@@ -48,7 +54,7 @@ def _close_all(fds: dict[str, tuple[int, int]]) -> None:
 
 
 class OpenFiles:
-    """Small cgroup files by path, read with one ``pread`` each while their cgroup lives.
+    """Small kernfs files by path, read with one ``pread`` each while they last.
 
     Args:
         read: How a file is read when it is not kept open (its full, checked read: the
@@ -58,7 +64,7 @@ class OpenFiles:
 
     def __init__(self, read: Callable[[str], str], limit: int | None = None) -> None:
         self._read = read
-        self.limit = _limit() if limit is None else limit
+        self.limit = descriptor_budget() if limit is None else limit
         """Descriptors kept at most."""
         self._fds: dict[str, tuple[int, int]] = {}
         self._seen: set[str] = set()
@@ -67,8 +73,9 @@ class OpenFiles:
     def __len__(self) -> int:
         return len(self._fds)
 
-    def read(self, path: str, ino: int) -> str:
-        """The text of ``path``, a file of the cgroup directory whose inode is ``ino``.
+    def read(self, path: str, ino: int = 0) -> str:
+        """The text of ``path``, a file of the directory whose inode is ``ino`` (a cgroup's:
+        made again under its path, it is another; 0 where the path alone says which file).
 
         Raises:
             OSError: as the caller's read does (FileNotFoundError when it is gone).
@@ -89,14 +96,14 @@ class OpenFiles:
             return self._read(path)
         fd = os.open(path, _FLAGS)
         try:
-            data = os.read(fd, _CHUNK)
             regular = stat.S_ISREG(os.fstat(fd).st_mode)
+            data = os.read(fd, _CHUNK) if regular else b""
         except OSError:
             os.close(fd)
             raise
-        if len(data) >= WHOLE_BELOW or not regular:  # longer, or a FIFO...: read, not kept
+        if not regular or len(data) >= WHOLE_BELOW:  # a FIFO..., or longer: the caller's read
             os.close(fd)
-            return self._read(path) if len(data) >= WHOLE_BELOW else data.decode("utf-8", "replace")
+            return self._read(path)
         self._fds[path] = (fd, ino)
         self._seen.add(path)
         return data.decode("utf-8", "replace")
@@ -107,7 +114,8 @@ class OpenFiles:
             os.close(fd)
 
     def sweep(self) -> None:
-        """Close the files not read since the last sweep (their cgroups were not walked)."""
+        """Close the files not read since the last sweep (their cgroups were not walked, their
+        devices went)."""
         for path in [p for p in self._fds if p not in self._seen]:
             self._drop(path)
         self._seen = set()
