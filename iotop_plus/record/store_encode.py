@@ -109,7 +109,6 @@ class ChunkCoder:
                 rs = health.add(rs, frame, 0, i > 0)
                 _disk, piece, _extras, extras_piece = encoder.encode(rs, layout, cols, ns, minute)
                 pieces.append(piece + extras_piece)
-            encoder.close()  # each chunk is a stream of its own, a keyframe first
             rests, figures = chunk.unrecorded, chunk.figures
             # A short chunk (a big host's: 2 frames at 2,000 devices) keeps its values and
             # figures as they came: its frames share their parts' values with the chunks
@@ -122,9 +121,10 @@ class ChunkCoder:
             else:
                 packed_figures = None
         except Exception as exc:  # a chunk left decoded costs memory, never the frames
-            encoder.close()
             self.failed.append(f"frame store: a chunk kept unencoded: {exc}"[:200])
             return
+        finally:
+            encoder.close()  # each chunk is a stream of its own, a keyframe first
         chunk.encoded(pieces, packed, packed_figures)
         self.seconds += time.thread_time() - t0
         self.frames += len(pieces)
