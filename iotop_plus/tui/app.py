@@ -9,6 +9,9 @@ and ``+``/``-`` reach all of them.
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import signal
 from collections.abc import Callable, Iterable, Sequence
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
@@ -19,7 +22,6 @@ from textual.driver import Driver
 from textual.screen import Screen
 
 from iotop_plus.config import Config
-from iotop_plus.devices.tuner import Tuner
 from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import SamplerThread, clamp_interval
@@ -32,12 +34,36 @@ from iotop_plus.tui.engine import strip_cycles
 from iotop_plus.tui.engine.input_driver import quiet_driver
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.keys import APP_KEYS, bindings
-from iotop_plus.tui.lifecycle import SettingsLifecycle
 from iotop_plus.tui.screens.main import MainScreen
 from iotop_plus.tui.type_ahead import TypeAheadApp
 
 if TYPE_CHECKING:
+    from iotop_plus.devices.tuner import Tuner
     from iotop_plus.probe.runner import ProbeRunner
+    from iotop_plus.tui.lifecycle import SettingsLifecycle
+
+EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+"""Signals that end the app through its normal exit (:mod:`iotop_plus.tui.lifecycle`)."""
+
+
+def later_tuner(
+    given: Tuner | Callable[[], Tuner] | None, roots: Roots, is_root: bool
+) -> Callable[[], Tuner]:
+    """The tuner, made the first time it is asked for: ``given``, what ``given`` makes, or one
+    without a journal. The tuner's modules (settings, journal, conflicts) are not on the way
+    to the first figures: the restore offer, a key or the quit load them."""
+    if given is not None and not callable(given):
+        tuner = given
+        return lambda: tuner
+
+    def make() -> Tuner:
+        if given is not None:
+            return given()
+        from iotop_plus.devices.tuner import Tuner
+
+        return Tuner(roots, None, is_root=is_root)
+
+    return functools.cache(make)
 
 
 class IotopPlusApp(TypeAheadApp[int]):
@@ -60,7 +86,7 @@ class IotopPlusApp(TypeAheadApp[int]):
         store: FrameStore | None = None,
         host: HostInfo | None = None,
         interval: float | None = None,
-        tuner: Tuner | None = None,
+        tuner: Tuner | Callable[[], Tuner] | None = None,
         revert_on_exit: bool = False,
         notes: Iterable[str] = (),
         runner_factory: Callable[[], ProbeRunner] | None = None,
@@ -82,14 +108,10 @@ class IotopPlusApp(TypeAheadApp[int]):
         self.host = host if host is not None else source.host_info()
         """Header facts."""
         chosen = interval if interval is not None else config.interval
-        self.tuner = (
-            tuner if tuner is not None else Tuner(source.roots, None, is_root=self.host.is_root)
-        )
-        """Queue-setting changes of this run, with undo."""
+        self._tuner = later_tuner(tuner, source.roots, self.host.is_root)
         self.revert_on_exit = revert_on_exit
         """Revert this run's setting changes on quit without asking."""
-        self.lifecycle = SettingsLifecycle(self, self.tuner, revert_on_exit)
-        """The restore offer at start, the keep-or-revert quit, the signal exits."""
+        self._lifecycle: SettingsLifecycle | None = None
         self.notes = tuple(notes)
         """Lines to show once the screen is up (config problems), as notifications."""
         self.store = (
@@ -114,7 +136,7 @@ class IotopPlusApp(TypeAheadApp[int]):
             config,
             self.host,
             chosen,
-            self.tuner,
+            self._tuner,
             runner_factory,
             devices=devices,
             source=source,
@@ -126,6 +148,27 @@ class IotopPlusApp(TypeAheadApp[int]):
         """The one coordinating screen; it holds the interval, the pause and the scrub."""
         self.replay_at = replay_at
         """Where a replay starts (wall time); None for its first frame."""
+
+    @property
+    def tuner(self) -> Tuner:
+        """Queue-setting changes of this run, with undo (made when first asked for)."""
+        return self._tuner()
+
+    @property
+    def lifecycle(self) -> SettingsLifecycle:
+        """The restore offer after the first paint, the keep-or-revert quit, the signal exits
+        (its modules load when first asked for)."""
+        if self._lifecycle is None:
+            from iotop_plus.tui.lifecycle import SettingsLifecycle
+
+            self._lifecycle = SettingsLifecycle(self, self._tuner, self.revert_on_exit)
+        return self._lifecycle
+
+    def say_farewell(self) -> None:
+        """Write the lines a signal exit left for stderr (call it once the alternate screen
+        is gone)."""
+        if self._lifecycle is not None:
+            self._lifecycle.say_farewell()
 
     @property
     def feed(self) -> FrameFeed:
@@ -156,11 +199,11 @@ class IotopPlusApp(TypeAheadApp[int]):
         await self.push_screen(self.main_screen)
         for note in self.notes:  # printed before the alternate screen too, but gone from view
             self.notify(note, severity="warning", timeout=15, markup=False)
-        self.lifecycle.install_signal_handlers()
+        self._signal_handlers(True)
         if not live:
             self.main_screen.scrubber.start(self.replay_at)  # times in the recorded zone
             return
-        self.lifecycle.offer_restore()
+        self.main_screen.later.then(lambda: self.lifecycle.offer_restore())
 
     async def action_quit(self) -> None:
         """Quit; when settings were changed in this run, ask whether to keep them."""
@@ -168,7 +211,23 @@ class IotopPlusApp(TypeAheadApp[int]):
 
     def on_unmount(self) -> None:
         self.stop_sampling()
-        self.lifecycle.remove_signal_handlers()
+        self._signal_handlers(False)
+
+    def _signal_handlers(self, on: bool) -> None:
+        """SIGTERM (kill), SIGHUP (SSH drop) and SIGINT (when not in raw mode) exit cleanly
+        (:meth:`~iotop_plus.tui.lifecycle.SettingsLifecycle.exit_on_signal`), or no longer."""
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in EXIT_SIGNALS:
+                if on:
+                    loop.add_signal_handler(sig, self._exit_on_signal, sig)
+                else:
+                    loop.remove_signal_handler(sig)
+        except (RuntimeError, NotImplementedError, ValueError):
+            pass  # not the main thread (e.g. some test runners): keys still quit
+
+    def _exit_on_signal(self, sig: int) -> None:
+        self.lifecycle.exit_on_signal(sig)
 
     def stop_sampling(self) -> None:
         """Stop the sampler thread and wait briefly for it."""
@@ -203,7 +262,7 @@ def make_app(
     store: FrameStore | None = None,
     host: HostInfo | None = None,
     interval: float | None = None,
-    tuner: Tuner | None = None,
+    tuner: Tuner | Callable[[], Tuner] | None = None,
     revert_on_exit: bool = False,
     notes: Iterable[str] = (),
     runner_factory: Callable[[], ProbeRunner] | None = None,
@@ -215,7 +274,7 @@ def make_app(
     a frame source or a runner of their own. ``devices``: kernel names named on the command
     line, shown alone (the first selected)."""
     return IotopPlusApp(
-        source if source is not None else live_source(roots, sampler, throttles=True),
+        source if source is not None else live_source(roots, sampler),
         config or Config(),
         store=store,
         host=host,

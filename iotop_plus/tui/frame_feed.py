@@ -30,7 +30,14 @@ from textual.message import Message
 
 from iotop_plus.record.store import FrameStore
 from iotop_plus.sampling.clock import SamplerThread
-from iotop_plus.sampling.frame.model import CGROUPS, LATENCY_QUEUE, PROCESSES, Frame, FrameSource
+from iotop_plus.sampling.frame.model import (
+    CGROUPS,
+    LATENCY_QUEUE,
+    PROCESSES,
+    THROTTLES,
+    Frame,
+    FrameSource,
+)
 from iotop_plus.sampling.health.gate import HEALTH
 from iotop_plus.sampling.processes.issuers_part import ISSUERS
 from iotop_plus.sampling.store.timeline import Timeline
@@ -287,6 +294,12 @@ class FrameFeed:
         """``source.want(part, on)``, remembering what this feed asked for."""
         (self._asked.add if on else self._asked.discard)(part)
         self.source.want(part, on)
+
+    def verdict_shown(self) -> None:
+        """The Device tab is up: from the next frame on, the verdict also checks throttling
+        (cheaply: only the limited cgroups are read). Not before: the cgroup reader's modules
+        and its first scan would delay the first figures, which need no verdict."""
+        self.source.want(THROTTLES, True)
 
     def want_processes(self, on: bool) -> None:
         """A view shows processes (or no longer does); the next frames carry them or not."""

@@ -15,12 +15,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 
 from textual.app import App
 
@@ -42,40 +42,23 @@ EXIT_WATCHDOG_S = 3.0
 """After a signal, the process ends this long after exit began even if Textual's shutdown
 hangs (seen when the terminal is already gone: the driver's writer queue never drains)."""
 
-EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-"""Signals that end the app through its normal exit."""
-
 
 class SettingsLifecycle:
     """The start, quit and signal handling of one app run's setting changes."""
 
-    def __init__(self, app: App[int], tuner: Tuner, revert_on_exit: bool) -> None:
+    def __init__(self, app: App[int], tuner: Callable[[], Tuner], revert_on_exit: bool) -> None:
         self.app = app
         """The app to exit and to ask questions in."""
-        self.tuner = tuner
-        """This run's changes, with undo and the journal."""
+        self._tuner = tuner
         self.revert_on_exit = revert_on_exit
         """Revert this run's setting changes on quit without asking."""
         self.farewell: list[str] = []
         """Lines for stderr once the app has left the alternate screen (:meth:`say_farewell`)."""
 
-    def install_signal_handlers(self) -> None:
-        """SIGTERM (kill), SIGHUP (SSH drop) and SIGINT (when not in raw mode) exit cleanly."""
-        try:
-            loop = asyncio.get_running_loop()
-            for sig in EXIT_SIGNALS:
-                loop.add_signal_handler(sig, self.exit_on_signal, sig)
-        except (RuntimeError, NotImplementedError, ValueError):
-            pass  # not the main thread (e.g. some test runners): keys still quit
-
-    def remove_signal_handlers(self) -> None:
-        """Undo :meth:`install_signal_handlers`."""
-        try:
-            loop = asyncio.get_running_loop()
-            for sig in EXIT_SIGNALS:
-                loop.remove_signal_handler(sig)
-        except (RuntimeError, NotImplementedError, ValueError):
-            pass
+    @property
+    def tuner(self) -> Tuner:
+        """This run's changes, with undo and the journal."""
+        return self._tuner()
 
     def offer_restore(self) -> None:
         """At start: offer to put back (or keep) what a run that died left changed."""

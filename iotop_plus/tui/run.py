@@ -9,10 +9,9 @@ import socket
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iotop_plus.config import load_config
-from iotop_plus.devices.journal import Journal
-from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame.model import FrameSource
 from iotop_plus.sampling.frame.sources import tui_source
@@ -21,6 +20,10 @@ from iotop_plus.sampling.store.timeline import Timeline
 from iotop_plus.state import chosen_state_dir
 from iotop_plus.tui import engine
 from iotop_plus.tui.app import make_app
+
+if TYPE_CHECKING:
+    from iotop_plus.devices.journal import Journal
+    from iotop_plus.devices.tuner import Tuner
 
 
 def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None = None) -> int:
@@ -36,8 +39,17 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
         config = dataclasses.replace(config, read_only=True)
     is_root = os.geteuid() == 0
     state_dir = chosen_state_dir(getattr(args, "state_dir", None))
-    journal = Journal.in_dir(state_dir)
-    tuner = Tuner(roots, journal, is_root=is_root)
+    journals: list[Journal] = []
+
+    def tuner() -> Tuner:
+        # Made when first needed (the restore offer after the first paint, a key, the quit):
+        # the journal's and the settings' modules are not on the way to the first figures.
+        from iotop_plus.devices.journal import Journal
+        from iotop_plus.devices.tuner import Tuner
+
+        journals.append(Journal.in_dir(state_dir))
+        return Tuner(roots, journals[-1], is_root=is_root)
+
     if source is None:  # the caller's source is read as it was built (cli.py builds the TUI's)
         source = tui_source(roots, state_dir)
     app = make_app(
@@ -56,8 +68,9 @@ def run_tui(args: argparse.Namespace, roots: Roots, source: FrameSource | None =
     try:
         result = app.run()
     finally:
-        journal.close()
-        app.lifecycle.say_farewell()  # outside the alternate screen, which is gone now
+        for journal in journals:
+            journal.close()
+        app.say_farewell()  # outside the alternate screen, which is gone now
     return int(result or 0) if app.return_code in (None, 0) else int(app.return_code or 1)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from textual.containers import Vertical
+from textual.pilot import Pilot
 
 from iotop_plus.config import Config
 from iotop_plus.devices.journal import Journal
@@ -54,6 +55,14 @@ def app_with(tree: Roots, state: Path) -> IotopPlusApp:
     )
 
 
+async def offered(pilot: Pilot[int], app: IotopPlusApp) -> None:
+    """Wait for the restore offer: it comes once the first paint is done and the side panel
+    is up (the tuner's modules are not on the way to the first figures)."""
+    await wait_for(
+        pilot, lambda: isinstance(app.screen, RestoreLeftoversScreen), "the restore offer"
+    )
+
+
 def records(state: Path) -> list[dict[str, object]]:
     return [json.loads(x) for x in (state / "changes.jsonl").read_text().splitlines()]
 
@@ -68,8 +77,7 @@ async def test_the_app_offers_to_restore_what_a_dead_run_left(tree: Roots, tmp_p
     assert read_ahead(tree) == "32"
     app = app_with(tree, state)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        assert isinstance(app.screen, RestoreLeftoversScreen)
+        await offered(pilot, app)
         assert "sda read_ahead_kb: 32 (original 128)" in str(
             app.screen.query_one("#leftover-list").render()
         )
@@ -154,8 +162,7 @@ async def test_the_start_dialog_keeps_a_dead_runs_values_with_k(
     assert child(tree, state, "16", "kill").wait() == -signal.SIGKILL
     app = app_with(tree, state)
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
-        assert isinstance(app.screen, RestoreLeftoversScreen)
+        await offered(pilot, app)
         await pilot.press("k")
         await pilot.pause()
         assert not isinstance(app.screen, RestoreLeftoversScreen)
@@ -179,8 +186,7 @@ async def test_the_restore_prompt_is_never_cut(
     assert child(tree, state, "16", "kill").wait() == -signal.SIGKILL
     app = app_with(tree, state)
     async with app.run_test(size=size) as pilot:
-        await pilot.pause()
-        assert isinstance(app.screen, RestoreLeftoversScreen)
+        await offered(pilot, app)
         await wait_for(
             pilot, lambda: any("(original 128)" in x for x in screen_text(app)), "the dialog drawn"
         )

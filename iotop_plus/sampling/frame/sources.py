@@ -39,7 +39,7 @@ def live_source(
             ``setting`` and ``probe`` events; None: no journal events.
         journal_history: Also the lines already in the journals (``serve`` counts them all).
         throttles: Check throttling cheaply while the full cgroups are not read (the
-            Device tab's verdict: the TUI).
+            verdict's ``throttled`` cause; the TUI asks once its Device tab is up).
         queue_refresh_s: How often queue settings are re-read when nothing changed.
         want: Parts wanted from the first frame (built-in names or registered keys).
     """
@@ -57,7 +57,7 @@ def live_source(
 
 def tui_source(roots: Roots, state_dir: Path) -> LiveSource:
     """The TUI's frames: setting changes and probe results (this run's and others') come with
-    them, and the Device tab's verdict checks throttling (cheaply)."""
+    them. The TUI asks for the throttle check itself once its Device tab is up."""
     from iotop_plus.state import StateDir
 
-    return live_source(roots, journal=StateDir(state_dir), throttles=True)
+    return live_source(roots, journal=StateDir(state_dir))

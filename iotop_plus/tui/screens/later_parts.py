@@ -85,6 +85,7 @@ class LaterParts:
         tests do not (a test process would keep every earlier test's apps)."""
         self.trim_timer: Timer | None = None
         """The heap trim's timer, once started."""
+        self._then: list[Callable[[], object]] = []
         self._charts: DeviceCharts | None = None
         self._side: SidePanel | None = None
         self._device_panel: DevicePanel | None = None
@@ -103,6 +104,13 @@ class LaterParts:
     def device_panel(self) -> DevicePanel | None:
         """The Device tab's panel, once it is up."""
         return self._up(self._device_panel)
+
+    def then(self, callback: Callable[[], object]) -> None:
+        """Run ``callback`` once the parts are up (after the held keys), or now if they are."""
+        if self.mounted:
+            callback()
+        else:
+            self._then.append(callback)
 
     def hold(self, event: events.Event) -> bool:
         """Keep ``event`` for later if it is a key and the parts are not up yet."""
@@ -164,3 +172,6 @@ class LaterParts:
             # The key itself, not a copy made here: a copy would be sent by this screen, and
             # Textual stops a key at its sender on the way back up, before the app's bindings.
             screen.app.post_message(key)
+        then, self._then = self._then, []
+        for callback in then:
+            callback()

@@ -25,7 +25,6 @@ from textual.widget import Widget
 from textual.widgets import Input
 
 from iotop_plus.config import Config
-from iotop_plus.devices.tuner import Tuner
 from iotop_plus.record.store import FrameStore
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.clock import clamp_interval
@@ -61,6 +60,7 @@ from iotop_plus.tui.widgets.table_columns import LATENCY_SET
 if TYPE_CHECKING:
     from datetime import tzinfo
 
+    from iotop_plus.devices.tuner import Tuner
     from iotop_plus.probe.runner import ProbeRunner
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
@@ -89,7 +89,7 @@ class MainScreen(StyledAsMounted, Screen[None]):
         config: Config,
         host: HostInfo,
         interval: float,
-        tuner: Tuner | None = None,
+        tuner: Callable[[], Tuner],
         runner_factory: Callable[[], ProbeRunner] | None = None,
         *,
         devices: Sequence[str] = (),
@@ -108,8 +108,6 @@ class MainScreen(StyledAsMounted, Screen[None]):
         self.set_reactive(MainScreen.shown, Shown(mode=REPLAY if replay else LIVE))
         self.devices = tuple(devices)
         """Devices named on the command line (the table shows only those, the first selected)."""
-        self.tuner = tuner if tuner is not None else Tuner(roots, None, is_root=host.is_root)
-        """Applies, journals and undoes queue-setting changes."""
         self.config = config
         self.host = host
         self.store = ring
@@ -135,7 +133,7 @@ class MainScreen(StyledAsMounted, Screen[None]):
         self.later = LaterParts(self)
         """The charts and the side panel, mounted after the first paint."""
         self.panels = SidePanels(
-            roots, self.tuner, factory, feed, self.refusals, self.later.side, self._panel_mounted
+            roots, tuner, factory, feed, self.refusals, self.later.side, self._panel_mounted
         )
         """The deferred side-panel tabs' panels."""
         self.layout_views = ScreenViews(self)
@@ -211,6 +209,7 @@ class MainScreen(StyledAsMounted, Screen[None]):
 
     def parts_mounted(self) -> None:
         """The charts and the side panel are up: they show the selection and the frame."""
+        self.feed.verdict_shown()
         self.selection.tell(self.selected_device)
         self.views.follow_tree(self)
         self.charts.draw(force=False)

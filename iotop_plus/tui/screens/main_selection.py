@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.widget import Widget
 
-from iotop_plus.devices.settings import SettingValue, read_settings
 from iotop_plus.roots import Roots
 from iotop_plus.sampling.frame.model import Frame
 from iotop_plus.tui.frame_feed import FrameFeed
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from textual.screen import Screen
     from textual.timer import Timer
 
+    from iotop_plus.devices.settings import SettingValue
     from iotop_plus.sampling.store.timeline import Timeline
 
 CHART_SETTLE_S = 0.15
@@ -178,6 +178,8 @@ class Selection:
 
     def _read(self, name: str) -> None:
         # Several small sysfs reads: off the UI thread, then shown from the UI thread.
+        from iotop_plus.devices.settings import read_settings
+
         settings = read_settings(self.roots, name, is_root=self.is_root)
         self.screen.app.call_from_thread(self._read_done, name, settings)
 

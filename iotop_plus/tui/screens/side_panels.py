@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, cast
 
 from textual.widget import AwaitMount, Widget
 
-from iotop_plus.devices.tuner import Tuner
 from iotop_plus.roots import Roots
 from iotop_plus.tui.frame_feed import FrameFeed
 from iotop_plus.tui.screens.refusals import REFUSED_TABS, Refusals
@@ -30,6 +29,7 @@ from iotop_plus.tui.scrub import Scrubber
 
 if TYPE_CHECKING:
     from iotop_plus.devices.settings import SettingValue
+    from iotop_plus.devices.tuner import Tuner
     from iotop_plus.probe.runner import ProbeRunner
     from iotop_plus.tui.widgets.probe_panel import ProbePanel
     from iotop_plus.tui.widgets.process_panel import ProcessPanel
@@ -130,7 +130,7 @@ class SidePanels:
     def __init__(
         self,
         roots: Roots,
-        tuner: Tuner,
+        tuner: Callable[[], Tuner],
         runner_factory: Callable[[], ProbeRunner],
         feed: PanelFeed,
         refusals: Refusals,
@@ -138,7 +138,7 @@ class SidePanels:
         mounted: Callable[[Widget], object],
     ) -> None:
         self.roots = roots
-        self.tuner = tuner
+        self._tuner = tuner
         self.runner_factory = runner_factory
         self.feed = feed
         self.refusals = refusals
@@ -147,6 +147,11 @@ class SidePanels:
         self.built: dict[str, Widget] = {}
         """The panels built so far, by tab id."""
         self._mounting: dict[str, AwaitMount] = {}
+
+    @property
+    def tuner(self) -> Tuner:
+        """Applies, journals and undoes queue-setting changes (made when first asked for)."""
+        return self._tuner()
 
     def panel(self, tab_id: str) -> Widget:
         """The panel of side-panel tab ``tab_id``, built (its module imported) on first use."""

@@ -46,7 +46,9 @@ async def test_the_first_resume_leaves_every_node_styled_as_a_full_restyle_would
         shown = styles_of(screen)
         app.update_styles(screen, animate=False)  # what Textual's resume would have done
         again = styles_of(screen)
-        assert shown.keys() == again.keys() and len(shown) > 10
+        # The first screen (the screen, its header row, the table and the key hints: 8 nodes)
+        # and, when they came in the meantime, the charts and the side panel.
+        assert shown.keys() == again.keys() and len(shown) >= 8
         for key, (name, rules, components) in shown.items():
             assert (rules, components) == again[key][1:], name
 
