@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from textual.message import Message
 
@@ -46,8 +46,10 @@ from iotop_plus.tui.engine.refresh_batch import one_update
 from iotop_plus.tui.messages import Notifies
 from iotop_plus.tui.replay_reads import ReplayReads
 from iotop_plus.why.lookback import LookbackFeed
-from iotop_plus.why.quiet_history import QuietHistory
 from iotop_plus.why.verdicts import Judge, judge, timeline_lookback, with_verdicts
+
+if TYPE_CHECKING:
+    from iotop_plus.why.quiet_history import QuietHistory
 
 MAX_PENDING = 4
 """Frames handed to the UI and not yet taken, at most. While the UI is that far behind (a
@@ -130,6 +132,9 @@ class FrameFeed:
         """Judges each frame on the sampler thread, with the frames before it."""
         self.judge_devices: frozenset[str] = frozenset()
         """The devices whose verdict the sampler thread judges (the one the Device tab shows)."""
+        self.verdicts_shown = False
+        """Whether the Device tab is up (:meth:`verdict_shown`): no verdict is judged before,
+        and every frame goes into the judge's lookback all the same."""
         self._judging: ReplayReads | None = None
         self._verdict_asked: tuple[int, float, str] | None = None
         self._verdict_judged: Frame | None = None
@@ -175,7 +180,7 @@ class FrameFeed:
         than :data:`MAX_PENDING` wait."""
         if frame.inventory.devices or not frame.inventory_changed:
             # (an early frame lists names only: the lookback waits for the full one)
-            frame = self.judge.judged(frame, self.judge_devices)
+            frame = self.judge.judged(frame, self.judge_devices if self.verdicts_shown else ())
         with self._pending_changed:
             # Not for ever: a frame the app drops (shutting down) is never taken.
             self._pending_changed.wait_for(
@@ -255,7 +260,9 @@ class FrameFeed:
         (the live judge's, or, for a frame it never saw, read from ``timeline`` there too);
         ``judged`` gets the frame with it, on the UI thread. Asked again for the same frame
         and device, the frame judged then comes again (once judged); a newer ask supersedes
-        one in flight."""
+        one in flight. Nothing before the Device tab is up (:meth:`verdict_shown`)."""
+        if not self.verdicts_shown:
+            return
         asked = (frame.seq, frame.wall_time, device)
         if asked == self._verdict_asked:
             if self._verdict_judged is not None:  # shown again without it (back to live)
@@ -264,6 +271,8 @@ class FrameFeed:
         self._verdict_asked, self._verdict_judged = asked, None
         history = self._quiet_history
         if timeline is not None and (history is None or history.timeline is not timeline):
+            from iotop_plus.why.quiet_history import QuietHistory
+
             history = self._quiet_history = QuietHistory(timeline)
         if self._judging is None:
             self._judging = ReplayReads(self.screen.post_message, self.problem)
@@ -296,9 +305,11 @@ class FrameFeed:
         self.source.want(part, on)
 
     def verdict_shown(self) -> None:
-        """The Device tab is up: from the next frame on, the verdict also checks throttling
-        (cheaply: only the limited cgroups are read). Not before: the cgroup reader's modules
-        and its first scan would delay the first figures, which need no verdict."""
+        """The Device tab is up: verdicts are judged from now on, and from the next frame on
+        they also check throttling (cheaply: only the limited cgroups are read). Not before:
+        the diagnosis and the cgroup reader's modules and its first scan would delay the
+        first figures, which show no verdict."""
+        self.verdicts_shown = True
         self.source.want(THROTTLES, True)
 
     def want_processes(self, on: bool) -> None:

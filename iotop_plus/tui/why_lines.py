@@ -33,7 +33,7 @@ def verdict_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
     """The verdict line for ``device`` in ``frame`` (the Device tab shows it first, every
     cause, wrapped): the frame's derived verdict, judged off the UI thread with the frames
     before it (:mod:`iotop_plus.why.verdicts`); "judging…" until it is there
-    (:func:`has_verdict`)."""
+    (:func:`~iotop_plus.why.verdicts.has_verdict`)."""
     if frame is None:
         return []
     verdict = frame.verdicts.get(device) if frame.verdicts is not None else None
@@ -43,11 +43,6 @@ def verdict_facts(device: str, frame: Frame | None) -> list[tuple[str, str]]:
     if frame.cgroups is None and throttles is not None and throttles.problem:
         facts.append(("why note", throttles.problem))  # the throttle check was too costly
     return facts
-
-
-def has_verdict(device: str, frame: Frame) -> bool:
-    """Whether ``frame`` carries ``device``'s verdict (else the feed is asked for it)."""
-    return frame.verdicts is not None and device in frame.verdicts
 
 
 WHY_HELP = (

@@ -19,21 +19,31 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from iotop_plus.why.diagnosis import Diagnosis, diagnose
 from iotop_plus.why.lookback import RECENT, Lookback, LookbackFeed
-from iotop_plus.why.quiet_history import QuietHistory
 
 if TYPE_CHECKING:
     from iotop_plus.sampling.frame.model import Frame
     from iotop_plus.sampling.store.timeline import Timeline
+    from iotop_plus.why.diagnosis import Diagnosis
+    from iotop_plus.why.quiet_history import QuietHistory
 
 
 def judge(
     frame: Frame, lookback: Lookback, devices: Iterable[str] | None = None
 ) -> Mapping[str, Diagnosis]:
-    """The verdict of each of ``devices`` (None: every device of ``frame``)."""
+    """The verdict of each of ``devices`` (None: every device of ``frame``). The diagnosis
+    modules load with the first device judged: the TUI's first figures need none."""
     names = frame.rates if devices is None else devices
+    if not names:
+        return MappingProxyType({})
+    from iotop_plus.why.diagnosis import diagnose
+
     return MappingProxyType({name: diagnose(frame, name, lookback) for name in names})
+
+
+def has_verdict(device: str, frame: Frame) -> bool:
+    """Whether ``frame`` carries ``device``'s verdict."""
+    return frame.verdicts is not None and device in frame.verdicts
 
 
 def with_verdicts(frame: Frame, verdicts: Mapping[str, object]) -> Frame:

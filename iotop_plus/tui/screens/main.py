@@ -211,6 +211,7 @@ class MainScreen(StyledAsMounted, Screen[None]):
         """The charts and the side panel are up: they show the selection and the frame."""
         self.feed.verdict_shown()
         self.selection.tell(self.selected_device)
+        self.selection.ask_verdict(self.shown)
         self.views.follow_tree(self)
         self.charts.draw(force=False)
 

@@ -29,9 +29,8 @@ from iotop_plus.tui.screens.main_charts import ChartWindow
 from iotop_plus.tui.screens.refusals import Refusals
 from iotop_plus.tui.screens.side_panels import tell_panel
 from iotop_plus.tui.shown import Shown
-from iotop_plus.tui.why_lines import has_verdict
 from iotop_plus.tui.widgets.device_table import DeviceTable
-from iotop_plus.why.verdicts import with_verdicts
+from iotop_plus.why.verdicts import has_verdict, with_verdicts
 
 if TYPE_CHECKING:
     from textual.screen import Screen
@@ -143,7 +142,8 @@ class Selection:
         self.ask_verdict(shown)
 
     def ask_verdict(self, shown: Shown) -> None:
-        """Have the selected device judged in the frame on screen, if it lacks its verdict."""
+        """Have the selected device judged in the frame on screen, if it lacks its verdict
+        (else the feed is asked for it)."""
         frame, name = shown.frame, self.view.selected_device
         if frame is not None and name is not None and not has_verdict(name, frame):
             self.feed.ask_verdict(frame, name, self.timeline, self._judged)
