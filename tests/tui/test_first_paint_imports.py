@@ -2,7 +2,8 @@
 need, and nothing of what comes later: the recorder's encoding and decoding modules (the
 frame store loads them with its first closed chunk and its first look-up of one), the frame
 parts nobody reads yet, ``snapshot``'s output, the history keys' comparison, the Device
-tab's health lines, the charts and the side panel, the TOML reader without a config file.
+tab's health lines and verdict, the charts and the side panel, the tuner and its journal,
+the throttle check's cgroup reader, the TOML reader without a config file.
 Counted, not timed: each took a share of the start (docs/performance.md). (The health
 reader's modules load with the first frame that reads it: the primed one, when the screen
 is up within 0.1 s of the first frame.)"""
@@ -65,12 +66,19 @@ NOT_ON_THE_WAY = (
     "iotop_plus.tui.widgets.charts",  # mounted after the first paint
     "iotop_plus.tui.widgets.braille_chart",
     "iotop_plus.tui.widgets.device_panel",
+    "iotop_plus.devices.tuner",  # the tuner, made at the first key, quit or restore offer
+    "iotop_plus.devices.journal",
+    "iotop_plus.devices.settings",
+    "iotop_plus.tui.lifecycle",
+    "iotop_plus.sampling.cgroups.reader",  # the throttle check, once the Device tab is up
+    "iotop_plus.why.diagnosis",  # no verdict before the Device tab is up
+    "iotop_plus.why.quiet_history",
     "tomllib",  # no config file
     "secrets",  # (a run id takes os.urandom's bytes)
 )
 
-MOST_OF_OURS = 122
-"""Our modules loaded before the first paint, at most (114 on the fixture host, 119 when the
+MOST_OF_OURS = 103
+"""Our modules loaded before the first paint, at most (98 on the fixture host, 103 when the
 primed frame read the health part): a new one on the way is worth a look at its cost."""
 
 
