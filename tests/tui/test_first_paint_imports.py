@@ -3,7 +3,8 @@ need, and nothing of what comes later: the recorder's encoding and decoding modu
 frame store loads them with its first closed chunk and its first look-up of one), the frame
 parts nobody reads yet, ``snapshot``'s output, the history keys' comparison, the Device
 tab's health lines and verdict, the charts and the side panel, the tuner and its journal,
-the throttle check's cgroup reader, the TOML reader without a config file.
+the throttle check's cgroup reader, the TOML reader without a config file; and the styles
+of what comes later (``later.tcss``) are not parsed yet.
 Counted, not timed: each took a share of the start (docs/performance.md). (The health
 reader's modules load with the first frame that reads it: the primed one, when the screen
 is up within 0.1 s of the first frame.)"""
@@ -24,12 +25,14 @@ import gc, json, sys
 from textual.app import App
 from iotop_plus.tui.app import IotopPlusApp
 from iotop_plus.tui.screens.later_parts import LaterParts
+from iotop_plus.tui.screens.modal import LATER_CSS
 
 seen = {}
 
 def after_first_paint(self):
     seen["modules"] = sorted(sys.modules)
     seen["collector_on"] = gc.isenabled()
+    seen["later_css"] = self.screen.app.stylesheet.has_source(LATER_CSS)
     self.screen.app.exit()
 
 def run(self, *args, **kwargs):
@@ -112,3 +115,4 @@ def test_the_first_paint_loads_only_what_the_header_and_table_need(tmp_path: Pat
     ours = [m for m in modules if m.startswith("iotop_plus")]
     assert len(ours) <= MOST_OF_OURS, f"{len(ours)} of our modules before the first paint"
     assert not seen["collector_on"]  # held off through the start (tui/engine/gc_policy.py)
+    assert not seen["later_css"]  # the later parts' and the dialogs' styles: parsed after

@@ -46,7 +46,7 @@ from iotop_plus.probe.preflight import ExperimentError
 from iotop_plus.probe.presets import PRESETS, ProbeParams
 from iotop_plus.probe.run_types import ProbeProgress
 from iotop_plus.probe.runner import ProbeRunner
-from iotop_plus.tui.screens.modal import Modal
+from iotop_plus.tui.screens.modal import LATER_CSS, Modal
 from iotop_plus.tui.widgets.key_hints import KeyHints
 from iotop_plus.tui.widgets.probe_panel import ask_if_busy
 
@@ -217,6 +217,8 @@ class ExperimentScreen(Screen[SweepResult | AbResult | None]):
     """Runs one experiment and shows it as it goes."""
 
     BINDINGS = [Binding("escape", "stop", "Cancel / close")]
+
+    CSS_PATH = LATER_CSS
 
     DEFAULT_CSS = """
     ExperimentScreen #exp-live { height: 1; }

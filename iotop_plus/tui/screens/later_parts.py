@@ -1,11 +1,14 @@
 """The main screen's charts and side panel, mounted just after its first paint.
 
 The first screen a user waits for is the header and the device table with figures. The
-charts and the side panel (its tab bar and the Device tab's facts), and their modules, would
-make the first paint wait for their import, mounting and styling (docs/performance.md). Here
-they are imported and mounted just after that paint (once it is written, :data:`WRITTEN_S`),
-and the frame on screen is shown again in them. Until then, whatever looks them up finds
-nothing and leaves them be (:attr:`LaterParts.mounted`).
+charts and the side panel (its tab bar and the Device tab's facts), their modules and their
+styles (``later.tcss``) would make the first paint wait for their import, parsing, mounting
+and styling (docs/performance.md). Here they are imported and mounted just after that paint
+(once it is written, :data:`WRITTEN_S`), and the frame on screen is shown again in them. The
+things that wait for them come then too: the Device tab's verdict and throttle check
+(:meth:`~iotop_plus.tui.frame_feed.FrameFeed.verdict_shown`), and what was asked of
+:meth:`LaterParts.then` (the offer to restore a dead run's settings). Until then, whatever
+looks them up finds nothing and leaves them be (:attr:`LaterParts.mounted`).
 
 Keys typed before they are there wait for them (:meth:`LaterParts.hold`): a fast ``p`` or
 ``3`` right after Enter goes to the Processes tab or the panel view, as it would once they
@@ -147,9 +150,17 @@ class LaterParts:
         # A signal or a quit just after the first paint unmounts the screen under us: then
         # there is nothing to mount into (this was a traceback on SIGTERM at start).
         # Imported here, not on the way to the first paint.
+        from iotop_plus.tui.screens.modal import LATER_CSS
         from iotop_plus.tui.widgets.charts import DeviceCharts
         from iotop_plus.tui.widgets.device_panel import DevicePanel
         from iotop_plus.tui.widgets.side_panel import SidePanel
+
+        # Their rules, before they are mounted (no node on screen matches them: nothing is
+        # restyled; the sources parsed before come from the stylesheet's cache).
+        stylesheet = screen.app.stylesheet
+        if not stylesheet.has_source(LATER_CSS):
+            stylesheet.read(LATER_CSS)
+            stylesheet.parse()
 
         self._charts = DeviceCharts(id="charts")
         self._device_panel = DevicePanel(id="device-panel")
