@@ -10,8 +10,8 @@ and ``+``/``-`` reach all of them.
 from __future__ import annotations
 
 import asyncio
-import functools
 import signal
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from datetime import tzinfo
 from typing import TYPE_CHECKING, Any
@@ -49,21 +49,28 @@ EXIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
 def later_tuner(
     given: Tuner | Callable[[], Tuner] | None, roots: Roots, is_root: bool
 ) -> Callable[[], Tuner]:
-    """The tuner, made the first time it is asked for: ``given``, what ``given`` makes, or one
-    without a journal. The tuner's modules (settings, journal, conflicts) are not on the way
-    to the first figures: the restore offer, a key or the quit load them."""
+    """The tuner, made the first time it is asked for, once whichever thread asks: ``given``,
+    what ``given`` makes, or one without a journal. The tuner's modules (settings, journal,
+    conflicts) are not on the way to the first figures: the restore offer, a key or the quit
+    load them."""
     if given is not None and not callable(given):
         tuner = given
         return lambda: tuner
+    made: list[Tuner] = []
+    lock = threading.Lock()
 
-    def make() -> Tuner:
-        if given is not None:
-            return given()
-        from iotop_plus.devices.tuner import Tuner
+    def once() -> Tuner:
+        with lock:
+            if not made:
+                if given is not None:
+                    made.append(given())
+                else:
+                    from iotop_plus.devices.tuner import Tuner
 
-        return Tuner(roots, None, is_root=is_root)
+                    made.append(Tuner(roots, None, is_root=is_root))
+            return made[0]
 
-    return functools.cache(make)
+    return once
 
 
 class IotopPlusApp(TypeAheadApp[int]):
