@@ -224,7 +224,9 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
             source.close()
         capture.send_signal(signal.SIGINT)  # prints the map; SIGKILL would not
         try:
-            capture.wait(timeout=20)
+            # 60 s: once, beside the busy host, the capture kept nothing and the test took 20 s
+            # more than usual, as if a 20 s wait had run out.
+            capture.wait(timeout=60)
         except subprocess.TimeoutExpired:
             capture.kill()
             capture.wait()
@@ -251,6 +253,12 @@ def test_percentiles_are_within_15_percent_of_a_per_request_capture(
 
 @pytest.mark.root
 def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin) -> None:
+    """The requests traced in each interval are the reads diskstats counts in it, within 2 %.
+
+    The interval's ends are not one instant: the tracer's is where bpftrace's own process
+    prints and clears its maps after the marker, diskstats' where the sampler reads it once it
+    has seen that print. Beside the busy host (load 5-10 on two cores) the two were up to 35 ms
+    apart (765 of 22,000 requests at 1 s), so the intervals are 2 s long."""
     need_tracer()
     dev = make_loop(64, direct_io=True)
     fio = fio_randread(dev, 600)  # killed below: runs however long the tracer takes to start
@@ -266,7 +274,7 @@ def test_snapshot_latency_counts_exactly_the_interval_printed(make_loop, fio_bin
                 "-f",
                 "json",
                 "--interval",
-                "1",
+                "2",
                 "--count",
                 "2",
                 dev,
