@@ -383,13 +383,23 @@ def load() -> str:
     return "/".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+STATE_DIR = Path(tempfile.gettempdir()) / "bench-tui-state"
+"""The measured TUIs' state directory: never the host's (``/var/lib/iotop-plus`` as root)."""
+
+
 def ours(tree: Path | None = None, name: str = "iotop-plus") -> App:
     """iotop-plus, the installed console script (its ``iotop_plus`` from ``tree`` if given:
-    ``--before DIR``)."""
+    ``--before DIR``), with a state directory of its own."""
     script = REPO / ".venv" / "bin" / "iotop-plus"
     return App(
         name=name,
-        argv=(str(script) if script.exists() else "iotop-plus", "--interval", "1"),
+        argv=(
+            str(script) if script.exists() else "iotop-plus",
+            "--interval",
+            "1",
+            "--state-dir",
+            str(STATE_DIR),
+        ),
         env=(("PYTHONPATH", str(tree)),) if tree is not None else (),
         device_row=r"\b(vda|sda|nvme0n1|loop\d+)\b",
         figures_row=r"\b(vda|sda|nvme0n1|loop\d+|sd[a-z]+)\s+\d+\.\d\d\b",
