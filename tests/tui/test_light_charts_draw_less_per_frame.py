@@ -6,6 +6,7 @@ charts instead of querying the DOM for each of them every frame. The picture is 
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -18,6 +19,8 @@ from textual.geometry import Region, Size
 from textual.pilot import Pilot
 from textual.widget import Widget
 
+from iotop_plus.sampling.store.timeline import METRICS, Columns, Mark
+from iotop_plus.tui.widgets import charts as charts_module
 from iotop_plus.tui.widgets.braille_chart import BrailleChart
 from iotop_plus.tui.widgets.chart_scale import Line
 from iotop_plus.tui.widgets.charts import DeviceCharts, joins
@@ -159,3 +162,53 @@ async def test_a_new_point_draws_only_the_plot_rows_it_changes_and_the_picture_i
         rows.clear()
         plot_minute(chart, 1001.0, [(-10.0, "probe")])  # a mark's line crosses every row
         assert len(rows) == plot_h
+
+
+class ChartsAlone(App[None]):
+    """The device charts alone, at their size on a 120x36 screen."""
+
+    CSS = "DeviceCharts { width: 78; height: 23; }"
+
+    def compose(self) -> ComposeResult:
+        yield DeviceCharts()
+
+
+async def test_a_frame_joins_again_only_the_lines_whose_charts_changed_and_they_are_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    joined: list[int] = []
+    real = charts_module._joined
+
+    def spy(pieces: Any, cells: Any, width: int) -> Any:
+        joined.append(width)
+        return real(pieces, cells, width)
+
+    monkeypatch.setattr(charts_module, "_joined", spy)
+    app = ChartsAlone()
+    async with app.run_test(size=(80, 25)) as pilot:
+        charts = app.query_one(DeviceCharts)
+        start = 1_000_000.0
+        walls = array("d")
+        figures: dict[str, array[float]] = {m: array("f") for m in METRICS}
+        for k in range(45):
+            walls.append(start + k)
+            for m in METRICS:
+                figures[m].append(100.0 + 40.0 * (k % 7 == 0))
+            marks = [Mark(start + 20, "probe")] if k >= 30 else []
+            joined.clear()
+            legends = charts._lines[1] if charts._lines else None  # the top charts' legends
+            charts.draw("sda", Columns(walls, figures), marks, walls[-1], min_span=30.0)
+            await pilot.pause()
+            if k < 3:
+                continue
+            # The lines the new point moved are joined again: with no mark, the one or two
+            # rows each line's dots are on (a mark's line crosses every plot row). The
+            # legends' line stays as it was.
+            assert 0 < len(joined) <= (8 if not marks else 20)
+            assert charts._lines[1] is legends
+            layout = charts._shape()
+            kept = [(line.text, [s.style for s in line]) for line in charts._lines]
+            charts._built_for = None  # joined whole from the charts' lines, as at a resize
+            whole = charts._join_lines(layout)
+            charts._built_for = layout
+            assert kept == [(line.text, [s.style for s in line]) for line in whole]

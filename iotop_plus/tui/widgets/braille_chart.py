@@ -37,6 +37,7 @@ from iotop_plus.tui.widgets.braille_raster import LineRaster, raster
 from iotop_plus.tui.widgets.chart_scale import (
     NICE_SECONDS,
     Line,
+    YAxis,
     anchored_column,
     column_seconds,
     nice_ticks,
@@ -86,6 +87,10 @@ class ChartPicture:
         """Each line's bits of the last build, moved on at the next (anchored charts)."""
         self._end_column: int | None = None
         """The anchored column of the window's end at the last build."""
+        self._scale: (
+            tuple[tuple[float, int], tuple[YAxis, float, list[str], dict[int, str]]] | None
+        ) = None
+        """The y scale of the last build, with the largest value and the rows it is for."""
 
     def set_data(
         self,
@@ -140,12 +145,10 @@ class ChartPicture:
         if width <= 0 or height <= 0:
             return []
         top_value = max((max(line.values, default=0.0) for line in self.lines), default=0.0)
-        axis = y_axis_for(self.kind, top_value)
         has_marks_row = height >= 6
         has_x_row = height >= 4
         plot_h = max(1, height - 1 - has_marks_row - has_x_row)
-        top, ticks = nice_ticks(top_value / axis.divisor, max(1, plot_h // 2))
-        labels = [axis.label(t) for t in ticks]
+        axis, top, labels, tick_at = self._y_scale(top_value, plot_h)
         self.ticks = labels
         label_w = max(cell_len(s) for s in labels)
         plot_w = max(1, width - label_w - 1)
@@ -182,11 +185,6 @@ class ChartPicture:
                     width,
                 )
             )
-        # Tick rows: each tick on the cell row nearest its value.
-        tick_at: dict[int, str] = {}
-        for value, label in zip(ticks, labels, strict=True):
-            row = plot_h - 1 - round(value / top * (plot_h - 1)) if plot_h > 1 else 0
-            tick_at.setdefault(row, label)
         mark_set = {c for c, _ in mark_cols}
         marks_key = tuple(sorted(mark_set))
         exact = label_w + 1 + plot_w == width  # the rows fill the width: no crop, no padding
@@ -225,7 +223,28 @@ class ChartPicture:
                     width,
                 )
             )
-        return [s.extend_cell_length(width) for s in out[:height]]
+        return out[:height]  # each part is ``width`` cells already
+
+    def _y_scale(
+        self, top_value: float, plot_h: int
+    ) -> tuple[YAxis, float, list[str], dict[int, str]]:
+        """The y axis for a largest value of ``top_value`` on ``plot_h`` rows: (axis, its top
+        in the axis' unit, the ticks' labels, each label by the row it is on). The
+        same as the last build's while the largest value is (most frames)."""
+        kept = self._scale
+        if kept is not None and kept[0] == (top_value, plot_h):
+            return kept[1]
+        axis = y_axis_for(self.kind, top_value)
+        top, ticks = nice_ticks(top_value / axis.divisor, max(1, plot_h // 2))
+        labels = [axis.label(t) for t in ticks]
+        # Tick rows: each tick on the cell row nearest its value.
+        tick_at: dict[int, str] = {}
+        for value, label in zip(ticks, labels, strict=True):
+            row = plot_h - 1 - round(value / top * (plot_h - 1)) if plot_h > 1 else 0
+            tick_at.setdefault(row, label)
+        scale = (axis, top, labels, tick_at)
+        self._scale = ((top_value, plot_h), scale)
+        return scale
 
     def _kept_strip(self, part: str, key: object, draw: Callable[[], Strip], width: int) -> Strip:
         """The strip of ``part`` drawn from ``key`` (what it shows): the last one when it was

@@ -128,15 +128,16 @@ def split(total: int, parts: int) -> list[tuple[int, int]]:
     return [(a, b - a) for a, b in pairwise(edges)]
 
 
-def _with_gutters(pieces: Sequence[Strip], cells: Sequence[Region]) -> list[Strip]:
-    """A grid row's lines side by side, with the blank cells between their cells."""
-    out: list[Strip] = []
-    for k, (piece, cell) in enumerate(zip(pieces, cells, strict=True)):
-        out.append(piece)
-        gap = cells[k + 1].x - cell.right if k + 1 < len(cells) else 0
+def _joined(pieces: Sequence[Strip], cells: Sequence[Region], width: int) -> Strip:
+    """A grid row's lines side by side, with the blank cells between their cells, as one
+    strip (each piece is its cell's width)."""
+    segments: list[Segment] = []
+    for k, piece in enumerate(pieces):
+        segments.extend(piece)
+        gap = cells[k + 1].x - cells[k].right if k + 1 < len(cells) else 0
         if gap > 0:
-            out.append(Strip.blank(gap))
-    return out
+            segments.append(Segment(" " * gap))
+    return Strip(segments, width)
 
 
 class CaptionLines:
@@ -171,7 +172,8 @@ class CaptionLines:
             ):
                 # A paragraph that fits is one line as it is (what rich's wrap gives): the
                 # sample count changes every frame until the history is full.
-                strips = [Strip([pad, Segment(paragraph, style), pad]).crop_extend(0, width, style)]
+                rest = Segment(" " * (width - 1 - cell_len(paragraph)), style)
+                strips = [Strip([pad, Segment(paragraph, style), rest], width)]
             if strips is None:
                 strips = [
                     Strip(
@@ -218,6 +220,8 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
         self._built_for: tuple[int, int, bool] | None = None
         """... at this size, with or without the rule (None: not drawn yet)."""
         self._painting: tuple[int, int, bool] | None = None
+        self._caption_joined: list[Strip] | None = None
+        """The caption's lines at the last join."""
 
     @property
     def caption(self) -> str:
@@ -263,42 +267,56 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
             self._caption_strips = self._caption_lines.strips(self.app, width, height, style)
         return self._caption_strips
 
-    def _join_lines(self, layout: tuple[int, int, bool]) -> list[Strip]:
+    def _join_lines(
+        self, layout: tuple[int, int, bool], changed: set[int] | None = None
+    ) -> list[Strip]:
         """The widget's lines: the rule, then each line the cells' lines of its grid row side
-        by side; a line whose cells' lines did not change is the one drawn last time."""
+        by side; a line whose cells' lines did not change is the one drawn last time.
+        ``changed``: the only lines of the charts (not the caption's) whose cells' lines may
+        have changed since the last join at this layout (None: any)."""
         width, height, ruled = layout
         cells = self.cells(width, height, ruled)
         drawn = [
             picture.strips(cell.width, cell.height)
             for picture, cell in zip(self.pictures.values(), cells, strict=False)
         ]
-        drawn.append(self._caption_part(cells[-1].width, cells[-1].height))
+        caption = self._caption_part(cells[-1].width, cells[-1].height)
+        drawn.append(caption)
         old_parts = self._parts if self._built_for == layout else []
-        lines: list[Strip] = []
-        parts: list[tuple[Strip, ...]] = []
-        if ruled and height:
-            style = self.component_style("device-charts--rule")
-            rule = Strip([Segment("─" * width, style)], width)
-            if old_parts and old_parts[0] == (rule,):
-                rule = self._lines[0]  # drawn as it was: not painted again
-            lines.append(rule)
-            parts.append((rule,))
-        for row in (0, 1):
-            row_cells = range(row * 3, row * 3 + 3)
-            for dy in range(cells[row * 3].height):
-                pieces = tuple(
-                    drawn[i][dy] if dy < len(drawn[i]) else Strip.blank(cells[i].width)
-                    for i in row_cells
-                )
-                y = len(lines)
-                was = old_parts[y] if y < len(old_parts) else None
-                if was is not None and all(
-                    a is b or a == b for a, b in zip(was, pieces, strict=True)
-                ):
-                    lines.append(self._lines[y])
-                    parts.append(was)
-                    continue
-                lines.append(Strip.join(_with_gutters(pieces, cells[row * 3 : row * 3 + 3])))
+        if changed is not None and old_parts:
+            if caption is not self._caption_joined:
+                changed = changed | set(cells[-1].line_range)
+            ys: Iterable[int] = sorted(changed)
+            lines, parts = list(self._lines), list(old_parts)
+        else:
+            top = int(ruled)
+            ys = range(top, top + cells[0].height + cells[3].height)
+            lines, parts = [], []
+            if ruled and height:
+                style = self.component_style("device-charts--rule")
+                rule = Strip([Segment("─" * width, style)], width)
+                if old_parts and old_parts[0] == (rule,):
+                    rule = self._lines[0]  # drawn as it was: not painted again
+                lines.append(rule)
+                parts.append((rule,))
+        self._caption_joined = caption
+        for y in ys:
+            grid_row = 0 if y < cells[3].y else 3  # the first cell of the line's grid row
+            row_cells = cells[grid_row : grid_row + 3]
+            dy = y - row_cells[0].y
+            pieces = tuple(
+                drawn[grid_row + k][dy] if dy < len(drawn[grid_row + k]) else Strip.blank(c.width)
+                for k, c in enumerate(row_cells)
+            )
+            was = old_parts[y] if y < len(old_parts) else None
+            if was is not None and all(a is b or a == b for a, b in zip(was, pieces, strict=True)):
+                line, pieces = self._lines[y], was  # drawn as it was: not painted again
+            else:
+                line = _joined(pieces, row_cells, width)
+            if y < len(lines):
+                lines[y], parts[y] = line, pieces
+            else:
+                lines.append(line)
                 parts.append(pieces)
         self._parts = parts
         return lines
@@ -310,9 +328,14 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
             self._built_for = None
             self.refresh()  # drawn whole at the next paint
             return
+        dirty: set[int] | None = set()
         for picture, cell in zip(self.pictures.values(), self.cells(*layout), strict=False):
-            picture.redraw(cell.width, cell.height)
-        old, self._lines = self._lines, self._join_lines(layout)
+            rows = picture.redraw(cell.width, cell.height)
+            if rows is None or dirty is None:
+                dirty = None  # drawn whole: any of its lines may differ
+            else:
+                dirty.update(cell.y + row for row in rows if row < cell.height)
+        old, self._lines = self._lines, self._join_lines(layout, dirty)
         changed = [y for y, (a, b) in enumerate(zip_longest(old, self._lines)) if a is not b]
         if changed:
             self.refresh(*line_regions(changed, layout[0]))
