@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import pairwise, zip_longest
 
 from rich.cells import cell_len
@@ -74,7 +75,7 @@ class ChartSpec:
     kind: str = ""
     """Axis kind (units and tick labels): iops, kib, ms, req or pct."""
 
-    @property
+    @cached_property
     def series(self) -> tuple[tuple[str, str], ...]:
         """(metric, legend label) pairs."""
         return tuple((m, figure(m).title) for m in self.metrics)
@@ -236,7 +237,8 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
         return self.get_component_styles("device-charts--rule").display != "none"
 
     def _shape(self) -> tuple[int, int, bool]:
-        return self.size.width, self.size.height, self._ruled()
+        size = self.size  # (worked out from the layout at each look)
+        return size.width, size.height, self._ruled()
 
     def cells(self, width: int, height: int, ruled: bool | None = None) -> list[Region]:
         """Where the five charts and the caption are at ``width`` x ``height``, in
