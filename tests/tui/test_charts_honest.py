@@ -94,10 +94,13 @@ async def test_a_fresh_start_draws_its_few_points_at_the_right_not_stretched() -
         await started(pilot, app)
         await step_to(pilot, app, lambda: len(_points(app, "dm-0")) >= 3, "3 points")
         await pilot.pause()
-        dots = plot_dots(chart_lines(app, "chart-util"))
+        lines = chart_lines(app, "chart-util")
+        dots = plot_dots(lines)
         assert dots
-        # A few seconds of a window of at least 30 intervals: the left is empty.
-        assert min(x for _, x in dots) >= 0.5, sorted(dots)[:5]
+        # A second of a window of at least two minutes: the left is empty, and the x axis
+        # reads in minutes.
+        assert min(x for _, x in dots) >= 0.9, sorted(dots)[:5]
+        assert re.search(r"-[12]m\b", lines[-1]), lines[-1]
 
 
 def tick_values(lines: list[str]) -> list[float]:

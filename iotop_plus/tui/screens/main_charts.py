@@ -53,7 +53,7 @@ class ChartWindow:
             self._draw(charts, self.view.selected_device, self.view.interval, force)
 
     def _draw(self, charts: DeviceCharts, device: str | None, interval: float, force: bool) -> None:
-        from iotop_plus.tui.widgets.charts import MIN_SPAN_INTERVALS  # loaded with the charts
+        from iotop_plus.tui.widgets.charts import min_span  # loaded with the charts
 
         if not charts.is_on_screen and not force:
             return
@@ -73,5 +73,5 @@ class ChartWindow:
             end,
             at=at,
             start=start,
-            min_span=MIN_SPAN_INTERVALS * interval,
+            min_span=min_span(interval, span),
         )

@@ -2,9 +2,9 @@
 
 The charts draw only the selected device, only when on screen and only when a new point
 arrived (at the pace of the table). They draw the points the history holds and nothing
-else: the x axis is the window the history covers (at least ``MIN_SPAN_INTERVALS`` sampling
-intervals), a device that appeared later starts where its data starts, and samples that are
-missing are not bridged by a line.
+else: the x axis is the window the history covers (at least :func:`min_span`), a device
+that appeared later starts where its data starts, and samples that are missing are not
+bridged by a line.
 
 Setting changes and probes are marked with a vertical line and a short label above the plot,
 live and in history (where the window ends at the frame shown, and its time is in the
@@ -52,8 +52,23 @@ READ_STYLE = Style(color="#5fafff")
 WRITE_STYLE = Style(color="#ffaf00")
 """The second series (writes, in-flight)."""
 MIN_SPAN_INTERVALS = 30
-"""The x axis covers at least this many sampling intervals: the first points of a start
-appear at the right, with the empty time before them left empty."""
+"""The x axis covers at least this many sampling intervals, ..."""
+MIN_SPAN_S = 120.0
+"""... and at least this many seconds (within the history's window): the first points of a
+start appear at the right, with the empty time before them left empty, as on a chart of the
+last few minutes. A window a plot's width in dot columns or shorter moves the picture on by
+a dot column or more at every frame, and every row with dots is drawn and painted again: over
+30 s at 1 s the charts drew ~30 % more a frame while it lasted, a tenth of the TUI's CPU
+(``benchmarks/bench_chart_frames.py``); over 2 minutes a dot column holds ~3 s at 120x36
+and the picture moves every third frame."""
+
+
+def min_span(interval: float, window: float) -> float:
+    """The shortest x axis, in seconds, at ``interval`` seconds between frames, for a history
+    of ``window`` seconds."""
+    return min(window, max(MIN_SPAN_INTERVALS * interval, MIN_SPAN_S))
+
+
 GUTTER = 1
 """Blank cells after each chart but the last of a grid row: a plot's last column never touches
 the y labels of the chart beside it."""
