@@ -42,6 +42,7 @@ def measure() -> dict[str, float]:
     from textual.app import App, ComposeResult
 
     from iotop_plus.sampling.store.timeline import METRICS, Columns
+    from iotop_plus.tui.engine.gc_policy import GEN0_THRESHOLD
     from iotop_plus.tui.widgets import charts as charts_module
     from iotop_plus.tui.widgets.charts import DeviceCharts
 
@@ -61,7 +62,7 @@ def measure() -> dict[str, float]:
         # As the TUI does once its screen is up (``tui/engine/gc_policy.py``).
         gc.collect()
         gc.freeze()
-        gc.set_threshold(10_000, *gc.get_threshold()[1:])
+        gc.set_threshold(GEN0_THRESHOLD, *gc.get_threshold()[1:])
 
     rng = random.Random(7)
     base = {

@@ -58,7 +58,7 @@ MIN_SPAN_S = 120.0
 start appear at the right, with the empty time before them left empty, as on a chart of the
 last few minutes. A window a plot's width in dot columns or shorter moves the picture on by
 a dot column or more at every frame, and every row with dots is drawn and painted again: over
-30 s at 1 s the charts drew ~30 % more a frame while it lasted, a tenth of the TUI's CPU
+30 s at 1 s a frame's draw cost ~1.6 times as much while it lasted, ~8 % of the TUI's CPU
 (``benchmarks/bench_chart_frames.py``); over 2 minutes a dot column holds ~3 s at 120x36
 and the picture moves every third frame."""
 
@@ -285,11 +285,11 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
         return self._caption_strips
 
     def _join_lines(
-        self, layout: tuple[int, int, bool], changed: set[int] | None = None
+        self, layout: tuple[int, int, bool], dirty: set[int] | None = None
     ) -> list[Strip]:
         """The widget's lines: the rule, then each line the cells' lines of its grid row side
         by side; a line whose cells' lines did not change is the one drawn last time.
-        ``changed``: the only lines of the charts (not the caption's) whose cells' lines may
+        ``dirty``: the only lines of the charts (not the caption's) whose cells' lines may
         have changed since the last join at this layout (None: any)."""
         width, height, ruled = layout
         cells = self.cells(width, height, ruled)
@@ -300,10 +300,10 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
         caption = self._caption_part(cells[-1].width, cells[-1].height)
         drawn.append(caption)
         old_parts = self._parts if self._built_for == layout else []
-        if changed is not None and old_parts:
+        if dirty is not None and old_parts:
             if caption is not self._caption_joined:
-                changed = changed | set(cells[-1].line_range)
-            ys: Iterable[int] = sorted(changed)
+                dirty = dirty | set(cells[-1].line_range)
+            ys: Iterable[int] = sorted(dirty)
             lines, parts = list(self._lines), list(old_parts)
         else:
             top = int(ruled)
@@ -351,7 +351,7 @@ class DeviceCharts(BatchedRepaint, StyleMemo, Widget):
             if rows is None or dirty is None:
                 dirty = None  # drawn whole: any of its lines may differ
             else:
-                dirty.update(cell.y + row for row in rows if row < cell.height)
+                dirty.update(cell.y + row for row in rows)
         old, self._lines = self._lines, self._join_lines(layout, dirty)
         changed = [y for y, (a, b) in enumerate(zip_longest(old, self._lines)) if a is not b]
         if changed:
